@@ -1,0 +1,108 @@
+# rung: one Makefile. `make` builds, `make check` runs every test (as root in CI).
+# Modules add their own targets in <module>/module.mk (included below).
+
+CC      ?= gcc
+B       := build
+PKGS    := libseccomp libcap libnl-3.0 libnl-route-3.0 libnftables jansson libmicrohttpd \
+           libarchive libcurl libcrypto
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 -Wvla
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=gnu11 $(WARN) -D_GNU_SOURCE -D_FORTIFY_SOURCE=2 -fstack-protector-strong \
+           -MMD -MP -Iinclude -I. $(PKG_CFLAGS)
+LDLIBS  := $(PKG_LIBS) -lpthread
+
+# Sources by module. Files named main*.c hold a program's main() and stay out of libraries.
+src_of   = $(filter-out $(1)/main%.c,$(wildcard $(1)/*.c))
+COMMON   := $(call src_of,common)
+ROOTFS   := $(call src_of,rootfs)
+NETPOL   := $(call src_of,netpolicy)
+VMM      := $(call src_of,vmm)
+RUNTIME  := $(call src_of,runtime)
+SERVER   := $(call src_of,server)
+AGENT    := $(call src_of,agent)
+CLI      := $(call src_of,cli)
+obj      = $(patsubst %.c,$(B)/obj/%.o,$(1))
+
+LIB_SRC  := $(COMMON) $(ROOTFS) $(NETPOL) $(RUNTIME)
+# What the static programs (agent, vmm) may link from common: no libcrypto.
+COMMON_MIN := common/err.c common/log.c common/util.c common/proto.c
+
+all: $(B)/rung $(B)/rung-agent $(B)/librung.a
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(B)/librung.a: $(call obj,$(LIB_SRC))
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/rung: $(call obj,$(CLI) cli/main.c $(SERVER)) $(B)/librung.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/rung-agent: $(call obj,$(AGENT) agent/main.c $(filter $(COMMON_MIN),$(COMMON)))
+	$(CC) -static $(LDFLAGS) -Wl,--gc-sections -o $@ $^
+
+# --- tests (Check) -------------------------------------------------------------------------
+TEST_SRC := $(wildcard tests/check_*.c)
+TEST_LIB_SRC := $(LIB_SRC) $(VMM) $(SERVER) $(AGENT) $(CLI)
+
+$(B)/suites.h: $(TEST_SRC) tests/gen-suites.sh
+	@mkdir -p $(B)
+	sh tests/gen-suites.sh $(TEST_SRC) > $@.tmp && mv $@.tmp $@
+
+$(B)/obj/tests/check_main.o: $(B)/suites.h
+$(B)/obj/tests/check_main.o: CFLAGS += -I$(B)
+
+$(B)/check_rung: $(call obj,$(TEST_SRC) tests/check_main.c tests/testutil.c $(TEST_LIB_SRC))
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs check)
+
+# `make check`: every suite, every tag (root, net, kvm). Python client tests, fuzz smoke
+# runs and the nested-KVM stage are added by their modules as check-* prerequisites.
+CHECK_STAGES := check-unit
+check: $(B)/rung $(B)/rung-agent
+	@sh scripts/setup-deps.sh test
+	@$(MAKE) --no-print-directory $(CHECK_STAGES)
+	@echo "make check: all stages passed"
+
+check-unit: $(B)/check_rung $(B)/rung $(B)/rung-agent
+	RUNG_BUILD_DIR=$(CURDIR)/$(B) CK_DEFAULT_TIMEOUT=60 $(B)/check_rung
+
+# --- fuzzing (libFuzzer) --------------------------------------------------------------------
+FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
+FUZZ_LIB := $(COMMON) $(ROOTFS) $(NETPOL) $(VMM) $(RUNTIME) $(SERVER) $(filter-out agent/main%.c,$(AGENT))
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer-no-link,address,undefined -D_GNU_SOURCE \
+               -DRUNG_FUZZING -Iinclude -I. $(PKG_CFLAGS) -MMD -MP
+$(B)/fobj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -c -o $@ $<
+$(B)/fuzz/%: $(B)/fobj/fuzz/%.o $(patsubst %.c,$(B)/fobj/%.o,$(FUZZ_LIB))
+	@mkdir -p $(dir $@)
+	clang -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
+FUZZERS := $(patsubst fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRC))
+fuzz: $(FUZZERS)
+# A bounded smoke run of every fuzzer (part of make check).
+check-fuzz: $(FUZZERS)
+	@for f in $(FUZZERS); do n=$$(basename $$f); mkdir -p $(B)/corpus/$$n; \
+	  echo "fuzz: $$n (60000 runs)"; \
+	  $$f -runs=60000 -max_len=65536 -timeout=10 $(B)/corpus/$$n fuzz/corpus/$$n 2>$(B)/fuzz-$$n.log \
+	  || { tail -40 $(B)/fuzz-$$n.log; exit 1; }; done
+CHECK_STAGES += check-fuzz
+
+# --- layering rule: includes point down only (STYLE.md) -------------------------------------
+check-layers:
+	@sh scripts/check-layers.sh
+CHECK_STAGES += check-layers
+
+setup:
+	sh scripts/setup-deps.sh test
+
+clean:
+	rm -rf $(B)
+
+-include $(wildcard */module.mk)
+-include $(shell find $(B) -name '*.d' 2>/dev/null)
+
+.PHONY: all check check-unit check-fuzz check-layers fuzz setup clean

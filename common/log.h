@@ -1,0 +1,32 @@
+/* common/log.h: the one logging sink. main() sets it once. */
+#ifndef RUNG_COMMON_LOG_H
+#define RUNG_COMMON_LOG_H
+
+#include <errno.h>
+#include <string.h>
+
+enum rung_log_level { RUNG_LOG_ERR, RUNG_LOG_WARN, RUNG_LOG_INFO, RUNG_LOG_DEBUG };
+
+typedef void (*rung_log_sink_fn)(enum rung_log_level lvl, const char *line, void *data);
+
+/* Default: level WARN, sink stderr. */
+void rung_log_set_level(enum rung_log_level lvl);
+enum rung_log_level rung_log_get_level(void);
+void rung_log_set_sink(rung_log_sink_fn fn, void *data);
+void rung_log(enum rung_log_level lvl, const char *func, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#define LOG_ERR(...) rung_log(RUNG_LOG_ERR, __func__, __VA_ARGS__)
+#define LOG_WARN(...) rung_log(RUNG_LOG_WARN, __func__, __VA_ARGS__)
+#define LOG_INFO(...) rung_log(RUNG_LOG_INFO, __func__, __VA_ARGS__)
+#define LOG_DEBUG(...) rung_log(RUNG_LOG_DEBUG, __func__, __VA_ARGS__)
+#define PLOG_(lvl, fmt, ...)                                                                       \
+	do {                                                                                       \
+		int e_ = errno;                                                                    \
+		rung_log(lvl, __func__, fmt ": %s", ##__VA_ARGS__, strerror(e_));                 \
+		errno = e_;                                                                        \
+	} while (0)
+#define PLOG_ERR(fmt, ...) PLOG_(RUNG_LOG_ERR, fmt, ##__VA_ARGS__)
+#define PLOG_WARN(fmt, ...) PLOG_(RUNG_LOG_WARN, fmt, ##__VA_ARGS__)
+
+#endif

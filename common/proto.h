@@ -1,0 +1,155 @@
+/*
+ * common/proto.h: the agent protocol, one framing for all three rungs.
+ *
+ * A frame is an 8-byte header followed by a payload:
+ *   u16 magic 0x5247 ("RG"), u8 version (RUNG_PROTO_VERSION), u8 type, u32 payload length
+ * (all big-endian). The payload is a sequence of TLV fields: u16 tag, u32 length, bytes.
+ * Strings carry no NUL; integers are u64 big-endian. A payload is at most RUNG_FRAME_MAX.
+ *
+ * One connection carries one operation (process/container: a Unix socket connection;
+ * vm: one session on the virtio channel). The host sends a request frame and, for exec,
+ * STDIN frames then STDIN_EOF; the agent answers with STDOUT/STDERR frames and ends with
+ * EXIT, or with FILE_DATA frames and RESULT, or with ERROR. Everything decoded here is
+ * treated as hostile: bounded lengths, validated tags, no trust in counts.
+ */
+#ifndef RUNG_COMMON_PROTO_H
+#define RUNG_COMMON_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+#define RUNG_PROTO_MAGIC 0x5247
+#define RUNG_PROTO_VERSION 1
+#define RUNG_FRAME_HDR 8
+#define RUNG_FRAME_MAX (1u << 20)
+#define RUNG_PROTO_MAX_ARGS 4096
+#define RUNG_PROTO_MAX_STR 65536
+
+enum rung_msg {
+	RUNG_MSG_PING = 1,
+	RUNG_MSG_PONG = 2,
+	RUNG_MSG_EXEC = 10,
+	RUNG_MSG_STDIN = 11,
+	RUNG_MSG_STDIN_EOF = 12,
+	RUNG_MSG_STDOUT = 13,
+	RUNG_MSG_STDERR = 14,
+	RUNG_MSG_EXIT = 15,
+	RUNG_MSG_SIGNAL = 16,
+	RUNG_MSG_WRITE_FILE = 20,
+	RUNG_MSG_READ_FILE = 21,
+	RUNG_MSG_FILE_DATA = 22,
+	RUNG_MSG_FILE_END = 23,
+	RUNG_MSG_RESULT = 40,
+	RUNG_MSG_ERROR = 41,
+};
+
+enum rung_tag {
+	RUNG_TAG_ARGV = 1,
+	RUNG_TAG_ENV = 2,
+	RUNG_TAG_CWD = 3,
+	RUNG_TAG_TIMEOUT_MS = 4,
+	RUNG_TAG_MAX_OUTPUT = 5,
+	RUNG_TAG_STDIN = 6, /* u64 1: STDIN frames follow */
+	RUNG_TAG_DATA = 7,
+	RUNG_TAG_EXIT_CODE = 8,
+	RUNG_TAG_SIGNAL = 9,
+	RUNG_TAG_FLAGS = 10,
+	RUNG_TAG_DURATION_US = 11,
+	RUNG_TAG_PATH = 12,
+	RUNG_TAG_MODE = 13,
+	RUNG_TAG_SIZE = 14,
+	RUNG_TAG_ERRNO = 15,
+	RUNG_TAG_MESSAGE = 16,
+	RUNG_TAG_VERSION = 17,
+};
+
+/* EXIT flags */
+#define RUNG_EXIT_TIMED_OUT (1u << 0)
+#define RUNG_EXIT_TRUNC_STDOUT (1u << 1)
+#define RUNG_EXIT_TRUNC_STDERR (1u << 2)
+#define RUNG_EXIT_OOM (1u << 3)
+
+struct rung_frame {
+	uint8_t type;
+	uint32_t len;
+	uint8_t *payload; /* malloc'd, len bytes (+1 NUL guard); NULL when len == 0 */
+};
+void rung_frame_release(struct rung_frame *f);
+
+/* A growable byte buffer for building payloads. */
+struct rung_buf {
+	uint8_t *data;
+	size_t len, cap;
+	bool oom;
+};
+void rung_buf_release(struct rung_buf *b);
+void rung_buf_put_bytes(struct rung_buf *b, uint16_t tag, const void *v, size_t len);
+void rung_buf_put_str(struct rung_buf *b, uint16_t tag, const char *s);
+void rung_buf_put_u64(struct rung_buf *b, uint16_t tag, uint64_t v);
+
+/* Pure: validate a header. Returns 0, or -EPROTO/-EMSGSIZE with err naming the fault. */
+int rung_frame_hdr_decode(const uint8_t hdr[RUNG_FRAME_HDR], uint8_t *type, uint32_t *len,
+			  struct rung_err *err);
+void rung_frame_hdr_encode(uint8_t hdr[RUNG_FRAME_HDR], uint8_t type, uint32_t len);
+
+/*
+ * Blocking I/O with an optional deadline (CLOCK_MONOTONIC ms; 0 = none). A read that
+ * hits EOF before any byte returns -ECONNRESET; mid-frame, -EPROTO ("truncated frame");
+ * past the deadline, -ETIMEDOUT.
+ */
+int rung_frame_read(int fd, struct rung_frame *f, uint64_t deadline_ms, struct rung_err *err);
+int rung_frame_write(int fd, uint8_t type, const void *payload, size_t len, struct rung_err *err);
+int rung_frame_write_buf(int fd, uint8_t type, const struct rung_buf *b, struct rung_err *err);
+
+/* TLV iteration over a payload. next() returns 1 with a field, 0 at the end, <0 if malformed. */
+struct rung_tlv_iter {
+	const uint8_t *p, *end;
+};
+void rung_tlv_init(struct rung_tlv_iter *it, const uint8_t *payload, uint32_t len);
+int rung_tlv_next(struct rung_tlv_iter *it, uint16_t *tag, const uint8_t **val, uint32_t *len,
+		  struct rung_err *err);
+/* Field value helpers: u64 must be exactly 8 bytes; strings are copied, NUL-free, bounded. */
+int rung_tlv_u64(const uint8_t *val, uint32_t len, uint64_t *out, struct rung_err *err);
+int rung_tlv_str(const uint8_t *val, uint32_t len, char **out, struct rung_err *err);
+
+/* The exec request, decoded. */
+struct rung_proto_exec {
+	char **argv; /* NULL-terminated, argc >= 1 */
+	char **env;  /* NULL-terminated "K=V" strings */
+	char *cwd;   /* NULL: the sandbox's work dir */
+	uint64_t timeout_ms, max_output;
+	bool has_stdin;
+};
+int rung_proto_exec_encode(const struct rung_proto_exec *x, struct rung_buf *b);
+int rung_proto_exec_decode(const uint8_t *p, uint32_t len, struct rung_proto_exec *x,
+			   struct rung_err *err);
+void rung_proto_exec_release(struct rung_proto_exec *x);
+
+/* The exec result (EXIT frame). */
+struct rung_proto_exit {
+	int64_t exit_code; /* -1 when killed by a signal */
+	uint32_t signal, flags;
+	uint64_t duration_us;
+};
+void rung_proto_exit_encode(const struct rung_proto_exit *x, struct rung_buf *b);
+int rung_proto_exit_decode(const uint8_t *p, uint32_t len, struct rung_proto_exit *x,
+			   struct rung_err *err);
+
+/* File requests (WRITE_FILE/READ_FILE): path, mode, size. */
+struct rung_proto_file {
+	char *path;
+	uint32_t mode;
+	uint64_t size;
+};
+int rung_proto_file_decode(const uint8_t *p, uint32_t len, struct rung_proto_file *x,
+			   struct rung_err *err);
+void rung_proto_file_release(struct rung_proto_file *x);
+
+/* ERROR frame: errno + message. Decoding fills err with "agent: <message>". */
+int rung_proto_error_send(int fd, const struct rung_err *e);
+int rung_proto_error_decode(const uint8_t *p, uint32_t len, struct rung_err *err);
+
+#endif

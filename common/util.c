@@ -1,0 +1,342 @@
+#include <ctype.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/util.h"
+
+int rung_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int rung_read_exact(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	while (len > 0) {
+		ssize_t n = read(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EPIPE;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int rung_read_fd_all(int fd, size_t max, char **out, size_t *out_len, struct rung_err *err)
+{
+	size_t cap = 4096, len = 0;
+	cleanup_free char *buf = malloc(cap + 1);
+	if (!buf)
+		return rung_err_set(err, ENOMEM, "out of memory");
+	for (;;) {
+		if (len == cap) {
+			if (cap > max)
+				return rung_err_set(err, EFBIG, "input larger than %zu bytes", max);
+			cap *= 2;
+			char *nb = realloc(buf, cap + 1);
+			if (!nb)
+				return rung_err_set(err, ENOMEM, "out of memory");
+			buf = nb;
+		}
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return rung_err_sys(err, errno, "read");
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > max)
+			return rung_err_set(err, EFBIG, "input larger than %zu bytes", max);
+	}
+	buf[len] = '\0';
+	*out = rung_steal_ptr(&buf);
+	if (out_len)
+		*out_len = len;
+	return 0;
+}
+
+int rung_read_file(int dirfd, const char *path, size_t max, char **out, size_t *out_len,
+		   struct rung_err *err)
+{
+	cleanup_close int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return rung_err_sys(err, errno, "open %s", path);
+	int r = rung_read_fd_all(fd, max, out, out_len, err);
+	if (r < 0)
+		return rung_err_wrap(err, "%s", path);
+	return 0;
+}
+
+int rung_write_file_atomic(int dirfd, const char *path, const void *buf, size_t len, mode_t mode,
+			   struct rung_err *err)
+{
+	char tmp[4096];
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
+		return rung_err_set(err, ENAMETOOLONG, "path too long: %s", path);
+	cleanup_close int fd =
+		openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0)
+		return rung_err_sys(err, errno, "create %s", tmp);
+	int r = rung_write_all(fd, buf, len);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlinkat(dirfd, tmp, 0);
+		return rung_err_sys(err, -r, "write %s", tmp);
+	}
+	if (renameat(dirfd, tmp, dirfd, path) < 0) {
+		r = -errno;
+		unlinkat(dirfd, tmp, 0);
+		return rung_err_sys(err, -r, "rename %s", path);
+	}
+	/* Make the rename durable: fsync the directory holding path. */
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash && slash != dir)
+		*slash = '\0';
+	else if (slash)
+		dir[1] = '\0';
+	else
+		snprintf(dir, sizeof(dir), ".");
+	cleanup_close int dfd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0)
+		fsync(dfd);
+	return 0;
+}
+
+int rung_mkdir_p(const char *path, mode_t mode, struct rung_err *err)
+{
+	char buf[4096];
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", path) >= sizeof(buf))
+		return rung_err_set(err, ENAMETOOLONG, "path too long: %s", path);
+	for (char *p = buf + 1;; p++) {
+		if (*p == '/' || *p == '\0') {
+			char c = *p;
+			*p = '\0';
+			if (mkdir(buf, mode) < 0 && errno != EEXIST)
+				return rung_err_sys(err, errno, "mkdir %s", buf);
+			*p = c;
+			if (c == '\0')
+				break;
+		}
+	}
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return rung_err_sys(err, errno, "stat %s", path);
+	if (!S_ISDIR(st.st_mode))
+		return rung_err_set(err, ENOTDIR, "%s exists and is not a directory", path);
+	return 0;
+}
+
+static int rm_rf_children(int dfd, dev_t dev, int depth, struct rung_err *err)
+{
+	if (depth > 256)
+		return rung_err_set(err, ELOOP, "directory tree too deep");
+	cleanup_dir DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return rung_err_sys(err, errno, "fdopendir");
+	}
+	struct dirent *de;
+	while ((errno = 0, de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno == ENOENT)
+				continue;
+			return rung_err_sys(err, errno, "stat %s", de->d_name);
+		}
+		if (S_ISDIR(st.st_mode)) {
+			if (st.st_dev != dev)
+				return rung_err_set(err, EBUSY, "%s is a mount point", de->d_name);
+			int cfd = openat(dirfd(d), de->d_name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (cfd < 0)
+				return rung_err_sys(err, errno, "open %s", de->d_name);
+			int r = rm_rf_children(cfd, dev, depth + 1, err);
+			if (r < 0)
+				return rung_err_wrap(err, "%s", de->d_name);
+			if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+				return rung_err_sys(err, errno, "rmdir %s", de->d_name);
+		} else if (unlinkat(dirfd(d), de->d_name, 0) < 0 && errno != ENOENT) {
+			return rung_err_sys(err, errno, "unlink %s", de->d_name);
+		}
+	}
+	if (errno)
+		return rung_err_sys(err, errno, "readdir");
+	return 0;
+}
+
+int rung_rm_rf_at(int dirfd, const char *name, struct rung_err *err)
+{
+	struct stat st;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return rung_err_sys(err, errno, "stat %s", name);
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
+			return rung_err_sys(err, errno, "unlink %s", name);
+		return 0;
+	}
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return rung_err_sys(err, errno, "open %s", name);
+	int r = rm_rf_children(fd, st.st_dev, 0, err);
+	if (r < 0)
+		return rung_err_wrap(err, "%s", name);
+	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		return rung_err_sys(err, errno, "rmdir %s", name);
+	return 0;
+}
+
+int rung_rm_rf(const char *path, struct rung_err *err)
+{
+	return rung_rm_rf_at(AT_FDCWD, path, err);
+}
+
+static uint64_t clock_ms(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+uint64_t rung_now_ms(void)
+{
+	return clock_ms(CLOCK_MONOTONIC);
+}
+
+uint64_t rung_wall_ms(void)
+{
+	return clock_ms(CLOCK_REALTIME);
+}
+
+uint64_t rung_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+int rung_parse_u64(const char *s, uint64_t *out)
+{
+	if (!s || !*s)
+		return -EINVAL;
+	uint64_t v = 0;
+	for (const char *p = s; *p; p++) {
+		if (!isdigit((unsigned char)*p))
+			return -EINVAL;
+		unsigned d = (unsigned)(*p - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+int rung_parse_size(const char *s, uint64_t *out)
+{
+	if (!s || !*s)
+		return -EINVAL;
+	char num[32];
+	size_t n = strlen(s);
+	uint64_t mult = 1;
+	char last = (char)tolower((unsigned char)s[n - 1]);
+	if (last == 'b' && n > 1 && isalpha((unsigned char)s[n - 2])) {
+		n--; /* "MB", "GiB" handled below via the letter before */
+		last = (char)tolower((unsigned char)s[n - 1]);
+	}
+	if (last == 'i' && n > 1) { /* "Mi", "Gi" */
+		n--;
+		last = (char)tolower((unsigned char)s[n - 1]);
+	}
+	switch (last) {
+	case 'k': mult = 1ULL << 10; n--; break;
+	case 'm': mult = 1ULL << 20; n--; break;
+	case 'g': mult = 1ULL << 30; n--; break;
+	case 't': mult = 1ULL << 40; n--; break;
+	default: break;
+	}
+	if (n == 0 || n >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, s, n);
+	num[n] = '\0';
+	uint64_t v;
+	int r = rung_parse_u64(num, &v);
+	if (r < 0)
+		return r;
+	if (v > UINT64_MAX / mult)
+		return -ERANGE;
+	*out = v * mult;
+	return 0;
+}
+
+uint64_t rung_proc_starttime(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* comm may hold spaces and parens: fields start after the last ')'. */
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	p++;
+	/* after ')' come fields 3..; starttime is field 22, the 20th after ')'. */
+	for (int field = 3; field < 22; field++) {
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return 0;
+	}
+	return strtoull(p + 1, NULL, 10);
+}
+
+int rung_fd_set_nonblock(int fd, int on)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return -errno;
+	fl = on ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK);
+	return fcntl(fd, F_SETFL, fl) < 0 ? -errno : 0;
+}
+
+int rung_fd_set_cloexec(int fd, int on)
+{
+	int fl = fcntl(fd, F_GETFD);
+	if (fl < 0)
+		return -errno;
+	fl = on ? (fl | FD_CLOEXEC) : (fl & ~FD_CLOEXEC);
+	return fcntl(fd, F_SETFD, fl) < 0 ? -errno : 0;
+}

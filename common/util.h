@@ -1,0 +1,52 @@
+/* common/util.h: small shared helpers: I/O, files, time, digests. */
+#ifndef RUNG_COMMON_UTIL_H
+#define RUNG_COMMON_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/cleanup.h"
+#include "common/err.h"
+#include "common/log.h"
+
+#define RUNG_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Loop over short writes and EINTR. Returns 0 or -errno. */
+int rung_write_all(int fd, const void *buf, size_t len);
+/* Read exactly len bytes. Returns 0, -EPIPE on early EOF, or -errno. */
+int rung_read_exact(int fd, void *buf, size_t len);
+/* Read a whole fd, refusing more than max bytes (-EFBIG). *out is NUL-terminated. */
+int rung_read_fd_all(int fd, size_t max, char **out, size_t *out_len, struct rung_err *err);
+/* Read a whole file at path (relative to dirfd, AT_FDCWD ok). */
+int rung_read_file(int dirfd, const char *path, size_t max, char **out, size_t *out_len,
+		   struct rung_err *err);
+/* Write a file atomically: temp file in the same dir, fsync, rename, fsync dir. */
+int rung_write_file_atomic(int dirfd, const char *path, const void *buf, size_t len, mode_t mode,
+			   struct rung_err *err);
+/* mkdir -p; existing directories are fine. */
+int rung_mkdir_p(const char *path, mode_t mode, struct rung_err *err);
+/*
+ * rm -rf of dirfd/name without following symlinks and without crossing into
+ * other mounts (a mount point below is an error, never descended into).
+ */
+int rung_rm_rf_at(int dirfd, const char *name, struct rung_err *err);
+int rung_rm_rf(const char *path, struct rung_err *err);
+
+uint64_t rung_now_ms(void);       /* CLOCK_MONOTONIC */
+uint64_t rung_wall_ms(void);      /* CLOCK_REALTIME */
+uint64_t rung_now_us(void);       /* CLOCK_MONOTONIC */
+
+/* "512M", "1G", "4096", "64k" -> bytes. Returns 0 or -EINVAL. */
+int rung_parse_size(const char *s, uint64_t *out);
+/* Strict base-10 unsigned parse of the whole string. */
+int rung_parse_u64(const char *s, uint64_t *out);
+
+/* Process start time (field 22 of /proc/PID/stat) for PID-reuse checks; 0 if gone. */
+uint64_t rung_proc_starttime(pid_t pid);
+
+/* Set or clear O_NONBLOCK / FD_CLOEXEC. */
+int rung_fd_set_nonblock(int fd, int on);
+int rung_fd_set_cloexec(int fd, int on);
+
+#endif

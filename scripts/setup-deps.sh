@@ -1,0 +1,28 @@
+#!/bin/sh
+# Install, idempotently, every Debian 12 package rung needs to build and test.
+# Usage: scripts/setup-deps.sh [build|test|vm]   (default: test, which includes build)
+set -eu
+BUILD="build-essential pkg-config clang make libseccomp-dev libcap-dev libnl-3-dev
+ libnl-route-3-dev libnftables-dev libjansson-dev libmicrohttpd-dev libarchive-dev
+ libssl-dev libcurl4-openssl-dev check linux-libc-dev busybox-static python3 uidmap"
+TEST="$BUILD bubblewrap hyperfine iproute2 nftables e2fsprogs cpio crun runc umoci skopeo
+ docker-registry mmdebstrap qemu-system-x86 curl procps psmisc"
+VM="$TEST linux-source-6.1 bc flex bison libelf-dev xz-utils kmod"
+case "${1:-test}" in
+build) want=$BUILD ;; test) want=$TEST ;; vm) want=$VM ;;
+*) echo "usage: $0 [build|test|vm]" >&2; exit 2 ;;
+esac
+missing=""
+for p in $want; do
+	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	case "$st" in *"install ok installed"*) ;; *) missing="$missing $p" ;; esac
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "setup-deps: missing packages:$missing (run as root to install them)" >&2
+	exit 1
+fi
+echo "setup-deps: installing:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
