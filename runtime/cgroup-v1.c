@@ -261,10 +261,15 @@ static int v1_stats(const struct rt_cgroup *cg, struct rt_cgroup_stats *st, stru
 	int r;
 	const char *d;
 	if ((d = cg->dir[RT_CGCTL_MEMORY])) {
+		/* With swap accounting the memsw counter (set to the same limit) fails first. */
+		uint64_t sw = 0;
 		if ((r = sum_key_tree(d, "memory.oom_control", "oom_kill", &st->oom_kills, 0, err)) < 0 ||
 		    (r = rt_cg_read_u64(d, "memory.failcnt", &st->memory_max_events, err)) < 0 ||
 		    (r = rt_cg_read_u64(d, "memory.usage_in_bytes", &st->memory_current, err)) < 0)
 			return r;
+		if ((r = rt_cg_read_u64(d, "memory.memsw.failcnt", &sw, err)) < 0 && r != -ENOENT)
+			return r;
+		st->memory_max_events += sw;
 	}
 	if ((d = cg->dir[RT_CGCTL_PIDS])) {
 		if ((r = rt_cg_read_u64(d, "pids.current", &st->pids_current, err)) < 0 ||

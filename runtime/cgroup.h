@@ -90,7 +90,8 @@ void rt_cgroup_plan_release(struct rt_cgroup_plan *plan); /* NULL-safe, idempote
 
 struct rt_cgroup_stats {
 	uint64_t oom_kills;         /* v1 memory.oom_control oom_kill; v2 memory.events oom_kill */
-	uint64_t memory_max_events; /* v1 memory.failcnt; v2 memory.events max */
+	uint64_t memory_max_events; /* v2 memory.events max; v1 memory(+memsw).failcnt,
+				     * which 6.x kernels leave at 0 when memsw trips */
 	uint64_t memory_current;    /* bytes */
 	uint64_t pids_current;
 	uint64_t pids_max_events;   /* pids.events max: forks refused */
