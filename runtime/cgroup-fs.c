@@ -133,7 +133,8 @@ static int collect(const char *dir, pid_t **pids, size_t *n, size_t *cap, int de
 		return 0; /* the group is gone (or never was) */
 	if (r < 0)
 		return r;
-	for (char *tok = strtok(s, "\n"); tok; tok = strtok(NULL, "\n")) {
+	char *save = NULL;
+	for (char *tok = strtok_r(s, "\n", &save); tok; tok = strtok_r(NULL, "\n", &save)) {
 		uint64_t v;
 		if (rung_parse_u64(tok, &v) < 0 || v == 0 || v > INT32_MAX)
 			return rung_err_set(err, EINVAL, "%s/cgroup.procs: bad pid \"%s\"", dir, tok);

@@ -24,7 +24,8 @@ static int v2_probe(struct rt_cgroup *cg, struct rung_err *err)
 	int r = rt_cg_read(cg->root, "cgroup.controllers", &s, err);
 	if (r < 0)
 		return r;
-	for (char *tok = strtok(s, " \n"); tok; tok = strtok(NULL, " \n"))
+	char *save = NULL;
+	for (char *tok = strtok_r(s, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save))
 		for (size_t i = 0; i < RUNG_ARRAY_SIZE(v2_ctls); i++)
 			if (!strcmp(tok, rt_cgroup_ctl_name(v2_ctls[i])))
 				cg->has[v2_ctls[i]] = true;

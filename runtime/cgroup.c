@@ -329,6 +329,18 @@ int rt_cgroup_enter(const struct rt_cgroup *cg, pid_t pid, struct rung_err *err)
 	return r < 0 ? rung_err_wrap(err, "cgroup %s: enter pid %d", cg->name, (int)pid) : 0;
 }
 
+int rt_cgroup_dirfd(const struct rt_cgroup *cg, struct rung_err *err)
+{
+	if (cg->version != RT_CGROUP_V2)
+		return rung_err_set(err, ENOTSUP,
+				    "cgroup %s: CLONE_INTO_CGROUP needs cgroup v2, this root is v1",
+				    cg->name);
+	int fd = open(cg->dir[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return rung_err_sys(err, errno, "cgroup %s: open %s", cg->name, cg->dir[0]);
+	return fd;
+}
+
 int rt_cgroup_freeze(const struct rt_cgroup *cg, bool frozen, struct rung_err *err)
 {
 	int r = rt_cgroup_managers[cg->version]->freeze(cg, frozen, err);

@@ -141,6 +141,12 @@ int rt_cgroup_apply(const struct rt_cgroup_plan *plan, struct rung_err *err);
 int rt_cgroup_create(const struct rt_cgroup *cg, const struct rt_cgroup_limits *lim,
 		     struct rung_err *err);
 
+/*
+ * v2 only: an O_DIRECTORY fd of the group, for clone3(CLONE_INTO_CGROUP), which starts a
+ * child inside the group with no window outside it. -ENOTSUP on v1 (use rt_cgroup_enter
+ * before the child runs anything).
+ */
+int rt_cgroup_dirfd(const struct rt_cgroup *cg, struct rung_err *err);
 /* Move pid into the group (v1: every controller's group; v2: the group). */
 int rt_cgroup_enter(const struct rt_cgroup *cg, pid_t pid, struct rung_err *err);
 /*

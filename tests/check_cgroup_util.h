@@ -63,4 +63,5 @@ void cgt_case_kill_tree(const char *root);
 void cgt_case_exec_groups(const char *root);
 void cgt_case_leak(const char *root);
 void cgt_case_gc(const char *root);
+void cgt_case_clone_into(const char *root);
 #endif

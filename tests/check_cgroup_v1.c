@@ -48,6 +48,7 @@ CASE(kill_tree)
 CASE(exec_groups)
 CASE(leak)
 CASE(gc)
+CASE(clone_into)
 
 START_TEST(test_v1_detect_real)
 {
@@ -82,6 +83,7 @@ Suite *cgroup_v1_suite(void)
 	tcase_add_test(tc, test_v1_kill_tree);
 	tcase_add_test(tc, test_v1_exec_groups);
 	tcase_add_test(tc, test_v1_gc);
+	tcase_add_test(tc, test_v1_clone_into);
 	suite_add_tcase(s, tc);
 	TCase *tl = tcase_create("v1-leak");
 	tcase_set_tags(tl, "root");

@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <linux/magic.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -59,6 +60,7 @@ CASE(kill_tree)
 CASE(exec_groups)
 CASE(leak)
 CASE(gc)
+CASE(clone_into)
 
 /* On the real mount: a limit whose controller the root does not offer is refused. */
 START_TEST(test_v2_refusal_real)
@@ -66,7 +68,9 @@ START_TEST(test_v2_refusal_real)
 	REQUIRE_V2(root);
 	struct rt_cgroup *cg = NULL;
 	struct rung_err err = {0};
-	ck_assert_msg(rt_cgroup_open(root, "rung-test-refusal/x", &cg, &err) == 0, "%s", err.msg);
+	char name[128];
+	snprintf(name, sizeof(name), "%s/refusal", cgt_parent());
+	ck_assert_msg(rt_cgroup_open(root, name, &cg, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(rt_cgroup_version(cg), RT_CGROUP_V2);
 	if (rt_cgroup_has(cg, RT_CGCTL_MEMORY)) {
 		rt_cgroup_free(cg);
@@ -82,9 +86,9 @@ START_TEST(test_v2_refusal_real)
 }
 END_TEST
 
-Suite *cgroup_v2real_suite(void)
+Suite *cgroup_v2_suite(void)
 {
-	Suite *s = suite_create("cgroup_v2real");
+	Suite *s = suite_create("cgroup_v2");
 	TCase *tc = tcase_create("v2-real");
 	tcase_set_tags(tc, "root");
 	tcase_set_timeout(tc, 60);
@@ -98,6 +102,7 @@ Suite *cgroup_v2real_suite(void)
 	tcase_add_test(tc, test_v2_kill_tree);
 	tcase_add_test(tc, test_v2_exec_groups);
 	tcase_add_test(tc, test_v2_gc);
+	tcase_add_test(tc, test_v2_clone_into);
 	suite_add_tcase(s, tc);
 	TCase *tl = tcase_create("v2-leak");
 	tcase_set_tags(tl, "root");
