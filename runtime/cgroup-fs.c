@@ -83,8 +83,8 @@ int rt_cg_read_key(const char *dir, const char *file, const char *key, uint64_t 
 			*nl = '\0';
 		if (!strncmp(line, key, kl) && line[kl] == ' ') {
 			if (rung_parse_u64(line + kl + 1, out) < 0)
-				return rung_err_set(err, EINVAL, "%s/%s: bad value for %s: \"%s\"", dir,
-						    file, key, line + kl + 1);
+				return rung_err_set(err, EINVAL, "%s/%s: bad value for %s: \"%s\"",
+						    dir, file, key, line + kl + 1);
 			return 0;
 		}
 		line = nl ? nl + 1 : NULL;
@@ -137,7 +137,8 @@ static int collect(const char *dir, pid_t **pids, size_t *n, size_t *cap, int de
 	for (char *tok = strtok_r(s, "\n", &save); tok; tok = strtok_r(NULL, "\n", &save)) {
 		uint64_t v;
 		if (rung_parse_u64(tok, &v) < 0 || v == 0 || v > INT32_MAX)
-			return rung_err_set(err, EINVAL, "%s/cgroup.procs: bad pid \"%s\"", dir, tok);
+			return rung_err_set(err, EINVAL, "%s/cgroup.procs: bad pid \"%s\"", dir,
+					    tok);
 		if (push_pid(pids, n, cap, (pid_t)v) < 0)
 			return rung_err_set(err, ENOMEM, "out of memory");
 	}
@@ -157,8 +158,7 @@ static int collect(const char *dir, pid_t **pids, size_t *n, size_t *cap, int de
 	return 0;
 }
 
-int rt_cg_collect_pids(const char *dir, pid_t **pids, size_t *n, size_t *cap,
-		       struct rung_err *err)
+int rt_cg_collect_pids(const char *dir, pid_t **pids, size_t *n, size_t *cap, struct rung_err *err)
 {
 	return collect(dir, pids, n, cap, 0, err);
 }

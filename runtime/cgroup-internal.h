@@ -7,11 +7,11 @@
 struct rt_cgroup {
 	enum rt_cgroup_version version;
 	bool hybrid;
-	char *root;                      /* as given, without trailing '/' */
-	char *name;                      /* "rung/<id>[/...]" */
-	bool has[RT_CGCTL__COUNT];       /* controller available */
-	char *hier[RT_CGCTL__COUNT];     /* v1: hierarchy root per controller; v2: all = root */
-	char *dir[RT_CGCTL__COUNT];      /* hier[ctl]/name, NULL when !has[ctl] (v2: root/name) */
+	char *root;		     /* as given, without trailing '/' */
+	char *name;		     /* "rung/<id>[/...]" */
+	bool has[RT_CGCTL__COUNT];   /* controller available */
+	char *hier[RT_CGCTL__COUNT]; /* v1: hierarchy root per controller; v2: all = root */
+	char *dir[RT_CGCTL__COUNT];  /* hier[ctl]/name, NULL when !has[ctl] (v2: root/name) */
 };
 
 struct rt_cgroup_ops {
@@ -35,14 +35,15 @@ extern const struct rt_cgroup_ops rt_cgroup_v2_ops;
 #define RT_CG_WAIT_MS 10000
 int rt_cg_plan_mkdir(struct rt_cgroup_plan *p, const char *dir, struct rung_err *err);
 int rt_cg_plan_write(struct rt_cgroup_plan *p, const char *dir, const char *file, bool optional,
-		  struct rung_err *err, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+		     struct rung_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
 /* Write value to dir/file (no O_CREAT: cgroupfs files exist or the controller is absent). */
 int rt_cg_write(const char *dir, const char *file, const char *value, struct rung_err *err);
 /* Read dir/file (small); *out malloc'd and NUL-terminated. */
 int rt_cg_read(const char *dir, const char *file, char **out, struct rung_err *err);
 /* "key value" lines: the value of key, or -ENOENT. */
 int rt_cg_read_key(const char *dir, const char *file, const char *key, uint64_t *out,
-		struct rung_err *err);
+		   struct rung_err *err);
 int rt_cg_read_u64(const char *dir, const char *file, uint64_t *out, struct rung_err *err);
 /* Append the pids of dir/cgroup.procs and of every sub-directory's, recursively. */
 int rt_cg_collect_pids(const char *dir, pid_t **pids, size_t *n, size_t *cap, struct rung_err *err);

@@ -19,9 +19,9 @@
 static int v1_probe(struct rt_cgroup *cg, struct rung_err *err)
 {
 	static const char *const names[RT_CGCTL__COUNT] = {
-		[RT_CGCTL_MEMORY] = "memory",   [RT_CGCTL_CPU] = "cpu",
-		[RT_CGCTL_PIDS] = "pids",       [RT_CGCTL_FREEZER] = "freezer",
-		[RT_CGCTL_CPUACCT] = "cpuacct",
+	    [RT_CGCTL_MEMORY] = "memory",   [RT_CGCTL_CPU] = "cpu",
+	    [RT_CGCTL_PIDS] = "pids",	    [RT_CGCTL_FREEZER] = "freezer",
+	    [RT_CGCTL_CPUACCT] = "cpuacct",
 	};
 	for (int c = 0; c < RT_CGCTL__COUNT; c++) {
 		char p[4096], procs[4096 + 16];
@@ -64,9 +64,10 @@ static int need(const struct rt_cgroup *cg, enum rt_cgroup_ctl c, const char *wh
 {
 	if (cg->has[c])
 		return 0;
-	return rung_err_set(err, ENOTSUP,
-			    "%s needs the %s controller: no v1 hierarchy at %s/%s (with cgroup.procs)",
-			    what, rt_cgroup_ctl_name(c), cg->root, rt_cgroup_ctl_name(c));
+	return rung_err_set(
+	    err, ENOTSUP,
+	    "%s needs the %s controller: no v1 hierarchy at %s/%s (with cgroup.procs)", what,
+	    rt_cgroup_ctl_name(c), cg->root, rt_cgroup_ctl_name(c));
 }
 
 static int v1_plan(const struct rt_cgroup *cg, const struct rt_cgroup_limits *lim,
@@ -74,7 +75,8 @@ static int v1_plan(const struct rt_cgroup *cg, const struct rt_cgroup_limits *li
 {
 	int r;
 	if ((r = need(cg, RT_CGCTL_FREEZER, "killing a group race-free", err)) < 0 ||
-	    (lim->memory_bytes && (r = need(cg, RT_CGCTL_MEMORY, "limits.memory_bytes", err)) < 0) ||
+	    (lim->memory_bytes &&
+	     (r = need(cg, RT_CGCTL_MEMORY, "limits.memory_bytes", err)) < 0) ||
 	    (lim->cpu_millis && (r = need(cg, RT_CGCTL_CPU, "limits.cpu_millis", err)) < 0) ||
 	    (lim->pids_max && (r = need(cg, RT_CGCTL_PIDS, "limits.pids_max", err)) < 0))
 		return r;
@@ -86,7 +88,7 @@ static int v1_plan(const struct rt_cgroup *cg, const struct rt_cgroup_limits *li
 		size_t base = strlen(dirs[i]) - strlen(cg->name);
 		char d[4096];
 		snprintf(d, sizeof(d), "%s", dirs[i]);
-		for (size_t k = base; ; k++) {
+		for (size_t k = base;; k++) {
 			if (d[k] == '/' || d[k] == '\0') {
 				char c = d[k];
 				d[k] = '\0';
@@ -112,12 +114,12 @@ static int v1_plan(const struct rt_cgroup *cg, const struct rt_cgroup_limits *li
 		uint64_t quota = (uint64_t)lim->cpu_millis * CFS_PERIOD_US / 1000;
 		if ((r = rt_cg_plan_write(p, d, "cpu.cfs_period_us", false, err, "%u",
 					  CFS_PERIOD_US)) < 0 ||
-		    (r = rt_cg_plan_write(p, d, "cpu.cfs_quota_us", false, err, "%" PRIu64, quota)) < 0)
+		    (r = rt_cg_plan_write(p, d, "cpu.cfs_quota_us", false, err, "%" PRIu64,
+					  quota)) < 0)
 			return r;
 	}
-	if (lim->pids_max &&
-	    (r = rt_cg_plan_write(p, cg->dir[RT_CGCTL_PIDS], "pids.max", false, err, "%u",
-				  lim->pids_max)) < 0)
+	if (lim->pids_max && (r = rt_cg_plan_write(p, cg->dir[RT_CGCTL_PIDS], "pids.max", false,
+						   err, "%u", lim->pids_max)) < 0)
 		return r;
 	return 0;
 }
@@ -155,8 +157,9 @@ static int v1_freeze(const struct rt_cgroup *cg, bool frozen, struct rung_err *e
 		if (!strncmp(s, "FROZEN", 6))
 			return 0;
 		if (rung_now_ms() > deadline)
-			return rung_err_set(err, ETIMEDOUT, "%s/freezer.state still %.*s after %d ms",
-					    d, (int)strcspn(s, "\n"), s, RT_CG_WAIT_MS);
+			return rung_err_set(err, ETIMEDOUT,
+					    "%s/freezer.state still %.*s after %d ms", d,
+					    (int)strcspn(s, "\n"), s, RT_CG_WAIT_MS);
 		/* Re-writing FROZEN retries tasks that were busy (the kernel's own advice). */
 		if (step % 8 == 7 && (r = rt_cg_write(d, "freezer.state", "FROZEN", err)) < 0)
 			return r;
@@ -263,7 +266,8 @@ static int v1_stats(const struct rt_cgroup *cg, struct rt_cgroup_stats *st, stru
 	if ((d = cg->dir[RT_CGCTL_MEMORY])) {
 		/* With swap accounting the memsw counter (set to the same limit) fails first. */
 		uint64_t sw = 0;
-		if ((r = sum_key_tree(d, "memory.oom_control", "oom_kill", &st->oom_kills, 0, err)) < 0 ||
+		if ((r = sum_key_tree(d, "memory.oom_control", "oom_kill", &st->oom_kills, 0,
+				      err)) < 0 ||
 		    (r = rt_cg_read_u64(d, "memory.failcnt", &st->memory_max_events, err)) < 0 ||
 		    (r = rt_cg_read_u64(d, "memory.usage_in_bytes", &st->memory_current, err)) < 0)
 			return r;
@@ -294,12 +298,12 @@ static int v1_stats(const struct rt_cgroup *cg, struct rt_cgroup_stats *st, stru
 }
 
 const struct rt_cgroup_ops rt_cgroup_v1_ops = {
-	.name = "cgroup v1",
-	.probe = v1_probe,
-	.plan = v1_plan,
-	.enter = v1_enter,
-	.freeze = v1_freeze,
-	.kill_all = v1_kill_all,
-	.stats = v1_stats,
-	.dirs = v1_dirs,
+    .name = "cgroup v1",
+    .probe = v1_probe,
+    .plan = v1_plan,
+    .enter = v1_enter,
+    .freeze = v1_freeze,
+    .kill_all = v1_kill_all,
+    .stats = v1_stats,
+    .dirs = v1_dirs,
 };

@@ -16,7 +16,7 @@
 #define CPU_PERIOD_US 100000u
 
 /* The controllers v2 delegates through subtree_control, in the order they are enabled. */
-static const enum rt_cgroup_ctl v2_ctls[] = { RT_CGCTL_MEMORY, RT_CGCTL_CPU, RT_CGCTL_PIDS };
+static const enum rt_cgroup_ctl v2_ctls[] = {RT_CGCTL_MEMORY, RT_CGCTL_CPU, RT_CGCTL_PIDS};
 
 static int v2_probe(struct rt_cgroup *cg, struct rung_err *err)
 {
@@ -60,7 +60,8 @@ static int v2_plan(const struct rt_cgroup *cg, const struct rt_cgroup_limits *li
 		   struct rt_cgroup_plan *p, struct rung_err *err)
 {
 	int r;
-	if ((lim->memory_bytes && (r = need(cg, RT_CGCTL_MEMORY, "limits.memory_bytes", err)) < 0) ||
+	if ((lim->memory_bytes &&
+	     (r = need(cg, RT_CGCTL_MEMORY, "limits.memory_bytes", err)) < 0) ||
 	    (lim->cpu_millis && (r = need(cg, RT_CGCTL_CPU, "limits.cpu_millis", err)) < 0) ||
 	    (lim->pids_max && (r = need(cg, RT_CGCTL_PIDS, "limits.pids_max", err)) < 0))
 		return r;
@@ -85,19 +86,22 @@ static int v2_plan(const struct rt_cgroup *cg, const struct rt_cgroup_limits *li
 		if (k > base && (r = rt_cg_plan_mkdir(p, d, err)) < 0)
 			return r;
 		if (c && *enable &&
-		    (r = rt_cg_plan_write(p, d, "cgroup.subtree_control", false, err, "%s", enable)) < 0)
+		    (r = rt_cg_plan_write(p, d, "cgroup.subtree_control", false, err, "%s",
+					  enable)) < 0)
 			return r;
 		d[k] = c;
 		if (!c)
 			break;
 	}
 	if (lim->memory_bytes &&
-	    ((r = rt_cg_plan_write(p, d, "memory.max", false, err, "%" PRIu64, lim->memory_bytes)) < 0 ||
+	    ((r = rt_cg_plan_write(p, d, "memory.max", false, err, "%" PRIu64, lim->memory_bytes)) <
+		 0 ||
 	     (r = rt_cg_plan_write(p, d, "memory.swap.max", true, err, "0")) < 0))
 		return r;
 	if (lim->cpu_millis &&
 	    (r = rt_cg_plan_write(p, d, "cpu.max", false, err, "%" PRIu64 " %u",
-				  (uint64_t)lim->cpu_millis * CPU_PERIOD_US / 1000, CPU_PERIOD_US)) < 0)
+				  (uint64_t)lim->cpu_millis * CPU_PERIOD_US / 1000,
+				  CPU_PERIOD_US)) < 0)
 		return r;
 	if (lim->pids_max &&
 	    (r = rt_cg_plan_write(p, d, "pids.max", false, err, "%u", lim->pids_max)) < 0)
@@ -127,8 +131,9 @@ static int wait_event(const char *d, const char *key, uint64_t want, struct rung
 		if (v == want)
 			return 0;
 		if (rung_now_ms() > deadline)
-			return rung_err_set(err, ETIMEDOUT, "%s/cgroup.events: %s still %" PRIu64
-					    " after %d ms", d, key, v, RT_CG_WAIT_MS);
+			return rung_err_set(err, ETIMEDOUT,
+					    "%s/cgroup.events: %s still %" PRIu64 " after %d ms", d,
+					    key, v, RT_CG_WAIT_MS);
 		rt_cg_backoff(&step);
 	}
 }
@@ -138,7 +143,8 @@ static int v2_freeze(const struct rt_cgroup *cg, bool frozen, struct rung_err *e
 	const char *d = cg->dir[0];
 	int r = rt_cg_write(d, "cgroup.freeze", frozen ? "1" : "0", err);
 	if (r == -ENOENT && access(d, F_OK) == 0)
-		return rung_err_set(err, ENOTSUP, "%s/cgroup.freeze: missing (kernel older than 5.2)", d);
+		return rung_err_set(err, ENOTSUP,
+				    "%s/cgroup.freeze: missing (kernel older than 5.2)", d);
 	if (r < 0)
 		return r;
 	return wait_event(d, "frozen", frozen ? 1 : 0, err);
@@ -206,12 +212,12 @@ static int v2_stats(const struct rt_cgroup *cg, struct rt_cgroup_stats *st, stru
 }
 
 const struct rt_cgroup_ops rt_cgroup_v2_ops = {
-	.name = "cgroup v2",
-	.probe = v2_probe,
-	.plan = v2_plan,
-	.enter = v2_enter,
-	.freeze = v2_freeze,
-	.kill_all = v2_kill_all,
-	.stats = v2_stats,
-	.dirs = v2_dirs,
+    .name = "cgroup v2",
+    .probe = v2_probe,
+    .plan = v2_plan,
+    .enter = v2_enter,
+    .freeze = v2_freeze,
+    .kill_all = v2_kill_all,
+    .stats = v2_stats,
+    .dirs = v2_dirs,
 };

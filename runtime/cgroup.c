@@ -14,13 +14,13 @@
 #include "runtime/cgroup-internal.h"
 
 static const struct rt_cgroup_ops *const rt_cgroup_managers[RT_CGROUP__COUNT] = {
-	[RT_CGROUP_V1] = &rt_cgroup_v1_ops,
-	[RT_CGROUP_V2] = &rt_cgroup_v2_ops,
+    [RT_CGROUP_V1] = &rt_cgroup_v1_ops,
+    [RT_CGROUP_V2] = &rt_cgroup_v2_ops,
 };
 
 static const char *const ctl_names[RT_CGCTL__COUNT] = {
-	[RT_CGCTL_MEMORY] = "memory",   [RT_CGCTL_CPU] = "cpu",         [RT_CGCTL_PIDS] = "pids",
-	[RT_CGCTL_FREEZER] = "freezer", [RT_CGCTL_CPUACCT] = "cpuacct",
+    [RT_CGCTL_MEMORY] = "memory",   [RT_CGCTL_CPU] = "cpu",	    [RT_CGCTL_PIDS] = "pids",
+    [RT_CGCTL_FREEZER] = "freezer", [RT_CGCTL_CPUACCT] = "cpuacct",
 };
 
 const char *rt_cgroup_ctl_name(enum rt_cgroup_ctl ctl)
@@ -50,9 +50,9 @@ static int check_component(const char *c, size_t len, const char *name, struct r
 		return rung_err_set(err, ENAMETOOLONG, "cgroup name \"%s\": component too long",
 				    name);
 	if (!isalnum((unsigned char)c[0]))
-		return rung_err_set(err, EINVAL,
-				    "cgroup name \"%s\": a component must start with a letter or digit",
-				    name);
+		return rung_err_set(
+		    err, EINVAL,
+		    "cgroup name \"%s\": a component must start with a letter or digit", name);
 	for (size_t i = 0; i < len; i++) {
 		unsigned char ch = (unsigned char)c[i];
 		if (!isalnum(ch) && ch != '-' && ch != '_' && ch != '.')
@@ -129,16 +129,10 @@ void rt_cgroup_free(struct rt_cgroup *cg)
 	free(cg);
 }
 
-static void cg_freep(struct rt_cgroup **p)
+static int open_common(const char *root, const char *name, enum rt_cgroup_version ver, bool hyb,
+		       struct rt_cgroup **out, struct rung_err *err)
 {
-	rt_cgroup_free(*p);
-}
-#define cleanup_cg __attribute__((cleanup(cg_freep)))
-
-static int open_common(const char *root, const char *name, enum rt_cgroup_version ver,
-		       bool hyb, struct rt_cgroup **out, struct rung_err *err)
-{
-	cleanup_cg struct rt_cgroup *cg = calloc(1, sizeof(*cg));
+	cleanup_rt_cgroup struct rt_cgroup *cg = calloc(1, sizeof(*cg));
 	if (!cg)
 		return rung_err_set(err, ENOMEM, "out of memory");
 	cg->version = ver;
@@ -157,8 +151,7 @@ static int open_common(const char *root, const char *name, enum rt_cgroup_versio
 	return 0;
 }
 
-int rt_cgroup_open(const char *root, const char *name, struct rt_cgroup **out,
-		   struct rung_err *err)
+int rt_cgroup_open(const char *root, const char *name, struct rt_cgroup **out, struct rung_err *err)
 {
 	enum rt_cgroup_version ver;
 	bool hyb;
@@ -172,8 +165,8 @@ int rt_cgroup_open(const char *root, const char *name, struct rt_cgroup **out,
 	return open_common(root, name, ver, hyb, out, err);
 }
 
-int rt_cgroup_open_child(const struct rt_cgroup *parent, const char *leaf,
-			 struct rt_cgroup **out, struct rung_err *err)
+int rt_cgroup_open_child(const struct rt_cgroup *parent, const char *leaf, struct rt_cgroup **out,
+			 struct rung_err *err)
 {
 	if (!leaf || strchr(leaf, '/'))
 		return rung_err_set(err, EINVAL, "cgroup child \"%s\": must be one component",
@@ -187,18 +180,9 @@ int rt_cgroup_open_child(const struct rt_cgroup *parent, const char *leaf,
 	return open_common(parent->root, name, parent->version, parent->hybrid, out, err);
 }
 
-enum rt_cgroup_version rt_cgroup_version(const struct rt_cgroup *cg)
-{
-	return cg->version;
-}
-bool rt_cgroup_is_hybrid(const struct rt_cgroup *cg)
-{
-	return cg->hybrid;
-}
-const char *rt_cgroup_name(const struct rt_cgroup *cg)
-{
-	return cg->name;
-}
+enum rt_cgroup_version rt_cgroup_version(const struct rt_cgroup *cg) { return cg->version; }
+bool rt_cgroup_is_hybrid(const struct rt_cgroup *cg) { return cg->hybrid; }
+const char *rt_cgroup_name(const struct rt_cgroup *cg) { return cg->name; }
 bool rt_cgroup_has(const struct rt_cgroup *cg, enum rt_cgroup_ctl ctl)
 {
 	return (unsigned)ctl < RT_CGCTL__COUNT && cg->has[ctl];
@@ -278,7 +262,8 @@ int rt_cgroup_plan(const struct rt_cgroup *cg, const struct rt_cgroup_limits *li
 				    "limits.cpu_millis %u: below the minimum of 10 (1%% of a CPU)",
 				    lim->cpu_millis);
 	if (lim && lim->memory_bytes && lim->memory_bytes < 1 << 20)
-		return rung_err_set(err, EINVAL, "limits.memory_bytes %llu: below the minimum of 1 MiB",
+		return rung_err_set(err, EINVAL,
+				    "limits.memory_bytes %llu: below the minimum of 1 MiB",
 				    (unsigned long long)lim->memory_bytes);
 	int r = rt_cgroup_managers[cg->version]->plan(cg, lim ? lim : &none, out, err);
 	if (r < 0) {
@@ -311,12 +296,9 @@ int rt_cgroup_apply(const struct rt_cgroup_plan *plan, struct rung_err *err)
 int rt_cgroup_create(const struct rt_cgroup *cg, const struct rt_cgroup_limits *lim,
 		     struct rung_err *err)
 {
-	struct rt_cgroup_plan plan = {0};
+	cleanup_rt_cgroup_plan struct rt_cgroup_plan plan = {0};
 	int r = rt_cgroup_plan(cg, lim, &plan, err);
-	if (r == 0)
-		r = rt_cgroup_apply(&plan, err);
-	rt_cgroup_plan_release(&plan);
-	return r;
+	return r < 0 ? r : rt_cgroup_apply(&plan, err);
 }
 
 /* --- dispatch ------------------------------------------------------------------------------ */
@@ -324,7 +306,8 @@ int rt_cgroup_create(const struct rt_cgroup *cg, const struct rt_cgroup_limits *
 int rt_cgroup_enter(const struct rt_cgroup *cg, pid_t pid, struct rung_err *err)
 {
 	if (pid <= 0)
-		return rung_err_set(err, EINVAL, "cgroup %s: enter: bad pid %d", cg->name, (int)pid);
+		return rung_err_set(err, EINVAL, "cgroup %s: enter: bad pid %d", cg->name,
+				    (int)pid);
 	int r = rt_cgroup_managers[cg->version]->enter(cg, pid, err);
 	return r < 0 ? rung_err_wrap(err, "cgroup %s: enter pid %d", cg->name, (int)pid) : 0;
 }
@@ -354,8 +337,7 @@ int rt_cgroup_kill_all(const struct rt_cgroup *cg, struct rung_err *err)
 	return r < 0 ? rung_err_wrap(err, "cgroup %s: kill all", cg->name) : 0;
 }
 
-int rt_cgroup_stats(const struct rt_cgroup *cg, struct rt_cgroup_stats *out,
-		    struct rung_err *err)
+int rt_cgroup_stats(const struct rt_cgroup *cg, struct rt_cgroup_stats *out, struct rung_err *err)
 {
 	memset(out, 0, sizeof(*out));
 	int r = rt_cgroup_managers[cg->version]->stats(cg, out, err);
@@ -422,7 +404,7 @@ static int gc_dir(const char *root, const char *parent, const char *dir, rt_cgro
 		cleanup_free char *name = NULL;
 		if (asprintf(&name, "%s/%s", parent, de->d_name) < 0)
 			return rung_err_set(err, ENOMEM, "out of memory");
-		cleanup_cg struct rt_cgroup *cg = NULL;
+		cleanup_rt_cgroup struct rt_cgroup *cg = NULL;
 		struct rung_err e2;
 		struct rung_err *ep = first ? &e2 : err;
 		int r = rt_cgroup_open(root, name, &cg, ep);
@@ -444,7 +426,7 @@ int rt_cgroup_gc(const char *root, const char *parent, rt_cgroup_live_fn is_live
 		 struct rung_err *err)
 {
 	/* Opening the parent itself gives its directory in each hierarchy. */
-	cleanup_cg struct rt_cgroup *pcg = NULL;
+	cleanup_rt_cgroup struct rt_cgroup *pcg = NULL;
 	int r = rt_cgroup_open(root, parent, &pcg, err);
 	if (r < 0)
 		return r;

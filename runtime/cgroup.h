@@ -24,7 +24,12 @@
  * rt_cgroup_open()) and lists the mkdirs and file writes; rt_cgroup_apply() performs
  * them. On v2 the plan also enables the needed controllers in cgroup.subtree_control of
  * the root and of every ancestor of the group. If apply fails half-way, call
- * rt_cgroup_destroy() to remove what was created.
+ * rt_cgroup_destroy() to remove what was created. On v2, creating a sub-group writes the
+ * parent's cgroup.subtree_control, which the kernel refuses (EBUSY) once the parent holds
+ * processes: create init/exec groups before entering anything.
+ *
+ * kill_all and destroy SIGKILL whatever is in the group: never put the caller in it.
+ * Everything here is safe to call from several threads on different groups.
  *
  * Typical use:
  *	struct rt_cgroup *cg = NULL;
@@ -77,25 +82,26 @@ enum rt_cgroup_op_kind {
 };
 struct rt_cgroup_op {
 	enum rt_cgroup_op_kind kind;
-	char *dir;      /* absolute (root-prefixed) directory */
-	char *file;     /* WRITE only: a file name in dir */
-	char *value;    /* WRITE only */
-	bool optional;  /* WRITE only: a missing file (ENOENT) is not an error */
+	char *dir;     /* absolute (root-prefixed) directory */
+	char *file;    /* WRITE only: a file name in dir */
+	char *value;   /* WRITE only */
+	bool optional; /* WRITE only: a missing file (ENOENT) is not an error */
 };
 struct rt_cgroup_plan {
 	struct rt_cgroup_op *ops;
 	size_t n, cap;
 };
 void rt_cgroup_plan_release(struct rt_cgroup_plan *plan); /* NULL-safe, idempotent */
+#define cleanup_rt_cgroup_plan __attribute__((cleanup(rt_cgroup_plan_release)))
 
 struct rt_cgroup_stats {
-	uint64_t oom_kills;         /* v1 memory.oom_control oom_kill; v2 memory.events oom_kill */
+	uint64_t oom_kills;	    /* v1 memory.oom_control oom_kill; v2 memory.events oom_kill */
 	uint64_t memory_max_events; /* v2 memory.events max; v1 memory(+memsw).failcnt,
 				     * which 6.x kernels leave at 0 when memsw trips */
 	uint64_t memory_current;    /* bytes */
 	uint64_t pids_current;
-	uint64_t pids_max_events;   /* pids.events max: forks refused */
-	uint64_t cpu_usage_us;      /* v1 cpuacct.usage; v2 cpu.stat usage_usec */
+	uint64_t pids_max_events; /* pids.events max: forks refused */
+	uint64_t cpu_usage_us;	  /* v1 cpuacct.usage; v2 cpu.stat usage_usec */
 	uint64_t cpu_periods, cpu_throttled, cpu_throttled_us;
 };
 
@@ -113,9 +119,11 @@ int rt_cgroup_detect(const char *root, enum rt_cgroup_version *out, bool *hybrid
 int rt_cgroup_open(const char *root, const char *name, struct rt_cgroup **out,
 		   struct rung_err *err);
 /* A sub-group "<parent name>/<leaf>" (leaf: one component), same root and version. */
-int rt_cgroup_open_child(const struct rt_cgroup *parent, const char *leaf,
-			 struct rt_cgroup **out, struct rung_err *err);
+int rt_cgroup_open_child(const struct rt_cgroup *parent, const char *leaf, struct rt_cgroup **out,
+			 struct rung_err *err);
 void rt_cgroup_free(struct rt_cgroup *cg); /* NULL-safe; does not touch the filesystem */
+static inline void rt_cgroup_freep(struct rt_cgroup **p) { rt_cgroup_free(*p); }
+#define cleanup_rt_cgroup __attribute__((cleanup(rt_cgroup_freep)))
 
 enum rt_cgroup_version rt_cgroup_version(const struct rt_cgroup *cg);
 bool rt_cgroup_is_hybrid(const struct rt_cgroup *cg);
@@ -162,15 +170,15 @@ int rt_cgroup_freeze(const struct rt_cgroup *cg, bool frozen, struct rung_err *e
 int rt_cgroup_kill_all(const struct rt_cgroup *cg, struct rung_err *err);
 /* The pids in the group and its sub-groups (v1: union over controllers). *out malloc'd. */
 int rt_cgroup_pids(const struct rt_cgroup *cg, pid_t **out, size_t *n, struct rung_err *err);
-int rt_cgroup_stats(const struct rt_cgroup *cg, struct rt_cgroup_stats *out,
-		    struct rung_err *err);
+int rt_cgroup_stats(const struct rt_cgroup *cg, struct rt_cgroup_stats *out, struct rung_err *err);
 /* kill_all, then rmdir the group and its sub-groups in every hierarchy. Idempotent. */
 int rt_cgroup_destroy(const struct rt_cgroup *cg, struct rung_err *err);
 
 /*
  * Remove orphans: every group "<parent>/<id>" whose id is_live() says is dead is
- * destroyed. Returns the number removed, or -errno (it keeps going past a failed group
- * and reports the first failure). A missing parent is not an error (0).
+ * destroyed (on v1 is_live may be asked once per hierarchy for the same id). Returns the number
+ * removed, or -errno (it keeps going past a failed group and reports the first failure). A missing
+ * parent is not an error (0).
  */
 typedef bool (*rt_cgroup_live_fn)(const char *id, void *data);
 int rt_cgroup_gc(const char *root, const char *parent, rt_cgroup_live_fn is_live, void *data,

@@ -6,11 +6,11 @@
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/sched.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -88,10 +88,7 @@ static void reap_all(void)
 		;
 }
 
-static bool v1(const struct rt_cgroup *cg)
-{
-	return rt_cgroup_version(cg) == RT_CGROUP_V1;
-}
+static bool v1(const struct rt_cgroup *cg) { return rt_cgroup_version(cg) == RT_CGROUP_V1; }
 
 static void assert_file(const struct rt_cgroup *cg, enum rt_cgroup_ctl ctl, const char *file,
 			const char *want)
@@ -245,8 +242,9 @@ void cgt_case_cpu(const char *root)
 	struct rt_cgroup_stats st;
 	struct rung_err err = {0};
 	ck_assert_msg(rt_cgroup_stats(cg, &st, &err) == 0, "%s", err.msg);
-	fprintf(stderr, "cgroup cpu: busy loop under 200 millis got %.3f CPU; periods %llu, "
-			"throttled %llu (%llu us), usage %llu us\n",
+	fprintf(stderr,
+		"cgroup cpu: busy loop under 200 millis got %.3f CPU; periods %llu, "
+		"throttled %llu (%llu us), usage %llu us\n",
 		share, (unsigned long long)st.cpu_periods, (unsigned long long)st.cpu_throttled,
 		(unsigned long long)st.cpu_throttled_us, (unsigned long long)st.cpu_usage_us);
 	ck_assert_msg(share > 0.10 && share < 0.28, "CPU share %.3f, quota 0.20", share);
@@ -371,9 +369,9 @@ void cgt_case_leak(const char *root)
 	int fds0 = rung_test_count_fds();
 	struct rt_cgroup *probe = grp(root, "leak");
 	struct rt_cgroup_limits lim = {
-		.memory_bytes = rt_cgroup_has(probe, RT_CGCTL_MEMORY) ? 128 << 20 : 0,
-		.cpu_millis = rt_cgroup_has(probe, RT_CGCTL_CPU) ? 500 : 0,
-		.pids_max = rt_cgroup_has(probe, RT_CGCTL_PIDS) ? 64 : 0,
+	    .memory_bytes = rt_cgroup_has(probe, RT_CGCTL_MEMORY) ? 128 << 20 : 0,
+	    .cpu_millis = rt_cgroup_has(probe, RT_CGCTL_CPU) ? 500 : 0,
+	    .pids_max = rt_cgroup_has(probe, RT_CGCTL_PIDS) ? 64 : 0,
 	};
 	rt_cgroup_free(probe);
 	for (int i = 0; i < N; i++) {
@@ -433,10 +431,7 @@ void cgt_case_leak(const char *root)
 		(unsigned long long)t_bare[N * 9 / 10]);
 }
 
-static bool live_keep(const char *id, void *data)
-{
-	return !strcmp(id, (const char *)data);
-}
+static bool live_keep(const char *id, void *data) { return !strcmp(id, (const char *)data); }
 
 void cgt_case_gc(const char *root)
 {
@@ -474,8 +469,8 @@ void cgt_case_clone_into(const char *root)
 		return;
 	}
 	ck_assert_msg(fd >= 0, "%s", err.msg);
-	struct clone_args ca = {.flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
-				.cgroup = (uint64_t)fd};
+	struct clone_args ca = {
+	    .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD, .cgroup = (uint64_t)fd};
 	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
 	if (pid == 0) {
 		for (;;)

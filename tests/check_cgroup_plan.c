@@ -103,10 +103,11 @@ START_TEST(test_names)
 	struct rung_err err = {0};
 	ck_assert_int_eq(rt_cgroup_name_check("rung/0123abcd", &err), 0);
 	ck_assert_int_eq(rt_cgroup_name_check("rung/x/exec-3", &err), 0);
-	const char *bad[] = {"", "/rung", "rung/", "rung//x", "rung/..", "rung/../etc", ".x",
-			     "rung/a b", "rung/cgroup\n", "rung/-x"};
+	const char *bad[] = {"",   "/rung",    "rung/",		"rung//x", "rung/..", "rung/../etc",
+			     ".x", "rung/a b", "rung/cgroup\n", "rung/-x"};
 	for (size_t i = 0; i < RUNG_ARRAY_SIZE(bad); i++) {
-		ck_assert_msg(rt_cgroup_name_check(bad[i], &err) == -EINVAL, "accepted \"%s\"", bad[i]);
+		ck_assert_msg(rt_cgroup_name_check(bad[i], &err) == -EINVAL, "accepted \"%s\"",
+			      bad[i]);
 		ck_assert_ptr_nonnull(strstr(err.msg, "cgroup name"));
 	}
 	struct rt_cgroup *cg = NULL;
@@ -157,7 +158,8 @@ START_TEST(test_v2_plan_apply)
 	ck_assert_msg(rt_cgroup_open(root, "rung/abc", &cg, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(rt_cgroup_version(cg), RT_CGROUP_V2);
 	ck_assert(rt_cgroup_has(cg, RT_CGCTL_MEMORY) && rt_cgroup_has(cg, RT_CGCTL_PIDS));
-	struct rt_cgroup_limits lim = {.memory_bytes = 256 << 20, .cpu_millis = 1500, .pids_max = 100};
+	struct rt_cgroup_limits lim = {
+	    .memory_bytes = 256 << 20, .cpu_millis = 1500, .pids_max = 100};
 	struct rt_cgroup_plan p = {0};
 	ck_assert_msg(rt_cgroup_plan(cg, &lim, &p, &err) == 0, "%s", err.msg);
 	const char *en = "+memory +cpu +pids";
@@ -281,12 +283,15 @@ START_TEST(test_v1_plan_apply)
 		op_is(&p, i++, root, RT_CGROUP_OP_MKDIR, a, NULL, NULL);
 		op_is(&p, i++, root, RT_CGROUP_OP_MKDIR, b, NULL, NULL);
 	}
-	op_is(&p, i++, root, RT_CGROUP_OP_WRITE, "memory/rung/abc", "memory.limit_in_bytes", "67108864");
+	op_is(&p, i++, root, RT_CGROUP_OP_WRITE, "memory/rung/abc", "memory.limit_in_bytes",
+	      "67108864");
 	op_is(&p, i, root, RT_CGROUP_OP_WRITE, "memory/rung/abc", "memory.memsw.limit_in_bytes",
 	      "67108864");
 	ck_assert(p.ops[i++].optional);
-	op_is(&p, i++, root, RT_CGROUP_OP_WRITE, "cpu,cpuacct/rung/abc", "cpu.cfs_period_us", "100000");
-	op_is(&p, i++, root, RT_CGROUP_OP_WRITE, "cpu,cpuacct/rung/abc", "cpu.cfs_quota_us", "25000");
+	op_is(&p, i++, root, RT_CGROUP_OP_WRITE, "cpu,cpuacct/rung/abc", "cpu.cfs_period_us",
+	      "100000");
+	op_is(&p, i++, root, RT_CGROUP_OP_WRITE, "cpu,cpuacct/rung/abc", "cpu.cfs_quota_us",
+	      "25000");
 	op_is(&p, i++, root, RT_CGROUP_OP_WRITE, "pids/rung/abc", "pids.max", "50");
 	ck_assert_uint_eq(p.n, i);
 	ck_assert_msg(rt_cgroup_apply(&p, &err) == 0, "%s", err.msg);
@@ -372,8 +377,9 @@ START_TEST(test_v2_stats)
 	put(d, "memory.current", "8192\n");
 	put(d, "pids.current", "3\n");
 	put(d, "pids.events", "max 6\n");
-	put(d, "cpu.stat", "usage_usec 777\nuser_usec 700\nsystem_usec 77\nnr_periods 20\n"
-			   "nr_throttled 5\nthrottled_usec 1234\n");
+	put(d, "cpu.stat",
+	    "usage_usec 777\nuser_usec 700\nsystem_usec 77\nnr_periods 20\n"
+	    "nr_throttled 5\nthrottled_usec 1234\n");
 	struct rt_cgroup_stats st;
 	ck_assert_msg(rt_cgroup_stats(cg, &st, &err) == 0, "%s", err.msg);
 	ck_assert_uint_eq(st.oom_kills, 1);

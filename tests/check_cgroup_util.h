@@ -28,11 +28,12 @@ long cgt_read_long(struct cgt_child *c, int ms);
 int cgt_wait(pid_t pid, int ms);
 
 /* Bodies. */
-int cgt_body_sleep(int out_fd, long arg);   /* pause() forever */
-int cgt_body_busy(int out_fd, long arg);    /* spin forever */
-int cgt_body_alloc(int out_fd, long mib);   /* touch mib MiB, report progress */
-int cgt_body_forks(int out_fd, long max);   /* fork sleepers until fork fails: report n, errno */
-int cgt_body_daemon(int out_fd, long arg);  /* double-fork a setsid daemon, report its pid, spin forking */
+int cgt_body_sleep(int out_fd, long arg); /* pause() forever */
+int cgt_body_busy(int out_fd, long arg);  /* spin forever */
+int cgt_body_alloc(int out_fd, long mib); /* touch mib MiB, report progress */
+int cgt_body_forks(int out_fd, long max); /* fork sleepers until fork fails: report n, errno */
+int cgt_body_daemon(int out_fd,
+		    long arg); /* double-fork a setsid daemon, report its pid, spin forking */
 
 /* CPU time (ns) of a live process (clock_getcpuclockid). */
 uint64_t cgt_cpu_ns(pid_t pid);
@@ -46,8 +47,6 @@ void cgt_parent_init(void);
 void cgt_parent_destroy(const char *root);
 /* A path exists. */
 bool cgt_exists(const char *path);
-
-
 
 /*
  * Test bodies against a real cgroup root (v1 or v2), shared by check_cgroup_v1.c and

@@ -16,14 +16,11 @@
 	do {                                                                                       \
 		RUNG_REQUIRE_ROOT();                                                               \
 		enum rt_cgroup_version v_;                                                         \
-		if (rt_cgroup_detect(V1_ROOT, &v_, NULL, NULL) < 0 || v_ != RT_CGROUP_V1)           \
+		if (rt_cgroup_detect(V1_ROOT, &v_, NULL, NULL) < 0 || v_ != RT_CGROUP_V1)          \
 			RUNG_SKIP("no cgroup v1 hierarchies at " V1_ROOT " (a pure v2 host)");     \
 	} while (0)
 
-static void setup(void)
-{
-	cgt_parent_init();
-}
+static void setup(void) { cgt_parent_init(); }
 
 static void teardown(void)
 {

@@ -29,12 +29,9 @@ static const char *v2_root(void)
 	RUNG_REQUIRE_ROOT();                                                                       \
 	const char *root = v2_root();                                                              \
 	if (!root)                                                                                 \
-		RUNG_SKIP("no cgroup2 mount at /sys/fs/cgroup or /sys/fs/cgroup/unified")
+	RUNG_SKIP("no cgroup2 mount at /sys/fs/cgroup or /sys/fs/cgroup/unified")
 
-static void setup(void)
-{
-	cgt_parent_init();
-}
+static void setup(void) { cgt_parent_init(); }
 
 static void teardown(void)
 {
