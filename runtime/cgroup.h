@@ -166,6 +166,8 @@ int rt_cgroup_freeze(const struct rt_cgroup *cg, bool frozen, struct rung_err *e
  * SIGKILL every process in the group and its sub-groups, race-free against forks (v2:
  * cgroup.kill when the kernel has it; otherwise freeze, kill all, thaw), then wait until
  * the groups are empty (-ETIMEDOUT after 10 s). A group that does not exist is fine.
+ * It thaws the group it froze; on v1 a sub-group stays frozen while an ancestor is, so
+ * resume a suspended sandbox before killing one of its exec groups.
  */
 int rt_cgroup_kill_all(const struct rt_cgroup *cg, struct rung_err *err);
 /* The pids in the group and its sub-groups (v1: union over controllers). *out malloc'd. */
