@@ -272,12 +272,24 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 	return 0;
 }
 
+/* A zombie (dead, not yet reaped by whoever inherited it) is not alive. */
+static bool proc_is_zombie(pid_t pid)
+{
+	char p[64];
+	cleanup_free char *txt = NULL;
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	if (rung_file_load(AT_FDCWD, p, 4096, &txt, NULL, NULL) < 0)
+		return true;
+	const char *c = strrchr(txt, ')');
+	return !c || !c[1] || c[2] == 'Z' || c[2] == 'X';
+}
+
 bool rt_supervisor_alive(const struct rt_meta *m)
 {
 	if (m->sup_pid <= 0)
 		return false;
 	uint64_t st = rung_proc_starttime(m->sup_pid);
-	return st != 0 && st == m->sup_start;
+	return st != 0 && st == m->sup_start && !proc_is_zombie(m->sup_pid);
 }
 
 void rt_supervisor_stop(const struct rt_meta *m, unsigned grace_ms)
