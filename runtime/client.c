@@ -70,27 +70,33 @@ static int append_out(char **buf, size_t *len, size_t *cap, const void *d, size_
 static int send_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
 		     uint32_t timeout_ms, uint64_t max_out, struct rung_err *err)
 {
-	/* env: defaults, then the spec's, then the request's (later entries win in the agent's
-	 * getenv, which returns the first match: so we put request first). */
-	char **env = NULL;
-	size_t n = 0;
-	const char *const *lists[2] = {req->env, (const char *const *)spec->env};
-	for (int l = 0; l < 2; l++)
-		for (const char *const *e = lists[l]; e && *e; e++)
-			n++;
-	env = calloc(n + 4, sizeof(char *));
-	if (!env)
-		return rung_err_set(err, ENOMEM, "out of memory");
-	size_t i = 0;
-	for (int l = 0; l < 2; l++)
-		for (const char *const *e = lists[l]; e && *e; e++)
-			env[i++] = (char *)*e;
+	/* env: the request's, then the spec's, then the defaults; each KEY once, the first
+	 * wins. (Duplicates would make the winner depend on the program: getenv takes the
+	 * first match, a shell importing its environment the last.) */
 	const char *wd = spec->work_dir ? spec->work_dir : RT_DEFAULT_WORK_DIR;
 	char home[300];
 	snprintf(home, sizeof(home), "HOME=%s", wd);
-	env[i++] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-	env[i++] = home;
-	env[i++] = "LANG=C.UTF-8";
+	const char *const defaults[] = {
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", home,
+		"LANG=C.UTF-8", NULL};
+	const char *const *lists[3] = {req->env, (const char *const *)spec->env, defaults};
+	size_t n = 0, i = 0;
+	for (int l = 0; l < 3; l++)
+		for (const char *const *e = lists[l]; e && *e; e++)
+			n++;
+	char **env = calloc(n + 1, sizeof(char *));
+	if (!env)
+		return rung_err_set(err, ENOMEM, "out of memory");
+	for (int l = 0; l < 3; l++)
+		for (const char *const *e = lists[l]; e && *e; e++) {
+			const char *eq = strchr(*e, '=');
+			size_t klen = eq ? (size_t)(eq - *e) + 1 : strlen(*e);
+			bool dup = false;
+			for (size_t j = 0; j < i && !dup; j++)
+				dup = !strncmp(env[j], *e, klen);
+			if (!dup)
+				env[i++] = (char *)*e;
+		}
 	env[i] = NULL;
 	struct rung_proto_exec x = {
 		.argv = (char **)req->argv,
