@@ -79,8 +79,14 @@ static void self_dispose(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 	struct rt_store *st = &sb->router->store;
 	int lock = -1;
 	while ((lock = rt_store_lock_sandbox(st, sb->meta.id, false, true, NULL)) < 0) {
-		if (lock == -ENOENT)
-			return; /* someone disposed it already */
+		if (lock == -ENOENT) {
+			/* Its store entry is gone (removed without a dispose): nothing can reach
+			 * this sandbox any more, and the TTL has passed. Stop it. */
+			kill(sb->meta.init_pid, SIGKILL);
+			waitpid(sb->meta.init_pid, NULL, 0);
+			ops->teardown(sb);
+			_exit(0);
+		}
 		struct pollfd p = {.fd = sfd, .events = POLLIN};
 		if (poll(&p, 1, 50) > 0)
 			return; /* a disposer is signalling us: let the main loop handle it */
