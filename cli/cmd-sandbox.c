@@ -286,7 +286,7 @@ int cli_cmd_write(struct cli *c, int argc, char **argv)
 	size_t len;
 	if (rung_read_fd_all(0, 1u << 30, &data, &len, &err) < 0)
 		return cli_fail(c, &err);
-	struct rung_sandbox *sb;
+	struct rung_sandbox *sb = NULL;
 	int r = open_sb(c, pos[0], &sb);
 	if (!r && rung_write_file(sb, pos[1], data, len, mode, &err) < 0)
 		r = cli_fail(c, &err);
