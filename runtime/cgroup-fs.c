@@ -66,7 +66,7 @@ int rt_cg_read(const char *dir, const char *file, char **out, struct rung_err *e
 	int r = join(p, sizeof(p), dir, file, err);
 	if (r < 0)
 		return r;
-	return rung_read_file(AT_FDCWD, p, CG_FILE_MAX, out, NULL, err);
+	return rung_file_load(AT_FDCWD, p, CG_FILE_MAX, out, NULL, err);
 }
 
 int rt_cg_read_key(const char *dir, const char *file, const char *key, uint64_t *out,

@@ -97,7 +97,7 @@ static void assert_file(const struct rt_cgroup *cg, enum rt_cgroup_ctl ctl, cons
 	snprintf(p, sizeof(p), "%s/%s", rt_cgroup_dir(cg, ctl), file);
 	cleanup_free char *s = NULL;
 	struct rung_err err = {0};
-	ck_assert_msg(rung_read_file(AT_FDCWD, p, 4096, &s, NULL, &err) == 0, "%s", err.msg);
+	ck_assert_msg(rung_file_load(AT_FDCWD, p, 4096, &s, NULL, &err) == 0, "%s", err.msg);
 	s[strcspn(s, "\n")] = '\0';
 	ck_assert_msg(!strcmp(s, want), "%s: \"%s\", wanted \"%s\"", p, s, want);
 }
@@ -136,7 +136,7 @@ void cgt_case_lifecycle(const char *root)
 	char p[64], want[512];
 	snprintf(p, sizeof(p), "/proc/%d/cgroup", (int)c.pid);
 	cleanup_free char *pc = NULL;
-	ck_assert_int_eq(rung_read_file(AT_FDCWD, p, 65536, &pc, NULL, &err), 0);
+	ck_assert_int_eq(rung_file_load(AT_FDCWD, p, 65536, &pc, NULL, &err), 0);
 	const char *ctls[] = {"memory", "pids", "freezer"};
 	for (size_t i = 0; i < (v1(cg) ? 3u : 1u); i++) {
 		if (v1(cg))
@@ -482,7 +482,7 @@ void cgt_case_clone_into(const char *root)
 	snprintf(p, sizeof(p), "/proc/%ld/cgroup", pid);
 	snprintf(want, sizeof(want), "0::/%s\n", rt_cgroup_name(cg));
 	cleanup_free char *pc = NULL;
-	ck_assert_int_eq(rung_read_file(AT_FDCWD, p, 65536, &pc, NULL, &err), 0);
+	ck_assert_int_eq(rung_file_load(AT_FDCWD, p, 65536, &pc, NULL, &err), 0);
 	ck_assert_msg(strstr(pc, want), "%s lacks %s:\n%s", p, want, pc);
 	destroy(cg);
 	assert_killed((pid_t)pid);

@@ -30,7 +30,7 @@ static char *get(const char *root, const char *rel)
 	snprintf(p, sizeof(p), "%s/%s", root, rel);
 	char *s = NULL;
 	struct rung_err err = {0};
-	ck_assert_msg(rung_read_file(AT_FDCWD, p, 4096, &s, NULL, &err) == 0, "%s", err.msg);
+	ck_assert_msg(rung_file_load(AT_FDCWD, p, 4096, &s, NULL, &err) == 0, "%s", err.msg);
 	return s;
 }
 

@@ -221,7 +221,7 @@ bool cgt_alive(pid_t pid)
 	char p[64];
 	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
 	cleanup_free char *s = NULL;
-	if (rung_read_file(AT_FDCWD, p, 4096, &s, NULL, NULL) < 0)
+	if (rung_file_load(AT_FDCWD, p, 4096, &s, NULL, NULL) < 0)
 		return false;
 	char *rp = strrchr(s, ')');
 	return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
