@@ -213,7 +213,10 @@ static int write_in(const char *root, const struct rt_mount *m, struct rung_err 
 	if (r < 0)
 		return r;
 	snprintf(p, sizeof(p), "%s%s", root, m->dst);
-	return rung_write_file_atomic(AT_FDCWD, p, m->src, strlen(m->src), 0644, err);
+	cleanup_close int fd = open(p, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || rung_write_all(fd, m->src, strlen(m->src)) < 0)
+		return rung_err_sys(err, errno, "write %s", m->dst);
+	return 0;
 }
 
 static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};

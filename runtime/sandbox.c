@@ -66,11 +66,9 @@ static int create_locked(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 	close(g);
 	if (r < 0)
 		return r;
-	sb->meta.state = RUNG_STATE_CREATING;
+	/* No metadata until the sandbox runs: a crash before leaves a directory without it,
+	 * which gc removes as debris. */
 	sb->meta.created_ms = sb->meta.last_used_ms = rung_wall_ms();
-	sb->meta.sup_pid = 0;
-	if ((r = rt_store_meta_write(st, &sb->meta, err)) < 0)
-		return r;
 	struct rt_started started;
 	if ((r = rt_supervisor_spawn(sb, ops, &started, err)) < 0)
 		return r;

@@ -53,26 +53,6 @@ static int listen_unix(const char *path, struct rung_err *err)
 	return fd;
 }
 
-static int wait_agent(const char *sock, unsigned timeout_ms, struct rung_err *err)
-{
-	uint64_t end = rung_now_ms() + timeout_ms;
-	int r;
-	do {
-		struct rung_err e2 = {0};
-		int fd = rt_agent_connect(sock, &e2);
-		if (fd >= 0) {
-			r = rt_agent_ping(fd, (unsigned)(end > rung_now_ms() ? end - rung_now_ms() : 1),
-					  &e2);
-			close(fd);
-			if (r == 0)
-				return 0;
-		}
-		*err = e2;
-		usleep(1000);
-	} while (rung_now_ms() < end);
-	return rung_err_wrap(err, "agent not ready after %u ms", timeout_ms);
-}
-
 /* TTL: dispose ourselves. Take the sandbox lock so no one else is mid-operation. */
 static void self_dispose(struct rt_sandbox *sb, const struct rt_backend_ops *ops, int sfd)
 {
@@ -209,10 +189,9 @@ static void supervisor_main(struct rt_sandbox *sb, const struct rt_backend_ops *
 		r = ops->start(sb, lfd, &msg.err);
 	if (lfd >= 0)
 		close(lfd);
-	if (r >= 0) {
+	/* rung-agent was exec'd and the socket was bound before: connections are served. */
+	if (r >= 0)
 		sb->meta.init_pid = r;
-		r = wait_agent(path, 20000, &msg.err);
-	}
 	if (r < 0 || sfd < 0) {
 		if (sb->meta.init_pid > 0) {
 			kill(sb->meta.init_pid, SIGKILL);
