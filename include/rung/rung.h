@@ -1,0 +1,215 @@
+/*
+ * rung: the public C API. The sandbox protocol, nothing else.
+ *
+ * A sandbox is named by a key (scope, thread, agent) that comes from the HOST's request
+ * context, never from model input, plus a workload kind. acquire() is get-or-create: the same
+ * key and kind return the same live sandbox (resumed if suspended, files intact). Sandboxes
+ * live in an on-disk store (default /var/lib/rung, or $RUNG_STATE_DIR); every process using
+ * the same store sees the same sandboxes, and none owns them in its memory: each sandbox has
+ * its own supervisor process that outlives the caller and enforces the sandbox's TTL.
+ *
+ * Conventions: a fallible call returns int (>= 0 success, -errno failure) or a pointer (NULL
+ * on failure) and fills struct rung_err, whose message names the bad field or path. Every
+ * *_release / *_free is NULL-safe and idempotent. The library never writes to stdout.
+ */
+#ifndef RUNG_RUNG_H
+#define RUNG_RUNG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "rung/err.h"
+
+#define RUNG_VERSION "0.1.0"
+
+/* ---- isolation levels and capabilities ----------------------------------------------- */
+
+enum rung_isolation {
+	RUNG_ISO_PROCESS,   /* namespaces + seccomp + no capabilities; shared kernel */
+	RUNG_ISO_CONTAINER, /* + OCI image root on overlayfs + cgroups; shared kernel */
+	RUNG_ISO_VM,        /* own guest kernel under rung-vmm (KVM) */
+	RUNG_ISO__COUNT
+};
+const char *rung_isolation_name(enum rung_isolation iso);
+int rung_isolation_parse(const char *name, enum rung_isolation *out);
+
+/* What a spec requires / a backend offers (bit set). */
+enum rung_cap {
+	RUNG_CAP_EXEC = 1u << 0,           /* arbitrary argv: shell-capable */
+	RUNG_CAP_RUN_CODE = 1u << 1,       /* run_code(language, code) */
+	RUNG_CAP_HOST_CALLBACKS = 1u << 2, /* the sandbox calls back into the host */
+	RUNG_CAP_FS_PERSIST = 1u << 3,     /* files persist across execs until dispose */
+	RUNG_CAP_INSTALL = 1u << 4,        /* install packages into the image (pip, apt) */
+};
+#define RUNG_CAP__ALL 0x1fu
+const char *rung_cap_name(unsigned cap_bit);
+/* "exec,run_code" -> bits; an unknown name is an error naming it. */
+int rung_caps_parse(const char *list, unsigned *out, struct rung_err *err);
+
+/* ---- the spec -------------------------------------------------------------------------- */
+
+struct rung_limits {
+	uint64_t memory_bytes;   /* default 512 MiB */
+	uint32_t cpus_milli;     /* 1000 = one CPU; default 1000 */
+	uint32_t pids;           /* default 256 */
+	uint64_t disk_bytes;     /* default 1 GiB (upper dir / guest disk) */
+	uint32_t exec_timeout_s; /* default 60 */
+	uint64_t output_bytes;   /* per stream; default 16 MiB; past it: truncated */
+};
+
+struct rung_spec {
+	char *kind;               /* workload kind, e.g. "pytest"; required */
+	char *image;              /* OCI reference; NULL for the process rung */
+	char **egress_allow;      /* NULL-terminated; empty or NULL: no network at all */
+	char *work_dir;           /* absolute path inside the sandbox; default /work */
+	unsigned requires;        /* enum rung_cap bits; default RUNG_CAP_EXEC */
+	enum rung_isolation isolation; /* minimum rung; default process */
+	struct rung_limits limits;
+	uint32_t idle_suspend_s;  /* 0: never suspend when idle */
+	uint32_t ttl_s;           /* 0: no TTL; default 3600 */
+	char **env;               /* NULL-terminated KEY=VALUE */
+};
+
+/* Safe defaults: see struct rung_limits. */
+void rung_spec_init(struct rung_spec *s);
+/*
+ * Strict JSON parse: an unknown field, a wrong type or an out-of-range value is an error
+ * naming the field (e.g. "limits.memory: ..."). Missing fields get the defaults.
+ */
+int rung_spec_from_json(const char *json, size_t len, struct rung_spec *out, struct rung_err *err);
+/* Validate a spec built by hand or from CLI flags (the same checks as from JSON). */
+int rung_spec_validate(const struct rung_spec *s, struct rung_err *err);
+/* Canonical JSON (malloc'd) of a spec. */
+char *rung_spec_to_json(const struct rung_spec *s);
+void rung_spec_release(struct rung_spec *s);
+
+/* ---- keys and the router --------------------------------------------------------------- */
+
+/* All three parts are required, non-empty, at most 256 bytes. */
+struct rung_key {
+	const char *scope;
+	const char *thread;
+	const char *agent;
+};
+
+struct rung_router;
+
+struct rung_router_opts {
+	const char *state_dir;  /* NULL: $RUNG_STATE_DIR, else /var/lib/rung */
+	bool deployed;          /* apply the deployed isolation x capability policy */
+	const char *agent_path; /* rung-agent binary; NULL: next to the running binary */
+	const char *vmm_path;   /* rung-vmm binary; NULL: next to the running binary */
+};
+
+int rung_router_new(const struct rung_router_opts *opts, struct rung_router **out,
+		    struct rung_err *err);
+void rung_router_free(struct rung_router *r);
+const char *rung_router_state_dir(const struct rung_router *r);
+/*
+ * Which rung would serve this spec, without creating anything: the weakest available backend
+ * meeting the spec's minimum isolation and requires, then the deployed policy. Never silently
+ * degrades: a refusal is an error naming the capability and the rung.
+ */
+int rung_router_pick(struct rung_router *r, const struct rung_spec *spec,
+		     enum rung_isolation *out, struct rung_err *err);
+
+/* ---- sandboxes -------------------------------------------------------------------------- */
+
+struct rung_sandbox; /* a handle; closing it does not stop the sandbox */
+
+/* get-or-create. *created tells which. The same key+kind with another spec is an error. */
+int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct rung_spec *spec,
+		 struct rung_sandbox **out, bool *created, struct rung_err *err);
+/*
+ * Open an existing sandbox by id. With scope non-NULL, a sandbox of another scope is
+ * reported as -ENOENT (it does not exist for that caller).
+ */
+int rung_sandbox_open(struct rung_router *r, const char *id, const char *scope,
+		      struct rung_sandbox **out, struct rung_err *err);
+void rung_sandbox_close(struct rung_sandbox *sb);
+const char *rung_sandbox_id(const struct rung_sandbox *sb);
+enum rung_isolation rung_sandbox_isolation(const struct rung_sandbox *sb);
+
+enum rung_stream { RUNG_STDOUT = 1, RUNG_STDERR = 2 };
+/* Streaming callback: called as output arrives. Return <0 to stop collecting. */
+typedef int (*rung_output_fn)(void *ud, enum rung_stream s, const void *data, size_t len);
+
+struct rung_exec_req {
+	const char *const *argv;      /* argv[0] is looked up in PATH inside the sandbox */
+	const char *const *env;       /* extra KEY=VALUE, on top of the spec's env */
+	const char *cwd;              /* default: the spec's work_dir */
+	const void *stdin_data;       /* optional */
+	size_t stdin_len;
+	uint32_t timeout_ms;          /* 0: the spec's exec timeout */
+	uint64_t max_output;          /* per stream; 0: the spec's output limit */
+	rung_output_fn on_output;     /* optional streaming */
+	void *ud;
+	bool no_collect;              /* with on_output: do not also collect into the result */
+};
+
+struct rung_exec_res {
+	int exit_code;      /* -1 when killed by a signal */
+	int signal;         /* the killing signal, 0 if none */
+	bool timed_out;     /* the timeout killed every process the exec started */
+	bool truncated;     /* an output stream passed its limit */
+	bool oom;           /* an OOM kill happened during the exec */
+	char *out, *errout; /* collected output, NUL-terminated (may hold NULs) */
+	size_t out_len, err_len;
+	uint64_t duration_us;
+};
+void rung_exec_res_release(struct rung_exec_res *res);
+
+int rung_exec(struct rung_sandbox *sb, const struct rung_exec_req *req,
+	      struct rung_exec_res *res, struct rung_err *err);
+/* Paths are confined to the sandbox root: "..", absolute symlinks and planted links stay inside. */
+int rung_write_file(struct rung_sandbox *sb, const char *path, const void *data, size_t len,
+		    unsigned mode, struct rung_err *err);
+int rung_read_file(struct rung_sandbox *sb, const char *path, size_t max, char **data,
+		   size_t *len, struct rung_err *err);
+/* language: "python" (python3) or "sh". opts may be NULL (argv/stdin in it are ignored). */
+int rung_run_code(struct rung_sandbox *sb, const char *language, const char *code,
+		  const struct rung_exec_req *opts, struct rung_exec_res *res,
+		  struct rung_err *err);
+int rung_suspend(struct rung_sandbox *sb, struct rung_err *err);
+int rung_resume(struct rung_sandbox *sb, struct rung_err *err);
+
+/* Dispose by id. With scope non-NULL, another scope's sandbox is -ENOENT. */
+int rung_dispose(struct rung_router *r, const char *id, const char *scope, struct rung_err *err);
+/* Purge by label, from the store: every sandbox of scope (and thread, if non-NULL). */
+int rung_dispose_scope(struct rung_router *r, const char *scope, const char *thread,
+		       size_t *n_disposed, struct rung_err *err);
+
+/* ---- listing, describing, lifecycle ------------------------------------------------------ */
+
+enum rung_state { RUNG_STATE_CREATING, RUNG_STATE_RUNNING, RUNG_STATE_SUSPENDED, RUNG_STATE_DEAD };
+const char *rung_state_name(enum rung_state st);
+
+struct rung_sandbox_info {
+	char id[65];
+	char kind[129];
+	enum rung_isolation isolation;
+	enum rung_state state;
+	char scope_label[65], thread_label[65], agent_label[65]; /* full SHA-256 hex */
+	uint64_t created_ms, last_used_ms;                      /* wall clock */
+	pid_t supervisor;
+};
+
+/* List sandboxes whose labels match scope (and thread); NULL scope lists everything. */
+int rung_list(struct rung_router *r, const char *scope, const char *thread,
+	      struct rung_sandbox_info **out, size_t *n, struct rung_err *err);
+/* A JSON description (malloc'd): state, spec, labels, effective egress, security metadata. */
+int rung_inspect(struct rung_router *r, const char *id, const char *scope, char **json,
+		 struct rung_err *err);
+
+struct rung_gc_report {
+	size_t disposed_dead; /* sandboxes whose supervisor had died */
+	size_t suspended_idle; /* running past idle_suspend_s */
+	size_t disposed_ttl;  /* past ttl_s */
+	size_t debris;        /* half-created or stale entries removed */
+};
+/* Sweep the store: the same code serves `rung gc` and the daemon's sweeper. */
+int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *err);
+
+#endif
