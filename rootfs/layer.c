@@ -14,12 +14,14 @@
  * staged directory; then verify and rename into the store.
  */
 static int ingest(struct rfs_store *s, struct rfs_stage *st, int fd, const char *digest,
-		  uint64_t size, bool copy_blob, rfs_progress_fn progress, void *ud,
-		  struct rung_err *err)
+		  uint64_t size, bool copy_blob, const char *staged, rfs_progress_fn progress,
+		  void *ud, struct rung_err *err)
 {
 	char bname[32], dname[32], rel[128];
 	unsigned seq = st->seq++;
 	snprintf(bname, sizeof(bname), "lblob-%u", seq);
+	if (staged)
+		snprintf(bname, sizeof(bname), "%s", staged);
 	snprintf(dname, sizeof(dname), "ldir-%u", seq);
 	if (mkdirat(st->dfd, dname, 0755) < 0)
 		return rung_err_sys(err, errno, "layer %s: stage dir", digest);
@@ -65,7 +67,7 @@ static int ingest(struct rfs_store *s, struct rfs_stage *st, int fd, const char 
 	LOG_DEBUG("layer %s: %llu entries, %llu bytes, %llu whiteouts, %llu suid stripped", digest,
 		  (unsigned long long)stats.entries, (unsigned long long)stats.bytes,
 		  (unsigned long long)stats.whiteouts, (unsigned long long)stats.stripped_suid);
-	if (copy_blob) {
+	if (copy_blob || staged) {
 		rfs_blob_relpath(digest, rel, sizeof(rel));
 		if (renameat(st->dfd, bname, s->dfd, rel) < 0)
 			return rung_err_sys(err, errno, "layer %s: store blob", digest);
@@ -85,7 +87,16 @@ int rfs_layer_ingest(struct rfs_store *s, struct rfs_stage *st, int fd, const st
 			progress(d->digest, d->size, d->size, ud);
 		return 0;
 	}
-	return ingest(s, st, fd, d->digest, d->size, true, progress, ud, err);
+	return ingest(s, st, fd, d->digest, d->size, true, NULL, progress, ud, err);
+}
+
+int rfs_layer_ingest_staged(struct rfs_store *s, struct rfs_stage *st, const char *staged,
+			    const struct rfs_desc *d, struct rung_err *err)
+{
+	cleanup_close int fd = openat(st->dfd, staged, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return rung_err_sys(err, errno, "layer %s: open staged blob", d->digest);
+	return ingest(s, st, fd, d->digest, d->size, false, staged, NULL, NULL, err);
 }
 
 int rfs_layer_ensure(struct rfs_store *s, const char *digest, struct rung_err *err)
@@ -102,7 +113,7 @@ int rfs_layer_ensure(struct rfs_store *s, const char *digest, struct rung_err *e
 	int r = rfs_stage_begin(s, &st, err);
 	if (r < 0)
 		return r;
-	r = ingest(s, &st, fd, digest, (uint64_t)sb.st_size, false, NULL, NULL, err);
+	r = ingest(s, &st, fd, digest, (uint64_t)sb.st_size, false, NULL, NULL, NULL, err);
 	rfs_stage_end(s, &st);
 	return r;
 }

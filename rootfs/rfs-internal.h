@@ -67,6 +67,9 @@ bool rfs_layer_present(struct rfs_store *s, const char *digest);
  */
 int rfs_layer_ingest(struct rfs_store *s, struct rfs_stage *st, int fd, const struct rfs_desc *d,
 		     rfs_progress_fn progress, void *ud, struct rung_err *err);
+/* The same for a blob already downloaded into the stage (file name staged). */
+int rfs_layer_ingest_staged(struct rfs_store *s, struct rfs_stage *st, const char *staged,
+			    const struct rfs_desc *d, struct rung_err *err);
 /* Unpack an already-stored layer blob (when its directory is missing). */
 int rfs_layer_ensure(struct rfs_store *s, const char *digest, struct rung_err *err);
 

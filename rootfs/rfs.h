@@ -145,6 +145,12 @@ struct rfs_pull_opts {
 int rfs_image_pull(struct rfs_store *s, const char *ref, const struct rfs_pull_opts *opts,
 		   rfs_progress_fn progress, void *ud, struct rfs_image_info *out,
 		   struct rung_err *err);
+/* Pure: a WWW-Authenticate challenge ("Bearer realm=\"...\",service=\"...\",scope=\"...\""). */
+struct rfs_www_auth {
+	char scheme[16]; /* "Bearer" or "Basic" */
+	char realm[512], service[256], scope[512];
+};
+int rfs_www_auth_parse(const char *header, struct rfs_www_auth *out, struct rung_err *err);
 
 /* A tag ("busybox" = "busybox:latest") or "@sha256:..." / "name@sha256:...". -ENOENT if absent. */
 int rfs_image_resolve(struct rfs_store *s, const char *ref, struct rfs_image_info *out,
