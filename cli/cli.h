@@ -58,5 +58,6 @@ CLI_CMD(resume);
 CLI_CMD(dispose);
 CLI_CMD(dispose_scope);
 CLI_CMD(gc);
+CLI_CMD(image);
 
 #endif

@@ -205,5 +205,7 @@ const struct cli_cmd cli_cmds[] = {
 	{"gc", cli_cmd_gc, "rung gc",
 	 "Sweep the store: dispose sandboxes whose supervisor died or whose ttl passed, suspend\n"
 	 "idle ones, remove debris of crashed creates.\n"},
+	{"image", cli_cmd_image, "rung image import PATH [--tag REF] | pull REF | ls | inspect REF | rm REF | gc",
+	 "Manage the local image store (content-addressed, every blob verified).\n"},
 	{NULL, NULL, NULL, NULL},
 };

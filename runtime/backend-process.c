@@ -84,4 +84,5 @@ const struct rt_backend_ops rt_backend_process = {
 	.suspend = process_suspend,
 	.resume = process_resume,
 	.cleanup = process_cleanup,
+	.oom_kills = NULL,
 };

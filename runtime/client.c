@@ -68,21 +68,22 @@ static int append_out(char **buf, size_t *len, size_t *cap, const void *d, size_
 }
 
 static int send_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
-		     uint32_t timeout_ms, uint64_t max_out, struct rung_err *err)
+		     const char *const *image_env, uint32_t timeout_ms, uint64_t max_out,
+		     struct rung_err *err)
 {
 	/* env: defaults, then the spec's, then the request's (later entries win in the agent's
 	 * getenv, which returns the first match: so we put request first). */
 	char **env = NULL;
 	size_t n = 0;
-	const char *const *lists[2] = {req->env, (const char *const *)spec->env};
-	for (int l = 0; l < 2; l++)
+	const char *const *lists[3] = {req->env, (const char *const *)spec->env, image_env};
+	for (int l = 0; l < 3; l++)
 		for (const char *const *e = lists[l]; e && *e; e++)
 			n++;
 	env = calloc(n + 4, sizeof(char *));
 	if (!env)
 		return rung_err_set(err, ENOMEM, "out of memory");
 	size_t i = 0;
-	for (int l = 0; l < 2; l++)
+	for (int l = 0; l < 3; l++)
 		for (const char *const *e = lists[l]; e && *e; e++)
 			env[i++] = (char *)*e;
 	const char *wd = spec->work_dir ? spec->work_dir : RT_DEFAULT_WORK_DIR;
@@ -122,14 +123,14 @@ static int send_exec(int fd, const struct rung_exec_req *req, const struct rung_
 }
 
 int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
-		  struct rung_exec_res *res, struct rung_err *err)
+		  const char *const *image_env, struct rung_exec_res *res, struct rung_err *err)
 {
 	memset(res, 0, sizeof(*res));
 	if (!req->argv || !req->argv[0] || !req->argv[0][0])
 		return rung_err_set(err, EINVAL, "argv: at least one non-empty element required");
 	uint32_t timeout_ms = req->timeout_ms ? req->timeout_ms : spec->limits.exec_timeout_s * 1000;
 	uint64_t max_out = req->max_output ? req->max_output : spec->limits.output_bytes;
-	int r = send_exec(fd, req, spec, timeout_ms, max_out, err);
+	int r = send_exec(fd, req, spec, image_env, timeout_ms, max_out, err);
 	if (r < 0)
 		return rung_err_wrap(err, "exec");
 	uint64_t deadline = rung_now_ms() + timeout_ms + GRACE_MS;

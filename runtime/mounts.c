@@ -90,7 +90,9 @@ int rt_root_plan(const struct rt_root_params *p, struct rt_mount_plan *out, stru
 		if ((r = rt_mount_plan_add(out, __VA_ARGS__)) < 0)                                 \
 			goto oom;                                                                  \
 	} while (0)
-	if (p->overlay_lowers) {
+	if (p->root_mounted) {
+		ADD(RT_M_MKDIR, NULL, p->work_dir, NULL, false);
+	} else if (p->overlay_lowers) {
 		/* overlayfs options: lowerdir=top:...:bottom,upperdir=...,workdir=... */
 		size_t len = 0;
 		for (size_t i = 0; p->overlay_lowers[i]; i++)

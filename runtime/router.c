@@ -13,6 +13,7 @@
 
 static const struct rt_backend_ops *const backends[RUNG_ISO__COUNT] = {
 	[RUNG_ISO_PROCESS] = &rt_backend_process,
+	[RUNG_ISO_CONTAINER] = &rt_backend_container,
 };
 
 const struct rt_backend_ops *rt_backend_get(enum rung_isolation iso)

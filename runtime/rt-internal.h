@@ -92,6 +92,9 @@ struct rt_backend_ops {
 	unsigned caps; /* what it offers */
 	/* Is it usable on this host? Fills err with why not. */
 	bool (*available)(const struct rung_router *r, struct rung_err *err);
+	/* Optional, in the creating process before the supervisor: resolve what the sandbox
+	 * needs (the image) and record it in sb->meta.backend. */
+	int (*prepare)(struct rt_sandbox *sb, struct rung_err *err);
 	/*
 	 * Runs IN the supervisor process: build the sandbox (namespaces, mounts, ...) and start
 	 * rung-agent as its pid 1, listening on listen_fd. Returns the host pid of pid 1.
@@ -103,8 +106,11 @@ struct rt_backend_ops {
 	int (*resume)(struct rt_sandbox *sb, struct rung_err *err);
 	/* Any process: remove leftovers of a sandbox whose supervisor is gone (idempotent). */
 	void (*cleanup)(struct rt_sandbox *sb);
+	/* Optional: OOM kills so far (for ExecResult.oom); -ENOTSUP if unknown. */
+	int (*oom_kills)(struct rt_sandbox *sb, uint64_t *n);
 };
 extern const struct rt_backend_ops rt_backend_process;
+extern const struct rt_backend_ops rt_backend_container;
 const struct rt_backend_ops *rt_backend_get(enum rung_isolation iso);
 
 /* ---- router (router.c) ---- */
@@ -126,8 +132,9 @@ void rt_supervisor_stop(const struct rt_meta *m, unsigned grace_ms);
 
 /* ---- agent client (client.c) ---- */
 int rt_agent_connect(const char *sock_path, struct rung_err *err);
+/* image_env: the image's own environment (under the spec's), or NULL. */
 int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
-		  struct rung_exec_res *res, struct rung_err *err);
+		  const char *const *image_env, struct rung_exec_res *res, struct rung_err *err);
 int rt_agent_write_file(int fd, const char *path, const void *data, size_t len, unsigned mode,
 			struct rung_err *err);
 int rt_agent_read_file(int fd, const char *path, size_t max, char **data, size_t *len,
@@ -161,6 +168,7 @@ struct rt_root_params {
 	bool host_system;       /* bind host /usr, /bin, /lib*, /etc essentials */
 	const char *const *overlay_lowers; /* container: image layers (top first) */
 	const char *overlay_upper, *overlay_work;
+	bool root_mounted;      /* the root was mounted by the parent (container rung) */
 };
 int rt_root_plan(const struct rt_root_params *p, struct rt_mount_plan *out, struct rung_err *err);
 /* Apply in the sandbox's mount namespace: build under newroot, pivot_root into it. */
