@@ -154,6 +154,28 @@ static int default_route_add(struct nl_sock *sk, int ifindex, const uint8_t gw[4
 	return 0;
 }
 
+/*
+ * A veth only transmits once the kernel's linkwatch has activated its qdisc, which it does
+ * when it marks the link operationally up; until then packets (an RST, an ICMP error) are
+ * silently dropped. Wait for that, bounded.
+ */
+static int wait_oper_up(struct nl_sock *sk, const char *name, struct rung_err *err)
+{
+	uint64_t deadline = rung_now_ms() + 2000;
+	for (;;) {
+		cleanup_rtnl_link struct rtnl_link *l = NULL;
+		int r = rtnl_link_get_kernel(sk, 0, name, &l);
+		if (r < 0)
+			return rung_err_set(err, nl2errno(r), "link %s: %s", name, nl_geterror(r));
+		if (rtnl_link_get_operstate(l) == IF_OPER_UP)
+			return 0;
+		if (rung_now_ms() > deadline)
+			return rung_err_set(err, ETIMEDOUT, "link %s: not operationally up after 2 s",
+					    name);
+		usleep(200);
+	}
+}
+
 /* Runs fn in a short-lived thread that has joined netns_fd (setns is per thread). */
 struct ns_job {
 	int netns_fd;
@@ -218,7 +240,9 @@ static int sandbox_side_fn(void *arg, struct rung_err *err)
 		return r;
 	if ((r = addr_add(sk, ifindex, l->sb_ip, 30, err)) < 0)
 		return r;
-	return default_route_add(sk, ifindex, l->host_ip, err);
+	if ((r = default_route_add(sk, ifindex, l->host_ip, err)) < 0)
+		return r;
+	return wait_oper_up(sk, NP_PEER_IFNAME, err);
 }
 
 int np_link_up(const struct np_names *nm, const char *id, int netns_fd, const struct np_lease *l,
@@ -254,7 +278,9 @@ int np_link_up(const struct np_names *nm, const char *id, int netns_fd, const st
 		return r;
 	if ((r = np_sysctl_write("/proc/sys/net/ipv4/ip_forward", "1", err)) < 0)
 		return r;
-	return in_netns(netns_fd, sandbox_side_fn, (void *)l, err);
+	if ((r = in_netns(netns_fd, sandbox_side_fn, (void *)l, err)) < 0)
+		return r;
+	return wait_oper_up(sk, nm->veth, err);
 }
 
 int np_link_del(const char *veth, struct rung_err *err)

@@ -100,7 +100,7 @@ char *np_policy_render(const struct np_policy *p, const struct np_render_params 
 		"\t\ttype filter hook forward priority filter; policy accept;\n"
 		"\t\tiifname \"%s\" jump egress\n"
 		"\t\toifname \"%s\" ct state established,related accept\n"
-		"\t\toifname \"%s\" drop\n"
+		"\t\toifname \"%s\" jump deny\n"
 		"\t}\n"
 		"\tchain input_hook {\n"
 		"\t\ttype filter hook input priority filter; policy accept;\n"

@@ -28,15 +28,11 @@ int main(int argc, char **argv)
 	snprintf(skips, sizeof(skips), "%s/skips.log", rung_test_build_dir());
 	unlink(skips);
 	srunner_set_fork_status(sr, CK_FORK);
-	int failed = 0;
-	if (argc < 2) {
+	if (argc < 2)
 		srunner_run_all(sr, CK_NORMAL);
-		failed = srunner_ntests_failed(sr);
-	}
-	for (int a = 1; a < argc; a++) {
+	for (int a = 1; a < argc; a++) /* results accumulate across runs */
 		srunner_run(sr, argv[a], NULL, CK_NORMAL);
-		failed += srunner_ntests_failed(sr);
-	}
+	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	FILE *f = fopen(skips, "r");
 	if (f) {
