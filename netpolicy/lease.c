@@ -92,7 +92,7 @@ static int lease_read(int dfd, const char *name, char *id, size_t idlen, uint32_
 {
 	cleanup_free char *txt = NULL;
 	struct rung_err e;
-	if (rung_read_file(dfd, name, 4096, &txt, NULL, &e) < 0)
+	if (rung_file_load(dfd, name, 4096, &txt, NULL, &e) < 0)
 		return -e.code;
 	char *i = strstr(txt, "id="), *x = strstr(txt, "\nindex=");
 	if (!i || i != txt || !x)
