@@ -125,7 +125,13 @@ struct rt_backend_ops {
 };
 extern const struct rt_backend_ops rt_backend_process;
 extern const struct rt_backend_ops rt_backend_container;
+extern const struct rt_backend_ops rt_backend_vm;
 const struct rt_backend_ops *rt_backend_get(enum rung_isolation iso);
+/* vm rung disks (vm-disk.c): a per-sandbox sparse ext4 upper disk (kept if present), and
+ * the read-only ext4 base disk of an image, built once per digest from its layers. */
+int rt_vm_upper_disk(const char *path, uint64_t bytes, uid_t owner, struct rung_err *err);
+int rt_vm_base_disk(const char *state_dir, const char *digest, char **lowers, char *out,
+		    size_t out_len, struct rung_err *err);
 /* Remove cgroups of sandboxes that are gone; returns how many. */
 int rt_container_gc(struct rung_router *r, struct rung_err *err);
 
