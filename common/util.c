@@ -77,7 +77,7 @@ int rung_read_fd_all(int fd, size_t max, char **out, size_t *out_len, struct run
 	return 0;
 }
 
-int rung_read_file(int dirfd, const char *path, size_t max, char **out, size_t *out_len,
+int rung_read_file_at(int dirfd, const char *path, size_t max, char **out, size_t *out_len,
 		   struct rung_err *err)
 {
 	cleanup_close int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);

@@ -19,7 +19,7 @@ int rung_read_exact(int fd, void *buf, size_t len);
 /* Read a whole fd, refusing more than max bytes (-EFBIG). *out is NUL-terminated. */
 int rung_read_fd_all(int fd, size_t max, char **out, size_t *out_len, struct rung_err *err);
 /* Read a whole file at path (relative to dirfd, AT_FDCWD ok). */
-int rung_read_file(int dirfd, const char *path, size_t max, char **out, size_t *out_len,
+int rung_read_file_at(int dirfd, const char *path, size_t max, char **out, size_t *out_len,
 		   struct rung_err *err);
 /* Write a file atomically: temp file in the same dir, fsync, rename, fsync dir. */
 int rung_write_file_atomic(int dirfd, const char *path, const void *buf, size_t len, mode_t mode,
