@@ -32,7 +32,7 @@ static int load_object(const char *body, size_t len, json_t **out, struct rung_e
 	if (len > SRV_MAX_JSON_BODY)
 		return rung_err_set(err, EFBIG, "body: larger than %u bytes", SRV_MAX_JSON_BODY);
 	json_error_t je;
-	json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
 	if (!j)
 		return rung_err_set(err, EINVAL, "body: invalid JSON at line %d column %d: %s",
 				    je.line, je.column, je.text);
