@@ -273,9 +273,13 @@ enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url,
 		if (!call->req.body_allowed)
 			return srv_reply_error(call, c, SRV_E_BAD_REQUEST, "%s takes no body",
 					       srv_route_name(call->req.route));
-		if (n > call->req.body_max - call->body_len)
-			return srv_reply_error(call, c, SRV_E_TOO_LARGE,
-					       "body: larger than %zu bytes", call->req.body_max);
+		if (call->too_large || n > call->req.body_max - call->body_len) {
+			/* MHD cannot answer mid-upload: drop the rest, answer 413 at the end,
+			 * and give up on the connection if the client keeps going. */
+			call->too_large = true;
+			call->discarded += n;
+			return call->discarded > 4 * (uint64_t)call->req.body_max ? MHD_NO : MHD_YES;
+		}
 		char *nb = realloc(call->body, call->body_len + n + 1);
 		if (!nb)
 			return srv_reply_error(call, c, SRV_E_UNAVAILABLE, "out of memory");
@@ -285,6 +289,9 @@ enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url,
 		call->body[call->body_len] = '\0';
 		return MHD_YES;
 	}
+	if (call->too_large)
+		return srv_reply_error(call, c, SRV_E_TOO_LARGE, "body: larger than %zu bytes",
+				       call->req.body_max);
 	return srv_dispatch(call, c);
 }
 

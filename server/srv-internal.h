@@ -108,7 +108,8 @@ struct srv_call {
 	const char *scope;
 	char *body;
 	size_t body_len;
-	bool parsed;
+	bool too_large;
+	uint64_t discarded;
 	uint64_t t0_us;
 	unsigned status;
 	enum srv_code code;
