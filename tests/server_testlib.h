@@ -72,8 +72,10 @@ static inline int srvt_unix_connect(const char *path)
 /* Start daemon i (0 or 1) on the shared store; extra args are NULL-terminated. */
 static inline void srvt_start(struct srvt *t, int i, const char *const *extra)
 {
-	snprintf(t->sock[i], sizeof(t->sock[i]), "%s/d%d.sock", t->dir, i);
-	snprintf(t->log[i], sizeof(t->log[i]), "%s/d%d.log", t->dir, i);
+	char dir[sizeof(t->dir)];
+	memcpy(dir, t->dir, sizeof(dir));
+	snprintf(t->sock[i], sizeof(t->sock[i]), "%s/d%d.sock", dir, i);
+	snprintf(t->log[i], sizeof(t->log[i]), "%s/d%d.log", dir, i);
 	char bin[4096];
 	snprintf(bin, sizeof(bin), "%s/rung-serve", rung_test_build_dir());
 	const char *argv[32] = {bin,	       "--tokens",    t->tokens, "--socket",
@@ -121,20 +123,33 @@ static inline void srvt_stop(struct srvt *t, int i, int sig)
 	}
 }
 
+static inline void srvt_teardown(struct srvt *t);
+
+/* A failed assertion exits the test's process: clean up from atexit as well. */
+static struct srvt *srvt_current;
+static inline void srvt_atexit(void)
+{
+	if (srvt_current)
+		srvt_teardown(srvt_current);
+}
+
 static inline void srvt_setup(struct srvt *t, const char *tokens_text)
 {
 	memset(t, 0, sizeof(*t));
+	srvt_current = t;
+	atexit(srvt_atexit);
 	char *d = rung_test_tmpdir("srv");
 	ck_assert_ptr_nonnull(d);
 	snprintf(t->dir, sizeof(t->dir), "%s", d);
+	snprintf(t->state, sizeof(t->state), "%s/state", d);
+	snprintf(t->tokens, sizeof(t->tokens), "%s/tokens", d);
 	free(d);
-	snprintf(t->state, sizeof(t->state), "%s/state", t->dir);
-	snprintf(t->tokens, sizeof(t->tokens), "%s/tokens", t->dir);
 	srvt_write(t->tokens, tokens_text ? tokens_text : TOK_A " scopeA\n" TOK_B " scopeB\n", 0600);
 }
 
 static inline void srvt_teardown(struct srvt *t)
 {
+	srvt_current = NULL;
 	srvt_stop(t, 0, SIGKILL);
 	srvt_stop(t, 1, SIGKILL);
 	if (t->dir[0]) {
@@ -145,6 +160,7 @@ static inline void srvt_teardown(struct srvt *t)
 		}
 		if (p > 0)
 			waitpid(p, NULL, 0);
+		t->dir[0] = '\0';
 	}
 }
 
