@@ -137,6 +137,16 @@ int rung_spec_from_json(const char *json, size_t len, struct rung_spec *s, struc
 			r = strv_from(v, k, &s->egress_allow, err);
 		else if (!strcmp(k, "env"))
 			r = strv_from(v, k, &s->env, err);
+		else if (!strcmp(k, "requires") && json_is_array(v)) {
+			s->requires = 0;
+			for (size_t i = 0; i < json_array_size(v) && r == 0; i++) {
+				unsigned bit;
+				const char *n = json_string_value(json_array_get(v, i));
+				r = n ? rung_caps_parse(n, &bit, err) : -EINVAL;
+				s->requires |= bit;
+			}
+		} else if (!strcmp(k, "limits") && json_is_object(v))
+			continue; /* accepted, not enforced by the stand-in */
 		else if (!strcmp(k, "ttl_s") && json_is_integer(v))
 			s->ttl_s = (uint32_t)json_integer_value(v);
 		else if (!strcmp(k, "idle_suspend_s") && json_is_integer(v))
