@@ -6,6 +6,8 @@
 ifeq ($(strip $(RUNTIME)),)
 SRV_FAKERT := $(call obj,tests/fakert/rung_fake.c)
 $(B)/check_rung: $(SRV_FAKERT)
+# every fuzzer links all library sources, server/ included
+$(FUZZERS): $(B)/fobj/tests/fakert/rung_fake.o
 endif
 
 # build/rung-serve: `rung serve` as its own program (the same code the CLI dispatches to).
