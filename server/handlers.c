@@ -110,12 +110,13 @@ static enum MHD_Result do_list(struct srv_call *call, struct MHD_Connection *c,
 	json_t *arr = json_array();
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(
-			arr, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:{s:s, s:s, s:s}}", "id",
-				       v[i].id, "kind", v[i].kind, "isolation",
+			arr, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:{s:s, s:s, s:s}}",
+				       "id", v[i].id, "kind", v[i].kind, "isolation",
 				       rung_isolation_name(v[i].isolation), "state",
 				       rung_state_name(v[i].state), "created_ms",
 				       (json_int_t)v[i].created_ms, "last_used_ms",
-				       (json_int_t)v[i].last_used_ms, "labels", "scope",
+				       (json_int_t)v[i].last_used_ms, "supervisor_pid",
+				       (json_int_t)v[i].supervisor, "labels", "scope",
 				       v[i].scope_label, "thread", v[i].thread_label, "agent",
 				       v[i].agent_label));
 	return srv_reply_json(call, c, 200, json_pack("{s:o}", "sandboxes", arr));
@@ -152,6 +153,19 @@ static enum MHD_Result do_dispose(struct srv_call *call, struct MHD_Connection *
 	return srv_reply_json(call, c, 200, json_pack("{s:I}", "disposed", (json_int_t)n));
 }
 
+/*
+ * The sweeper suspends idle sandboxes behind their clients' backs, so an op refused because
+ * the sandbox is suspended (-EBADFD, before anything ran) resumes it and is retried once.
+ */
+bool srv_wake(struct rung_sandbox *sb, int rc)
+{
+	struct rung_err e2 = {0};
+	if (rc != -EBADFD || rung_resume(sb, &e2) < 0)
+		return false;
+	LOG_INFO("op=resume id=%s reason=use", rung_sandbox_id(sb));
+	return true;
+}
+
 /* The routes on one sandbox: open it within the caller's scope first. */
 static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *c,
 				  struct call_router *cr)
@@ -186,16 +200,25 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 		struct rung_exec_req q;
 		srv_exec_req_fill(&x, &q);
 		__attribute__((cleanup(exec_resp))) struct rung_exec_res res = {0};
-		rc = rt == SRV_R_EXEC ? rung_exec(sb, &q, &res, &err)
-				      : rung_run_code(sb, x.language, x.code, &q, &res, &err);
+		for (int tries = 0; tries < 2; tries++) {
+			rung_exec_res_release(&res);
+			rc = rt == SRV_R_EXEC ? rung_exec(sb, &q, &res, &err)
+					      : rung_run_code(sb, x.language, x.code, &q, &res, &err);
+			if (tries || !srv_wake(sb, rc))
+				break;
+		}
 		srv_metrics_exec(&call->s->metrics, &res, rc);
 		if (rc < 0)
 			return srv_reply_rung_err(call, c, rc, &err);
 		return srv_reply_json(call, c, 200, srv_exec_res_json(&res));
 	}
 	case SRV_R_FILE_PUT:
-		rc = rung_write_file(sb, call->req.file_path, call->body ? call->body : "",
-				     call->body_len, call->req.file_mode, &err);
+		for (int tries = 0; tries < 2; tries++) {
+			rc = rung_write_file(sb, call->req.file_path, call->body ? call->body : "",
+					     call->body_len, call->req.file_mode, &err);
+			if (tries || !srv_wake(sb, rc))
+				break;
+		}
 		if (rc < 0)
 			return srv_reply_rung_err(call, c, rc, &err);
 		return srv_reply_json(call, c, 200,
@@ -205,7 +228,12 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 	case SRV_R_FILE_GET: {
 		char *data = NULL;
 		size_t len = 0;
-		rc = rung_read_file(sb, call->req.file_path, SRV_MAX_READ_FILE, &data, &len, &err);
+		for (int tries = 0; tries < 2; tries++) {
+			rc = rung_read_file(sb, call->req.file_path, SRV_MAX_READ_FILE, &data, &len,
+					    &err);
+			if (tries || !srv_wake(sb, rc))
+				break;
+		}
 		if (rc < 0)
 			return srv_reply_rung_err(call, c, rc, &err);
 		return srv_reply_bytes(call, c, 200, "application/octet-stream", data, len);

@@ -1,17 +1,8 @@
 # server/module.mk: `rung serve` (server/), its Python client and its test stages.
 
-# Until runtime/ exists on this branch, the server links against the test-only stand-in
-# tests/fakert/rung_fake.c (no isolation; see tests/fakert/README.md). Once the runtime lands,
-# the real one is used and the stand-in is not compiled.
-ifeq ($(strip $(RUNTIME)),)
-SRV_FAKERT := $(call obj,tests/fakert/rung_fake.c)
-$(B)/check_rung: $(SRV_FAKERT)
-# every fuzzer links all library sources, server/ included
-$(FUZZERS): $(B)/fobj/tests/fakert/rung_fake.o
-endif
 
 # build/rung-serve: `rung serve` as its own program (the same code the CLI dispatches to).
-$(B)/rung-serve: $(call obj,server/main-serve.c $(SERVER)) $(SRV_FAKERT) $(B)/librung.a
+$(B)/rung-serve: $(call obj,server/main-serve.c $(SERVER)) $(B)/librung.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 all: $(B)/rung-serve
 $(B)/check_rung: | $(B)/rung-serve

@@ -135,6 +135,8 @@ enum MHD_Result srv_reply_bytes(struct srv_call *call, struct MHD_Connection *c,
 /* handlers.c: one dispatch for every route, after auth and the body are in. */
 enum MHD_Result srv_dispatch(struct srv_call *call, struct MHD_Connection *c);
 json_t *srv_exec_res_json(const struct rung_exec_res *res);
+/* After an op failed with rc: resume the sandbox if that was the reason; true: retry it. */
+bool srv_wake(struct rung_sandbox *sb, int rc);
 
 /* stream.c: exec/run-code streamed as NDJSON; takes ownership of sb and x. */
 enum MHD_Result srv_exec_stream(struct srv_call *call, struct MHD_Connection *c,

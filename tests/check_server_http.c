@@ -345,22 +345,44 @@ START_TEST(path_traversal)
 		struct stat st;
 		ck_assert_msg(stat(host_target, &st) < 0, "case %zu escaped to the host", i);
 	}
-	/* reading the host's files: not found inside the sandbox root */
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=../../../../../../../etc/passwd",
-		 id);
-	struct srvt_resp r = srvt_req(t.sock[0], "GET", path, TOK_A, NULL, NULL);
-	ck_assert_ptr_null(strstr(r.body, "root:"));
-	srvt_resp_free(&r);
-	/* a symlink planted inside the sandbox is resolved inside it */
+	/*
+	 * Reading: a host file that the sandbox cannot see (in this test's temp dir) is not
+	 * reachable through the file API either, by "..", by an absolute path, or by a symlink
+	 * planted inside the sandbox. (/etc/passwd is no test: a rung may show the sandbox its
+	 * own or a read-only view of the host's /etc.)
+	 */
+	char secret_path[300], secret[64], body[700];
+	snprintf(secret_path, sizeof(secret_path), "%s/hostsecret.txt", t.dir);
+	snprintf(secret, sizeof(secret), "HOST-SECRET-%d", (int)getpid());
+	srvt_write(secret_path, secret, 0644);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
-	r = srvt_req(t.sock[0], "POST", path, TOK_A, NULL,
-		     "{\"argv\":[\"ln\",\"-s\",\"/etc\",\"hostetc\"]}");
+	snprintf(body, sizeof(body), "{\"argv\":[\"cat\",\"%s\"]}", secret_path);
+	struct srvt_resp r = srvt_req(t.sock[0], "POST", path, TOK_A, NULL, body);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_msg(!strstr(r.body, secret), "the sandbox sees the test dir: %s", r.body);
+	srvt_resp_free(&r);
+	snprintf(body, sizeof(body), "{\"argv\":[\"ln\",\"-s\",\"%s\",\"hostdir\"]}", t.dir);
+	r = srvt_req(t.sock[0], "POST", path, TOK_A, NULL, body);
 	ck_assert_int_eq(r.status, 200);
 	srvt_resp_free(&r);
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=hostetc/passwd", id);
-	r = srvt_req(t.sock[0], "GET", path, TOK_A, NULL, NULL);
-	ck_assert_ptr_null(strstr(r.body, "root:"));
+	const char *reads[3][2] = {{"../../../../../../../..", secret_path},
+				   {"", secret_path},
+				   {"hostdir/hostsecret.txt", ""}};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=%s%s", id, reads[i][0],
+			 reads[i][1]);
+		r = srvt_req(t.sock[0], "GET", path, TOK_A, NULL, NULL);
+		ck_assert_msg(!strstr(r.body, secret), "read %zu escaped: %s", i, path);
+		ck_assert_int_ne(r.status, 200);
+		srvt_resp_free(&r);
+	}
+	/* writing through the planted link stays inside too */
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=hostdir/planted.txt", id);
+	r = srvt_req(t.sock[0], "PUT", path, TOK_A, NULL, "planted");
 	srvt_resp_free(&r);
+	snprintf(secret_path, sizeof(secret_path), "%s/planted.txt", t.dir);
+	struct stat st;
+	ck_assert_msg(stat(secret_path, &st) < 0, "write through a planted link escaped");
 	srvt_teardown(&t);
 }
 END_TEST

@@ -140,7 +140,7 @@ START_TEST(sweeper)
 	}
 	ck_assert_msg(gone, "the sandbox past its ttl was not disposed");
 	ck_assert_msg(suspended, "the idle sandbox was not suspended");
-	/* a suspended sandbox still serves exec (resumed) */
+	/* a sandbox the sweeper suspended is resumed by its next use */
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", idle_id);
 	struct srvt_resp r = srvt_req(t.sock[0], "POST", path, TOK_A, NULL,
 				      "{\"argv\":[\"echo\",\"awake\"]}");
@@ -150,10 +150,31 @@ START_TEST(sweeper)
 	r = srvt_req(t.sock[0], "GET", path, TOK_A, NULL, NULL);
 	ck_assert_int_eq(r.status, 200);
 	srvt_resp_free(&r);
+	/*
+	 * TTL and idleness are also enforced by each sandbox's supervisor; a sandbox whose
+	 * supervisor died is the sweeper's alone: it must be disposed from the store.
+	 */
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s", keep_id);
+	r = srvt_req(t.sock[0], "GET", path, TOK_A, NULL, NULL);
+	const char *sp = strstr(r.body, "\"supervisor_pid\":");
+	ck_assert_ptr_nonnull(sp);
+	pid_t sup = (pid_t)atoi(sp + strlen("\"supervisor_pid\":"));
+	srvt_resp_free(&r);
+	ck_assert_int_gt(sup, 1);
+	ck_assert_int_eq(kill(sup, SIGKILL), 0); /* started by this test's daemon */
+	gone = false;
+	t0 = srvt_now_ms();
+	while (!gone && srvt_now_ms() - t0 < 10000) {
+		usleep(250000);
+		r = srvt_req(t.sock[0], "GET", path, TOK_A, NULL, NULL);
+		gone = r.status == 404;
+		srvt_resp_free(&r);
+	}
+	ck_assert_msg(gone, "the sandbox whose supervisor died was not swept");
 	r = srvt_req(t.sock[0], "GET", "/metrics", TOK_A, NULL, NULL);
 	ck_assert_ptr_null(strstr(r.body, "rung_gc_runs_total 0\n"));
 	ck_assert_ptr_null(strstr(r.body, "rung_gc_disposed_total 0\n"));
-	ck_assert_ptr_null(strstr(r.body, "rung_gc_suspended_total 0\n"));
+	ck_assert_ptr_nonnull(strstr(r.body, "rung_gc_errors_total 0\n"));
 	srvt_resp_free(&r);
 	srvt_teardown(&t);
 }
