@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "server/server.h"
 
 CLI_CMD(ls)
 {
@@ -139,6 +140,26 @@ CLI_CMD(dispose_scope)
 	return rc < 0 ? cli_fail(c, &err) : 0;
 }
 
+CLI_CMD(serve)
+{
+	/* Global options were taken out of argv: hand them back to the daemon. */
+	char **v = calloc((size_t)argc + 4, sizeof(char *));
+	if (!v)
+		return 1;
+	int n = 0;
+	for (int i = 0; i < argc; i++)
+		v[n++] = argv[i];
+	if (c->state_dir) {
+		v[n++] = "--state-dir";
+		v[n++] = (char *)c->state_dir;
+	}
+	if (c->deployed)
+		v[n++] = "--deployed";
+	int r = rung_serve_main(n, v);
+	free(v);
+	return r;
+}
+
 CLI_CMD(gc)
 {
 	if (argc != 1)
@@ -205,6 +226,8 @@ const struct cli_cmd cli_cmds[] = {
 	{"gc", cli_cmd_gc, "rung gc",
 	 "Sweep the store: dispose sandboxes whose supervisor died or whose ttl passed, suspend\n"
 	 "idle ones, remove debris of crashed creates.\n"},
+	{"serve", cli_cmd_serve, "rung serve [--socket PATH] [--listen HOST:PORT] --tokens FILE",
+	 "The HTTP/JSON API daemon (see rung serve --help).\n"},
 	{"image", cli_cmd_image, "rung image import PATH [--tag REF] | pull REF | ls | inspect REF | rm REF | gc",
 	 "Manage the local image store (content-addressed, every blob verified).\n"},
 	{NULL, NULL, NULL, NULL},
