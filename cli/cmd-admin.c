@@ -3,8 +3,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <errno.h>
+#include <unistd.h>
+
 #include "cli/cli.h"
-#include "server/server.h"
 
 CLI_CMD(ls)
 {
@@ -140,24 +142,49 @@ CLI_CMD(dispose_scope)
 	return rc < 0 ? cli_fail(c, &err) : 0;
 }
 
-CLI_CMD(serve)
+/*
+ * `rung serve` and `rung image` are programs of their own (build/rung-serve, build/rung-image):
+ * libmicrohttpd, libcurl and libarchive stay out of the CLI, whose start-up time is on every
+ * command's path. Exec the sibling with the same arguments and the global options.
+ */
+static int exec_sibling(struct cli *c, const char *prog, int argc, char **argv)
 {
-	/* Global options were taken out of argv: hand them back to the daemon. */
-	char **v = calloc((size_t)argc + 4, sizeof(char *));
+	char self[4096], path[4200];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return fprintf(stderr, "rung: cannot find my own binary\n"), 1;
+	self[n] = '\0';
+	*strrchr(self, '/') = '\0';
+	snprintf(path, sizeof(path), "%s/%s", self, prog);
+	char **v = calloc((size_t)argc + 5, sizeof(char *));
 	if (!v)
 		return 1;
-	int n = 0;
-	for (int i = 0; i < argc; i++)
-		v[n++] = argv[i];
+	int k = 0;
+	v[k++] = (char *)prog;
 	if (c->state_dir) {
-		v[n++] = "--state-dir";
-		v[n++] = (char *)c->state_dir;
+		v[k++] = "--state-dir";
+		v[k++] = (char *)c->state_dir;
 	}
+	if (c->json)
+		v[k++] = "--json";
 	if (c->deployed)
-		v[n++] = "--deployed";
-	int r = rung_serve_main(n, v);
+		v[k++] = "--deployed";
+	for (int i = 1; i < argc; i++)
+		v[k++] = argv[i];
+	execv(path, v);
+	fprintf(stderr, "rung: exec %s: %s\n", path, strerror(errno));
 	free(v);
-	return r;
+	return 1;
+}
+
+CLI_CMD(serve)
+{
+	return exec_sibling(c, "rung-serve", argc, argv);
+}
+
+CLI_CMD(image)
+{
+	return exec_sibling(c, "rung-image", argc, argv);
 }
 
 CLI_CMD(gc)
