@@ -58,5 +58,7 @@ CLI_CMD(resume);
 CLI_CMD(dispose);
 CLI_CMD(dispose_scope);
 CLI_CMD(gc);
+CLI_CMD(image);
+CLI_CMD(serve);
 
 #endif

@@ -1,4 +1,4 @@
-/* cli/util.c: helpers shared by the rung commands (kept out of main.c so tests can link them). */
+/* cli/util.c: helpers shared by the commands: the router, errors, help. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -69,3 +69,4 @@ int cli_print_help(const char *cmd)
 		}
 	return 2;
 }
+

@@ -24,6 +24,9 @@ int rung_file_load(int dirfd, const char *path, size_t max, char **out, size_t *
 /* Write a file atomically: temp file in the same dir, fsync, rename, fsync dir. */
 int rung_write_file_atomic(int dirfd, const char *path, const void *buf, size_t len, mode_t mode,
 			   struct rung_err *err);
+/* The same, without the fsyncs: readers never see a partial file, but a crash may lose it. */
+int rung_write_file_replace(int dirfd, const char *path, const void *buf, size_t len, mode_t mode,
+			    struct rung_err *err);
 /* mkdir -p; existing directories are fine. */
 int rung_mkdir_p(const char *path, mode_t mode, struct rung_err *err);
 /*

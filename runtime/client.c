@@ -68,26 +68,28 @@ static int append_out(char **buf, size_t *len, size_t *cap, const void *d, size_
 }
 
 static int send_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
-		     uint32_t timeout_ms, uint64_t max_out, struct rung_err *err)
+		     const char *const *image_env, uint32_t timeout_ms, uint64_t max_out,
+		     struct rung_err *err)
 {
-	/* env: the request's, then the spec's, then the defaults; each KEY once, the first
-	 * wins. (Duplicates would make the winner depend on the program: getenv takes the
-	 * first match, a shell importing its environment the last.) */
+	/* env: the request's, then the spec's, then the image's, then the defaults; each KEY
+	 * once, the first wins. (Duplicates would make the winner depend on the program: getenv
+	 * takes the first match, a shell importing its environment the last.) */
 	const char *wd = spec->work_dir ? spec->work_dir : RT_DEFAULT_WORK_DIR;
 	char home[300];
 	snprintf(home, sizeof(home), "HOME=%s", wd);
 	const char *const defaults[] = {
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", home,
 		"LANG=C.UTF-8", NULL};
-	const char *const *lists[3] = {req->env, (const char *const *)spec->env, defaults};
+	const char *const *lists[4] = {req->env, (const char *const *)spec->env, image_env,
+				       defaults};
 	size_t n = 0, i = 0;
-	for (int l = 0; l < 3; l++)
+	for (int l = 0; l < 4; l++)
 		for (const char *const *e = lists[l]; e && *e; e++)
 			n++;
 	char **env = calloc(n + 1, sizeof(char *));
 	if (!env)
 		return rung_err_set(err, ENOMEM, "out of memory");
-	for (int l = 0; l < 3; l++)
+	for (int l = 0; l < 4; l++)
 		for (const char *const *e = lists[l]; e && *e; e++) {
 			const char *eq = strchr(*e, '=');
 			size_t klen = eq ? (size_t)(eq - *e) + 1 : strlen(*e);
@@ -128,14 +130,14 @@ static int send_exec(int fd, const struct rung_exec_req *req, const struct rung_
 }
 
 int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
-		  struct rung_exec_res *res, struct rung_err *err)
+		  const char *const *image_env, struct rung_exec_res *res, struct rung_err *err)
 {
 	memset(res, 0, sizeof(*res));
 	if (!req->argv || !req->argv[0] || !req->argv[0][0])
 		return rung_err_set(err, EINVAL, "argv: at least one non-empty element required");
 	uint32_t timeout_ms = req->timeout_ms ? req->timeout_ms : spec->limits.exec_timeout_s * 1000;
 	uint64_t max_out = req->max_output ? req->max_output : spec->limits.output_bytes;
-	int r = send_exec(fd, req, spec, timeout_ms, max_out, err);
+	int r = send_exec(fd, req, spec, image_env, timeout_ms, max_out, err);
 	if (r < 0)
 		return rung_err_wrap(err, "exec");
 	uint64_t deadline = rung_now_ms() + timeout_ms + GRACE_MS;

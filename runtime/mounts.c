@@ -90,7 +90,9 @@ int rt_root_plan(const struct rt_root_params *p, struct rt_mount_plan *out, stru
 		if ((r = rt_mount_plan_add(out, __VA_ARGS__)) < 0)                                 \
 			goto oom;                                                                  \
 	} while (0)
-	if (p->overlay_lowers) {
+	if (p->root_mounted) {
+		ADD(RT_M_MKDIR, NULL, p->work_dir, NULL, false);
+	} else if (p->overlay_lowers) {
 		/* overlayfs options: lowerdir=top:...:bottom,upperdir=...,workdir=... */
 		size_t len = 0;
 		for (size_t i = 0; p->overlay_lowers[i]; i++)
@@ -213,7 +215,10 @@ static int write_in(const char *root, const struct rt_mount *m, struct rung_err 
 	if (r < 0)
 		return r;
 	snprintf(p, sizeof(p), "%s%s", root, m->dst);
-	return rung_write_file_atomic(AT_FDCWD, p, m->src, strlen(m->src), 0644, err);
+	cleanup_close int fd = open(p, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || rung_write_all(fd, m->src, strlen(m->src)) < 0)
+		return rung_err_sys(err, errno, "write %s", m->dst);
+	return 0;
 }
 
 static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};

@@ -73,11 +73,25 @@ void rt_store_touch_activity(const struct rt_store *st, const char *id);
 uint64_t rt_store_activity_ms(const struct rt_store *st, const char *id);
 
 /* ---- backends ---- */
+struct np_net;
 struct rt_sandbox {
 	struct rung_router *router;
 	struct rt_meta meta;
-	char dir[4096]; /* the sandbox's store directory */
+	char dir[4096];      /* the sandbox's store directory */
+	struct np_net *net;  /* in the supervisor: the egress plumbing and DNS proxy */
 };
+
+/* ---- network (net.c): the same egress policy for every rung ---- */
+bool rt_net_wanted(const struct rung_spec *s);
+/* In the supervisor: a non-empty allowlist gets a host-owned netns + policy (fd returned,
+ * -1 when the sandbox makes its own loopback-only netns) and resolv.conf text. */
+int rt_net_setup(struct rt_sandbox *sb, int *netns_fd, char **resolv, struct rung_err *err);
+int rt_net_poll_fd(const struct rt_sandbox *sb);
+int rt_net_timeout_ms(const struct rt_sandbox *sb);
+void rt_net_serve(struct rt_sandbox *sb);
+/* Idempotent, from the supervisor or any process (derives names from the id). */
+void rt_net_teardown(struct rt_sandbox *sb);
+int rt_net_gc(struct rung_router *r, const char *const *live, size_t n, struct rung_err *err);
 
 /* What a started sandbox reports back to the creating process. */
 struct rt_started {
@@ -92,6 +106,9 @@ struct rt_backend_ops {
 	unsigned caps; /* what it offers */
 	/* Is it usable on this host? Fills err with why not. */
 	bool (*available)(const struct rung_router *r, struct rung_err *err);
+	/* Optional, in the creating process before the supervisor: resolve what the sandbox
+	 * needs (the image) and record it in sb->meta.backend. */
+	int (*prepare)(struct rt_sandbox *sb, struct rung_err *err);
 	/*
 	 * Runs IN the supervisor process: build the sandbox (namespaces, mounts, ...) and start
 	 * rung-agent as its pid 1, listening on listen_fd. Returns the host pid of pid 1.
@@ -103,9 +120,20 @@ struct rt_backend_ops {
 	int (*resume)(struct rt_sandbox *sb, struct rung_err *err);
 	/* Any process: remove leftovers of a sandbox whose supervisor is gone (idempotent). */
 	void (*cleanup)(struct rt_sandbox *sb);
+	/* Optional: OOM kills so far (for ExecResult.oom); -ENOTSUP if unknown. */
+	int (*oom_kills)(struct rt_sandbox *sb, uint64_t *n);
 };
 extern const struct rt_backend_ops rt_backend_process;
+extern const struct rt_backend_ops rt_backend_container;
+extern const struct rt_backend_ops rt_backend_vm;
 const struct rt_backend_ops *rt_backend_get(enum rung_isolation iso);
+/* vm rung disks (vm-disk.c): a per-sandbox sparse ext4 upper disk (kept if present), and
+ * the read-only ext4 base disk of an image, built once per digest from its layers. */
+int rt_vm_upper_disk(const char *path, uint64_t bytes, uid_t owner, struct rung_err *err);
+int rt_vm_base_disk(const char *state_dir, const char *digest, char **lowers, char *out,
+		    size_t out_len, struct rung_err *err);
+/* Remove cgroups of sandboxes that are gone; returns how many. */
+int rt_container_gc(struct rung_router *r, struct rung_err *err);
 
 /* ---- router (router.c) ---- */
 struct rung_router {
@@ -126,8 +154,9 @@ void rt_supervisor_stop(const struct rt_meta *m, unsigned grace_ms);
 
 /* ---- agent client (client.c) ---- */
 int rt_agent_connect(const char *sock_path, struct rung_err *err);
+/* image_env: the image's own environment (under the spec's), or NULL. */
 int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
-		  struct rung_exec_res *res, struct rung_err *err);
+		  const char *const *image_env, struct rung_exec_res *res, struct rung_err *err);
 int rt_agent_write_file(int fd, const char *path, const void *data, size_t len, unsigned mode,
 			struct rung_err *err);
 int rt_agent_read_file(int fd, const char *path, size_t max, char **data, size_t *len,
@@ -161,6 +190,7 @@ struct rt_root_params {
 	bool host_system;       /* bind host /usr, /bin, /lib*, /etc essentials */
 	const char *const *overlay_lowers; /* container: image layers (top first) */
 	const char *overlay_upper, *overlay_work;
+	bool root_mounted;      /* the root was mounted by the parent (container rung) */
 };
 int rt_root_plan(const struct rt_root_params *p, struct rt_mount_plan *out, struct rung_err *err);
 /* Apply in the sandbox's mount namespace: build under newroot, pivot_root into it. */

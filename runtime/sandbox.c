@@ -66,14 +66,16 @@ static int create_locked(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 	close(g);
 	if (r < 0)
 		return r;
-	sb->meta.state = RUNG_STATE_CREATING;
+	/* No metadata until the sandbox runs: a crash before leaves a directory without it,
+	 * which gc removes as debris. */
 	sb->meta.created_ms = sb->meta.last_used_ms = rung_wall_ms();
-	sb->meta.sup_pid = 0;
-	if ((r = rt_store_meta_write(st, &sb->meta, err)) < 0)
+	if (ops->prepare && (r = ops->prepare(sb, err)) < 0)
 		return r;
 	struct rt_started started;
-	if ((r = rt_supervisor_spawn(sb, ops, &started, err)) < 0)
+	if ((r = rt_supervisor_spawn(sb, ops, &started, err)) < 0) {
+		ops->cleanup(sb); /* e.g. the image lease taken by prepare */
 		return r;
+	}
 	sb->meta.sup_pid = started.sup_pid;
 	sb->meta.sup_start = started.sup_start;
 	sb->meta.init_pid = started.init_pid;
@@ -219,6 +221,22 @@ static int connect_agent(struct rung_sandbox *s, struct rung_err *err)
 	return rt_agent_connect(sock, err);
 }
 
+/* The image's environment, recorded by the container and vm backends. */
+static char **image_env(const struct rt_meta *m)
+{
+	json_t *env = m->backend ? json_object_get(m->backend, "image_env") : NULL;
+	size_t n = json_array_size(env), k = 0;
+	if (!n)
+		return NULL;
+	char **v = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; v && i < n; i++) {
+		const char *e = json_string_value(json_array_get(env, i));
+		if (e && strchr(e, '=') && (v[k] = strdup(e)))
+			k++;
+	}
+	return v;
+}
+
 int rung_exec(struct rung_sandbox *s, const struct rung_exec_req *req, struct rung_exec_res *res,
 	      struct rung_err *err)
 {
@@ -226,7 +244,13 @@ int rung_exec(struct rung_sandbox *s, const struct rung_exec_req *req, struct ru
 	cleanup_close int fd = connect_agent(s, err);
 	if (fd < 0)
 		return fd;
-	int r = rt_agent_exec(fd, req, &s->sb.meta.spec, res, err);
+	const struct rt_backend_ops *ops = rt_backend_get(s->sb.meta.iso);
+	uint64_t oom0 = 0, oom1 = 0;
+	bool oom_known = ops && ops->oom_kills && ops->oom_kills(&s->sb, &oom0) == 0;
+	cleanup_strv char **ienv = image_env(&s->sb.meta);
+	int r = rt_agent_exec(fd, req, &s->sb.meta.spec, (const char *const *)ienv, res, err);
+	if (r == 0 && oom_known && ops->oom_kills(&s->sb, &oom1) == 0 && oom1 > oom0)
+		res->oom = true;
 	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id);
 	return r;
 }

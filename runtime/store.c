@@ -16,6 +16,11 @@ int rt_store_open(const char *root, struct rt_store *st, struct rung_err *err)
 	int r = rung_mkdir_p(root, 0711, err);
 	if (r < 0)
 		return rung_err_wrap(err, "state dir");
+	/* Sandboxes run as unprivileged host uids that must traverse (not list) the store. */
+	struct stat sb;
+	if (stat(root, &sb) == 0 && (sb.st_mode & 0011) != 0011 && sb.st_uid == geteuid() &&
+	    chmod(root, (sb.st_mode & 07777) | 0011) < 0)
+		return rung_err_sys(err, errno, "make state dir %s traversable", root);
 	char p[4096];
 	snprintf(p, sizeof(p), "%s/sandboxes", root);
 	if (mkdir(p, 0711) < 0 && errno != EEXIST)
@@ -183,7 +188,7 @@ int rt_store_alloc_uid(const struct rt_store *st, const char *id, uint32_t *base
 		char p[4096], txt[32];
 		rt_store_path(st, id, "uid", p, sizeof(p));
 		int len = snprintf(txt, sizeof(txt), "%u", *base);
-		return rung_write_file_atomic(AT_FDCWD, p, txt, (size_t)len, 0600, err);
+		return rung_write_file_replace(AT_FDCWD, p, txt, (size_t)len, 0600, err);
 	}
 	return rung_err_set(err, ENOSPC, "all %d sandbox uid ranges are in use", RT_UID_SLOTS);
 }

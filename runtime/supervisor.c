@@ -53,26 +53,6 @@ static int listen_unix(const char *path, struct rung_err *err)
 	return fd;
 }
 
-static int wait_agent(const char *sock, unsigned timeout_ms, struct rung_err *err)
-{
-	uint64_t end = rung_now_ms() + timeout_ms;
-	int r;
-	do {
-		struct rung_err e2 = {0};
-		int fd = rt_agent_connect(sock, &e2);
-		if (fd >= 0) {
-			r = rt_agent_ping(fd, (unsigned)(end > rung_now_ms() ? end - rung_now_ms() : 1),
-					  &e2);
-			close(fd);
-			if (r == 0)
-				return 0;
-		}
-		*err = e2;
-		usleep(1000);
-	} while (rung_now_ms() < end);
-	return rung_err_wrap(err, "agent not ready after %u ms", timeout_ms);
-}
-
 /* TTL: dispose ourselves. Take the sandbox lock so no one else is mid-operation. */
 static void self_dispose(struct rt_sandbox *sb, const struct rt_backend_ops *ops, int sfd)
 {
@@ -138,12 +118,17 @@ static void supervise(struct rt_sandbox *sb, const struct rt_backend_ops *ops, i
 		uint64_t now = rung_wall_ms();
 		if (ttl_at && now >= ttl_at)
 			self_dispose(sb, ops, sfd);
-		int timeout = 1000;
+		int timeout = 1000, nt = rt_net_timeout_ms(sb);
 		if (ttl_at && ttl_at - now < 1000)
 			timeout = (int)(ttl_at - now);
-		struct pollfd p = {.fd = sfd, .events = POLLIN};
-		int n = poll(&p, 1, timeout);
-		if (n == 0) {
+		if (nt >= 0 && nt < timeout)
+			timeout = nt;
+		struct pollfd p[2] = {{.fd = sfd, .events = POLLIN},
+				      {.fd = rt_net_poll_fd(sb), .events = POLLIN}};
+		int n = poll(p, p[1].fd >= 0 ? 2 : 1, timeout);
+		if (p[1].fd >= 0)
+			rt_net_serve(sb); /* DNS answers, and expiry of stale queries */
+		if (n == 0 || (n > 0 && !(p[0].revents & POLLIN))) {
 			if (spec->idle_suspend_s)
 				maybe_idle_suspend(sb, ops);
 			continue;
@@ -215,10 +200,9 @@ static void supervisor_main(struct rt_sandbox *sb, const struct rt_backend_ops *
 		r = ops->start(sb, lfd, &msg.err);
 	if (lfd >= 0)
 		close(lfd);
-	if (r >= 0) {
+	/* rung-agent was exec'd and the socket was bound before: connections are served. */
+	if (r >= 0)
 		sb->meta.init_pid = r;
-		r = wait_agent(path, 20000, &msg.err);
-	}
 	if (r < 0 || sfd < 0) {
 		if (sb->meta.init_pid > 0) {
 			kill(sb->meta.init_pid, SIGKILL);
