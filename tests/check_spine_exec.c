@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "tests/check_spine_util.h"
 #include "tests/testutil.h"
@@ -306,6 +307,75 @@ START_TEST(test_env_cwd)
 }
 END_TEST
 
+START_TEST(test_files_and_concurrency)
+{
+	RUNG_REQUIRE_ROOT();
+	struct fx f;
+	fx_open(&f, NULL);
+	struct rung_err err = {0};
+	/* A file of several frames each way, with every byte value. */
+	size_t n = 3u << 20;
+	unsigned char *big = malloc(n);
+	for (size_t i = 0; i < n; i++)
+		big[i] = (unsigned char)(i * 131 + (i >> 11));
+	ck_assert_msg(rung_write_file(f.sb, "big.bin", big, n, 0600, &err) == 0, "%s", err.msg);
+	char *data = NULL;
+	size_t len = 0;
+	ck_assert_msg(rung_read_file(f.sb, "big.bin", 0, &data, &len, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(len, n);
+	ck_assert_mem_eq(data, big, n);
+	free(data);
+	char *out = spine_sh_ok(f.sb, "stat -c '%s %a' /work/big.bin");
+	ck_assert_str_eq(out, "3145728 600\n");
+	free(out);
+	/* read_file's max is enforced: an error, not a truncated success. */
+	ck_assert_int_eq(rung_read_file(f.sb, "big.bin", 1000, &data, &len, &err), -EFBIG);
+	/* Empty file; overwrite truncates; mode is applied. */
+	ck_assert_int_eq(rung_write_file(f.sb, "e", "", 0, 0755, &err), 0);
+	ck_assert_int_eq(rung_read_file(f.sb, "e", 0, &data, &len, &err), 0);
+	ck_assert_uint_eq(len, 0);
+	free(data);
+	ck_assert_int_eq(rung_write_file(f.sb, "big.bin", "x", 1, 0644, &err), 0);
+	out = spine_sh_ok(f.sb, "stat -c '%s %a' /work/big.bin /work/e");
+	ck_assert_str_eq(out, "1 644\n0 755\n");
+	free(out);
+	ck_assert_int_eq(rung_write_file(f.sb, "m", "x", 1, 010000, &err), -EINVAL);
+	ck_assert_int_lt(rung_read_file(f.sb, "/work/none", 0, &data, &len, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "/work/none"));
+	ck_assert_int_eq(rung_write_file(f.sb, "", "x", 1, 0, &err), -EINVAL);
+	free(big);
+
+	/* Concurrent execs in one sandbox, from several processes. */
+	enum { N = 6 };
+	pid_t kids[N];
+	for (int i = 0; i < N; i++) {
+		kids[i] = fork();
+		ck_assert_int_ge(kids[i], 0);
+		if (kids[i] == 0) {
+			char script[128], want[64];
+			snprintf(script, sizeof(script), "sleep 0.3; echo exec-%d", i);
+			snprintf(want, sizeof(want), "exec-%d\n", i);
+			const char *argv[] = {"/bin/sh", "-c", script, NULL};
+			struct rung_exec_req req = {.argv = argv, .timeout_ms = 20000};
+			struct rung_exec_res res;
+			struct rung_err e = {0};
+			if (rung_exec(f.sb, &req, &res, &e) < 0)
+				_exit(1);
+			_exit(res.exit_code == 0 && !strcmp(res.out, want) ? 0 : 2);
+		}
+	}
+	uint64_t t0 = rung_now_ms();
+	for (int i = 0; i < N; i++) {
+		int st;
+		ck_assert_int_eq(waitpid(kids[i], &st, 0), kids[i]);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exec %d failed (%d)", i,
+			      WEXITSTATUS(st));
+	}
+	ck_assert_uint_lt(rung_now_ms() - t0, 5000); /* they ran side by side */
+	fx_close(&f);
+}
+END_TEST
+
 Suite *spine_exec_suite(void)
 {
 	Suite *s = suite_create("spine_exec");
@@ -318,6 +388,7 @@ Suite *spine_exec_suite(void)
 	tcase_add_test(tc, test_exit_codes);
 	tcase_add_test(tc, test_stdin_and_cancel);
 	tcase_add_test(tc, test_env_cwd);
+	tcase_add_test(tc, test_files_and_concurrency);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -480,6 +480,92 @@ START_TEST(test_gc_dead_supervisor)
 }
 END_TEST
 
+/* Several processes acquire the same key at once: one sandbox, created exactly once. */
+START_TEST(test_acquire_race)
+{
+	RUNG_REQUIRE_ROOT();
+	char *dir;
+	struct rung_router *r = spine_router(&dir);
+	enum { N = 6 };
+	int p[2];
+	ck_assert_int_eq(pipe(p), 0);
+	pid_t kids[N];
+	for (int i = 0; i < N; i++) {
+		kids[i] = fork();
+		ck_assert_int_ge(kids[i], 0);
+		if (kids[i] == 0) {
+			close(p[0]);
+			struct rung_spec s = spec_k("k");
+			struct rung_key key = {"race", "t", "agent"};
+			struct rung_sandbox *sb;
+			struct rung_err e = {0};
+			bool created;
+			char msg[RT_ID_LEN + 2];
+			if (rung_acquire(r, &key, &s, &sb, &created, &e) < 0)
+				_exit(1);
+			memcpy(msg, rung_sandbox_id(sb), RT_ID_LEN);
+			msg[RT_ID_LEN] = created ? 'C' : 'W';
+			msg[RT_ID_LEN + 1] = '\n';
+			_exit(write(p[1], msg, sizeof(msg)) == (ssize_t)sizeof(msg) ? 0 : 2);
+		}
+	}
+	close(p[1]);
+	for (int i = 0; i < N; i++) {
+		int st;
+		ck_assert_int_eq(waitpid(kids[i], &st, 0), kids[i]);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "acquirer %d failed", i);
+	}
+	char buf[N * (RT_ID_LEN + 2) + 1];
+	ck_assert_int_eq(rung_read_exact(p[0], buf, N * (RT_ID_LEN + 2)), 0);
+	close(p[0]);
+	int createdn = 0;
+	for (int i = 0; i < N; i++) {
+		const char *m = buf + i * (RT_ID_LEN + 2);
+		ck_assert_int_eq(memcmp(m, buf, RT_ID_LEN), 0);
+		createdn += m[RT_ID_LEN] == 'C';
+	}
+	ck_assert_int_eq(createdn, 1);
+	ck_assert_uint_eq(count_list(r, NULL, NULL), 1);
+	ck_assert_int_eq(spine_store_entries(dir), 1);
+	struct rung_err err = {0};
+	ck_assert_int_eq(rung_dispose_scope(r, "race", NULL, NULL, &err), 0);
+	rung_router_free(r);
+	free(dir);
+}
+END_TEST
+
+/* A sandbox whose supervisor died is re-created by acquire, with its files kept. */
+START_TEST(test_reacquire_after_crash)
+{
+	RUNG_REQUIRE_ROOT();
+	struct rung_router *r = spine_router(NULL);
+	struct rung_err err = {0};
+	struct rung_sandbox *sb = spine_acquire(r, "crash", "t", "k", NULL, NULL);
+	ck_assert_int_eq(rung_write_file(sb, "keep.txt", "kept", 4, 0, &err), 0);
+	struct rt_meta m;
+	spine_meta(r, rung_sandbox_id(sb), &m);
+	ck_assert_int_eq(kill(m.sup_pid, SIGKILL), 0);
+	ck_assert(spine_wait_gone(m.sup_pid, 3000));
+	ck_assert(spine_wait_gone(m.init_pid, 3000));
+	bool created = false;
+	struct rung_sandbox *again = spine_acquire(r, "crash", "t", "k", NULL, &created);
+	ck_assert(created);
+	ck_assert_str_eq(rung_sandbox_id(sb), rung_sandbox_id(again));
+	char *out = spine_sh_ok(again, "cat /work/keep.txt; echo more >> /work/keep.txt && echo rw");
+	ck_assert_str_eq(out, "keptrw\n");
+	free(out);
+	struct rt_meta m2;
+	spine_meta(r, rung_sandbox_id(sb), &m2);
+	ck_assert_int_ne(m2.sup_pid, m.sup_pid);
+	rt_meta_release(&m);
+	rt_meta_release(&m2);
+	ck_assert_int_eq(rung_dispose(r, rung_sandbox_id(sb), NULL, &err), 0);
+	rung_sandbox_close(sb);
+	rung_sandbox_close(again);
+	rung_router_free(r);
+}
+END_TEST
+
 Suite *spine_life_suite(void)
 {
 	Suite *s = suite_create("spine_life");
@@ -494,6 +580,8 @@ Suite *spine_life_suite(void)
 	tcase_add_test(tc, test_ttl);
 	tcase_add_test(tc, test_idle_suspend);
 	tcase_add_test(tc, test_gc_dead_supervisor);
+	tcase_add_test(tc, test_acquire_race);
+	tcase_add_test(tc, test_reacquire_after_crash);
 	suite_add_tcase(s, tc);
 	return s;
 }
