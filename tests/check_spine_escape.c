@@ -198,6 +198,22 @@ START_TEST(test_syscalls_denied)
 	ck_assert_msg(strstr(out, "unshare-net=-1:1\n"), "%s", out);
 	ck_assert_msg(strstr(out, "clone-newuser=-1:1\n"), "%s", out);
 	free(out);
+	/* x32 syscalls (nr | 0x40000000) are another ABI on the same arch: killed (SIGSYS). */
+	struct rung_exec_res res;
+	ck_assert_int_eq(spine_sh(f.sb, "exec perl -e 'syscall(0x40000000 + 272, 0x10000000); "
+					"print \"x32 went through\\n\"'",
+				  &res),
+			 -1);
+	ck_assert_int_eq(res.signal, SIGSYS);
+	ck_assert_ptr_null(strstr(res.out, "went through"));
+	rung_exec_res_release(&res);
+	/* The agent (pid 1) and the exec's handler cannot be taken over through /proc. */
+	out = spine_sh_ok(f.sb, "for p in 1 $PPID; do "
+				"  perl -e \"open(F, q(+<), q(/proc/$p/mem)) and print qq(MEM $p\\n)\"; "
+				"  perl -e \"open(F, q(<), q(/proc/$p/environ)) and print qq(ENV $p\\n)\"; "
+				"done; perl -e \"open(F, q(+<), q(/proc/$$/mem)) and print qq(own\\n)\"");
+	ck_assert_msg(!strcmp(out, "own\n"), "agent memory reachable: %s", out);
+	free(out);
 	/* The same through the usual tools. */
 	out = spine_sh_ok(f.sb, "unshare -U true 2>/dev/null && echo UNSHARE-U; "
 				"unshare -r true 2>/dev/null && echo UNSHARE-R; "
