@@ -93,6 +93,11 @@ static void maybe_idle_suspend(struct rt_sandbox *sb, const struct rt_backend_op
 	int lock = rt_store_lock_sandbox(st, sb->meta.id, false, true, NULL);
 	if (lock < 0)
 		return;
+	int busy = rt_store_busy(st, sb->meta.id, true);
+	if (busy < 0) { /* an exec or file operation is in flight: not idle */
+		close(lock);
+		return;
+	}
 	struct rt_meta m;
 	struct rung_err err = {0};
 	if (rt_store_meta_read(st, sb->meta.id, &m, &err) == 0) {
@@ -107,6 +112,7 @@ static void maybe_idle_suspend(struct rt_sandbox *sb, const struct rt_backend_op
 		}
 		rt_meta_release(&m);
 	}
+	close(busy);
 	close(lock);
 }
 
