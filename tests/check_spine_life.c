@@ -402,6 +402,15 @@ START_TEST(test_idle_suspend)
 	s.idle_suspend_s = 1;
 	struct rung_sandbox *sb = spine_acquire(r, "idle", "t", "k", &s, NULL);
 	const char *id = rung_sandbox_id(sb);
+	/* An exec that outlasts idle_suspend_s is not idle: it runs to its end. */
+	struct rung_exec_res res;
+	uint64_t t0 = rung_now_ms();
+	ck_assert_int_eq(spine_sh(sb, "sleep 2.5; echo finished", &res), 0);
+	ck_assert(!res.timed_out);
+	ck_assert_str_eq(res.out, "finished\n");
+	ck_assert_uint_lt(rung_now_ms() - t0, 6000);
+	rung_exec_res_release(&res);
+	ck_assert_int_eq(state_of(r, id), RUNG_STATE_RUNNING);
 	for (int i = 0; i < 80 && state_of(r, id) != RUNG_STATE_SUSPENDED; i++)
 		usleep(50000);
 	ck_assert_int_eq(state_of(r, id), RUNG_STATE_SUSPENDED);
