@@ -445,7 +445,14 @@ START_TEST(test_file_tricks)
 	ck_assert_uint_eq(len, 4);
 	ck_assert_str_eq(data, "fine");
 	free(data);
-	/* Reading a directory, a fifo or /dev/zero is refused (not a regular file). */
+	/* A FIFO planted where the host will write or read: an error at once, no hang. */
+	free(spine_sh_ok(f.sb, "mkfifo /work/fifo"));
+	uint64_t t0 = rung_now_ms();
+	ck_assert_int_lt(rung_write_file(f.sb, "/work/fifo", "x", 1, 0, &err), 0);
+	ck_assert_int_lt(rung_read_file(f.sb, "/work/fifo", 0, &data, &len, &err), 0);
+	ck_assert_msg(rung_now_ms() - t0 < 5000, "a planted FIFO stalled the host for %llu ms",
+		      (unsigned long long)(rung_now_ms() - t0));
+	/* Reading a directory or /dev/zero is refused (not a regular file). */
 	ck_assert_int_lt(rung_read_file(f.sb, "/work", 0, &data, &len, &err), 0);
 	ck_assert_int_lt(rung_read_file(f.sb, "/dev/zero", 0, &data, &len, &err), 0);
 	ck_assert_ptr_nonnull(strstr(err.msg, "not a regular file"));
