@@ -135,6 +135,9 @@ int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spe
 	memset(res, 0, sizeof(*res));
 	if (!req->argv || !req->argv[0] || !req->argv[0][0])
 		return rung_err_set(err, EINVAL, "argv: at least one non-empty element required");
+	if (req->stdin_len > RUNG_PROTO_STDIN_MAX) /* the agent would drop the rest */
+		return rung_err_set(err, EFBIG, "stdin: %zu bytes exceeds the %u-byte limit",
+				    req->stdin_len, RUNG_PROTO_STDIN_MAX);
 	uint32_t timeout_ms = req->timeout_ms ? req->timeout_ms : spec->limits.exec_timeout_s * 1000;
 	uint64_t max_out = req->max_output ? req->max_output : spec->limits.output_bytes;
 	int r = send_exec(fd, req, spec, image_env, timeout_ms, max_out, err);
