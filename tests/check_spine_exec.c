@@ -249,6 +249,16 @@ START_TEST(test_stdin_and_cancel)
 		      err.msg);
 	ck_assert_str_eq(res.out, "42\n");
 	rung_exec_res_release(&res);
+	/* stdin past the protocol's limit is refused, never silently cut short. */
+	char *huge = calloc(1, RUNG_PROTO_STDIN_MAX + 1);
+	ck_assert_ptr_nonnull(huge);
+	req.argv = wc;
+	req.stdin_data = huge;
+	req.stdin_len = RUNG_PROTO_STDIN_MAX + 1;
+	req.timeout_ms = 60000;
+	ck_assert_int_eq(rung_exec(f.sb, &req, &res, &err), -EFBIG);
+	ck_assert_ptr_nonnull(strstr(err.msg, "stdin"));
+	free(huge);
 	ck_assert_int_eq(rung_run_code(f.sb, "cobol", "x", NULL, &res, &err), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "cobol"));
 	/* A consumer that cancels ends the exec with -ECANCELED. */
