@@ -84,7 +84,8 @@ START_TEST(test_run_status)
 	RUNG_REQUIRE_ROOT();
 	char *sd = state_dir();
 	struct run r;
-	CLI(&r, NULL, "--state-dir", sd, "run", "--", "/bin/sh", "-c", "echo out; echo err >&2; exit 3");
+	CLI(&r, NULL, "--state-dir", sd, "run", "--", "/bin/sh", "-c",
+	    "echo out; echo err >&2; exit 3");
 	ck_assert_int_eq(r.status, 3);
 	ck_assert_str_eq(r.out, "out\n");
 	ck_assert_str_eq(r.err, "err\n");
@@ -170,7 +171,7 @@ START_TEST(test_json)
 	ck_assert_uint_eq(json_array_size(j), 1);
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(j, 0), "id")), id);
 	ck_assert_uint_eq(strlen(json_string_value(json_object_get(
-				  json_object_get(json_array_get(j, 0), "labels"), "scope"))),
+			      json_object_get(json_array_get(j, 0), "labels"), "scope"))),
 			  64);
 	json_decref(j);
 	run_release(&r);
@@ -189,8 +190,8 @@ START_TEST(test_json)
 	json_decref(j);
 	run_release(&r);
 	/* An error in --json mode is a JSON object too. */
-	CLI(&r, NULL, "--state-dir", sd, "--json", "exec", "0123456789abcdef0123456789abcdef",
-	    "--", "true");
+	CLI(&r, NULL, "--state-dir", sd, "--json", "exec", "0123456789abcdef0123456789abcdef", "--",
+	    "true");
 	ck_assert_int_eq(r.status, 3);
 	j = json_loads(r.out, 0, &je);
 	ck_assert_msg(j != NULL, "not JSON: %s", r.out);
@@ -270,15 +271,16 @@ START_TEST(test_spec_errors)
 	static const struct {
 		const char *json, *needle;
 	} bad[] = {
-		{"{\"kind\": \"k\", \"limits\": {\"memory\": \"1K\"}}", "limits.memory"},
-		{"{\"kind\": \"k\", \"limits\": {\"pids\": \"many\"}}", "limits.pids"},
-		{"{\"kind\": \"k\", \"bogus_field\": 1}", "bogus_field"},
-		{"{\"kind\": \"k\", \"egress_allow\": [\"http://evil\"]}", "egress_allow[0]"},
-		{"{\"kind\": \"k\",", "invalid JSON"},
+	    {"{\"kind\": \"k\", \"limits\": {\"memory\": \"1K\"}}", "limits.memory"},
+	    {"{\"kind\": \"k\", \"limits\": {\"pids\": \"many\"}}", "limits.pids"},
+	    {"{\"kind\": \"k\", \"bogus_field\": 1}", "bogus_field"},
+	    {"{\"kind\": \"k\", \"egress_allow\": [\"http://evil\"]}", "egress_allow[0]"},
+	    {"{\"kind\": \"k\",", "invalid JSON"},
 	};
 	for (size_t i = 0; i < RUNG_ARRAY_SIZE(bad); i++) {
 		ck_assert_int_eq(rung_write_file_atomic(AT_FDCWD, spec, bad[i].json,
-							strlen(bad[i].json), 0600, &e), 0);
+							strlen(bad[i].json), 0600, &e),
+				 0);
 		CLI(&r, NULL, "--state-dir", sd, "run", "--spec", spec, "--", "true");
 		ck_assert_msg(r.status != 0 && r.status != 2, "%s: exit %d", bad[i].json, r.status);
 		ck_assert_msg(strstr(r.err, bad[i].needle), "%s: stderr '%s' lacks '%s'",

@@ -48,8 +48,9 @@ START_TEST(test_host_files_hidden)
 	/* Another sandbox in the same store, with a secret in its work dir. */
 	struct rung_sandbox *other = spine_acquire(f.r, "escape", "other", "k", NULL, NULL);
 	struct rung_err err = {0};
-	ck_assert_msg(rung_write_file(other, "/work/secret-b7e1.txt", "TOPSECRET-b7e1", 14, 0600,
-				      &err) == 0, "%s", err.msg);
+	ck_assert_msg(
+	    rung_write_file(other, "/work/secret-b7e1.txt", "TOPSECRET-b7e1", 14, 0600, &err) == 0,
+	    "%s", err.msg);
 	char w2[8192];
 	snprintf(w2, sizeof(w2), "%s/sandboxes/%s/work", f.dir, rung_sandbox_id(other));
 	char host_secret[8300];
@@ -69,8 +70,8 @@ START_TEST(test_host_files_hidden)
 		 f.dir, w2, host_secret, spine_base(), rung_test_build_dir());
 	char *out = spine_sh_ok(f.sb, script);
 	/* Only the sandbox's own root entries. */
-	static const char *const allowed[] = {"bin", "dev", "etc", "lib", "lib32", "lib64",
-					      "libx32", "proc", "sbin", "tmp", "usr", "work"};
+	static const char *const allowed[] = {"bin",	"dev",	"etc",	"lib", "lib32", "lib64",
+					      "libx32", "proc", "sbin", "tmp", "usr",	"work"};
 	char *save = NULL;
 	for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		bool ok = false;
@@ -95,22 +96,22 @@ START_TEST(test_readonly_binds)
 	char *pw_before = spine_slurp("/etc/passwd", NULL);
 	ck_assert_ptr_nonnull(pw_before);
 	char *out = spine_sh_ok(
-		f.sb, "for p in /usr/rung-esc /usr/bin/rung-esc /bin/rung-esc /lib/rung-esc "
-		      "/sbin/rung-esc /etc/rung-esc /rung-esc /dev/rung-esc /proc/rung-esc; do "
-		      "  touch $p 2>/dev/null && echo WROTE $p; "
-		      "done; "
-		      "(echo 'evil:x:0:0::/:/bin/sh' >> /etc/passwd) 2>/dev/null && echo WROTE passwd; "
-		      "(echo x > /etc/hosts) 2>/dev/null && echo WROTE hosts; "
-		      "(echo x > /etc/ld.so.cache) 2>/dev/null && echo WROTE ld.so.cache; "
-		      "(echo x > /usr/bin/env) 2>/dev/null && echo WROTE env; "
-		      "rm -f /bin/sh 2>/dev/null; [ -e /bin/sh ] || echo REMOVED sh; "
-		      "(echo h > /proc/sys/kernel/hostname) 2>/dev/null && echo WROTE proc-sys; "
-		      "(echo 1 > /proc/sysrq-trigger) 2>/dev/null && echo WROTE sysrq; "
-		      "touch /work/ok /tmp/ok && echo CONTROL-OK");
+	    f.sb, "for p in /usr/rung-esc /usr/bin/rung-esc /bin/rung-esc /lib/rung-esc "
+		  "/sbin/rung-esc /etc/rung-esc /rung-esc /dev/rung-esc /proc/rung-esc; do "
+		  "  touch $p 2>/dev/null && echo WROTE $p; "
+		  "done; "
+		  "(echo 'evil:x:0:0::/:/bin/sh' >> /etc/passwd) 2>/dev/null && echo WROTE passwd; "
+		  "(echo x > /etc/hosts) 2>/dev/null && echo WROTE hosts; "
+		  "(echo x > /etc/ld.so.cache) 2>/dev/null && echo WROTE ld.so.cache; "
+		  "(echo x > /usr/bin/env) 2>/dev/null && echo WROTE env; "
+		  "rm -f /bin/sh 2>/dev/null; [ -e /bin/sh ] || echo REMOVED sh; "
+		  "(echo h > /proc/sys/kernel/hostname) 2>/dev/null && echo WROTE proc-sys; "
+		  "(echo 1 > /proc/sysrq-trigger) 2>/dev/null && echo WROTE sysrq; "
+		  "touch /work/ok /tmp/ok && echo CONTROL-OK");
 	ck_assert_msg(!strcmp(out, "CONTROL-OK\n"), "writes that should fail: %s", out);
 	free(out);
 	static const char *const host[] = {"/usr/rung-esc", "/usr/bin/rung-esc", "/bin/rung-esc",
-					   "/lib/rung-esc", "/sbin/rung-esc", "/etc/rung-esc",
+					   "/lib/rung-esc", "/sbin/rung-esc",	 "/etc/rung-esc",
 					   "/rung-esc"};
 	for (size_t i = 0; i < RUNG_ARRAY_SIZE(host); i++)
 		ck_assert_msg(access(host[i], F_OK) < 0, "%s appeared on the host", host[i]);
@@ -142,8 +143,8 @@ START_TEST(test_host_processes)
 		 "ps -eo pid=,comm=",
 		 (int)child, (int)child, (int)getpid(), (int)getpid());
 	char *out = spine_sh_ok(f.sb, script);
-	ck_assert_msg(!strstr(out, "SEES") && !strstr(out, "KILLED") && !strstr(out, "PROC-"),
-		      "%s", out);
+	ck_assert_msg(!strstr(out, "SEES") && !strstr(out, "KILLED") && !strstr(out, "PROC-"), "%s",
+		      out);
 	/* ps shows the sandbox's own handful of processes, nothing of the host. */
 	int n = 0;
 	char *save = NULL;
@@ -152,7 +153,7 @@ START_TEST(test_host_processes)
 		char comm[64];
 		ck_assert_int_eq(sscanf(line, "%d %63s", &pid, comm), 2);
 		ck_assert_msg(!strcmp(comm, "rung-agent") || !strcmp(comm, "rung-agent-h") ||
-				      !strcmp(comm, "sh") || !strcmp(comm, "ps"),
+				  !strcmp(comm, "sh") || !strcmp(comm, "ps"),
 			      "the sandbox sees process %d %s", pid, comm);
 		ck_assert_int_lt(pid, 1000);
 		n++;
@@ -178,21 +179,22 @@ START_TEST(test_syscalls_denied)
 	 * perf_event_open 298, userfaultfd 323, open_by_handle_at 304, init_module 175,
 	 * clone(CLONE_NEWUSER|SIGCHLD) 56. */
 	char *out = spine_sh_ok(
-		f.sb,
-		"perl -e '"
-		"for $n (165, 166, 155, 161, 250, 248, 249, 321, 101, 272, 308, 298, 323, 304, 175) {"
-		"  $! = 0; $r = syscall($n, 0, 0, 0, 0, 0); printf(\"%d=%d:%d\\n\", $n, $r, $!+0); }"
-		"$r = syscall(272, 0x10000000); printf(\"unshare-user=%d:%d\\n\", $r, $!+0);"
-		"$r = syscall(272, 0x40000000); printf(\"unshare-net=%d:%d\\n\", $r, $!+0);"
-		"$r = syscall(56, 0x10000011, 0, 0, 0, 0); if ($r == 0) { exit 0 }"
-		"printf(\"clone-newuser=%d:%d\\n\", $r, $!+0);"
-		"'");
+	    f.sb,
+	    "perl -e '"
+	    "for $n (165, 166, 155, 161, 250, 248, 249, 321, 101, 272, 308, 298, 323, 304, 175) {"
+	    "  $! = 0; $r = syscall($n, 0, 0, 0, 0, 0); printf(\"%d=%d:%d\\n\", $n, $r, $!+0); }"
+	    "$r = syscall(272, 0x10000000); printf(\"unshare-user=%d:%d\\n\", $r, $!+0);"
+	    "$r = syscall(272, 0x40000000); printf(\"unshare-net=%d:%d\\n\", $r, $!+0);"
+	    "$r = syscall(56, 0x10000011, 0, 0, 0, 0); if ($r == 0) { exit 0 }"
+	    "printf(\"clone-newuser=%d:%d\\n\", $r, $!+0);"
+	    "'");
 	char want[64];
-	static const int nrs[] = {165, 166, 155, 161, 250, 248, 249, 321, 101, 272, 308, 298, 323,
-				  304, 175};
+	static const int nrs[] = {165, 166, 155, 161, 250, 248, 249, 321,
+				  101, 272, 308, 298, 323, 304, 175};
 	for (size_t i = 0; i < RUNG_ARRAY_SIZE(nrs); i++) {
 		snprintf(want, sizeof(want), "%d=-1:%d\n", nrs[i], EPERM);
-		ck_assert_msg(strstr(out, want), "syscall %d not denied with EPERM: %s", nrs[i], out);
+		ck_assert_msg(strstr(out, want), "syscall %d not denied with EPERM: %s", nrs[i],
+			      out);
 	}
 	ck_assert_msg(strstr(out, "unshare-user=-1:1\n"), "%s", out);
 	ck_assert_msg(strstr(out, "unshare-net=-1:1\n"), "%s", out);
@@ -200,18 +202,20 @@ START_TEST(test_syscalls_denied)
 	free(out);
 	/* x32 syscalls (nr | 0x40000000) are another ABI on the same arch: killed (SIGSYS). */
 	struct rung_exec_res res;
-	ck_assert_int_eq(spine_sh(f.sb, "exec perl -e 'syscall(0x40000000 + 272, 0x10000000); "
-					"print \"x32 went through\\n\"'",
+	ck_assert_int_eq(spine_sh(f.sb,
+				  "exec perl -e 'syscall(0x40000000 + 272, 0x10000000); "
+				  "print \"x32 went through\\n\"'",
 				  &res),
 			 -1);
 	ck_assert_int_eq(res.signal, SIGSYS);
 	ck_assert_ptr_null(strstr(res.out, "went through"));
 	rung_exec_res_release(&res);
 	/* The agent (pid 1) and the exec's handler cannot be taken over through /proc. */
-	out = spine_sh_ok(f.sb, "for p in 1 $PPID; do "
-				"  perl -e \"open(F, q(+<), q(/proc/$p/mem)) and print qq(MEM $p\\n)\"; "
-				"  perl -e \"open(F, q(<), q(/proc/$p/environ)) and print qq(ENV $p\\n)\"; "
-				"done; perl -e \"open(F, q(+<), q(/proc/$$/mem)) and print qq(own\\n)\"");
+	out = spine_sh_ok(
+	    f.sb, "for p in 1 $PPID; do "
+		  "  perl -e \"open(F, q(+<), q(/proc/$p/mem)) and print qq(MEM $p\\n)\"; "
+		  "  perl -e \"open(F, q(<), q(/proc/$p/environ)) and print qq(ENV $p\\n)\"; "
+		  "done; perl -e \"open(F, q(+<), q(/proc/$$/mem)) and print qq(own\\n)\"");
 	ck_assert_msg(!strcmp(out, "own\n"), "agent memory reachable: %s", out);
 	free(out);
 	/* The same through the usual tools. */
@@ -285,9 +289,13 @@ START_TEST(test_privileges)
 	fx_open(&f);
 	char *out = spine_sh_ok(f.sb, "grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' "
 				      "/proc/self/status | tr -d '\\t'; id -u; touch /work/owned");
-	static const char *const want[] = {"CapInh:0000000000000000", "CapPrm:0000000000000000",
-					   "CapEff:0000000000000000", "CapBnd:0000000000000000",
-					   "CapAmb:0000000000000000", "NoNewPrivs:1", "Seccomp:2"};
+	static const char *const want[] = {"CapInh:0000000000000000",
+					   "CapPrm:0000000000000000",
+					   "CapEff:0000000000000000",
+					   "CapBnd:0000000000000000",
+					   "CapAmb:0000000000000000",
+					   "NoNewPrivs:1",
+					   "Seccomp:2"};
 	for (size_t i = 0; i < RUNG_ARRAY_SIZE(want); i++)
 		ck_assert_msg(strstr(out, want[i]), "missing '%s' in: %s", want[i], out);
 	ck_assert_msg(strstr(out, "\n0\n"), "uid inside is not 0: %s", out);
@@ -345,8 +353,8 @@ static void write_must_not_reach(struct rung_sandbox *sb, const char *path, cons
 	int r = rung_write_file(sb, path, "PWNED-by-sandbox", 16, 0644, &err);
 	char *after = spine_slurp(host, NULL);
 	if (before) {
-		ck_assert_msg(after && !strcmp(before, after), "write_file %s changed host %s", path,
-			      host);
+		ck_assert_msg(after && !strcmp(before, after), "write_file %s changed host %s",
+			      path, host);
 	} else {
 		ck_assert_msg(!after, "write_file %s (r=%d) created host %s", path, r, host);
 	}
@@ -361,7 +369,8 @@ static void read_must_not_reach(struct rung_sandbox *sb, const char *path, const
 	struct rung_err err = {0};
 	int r = rung_read_file(sb, path, 0, &data, &len, &err);
 	if (r == 0)
-		ck_assert_msg(!strstr(data, host_needle), "read_file %s returned host content", path);
+		ck_assert_msg(!strstr(data, host_needle), "read_file %s returned host content",
+			      path);
 	else
 		ck_assert_msg(err.msg[0], "read_file %s failed without a message", path);
 	free(data);
@@ -402,11 +411,12 @@ START_TEST(test_file_tricks)
 
 	/* Absolute symlinks planted inside, to host secrets and to the host store. */
 	char script[20000];
-	snprintf(script, sizeof(script),
-		 "ln -s /etc/shadow /work/shadow; ln -s '%s' /work/meta; ln -s '%s' /work/store; "
-		 "ln -s /proc/1/root/etc/hostname /work/p1; ln -s /proc/self/root/etc/shadow /work/ps; "
-		 "ln -s /etc /work/etcdir; ln -s '%s' /work/basedir; ln -s ../../../../.. /work/up",
-		 meta, f.dir, spine_base());
+	snprintf(
+	    script, sizeof(script),
+	    "ln -s /etc/shadow /work/shadow; ln -s '%s' /work/meta; ln -s '%s' /work/store; "
+	    "ln -s /proc/1/root/etc/hostname /work/p1; ln -s /proc/self/root/etc/shadow /work/ps; "
+	    "ln -s /etc /work/etcdir; ln -s '%s' /work/basedir; ln -s ../../../../.. /work/up",
+	    meta, f.dir, spine_base());
 	free(spine_sh_ok(f.sb, script));
 	/* ... and one planted from the host side, straight into the work dir. */
 	snprintf(hostlink, sizeof(hostlink), "%s/hostlink", work);

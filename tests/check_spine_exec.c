@@ -59,7 +59,8 @@ START_TEST(test_timeout_kills_daemons)
 	ck_assert_int_eq(spine_count_cmdline(needle), 0);
 	const char *argv[] = {"/bin/sh", "-c", script, NULL};
 	struct watch w = {.needle = needle, .seen = -1};
-	struct rung_exec_req req = {.argv = argv, .timeout_ms = 1500, .on_output = on_out, .ud = &w};
+	struct rung_exec_req req = {
+	    .argv = argv, .timeout_ms = 1500, .on_output = on_out, .ud = &w};
 	struct rung_exec_res res;
 	struct rung_err err = {0};
 	uint64_t t0 = rung_now_ms();
@@ -198,10 +199,7 @@ START_TEST(test_exit_codes)
 }
 END_TEST
 
-static int cancel_out(void *ud, enum rung_stream s, const void *data, size_t len)
-{
-	return -1;
-}
+static int cancel_out(void *ud, enum rung_stream s, const void *data, size_t len) { return -1; }
 
 START_TEST(test_stdin_and_cancel)
 {
@@ -241,8 +239,9 @@ START_TEST(test_stdin_and_cancel)
 	ck_assert_uint_eq(res.out_len, 0);
 	rung_exec_res_release(&res);
 	/* run_code feeds the code on stdin. */
-	ck_assert_msg(rung_run_code(f.sb, "python", "import sys\nprint(6*7)\n", NULL, &res,
-				    &err) == 0, "%s", err.msg);
+	ck_assert_msg(rung_run_code(f.sb, "python", "import sys\nprint(6*7)\n", NULL, &res, &err) ==
+			  0,
+		      "%s", err.msg);
 	ck_assert_str_eq(res.out, "42\n");
 	rung_exec_res_release(&res);
 	ck_assert_msg(rung_run_code(f.sb, "sh", "echo $((6*7))", NULL, &res, &err) == 0, "%s",

@@ -102,7 +102,8 @@ START_TEST(test_warm_reuse)
 	rung_spec_release(&s);
 
 	/* Scoped access: another scope does not see it. */
-	ck_assert_int_eq(rung_sandbox_open(r, rung_sandbox_id(a), "other-scope", &d, &err), -ENOENT);
+	ck_assert_int_eq(rung_sandbox_open(r, rung_sandbox_id(a), "other-scope", &d, &err),
+			 -ENOENT);
 	ck_assert_int_eq(rung_dispose(r, rung_sandbox_id(a), "other-scope", &err), -ENOENT);
 	ck_assert_int_eq(rung_inspect(r, rung_sandbox_id(a), "other-scope", &out, &err), -ENOENT);
 	ck_assert_int_eq(rung_dispose(r, "../../../../etc", NULL, &err), -ENOENT);
@@ -168,10 +169,11 @@ START_TEST(test_suspend_resume)
 	pid_t child = fork();
 	ck_assert_int_ge(child, 0);
 	if (child == 0) { /* a long exec: a counter loop */
-		const char *argv[] = {"/bin/sh", "-c",
-				      "i=0; while [ $i -lt 600 ]; do i=$((i+1)); "
-				      "echo $i > /work/c.tmp; mv /work/c.tmp /work/c; sleep 0.05; done",
-				      NULL};
+		const char *argv[] = {
+		    "/bin/sh", "-c",
+		    "i=0; while [ $i -lt 600 ]; do i=$((i+1)); "
+		    "echo $i > /work/c.tmp; mv /work/c.tmp /work/c; sleep 0.05; done",
+		    NULL};
 		struct rung_exec_req req = {.argv = argv, .timeout_ms = 60000};
 		struct rung_exec_res res;
 		struct rung_err e = {0};
@@ -560,7 +562,8 @@ START_TEST(test_reacquire_after_crash)
 	struct rung_sandbox *again = spine_acquire(r, "crash", "t", "k", NULL, &created);
 	ck_assert(created);
 	ck_assert_str_eq(rung_sandbox_id(sb), rung_sandbox_id(again));
-	char *out = spine_sh_ok(again, "cat /work/keep.txt; echo more >> /work/keep.txt && echo rw");
+	char *out =
+	    spine_sh_ok(again, "cat /work/keep.txt; echo more >> /work/keep.txt && echo rw");
 	ck_assert_str_eq(out, "keptrw\n");
 	free(out);
 	struct rt_meta m2;

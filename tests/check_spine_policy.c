@@ -79,8 +79,8 @@ static struct rung_router *router(bool deployed, const char *agent, char **dir)
 	ck_assert_ptr_nonnull(*dir);
 	char ap[4096];
 	snprintf(ap, sizeof(ap), "%s/rung-agent", rung_test_build_dir());
-	struct rung_router_opts o = {.state_dir = *dir, .deployed = deployed,
-				     .agent_path = agent ? agent : ap};
+	struct rung_router_opts o = {
+	    .state_dir = *dir, .deployed = deployed, .agent_path = agent ? agent : ap};
 	struct rung_router *r = NULL;
 	struct rung_err err = {0};
 	ck_assert_msg(rung_router_new(&o, &r, &err) == 0, "%s", err.msg);
@@ -245,7 +245,8 @@ static const struct rt_mount *find_op(const struct rt_mount_plan *p, enum rt_mou
 
 static void plan_bad(const char *work_dir, const char *needle)
 {
-	struct rt_root_params rp = {.work_src = "/tmp/w", .work_dir = work_dir, .host_system = true};
+	struct rt_root_params rp = {
+	    .work_src = "/tmp/w", .work_dir = work_dir, .host_system = true};
 	struct rt_mount_plan p;
 	struct rung_err err = {0};
 	ck_assert_msg(rt_root_plan(&rp, &p, &err) == -EINVAL, "work_dir %s accepted",
@@ -261,14 +262,14 @@ START_TEST(test_root_plan_work_dir)
 	plan_bad("work", "work_dir");
 	plan_bad("/", "work_dir");
 	plan_bad("/work/../etc", "work_dir");
-	static const char *const reserved[] = {"/proc", "/proc/x", "/dev", "/dev/shm", "/sys",
-					       "/etc", "/etc/ssl", "/usr", "/usr/lib", "/tmp",
-					       "/bin", "/sbin", "/lib", "/lib64"};
+	static const char *const reserved[] = {"/proc", "/proc/x",  "/dev", "/dev/shm", "/sys",
+					       "/etc",	"/etc/ssl", "/usr", "/usr/lib", "/tmp",
+					       "/bin",	"/sbin",    "/lib", "/lib64"};
 	for (size_t i = 0; i < RUNG_ARRAY_SIZE(reserved); i++)
 		plan_bad(reserved[i], "reserved");
 	/* Only whole components are reserved. */
-	struct rt_root_params rp = {.work_src = "/tmp/w", .work_dir = "/procedures",
-				    .host_system = true};
+	struct rt_root_params rp = {
+	    .work_src = "/tmp/w", .work_dir = "/procedures", .host_system = true};
 	struct rt_mount_plan p;
 	struct rung_err err = {0};
 	ck_assert_msg(rt_root_plan(&rp, &p, &err) == 0, "%s", err.msg);
@@ -281,7 +282,9 @@ END_TEST
 START_TEST(test_root_plan_ops)
 {
 	struct rt_root_params rp = {.work_src = "/var/lib/rung/sandboxes/x/work",
-				    .work_dir = "/src", .hostname = "box", .tmp_bytes = 1 << 20,
+				    .work_dir = "/src",
+				    .hostname = "box",
+				    .tmp_bytes = 1 << 20,
 				    .host_system = true};
 	struct rt_mount_plan p;
 	struct rung_err err = {0};
@@ -309,9 +312,9 @@ START_TEST(test_root_plan_ops)
 			rw++;
 		if (p.m[i].op == RT_M_BIND_RO || p.m[i].op == RT_M_BIND_RW) {
 			/* Never the host's secrets or state. */
-			static const char *const never[] = {"/etc/shadow", "/etc/gshadow", "/root",
-							    "/home", "/var", "/run", "/sys",
-							    "/proc", "/", "/etc", "/etc/passwd"};
+			static const char *const never[] = {
+			    "/etc/shadow", "/etc/gshadow", "/root", "/home", "/var",	   "/run",
+			    "/sys",	   "/proc",	   "/",	    "/etc",  "/etc/passwd"};
 			for (size_t j = 0; j < RUNG_ARRAY_SIZE(never); j++)
 				ck_assert_msg(strcmp(p.m[i].src, never[j]) != 0, "binds %s",
 					      never[j]);
@@ -348,8 +351,10 @@ START_TEST(test_root_plan_ops)
 
 	/* container shape: an overlay root from the layers. */
 	const char *const lowers[] = {"/l/top", "/l/bottom", NULL};
-	struct rt_root_params op = {.work_src = "/w", .work_dir = "/work",
-				    .overlay_lowers = lowers, .overlay_upper = "/u",
+	struct rt_root_params op = {.work_src = "/w",
+				    .work_dir = "/work",
+				    .overlay_lowers = lowers,
+				    .overlay_upper = "/u",
 				    .overlay_work = "/ow"};
 	ck_assert_msg(rt_root_plan(&op, &p, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(p.m[0].op, RT_M_OVERLAY);

@@ -42,7 +42,8 @@ START_TEST(test_frame_round_trip)
 	uint8_t payload[3000];
 	for (size_t i = 0; i < sizeof(payload); i++)
 		payload[i] = (uint8_t)(i * 7);
-	ck_assert_int_eq(rung_frame_write(sv[0], RUNG_MSG_STDOUT, payload, sizeof(payload), &err), 0);
+	ck_assert_int_eq(rung_frame_write(sv[0], RUNG_MSG_STDOUT, payload, sizeof(payload), &err),
+			 0);
 	ck_assert_int_eq(rung_frame_write(sv[0], RUNG_MSG_PING, NULL, 0, &err), 0);
 	struct rung_frame f;
 	ck_assert_msg(rung_frame_read(sv[1], &f, rung_now_ms() + 2000, &err) == 0, "%s", err.msg);
@@ -235,8 +236,12 @@ START_TEST(test_exec_round_trip)
 {
 	char *argv[] = {"python3", "-c", "print('hi')", NULL};
 	char *env[] = {"A=1", "B=x=y", NULL};
-	struct rung_proto_exec x = {.argv = argv, .env = env, .cwd = "/work/sub",
-				    .timeout_ms = 1500, .max_output = 4096, .has_stdin = true};
+	struct rung_proto_exec x = {.argv = argv,
+				    .env = env,
+				    .cwd = "/work/sub",
+				    .timeout_ms = 1500,
+				    .max_output = 4096,
+				    .has_stdin = true};
 	struct rung_buf b = {0};
 	ck_assert_int_eq(rung_proto_exec_encode(&x, &b), 0);
 	struct rung_proto_exec y;
@@ -323,8 +328,11 @@ START_TEST(test_exit_frames)
 {
 	struct rung_err err = {0};
 	struct rung_buf b = {0};
-	struct rung_proto_exit x = {.exit_code = 255, .signal = 0, .flags = RUNG_EXIT_TIMED_OUT |
-				    RUNG_EXIT_TRUNC_STDERR, .duration_us = 123456}, y;
+	struct rung_proto_exit x = {.exit_code = 255,
+				    .signal = 0,
+				    .flags = RUNG_EXIT_TIMED_OUT | RUNG_EXIT_TRUNC_STDERR,
+				    .duration_us = 123456},
+			       y;
 	rung_proto_exit_encode(&x, &b);
 	ck_assert_int_eq(rung_proto_exit_decode(b.data, (uint32_t)b.len, &y, &err), 0);
 	ck_assert_int_eq(y.exit_code, 255);
@@ -343,19 +351,17 @@ START_TEST(test_exit_frames)
 		uint64_t sig, flags;
 		const char *needle;
 	} bad[] = {
-		{256, 0, 0, "exit code 256 out of range"},
-		{-2, 0, 0, "exit code -2 out of range"},
-		{INT64_MIN, 0, 0, "out of range"},
-		{0x100000000ll, 0, 0, "out of range"},
-		{0, 65, 0, "signal 65 out of range"},
-		{0, 1ull << 40, 0, "signal"},
-		{0, 0, 0x10, "unknown exit flags"},
+	    {256, 0, 0, "exit code 256 out of range"}, {-2, 0, 0, "exit code -2 out of range"},
+	    {INT64_MIN, 0, 0, "out of range"},	       {0x100000000ll, 0, 0, "out of range"},
+	    {0, 65, 0, "signal 65 out of range"},      {0, 1ull << 40, 0, "signal"},
+	    {0, 0, 0x10, "unknown exit flags"},
 	};
 	for (size_t i = 0; i < RUNG_ARRAY_SIZE(bad); i++) {
 		rung_buf_put_u64(&b, RUNG_TAG_EXIT_CODE, (uint64_t)bad[i].code);
 		rung_buf_put_u64(&b, RUNG_TAG_SIGNAL, bad[i].sig);
 		rung_buf_put_u64(&b, RUNG_TAG_FLAGS, bad[i].flags);
-		ck_assert_int_eq(rung_proto_exit_decode(b.data, (uint32_t)b.len, &y, &err), -EPROTO);
+		ck_assert_int_eq(rung_proto_exit_decode(b.data, (uint32_t)b.len, &y, &err),
+				 -EPROTO);
 		ck_assert_msg(strstr(err.msg, bad[i].needle), "%zu: '%s'", i, err.msg);
 		rung_buf_release(&b);
 	}

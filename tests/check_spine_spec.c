@@ -74,14 +74,17 @@ END_TEST
 START_TEST(test_every_field)
 {
 	struct rung_spec s;
-	parse_ok("{\"kind\": \"py.test-1_x\", \"image\": \"docker.io/library/python:3.12\","
-		 " \"egress_allow\": [\"pypi.org:443\", \"*.pythonhosted.org\", \"10.1.2.0/24\","
-		 " \"[2001:db8::1]:8080\"], \"work_dir\": \"/src/app\","
-		 " \"requires\": [\"exec\", \"run_code\", \"host_callbacks\", \"fs_persist\", \"install\"],"
-		 " \"isolation\": \"container\", \"limits\": {\"memory\": \"1G\", \"cpus\": 1.5,"
-		 " \"pids\": 100, \"disk\": 2147483648, \"exec_timeout_s\": 30, \"output_bytes\": \"64k\"},"
-		 " \"idle_suspend_s\": 300, \"ttl_s\": 7200, \"env\": {\"A\": \"1\", \"B_2\": \"x=y\"}}",
-		 &s);
+	parse_ok(
+	    "{\"kind\": \"py.test-1_x\", \"image\": \"docker.io/library/python:3.12\","
+	    " \"egress_allow\": [\"pypi.org:443\", \"*.pythonhosted.org\", \"10.1.2.0/24\","
+	    " \"[2001:db8::1]:8080\"], \"work_dir\": \"/src/app\","
+	    " \"requires\": [\"exec\", \"run_code\", \"host_callbacks\", \"fs_persist\", "
+	    "\"install\"],"
+	    " \"isolation\": \"container\", \"limits\": {\"memory\": \"1G\", \"cpus\": 1.5,"
+	    " \"pids\": 100, \"disk\": 2147483648, \"exec_timeout_s\": 30, \"output_bytes\": "
+	    "\"64k\"},"
+	    " \"idle_suspend_s\": 300, \"ttl_s\": 7200, \"env\": {\"A\": \"1\", \"B_2\": \"x=y\"}}",
+	    &s);
 	ck_assert_str_eq(s.kind, "py.test-1_x");
 	ck_assert_str_eq(s.image, "docker.io/library/python:3.12");
 	ck_assert_str_eq(s.egress_allow[0], "pypi.org:443");
@@ -389,18 +392,51 @@ END_TEST
 
 START_TEST(test_egress_syntax)
 {
-	static const char *const good[] = {
-		"example.com", "pypi.org:443", "*.pythonhosted.org", "*.example.com:8443",
-		"files.pythonhosted.org", "a-b.c_d.example", "10.0.0.0/8", "192.168.1.10",
-		"192.168.1.10:53", "0.0.0.0/0", "::1", "2001:db8::/32", "[::1]:443",
-		"[2001:db8::/48]:80", "[2001:db8::1]", "localhost", "example.com."};
-	static const char *const bad[] = {
-		"", "http://example.com", "example.com/path", "example.com:0",
-		"example.com:65536", "example.com:", "example.com:http", ":80", "*.", "*",
-		"a.*.com", "-a.com", "a-.com", "a..b", ".com", "exa mple.com",
-		"1.2.3.4/33", "300.1.1.1", "1.2.3", "123", "[::1", "[::1]:x", "[::1]x",
-		"2001:db8::/129", "[1.2.3.4]:80", "example.com:80:90", "ex\nample.com",
-		"user@example.com"};
+	static const char *const good[] = {"example.com",
+					   "pypi.org:443",
+					   "*.pythonhosted.org",
+					   "*.example.com:8443",
+					   "files.pythonhosted.org",
+					   "a-b.c_d.example",
+					   "10.0.0.0/8",
+					   "192.168.1.10",
+					   "192.168.1.10:53",
+					   "0.0.0.0/0",
+					   "::1",
+					   "2001:db8::/32",
+					   "[::1]:443",
+					   "[2001:db8::/48]:80",
+					   "[2001:db8::1]",
+					   "localhost",
+					   "example.com."};
+	static const char *const bad[] = {"",
+					  "http://example.com",
+					  "example.com/path",
+					  "example.com:0",
+					  "example.com:65536",
+					  "example.com:",
+					  "example.com:http",
+					  ":80",
+					  "*.",
+					  "*",
+					  "a.*.com",
+					  "-a.com",
+					  "a-.com",
+					  "a..b",
+					  ".com",
+					  "exa mple.com",
+					  "1.2.3.4/33",
+					  "300.1.1.1",
+					  "1.2.3",
+					  "123",
+					  "[::1",
+					  "[::1]:x",
+					  "[::1]x",
+					  "2001:db8::/129",
+					  "[1.2.3.4]:80",
+					  "example.com:80:90",
+					  "ex\nample.com",
+					  "user@example.com"};
 	struct rung_err err = {0};
 	for (size_t i = 0; i < RUNG_ARRAY_SIZE(good); i++)
 		ck_assert_msg(rt_egress_entry_check(good[i], &err) == 0, "'%s' refused: %s",

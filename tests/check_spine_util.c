@@ -13,10 +13,7 @@
 /* The tcase's base dir: set by the unchecked setup in the runner, read by the forked tests. */
 static char base_dir[PATH_MAX];
 
-const char *spine_base(void)
-{
-	return base_dir;
-}
+const char *spine_base(void) { return base_dir; }
 
 void spine_base_setup(void)
 {
