@@ -100,10 +100,21 @@ static int send_exec(int fd, const struct rung_exec_req *req, const struct rung_
 				env[i++] = (char *)*e;
 		}
 	env[i] = NULL;
+	/* A relative cwd is relative to the work dir, as write_file/read_file paths are. */
+	char cwd[4096];
+	const char *xcwd = req->cwd ? req->cwd : wd;
+	if (xcwd[0] != '/') {
+		int cl = snprintf(cwd, sizeof(cwd), "%s/%s", wd, xcwd);
+		if (cl < 0 || (size_t)cl >= sizeof(cwd)) {
+			free(env);
+			return rung_err_set(err, ENAMETOOLONG, "cwd: too long");
+		}
+		xcwd = cwd;
+	}
 	struct rung_proto_exec x = {
 		.argv = (char **)req->argv,
 		.env = env,
-		.cwd = (char *)(req->cwd ? req->cwd : wd),
+		.cwd = (char *)xcwd,
 		.timeout_ms = timeout_ms,
 		.max_output = max_out,
 		.has_stdin = req->stdin_data != NULL,
