@@ -312,6 +312,24 @@ START_TEST(test_env_cwd)
 	ck_assert_msg(rung_exec(f.sb, &req, &res, &err) == 0, "%s", err.msg);
 	ck_assert_str_eq(res.out, "/tmp\n");
 	rung_exec_res_release(&res);
+	/* A relative cwd is relative to the work dir. */
+	free(spine_sh_ok(f.sb, "mkdir -p /work/sub/dir"));
+	req.cwd = "sub/dir";
+	ck_assert_msg(rung_exec(f.sb, &req, &res, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(res.out, "/work/sub/dir\n");
+	rung_exec_res_release(&res);
+	fx_close(&f);
+
+	/* Another work dir: the default cwd, HOME and relative file paths follow it. */
+	rung_spec_init(&s);
+	s.kind = strdup("k");
+	s.work_dir = strdup("/src/app");
+	fx_open(&f, &s);
+	rung_spec_release(&s);
+	ck_assert_int_eq(rung_write_file(f.sb, "rel.txt", "r", 1, 0, &err), 0);
+	char *o = spine_sh_ok(f.sb, "pwd; echo $HOME; ls /src/app; [ -e /work ] || echo no-work");
+	ck_assert_str_eq(o, "/src/app\n/src/app\nrel.txt\nno-work\n");
+	free(o);
 	fx_close(&f);
 }
 END_TEST
