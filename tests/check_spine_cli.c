@@ -6,6 +6,7 @@
 #include <check.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -316,6 +317,41 @@ START_TEST(test_spec_errors)
 }
 END_TEST
 
+/* A signal to `rung run` kills the command and still disposes the sandbox. */
+START_TEST(test_run_signal)
+{
+	RUNG_REQUIRE_ROOT();
+	char *sd = state_dir();
+	char bin[4096], needle[64];
+	snprintf(bin, sizeof(bin), "%s/rung", rung_test_build_dir());
+	snprintf(needle, sizeof(needle), "sleep %d", 700000 + (int)(getpid() % 100000));
+	pid_t p = fork();
+	ck_assert_int_ge(p, 0);
+	if (p == 0) {
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		execl(bin, bin, "--state-dir", sd, "run", "--", "/bin/sh", "-c", needle,
+		      (char *)NULL);
+		_exit(127);
+	}
+	/* Running: the CLI itself and the command in the sandbox carry the needle. */
+	for (int i = 0; i < 200 && spine_count_cmdline(needle) < 2; i++)
+		usleep(25000);
+	ck_assert_int_ge(spine_count_cmdline(needle), 2);
+	ck_assert_int_eq(spine_store_entries(sd), 1);
+	ck_assert_int_eq(kill(p, SIGTERM), 0);
+	int st;
+	ck_assert_int_eq(waitpid(p, &st, 0), p);
+	ck_assert(WIFEXITED(st));
+	ck_assert_int_eq(WEXITSTATUS(st), 128 + SIGTERM);
+	ck_assert_int_eq(spine_store_entries(sd), 0);
+	ck_assert_int_eq(spine_count_cmdline(needle), 0);
+	free(sd);
+}
+END_TEST
+
 Suite *spine_cli_suite(void)
 {
 	Suite *s = suite_create("spine_cli");
@@ -324,6 +360,7 @@ Suite *spine_cli_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_unchecked_fixture(tc, spine_base_setup, spine_base_teardown);
 	tcase_add_test(tc, test_run_status);
+	tcase_add_test(tc, test_run_signal);
 	tcase_add_test(tc, test_json);
 	tcase_add_test(tc, test_help_and_usage);
 	tcase_add_test(tc, test_spec_errors);
