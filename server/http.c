@@ -16,7 +16,7 @@
 struct srv_conn {
 	struct srv_conn *next, *prev;
 	int fd;
-	uint64_t head_start_ms; /* 0: not reading a request head */
+	uint64_t deadline_ms; /* 0: none (the handler runs or the answer is being sent) */
 	bool cut;
 };
 
@@ -32,7 +32,7 @@ void srv_notify_conn(void *cls, struct MHD_Connection *c, void **socket_context,
 		if (!t || !ci)
 			return free(t);
 		t->fd = ci->connect_fd;
-		t->head_start_ms = rung_now_ms();
+		t->deadline_ms = rung_now_ms() + (uint64_t)s->o.header_timeout_s * 1000;
 		pthread_mutex_lock(&s->conn_mu);
 		t->next = s->conns;
 		if (s->conns)
@@ -55,7 +55,8 @@ void srv_notify_conn(void *cls, struct MHD_Connection *c, void **socket_context,
 	}
 }
 
-static void conn_head(struct srv *s, struct MHD_Connection *c, bool reading)
+/* Arm (seconds > 0) or disarm (0) the connection's deadline. */
+static void conn_deadline(struct srv *s, struct MHD_Connection *c, unsigned seconds)
 {
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -63,15 +64,17 @@ static void conn_head(struct srv *s, struct MHD_Connection *c, bool reading)
 		return;
 	struct srv_conn *t = ci->socket_context;
 	pthread_mutex_lock(&s->conn_mu);
-	t->head_start_ms = reading ? rung_now_ms() : 0;
+	t->deadline_ms = seconds ? rung_now_ms() + (uint64_t)seconds * 1000 : 0;
 	pthread_mutex_unlock(&s->conn_mu);
 }
 
-/* Cuts connections whose request head is overdue (slowloris); MHD then closes them. */
+/*
+ * Cuts connections whose request head (header_timeout_s) or body (body_timeout_s) is overdue:
+ * slowloris clients trickling bytes never trip MHD's idle timeout. MHD then closes them.
+ */
 void *srv_watchdog_main(void *arg)
 {
 	struct srv *s = arg;
-	uint64_t limit = (uint64_t)s->o.header_timeout_s * 1000;
 	pthread_mutex_lock(&s->stop_mu);
 	while (!s->stopping) {
 		struct timespec ts;
@@ -83,13 +86,13 @@ void *srv_watchdog_main(void *arg)
 		uint64_t now = rung_now_ms();
 		pthread_mutex_lock(&s->conn_mu);
 		for (struct srv_conn *t = s->conns; t; t = t->next) {
-			if (t->cut || !t->head_start_ms || now - t->head_start_ms <= limit)
+			if (t->cut || !t->deadline_ms || now <= t->deadline_ms)
 				continue;
 			/* The fd stays open until NOTIFY_CLOSED removes t (under conn_mu). */
 			shutdown(t->fd, SHUT_RDWR);
 			t->cut = true;
 			atomic_fetch_add(&s->metrics.header_timeouts, 1);
-			LOG_INFO("op=cut reason=header_timeout fd=%d", t->fd);
+			LOG_INFO("op=cut reason=request_timeout fd=%d", t->fd);
 		}
 		pthread_mutex_unlock(&s->conn_mu);
 	}
@@ -206,7 +209,7 @@ static enum MHD_Result begin(struct srv_listener *l, struct srv_call *call,
 			     struct MHD_Connection *c, const char *url, const char *method)
 {
 	struct srv *s = l->s;
-	conn_head(s, c, false);
+	conn_deadline(s, c, 0);
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_kv, call);
 	size_t nq = call->n_kv;
 	MHD_get_connection_values(c, MHD_HEADER_KIND, collect_kv, call);
@@ -245,6 +248,8 @@ static enum MHD_Result begin(struct srv_listener *l, struct srv_call *call,
 	if (announced > call->req.body_max)
 		return srv_reply_error(call, c, SRV_E_TOO_LARGE, "body: larger than %zu bytes",
 				       call->req.body_max);
+	if (call->req.body_allowed)
+		conn_deadline(s, c, s->o.body_timeout_s);
 	return MHD_YES;
 }
 
@@ -289,6 +294,7 @@ enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url,
 		call->body[call->body_len] = '\0';
 		return MHD_YES;
 	}
+	conn_deadline(l->s, c, 0);
 	if (call->too_large)
 		return srv_reply_error(call, c, SRV_E_TOO_LARGE, "body: larger than %zu bytes",
 				       call->req.body_max);
@@ -301,7 +307,8 @@ void srv_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
 	struct srv_listener *l = cls;
 	struct srv_call *call = *con_cls;
-	conn_head(l->s, c, true); /* a keep-alive connection now waits for the next head */
+	/* a keep-alive connection now waits for the next head */
+	conn_deadline(l->s, c, l->s->o.header_timeout_s);
 	if (!call)
 		return;
 	*con_cls = NULL;

@@ -103,9 +103,9 @@ char *srv_metrics_render(struct srv_metrics *m, struct rung_router *r)
 		   "# TYPE rung_gc_disposed_total counter\nrung_gc_disposed_total %lu\n"
 		   "# TYPE rung_gc_suspended_total counter\nrung_gc_suspended_total %lu\n"
 		   "# TYPE rung_gc_errors_total counter\nrung_gc_errors_total %lu\n"
-		   "# HELP rung_http_header_timeouts_total Connections cut for a slow request head.\n"
-		   "# TYPE rung_http_header_timeouts_total counter\n"
-		   "rung_http_header_timeouts_total %lu\n",
+		   "# HELP rung_http_request_timeouts_total Connections cut for a slow request head or body.\n"
+		   "# TYPE rung_http_request_timeouts_total counter\n"
+		   "rung_http_request_timeouts_total %lu\n",
 		atomic_load(&m->gc_runs), atomic_load(&m->gc_disposed),
 		atomic_load(&m->gc_suspended), atomic_load(&m->gc_errors),
 		atomic_load(&m->header_timeouts));

@@ -26,6 +26,7 @@ const char srv_usage[] =
 	"  --deployed             apply the deployed isolation x capability policy\n"
 	"  --gc-interval SECONDS  sweeper period: suspend idle, dispose past TTL (default 5; 0 off)\n"
 	"  --header-timeout SECS  a request head must arrive within this (default 10)\n"
+	"  --body-timeout SECS    ... and its body within this (default 120; 0: no limit)\n"
 	"  --idle-timeout SECS    close a connection idle this long (default 60)\n"
 	"  --max-connections N    concurrent connections per listener (default 256)\n"
 	"  --max-per-ip N         concurrent TCP connections per client address (default 64)\n"
@@ -55,6 +56,7 @@ int srv_opts_parse(int argc, char **argv, struct srv_opts *o, struct rung_err *e
 		.socket_mode = 0660,
 		.gc_interval_s = 5,
 		.header_timeout_s = 10,
+		.body_timeout_s = 120,
 		.idle_timeout_s = 60,
 		.max_connections = 256,
 		.max_per_ip = 64,
@@ -105,6 +107,8 @@ int srv_opts_parse(int argc, char **argv, struct srv_opts *o, struct rung_err *e
 			r = num(name, v, 86400, &o->gc_interval_s, err);
 		else if (!strcmp(name, "--header-timeout"))
 			r = num(name, v, 3600, &o->header_timeout_s, err);
+		else if (!strcmp(name, "--body-timeout"))
+			r = num(name, v, 86400, &o->body_timeout_s, err);
 		else if (!strcmp(name, "--idle-timeout"))
 			r = num(name, v, 86400, &o->idle_timeout_s, err);
 		else if (!strcmp(name, "--max-connections"))

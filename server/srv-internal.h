@@ -30,6 +30,7 @@ struct srv_opts {
 	bool deployed;
 	unsigned gc_interval_s;     /* 0: no sweeper */
 	unsigned header_timeout_s;  /* whole request head must arrive within this */
+	unsigned body_timeout_s;    /* and then the whole body within this */
 	unsigned idle_timeout_s;    /* MHD_OPTION_CONNECTION_TIMEOUT */
 	unsigned max_connections;
 	unsigned max_per_ip;
@@ -51,7 +52,7 @@ struct srv_metrics {
 	atomic_ulong exec_hist[SRV_HIST_BUCKETS];
 	atomic_ulong exec_sum_us;
 	atomic_ulong gc_runs, gc_disposed, gc_suspended, gc_errors;
-	atomic_ulong header_timeouts;
+	atomic_ulong header_timeouts; /* head or body past its deadline */
 	atomic_long inflight;
 };
 void srv_metrics_request(struct srv_metrics *m, enum srv_route r, enum srv_code c);

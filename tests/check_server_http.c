@@ -271,7 +271,7 @@ START_TEST(slowloris)
 {
 	struct srvt t;
 	srvt_setup(&t, NULL);
-	const char *extra[] = {"--header-timeout", "2", NULL};
+	const char *extra[] = {"--header-timeout", "2", "--body-timeout", "2", NULL};
 	srvt_start(&t, 0, extra);
 	/* three clients trickle a request head one byte every 100 ms */
 	static const char head[] = "GET /v1/sandboxes HTTP/1.1\r\nHost: x\r\nAuthorization: "
@@ -319,8 +319,31 @@ START_TEST(slowloris)
 			      (unsigned long long)cut_at[i]);
 		close(fds[i]);
 	}
+	/* a complete head, then a body trickled byte by byte: cut at the body deadline */
+	char id[65], head2[512];
+	srvt_acquire(t.sock[0], TOK_A, "t1", NULL, id);
+	snprintf(head2, sizeof(head2),
+		 "POST /v1/sandboxes/%s/exec HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " TOK_A
+		 "\r\nContent-Length: 1000\r\n\r\n",
+		 id);
+	int bfd = srvt_unix_connect(t.sock[0]);
+	ck_assert_int_eq(send(bfd, head2, strlen(head2), MSG_NOSIGNAL), (ssize_t)strlen(head2));
+	t0 = srvt_now_ms();
+	uint64_t body_cut = 0;
+	while (!body_cut && srvt_now_ms() - t0 < 8000) {
+		if (send(bfd, " ", 1, MSG_NOSIGNAL) != 1)
+			body_cut = srvt_now_ms() - t0;
+		struct pollfd p = {bfd, POLLIN | POLLRDHUP, 0};
+		char c;
+		if (!body_cut && poll(&p, 1, 0) > 0 && recv(bfd, &c, 1, MSG_DONTWAIT) <= 0)
+			body_cut = srvt_now_ms() - t0;
+		usleep(100000);
+	}
+	close(bfd);
+	ck_assert_msg(body_cut >= 1500 && body_cut <= 5000, "slow body cut at %llu ms",
+		      (unsigned long long)body_cut);
 	struct srvt_resp r = srvt_req(t.sock[0], "GET", "/metrics", TOK_A, NULL, NULL);
-	ck_assert_ptr_nonnull(strstr(r.body, "rung_http_header_timeouts_total 3"));
+	ck_assert_ptr_nonnull(strstr(r.body, "rung_http_request_timeouts_total 4"));
 	srvt_resp_free(&r);
 	srvt_teardown(&t);
 }
