@@ -27,7 +27,7 @@ void srv_notify_conn(void *cls, struct MHD_Connection *c, void **socket_context,
 	struct srv *s = l->s;
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
 		const union MHD_ConnectionInfo *ci =
-			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 		struct srv_conn *t = calloc(1, sizeof(*t));
 		if (!t || !ci)
 			return free(t);
@@ -59,7 +59,7 @@ void srv_notify_conn(void *cls, struct MHD_Connection *c, void **socket_context,
 static void conn_deadline(struct srv *s, struct MHD_Connection *c, unsigned seconds)
 {
 	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	if (!ci || !ci->socket_context)
 		return;
 	struct srv_conn *t = ci->socket_context;
@@ -120,7 +120,7 @@ enum MHD_Result srv_reply_bytes(struct srv_call *call, struct MHD_Connection *c,
 				const char *ctype, char *data, size_t len)
 {
 	struct MHD_Response *resp =
-		MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+	    MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
 	if (!resp) {
 		free(data);
 		return MHD_NO;
@@ -139,8 +139,8 @@ enum MHD_Result srv_reply_json(struct srv_call *call, struct MHD_Connection *c, 
 	return srv_reply_bytes(call, c, status, "application/json", s, strlen(s));
 }
 
-enum MHD_Result srv_reply_error(struct srv_call *call, struct MHD_Connection *c,
-				enum srv_code code, const char *fmt, ...)
+enum MHD_Result srv_reply_error(struct srv_call *call, struct MHD_Connection *c, enum srv_code code,
+				const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -195,7 +195,7 @@ static void call_free(struct srv_call *call)
 static bool peer_uid(struct MHD_Connection *c, uid_t *uid)
 {
 	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
 	if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
@@ -214,12 +214,12 @@ static enum MHD_Result begin(struct srv_listener *l, struct srv_call *call,
 	size_t nq = call->n_kv;
 	MHD_get_connection_values(c, MHD_HEADER_KIND, collect_kv, call);
 	struct srv_raw raw = {
-		.method = method,
-		.path = url,
-		.query = call->kv,
-		.n_query = nq,
-		.headers = call->kv + nq,
-		.n_headers = call->n_kv - nq,
+	    .method = method,
+	    .path = url,
+	    .query = call->kv,
+	    .n_query = nq,
+	    .headers = call->kv + nq,
+	    .n_headers = call->n_kv - nq,
 	};
 	struct rung_err err = {0};
 	enum srv_code code;
@@ -229,8 +229,8 @@ static enum MHD_Result begin(struct srv_listener *l, struct srv_call *call,
 	if (call->req.route == SRV_R_HEALTH)
 		return MHD_YES;
 	struct srv_caller who = {
-		.bearer = call->req.bearer,
-		.bad_authorization = call->req.bad_authorization,
+	    .bearer = call->req.bearer,
+	    .bad_authorization = call->req.bad_authorization,
 	};
 	if (l->is_unix)
 		who.unix_peer = peer_uid(c, &who.uid);
@@ -253,9 +253,9 @@ static enum MHD_Result begin(struct srv_listener *l, struct srv_call *call,
 	return MHD_YES;
 }
 
-enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url,
-			   const char *method, const char *version, const char *upload,
-			   size_t *upload_size, void **con_cls)
+enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			   const char *version, const char *upload, size_t *upload_size,
+			   void **con_cls)
 {
 	struct srv_listener *l = cls;
 	struct srv_call *call = *con_cls;
@@ -283,7 +283,8 @@ enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url,
 			 * and give up on the connection if the client keeps going. */
 			call->too_large = true;
 			call->discarded += n;
-			return call->discarded > 4 * (uint64_t)call->req.body_max ? MHD_NO : MHD_YES;
+			return call->discarded > 4 * (uint64_t)call->req.body_max ? MHD_NO
+										  : MHD_YES;
 		}
 		char *nb = realloc(call->body, call->body_len + n + 1);
 		if (!nb)

@@ -95,8 +95,9 @@ static void *sweeper_main(void *arg)
 		atomic_fetch_add(&s->metrics.gc_disposed, disposed);
 		atomic_fetch_add(&s->metrics.gc_suspended, rep.suspended_idle);
 		if (disposed || rep.suspended_idle)
-			LOG_INFO("op=gc suspended=%zu disposed_ttl=%zu disposed_dead=%zu debris=%zu",
-				 rep.suspended_idle, rep.disposed_ttl, rep.disposed_dead, rep.debris);
+			LOG_INFO(
+			    "op=gc suspended=%zu disposed_ttl=%zu disposed_dead=%zu debris=%zu",
+			    rep.suspended_idle, rep.disposed_ttl, rep.disposed_dead, rep.debris);
 	}
 	return NULL;
 }
@@ -107,7 +108,8 @@ static int unix_listen(const struct srv_opts *o, struct rung_err *err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (strlen(o->socket_path) >= sizeof(sa.sun_path))
-		return rung_err_set(err, ENAMETOOLONG, "--socket %s: path too long", o->socket_path);
+		return rung_err_set(err, ENAMETOOLONG, "--socket %s: path too long",
+				    o->socket_path);
 	strcpy(sa.sun_path, o->socket_path);
 	cleanup_free char *dir = strdup(o->socket_path);
 	char *slash = dir ? strrchr(dir, '/') : NULL;
@@ -127,7 +129,8 @@ static int unix_listen(const struct srv_opts *o, struct rung_err *err)
 					    o->socket_path);
 		cleanup_close int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-			return rung_err_set(err, EADDRINUSE, "--socket %s: another daemon is listening",
+			return rung_err_set(err, EADDRINUSE,
+					    "--socket %s: another daemon is listening",
 					    o->socket_path);
 		unlink(o->socket_path);
 	}
@@ -164,7 +167,8 @@ static int tcp_listen(const char *hostport, struct rung_err *err)
 		host++;
 		colon[-1] = '\0';
 	}
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
 	struct addrinfo *ai = NULL;
 	int gr = getaddrinfo(host, port, &hints, &ai);
 	if (gr != 0)
@@ -213,13 +217,13 @@ static int start_listener(struct srv *s, struct srv_listener *l, int fd, bool is
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD |
 			 MHD_USE_ERROR_LOG | MHD_USE_ITC;
 	l->d = MHD_start_daemon(
-		flags, 0, NULL, NULL, srv_access, l, MHD_OPTION_LISTEN_SOCKET, fd,
-		MHD_OPTION_NOTIFY_COMPLETED, srv_completed, l, MHD_OPTION_NOTIFY_CONNECTION,
-		srv_notify_conn, l, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->o.idle_timeout_s,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->o.max_connections,
-		MHD_OPTION_PER_IP_CONNECTION_LIMIT, is_unix ? 0u : (unsigned)s->o.max_per_ip,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_EXTERNAL_LOGGER,
-		mhd_log, NULL, MHD_OPTION_END);
+	    flags, 0, NULL, NULL, srv_access, l, MHD_OPTION_LISTEN_SOCKET, fd,
+	    MHD_OPTION_NOTIFY_COMPLETED, srv_completed, l, MHD_OPTION_NOTIFY_CONNECTION,
+	    srv_notify_conn, l, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->o.idle_timeout_s,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->o.max_connections,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, is_unix ? 0u : (unsigned)s->o.max_per_ip,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_EXTERNAL_LOGGER,
+	    mhd_log, NULL, MHD_OPTION_END);
 	if (!l->d) {
 		close(fd);
 		return rung_err_set(err, EIO, "cannot start the HTTP daemon on the %s listener",

@@ -22,16 +22,16 @@ static inline void srv_json_decrefp(json_t **j)
 
 struct srv_opts {
 	const char *socket_path; /* default /run/rung/rung.sock; "" disables */
-	const char *listen;      /* HOST:PORT or NULL */
+	const char *listen;	 /* HOST:PORT or NULL */
 	const char *tokens_path;
 	const char *state_dir;
 	const char *socket_group; /* chown the socket to this group */
 	unsigned socket_mode;
 	bool deployed;
-	unsigned gc_interval_s;     /* 0: no sweeper */
-	unsigned header_timeout_s;  /* whole request head must arrive within this */
-	unsigned body_timeout_s;    /* and then the whole body within this */
-	unsigned idle_timeout_s;    /* MHD_OPTION_CONNECTION_TIMEOUT */
+	unsigned gc_interval_s;	   /* 0: no sweeper */
+	unsigned header_timeout_s; /* whole request head must arrive within this */
+	unsigned body_timeout_s;   /* and then the whole body within this */
+	unsigned idle_timeout_s;   /* MHD_OPTION_CONNECTION_TIMEOUT */
 	unsigned max_connections;
 	unsigned max_per_ip;
 	unsigned drain_s;
@@ -93,9 +93,9 @@ int srv_router_get(struct srv *s, struct rung_router **out, struct rung_err *err
 void srv_router_put(struct srv *s, struct rung_router *r);
 
 /* http.c */
-enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url,
-			   const char *method, const char *version, const char *upload,
-			   size_t *upload_size, void **con_cls);
+enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			   const char *version, const char *upload, size_t *upload_size,
+			   void **con_cls);
 void srv_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		   enum MHD_RequestTerminationCode toe);
 void srv_notify_conn(void *cls, struct MHD_Connection *c, void **socket_context,
@@ -125,9 +125,8 @@ struct srv_call {
 /* Responses. All return the MHD_queue_response result. */
 enum MHD_Result srv_reply_json(struct srv_call *call, struct MHD_Connection *c, unsigned status,
 			       json_t *body /* stolen */);
-enum MHD_Result srv_reply_error(struct srv_call *call, struct MHD_Connection *c,
-				enum srv_code code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+enum MHD_Result srv_reply_error(struct srv_call *call, struct MHD_Connection *c, enum srv_code code,
+				const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 enum MHD_Result srv_reply_rung_err(struct srv_call *call, struct MHD_Connection *c, int r,
 				   const struct rung_err *err);
 enum MHD_Result srv_reply_bytes(struct srv_call *call, struct MHD_Connection *c, unsigned status,

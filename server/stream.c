@@ -161,7 +161,7 @@ enum MHD_Result srv_exec_stream(struct srv_call *call, struct MHD_Connection *c,
 	memset(x, 0, sizeof(*x));
 	rd->rfd = p[0];
 	struct MHD_Response *resp =
-		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, read_cb, rd, free_cb);
+	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, read_cb, rd, free_cb);
 	if (!resp) {
 		free_cb(rd);
 		close(j->wfd);

@@ -10,18 +10,18 @@ struct ep {
 
 /* Every endpoint that needs a credential; %s is a sandbox id. */
 static const struct ep endpoints[] = {
-	{"POST", "/v1/sandboxes", "{\"spec\":{\"kind\":\"test\"}}"},
-	{"GET", "/v1/sandboxes", NULL},
-	{"DELETE", "/v1/sandboxes", NULL},
-	{"GET", "/v1/sandboxes/{id}", NULL},
-	{"DELETE", "/v1/sandboxes/{id}", NULL},
-	{"POST", "/v1/sandboxes/{id}/exec", "{\"argv\":[\"/bin/echo\",\"pwned\"]}"},
-	{"POST", "/v1/sandboxes/{id}/run-code", "{\"language\":\"sh\",\"code\":\"echo pwned\"}"},
-	{"PUT", "/v1/sandboxes/{id}/files?path=pwned.txt", "pwned"},
-	{"GET", "/v1/sandboxes/{id}/files?path=secret.txt", NULL},
-	{"POST", "/v1/sandboxes/{id}/suspend", NULL},
-	{"POST", "/v1/sandboxes/{id}/resume", NULL},
-	{"GET", "/metrics", NULL},
+    {"POST", "/v1/sandboxes", "{\"spec\":{\"kind\":\"test\"}}"},
+    {"GET", "/v1/sandboxes", NULL},
+    {"DELETE", "/v1/sandboxes", NULL},
+    {"GET", "/v1/sandboxes/{id}", NULL},
+    {"DELETE", "/v1/sandboxes/{id}", NULL},
+    {"POST", "/v1/sandboxes/{id}/exec", "{\"argv\":[\"/bin/echo\",\"pwned\"]}"},
+    {"POST", "/v1/sandboxes/{id}/run-code", "{\"language\":\"sh\",\"code\":\"echo pwned\"}"},
+    {"PUT", "/v1/sandboxes/{id}/files?path=pwned.txt", "pwned"},
+    {"GET", "/v1/sandboxes/{id}/files?path=secret.txt", NULL},
+    {"POST", "/v1/sandboxes/{id}/suspend", NULL},
+    {"POST", "/v1/sandboxes/{id}/resume", NULL},
+    {"GET", "/metrics", NULL},
 };
 #define N_EP (sizeof(endpoints) / sizeof(endpoints[0]))
 #define KEYHDR "X-Rung-Thread: t1\r\nX-Rung-Agent: agent1\r\n"
@@ -50,8 +50,9 @@ START_TEST(auth_required_everywhere)
 	for (size_t i = 0; i < N_EP; i++) {
 		for (size_t k = 0; k < 3; k++) {
 			struct srvt_resp r = call_ep(&t, &endpoints[i], id, bad_tokens[k]);
-			ck_assert_msg(r.status == 401, "%s %s token %zu: %d %s", endpoints[i].method,
-				      endpoints[i].path_fmt, k, r.status, r.body);
+			ck_assert_msg(r.status == 401, "%s %s token %zu: %d %s",
+				      endpoints[i].method, endpoints[i].path_fmt, k, r.status,
+				      r.body);
 			ck_assert_ptr_nonnull(strstr(r.body, "\"code\":\"unauthorized\""));
 			srvt_resp_free(&r);
 		}
@@ -77,8 +78,8 @@ START_TEST(cross_scope_everywhere)
 	srvt_start(&t, 0, NULL);
 	char id[65];
 	srvt_acquire(t.sock[0], TOK_A, "t1", NULL, id);
-	struct srvt_resp r = srvt_req(t.sock[0], "PUT", "/v1/sandboxes/x/files?path=secret.txt",
-				      TOK_A, NULL, NULL);
+	struct srvt_resp r =
+	    srvt_req(t.sock[0], "PUT", "/v1/sandboxes/x/files?path=secret.txt", TOK_A, NULL, NULL);
 	srvt_resp_free(&r);
 	char path[256];
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=secret.txt", id);
@@ -146,12 +147,12 @@ START_TEST(malformed_requests)
 	static const struct {
 		const char *body, *msg;
 	} bad[] = {
-		{"{", "invalid JSON"},
-		{"[1,2]", "not a JSON object"},
-		{"{\"argv\":\"ls\"}", "argv: must be an array"},
-		{"{\"argv\":[\"ls\"],\"timeout\":\"x\"}", "timeout: must be a number"},
-		{"{\"argv\":[\"ls\"],\"scope\":\"scopeB\"}", "scope: unknown field"},
-		{"", "invalid JSON"},
+	    {"{", "invalid JSON"},
+	    {"[1,2]", "not a JSON object"},
+	    {"{\"argv\":\"ls\"}", "argv: must be an array"},
+	    {"{\"argv\":[\"ls\"],\"timeout\":\"x\"}", "timeout: must be a number"},
+	    {"{\"argv\":[\"ls\"],\"scope\":\"scopeB\"}", "scope: unknown field"},
+	    {"", "invalid JSON"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct srvt_resp r = srvt_req(t.sock[0], "POST", path, TOK_A, NULL, bad[i].body);
@@ -274,9 +275,10 @@ START_TEST(slowloris)
 	const char *extra[] = {"--header-timeout", "2", "--body-timeout", "2", NULL};
 	srvt_start(&t, 0, extra);
 	/* three clients trickle a request head one byte every 100 ms */
-	static const char head[] = "GET /v1/sandboxes HTTP/1.1\r\nHost: x\r\nAuthorization: "
-				   "Bearer " TOK_A "\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-				   "aaaaaaaaaaaaaaaaaaa\r\n\r\n";
+	static const char head[] =
+	    "GET /v1/sandboxes HTTP/1.1\r\nHost: x\r\nAuthorization: "
+	    "Bearer " TOK_A "\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaa\r\n\r\n";
 	int fds[3];
 	for (int i = 0; i < 3; i++) {
 		fds[i] = srvt_unix_connect(t.sock[0]);

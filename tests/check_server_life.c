@@ -142,8 +142,8 @@ START_TEST(sweeper)
 	ck_assert_msg(suspended, "the idle sandbox was not suspended");
 	/* a sandbox the sweeper suspended is resumed by its next use */
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", idle_id);
-	struct srvt_resp r = srvt_req(t.sock[0], "POST", path, TOK_A, NULL,
-				      "{\"argv\":[\"echo\",\"awake\"]}");
+	struct srvt_resp r =
+	    srvt_req(t.sock[0], "POST", path, TOK_A, NULL, "{\"argv\":[\"echo\",\"awake\"]}");
 	ck_assert_msg(r.status == 200 && strstr(r.body, "awake"), "%d %s", r.status, r.body);
 	srvt_resp_free(&r);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s", keep_id);
@@ -194,8 +194,8 @@ START_TEST(multi_replica)
 	srvt_acquire(t.sock[1], TOK_A, "t1", NULL, b1);
 	ck_assert_str_eq(a1, b1);
 	/* replica B disposes by scope+thread what replica A created */
-	struct srvt_resp r = srvt_req(t.sock[1], "DELETE", "/v1/sandboxes?thread=t1", TOK_A, NULL,
-				      NULL);
+	struct srvt_resp r =
+	    srvt_req(t.sock[1], "DELETE", "/v1/sandboxes?thread=t1", TOK_A, NULL, NULL);
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_str_eq(r.body, "{\"disposed\":1}");
 	srvt_resp_free(&r);
@@ -311,9 +311,9 @@ START_TEST(refuses_bad_config)
 	char bin[4096], cmd[8192];
 	snprintf(bin, sizeof(bin), "%s/rung-serve", rung_test_build_dir());
 	const char *cases[][2] = {
-		{"--socket none", "world-accessible"},
-		{"--bogus 1", "unknown option --bogus"},
-		{"", "world-accessible"},
+	    {"--socket none", "world-accessible"},
+	    {"--bogus 1", "unknown option --bogus"},
+	    {"", "world-accessible"},
 	};
 	for (size_t i = 0; i < 3; i++) {
 		pid_t p;

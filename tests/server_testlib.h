@@ -30,7 +30,7 @@
 #define TOK_B "tok-bbbbbbbbbbbbbbbb"
 
 struct srvt {
-	char dir[256];     /* temp dir: tokens, state/, sockets, logs */
+	char dir[256]; /* temp dir: tokens, state/, sockets, logs */
 	char state[300];
 	char tokens[300];
 	pid_t pid[2];
@@ -80,9 +80,8 @@ static inline void srvt_start(struct srvt *t, int i, const char *const *extra)
 	snprintf(t->log[i], sizeof(t->log[i]), "%s/d%d.log", dir, i);
 	char bin[4096];
 	snprintf(bin, sizeof(bin), "%s/rung-serve", rung_test_build_dir());
-	const char *argv[32] = {bin,	       "--tokens",    t->tokens, "--socket",
-				t->sock[i],    "--state-dir", t->state,	 "--gc-interval",
-				"1"};
+	const char *argv[32] = {bin,	       "--tokens", t->tokens,	    "--socket", t->sock[i],
+				"--state-dir", t->state,   "--gc-interval", "1"};
 	int n = 9;
 	for (; extra && *extra && n < 30; extra++)
 		argv[n++] = *extra;
@@ -217,7 +216,8 @@ static inline void srvt_setup(struct srvt *t, const char *tokens_text)
 	snprintf(t->state, sizeof(t->state), "%s/state", d);
 	snprintf(t->tokens, sizeof(t->tokens), "%s/tokens", d);
 	free(d);
-	srvt_write(t->tokens, tokens_text ? tokens_text : TOK_A " scopeA\n" TOK_B " scopeB\n", 0600);
+	srvt_write(t->tokens, tokens_text ? tokens_text : TOK_A " scopeA\n" TOK_B " scopeB\n",
+		   0600);
 	t->reaper_fd = srvt_reaper(t->dir);
 }
 
@@ -225,8 +225,8 @@ static inline void srvt_setup(struct srvt *t, const char *tokens_text)
 
 struct srvt_resp {
 	int status;
-	char *head;  /* the response head (status line + headers) */
-	char *body;  /* de-chunked, NUL-terminated */
+	char *head; /* the response head (status line + headers) */
+	char *body; /* de-chunked, NUL-terminated */
 	size_t len;
 };
 
@@ -377,8 +377,8 @@ static inline void srvt_teardown(struct srvt *t)
 			continue;
 		const char *toks[] = {TOK_A, TOK_B, NULL};
 		for (int k = 0; k < 3; k++) {
-			struct srvt_resp r = srvt_req(t->sock[i], "DELETE", "/v1/sandboxes", toks[k],
-						      NULL, NULL);
+			struct srvt_resp r =
+			    srvt_req(t->sock[i], "DELETE", "/v1/sandboxes", toks[k], NULL, NULL);
 			srvt_resp_free(&r);
 		}
 	}
