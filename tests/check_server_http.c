@@ -251,6 +251,28 @@ START_TEST(oversized)
 	ck_assert_msg(r.status == 200, "2 MiB upload: %d %s", r.status, r.body);
 	srvt_resp_free(&r);
 	free(body);
+	/* an upload past 64 MiB is refused on its announced length, before any byte is read */
+	snprintf(path, sizeof(path),
+		 "PUT /v1/sandboxes/%s/files?path=huge.bin HTTP/1.1\r\nHost: x\r\n"
+		 "Authorization: Bearer " TOK_A "\r\nContent-Length: %u\r\n\r\n",
+		 id, (64u << 20) + 1);
+	fd = srvt_unix_connect(t.sock[0]);
+	send(fd, path, strlen(path), MSG_NOSIGNAL);
+	srvt_read_all(fd, &raw, &len, 5000);
+	close(fd);
+	srvt_parse(raw, len, &r);
+	free(raw);
+	ck_assert_msg(r.status == 413, "64 MiB + 1 upload: %d %s", r.status, r.body);
+	srvt_resp_free(&r);
+	/* a path past 4 KiB */
+	char *longpath = malloc(6000);
+	strcpy(longpath, "/v1/sandboxes/");
+	memset(longpath + 14, 'a', 5000);
+	longpath[5014] = '\0';
+	r = srvt_req(t.sock[0], "GET", longpath, TOK_A, NULL, NULL);
+	ck_assert_msg(r.status == 413 || r.status == 414, "long path: %d", r.status);
+	srvt_resp_free(&r);
+	free(longpath);
 	/* a huge header block */
 	char *hdr = malloc(100000);
 	strcpy(hdr, "X-Junk: ");
