@@ -275,20 +275,20 @@ enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url,
 	if (*upload_size) {
 		size_t n = *upload_size;
 		*upload_size = 0;
-		if (!call->req.body_allowed)
-			return srv_reply_error(call, c, SRV_E_BAD_REQUEST, "%s takes no body",
-					       srv_route_name(call->req.route));
-		if (call->too_large || n > call->req.body_max - call->body_len) {
-			/* MHD cannot answer mid-upload: drop the rest, answer 413 at the end,
-			 * and give up on the connection if the client keeps going. */
-			call->too_large = true;
+		char *nb = NULL;
+		if (!call->pending && !call->req.body_allowed)
+			call->pending = SRV_E_BAD_REQUEST;
+		else if (!call->pending && n > call->req.body_max - call->body_len)
+			call->pending = SRV_E_TOO_LARGE;
+		else if (!call->pending && !(nb = realloc(call->body, call->body_len + n + 1)))
+			call->pending = SRV_E_UNAVAILABLE;
+		if (call->pending) {
+			/* MHD cannot answer mid-upload: drop the rest, answer at the end, and
+			 * give up on the connection if the client keeps going. */
 			call->discarded += n;
-			return call->discarded > 4 * (uint64_t)call->req.body_max ? MHD_NO
-										  : MHD_YES;
+			return call->discarded > 4 * (uint64_t)call->req.body_max + 65536 ? MHD_NO
+											  : MHD_YES;
 		}
-		char *nb = realloc(call->body, call->body_len + n + 1);
-		if (!nb)
-			return srv_reply_error(call, c, SRV_E_UNAVAILABLE, "out of memory");
 		call->body = nb;
 		memcpy(call->body + call->body_len, upload, n);
 		call->body_len += n;
@@ -296,9 +296,14 @@ enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url,
 		return MHD_YES;
 	}
 	conn_deadline(l->s, c, 0);
-	if (call->too_large)
+	if (call->pending == SRV_E_TOO_LARGE)
 		return srv_reply_error(call, c, SRV_E_TOO_LARGE, "body: larger than %zu bytes",
 				       call->req.body_max);
+	if (call->pending == SRV_E_BAD_REQUEST)
+		return srv_reply_error(call, c, SRV_E_BAD_REQUEST, "%s takes no request body",
+				       srv_route_name(call->req.route));
+	if (call->pending)
+		return srv_reply_error(call, c, call->pending, "out of memory");
 	return srv_dispatch(call, c);
 }
 

@@ -109,7 +109,7 @@ struct srv_call {
 	const char *scope;
 	char *body;
 	size_t body_len;
-	bool too_large;
+	enum srv_code pending; /* an error found mid-upload, answered once the body is in */
 	uint64_t discarded;
 	uint64_t t0_us;
 	unsigned status;

@@ -179,6 +179,28 @@ START_TEST(malformed_requests)
 	ck_assert_int_eq(r.status, 405);
 	ck_assert_ptr_nonnull(strstr(r.body, "method_not_allowed"));
 	srvt_resp_free(&r);
+	/* a body on a route that takes none: announced, and chunked (seen only mid-upload) */
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/suspend", id);
+	r = srvt_req(t.sock[0], "POST", path, TOK_A, NULL, "{}");
+	ck_assert_msg(r.status == 400 && strstr(r.body, "takes no request body"), "%d %s", r.status,
+		      r.body);
+	srvt_resp_free(&r);
+	char chunked[512];
+	snprintf(chunked, sizeof(chunked),
+		 "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " TOK_A
+		 "\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+		 path);
+	int cfd = srvt_unix_connect(t.sock[0]);
+	send(cfd, chunked, strlen(chunked), MSG_NOSIGNAL);
+	char *craw;
+	size_t clen;
+	srvt_read_all(cfd, &craw, &clen, 5000);
+	close(cfd);
+	srvt_parse(craw, clen, &r);
+	free(craw);
+	ck_assert_msg(r.status == 400 && strstr(r.body, "takes no request body"), "chunked: %d %s",
+		      r.status, r.body);
+	srvt_resp_free(&r);
 	/* garbage instead of HTTP: the connection is answered or closed, the daemon lives on */
 	int fd = srvt_unix_connect(t.sock[0]);
 	ck_assert_int_ge(fd, 0);
