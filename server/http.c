@@ -149,8 +149,13 @@ enum MHD_Result srv_reply_error(struct srv_call *call, struct MHD_Connection *c,
 	va_end(ap);
 	bool lossy;
 	cleanup_free char *clean = srv_utf8_sanitize(msg, strlen(msg), &lossy);
-	if (call)
+	if (call) {
 		call->code = code;
+		snprintf(call->errmsg, sizeof(call->errmsg), "%s", clean ? clean : "");
+		for (char *q = call->errmsg; *q; q++)
+			if (*q == '"' || *q == '\n' || *q == '\r')
+				*q = '\'';
+	}
 	json_t *j = json_pack("{s:{s:s, s:s}}", "error", "code", srv_code_name(code), "message",
 			      clean ? clean : "");
 	return srv_reply_json(call, c, srv_code_http(code), j);
@@ -160,7 +165,25 @@ enum MHD_Result srv_reply_rung_err(struct srv_call *call, struct MHD_Connection 
 				   const struct rung_err *err)
 {
 	enum srv_code code = srv_code_from_errno(r);
-	return srv_reply_error(call, c, code, "%s", err->msg[0] ? err->msg : strerror(-r));
+	const char *msg = err->msg[0] ? err->msg : strerror(-r);
+	/* The store's host path is no business of the client: "<store>" stands for it. */
+	char out[512];
+	const char *sp = call ? call->s->state_path : "";
+	size_t sl = strlen(sp), o = 0;
+	for (const char *p = msg; *p && o + 8 < sizeof(out);) {
+		if (sl > 1 && !strncmp(p, sp, sl)) {
+			memcpy(out + o, "<store>", 7);
+			o += 7;
+			p += sl;
+		} else {
+			out[o++] = *p++;
+		}
+	}
+	out[o] = '\0';
+	if (call && code == SRV_E_INTERNAL)
+		LOG_WARN("op=%s id=%s internal error: %s", srv_route_name(call->req.route),
+			 call->sb_id[0] ? call->sb_id : "-", msg);
+	return srv_reply_error(call, c, code, "%s", out);
 }
 
 /* ---- request state ------------------------------------------------------------------------- */
@@ -323,10 +346,11 @@ void srv_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	uint64_t us = rung_now_us() - call->t0_us;
 	rung_log(RUNG_LOG_INFO, "request",
 		 "op=%s id=%s scope=%s status=%u code=%s dur_ms=%" PRIu64 ".%03" PRIu64
-		 " in=%zu listener=%s%s",
+		 " in=%zu listener=%s%s%s%s%s",
 		 srv_route_name(call->req.route), call->sb_id[0] ? call->sb_id : "-",
 		 call->scope ? call->scope : "-", call->status, srv_code_name(call->code),
 		 us / 1000, us % 1000, call->body_len, l->is_unix ? "unix" : "tcp",
-		 toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=1");
+		 toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=1",
+		 call->errmsg[0] ? " msg=\"" : "", call->errmsg, call->errmsg[0] ? "\"" : "");
 	call_free(call);
 }

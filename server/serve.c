@@ -311,6 +311,7 @@ int rung_serve_main(int argc, char **argv)
 		fprintf(stderr, "rung serve: %s\n", err.msg);
 		return 1;
 	}
+	snprintf(s.state_path, sizeof(s.state_path), "%s", rung_router_state_dir(r0));
 	srv_router_put(&s, r0);
 
 	/* Signals are taken by sigwait below; every thread inherits the blocked mask. */

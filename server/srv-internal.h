@@ -73,6 +73,7 @@ struct srv_listener {
 
 struct srv {
 	struct srv_opts o;
+	char state_path[4096]; /* the store's path, redacted from error messages */
 	struct srv_tokens tokens;
 	struct srv_metrics metrics;
 	struct srv_listener unix_l, tcp_l;
@@ -115,6 +116,7 @@ struct srv_call {
 	unsigned status;
 	enum srv_code code;
 	char sb_id[65];
+	char errmsg[200]; /* the error answered, for the request log ('"' replaced) */
 	/* storage the parsed request points into */
 	char *method, *path;
 	struct srv_kv *kv;
