@@ -70,6 +70,14 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(TypeError):
             sb.exec("ls -l")  # a command string is refused: argv only
 
+    def test_spec_fields(self):
+        sb = self.sandbox(kind="spec", env={"FOO": "bar"}, work_dir="/work",
+                          limits={"exec_timeout_s": 5}, egress_allow=[])
+        self.assertEqual(sb.exec(["sh", "-c", "echo $FOO; pwd"]).stdout, "bar\n/work\n")
+        spec = sb.describe()["spec"]
+        self.assertEqual(spec["kind"], "spec")
+        self.assertEqual(spec["egress_allow"], [])
+
     def test_run_code(self):
         sb = self.sandbox()
         r = sb.run_code("python", "print(6 * 7)")
