@@ -1,6 +1,6 @@
 /*
- * server/main-serve.c: build/rung-serve, a thin entry point running `rung serve` (for tests and
- * benchmarks while cli/ does not dispatch to it yet). The product entry point is `rung serve`.
+ * server/main-serve.c: build/rung-serve, the program behind `rung serve` (the CLI execs it, so
+ * that libmicrohttpd stays out of the CLI's start-up).
  */
 #include "server/server.h"
 
