@@ -344,6 +344,24 @@ void srv_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	atomic_fetch_add(&l->s->metrics.inflight, -1);
 	srv_metrics_request(&l->s->metrics, call->req.route, call->code);
 	uint64_t us = rung_now_us() - call->t0_us;
+	if (l->s->o.log_json) {
+		json_t *o =
+		    json_pack("{s:s, s:s, s:s, s:i, s:s, s:f, s:I, s:s, s:b}", "op",
+			      srv_route_name(call->req.route), "id", call->sb_id, "scope",
+			      call->scope ? call->scope : "", "status", (int)call->status, "code",
+			      srv_code_name(call->code), "dur_ms", (double)us / 1000.0, "in",
+			      (json_int_t)call->body_len, "listener", l->is_unix ? "unix" : "tcp",
+			      "aborted", toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
+		if (o && call->errmsg[0])
+			json_object_set_new(o, "msg", json_string(call->errmsg));
+		cleanup_free char *js =
+		    o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
+		json_decref(o);
+		if (js)
+			rung_log(RUNG_LOG_INFO, "request", "%s", js);
+		call_free(call);
+		return;
+	}
 	rung_log(RUNG_LOG_INFO, "request",
 		 "op=%s id=%s scope=%s status=%u code=%s dur_ms=%" PRIu64 ".%03" PRIu64
 		 " in=%zu listener=%s%s%s%s%s",

@@ -32,6 +32,7 @@ const char srv_usage[] =
     "  --max-per-ip N         concurrent TCP connections per client address (default 64)\n"
     "  --drain-timeout SECS   on SIGTERM/SIGINT, wait this long for requests (default 10)\n"
     "  --log-level LEVEL      error, warn, info (default; one line per request) or debug\n"
+    "  --json                 log one JSON object per line instead of key=value\n"
     "  -h, --help             this text\n"
     "\n"
     "Limits: JSON bodies 1 MiB, file uploads 64 MiB, header block 64 KiB (413 beyond).\n"
@@ -69,6 +70,10 @@ int srv_opts_parse(int argc, char **argv, struct srv_opts *o, struct rung_err *e
 			return 1;
 		if (!strcmp(a, "--deployed")) {
 			o->deployed = true;
+			continue;
+		}
+		if (!strcmp(a, "--json")) {
+			o->log_json = true;
 			continue;
 		}
 		if (strncmp(a, "--", 2))

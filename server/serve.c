@@ -234,15 +234,45 @@ static int start_listener(struct srv *s, struct srv_listener *l, int fd, bool is
 
 /* ---- main ------------------------------------------------------------------------------- */
 
+/*
+ * key=value lines: "ts=... rung LEVEL: FUNC: MSG". With --json, one JSON object per line:
+ * {"ts","level","func"} plus the message's own fields when it is a JSON object (request
+ * lines), else "msg".
+ */
 static void log_sink(enum rung_log_level lvl, const char *line, void *data)
 {
+	const struct srv_opts *o = data;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	struct tm tm;
 	gmtime_r(&ts.tv_sec, &tm);
-	char t[32];
+	char t[40], t2[64];
 	strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", &tm);
-	fprintf(stderr, "ts=%s.%03ldZ %s\n", t, ts.tv_nsec / 1000000, line);
+	snprintf(t2, sizeof(t2), "%s.%03dZ", t, (int)(ts.tv_nsec / 1000000));
+	if (!o || !o->log_json) {
+		fprintf(stderr, "ts=%s %s\n", t2, line);
+		return;
+	}
+	static const char *const names[] = {"error", "warn", "info", "debug"};
+	/* line: "rung LEVEL: FUNC: MSG" */
+	const char *func = strstr(line, ": "), *msg = func ? strstr(func + 2, ": ") : NULL;
+	char fn[64] = "";
+	if (func && msg)
+		snprintf(fn, sizeof(fn), "%.*s", (int)(msg - func - 2), func + 2);
+	msg = msg ? msg + 2 : line;
+	json_t *j = msg[0] == '{' ? json_loads(msg, 0, NULL) : NULL;
+	if (!json_is_object(j)) {
+		json_decref(j);
+		j = json_pack("{s:s}", "msg", msg);
+	}
+	json_object_set_new(j, "ts", json_string(t2));
+	json_object_set_new(j, "level", json_string(names[lvl <= RUNG_LOG_DEBUG ? lvl : 0]));
+	json_object_set_new(j, "func", json_string(fn));
+	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+	json_decref(j);
+	if (s)
+		fprintf(stderr, "%s\n", s);
+	free(s);
 }
 
 static void shutdown_all(struct srv *s, pthread_t *threads, size_t n_threads)
@@ -296,7 +326,7 @@ int rung_serve_main(int argc, char **argv)
 		return 2;
 	}
 	rung_log_set_level(s.o.log_level);
-	rung_log_set_sink(log_sink, NULL);
+	rung_log_set_sink(log_sink, &s.o);
 	if (srv_tokens_load(s.o.tokens_path, &s.tokens, &err) < 0) {
 		fprintf(stderr, "rung serve: %s\n", err.msg);
 		return 1;

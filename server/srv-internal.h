@@ -36,6 +36,7 @@ struct srv_opts {
 	unsigned max_per_ip;
 	unsigned drain_s;
 	enum rung_log_level log_level;
+	bool log_json; /* --json: one JSON object per log line */
 };
 /* Pure: argv -> opts. Returns 0, 1 for --help (text written to *help), or -EINVAL. */
 int srv_opts_parse(int argc, char **argv, struct srv_opts *o, struct rung_err *err);
