@@ -216,6 +216,16 @@ class DaemonLifecycleTest(unittest.TestCase):
             self.assertEqual(alpha.list(), [])
             self.assertEqual(local.dispose_scope(), 1)
 
+    def test_silent_exec_outlives_idle_timeout(self):
+        # Heartbeats keep a silent stream alive; a collected exec is not an idle connection.
+        with Daemon(scopes=("alpha",), extra_args=["--idle-timeout", "2"]) as d:
+            b = SandboxBackend(socket_path=d.socket_path, token=d.tokens["alpha"])
+            sb = b.acquire(KEY, SandboxSpec(kind="k"))
+            self.assertEqual(sb.exec(["sh", "-c", "sleep 3; echo a"]).stdout, "a\n")
+            s = sb.exec_stream(["sh", "-c", "sleep 3.5; echo b"])
+            self.assertEqual(s.wait().stdout, "b\n")
+            self.assertEqual(b.dispose_scope(), 1)
+
     def test_restart_keeps_sandboxes(self):
         d = Daemon(scopes=("alpha",)).start()
         try:
