@@ -226,6 +226,18 @@ class DaemonLifecycleTest(unittest.TestCase):
             self.assertEqual(s.wait().stdout, "b\n")
             self.assertEqual(b.dispose_scope(), 1)
 
+    def test_deployed_policy(self):
+        with Daemon(scopes=("alpha",), extra_args=["--deployed"]) as d:
+            b = SandboxBackend(socket_path=d.socket_path, token=d.tokens["alpha"])
+            from rung_client import Forbidden
+            with self.assertRaises(Forbidden) as cm:  # shell-capable on a shared kernel
+                b.acquire(KEY, SandboxSpec(kind="shell", requires=["exec"]))
+            self.assertEqual(cm.exception.status, 403)
+            self.assertIn("shell-capable", cm.exception.message)
+            sb = b.acquire(KEY, SandboxSpec(kind="calc", requires=["run_code"], egress_allow=[]))
+            self.assertEqual(sb.run_code("python", "print(2 + 2)").stdout, "4\n")
+            b.dispose_scope()
+
     def test_restart_keeps_sandboxes(self):
         d = Daemon(scopes=("alpha",)).start()
         try:
