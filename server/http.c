@@ -212,6 +212,7 @@ static void call_free(struct srv_call *call)
 		return;
 	free(call->body);
 	free(call->kv);
+	free(call->scope);
 	free(call);
 }
 
@@ -257,7 +258,10 @@ static enum MHD_Result begin(struct srv_listener *l, struct srv_call *call,
 	};
 	if (l->is_unix)
 		who.unix_peer = peer_uid(c, &who.uid);
-	call->scope = srv_auth(&s->tokens, &who);
+	pthread_rwlock_rdlock(&s->tokens_lock);
+	const char *scope = srv_auth(&s->tokens, &who);
+	call->scope = scope ? strdup(scope) : NULL;
+	pthread_rwlock_unlock(&s->tokens_lock);
 	if (!call->scope)
 		return srv_reply_error(call, c, SRV_E_UNAUTHORIZED,
 				       "a valid \"Authorization: Bearer TOKEN\" is required");

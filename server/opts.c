@@ -16,6 +16,7 @@ const char srv_usage[] =
     "                         running as UID (SO_PEERCRED) SCOPE without a token; \"- SCOPE\"\n"
     "                         grants every token-less Unix-socket client SCOPE. Tokens are\n"
     "                         16..512 printable bytes. The file must not be world-accessible.\n"
+    "                         SIGHUP re-reads it (a bad file keeps the old credentials).\n"
     "  --socket PATH          Unix socket (default /run/rung/rung.sock; \"none\" disables)\n"
     "  --socket-mode MODE     octal mode of the socket (default 0660)\n"
     "  --socket-group GROUP   group owning the socket (default: the daemon's)\n"

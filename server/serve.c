@@ -312,6 +312,24 @@ static void shutdown_all(struct srv *s, pthread_t *threads, size_t n_threads)
 	srv_tokens_release(&s->tokens);
 }
 
+/* SIGHUP: re-read the tokens file; a bad file keeps the old credentials. */
+static void reload_tokens(struct srv *s)
+{
+	struct srv_tokens fresh = {0};
+	struct rung_err err = {0};
+	if (srv_tokens_load(s->o.tokens_path, &fresh, &err) < 0) {
+		LOG_ERR("op=reload error=\"%s\": keeping the previous %zu credentials", err.msg,
+			s->tokens.n);
+		return;
+	}
+	pthread_rwlock_wrlock(&s->tokens_lock);
+	struct srv_tokens old = s->tokens;
+	s->tokens = fresh;
+	pthread_rwlock_unlock(&s->tokens_lock);
+	srv_tokens_release(&old);
+	LOG_WARN("op=reload tokens=%zu", fresh.n);
+}
+
 int rung_serve_main(int argc, char **argv)
 {
 	struct srv s = {0};
@@ -331,6 +349,7 @@ int rung_serve_main(int argc, char **argv)
 		fprintf(stderr, "rung serve: %s\n", err.msg);
 		return 1;
 	}
+	pthread_rwlock_init(&s.tokens_lock, NULL);
 	pthread_mutex_init(&s.pool_mu, NULL);
 	pthread_mutex_init(&s.conn_mu, NULL);
 	pthread_mutex_init(&s.stop_mu, NULL);
@@ -377,7 +396,7 @@ int rung_serve_main(int argc, char **argv)
 		if (sigwait(&set, &sig) != 0)
 			break;
 		if (sig == SIGHUP)
-			LOG_WARN("op=sighup: ignored (restart to reload the tokens file)");
+			reload_tokens(&s);
 	} while (sig == SIGHUP);
 	LOG_WARN("op=shutdown signal=%d", sig);
 	shutdown_all(&s, threads, nt);

@@ -74,7 +74,8 @@ struct srv_listener {
 
 struct srv {
 	struct srv_opts o;
-	char state_path[4096]; /* the store's path, redacted from error messages */
+	char state_path[4096];	      /* the store's path, redacted from error messages */
+	pthread_rwlock_t tokens_lock; /* SIGHUP swaps the tokens under it */
 	struct srv_tokens tokens;
 	struct srv_metrics metrics;
 	struct srv_listener unix_l, tcp_l;
@@ -108,7 +109,7 @@ void *srv_watchdog_main(void *arg);
 struct srv_call {
 	struct srv *s;
 	struct srv_req req;
-	const char *scope;
+	char *scope; /* copied from the tokens (which SIGHUP may replace) */
 	char *body;
 	size_t body_len;
 	enum srv_code pending; /* an error found mid-upload, answered once the body is in */

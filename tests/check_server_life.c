@@ -303,6 +303,50 @@ START_TEST(unix_peers_tcp_and_sigterm)
 }
 END_TEST
 
+static int status_of(struct srvt *t, const char *token)
+{
+	struct srvt_resp r = srvt_req(t->sock[0], "GET", "/v1/sandboxes", token, NULL, NULL);
+	int st = r.status;
+	srvt_resp_free(&r);
+	return st;
+}
+
+/* SIGHUP re-reads the tokens file; a bad file keeps the previous credentials. */
+START_TEST(reload_tokens)
+{
+	struct srvt t;
+	srvt_setup(&t, TOK_A " scopeA\n");
+	srvt_start(&t, 0, NULL);
+	ck_assert_int_eq(status_of(&t, TOK_A), 200);
+	ck_assert_int_eq(status_of(&t, TOK_B), 401);
+	/* add B, revoke A */
+	srvt_write(t.tokens, TOK_B " scopeB\n", 0600);
+	kill(t.pid[0], SIGHUP);
+	int a = 0, b = 0;
+	for (int i = 0; i < 100 && !(a == 401 && b == 200); i++) {
+		usleep(20000);
+		a = status_of(&t, TOK_A);
+		b = status_of(&t, TOK_B);
+	}
+	ck_assert_int_eq(a, 401);
+	ck_assert_int_eq(b, 200);
+	/* a world-readable file is refused: B keeps working */
+	srvt_write(t.tokens, TOK_A " scopeA\n", 0644);
+	kill(t.pid[0], SIGHUP);
+	usleep(300000);
+	ck_assert_int_eq(status_of(&t, TOK_B), 200);
+	ck_assert_int_eq(status_of(&t, TOK_A), 401);
+	char *log;
+	size_t len;
+	int lfd = open(t.log[0], O_RDONLY);
+	srvt_read_all(lfd, &log, &len, 200);
+	close(lfd);
+	ck_assert_msg(strstr(log, "keeping the previous 1 credentials"), "%s", log);
+	free(log);
+	srvt_teardown(&t);
+}
+END_TEST
+
 START_TEST(refuses_bad_config)
 {
 	struct srvt t;
@@ -360,6 +404,7 @@ Suite *server_life_suite(void)
 	tcase_add_test(tc, sweeper);
 	tcase_add_test(tc, multi_replica);
 	tcase_add_test(tc, refuses_bad_config);
+	tcase_add_test(tc, reload_tokens);
 	suite_add_tcase(s, tc);
 	TCase *tr = tcase_create("daemon-root");
 	tcase_set_timeout(tr, 60);
