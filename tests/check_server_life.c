@@ -58,6 +58,10 @@ START_TEST(restart_mid_exec)
 	ck_assert_int_eq(r.status, 200);
 	srvt_resp_free(&r);
 
+	struct stat sst;
+	ck_assert_int_eq(stat(t.sock[0], &sst), 0);
+	ck_assert_uint_eq(sst.st_mode & 07777, 0660); /* the default --socket-mode */
+
 	/* an exec in flight when the daemon dies */
 	char marker[32];
 	snprintf(marker, sizeof(marker), "7.%d", (int)(getpid() % 100000));
