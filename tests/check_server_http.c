@@ -167,6 +167,19 @@ START_TEST(malformed_requests)
 	ck_assert_int_eq(r.status, 400);
 	ck_assert_ptr_nonnull(strstr(r.body, "bogus"));
 	srvt_resp_free(&r);
+	static const char *const bad_specs[][2] = {
+	    {"{\"spec\":{\"kind\":5}}", "kind"},
+	    {"{\"spec\":{\"kind\":\"k\",\"ttl_s\":\"1h\"}}", "ttl_s"},
+	    {"{\"spec\":{\"kind\":\"k\",\"limits\":{\"memory\":-1}}}", "memory"},
+	    {"{\"spec\":{\"kind\":\"k\",\"egress_allow\":\"*\"}}", "egress_allow"},
+	    {"{\"spec\":{\"kind\":\"k\",\"isolation\":\"jail\"}}", "isolation"},
+	};
+	for (size_t i = 0; i < sizeof(bad_specs) / sizeof(bad_specs[0]); i++) {
+		r = srvt_req(t.sock[0], "POST", "/v1/sandboxes", TOK_A, KEYHDR, bad_specs[i][0]);
+		ck_assert_msg(r.status == 400 && strstr(r.body, bad_specs[i][1]), "spec %zu: %d %s",
+			      i, r.status, r.body);
+		srvt_resp_free(&r);
+	}
 	r = srvt_req(t.sock[0], "POST", "/v1/sandboxes", TOK_A, "X-Rung-Thread: t\r\n",
 		     "{\"spec\":{\"kind\":\"k\"}}");
 	ck_assert_int_eq(r.status, 400);
