@@ -317,14 +317,19 @@ START_TEST(test_spec_errors)
 }
 END_TEST
 
-/* A signal to `rung run` kills the command and still disposes the sandbox. */
-START_TEST(test_run_signal)
+/*
+ * A signal to `rung run` kills the command and still disposes the sandbox: sent while the
+ * command runs (early == false), or while the sandbox is still being created (early).
+ */
+static void run_signal(bool early)
 {
-	RUNG_REQUIRE_ROOT();
 	char *sd = state_dir();
-	char bin[4096], needle[64];
+	char bin[4096], needle[64], script[128];
 	snprintf(bin, sizeof(bin), "%s/rung", rung_test_build_dir());
-	snprintf(needle, sizeof(needle), "sleep %d", 700000 + (int)(getpid() % 100000));
+	int n = 700000 + (int)(getpid() % 100000);
+	/* Only the sandboxed command's cmdline holds the needle (the CLI's holds "${x}"). */
+	snprintf(needle, sizeof(needle), "sleep %d%d", n, (int)early);
+	snprintf(script, sizeof(script), "x=%d; exec sleep ${x}%d", n, (int)early);
 	pid_t p = fork();
 	ck_assert_int_ge(p, 0);
 	if (p == 0) {
@@ -332,23 +337,35 @@ START_TEST(test_run_signal)
 		dup2(null, 0);
 		dup2(null, 1);
 		dup2(null, 2);
-		execl(bin, bin, "--state-dir", sd, "run", "--", "/bin/sh", "-c", needle,
+		execl(bin, bin, "--state-dir", sd, "run", "--", "/bin/sh", "-c", script,
 		      (char *)NULL);
 		_exit(127);
 	}
-	/* Running: the CLI itself and the command in the sandbox carry the needle. */
-	for (int i = 0; i < 200 && spine_count_cmdline(needle) < 2; i++)
-		usleep(25000);
-	ck_assert_int_ge(spine_count_cmdline(needle), 2);
+	if (early) {
+		for (int i = 0; i < 20000 && spine_store_entries(sd) < 1; i++)
+			usleep(500);
+	} else {
+		for (int i = 0; i < 400 && spine_count_cmdline(needle) < 1; i++)
+			usleep(25000);
+		ck_assert_int_eq(spine_count_cmdline(needle), 1);
+	}
 	ck_assert_int_eq(spine_store_entries(sd), 1);
 	ck_assert_int_eq(kill(p, SIGTERM), 0);
 	int st;
 	ck_assert_int_eq(waitpid(p, &st, 0), p);
-	ck_assert(WIFEXITED(st));
+	ck_assert_msg(WIFEXITED(st), "rung run died of signal %d (no dispose)",
+		      WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 	ck_assert_int_eq(WEXITSTATUS(st), 128 + SIGTERM);
 	ck_assert_int_eq(spine_store_entries(sd), 0);
 	ck_assert_int_eq(spine_count_cmdline(needle), 0);
 	free(sd);
+}
+
+START_TEST(test_run_signal)
+{
+	RUNG_REQUIRE_ROOT();
+	run_signal(false);
+	run_signal(true);
 }
 END_TEST
 
