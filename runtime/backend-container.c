@@ -212,7 +212,7 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 			.root_mounted = true,
 		};
 		struct rt_ns_params np = {.root = p, .root_params = &rp, .netns_fd = -1,
-					  .on_child = ctr_on_child, .ud = &c};
+					  .cgroup_limits = true, .on_child = ctr_on_child, .ud = &c};
 		r = rt_ns_start(sb, &np, listen_fd, err);
 		if (r < 0) {
 			struct rung_err e2 = {0};
