@@ -202,6 +202,10 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 		r = cgroup_of(sb, &c.cg, err);
 	if (r == 0 && (r = rt_cgroup_create(c.cg, &lim, err)) < 0)
 		rung_err_wrap(err, "cgroup");
+	cleanup_free char *resolv = NULL;
+	int netns = -1;
+	if (r == 0)
+		r = rt_net_setup(sb, &netns, &resolv, err);
 	if (r == 0) {
 		rt_store_path(&sb->router->store, sb->meta.id, "root", p, sizeof(p));
 		struct rt_root_params rp = {
@@ -210,14 +214,19 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 			.tmp_bytes = s->limits.disk_bytes < (256ull << 20) ? s->limits.disk_bytes
 									  : 256ull << 20,
 			.root_mounted = true,
+			.resolv_conf = resolv,
 		};
-		struct rt_ns_params np = {.root = p, .root_params = &rp, .netns_fd = -1,
+		struct rt_ns_params np = {.root = p, .root_params = &rp, .netns_fd = netns,
 					  .cgroup_limits = true, .on_child = ctr_on_child, .ud = &c};
 		r = rt_ns_start(sb, &np, listen_fd, err);
-		if (r < 0) {
-			struct rung_err e2 = {0};
+	}
+	if (netns >= 0)
+		close(netns);
+	if (r < 0) {
+		struct rung_err e2 = {0};
+		if (c.cg)
 			rt_cgroup_destroy(c.cg, &e2);
-		}
+		rt_net_teardown(sb);
 	}
 	rt_cgroup_free(c.cg);
 	rung_strvfreep(&c.lowers);
@@ -226,6 +235,7 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 
 static void container_teardown(struct rt_sandbox *sb)
 {
+	rt_net_teardown(sb);
 	struct rt_cgroup *cg = NULL;
 	struct rung_err err = {0};
 	if (cgroup_of(sb, &cg, &err) == 0 && rt_cgroup_destroy(cg, &err) < 0)
@@ -277,6 +287,28 @@ static int container_oom_kills(struct rt_sandbox *sb, uint64_t *n)
 	if (r == 0)
 		*n = stats.oom_kills;
 	return r;
+}
+
+static bool id_live(const char *id, void *data)
+{
+	struct rung_router *r = data;
+	struct rt_meta m;
+	struct rung_err err = {0};
+	if (rt_store_meta_read(&r->store, id, &m, &err) < 0)
+		return false;
+	bool alive = rt_supervisor_alive(&m);
+	rt_meta_release(&m);
+	return alive;
+}
+
+int rt_container_gc(struct rung_router *r, struct rung_err *err)
+{
+	enum rt_cgroup_version v;
+	bool hybrid;
+	struct rung_err e2 = {0};
+	if (rt_cgroup_detect(cgroup_root(), &v, &hybrid, &e2) < 0)
+		return 0; /* no cgroups here: nothing of ours either */
+	return rt_cgroup_gc(cgroup_root(), "rung", id_live, r, err);
 }
 
 const struct rt_backend_ops rt_backend_container = {

@@ -50,13 +50,25 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 								  : 256ull << 20,
 		.host_system = true,
 	};
-	struct rt_ns_params np = {.root = root, .root_params = &rp, .netns_fd = -1};
-	return rt_ns_start(sb, &np, listen_fd, err);
+	cleanup_free char *resolv = NULL;
+	int netns = -1;
+	int r = rt_net_setup(sb, &netns, &resolv, err);
+	if (r < 0)
+		return r;
+	rp.resolv_conf = resolv;
+	struct rt_ns_params np = {.root = root, .root_params = &rp, .netns_fd = netns};
+	r = rt_ns_start(sb, &np, listen_fd, err);
+	if (netns >= 0)
+		close(netns);
+	if (r < 0)
+		rt_net_teardown(sb);
+	return r;
 }
 
 static void process_teardown(struct rt_sandbox *sb)
 {
-	(void)sb; /* mounts and namespaces die with the sandbox's processes */
+	/* mounts and namespaces die with the sandbox's processes; the network is ours */
+	rt_net_teardown(sb);
 }
 
 static int process_suspend(struct rt_sandbox *sb, struct rung_err *err)
@@ -71,7 +83,7 @@ static int process_resume(struct rt_sandbox *sb, struct rung_err *err)
 
 static void process_cleanup(struct rt_sandbox *sb)
 {
-	(void)sb;
+	rt_net_teardown(sb);
 }
 
 const struct rt_backend_ops rt_backend_process = {

@@ -234,5 +234,16 @@ int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *
 		rt_meta_release(&m);
 		close(lock);
 	}
-	return 0;
+	/* Kernel objects whose sandbox is gone: cgroups, veths, nft tables, leases. */
+	cleanup_strv char **live = NULL;
+	int nl = rt_store_ids(&r->store, &live, err);
+	if (nl < 0)
+		return nl;
+	int g = rt_container_gc(r, err);
+	if (g > 0)
+		rep->debris += (size_t)g;
+	struct rung_err e3 = {0};
+	if (rt_net_gc(r, (const char *const *)live, (size_t)nl, &e3) < 0)
+		LOG_WARN("network gc: %s", e3.msg);
+	return g < 0 ? g : 0;
 }

@@ -14,6 +14,7 @@
 static const struct rt_backend_ops *const backends[RUNG_ISO__COUNT] = {
 	[RUNG_ISO_PROCESS] = &rt_backend_process,
 	[RUNG_ISO_CONTAINER] = &rt_backend_container,
+	[RUNG_ISO_VM] = &rt_backend_vm,
 };
 
 const struct rt_backend_ops *rt_backend_get(enum rung_isolation iso)

@@ -73,11 +73,25 @@ void rt_store_touch_activity(const struct rt_store *st, const char *id);
 uint64_t rt_store_activity_ms(const struct rt_store *st, const char *id);
 
 /* ---- backends ---- */
+struct np_net;
 struct rt_sandbox {
 	struct rung_router *router;
 	struct rt_meta meta;
-	char dir[4096]; /* the sandbox's store directory */
+	char dir[4096];      /* the sandbox's store directory */
+	struct np_net *net;  /* in the supervisor: the egress plumbing and DNS proxy */
 };
+
+/* ---- network (net.c): the same egress policy for every rung ---- */
+bool rt_net_wanted(const struct rung_spec *s);
+/* In the supervisor: a non-empty allowlist gets a host-owned netns + policy (fd returned,
+ * -1 when the sandbox makes its own loopback-only netns) and resolv.conf text. */
+int rt_net_setup(struct rt_sandbox *sb, int *netns_fd, char **resolv, struct rung_err *err);
+int rt_net_poll_fd(const struct rt_sandbox *sb);
+int rt_net_timeout_ms(const struct rt_sandbox *sb);
+void rt_net_serve(struct rt_sandbox *sb);
+/* Idempotent, from the supervisor or any process (derives names from the id). */
+void rt_net_teardown(struct rt_sandbox *sb);
+int rt_net_gc(struct rung_router *r, const char *const *live, size_t n, struct rung_err *err);
 
 /* What a started sandbox reports back to the creating process. */
 struct rt_started {
@@ -111,7 +125,15 @@ struct rt_backend_ops {
 };
 extern const struct rt_backend_ops rt_backend_process;
 extern const struct rt_backend_ops rt_backend_container;
+extern const struct rt_backend_ops rt_backend_vm;
 const struct rt_backend_ops *rt_backend_get(enum rung_isolation iso);
+/* vm rung disks (vm-disk.c): a per-sandbox sparse ext4 upper disk (kept if present), and
+ * the read-only ext4 base disk of an image, built once per digest from its layers. */
+int rt_vm_upper_disk(const char *path, uint64_t bytes, uid_t owner, struct rung_err *err);
+int rt_vm_base_disk(const char *state_dir, const char *digest, char **lowers, char *out,
+		    size_t out_len, struct rung_err *err);
+/* Remove cgroups of sandboxes that are gone; returns how many. */
+int rt_container_gc(struct rung_router *r, struct rung_err *err);
 
 /* ---- router (router.c) ---- */
 struct rung_router {

@@ -79,10 +79,6 @@ static void child_main(struct child_ctx *c)
 		rung_err_sys(&err, errno, "become root in the user namespace");
 		child_fail(c->err_fd, &err);
 	}
-	if (c->np->netns_fd >= 0 && setns(c->np->netns_fd, CLONE_NEWNET) < 0) {
-		rung_err_sys(&err, errno, "join the sandbox network namespace");
-		child_fail(c->err_fd, &err);
-	}
 	struct rung_limits lim = c->sb->meta.spec.limits;
 	struct rlimit hard;
 	if (c->np->cgroup_limits) { /* as high as allowed without CAP_SYS_RESOURCE */
@@ -91,7 +87,8 @@ static void child_main(struct child_ctx *c)
 				   ? (uint32_t)hard.rlim_max
 				   : UINT32_MAX;
 	}
-	if (lo_up(&err) < 0 || rt_root_apply(c->plan, c->np->root, &err) < 0 ||
+	/* Our own netns (no egress) needs lo up; a host-owned one was set up by netpolicy. */
+	if ((c->np->netns_fd < 0 && lo_up(&err) < 0) || rt_root_apply(c->plan, c->np->root, &err) < 0 ||
 	    sethostname("rung", 4) < 0 || rt_rlimits_apply(&lim, &err) < 0)
 		child_fail(c->err_fd, err.code ? &err : (rung_err_sys(&err, errno, "setup"), &err));
 	/* fds: 0-2 /dev/null, 3 the listening socket, then the error pipe and the agent. */
@@ -141,9 +138,26 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 	c.err_fd = errp[1];
 	unsigned long flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
 			      CLONE_NEWUTS | CLONE_NEWCGROUP | SIGCHLD;
-	if (np->netns_fd < 0)
+	/* With egress, the child is born in the host-owned netns netpolicy set up (it could not
+	 * setns into it from its own user namespace): enter it around the clone. */
+	int self_net = -1;
+	if (np->netns_fd < 0) {
 		flags |= CLONE_NEWNET;
+	} else if ((self_net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0 ||
+		   setns(np->netns_fd, CLONE_NEWNET) < 0) {
+		r = rung_err_sys(err, errno, "enter the sandbox network namespace");
+		if (self_net >= 0)
+			close(self_net);
+		goto out;
+	}
 	pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
+	if (pid > 0 && self_net >= 0 && setns(self_net, CLONE_NEWNET) < 0) {
+		r = rung_err_sys(err, errno, "return to the host network namespace");
+		close(self_net);
+		goto kill;
+	}
+	if (pid != 0 && self_net >= 0)
+		close(self_net);
 	if (pid < 0) {
 		r = rung_err_sys(err, errno, "clone the sandbox's namespaces");
 		goto out;

@@ -112,12 +112,17 @@ static void supervise(struct rt_sandbox *sb, const struct rt_backend_ops *ops, i
 		uint64_t now = rung_wall_ms();
 		if (ttl_at && now >= ttl_at)
 			self_dispose(sb, ops, sfd);
-		int timeout = 1000;
+		int timeout = 1000, nt = rt_net_timeout_ms(sb);
 		if (ttl_at && ttl_at - now < 1000)
 			timeout = (int)(ttl_at - now);
-		struct pollfd p = {.fd = sfd, .events = POLLIN};
-		int n = poll(&p, 1, timeout);
-		if (n == 0) {
+		if (nt >= 0 && nt < timeout)
+			timeout = nt;
+		struct pollfd p[2] = {{.fd = sfd, .events = POLLIN},
+				      {.fd = rt_net_poll_fd(sb), .events = POLLIN}};
+		int n = poll(p, p[1].fd >= 0 ? 2 : 1, timeout);
+		if (p[1].fd >= 0)
+			rt_net_serve(sb); /* DNS answers, and expiry of stale queries */
+		if (n == 0 || (n > 0 && !(p[0].revents & POLLIN))) {
 			if (spec->idle_suspend_s)
 				maybe_idle_suspend(sb, ops);
 			continue;
