@@ -87,16 +87,14 @@ struct ctr_ctx {
 	struct rt_cgroup *cg;
 };
 
-/* In the supervisor, once the sandbox's pid 1 exists (ids mapped, still waiting):
- * join its cgroup, and build its root inside its mount namespace: each layer idmapped into
- * the sandbox's uid range, then the overlay. Mounted by host root, so overlay copy-up works
+/* In the supervisor, once the sandbox's pid 1 exists (ids mapped, still waiting): build its
+ * root inside its mount namespace: each layer idmapped into the sandbox's uid range, then
+ * the overlay. Mounted by host root, so overlay copy-up works
  * and nothing inside can unmount it. */
 static int ctr_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err)
 {
 	struct ctr_ctx *c = ud;
-	int r = rt_cgroup_enter(c->cg, child, err);
-	if (r < 0)
-		return rung_err_wrap(err, "cgroup");
+	int r = 0;
 	char p[4096];
 	snprintf(p, sizeof(p), "/proc/%d/ns/user", (int)child);
 	cleanup_close int userns = open(p, O_RDONLY | O_CLOEXEC);
@@ -166,6 +164,16 @@ static int ctr_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct run
 	return r;
 }
 
+/* Then, while pid 1 builds its root: put it in its cgroup. rt_ns_start returns only after
+ * this, before rung-agent is reported ready, so every process it ever starts for an exec is
+ * born inside the cgroup. */
+static int ctr_after_go(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err)
+{
+	struct ctr_ctx *c = ud;
+	int r = rt_cgroup_enter(c->cg, child, err);
+	return r < 0 ? rung_err_wrap(err, "cgroup") : 0;
+}
+
 static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 {
 	const struct rung_spec *s = &sb->meta.spec;
@@ -217,7 +225,8 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 			.resolv_conf = resolv,
 		};
 		struct rt_ns_params np = {.root = p, .root_params = &rp, .netns_fd = netns,
-					  .cgroup_limits = true, .on_child = ctr_on_child, .ud = &c};
+					  .cgroup_limits = true, .on_child = ctr_on_child,
+					  .after_go = ctr_after_go, .ud = &c};
 		r = rt_ns_start(sb, &np, listen_fd, err);
 	}
 	if (netns >= 0)

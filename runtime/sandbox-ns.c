@@ -183,6 +183,8 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 		r = rung_err_sys(err, errno, "start the sandbox");
 		goto kill;
 	}
+	if (np->after_go && (r = np->after_go(sb, pid, np->ud, err)) < 0)
+		goto kill;
 	struct rung_err cerr;
 	ssize_t n = read(errp[0], &cerr, sizeof(cerr));
 	if (n == (ssize_t)sizeof(cerr)) {
