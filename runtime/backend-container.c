@@ -31,10 +31,32 @@ static const char *cgroup_root(void)
 	return r && *r ? r : "/sys/fs/cgroup";
 }
 
+/*
+ * Sandbox cgroups are "rung/<store>/<id>": <store> names the state dir by its inode (so any
+ * path to it gives the same name). Two stores on one host then never share a cgroup (the
+ * same key and kind give the same id in both), and one store's gc never takes another
+ * store's live sandboxes for orphans and kills them.
+ */
+static int store_tag(const struct rung_router *r, char tag[17], struct rung_err *err)
+{
+	struct stat st;
+	if (stat(r->store.root, &st) < 0)
+		return rung_err_sys(err, errno, "stat state dir %s", r->store.root);
+	char key[64], hex[65];
+	snprintf(key, sizeof(key), "%lx:%lx", (unsigned long)st.st_dev, (unsigned long)st.st_ino);
+	rt_label_of(key, hex);
+	memcpy(tag, hex, 16);
+	tag[16] = '\0';
+	return 0;
+}
+
 static int cgroup_of(const struct rt_sandbox *sb, struct rt_cgroup **out, struct rung_err *err)
 {
-	char name[64];
-	snprintf(name, sizeof(name), "rung/%s", sb->meta.id);
+	char name[96], tag[17];
+	int r = store_tag(sb->router, tag, err);
+	if (r < 0)
+		return r;
+	snprintf(name, sizeof(name), "rung/%s/%s", tag, sb->meta.id);
 	return rt_cgroup_open(cgroup_root(), name, out, err);
 }
 
@@ -317,7 +339,12 @@ int rt_container_gc(struct rung_router *r, struct rung_err *err)
 	struct rung_err e2 = {0};
 	if (rt_cgroup_detect(cgroup_root(), &v, &hybrid, &e2) < 0)
 		return 0; /* no cgroups here: nothing of ours either */
-	return rt_cgroup_gc(cgroup_root(), "rung", id_live, r, err);
+	char parent[32], tag[17];
+	int rc = store_tag(r, tag, err);
+	if (rc < 0)
+		return rc;
+	snprintf(parent, sizeof(parent), "rung/%s", tag); /* this store's sandboxes only */
+	return rt_cgroup_gc(cgroup_root(), parent, id_live, r, err);
 }
 
 const struct rt_backend_ops rt_backend_container = {
