@@ -80,7 +80,29 @@ static int lines_diff(const char *what, const struct lines *a, const struct line
 	return ours;
 }
 
-/* Every "<ctl>/rung/<name>" directory on the host, as lines. */
+/* Every directory below "<ctl>/rung" (two levels: <store>/<id>) on the host, as lines. */
+static void cgroups_walk(struct lines *l, const char *dir, const char *rel, int depth)
+{
+	DIR *r = opendir(dir);
+	if (!r)
+		return;
+	struct dirent *e;
+	while ((e = readdir(r))) {
+		if (e->d_type != DT_DIR || e->d_name[0] == '.')
+			continue;
+		char *s, sub[4096], subrel[1024];
+		ck_assert_int_ge(asprintf(&s, "%s/%s\n", rel, e->d_name), 0);
+		l->v = realloc(l->v, (l->n + 1) * sizeof(char *));
+		ck_assert_ptr_nonnull(l->v);
+		l->v[l->n++] = s;
+		snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
+		snprintf(subrel, sizeof(subrel), "%s/%s", rel, e->d_name);
+		if (depth < 2)
+			cgroups_walk(l, sub, subrel, depth + 1);
+	}
+	closedir(r);
+}
+
 static void cgroups_load(struct lines *l)
 {
 	l->v = NULL;
@@ -91,22 +113,10 @@ static void cgroups_load(struct lines *l)
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
-		char p[512];
+		char p[512], rel[512];
 		snprintf(p, sizeof(p), CT_CG "/%s/rung", de->d_name);
-		DIR *r = opendir(p);
-		if (!r)
-			continue;
-		struct dirent *e;
-		while ((e = readdir(r))) {
-			if (e->d_type != DT_DIR || e->d_name[0] == '.')
-				continue;
-			char *s;
-			ck_assert_int_ge(asprintf(&s, "%s/rung/%s\n", de->d_name, e->d_name), 0);
-			l->v = realloc(l->v, (l->n + 1) * sizeof(char *));
-			ck_assert_ptr_nonnull(l->v);
-			l->v[l->n++] = s;
-		}
-		closedir(r);
+		snprintf(rel, sizeof(rel), "%s/rung", de->d_name);
+		cgroups_walk(l, p, rel, 1);
 	}
 	closedir(d);
 }
@@ -202,7 +212,7 @@ START_TEST(test_leak_200)
 	int m_pid1 = lines_diff("host mounts (/proc/1/mountinfo)", &a.pid1_mounts,
 				&b.pid1_mounts, ct_tmp());
 	/* a cgroup line is ours when it names one of this test's sandbox ids */
-	lines_diff("cgroup dirs (" CT_CG "/*/rung/*)", &a.cgroups, &b.cgroups, ct_tmp());
+	lines_diff("cgroup dirs (" CT_CG "/*/rung/*/*)", &a.cgroups, &b.cgroups, ct_tmp());
 	int cg_ours = 0;
 	for (size_t i = 0; i < b.cgroups.n; i++)
 		for (int k = 0; k < CYCLES; k++)

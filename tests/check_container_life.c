@@ -145,14 +145,7 @@ START_TEST(test_persist_suspend_reacquire)
 
 	/* suspend: the freezer holds the whole sandbox; exec is refused, not hung */
 	ck_assert_msg(rung_suspend(sb, &err) == 0, "suspend: %s", err.msg);
-	char st[64] = "";
-	char p[4200];
-	ct_cg_path("freezer", id, "freezer.state", p, sizeof(p));
-	FILE *f = fopen(p, "r");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_ptr_nonnull(fgets(st, sizeof(st), f));
-	fclose(f);
-	ck_assert_str_eq(st, "FROZEN\n");
+	ck_assert(ct_frozen(id));
 	const char *const t[] = {"true", NULL};
 	struct rung_exec_req q = {.argv = t};
 	struct rung_exec_res res;
@@ -161,6 +154,7 @@ START_TEST(test_persist_suspend_reacquire)
 	ck_assert_ptr_nonnull(strstr(err.msg, "suspended"));
 	rung_exec_res_release(&res);
 	ck_assert_msg(rung_resume(sb, &err) == 0, "resume: %s", err.msg);
+	ck_assert(!ct_frozen(id));
 	out = ct_sh(sb, check);
 	ck_assert_str_eq(out, want);
 	free(out);

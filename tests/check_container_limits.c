@@ -130,8 +130,8 @@ START_TEST(test_oom)
 	}
 	pthread_join(th, NULL);
 	ck_assert_msg(f.rc == 0, "%s", f.err.msg);
-	uint64_t kills = ct_cg_u64("memory", id, "memory.oom_control", "oom_kill");
-	uint64_t peak = ct_cg_u64("memory", id, "memory.max_usage_in_bytes", NULL);
+	uint64_t kills = ct_oom_kills(id);
+	uint64_t peak = ct_mem_peak(id);
 	fprintf(stderr, "container oom: %lu OOM kills in rung/%s, peak usage %lu KiB of %lu KiB\n",
 		kills, id, peak >> 10, (unsigned long)(s.limits.memory_bytes >> 10));
 	ck_assert(f.res.oom);
@@ -161,7 +161,7 @@ START_TEST(test_oom)
 	ck_assert(!res.oom);
 	rung_exec_res_release(&res);
 	/* the other sandbox saw no OOM of its own */
-	ck_assert_uint_eq(ct_cg_u64("memory", oid, "memory.oom_control", "oom_kill"), 0);
+	ck_assert_uint_eq(ct_oom_kills(oid), 0);
 	rung_sandbox_close(sb);
 	rung_sandbox_close(other);
 	rung_spec_release(&s);
@@ -297,28 +297,30 @@ START_TEST(test_cpu_hog)
 	struct rung_sandbox *sb = ct_acquire(r, "lim", "hog", &s, NULL);
 	struct rung_sandbox *other = other_sandbox(r);
 	const char *id = rung_sandbox_id(sb);
-	ck_assert_uint_eq(ct_cg_u64("cpu", id, "cpu.cfs_period_us", NULL), 100000);
-	ck_assert_uint_eq(ct_cg_u64("cpu", id, "cpu.cfs_quota_us", NULL), 25000);
+	uint64_t quota, period;
+	ct_cpu_quota(id, &quota, &period);
+	ck_assert_uint_eq(period, 100000);
+	ck_assert_uint_eq(quota, 25000);
 	/* two busy loops: unthrottled they would take both of this host's CPUs */
 	struct fault f = {.sb = sb, .timeout_ms = 4500,
 			  .script = "while :; do :; done & while :; do :; done"};
 	pthread_t th;
 	ck_assert_int_eq(pthread_create(&th, NULL, fault_main, &f), 0);
 	usleep(800000);
-	uint64_t u0 = ct_cg_u64("cpuacct", id, "cpuacct.usage", NULL);
-	uint64_t thr0 = ct_cg_u64("cpu", id, "cpu.stat", "nr_throttled");
+	uint64_t u0 = ct_cpu_usage_us(id);
+	uint64_t thr0 = ct_cpu_throttled(id);
 	uint64_t t0 = ct_now_us();
 	struct watch w = {0};
 	while (ct_now_us() - t0 < 2500000) {
 		bystand(other, &w);
 		usleep(100000);
 	}
-	uint64_t u1 = ct_cg_u64("cpuacct", id, "cpuacct.usage", NULL);
-	uint64_t thr1 = ct_cg_u64("cpu", id, "cpu.stat", "nr_throttled");
+	uint64_t u1 = ct_cpu_usage_us(id);
+	uint64_t thr1 = ct_cpu_throttled(id);
 	uint64_t t1 = ct_now_us();
 	pthread_join(th, NULL);
 	ck_assert_msg(f.rc == 0, "%s", f.err.msg);
-	double share = (double)(u1 - u0) / 1000.0 / (double)(t1 - t0);
+	double share = (double)(u1 - u0) / (double)(t1 - t0);
 	fprintf(stderr,
 		"container cpu hog: %.3f CPUs used over %.2f s (limit 0.250, 2 busy loops), "
 		"%lu throttled periods\n",

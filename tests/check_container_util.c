@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/digest.h"
 #include "common/util.h"
 #include "rootfs/rfs.h"
 #include "runtime/cgroup.h"
@@ -200,32 +201,65 @@ static bool cg_is_v2(void)
 	return statfs(CT_CG, &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC;
 }
 
+/* The runtime names a sandbox's cgroup rung/<store>/<id>, <store> being the first 16 hex
+ * of SHA-256("<st_dev>:<st_ino>") of the state dir (runtime/backend-container.c). */
+void ct_store_tag(const char *state, char tag[17])
+{
+	struct stat st;
+	ck_assert_msg(stat(state, &st) == 0, "stat %s: %s", state, strerror(errno));
+	char key[64], hex[65];
+	snprintf(key, sizeof(key), "%lx:%lx", (unsigned long)st.st_dev, (unsigned long)st.st_ino);
+	rung_sha256_hex(key, strlen(key), hex);
+	memcpy(tag, hex, 16);
+	tag[16] = '\0';
+}
+
 void ct_cg_path(const char *ctl, const char *id, const char *file, char *buf, size_t n)
 {
+	char tag[17];
+	ct_store_tag(ct_state(), tag);
 	if (cg_is_v2())
-		snprintf(buf, n, CT_CG "/rung/%s%s%s", id, file ? "/" : "", file ? file : "");
-	else
-		snprintf(buf, n, CT_CG "/%s/rung/%s%s%s", ctl, id, file ? "/" : "",
+		snprintf(buf, n, CT_CG "/rung/%s/%s%s%s", tag, id, file ? "/" : "",
 			 file ? file : "");
+	else
+		snprintf(buf, n, CT_CG "/%s/rung/%s/%s%s%s", ctl, tag, id, file ? "/" : "",
+			 file ? file : "");
+}
+
+/* dir/<any>/id exists */
+static bool under_any(const char *dir, const char *id)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return false;
+	struct dirent *de;
+	bool found = false;
+	while (!found && (de = readdir(d))) {
+		char p[4096];
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s/%s", dir, de->d_name, id);
+		found = access(p, F_OK) == 0;
+	}
+	closedir(d);
+	return found;
 }
 
 bool ct_cg_exists_any(const char *id)
 {
-	char p[4096];
-	if (cg_is_v2()) {
-		ct_cg_path("", id, NULL, p, sizeof(p));
-		return access(p, F_OK) == 0;
-	}
+	if (cg_is_v2())
+		return under_any(CT_CG "/rung", id);
 	DIR *d = opendir(CT_CG);
 	if (!d)
 		return false;
 	struct dirent *de;
 	bool found = false;
 	while (!found && (de = readdir(d))) {
+		char p[4096];
 		if (de->d_name[0] == '.')
 			continue;
-		snprintf(p, sizeof(p), CT_CG "/%s/rung/%s", de->d_name, id);
-		found = access(p, F_OK) == 0;
+		snprintf(p, sizeof(p), CT_CG "/%s/rung", de->d_name);
+		found = under_any(p, id);
 	}
 	closedir(d);
 	return found;
@@ -257,6 +291,61 @@ int ct_cg_nprocs(const char *id)
 	char p[4096];
 	ct_cg_path("pids", id, "cgroup.procs", p, sizeof(p));
 	return ct_count_lines(p, NULL);
+}
+
+uint64_t ct_oom_kills(const char *id)
+{
+	return cg_is_v2() ? ct_cg_u64("", id, "memory.events", "oom_kill")
+			  : ct_cg_u64("memory", id, "memory.oom_control", "oom_kill");
+}
+
+uint64_t ct_mem_peak(const char *id)
+{
+	return cg_is_v2() ? ct_cg_u64("", id, "memory.peak", NULL)
+			  : ct_cg_u64("memory", id, "memory.max_usage_in_bytes", NULL);
+}
+
+uint64_t ct_cpu_usage_us(const char *id)
+{
+	return cg_is_v2() ? ct_cg_u64("", id, "cpu.stat", "usage_usec")
+			  : ct_cg_u64("cpuacct", id, "cpuacct.usage", NULL) / 1000;
+}
+
+uint64_t ct_cpu_throttled(const char *id)
+{
+	return ct_cg_u64("cpu", id, "cpu.stat", "nr_throttled");
+}
+
+void ct_cpu_quota(const char *id, uint64_t *quota_us, uint64_t *period_us)
+{
+	if (!cg_is_v2()) {
+		*quota_us = ct_cg_u64("cpu", id, "cpu.cfs_quota_us", NULL);
+		*period_us = ct_cg_u64("cpu", id, "cpu.cfs_period_us", NULL);
+		return;
+	}
+	char p[4096];
+	ct_cg_path("", id, "cpu.max", p, sizeof(p));
+	FILE *f = fopen(p, "r");
+	ck_assert_msg(f != NULL, "open %s: %s", p, strerror(errno));
+	unsigned long q = 0, per = 0;
+	int n = fscanf(f, "%lu %lu", &q, &per);
+	fclose(f);
+	ck_assert_msg(n == 2, "%s: no quota (\"max\"?)", p);
+	*quota_us = q;
+	*period_us = per;
+}
+
+bool ct_frozen(const char *id)
+{
+	if (cg_is_v2())
+		return ct_cg_u64("", id, "cgroup.events", "frozen") == 1;
+	char p[4096], st[64] = "";
+	ct_cg_path("freezer", id, "freezer.state", p, sizeof(p));
+	FILE *f = fopen(p, "r");
+	ck_assert_msg(f != NULL, "open %s: %s", p, strerror(errno));
+	bool ok = fgets(st, sizeof(st), f) != NULL;
+	fclose(f);
+	return ok && !strcmp(st, "FROZEN\n");
 }
 
 int ct_count_lines(const char *path, const char *needle)

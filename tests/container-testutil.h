@@ -48,13 +48,23 @@ void ct_exec(struct rung_sandbox *sb, const char *const *argv, uint32_t timeout_
 /* exec `sh -c script`, asserting exit 0, returns stdout (malloc'd). */
 char *ct_sh(struct rung_sandbox *sb, const char *script);
 
-/* /sys/fs/cgroup/<ctl>/rung/<id>[/file] (v1), or the unified group on v2. */
+/* The state dir's component of its sandboxes' cgroup names ("rung/<tag>/<id>"). */
+void ct_store_tag(const char *state, char tag[17]);
+/* /sys/fs/cgroup/<ctl>/rung/<tag>/<id>[/file] (v1), or the unified group on v2. */
 void ct_cg_path(const char *ctl, const char *id, const char *file, char *buf, size_t n);
+/* rung/<any store>/<id> exists in some hierarchy */
 bool ct_cg_exists_any(const char *id);
 /* A number from a cgroup file, or from a "key value" line of it (key non-NULL). */
 uint64_t ct_cg_u64(const char *ctl, const char *id, const char *file, const char *key);
 /* Processes in the sandbox's cgroup (pids hierarchy), -1 if unreadable. */
 int ct_cg_nprocs(const char *id);
+/* The same figures on v1 and v2, read from the host's cgroup files (v1 file / v2 file). */
+uint64_t ct_oom_kills(const char *id);     /* memory.oom_control / memory.events oom_kill */
+uint64_t ct_mem_peak(const char *id);      /* memory.max_usage_in_bytes / memory.peak */
+uint64_t ct_cpu_usage_us(const char *id);  /* cpuacct.usage / cpu.stat usage_usec */
+uint64_t ct_cpu_throttled(const char *id); /* cpu.stat nr_throttled */
+void ct_cpu_quota(const char *id, uint64_t *quota_us, uint64_t *period_us); /* cfs_* / cpu.max */
+bool ct_frozen(const char *id);            /* freezer.state FROZEN / cgroup.events frozen 1 */
 
 /* The number of lines of a file that contain needle (NULL: all lines); -1 if unreadable. */
 int ct_count_lines(const char *path, const char *needle);
