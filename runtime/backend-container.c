@@ -32,10 +32,11 @@ static const char *cgroup_root(void)
 }
 
 /*
- * Sandbox cgroups are "rung/<store>/<id>": <store> names the state dir by its inode (so any
+ * Sandbox cgroups are "rung-<store>/<id>": <store> names the state dir by its inode (so any
  * path to it gives the same name). Two stores on one host then never share a cgroup (the
  * same key and kind give the same id in both), and one store's gc never takes another
- * store's live sandboxes for orphans and kills them.
+ * store's live sandboxes for orphans and kills them. (Not below "rung/": older rung
+ * sweepers destroy every group there that their own store does not know.)
  */
 static int store_tag(const struct rung_router *r, char tag[17], struct rung_err *err)
 {
@@ -56,7 +57,7 @@ static int cgroup_of(const struct rt_sandbox *sb, struct rt_cgroup **out, struct
 	int r = store_tag(sb->router, tag, err);
 	if (r < 0)
 		return r;
-	snprintf(name, sizeof(name), "rung/%s/%s", tag, sb->meta.id);
+	snprintf(name, sizeof(name), "rung-%s/%s", tag, sb->meta.id);
 	return rt_cgroup_open(cgroup_root(), name, out, err);
 }
 
@@ -332,7 +333,7 @@ static bool id_live(const char *id, void *data)
 	return alive;
 }
 
-int rt_container_gc(struct rung_router *r, struct rung_err *err)
+int rt_container_gc(struct rung_router *r, bool store_empty, struct rung_err *err)
 {
 	enum rt_cgroup_version v;
 	bool hybrid;
@@ -343,8 +344,20 @@ int rt_container_gc(struct rung_router *r, struct rung_err *err)
 	int rc = store_tag(r, tag, err);
 	if (rc < 0)
 		return rc;
-	snprintf(parent, sizeof(parent), "rung/%s", tag); /* this store's sandboxes only */
-	return rt_cgroup_gc(cgroup_root(), parent, id_live, r, err);
+	snprintf(parent, sizeof(parent), "rung-%s", tag); /* this store's sandboxes only */
+	rc = rt_cgroup_gc(cgroup_root(), parent, id_live, r, err);
+	struct rt_cgroup *pcg = NULL;
+	if (rc >= 0 && store_empty && rt_cgroup_open(cgroup_root(), parent, &pcg, &e2) == 0) {
+		/* No sandbox left: drop the store's (now empty) group. A plain rmdir, which the
+		 * kernel refuses while any group is below it. */
+		for (int c = 0; c < RT_CGCTL__COUNT; c++) {
+			const char *d = rt_cgroup_dir(pcg, (enum rt_cgroup_ctl)c);
+			if (d)
+				rmdir(d);
+		}
+		rt_cgroup_free(pcg);
+	}
+	return rc;
 }
 
 const struct rt_backend_ops rt_backend_container = {

@@ -239,7 +239,7 @@ int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *
 	int nl = rt_store_ids(&r->store, &live, err);
 	if (nl < 0)
 		return nl;
-	int g = rt_container_gc(r, err);
+	int g = rt_container_gc(r, nl == 0, err);
 	if (g > 0)
 		rep->debris += (size_t)g;
 	struct rung_err e3 = {0};

@@ -132,8 +132,9 @@ const struct rt_backend_ops *rt_backend_get(enum rung_isolation iso);
 int rt_vm_upper_disk(const char *path, uint64_t bytes, uid_t owner, struct rung_err *err);
 int rt_vm_base_disk(const char *state_dir, const char *digest, char **lowers, char *out,
 		    size_t out_len, struct rung_err *err);
-/* Remove cgroups of sandboxes that are gone; returns how many. */
-int rt_container_gc(struct rung_router *r, struct rung_err *err);
+/* Remove cgroups of this store's sandboxes that are gone; returns how many. store_empty:
+ * the store has no sandbox left, so its own top group goes too (when empty). */
+int rt_container_gc(struct rung_router *r, bool store_empty, struct rung_err *err);
 
 /* ---- router (router.c) ---- */
 struct rung_router {
