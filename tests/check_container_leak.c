@@ -80,7 +80,8 @@ static int lines_diff(const char *what, const struct lines *a, const struct line
 	return ours;
 }
 
-/* Every directory below "<ctl>/rung" (two levels: <store>/<id>) on the host, as lines. */
+/* Every rung cgroup on the host, as lines: "<ctl>/rung/..." and "<ctl>/rung-<store>/..."
+ * (two levels). */
 static void cgroups_walk(struct lines *l, const char *dir, const char *rel, int depth)
 {
 	DIR *r = opendir(dir);
@@ -113,10 +114,22 @@ static void cgroups_load(struct lines *l)
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
-		char p[512], rel[512];
-		snprintf(p, sizeof(p), CT_CG "/%s/rung", de->d_name);
-		snprintf(rel, sizeof(rel), "%s/rung", de->d_name);
-		cgroups_walk(l, p, rel, 1);
+		char p[512];
+		snprintf(p, sizeof(p), CT_CG "/%s", de->d_name);
+		DIR *h = opendir(p);
+		if (!h)
+			continue;
+		struct dirent *e;
+		while ((e = readdir(h))) {
+			if (e->d_type != DT_DIR ||
+			    (strcmp(e->d_name, "rung") && strncmp(e->d_name, "rung-", 5)))
+				continue;
+			char q[1024], rel[600];
+			snprintf(q, sizeof(q), "%s/%s", p, e->d_name);
+			snprintf(rel, sizeof(rel), "%s/%s", de->d_name, e->d_name);
+			cgroups_walk(l, q, rel, 1);
+		}
+		closedir(h);
 	}
 	closedir(d);
 }
@@ -212,7 +225,7 @@ START_TEST(test_leak_200)
 	int m_pid1 = lines_diff("host mounts (/proc/1/mountinfo)", &a.pid1_mounts,
 				&b.pid1_mounts, ct_tmp());
 	/* a cgroup line is ours when it names one of this test's sandbox ids */
-	lines_diff("cgroup dirs (" CT_CG "/*/rung/*/*)", &a.cgroups, &b.cgroups, ct_tmp());
+	lines_diff("cgroup dirs (" CT_CG "/*/rung{,-*}/*)", &a.cgroups, &b.cgroups, ct_tmp());
 	int cg_ours = 0;
 	for (size_t i = 0; i < b.cgroups.n; i++)
 		for (int k = 0; k < CYCLES; k++)

@@ -49,7 +49,7 @@ static void assert_gone(const char *id)
 	char dir[4200];
 	snprintf(dir, sizeof(dir), "%s/sandboxes/%s", ct_state(), id);
 	ck_assert_msg(access(dir, F_OK) < 0, "%s (upper dir, socket, metadata) still exists", dir);
-	ck_assert_msg(wait_until(no_cgroup, id, 2000), "cgroup rung/%s still exists", id);
+	ck_assert_msg(wait_until(no_cgroup, id, 2000), "cgroup rung-<store>/%s still exists", id);
 	ck_assert_int_eq(ct_count_leases(ct_state()), 0);
 	ck_assert_int_eq(ct_count_lines("/proc/self/mountinfo", ct_state()), 0);
 	ck_assert_int_eq(ct_count_lines("/proc/1/mountinfo", ct_state()), 0);
@@ -240,7 +240,7 @@ START_TEST(test_timeout_kills_tree)
 	ck_assert_uint_lt(ms, 4000);
 	rung_exec_res_release(&res);
 	/* From the host: only pid 1 is left in the sandbox's cgroup. */
-	ck_assert_msg(wait_until(one_proc, id, 3000), "%d processes left in rung/%s",
+	ck_assert_msg(wait_until(one_proc, id, 3000), "%d processes left in rung-<store>/%s",
 		      ct_cg_nprocs(id), id);
 	char *out = ct_sh(sb, "ps -o comm | grep -c sleep || true");
 	ck_assert_str_eq(out, "0\n");

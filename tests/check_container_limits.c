@@ -132,7 +132,7 @@ START_TEST(test_oom)
 	ck_assert_msg(f.rc == 0, "%s", f.err.msg);
 	uint64_t kills = ct_oom_kills(id);
 	uint64_t peak = ct_mem_peak(id);
-	fprintf(stderr, "container oom: %lu OOM kills in rung/%s, peak usage %lu KiB of %lu KiB\n",
+	fprintf(stderr, "container oom: %lu OOM kills in sandbox %s, peak usage %lu KiB of %lu KiB\n",
 		kills, id, peak >> 10, (unsigned long)(s.limits.memory_bytes >> 10));
 	ck_assert(f.res.oom);
 	ck_assert(f.res.timed_out);
@@ -252,7 +252,8 @@ START_TEST(test_fork_bomb)
 	pthread_t ts, th;
 	ck_assert_int_eq(pthread_create(&ts, NULL, pids_sampler, &smp), 0);
 	struct fault f = {.sb = sb, .timeout_ms = 4000,
-			  .script = "b() { b | b & }; b; sleep 60"};
+			  /* exec: the shell must not need a fork of its own once the bomb runs */
+			  .script = "b() { b | b & }; b; exec sleep 60"};
 	ck_assert_int_eq(pthread_create(&th, NULL, fault_main, &f), 0);
 	struct watch w = {0};
 	while (!f.done) {

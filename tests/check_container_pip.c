@@ -51,6 +51,9 @@ static void py_teardown(void)
 	size_t n = 0;
 	if (rung_dispose_scope(r, py_scope, NULL, &n, &err) < 0)
 		fprintf(stderr, "pip fixture: dispose scope %s: %s\n", py_scope, err.msg);
+	struct rung_gc_report rep; /* and the store's cgroup, if nothing else uses the store */
+	if (rung_gc(r, &rep, &err) < 0)
+		fprintf(stderr, "pip fixture: gc: %s\n", err.msg);
 	rung_router_free(r);
 }
 

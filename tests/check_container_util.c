@@ -201,7 +201,7 @@ static bool cg_is_v2(void)
 	return statfs(CT_CG, &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC;
 }
 
-/* The runtime names a sandbox's cgroup rung/<store>/<id>, <store> being the first 16 hex
+/* The runtime names a sandbox's cgroup rung-<store>/<id>, <store> being the first 16 hex
  * of SHA-256("<st_dev>:<st_ino>") of the state dir (runtime/backend-container.c). */
 void ct_store_tag(const char *state, char tag[17])
 {
@@ -219,14 +219,14 @@ void ct_cg_path(const char *ctl, const char *id, const char *file, char *buf, si
 	char tag[17];
 	ct_store_tag(ct_state(), tag);
 	if (cg_is_v2())
-		snprintf(buf, n, CT_CG "/rung/%s/%s%s%s", tag, id, file ? "/" : "",
+		snprintf(buf, n, CT_CG "/rung-%s/%s%s%s", tag, id, file ? "/" : "",
 			 file ? file : "");
 	else
-		snprintf(buf, n, CT_CG "/%s/rung/%s/%s%s%s", ctl, tag, id, file ? "/" : "",
+		snprintf(buf, n, CT_CG "/%s/rung-%s/%s%s%s", ctl, tag, id, file ? "/" : "",
 			 file ? file : "");
 }
 
-/* dir/<any>/id exists */
+/* dir/rung-<any>/id exists */
 static bool under_any(const char *dir, const char *id)
 {
 	DIR *d = opendir(dir);
@@ -236,7 +236,7 @@ static bool under_any(const char *dir, const char *id)
 	bool found = false;
 	while (!found && (de = readdir(d))) {
 		char p[4096];
-		if (de->d_name[0] == '.')
+		if (strncmp(de->d_name, "rung-", 5))
 			continue;
 		snprintf(p, sizeof(p), "%s/%s/%s", dir, de->d_name, id);
 		found = access(p, F_OK) == 0;
@@ -248,7 +248,7 @@ static bool under_any(const char *dir, const char *id)
 bool ct_cg_exists_any(const char *id)
 {
 	if (cg_is_v2())
-		return under_any(CT_CG "/rung", id);
+		return under_any(CT_CG, id);
 	DIR *d = opendir(CT_CG);
 	if (!d)
 		return false;
@@ -258,7 +258,7 @@ bool ct_cg_exists_any(const char *id)
 		char p[4096];
 		if (de->d_name[0] == '.')
 			continue;
-		snprintf(p, sizeof(p), CT_CG "/%s/rung", de->d_name);
+		snprintf(p, sizeof(p), CT_CG "/%s", de->d_name);
 		found = under_any(p, id);
 	}
 	closedir(d);

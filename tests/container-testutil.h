@@ -48,11 +48,11 @@ void ct_exec(struct rung_sandbox *sb, const char *const *argv, uint32_t timeout_
 /* exec `sh -c script`, asserting exit 0, returns stdout (malloc'd). */
 char *ct_sh(struct rung_sandbox *sb, const char *script);
 
-/* The state dir's component of its sandboxes' cgroup names ("rung/<tag>/<id>"). */
+/* The state dir's component of its sandboxes' cgroup names ("rung-<tag>/<id>"). */
 void ct_store_tag(const char *state, char tag[17]);
-/* /sys/fs/cgroup/<ctl>/rung/<tag>/<id>[/file] (v1), or the unified group on v2. */
+/* /sys/fs/cgroup/<ctl>/rung-<tag>/<id>[/file] (v1), or the unified group on v2. */
 void ct_cg_path(const char *ctl, const char *id, const char *file, char *buf, size_t n);
-/* rung/<any store>/<id> exists in some hierarchy */
+/* rung-<any store>/<id> exists in some hierarchy */
 bool ct_cg_exists_any(const char *id);
 /* A number from a cgroup file, or from a "key value" line of it (key non-NULL). */
 uint64_t ct_cg_u64(const char *ctl, const char *id, const char *file, const char *key);
