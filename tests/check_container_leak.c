@@ -207,23 +207,24 @@ START_TEST(test_leak_200)
 	int mine_cg = 0;
 	for (int i = 0; i < CYCLES; i++)
 		mine_cg += ct_cg_exists_any(ids[i]);
-	fprintf(stderr,
-		"leak: %d cycles in %.1f s: acquire %.1f ms, exec %.1f ms, dispose %.1f ms (means)\n",
-		CYCLES, (double)total / 1e6, (double)acq_us / CYCLES / 1000,
-		(double)exec_us / CYCLES / 1000, (double)disp_us / CYCLES / 1000);
+	fprintf(
+	    stderr,
+	    "leak: %d cycles in %.1f s: acquire %.1f ms, exec %.1f ms, dispose %.1f ms (means)\n",
+	    CYCLES, (double)total / 1e6, (double)acq_us / CYCLES / 1000,
+	    (double)exec_us / CYCLES / 1000, (double)disp_us / CYCLES / 1000);
 	fprintf(stderr, "leak: fds %d -> %d\n", a.fds, b.fds);
-	fprintf(stderr, "leak: store processes (supervisors + sandboxes) %d -> %d\n",
-		a.store_procs, b.store_procs);
-	fprintf(stderr, "leak: host processes %d -> %d (whole host, informational)\n",
-		a.host_procs, b.host_procs);
+	fprintf(stderr, "leak: store processes (supervisors + sandboxes) %d -> %d\n", a.store_procs,
+		b.store_procs);
+	fprintf(stderr, "leak: host processes %d -> %d (whole host, informational)\n", a.host_procs,
+		b.host_procs);
 	fprintf(stderr, "leak: unreaped children %d -> %d\n", a.children, b.children);
 	fprintf(stderr, "leak: store entries %d -> %d, image leases %d -> %d\n", a.sandboxes,
 		b.sandboxes, a.leases, b.leases);
 	fprintf(stderr, "leak: cgroup dirs of the %d sandboxes left: %d\n", CYCLES, mine_cg);
 	int m_self = lines_diff("host mounts (/proc/self/mountinfo)", &a.self_mounts,
 				&b.self_mounts, ct_tmp());
-	int m_pid1 = lines_diff("host mounts (/proc/1/mountinfo)", &a.pid1_mounts,
-				&b.pid1_mounts, ct_tmp());
+	int m_pid1 =
+	    lines_diff("host mounts (/proc/1/mountinfo)", &a.pid1_mounts, &b.pid1_mounts, ct_tmp());
 	/* a cgroup line is ours when it names one of this test's sandbox ids */
 	lines_diff("cgroup dirs (" CT_CG "/*/rung{,-*}/*)", &a.cgroups, &b.cgroups, ct_tmp());
 	int cg_ours = 0;

@@ -18,10 +18,7 @@
 #include "tests/container-testutil.h"
 #include "tests/testutil.h"
 
-static void spec_free(struct rung_spec *s)
-{
-	rung_spec_release(s);
-}
+static void spec_free(struct rung_spec *s) { rung_spec_release(s); }
 
 static bool wait_until(bool (*pred)(const char *), const char *arg, unsigned ms)
 {
@@ -33,15 +30,9 @@ static bool wait_until(bool (*pred)(const char *), const char *arg, unsigned ms)
 	return pred(arg);
 }
 
-static bool one_proc(const char *id)
-{
-	return ct_cg_nprocs(id) == 1;
-}
+static bool one_proc(const char *id) { return ct_cg_nprocs(id) == 1; }
 
-static bool no_cgroup(const char *id)
-{
-	return !ct_cg_exists_any(id);
-}
+static bool no_cgroup(const char *id) { return !ct_cg_exists_any(id); }
 
 /* Everything a disposed sandbox leaves behind, from the host's side: nothing. */
 static void assert_gone(const char *id)
@@ -132,12 +123,12 @@ START_TEST(test_persist_suspend_reacquire)
 	struct rung_err err = {0};
 	/* write_file (relative: the work dir), an exec-made file, an "installed" package in
 	 * the image root (outside the work dir), and a file in the image's /etc. */
-	ck_assert_msg(rung_write_file(sb, "notes.txt", "api\n", 4, 0640, &err) == 0, "%s",
-		      err.msg);
+	ck_assert_msg(rung_write_file(sb, "notes.txt", "api\n", 4, 0640, &err) == 0, "%s", err.msg);
 	free(ct_sh(sb, "mkdir -p /usr/lib/pkg && echo v1 > /usr/lib/pkg/VERSION && "
 		       "printf '#!/bin/sh\\necho tool-ok\\n' > /bin/tool && chmod 755 /bin/tool && "
 		       "echo exec > /work/made.txt && echo etc > /etc/added"));
-	const char *check = "cat /work/notes.txt /work/made.txt /usr/lib/pkg/VERSION /etc/added; tool";
+	const char *check =
+	    "cat /work/notes.txt /work/made.txt /usr/lib/pkg/VERSION /etc/added; tool";
 	const char *want = "api\nexec\nv1\netc\ntool-ok\n";
 	char *out = ct_sh(sb, check);
 	ck_assert_str_eq(out, want);
@@ -225,10 +216,10 @@ START_TEST(test_timeout_kills_tree)
 	ck_assert_int_eq(ct_cg_nprocs(id), 1); /* rung-agent, pid 1 */
 	/* background jobs, a setsid daemon, a double-forked orphan, then a long sleep */
 	const char *const argv[] = {
-		"sh", "-c",
-		"sleep 1000 & setsid sh -c 'sleep 1001 & sleep 1002' & (sleep 1003 &); "
-		"echo started; sleep 1004",
-		NULL};
+	    "sh", "-c",
+	    "sleep 1000 & setsid sh -c 'sleep 1001 & sleep 1002' & (sleep 1003 &); "
+	    "echo started; sleep 1004",
+	    NULL};
 	struct rung_exec_res res;
 	uint64_t t0 = ct_now_us();
 	ct_exec(sb, argv, 1000, &res);

@@ -119,8 +119,9 @@ START_TEST(test_oom)
 	const char *id = rung_sandbox_id(sb), *oid = rung_sandbox_id(other);
 	/* one process touching 100 MiB, over and over, for 3 s */
 	struct fault f = {
-		.sb = sb, .timeout_ms = 3000,
-		.script = "while :; do dd if=/dev/zero of=/dev/null bs=100M count=1 2>/dev/null; done"};
+	    .sb = sb,
+	    .timeout_ms = 3000,
+	    .script = "while :; do dd if=/dev/zero of=/dev/null bs=100M count=1 2>/dev/null; done"};
 	pthread_t th;
 	ck_assert_int_eq(pthread_create(&th, NULL, fault_main, &f), 0);
 	struct watch w = {0};
@@ -132,7 +133,8 @@ START_TEST(test_oom)
 	ck_assert_msg(f.rc == 0, "%s", f.err.msg);
 	uint64_t kills = ct_oom_kills(id);
 	uint64_t peak = ct_mem_peak(id);
-	fprintf(stderr, "container oom: %lu OOM kills in sandbox %s, peak usage %lu KiB of %lu KiB\n",
+	fprintf(stderr,
+		"container oom: %lu OOM kills in sandbox %s, peak usage %lu KiB of %lu KiB\n",
 		kills, id, peak >> 10, (unsigned long)(s.limits.memory_bytes >> 10));
 	ck_assert(f.res.oom);
 	ck_assert(f.res.timed_out);
@@ -155,7 +157,8 @@ START_TEST(test_oom)
 	ck_assert(!res.oom);
 	rung_exec_res_release(&res);
 	/* below the limit is fine: 32 MiB in one go */
-	const char *const small[] = {"dd", "if=/dev/zero", "of=/dev/null", "bs=32M", "count=1", NULL};
+	const char *const small[] = {"dd",     "if=/dev/zero", "of=/dev/null",
+				     "bs=32M", "count=1",      NULL};
 	ct_exec(sb, small, 10000, &res);
 	ck_assert_int_eq(res.exit_code, 0);
 	ck_assert(!res.oom);
@@ -175,10 +178,10 @@ START_TEST(test_oom_cli_json)
 	CT_REQUIRE();
 	char rung[4096];
 	snprintf(rung, sizeof(rung), "%s/rung", rung_test_build_dir());
-	char *const argv[] = {rung, "--state-dir", (char *)ct_state(), "--json", "run",
-			      "--isolation", "container", "--image", CT_IMAGE, "--memory", "64M",
-			      "--", "dd", "if=/dev/zero", "of=/dev/null", "bs=100M", "count=1",
-			      NULL};
+	char *const argv[] = {
+	    rung,	 "--state-dir",	 (char *)ct_state(), "--json",	 "run",	    "--isolation",
+	    "container", "--image",	 CT_IMAGE,	     "--memory", "64M",	    "--",
+	    "dd",	 "if=/dev/zero", "of=/dev/null",     "bs=100M",	 "count=1", NULL};
 	int p[2];
 	ck_assert_int_eq(pipe(p), 0);
 	posix_spawn_file_actions_t fa;
@@ -251,7 +254,8 @@ START_TEST(test_fork_bomb)
 	struct sampler smp = {.id = id};
 	pthread_t ts, th;
 	ck_assert_int_eq(pthread_create(&ts, NULL, pids_sampler, &smp), 0);
-	struct fault f = {.sb = sb, .timeout_ms = 4000,
+	struct fault f = {.sb = sb,
+			  .timeout_ms = 4000,
 			  /* exec: the shell must not need a fork of its own once the bomb runs */
 			  .script = "b() { b | b & }; b; exec sleep 60"};
 	ck_assert_int_eq(pthread_create(&th, NULL, fault_main, &f), 0);
@@ -303,8 +307,8 @@ START_TEST(test_cpu_hog)
 	ck_assert_uint_eq(period, 100000);
 	ck_assert_uint_eq(quota, 25000);
 	/* two busy loops: unthrottled they would take both of this host's CPUs */
-	struct fault f = {.sb = sb, .timeout_ms = 4500,
-			  .script = "while :; do :; done & while :; do :; done"};
+	struct fault f = {
+	    .sb = sb, .timeout_ms = 4500, .script = "while :; do :; done & while :; do :; done"};
 	pthread_t th;
 	ck_assert_int_eq(pthread_create(&th, NULL, fault_main, &f), 0);
 	usleep(800000);

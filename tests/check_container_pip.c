@@ -37,10 +37,7 @@ static const char *py_image(void)
 	return s && *s ? s : "rung/python:3";
 }
 
-static void py_setup(void)
-{
-	snprintf(py_scope, sizeof(py_scope), "ct-pip-%d", (int)getpid());
-}
+static void py_setup(void) { snprintf(py_scope, sizeof(py_scope), "ct-pip-%d", (int)getpid()); }
 
 static void py_teardown(void)
 {
@@ -58,15 +55,15 @@ static void py_teardown(void)
 }
 
 static const char setup_py[] =
-	"from setuptools import setup\n"
-	"setup(name='ctpkg', version='1.0', packages=['ctpkg'],\n"
-	"      entry_points={'console_scripts': ['ctpkg-hello=ctpkg:main']})\n";
+    "from setuptools import setup\n"
+    "setup(name='ctpkg', version='1.0', packages=['ctpkg'],\n"
+    "      entry_points={'console_scripts': ['ctpkg-hello=ctpkg:main']})\n";
 static const char init_py[] = "def hello():\n    return 'hello from ctpkg'\n"
 			      "def main():\n    print(hello())\n";
 
 static const char *const check_sh =
-	"cd / && python3 -c 'import ctpkg; print(ctpkg.hello()); print(ctpkg.__file__)' && "
-	"ctpkg-hello && python3 -m pip show ctpkg 2>/dev/null | grep '^Version'";
+    "cd / && python3 -c 'import ctpkg; print(ctpkg.hello()); print(ctpkg.__file__)' && "
+    "ctpkg-hello && python3 -m pip show ctpkg 2>/dev/null | grep '^Version'";
 
 static void check_installed(struct rung_sandbox *sb)
 {
@@ -114,11 +111,10 @@ START_TEST(test_pip_persists)
 	ck_assert(created);
 	char id[65];
 	snprintf(id, sizeof(id), "%s", rung_sandbox_id(sb));
-	ck_assert_int_eq(rung_write_file(sb, "pkg/setup.py", setup_py, strlen(setup_py), 0644, &err),
-			 0);
 	ck_assert_int_eq(
-		rung_write_file(sb, "pkg/ctpkg/__init__.py", init_py, strlen(init_py), 0644, &err),
-		0);
+	    rung_write_file(sb, "pkg/setup.py", setup_py, strlen(setup_py), 0644, &err), 0);
+	ck_assert_int_eq(
+	    rung_write_file(sb, "pkg/ctpkg/__init__.py", init_py, strlen(init_py), 0644, &err), 0);
 	/* not there before the install */
 	const char *const imp[] = {"python3", "-c", "import ctpkg", NULL};
 	struct rung_exec_res res;
@@ -127,8 +123,14 @@ START_TEST(test_pip_persists)
 	ck_assert_ptr_nonnull(strstr(res.errout, "No module named 'ctpkg'"));
 	rung_exec_res_release(&res);
 	/* pip install from the local tree (no index: nothing is fetched) */
-	const char *const pip[] = {"python3", "-m", "pip", "install", "--no-index",
-				   "--no-build-isolation", "--break-system-packages", "/work/pkg",
+	const char *const pip[] = {"python3",
+				   "-m",
+				   "pip",
+				   "install",
+				   "--no-index",
+				   "--no-build-isolation",
+				   "--break-system-packages",
+				   "/work/pkg",
 				   NULL};
 	uint64_t t0 = ct_now_us();
 	ct_exec(sb, pip, 180000, &res);

@@ -26,15 +26,9 @@
 /* test-only state: set by the unchecked setup in the runner, before the tests fork */
 static char tmp_dir[4096], state_dir[4096];
 
-const char *ct_tmp(void)
-{
-	return tmp_dir;
-}
+const char *ct_tmp(void) { return tmp_dir; }
 
-const char *ct_state(void)
-{
-	return state_dir;
-}
+const char *ct_state(void) { return state_dir; }
 
 bool ct_skip_reason(char *why, size_t n)
 {
@@ -57,10 +51,11 @@ bool ct_skip_reason(char *why, size_t n)
 static void applets_tar(const char *path)
 {
 	static const char *const applets[] = {
-		"sleep", "yes", "dd", "head", "tail", "mkdir", "rm", "ps", "wc", "tr", "grep",
-		"seq", "env", "sed", "touch", "cut", "setsid", "kill", "stat", "test", "[",
-		"printf", "cp", "mv", "uname", "hostname", "pwd", "chmod", "ln", "readlink",
-		"nproc", "sort", "find", "mount", "df", "du", "xargs", "md5sum", "sync", "timeout"};
+	    "sleep",  "yes",	  "dd",	  "head",  "tail",  "mkdir",	"rm",	 "ps",
+	    "wc",     "tr",	  "grep", "seq",   "env",   "sed",	"touch", "cut",
+	    "setsid", "kill",	  "stat", "test",  "[",	    "printf",	"cp",	 "mv",
+	    "uname",  "hostname", "pwd",  "chmod", "ln",    "readlink", "nproc", "sort",
+	    "find",   "mount",	  "df",	  "du",	   "xargs", "md5sum",	"sync",	 "timeout"};
 	struct archive *a = tb_open(path);
 	for (size_t i = 0; i < sizeof(applets) / sizeof(applets[0]); i++) {
 		char n[64];
@@ -94,8 +89,12 @@ void ct_setup(void)
 	const char *const layers[] = {base, top, NULL};
 	const char *const env[] = {"PATH=/bin", "CT_GREETING=from-image", NULL};
 	const char *const cmd[] = {"/bin/sh", NULL};
-	struct rfs_layout_opts o = {.layer_tars = layers, .compress = RFS_COMPRESS_GZIP,
-				    .tag = CT_IMAGE, .env = env, .cmd = cmd, .working_dir = "/work"};
+	struct rfs_layout_opts o = {.layer_tars = layers,
+				    .compress = RFS_COMPRESS_GZIP,
+				    .tag = CT_IMAGE,
+				    .env = env,
+				    .cmd = cmd,
+				    .working_dir = "/work"};
 	struct rung_err err = {0};
 	struct rfs_store *st = NULL;
 	struct rfs_image_info info = {0};

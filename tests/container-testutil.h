@@ -59,12 +59,12 @@ uint64_t ct_cg_u64(const char *ctl, const char *id, const char *file, const char
 /* Processes in the sandbox's cgroup (pids hierarchy), -1 if unreadable. */
 int ct_cg_nprocs(const char *id);
 /* The same figures on v1 and v2, read from the host's cgroup files (v1 file / v2 file). */
-uint64_t ct_oom_kills(const char *id);     /* memory.oom_control / memory.events oom_kill */
-uint64_t ct_mem_peak(const char *id);      /* memory.max_usage_in_bytes / memory.peak */
+uint64_t ct_oom_kills(const char *id);	   /* memory.oom_control / memory.events oom_kill */
+uint64_t ct_mem_peak(const char *id);	   /* memory.max_usage_in_bytes / memory.peak */
 uint64_t ct_cpu_usage_us(const char *id);  /* cpuacct.usage / cpu.stat usage_usec */
 uint64_t ct_cpu_throttled(const char *id); /* cpu.stat nr_throttled */
 void ct_cpu_quota(const char *id, uint64_t *quota_us, uint64_t *period_us); /* cfs_* / cpu.max */
-bool ct_frozen(const char *id);            /* freezer.state FROZEN / cgroup.events frozen 1 */
+bool ct_frozen(const char *id); /* freezer.state FROZEN / cgroup.events frozen 1 */
 
 /* The number of lines of a file that contain needle (NULL: all lines); -1 if unreadable. */
 int ct_count_lines(const char *path, const char *needle);
