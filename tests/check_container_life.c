@@ -308,6 +308,50 @@ START_TEST(test_gc_orphan)
 }
 END_TEST
 
+/* A suspended (frozen) sandbox is disposed completely, and so is one whose supervisor was
+ * SIGKILLed while it was frozen (gc). */
+START_TEST(test_dispose_frozen)
+{
+	CT_REQUIRE();
+	struct rung_router *r = ct_router(NULL);
+	struct rung_spec s;
+	ct_spec(&s, NULL);
+	struct rung_err err = {0};
+	for (int orphan = 0; orphan < 2; orphan++) {
+		struct rung_sandbox *sb =
+		    ct_acquire(r, "life", orphan ? "frozen-orphan" : "frozen", &s, NULL);
+		char id[65];
+		snprintf(id, sizeof(id), "%s", rung_sandbox_id(sb));
+		free(ct_sh(sb, "sleep 1000 >/dev/null 2>&1 & echo x > /work/x"));
+		ck_assert_msg(rung_suspend(sb, &err) == 0, "%s", err.msg);
+		ck_assert(ct_frozen(id));
+		rung_sandbox_close(sb);
+		if (!orphan) {
+			ck_assert_msg(rung_dispose(r, id, "life", &err) == 0, "%s", err.msg);
+		} else {
+			struct rung_sandbox_info *v = NULL;
+			size_t n = 0;
+			ck_assert_int_eq(rung_list(r, "life", NULL, &v, &n, &err), 0);
+			ck_assert_uint_eq(n, 1);
+			ck_assert_int_eq(v[0].state, RUNG_STATE_SUSPENDED);
+			pid_t sup = v[0].supervisor;
+			free(v);
+			ck_assert_int_eq(kill(sup, SIGKILL), 0);
+			char p[64];
+			snprintf(p, sizeof(p), "/proc/%d", (int)sup);
+			for (int i = 0; i < 250 && access(p, F_OK) == 0; i++)
+				usleep(20000);
+			struct rung_gc_report rep;
+			ck_assert_msg(rung_gc(r, &rep, &err) == 0, "%s", err.msg);
+			ck_assert_uint_eq(rep.disposed_dead, 1);
+		}
+		assert_gone(id);
+	}
+	rung_spec_release(&s);
+	rung_router_free(r);
+}
+END_TEST
+
 START_TEST(test_errors)
 {
 	CT_REQUIRE();
@@ -377,6 +421,7 @@ Suite *container_life_suite(void)
 	add(s, "persist", test_persist_suspend_reacquire);
 	add(s, "timeout", test_timeout_kills_tree);
 	add(s, "gc", test_gc_orphan);
+	add(s, "dispose_frozen", test_dispose_frozen);
 	add(s, "errors", test_errors);
 	return s;
 }
