@@ -7,9 +7,18 @@
  *
  * It needs a Debian image with python3 and pip (`make image-default`, tagged rung/python:3)
  * in a store named by $RUNG_TEST_PYTHON_STATE (image: $RUNG_TEST_PYTHON_IMAGE, default
- * rung/python:3). Building that image (mmdebstrap) reaches the Debian mirror and is not
- * done here; without it the test SKIPS LOUDLY. Its sandboxes use a scope unique to the run
- * and are disposed by an unchecked fixture; the store itself is left as found.
+ * rung/python:3). Building that image (mmdebstrap) reaches the Debian mirror and takes
+ * 1.5 min here, so it is not done by the test; without it the test SKIPS LOUDLY. Until
+ * `make image-default` lands, a store can be made by hand (what was used to run this test):
+ *   mmdebstrap --variant=minbase --include=python3,python3-pip,python3-setuptools,\
+ *     python3-wheel bookworm rootfs.tar http://deb.debian.org/debian
+ *   umoci init --layout oci && umoci new --image oci:py && umoci unpack --image oci:py b
+ *   rm -rf b/rootfs && mkdir b/rootfs && tar -C b/rootfs -xpf rootfs.tar --numeric-owner
+ *   find b/rootfs/dev -mindepth 1 -delete     (rung refuses device nodes in layers)
+ *   umoci repack --image oci:py b && umoci config --image oci:py --config.env PATH=...
+ *   rung --state-dir DIR image import oci --tag rung/python:3
+ * Its sandboxes use a scope unique to the run and are disposed by an unchecked fixture
+ * (which also runs gc on that store); the store itself is otherwise left as found.
  * Tagged "root".
  */
 #include <check.h>
