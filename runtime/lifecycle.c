@@ -20,6 +20,8 @@ static int dispose_locked(struct rung_router *r, struct rt_meta *m, bool have_me
 			ops->cleanup(&sb);
 		}
 	}
+	if (have_meta)
+		rt_store_release_uid(&r->store, id, m->uid_base);
 	int g = rt_store_lock_global(&r->store, err);
 	if (g < 0)
 		return g;

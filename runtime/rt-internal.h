@@ -66,9 +66,10 @@ int rt_store_meta_read(const struct rt_store *st, const char *id, struct rt_meta
 int rt_store_meta_write(const struct rt_store *st, const struct rt_meta *m, struct rung_err *err);
 /* Every id in the store (directory names that are valid ids). */
 int rt_store_ids(const struct rt_store *st, char ***ids, struct rung_err *err);
-/* Pick a uid slot no other sandbox uses (caller holds the global lock). */
+/* Pick a host uid range no other sandbox on this host uses (any store); release it. */
 int rt_store_alloc_uid(const struct rt_store *st, const char *id, uint32_t *base,
 		       struct rung_err *err);
+void rt_store_release_uid(const struct rt_store *st, const char *id, uint32_t base);
 void rt_store_touch_activity(const struct rt_store *st, const char *id);
 uint64_t rt_store_activity_ms(const struct rt_store *st, const char *id);
 
