@@ -66,6 +66,15 @@ int np_nft_table_del(struct nft_ctx *c, const char *table, struct rung_err *err)
 int np_nft_foreach_table(struct nft_ctx *c, void (*fn)(const char *, const char *, void *),
 			 void *data, struct rung_err *err);
 
+/* elems.c: set elements over nfnetlink (libnftnl), for the proxy's hot path. */
+struct np_nfsock;
+int np_nfsock_open(struct np_nfsock **out, struct rung_err *err);
+void np_nfsock_close(struct np_nfsock *s);
+/* In one batch, n keys of keylen bytes each end up in table/set with this timeout (ms). */
+int np_nfsock_set_elems(struct np_nfsock *s, const char *table, const char *set,
+			const uint8_t *keys, size_t keylen, size_t n, uint64_t timeout_ms,
+			struct rung_err *err);
+
 /* proxy.c */
 struct np_proxy;
 struct np_proxy_params {

@@ -57,7 +57,7 @@ struct np_proxy {
 	np_audit_fn audit;
 	void *audit_data;
 	int epfd, udp, tcp, up;
-	struct nft_ctx *nft;
+	struct np_nfsock *nf;
 	uint64_t serial;
 	struct pending pend[MAX_PENDING];
 	struct conn conns[MAX_CONNS];
@@ -187,41 +187,34 @@ out:
 	free(m);
 }
 
-/* Opens the answer's addresses for this sandbox, in one transaction. */
+/* Opens the answer's addresses for this sandbox, in one transaction per set. */
 static int open_addrs(struct np_proxy *p, const struct pending *pd, int fam, uint8_t (*a)[16],
 		      size_t n, uint32_t ttl, struct rung_err *err)
 {
 	if (!n)
 		return 0;
-	cleanup_free char *cmd = NULL;
-	size_t clen = 0;
-	FILE *f = open_memstream(&cmd, &clen);
-	if (!f)
-		return rung_err_set(err, ENOMEM, "open_memstream");
-	const char *v = fam == 6 ? "6" : "4";
-	int af = fam == 6 ? AF_INET6 : AF_INET;
-	/* add (exists now) + delete + add: the element gets exactly this timeout. */
-	for (int pass = 0; pass < 3; pass++) {
-		const char *verb = pass == 1 ? "delete" : "add";
-		size_t nkeys = pd->any_port ? 1 : pd->n_ports;
-		for (size_t k = 0; k < nkeys; k++) {
-			fprintf(f, "%s element inet %s d%s%s { ", verb, p->table, v,
-				pd->any_port ? "" : "p");
-			for (size_t i = 0; i < n; i++) {
-				char t[INET6_ADDRSTRLEN];
-				inet_ntop(af, a[i], t, sizeof(t));
-				fprintf(f, "%s%s", i ? ", " : "", t);
-				if (!pd->any_port)
-					fprintf(f, " . %u", pd->ports[k]);
-				if (pass != 1)
-					fprintf(f, " timeout %us", ttl);
+	size_t alen = fam == 6 ? 16 : 4;
+	/* concatenated keys: each field padded to 4 bytes (addr . port) */
+	size_t klen = pd->any_port ? alen : alen + 4;
+	uint8_t keys[MAX_ADDRS * MAX_PORTS * 20];
+	size_t nk = 0;
+	for (size_t k = 0; k < (pd->any_port ? 1 : pd->n_ports); k++)
+		for (size_t i = 0; i < n; i++) {
+			uint8_t *key = keys + nk++ * klen;
+			memset(key, 0, klen);
+			memcpy(key, a[i], alen);
+			if (!pd->any_port) {
+				key[alen] = (uint8_t)(pd->ports[k] >> 8);
+				key[alen + 1] = (uint8_t)pd->ports[k];
 			}
-			fputs(" }\n", f);
 		}
-	}
-	if (fclose(f) != 0 || !cmd)
-		return rung_err_set(err, ENOMEM, "building nft elements");
-	return np_nft_run(p->nft, cmd, err);
+	char set[8];
+	snprintf(set, sizeof(set), "d%s%s", fam == 6 ? "6" : "4", pd->any_port ? "" : "p");
+	int r = 0;
+	for (size_t off = 0; off < nk && r == 0; off += 64) /* at most 64 per batch */
+		r = np_nfsock_set_elems(p->nf, p->table, set, keys + off * klen, klen,
+					nk - off < 64 ? nk - off : 64, (uint64_t)ttl * 1000, err);
+	return r;
 }
 
 static void on_upstream(struct np_proxy *p)
@@ -407,7 +400,7 @@ void np_proxy_free(struct np_proxy *p)
 		close(p->up);
 	if (p->epfd >= 0)
 		close(p->epfd);
-	np_nft_free(p->nft);
+	np_nfsock_close(p->nf);
 	free(p);
 }
 
@@ -449,10 +442,8 @@ int np_proxy_new(const struct np_proxy_params *pp, struct np_proxy **out, struct
 	p->audit = pp->audit;
 	p->audit_data = pp->audit_data;
 	int r;
-	if (!(p->nft = np_nft_new(err))) {
-		r = -err->code;
+	if ((r = np_nfsock_open(&p->nf, err)) < 0)
 		goto fail;
-	}
 	if ((p->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
 		r = rung_err_sys(err, errno, "epoll_create1");
 		goto fail;

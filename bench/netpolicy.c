@@ -1,0 +1,155 @@
+/*
+ * bench/netpolicy.c: what netpolicy costs (see bench/README.md, section "egress").
+ *   1. np_sandbox_up (lease, nft table, veth pair, addresses, route, DNS proxy) and
+ *      np_sandbox_down, median over N cycles, for a 4-entry allowlist.
+ *   2. DNS: median latency of an A query answered through the sandbox's proxy (which checks the
+ *      allowlist and inserts the answer into the nft set before replying) vs the same query
+ *      sent from the host straight to the upstream server.
+ * Runs against the test internet of tests/np_world.h (198.18.0.0/15 + netns); needs root.
+ * Usage: build/bench/netpolicy [cycles] [queries]
+ */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "netpolicy/np.h"
+#include "tests/np_world.h"
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median_us(uint64_t *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_u64);
+	return n % 2 ? (double)v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+struct qjob {
+	char server[32], name[64];
+	int n;
+	uint64_t us[1000];
+	int failures;
+};
+
+static int run_queries(void *a)
+{
+	struct qjob *j = a;
+	char ip[32];
+	for (int i = 0; i < j->n; i++) {
+		uint64_t t0 = rung_now_us();
+		if (npw_dns(j->server, j->name, false, 2000, ip, sizeof(ip)) != 0 || !ip[0])
+			j->failures++;
+		j->us[i] = rung_now_us() - t0;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int cycles = argc > 1 ? atoi(argv[1]) : 200, nq = argc > 2 ? atoi(argv[2]) : 500;
+	if (cycles < 1 || cycles > 100000 || nq < 1 || nq > 1000) {
+		fprintf(stderr, "usage: %s [cycles] [queries<=1000]\n", argv[0]);
+		return 2;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "bench/netpolicy: needs root (netns, veth, nftables)\n");
+		return 2;
+	}
+	struct np_world w;
+	if (npw_up(&w) < 0) {
+		fprintf(stderr, "bench/netpolicy: could not build the test internet\n");
+		return 1;
+	}
+	char sd[64], e1[48];
+	snprintf(sd, sizeof(sd), "/tmp/rung-np-bench-%d", (int)getpid());
+	snprintf(e1, sizeof(e1), "%s12:8080", w.net);
+	const char *allow[] = {"allowed.test", "*.sub.test:443", e1, "[2001:db8::/32]:443"};
+	struct np_policy p;
+	struct rung_err err = {0};
+	int rc = 1;
+	if (np_policy_parse(allow, 4, &p, &err) < 0)
+		goto out;
+	struct np_config cfg = {.state_dir = sd, .upstream = w.upstream};
+	/* In batches of BATCH live sandboxes: up all, then down all (a host holds several). */
+	enum { BATCH = 20 };
+	cycles = (cycles + BATCH - 1) / BATCH * BATCH;
+	uint64_t *up = calloc((size_t)cycles, sizeof(*up)), *down = calloc((size_t)cycles, 8);
+	int fds[BATCH];
+	for (int b = 0; b < cycles / BATCH; b++) {
+		for (int i = 0; i < BATCH; i++) {
+			char id[32];
+			snprintf(id, sizeof(id), "bench-%d", i);
+			fds[i] = npw_netns_new();
+			struct np_net *n = NULL;
+			uint64_t t0 = rung_now_us();
+			if (np_sandbox_up(&cfg, id, fds[i], &p, &n, &err) < 0) {
+				fprintf(stderr, "up: %s\n", err.msg);
+				goto out;
+			}
+			up[b * BATCH + i] = rung_now_us() - t0;
+			np_net_free(n);
+		}
+		for (int i = 0; i < BATCH; i++) {
+			char id[32];
+			snprintf(id, sizeof(id), "bench-%d", i);
+			uint64_t t0 = rung_now_us();
+			np_sandbox_down(sd, id, &err);
+			down[b * BATCH + i] = rung_now_us() - t0;
+			close(fds[i]);
+		}
+	}
+	printf("egress: np_sandbox_up   median %8.0f us  (n=%d; veth + nft table + DNS proxy)\n",
+	       median_us(up, (size_t)cycles), cycles);
+	printf("egress: np_sandbox_down median %8.0f us\n", median_us(down, (size_t)cycles));
+
+	/* DNS latency: through the proxy from a sandbox, and straight from the host. */
+	int fd = npw_netns_new();
+	struct np_net *n = NULL;
+	if (np_sandbox_up(&cfg, "bench-dns", fd, &p, &n, &err) < 0) {
+		fprintf(stderr, "up: %s\n", err.msg);
+		goto out;
+	}
+	struct npw_proxy_loop loop;
+	npw_proxy_start(&loop, n);
+	struct np_net_info info;
+	np_net_info(n, &info);
+	struct qjob *j = mmap(NULL, sizeof(*j), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			      -1, 0);
+	memset(j, 0, sizeof(*j));
+	snprintf(j->server, sizeof(j->server), "%s", info.host_ip);
+	snprintf(j->name, sizeof(j->name), "allowed.test");
+	j->n = nq;
+	npw_in_netns(fd, run_queries, j);
+	double via = median_us(j->us, (size_t)nq);
+	int vf = j->failures;
+	memset(j, 0, sizeof(*j));
+	npw_addr(&w, 53, j->server, sizeof(j->server));
+	snprintf(j->name, sizeof(j->name), "allowed.test");
+	j->n = nq;
+	run_queries(j);
+	double direct = median_us(j->us, (size_t)nq);
+	printf("egress: DNS via proxy   median %8.0f us  (n=%d, failures %d; allowlist check + nft "
+	       "set insert)\n",
+	       via, nq, vf);
+	printf("egress: DNS direct      median %8.0f us  (n=%d, failures %d)\n", direct, nq,
+	       j->failures);
+	printf("egress: proxy added     median %8.0f us per query, ratio via/direct %.2fx\n",
+	       via - direct, direct > 0 ? via / direct : 0);
+	npw_proxy_stop(&loop);
+	np_net_free(n);
+	np_sandbox_down(sd, "bench-dns", &err);
+	close(fd);
+	rc = 0;
+out:
+	np_gc(sd, NULL, 0, &err);
+	rung_rm_rf(sd, &err);
+	npw_down(&w);
+	return rc;
+}
