@@ -9,19 +9,24 @@
  *     host end, IPv6 disabled in the sandbox (and on the host end, and dropped by the table),
  *     ip_forward on, and ONE nftables table "inet rung_<12hex>" in the HOST netns that is
  *     default-deny for everything entering from that veth (forward + input hooks), masquerades
- *     allowed egress, and holds:
- *       s4/s6 + s4p/s6p   static interval sets of the CIDR entries (without / with port)
- *       d4/d6 + d4p/d6p   dynamic sets (flags timeout) filled ONLY by this sandbox's DNS proxy
+ *     allowed egress, and holds (only those the policy needs):
+ *       s4 + s4p   static interval sets of the IPv4 CIDR entries (without / with port)
+ *       d4 + d4p   dynamic sets (flags timeout) filled ONLY by this sandbox's DNS proxy
+ *     IPv6 entries are accepted and described but open nothing: IPv6 is absent.
  *     DNS (udp/tcp 53) is allowed only to the proxy on the host end; denied TCP gets a reset,
  *     everything else denied gets ICMP admin-prohibited.
  *   - a DNS allowlist proxy (UDP and TCP, port 53 on the host-end address). It is an object with
  *     one pollable fd (an epoll fd); the owner (the per-sandbox supervisor) calls
  *     np_net_proxy_handle() when it is readable and at least every np_net_proxy_timeout_ms().
  *     It answers only names the allowlist matches (exact, or "*.suffix" = any strict subdomain),
- *     forwarding them upstream; the rest get REFUSED. A/AAAA answers (including through a CNAME
+ *     forwarding them upstream; the rest get REFUSED. A answers (including through a CNAME
  *     chain from the queried name) are inserted into the sandbox's dynamic sets BEFORE the answer
  *     is relayed, with timeout = clamp(TTL, floor, cap), and only with the ports of the matching
- *     entries.
+ *     entries (AAAA answers are relayed and open nothing). If the insert fails the client gets
+ *     SERVFAIL, never an address it cannot use. Queries go upstream with a fresh random id
+ *     from a connected socket; an answer must match id AND question. TCP clients are served
+ *     one query per connection, forwarded upstream over UDP. The proxy is single-threaded:
+ *     only its owner's thread may call np_net_proxy_*().
  * Nothing here runs a program: links go through libnl-route-3, rules through libnftables.
  */
 #ifndef RUNG_NETPOLICY_NP_H

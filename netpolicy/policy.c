@@ -316,8 +316,8 @@ json_t *np_policy_describe(const struct np_policy *p)
 					? "addresses the DNS proxy resolves for any strict "
 					  "subdomain, for their TTL"
 				  : e->kind == NP_ENTRY_CIDR4 ? "static IPv4 set"
-							      : "static IPv6 set (IPv6 is disabled "
-								"in the sandbox: unreachable)";
+							      : "nothing: IPv6 is disabled in the "
+								"sandbox (recorded, unreachable)";
 		json_array_append_new(
 			rules, json_pack("{s:s, s:s, s:s, s:s, s:i}", "entry", txt, "kind",
 					 kind_names[e->kind], "protocols", e->port ? "tcp,udp" : "any",
