@@ -81,6 +81,9 @@ int main(int argc, char **argv)
 	enum { BATCH = 20 };
 	cycles = (cycles + BATCH - 1) / BATCH * BATCH;
 	uint64_t *up = calloc((size_t)cycles, sizeof(*up)), *down = calloc((size_t)cycles, 8);
+	uint64_t *ph[4];
+	for (int k = 0; k < 4; k++)
+		ph[k] = calloc((size_t)cycles, 8);
 	int fds[BATCH];
 	for (int b = 0; b < cycles / BATCH; b++) {
 		for (int i = 0; i < BATCH; i++) {
@@ -94,6 +97,12 @@ int main(int argc, char **argv)
 				goto out;
 			}
 			up[b * BATCH + i] = rung_now_us() - t0;
+			struct np_net_info inf;
+			np_net_info(n, &inf);
+			ph[0][b * BATCH + i] = inf.t_lease_us;
+			ph[1][b * BATCH + i] = inf.t_table_us;
+			ph[2][b * BATCH + i] = inf.t_link_us;
+			ph[3][b * BATCH + i] = inf.t_proxy_us;
 			np_net_free(n);
 		}
 		for (int i = 0; i < BATCH; i++) {
@@ -107,6 +116,10 @@ int main(int argc, char **argv)
 	}
 	printf("egress: np_sandbox_up   median %8.0f us  (n=%d; veth + nft table + DNS proxy)\n",
 	       median_us(up, (size_t)cycles), cycles);
+	printf("egress:   phases (medians, us): lease %.0f, nft table (libnftables) %.0f, "
+	       "veth+addr+route %.0f, proxy %.0f\n",
+	       median_us(ph[0], (size_t)cycles), median_us(ph[1], (size_t)cycles),
+	       median_us(ph[2], (size_t)cycles), median_us(ph[3], (size_t)cycles));
 	printf("egress: np_sandbox_down median %8.0f us\n", median_us(down, (size_t)cycles));
 
 	/* DNS latency: through the proxy from a sandbox, and straight from the host. */

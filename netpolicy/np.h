@@ -135,6 +135,8 @@ struct np_net_info {
 	char host_ip[16];  /* host end = gateway = DNS proxy */
 	char sb_ip[16];    /* the sandbox's address on eth0 */
 	char upstream[64]; /* DNS upstream "IP:PORT" */
+	/* where np_sandbox_up's time went (us): lease, nft table, links, proxy */
+	uint32_t t_lease_us, t_table_us, t_link_us, t_proxy_us;
 };
 
 /* Sandbox ids: 1..128 chars of [A-Za-z0-9._-]. */

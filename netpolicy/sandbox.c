@@ -14,6 +14,13 @@ struct np_net {
 	struct np_lease lease;
 	struct np_proxy *proxy;
 	char upstream[64];
+	uint32_t t_us[4];
+	/*
+	 * Kept until np_net_free: closing an nfnetlink socket after a commit waits for the
+	 * kernel's deferred table destruction (an RCU grace period, 3-20 ms here), which must
+	 * not land on the setup path.
+	 */
+	struct nft_ctx *nft;
 };
 
 static void fmt_sockaddr(const struct sockaddr_storage *ss, char *out, size_t len)
@@ -30,7 +37,7 @@ static void fmt_sockaddr(const struct sockaddr_storage *ss, char *out, size_t le
 	}
 }
 
-static int apply_table(const struct np_net *n, struct rung_err *err)
+static int apply_table(struct np_net *n, struct rung_err *err)
 {
 	struct np_render_params rp = {0};
 	snprintf(rp.table, sizeof(rp.table), "%s", n->nm.table);
@@ -41,11 +48,9 @@ static int apply_table(const struct np_net *n, struct rung_err *err)
 	cleanup_free char *txt = np_policy_render(&n->policy, &rp, err);
 	if (!txt)
 		return -err->code;
-	struct nft_ctx *c = np_nft_new(err);
-	if (!c)
+	if (!n->nft && !(n->nft = np_nft_new(err)))
 		return -err->code;
-	int r = np_nft_run(c, txt, err);
-	np_nft_free(c);
+	int r = np_nft_run(n->nft, txt, err);
 	return r < 0 ? rung_err_wrap(err, "table %s", n->nm.table) : 0;
 }
 
@@ -93,18 +98,29 @@ int np_sandbox_up(const struct np_config *cfg, const char *id, int netns_fd,
 	if ((r = np_upstream_resolve(cfg->upstream, &pp.upstream, &pp.upstream_len, err)) < 0)
 		goto fail_early;
 	fmt_sockaddr(&pp.upstream, n->upstream, sizeof(n->upstream));
+	uint64_t t0 = rung_now_us();
 	r = np_lease_acquire(cfg->state_dir, cfg->pool ? cfg->pool : NP_DEFAULT_POOL, id, &n->nm,
 			     &n->lease, err);
 	if (r < 0)
 		goto fail_early;
 	/* The table goes in before the link exists: no moment of unfiltered forwarding. */
-	if ((r = apply_table(n, err)) < 0 || (r = np_link_up(&n->nm, id, netns_fd, &n->lease, err)) < 0)
+	uint64_t t1 = rung_now_us();
+	if ((r = apply_table(n, err)) < 0)
 		goto fail;
+	uint64_t t2 = rung_now_us();
+	if ((r = np_link_up(&n->nm, id, netns_fd, &n->lease, err)) < 0)
+		goto fail;
+	uint64_t t3 = rung_now_us();
 	pp.listen.sin_family = AF_INET;
 	pp.listen.sin_port = htons(53);
 	memcpy(&pp.listen.sin_addr, n->lease.host_ip, 4);
 	if ((r = np_proxy_new(&pp, &n->proxy, err)) < 0)
 		goto fail;
+	uint64_t t4 = rung_now_us();
+	n->t_us[0] = (uint32_t)(t1 - t0);
+	n->t_us[1] = (uint32_t)(t2 - t1);
+	n->t_us[2] = (uint32_t)(t3 - t2);
+	n->t_us[3] = (uint32_t)(t4 - t3);
 	*out = n;
 	return 0;
 fail:
@@ -125,6 +141,10 @@ void np_net_info(const struct np_net *n, struct np_net_info *o)
 	inet_ntop(AF_INET, n->lease.host_ip, o->host_ip, sizeof(o->host_ip));
 	inet_ntop(AF_INET, n->lease.sb_ip, o->sb_ip, sizeof(o->sb_ip));
 	snprintf(o->upstream, sizeof(o->upstream), "%s", n->upstream);
+	o->t_lease_us = n->t_us[0];
+	o->t_table_us = n->t_us[1];
+	o->t_link_us = n->t_us[2];
+	o->t_proxy_us = n->t_us[3];
 }
 
 int np_net_proxy_fd(const struct np_net *n)
@@ -147,6 +167,7 @@ void np_net_free(struct np_net *n)
 	if (!n)
 		return;
 	np_proxy_free(n->proxy);
+	np_nft_free(n->nft);
 	np_policy_release(&n->policy);
 	free(n);
 }
