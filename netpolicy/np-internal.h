@@ -85,9 +85,16 @@ struct np_proxy_params {
 	socklen_t upstream_len;
 	const char *table;
 	uint32_t ttl_floor_s, ttl_cap_s;
+	uint32_t pool_base, pool_mask; /* host order: never opened by a DNS answer */
 	np_audit_fn audit;
 	void *audit_data;
 };
+/*
+ * Pure: may a DNS answer open this IPv4 address (network order)? Never: 0/8, loopback,
+ * link-local (cloud metadata 169.254.169.254), multicast, reserved/broadcast, the pool (other
+ * sandboxes, the gateway). Explicit CIDR entries are not subject to this.
+ */
+bool np_addr_dns_openable(const uint8_t a[4], uint32_t pool_base, uint32_t pool_mask);
 int np_proxy_new(const struct np_proxy_params *pp, struct np_proxy **out, struct rung_err *err);
 int np_proxy_fd(const struct np_proxy *p);
 int np_proxy_handle(struct np_proxy *p, struct rung_err *err);

@@ -53,7 +53,7 @@ struct conn {
 struct np_proxy {
 	char id[160], table[32];
 	const struct np_policy *policy;
-	uint32_t floor_s, cap_s;
+	uint32_t floor_s, cap_s, pool_base, pool_mask;
 	np_audit_fn audit;
 	void *audit_data;
 	int epfd, udp, tcp, up;
@@ -217,6 +217,14 @@ static int open_addrs(struct np_proxy *p, const struct pending *pd, int fam, uin
 	return r;
 }
 
+bool np_addr_dns_openable(const uint8_t a[4], uint32_t pool_base, uint32_t pool_mask)
+{
+	uint32_t h = (uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 | (uint32_t)a[2] << 8 | a[3];
+	if (a[0] == 0 || a[0] == 127 || a[0] >= 224 || (a[0] == 169 && a[1] == 254))
+		return false;
+	return pool_mask == 0 || (h & pool_mask) != (pool_base & pool_mask);
+}
+
 static void on_upstream(struct np_proxy *p)
 {
 	uint8_t buf[UDP_MAX];
@@ -247,7 +255,12 @@ static void on_upstream(struct np_proxy *p)
 	}
 	uint8_t(*a6)[16] = a4 + MAX_ADDRS;
 	uint32_t t4, t6;
-	size_t n4 = np_dns_answer_addrs(buf, (size_t)n, m, 4, a4, MAX_ADDRS, &t4);
+	size_t n4 = np_dns_answer_addrs(buf, (size_t)n, m, 4, a4, MAX_ADDRS, &t4), kept = 0;
+	for (size_t i = 0; i < n4; i++) /* a name never opens loopback, metadata, the pool... */
+		if (np_addr_dns_openable(a4[i], p->pool_base, p->pool_mask))
+			memmove(a4[kept++], a4[i], 16);
+	size_t filtered = n4 - kept;
+	n4 = kept;
 	size_t n6 = np_dns_answer_addrs(buf, (size_t)n, m, 6, a6, MAX_ADDRS, &t6);
 	uint32_t ttl = n4 && n6 ? (t4 < t6 ? t4 : t6) : n4 ? t4 : t6;
 	if (ttl < p->floor_s)
@@ -257,7 +270,8 @@ static void on_upstream(struct np_proxy *p)
 	buf[0] = (uint8_t)(pd->client_id >> 8);
 	buf[1] = (uint8_t)pd->client_id;
 	char extra[96];
-	snprintf(extra, sizeof(extra), "v4=%zu v6=%zu ttl=%u", n4, n6, ttl);
+	snprintf(extra, sizeof(extra), "v4=%zu v6=%zu ttl=%u%s", n4, n6, ttl,
+		 filtered ? " filtered=yes" : "");
 	/* IPv6 is disabled in the sandbox: AAAA answers are relayed but open nothing. */
 	if (open_addrs(p, pd, 4, a4, n4, ttl, &e) < 0) {
 		/* Not opened, so not answered: the client must not get an address it can't use. */
@@ -442,6 +456,8 @@ int np_proxy_new(const struct np_proxy_params *pp, struct np_proxy **out, struct
 		p->cap_s = p->floor_s;
 	p->audit = pp->audit;
 	p->audit_data = pp->audit_data;
+	p->pool_base = pp->pool_base;
+	p->pool_mask = pp->pool_mask;
 	int r;
 	if ((r = np_nfsock_open(&p->nf, err)) < 0)
 		goto fail;

@@ -99,8 +99,14 @@ int np_sandbox_up(const struct np_config *cfg, const char *id, int netns_fd,
 		goto fail_early;
 	fmt_sockaddr(&pp.upstream, n->upstream, sizeof(n->upstream));
 	uint64_t t0 = rung_now_us();
-	r = np_lease_acquire(cfg->state_dir, cfg->pool ? cfg->pool : NP_DEFAULT_POOL, id, &n->nm,
-			     &n->lease, err);
+	const char *pool = cfg->pool ? cfg->pool : NP_DEFAULT_POOL;
+	uint32_t slots, plen = 0;
+	if ((r = np_pool_parse(pool, &pp.pool_base, &slots, err)) < 0)
+		goto fail_early;
+	while ((1u << plen) < slots)
+		plen++;
+	pp.pool_mask = ~0u << (plen + 2); /* slots are /30s */
+	r = np_lease_acquire(cfg->state_dir, pool, id, &n->nm, &n->lease, err);
 	if (r < 0)
 		goto fail_early;
 	/* The table goes in before the link exists: no moment of unfiltered forwarding. */

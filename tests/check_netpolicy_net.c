@@ -327,6 +327,49 @@ START_TEST(test_other_resolvers_blocked)
 }
 END_TEST
 
+static char *list_set(const char *table, const char *set)
+{
+	struct nft_ctx *c = nft_ctx_new(NFT_CTX_DEFAULT);
+	nft_ctx_buffer_error(c);
+	nft_ctx_buffer_output(c);
+	char cmd[96];
+	snprintf(cmd, sizeof(cmd), "list set inet %s %s", table, set);
+	char *out = nft_run_cmd_from_buffer(c, cmd) == 0 ? strdup(nft_ctx_get_output_buffer(c))
+							  : NULL;
+	nft_ctx_free(c);
+	return out;
+}
+
+START_TEST(test_dns_never_opens_special_addresses)
+{
+	REQUIRE_NET();
+	static const char *const allow[] = {"*.test"};
+	struct sb s;
+	sb_up(&s, "t-special", allow, 1);
+	char ip[32];
+	/* the answers are relayed, but metadata/loopback/pool addresses are not opened */
+	ck_assert_int_eq(sb_resolve(&s, "meta.test", ip), 0);
+	ck_assert_str_eq(ip, "169.254.169.254");
+	ck_assert_int_eq(sb_resolve(&s, "loop.test", ip), 0);
+	ck_assert_int_eq(sb_resolve(&s, "pool.test", ip), 0);
+	ck_assert_int_eq(sb_resolve(&s, "allowed.test", ip), 0);
+	char *set = list_set(s.info.table, "d4");
+	ck_assert_ptr_nonnull(set);
+	ck_assert_ptr_null(strstr(set, "169.254"));
+	ck_assert_ptr_null(strstr(set, "127.0.0.1"));
+	ck_assert_ptr_null(strstr(set, "10.213."));
+	char want[32];
+	npw_addr(&W, 10, want, sizeof(want));
+	ck_assert_ptr_nonnull(strstr(set, want));
+	free(set);
+	char *line = strstr(audit_buf, "q=meta.test type=1 decision=allow v4=0 ");
+	ck_assert_ptr_nonnull(line);
+	char *f = strstr(line, "filtered=yes");
+	ck_assert(f != NULL && f < strchr(line, '\n'));
+	sb_down(&s);
+}
+END_TEST
+
 START_TEST(test_cidr_and_ports)
 {
 	REQUIRE_NET();
@@ -760,6 +803,7 @@ Suite *netpolicy_net_suite(void)
 	tcase_add_test(tc, test_denied_ip_fails_fast);
 	tcase_add_test(tc, test_other_resolvers_blocked);
 	tcase_add_test(tc, test_cidr_and_ports);
+	tcase_add_test(tc, test_dns_never_opens_special_addresses);
 	tcase_add_test(tc, test_ipv6_and_icmp);
 	tcase_add_test(tc, test_ttl_expiry);
 	tcase_add_test(tc, test_two_sandboxes_isolated);

@@ -96,17 +96,21 @@ struct zone_rec {
 	const char *cname; /* or NULL */
 	int host;          /* A 198.18.k.host */
 	uint32_t ttl;
+	const char *ip;    /* or this A (never contacted: the proxy must refuse to open it) */
 };
 static const struct zone_rec zone[] = {
-	{"allowed.test", NULL, 10, 300},
-	{"denied.test", NULL, 11, 300},
-	{"b.test", NULL, 12, 300},
-	{"sub.test", NULL, 13, 300},
-	{"a.sub.test", NULL, 13, 300},
-	{"x.y.sub.test", NULL, 13, 300},
-	{"short.test", NULL, 14, 1},
-	{"cname.test", "far.elsewhere.test", 15, 300},
-	{"far.elsewhere.test", NULL, 15, 300},
+	{"allowed.test", NULL, 10, 300, NULL},
+	{"denied.test", NULL, 11, 300, NULL},
+	{"b.test", NULL, 12, 300, NULL},
+	{"sub.test", NULL, 13, 300, NULL},
+	{"a.sub.test", NULL, 13, 300, NULL},
+	{"x.y.sub.test", NULL, 13, 300, NULL},
+	{"short.test", NULL, 14, 1, NULL},
+	{"cname.test", "far.elsewhere.test", 15, 300, NULL},
+	{"far.elsewhere.test", NULL, 15, 300, NULL},
+	{"meta.test", NULL, 0, 300, "169.254.169.254"},
+	{"loop.test", NULL, 0, 300, "127.0.0.1"},
+	{"pool.test", NULL, 0, 300, "10.213.0.1"},
 };
 static const int server_hosts[] = {10, 11, 12, 13, 14, 15};
 #define N_HOSTS (sizeof(server_hosts) / sizeof(server_hosts[0]))
@@ -135,6 +139,8 @@ static void dns_answer(struct np_world *w, int fd)
 		dnsb_start(&d, m.id, 0x8180, m.qname, m.qtype, 0); /* NODATA */
 	} else {
 		uint8_t ip[4] = {198, 18, (uint8_t)w->k, (uint8_t)z->host};
+		if (z->ip)
+			inet_pton(AF_INET, z->ip, ip);
 		dnsb_start(&d, m.id, 0x8180, m.qname, m.qtype, z->cname ? 2 : 1);
 		if (z->cname) {
 			dnsb_rr_cname(&d, NULL, z->cname, z->ttl);
