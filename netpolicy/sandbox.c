@@ -84,6 +84,11 @@ int np_sandbox_up(const struct np_config *cfg, const char *id, int netns_fd,
 	}
 	memcpy(n->policy.entries, p->entries, p->n * sizeof(*p->entries));
 	n->policy.n = p->n;
+	/* The state dir must exist first: its canonical path tags our kernel objects for gc. */
+	char netdir[4200];
+	snprintf(netdir, sizeof(netdir), "%s/net", cfg->state_dir);
+	if ((r = rung_mkdir_p(netdir, 0700, err)) < 0)
+		goto fail_early;
 	np_names_derive(cfg->state_dir, id, &n->nm);
 
 	struct np_proxy_params pp = {
