@@ -1,5 +1,6 @@
 /* netpolicy/sandbox.c: a sandbox's network up, down, and garbage collection. */
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,12 @@ int np_sandbox_up(const struct np_config *cfg, const char *id, int netns_fd,
 	if ((r = rung_mkdir_p(netdir, 0700, err)) < 0)
 		goto fail_early;
 	np_names_derive(cfg->state_dir, id, &n->nm);
+	/* Never touch a live sandbox's network (its table would be replaced, its sets emptied). */
+	if (if_nametoindex(n->nm.veth) != 0) {
+		np_net_free(n);
+		return rung_err_set(err, EEXIST, "sandbox %s: network already up (veth %s); "
+				    "np_sandbox_down it first", id, n->nm.veth);
+	}
 
 	struct np_proxy_params pp = {
 		.id = n->id,

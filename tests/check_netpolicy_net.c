@@ -761,6 +761,23 @@ START_TEST(test_resolv_conf_and_info)
 	ck_assert_ptr_nonnull(strstr(rc, want));
 	free(rc);
 	ck_assert_str_eq(s.info.upstream, W.upstream);
+	/* a second up of a live sandbox is refused and leaves it working */
+	{
+		struct np_config c2;
+		cfg_init(&c2);
+		struct np_policy p2;
+		struct rung_err e2 = {0};
+		ck_assert_int_eq(np_policy_parse(allow, 1, &p2, &e2), 0);
+		int fd2 = npw_netns_new();
+		struct np_net *n2 = NULL;
+		ck_assert_int_eq(np_sandbox_up(&c2, "t-info", fd2, &p2, &n2, &e2), -EEXIST);
+		ck_assert_ptr_nonnull(strstr(e2.msg, "already up"));
+		np_policy_release(&p2);
+		close(fd2);
+		char ip2[32];
+		ck_assert_int_eq(sb_resolve(&s, "allowed.test", ip2), 0);
+		ck_assert_int_eq(sb_tcp(&s, 10, 80, NULL), 0);
+	}
 	ck_assert_int_eq((int)strlen(s.info.veth), 14);
 	ck_assert(!strncmp(s.info.table, "rung_", 5));
 	/* a bad config is refused, naming the field, with nothing left behind */
