@@ -175,7 +175,20 @@ static void on_query(struct np_proxy *p, uint8_t *q, size_t len, const struct so
 	pd.deadline = rung_now_ms() + QUERY_TIMEOUT_MS;
 	q[0] = (uint8_t)(pd.up_id >> 8);
 	q[1] = (uint8_t)pd.up_id;
-	if (send(p->up, q, len, MSG_DONTWAIT) < 0) {
+	/*
+	 * A TCP client came because an answer did not fit a datagram; it goes upstream over UDP,
+	 * so let the answer be large: add an EDNS0 OPT record (4096 bytes) to a bare query.
+	 */
+	uint8_t fwd[TCP_MAX + 16];
+	size_t flen = len;
+	memcpy(fwd, q, len);
+	if (conn >= 0 && len == m->qend && !m->ancount && !m->nscount && !m->arcount) {
+		static const uint8_t opt[11] = {0, 0, 41, 0x10, 0, 0, 0, 0, 0, 0, 0};
+		memcpy(fwd + len, opt, sizeof(opt));
+		flen += sizeof(opt);
+		fwd[11] = 1; /* ARCOUNT */
+	}
+	if (send(p->up, fwd, flen, MSG_DONTWAIT) < 0) {
 		audit(p, m->qname, m->qtype, "servfail", "upstream unreachable");
 		q[0] = (uint8_t)(m->id >> 8);
 		q[1] = (uint8_t)m->id;
