@@ -113,7 +113,7 @@ static int lease_read_id(int dfd, const char *name, char *id, size_t idlen)
 {
 	cleanup_free char *txt = NULL;
 	struct rung_err e;
-	if (rung_read_file(dfd, name, 4096, &txt, NULL, &e) < 0)
+	if (rung_file_load(dfd, name, 4096, &txt, NULL, &e) < 0)
 		return -e.code;
 	if (strncmp(txt, "id=", 3))
 		return -EBADMSG;

@@ -59,7 +59,7 @@ int np_upstream_resolve(const char *cfg_upstream, struct sockaddr_storage *ss, s
 		return r < 0 ? rung_err_wrap(err, "RUNG_DNS_UPSTREAM") : 0;
 	}
 	cleanup_free char *txt = NULL;
-	int r = rung_read_file(AT_FDCWD, "/etc/resolv.conf", 1 << 16, &txt, NULL, err);
+	int r = rung_file_load(AT_FDCWD, "/etc/resolv.conf", 1 << 16, &txt, NULL, err);
 	if (r < 0)
 		return rung_err_wrap(err, "no DNS upstream configured");
 	char *save = NULL;
