@@ -95,11 +95,13 @@ struct np_render_params {
 	char comment[200];   /* "rung-np:<state dir tag>:<id>", for np_gc */
 	uint8_t host_ip[4];  /* host end: gateway, DNS proxy */
 	uint8_t sb_ip[4];    /* the sandbox's only source address */
+	bool create_only;    /* "create table" (fails if it exists) instead of replacing it */
 };
 
 /*
  * Pure. The whole nft script for one sandbox: it (re)creates table inet <table> atomically
- * ("add table; delete table; table {...}"). Returns a malloc'd string or NULL with err set.
+ * ("add table; delete table; table {...}"), or with create_only creates it ("create table;
+ * table {...}", cheaper, fails if it exists). Returns a malloc'd string or NULL with err set.
  */
 char *np_policy_render(const struct np_policy *p, const struct np_render_params *rp,
 		       struct rung_err *err);

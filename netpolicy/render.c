@@ -91,7 +91,10 @@ char *np_policy_render(const struct np_policy *p, const struct np_render_params 
 		return NULL;
 	}
 	/* Replace atomically: the whole script is one transaction. */
-	fprintf(f, "add table inet %s\ndelete table inet %s\ntable inet %s {\n", t, t, t);
+	if (rp->create_only)
+		fprintf(f, "create table inet %s\ntable inet %s {\n", t, t);
+	else
+		fprintf(f, "add table inet %s\ndelete table inet %s\ntable inet %s {\n", t, t, t);
 	fprintf(f, "\tcomment \"%s\"\n", rp->comment);
 	/*
 	 * Only the sets this policy uses exist (every object here is re-read by libnftables for

@@ -46,12 +46,17 @@ static int apply_table(struct np_net *n, struct rung_err *err)
 	snprintf(rp.comment, sizeof(rp.comment), "%s:%s", n->nm.tag, n->id);
 	memcpy(rp.host_ip, n->lease.host_ip, 4);
 	memcpy(rp.sb_ip, n->lease.sb_ip, 4);
-	cleanup_free char *txt = np_policy_render(&n->policy, &rp, err);
-	if (!txt)
-		return -err->code;
 	if (!n->nft && !(n->nft = np_nft_new(err)))
 		return -err->code;
-	int r = np_nft_run(n->nft, txt, err);
+	/* Usually there is no such table: create it. A leftover (a crash) is replaced. */
+	int r = -EEXIST;
+	for (int pass = 0; pass < 2 && r == -EEXIST; pass++) {
+		rp.create_only = pass == 0;
+		cleanup_free char *txt = np_policy_render(&n->policy, &rp, err);
+		if (!txt)
+			return -err->code;
+		r = np_nft_run(n->nft, txt, err);
+	}
 	return r < 0 ? rung_err_wrap(err, "table %s", n->nm.table) : 0;
 }
 

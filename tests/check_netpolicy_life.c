@@ -178,6 +178,33 @@ START_TEST(test_leak_200_cycles)
 }
 END_TEST
 
+/* A crash left the table and lease but the veth went with the netns: up again replaces them. */
+START_TEST(test_up_over_leftovers)
+{
+	REQUIRE_NET();
+	static const char *const allow[] = {"allowed.test"};
+	struct npt_sb s;
+	npt_sb_up(&s, "t-leftover", allow, 1);
+	char ip[32];
+	ck_assert_int_eq(npt_sb_resolve(&s, "allowed.test", ip), 0);
+	npt_proxy_stop_free(&s);
+	ck_assert_int_eq(npw_ip(-1, "link del %s", s.info.veth), 0);
+	close(s.fd);
+	ck_assert(table_exists(s.info.table));
+	ck_assert_int_eq(count_leases(npt_state_dir), 1);
+	struct npt_sb s2;
+	npt_sb_up(&s2, "t-leftover", allow, 1);
+	ck_assert_str_eq(s2.info.table, s.info.table);
+	ck_assert_str_eq(s2.info.sb_ip, s.info.sb_ip); /* the lease was reused */
+	ck_assert_int_eq(count_leases(npt_state_dir), 1);
+	/* a fresh table: the old dynamic set is gone, so .10 is closed until resolved again */
+	ck_assert_int_eq(npt_sb_tcp(&s2, 10, 80, NULL), -ECONNREFUSED);
+	ck_assert_int_eq(npt_sb_resolve(&s2, "allowed.test", ip), 0);
+	ck_assert_int_eq(npt_sb_tcp(&s2, 10, 80, NULL), 0);
+	npt_sb_down(&s2);
+}
+END_TEST
+
 START_TEST(test_resolv_conf_and_info)
 {
 	REQUIRE_NET();
@@ -246,6 +273,7 @@ Suite *netpolicy_life_suite(void)
 	tcase_add_checked_fixture(tc, npt_world_setup, npt_world_teardown);
 	tcase_add_test(tc, test_down_idempotent_and_gc);
 	tcase_add_test(tc, test_resolv_conf_and_info);
+	tcase_add_test(tc, test_up_over_leftovers);
 	suite_add_tcase(s, tc);
 	TCase *leak = tcase_create("leak");
 	tcase_set_tags(leak, "net");

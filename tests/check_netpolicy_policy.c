@@ -178,6 +178,13 @@ START_TEST(test_render)
 	ck_assert_ptr_null(strstr(t, "@s4"));
 	free(t);
 	np_policy_release(&p2);
+	/* create_only: no replace, so no delete */
+	rp.create_only = true;
+	t = np_policy_render(&p, &rp, &err);
+	ck_assert_ptr_nonnull(strstr(t, "create table inet rung_0123456789ab\ntable inet rung_0123456789ab {"));
+	ck_assert_ptr_null(strstr(t, "delete table"));
+	free(t);
+	rp.create_only = false;
 	/* the empty policy has no table */
 	struct np_policy empty = {0};
 	ck_assert_ptr_null(np_policy_render(&empty, &rp, &err));

@@ -114,6 +114,13 @@ void npt_sb_up(struct npt_sb *s, const char *id, const char *const *items, size_
 	npt_sb_up_cfg(s, id, &cfg, items, n);
 }
 
+void npt_proxy_stop_free(struct npt_sb *s)
+{
+	npw_proxy_stop(&s->loop);
+	np_net_free(s->net);
+	s->net = NULL;
+}
+
 void npt_sb_down(struct npt_sb *s)
 {
 	struct rung_err err = {0};

@@ -33,6 +33,8 @@ void npt_sb_up_cfg(struct npt_sb *s, const char *id, const struct np_config *cfg
 	       const char *const *items, size_t n);
 void npt_sb_up(struct npt_sb *s, const char *id, const char *const *items, size_t n);
 void npt_sb_down(struct npt_sb *s);
+/* what a crashed supervisor leaves: the proxy and object gone, kernel state still there */
+void npt_proxy_stop_free(struct npt_sb *s);
 /* probes, run in a child inside the sandbox (npw_in_netns) */
 int npt_p_tcp(void *a);
 int npt_p_udp(void *a);
