@@ -141,6 +141,8 @@ int main(int argc, char **argv)
 		ph[k] = calloc((size_t)cycles, 8);
 	int fds[BATCH];
 	for (int b = 0; b < cycles / BATCH; b++) {
+		/* let the kernel finish the previous batch's namespace teardown (it holds rtnl) */
+		usleep(300 * 1000);
 		for (int i = 0; i < BATCH; i++) {
 			char id[32];
 			snprintf(id, sizeof(id), "bench-%d", i);
