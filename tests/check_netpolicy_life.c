@@ -205,6 +205,66 @@ START_TEST(test_up_over_leftovers)
 }
 END_TEST
 
+/* Leases are coordinated across processes (flock): concurrent ups get distinct /30s. */
+START_TEST(test_concurrent_leases)
+{
+	REQUIRE_NET();
+	enum { N = 6 };
+	struct res {
+		int r;
+		char ip[16], msg[256];
+	} *res = mmap(NULL, N * sizeof(*res), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		      -1, 0);
+	ck_assert_ptr_ne(res, MAP_FAILED);
+	int fds[N];
+	pid_t pids[N];
+	for (int i = 0; i < N; i++)
+		fds[i] = npw_netns_new();
+	for (int i = 0; i < N; i++) {
+		pids[i] = fork();
+		ck_assert_int_ge(pids[i], 0);
+		if (pids[i] == 0) {
+			static const char *const allow[] = {"allowed.test"};
+			struct np_policy p;
+			struct rung_err err = {0};
+			struct np_config cfg;
+			npt_cfg_init(&cfg);
+			char id[32];
+			snprintf(id, sizeof(id), "t-conc-%d", i);
+			struct np_net *n = NULL;
+			int r = np_policy_parse(allow, 1, &p, &err);
+			if (r == 0)
+				r = np_sandbox_up(&cfg, id, fds[i], &p, &n, &err);
+			res[i].r = r;
+			snprintf(res[i].msg, sizeof(res[i].msg), "%s", err.msg);
+			if (n) {
+				struct np_net_info inf;
+				np_net_info(n, &inf);
+				snprintf(res[i].ip, sizeof(res[i].ip), "%s", inf.sb_ip);
+			}
+			_exit(0); /* the kernel state stays; the parent takes it down */
+		}
+	}
+	for (int i = 0; i < N; i++)
+		waitpid(pids[i], NULL, 0);
+	for (int i = 0; i < N; i++) {
+		ck_assert_msg(res[i].r == 0, "up %d: %s", i, res[i].msg);
+		for (int j = 0; j < i; j++)
+			ck_assert_str_ne(res[i].ip, res[j].ip);
+	}
+	ck_assert_int_eq(count_leases(npt_state_dir), N);
+	for (int i = 0; i < N; i++) {
+		char id[32];
+		struct rung_err err = {0};
+		snprintf(id, sizeof(id), "t-conc-%d", i);
+		ck_assert_int_eq(np_sandbox_down(npt_state_dir, id, &err), 0);
+		close(fds[i]);
+	}
+	ck_assert_int_eq(count_leases(npt_state_dir), 0);
+	munmap(res, N * sizeof(*res));
+}
+END_TEST
+
 START_TEST(test_resolv_conf_and_info)
 {
 	REQUIRE_NET();
@@ -274,6 +334,7 @@ Suite *netpolicy_life_suite(void)
 	tcase_add_test(tc, test_down_idempotent_and_gc);
 	tcase_add_test(tc, test_resolv_conf_and_info);
 	tcase_add_test(tc, test_up_over_leftovers);
+	tcase_add_test(tc, test_concurrent_leases);
 	suite_add_tcase(s, tc);
 	TCase *leak = tcase_create("leak");
 	tcase_set_tags(leak, "net");
