@@ -69,6 +69,51 @@ START_TEST(test_unlisted_name_refused)
 }
 END_TEST
 
+/* Hostile bytes at the proxy: dropped or refused; it keeps serving. */
+static int p_garbage(void *a)
+{
+	const char *proxy = a;
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(53)};
+	inet_pton(AF_INET, proxy, &sa.sin_addr);
+	static const uint8_t loop[] = {0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 0xc0, 12, 0, 1, 0, 1};
+	static const uint8_t twoq[] = {0x12, 0x35, 0x01, 0x00, 0, 2, 0, 0, 0, 0, 0, 0, 1, 'a', 0, 0, 1, 0, 1};
+	static const uint8_t resp[] = {0x12, 0x36, 0x81, 0x80, 0, 1, 0, 0, 0, 0, 0, 0, 1, 'a', 0, 0, 1, 0, 1};
+	const struct {
+		const uint8_t *b;
+		size_t n;
+	} msgs[] = {{loop, 3}, {loop, sizeof(loop)}, {twoq, sizeof(twoq)}, {resp, sizeof(resp)}};
+	int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	for (size_t i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++)
+		sendto(u, msgs[i].b, msgs[i].n, 0, (struct sockaddr *)&sa, sizeof(sa));
+	close(u);
+	/* TCP: a zero length, then a connection that sends half a message and goes away */
+	for (int k = 0; k < 2; k++) {
+		int t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (connect(t, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			static const uint8_t zero[2] = {0, 0}, half[4] = {0, 40, 0x12, 0x34};
+			(void)!write(t, k ? half : zero, k ? sizeof(half) : sizeof(zero));
+		}
+		close(t);
+	}
+	char ip[32];
+	return npw_dns(proxy, "allowed.test", false, 3000, ip, sizeof(ip));
+}
+
+START_TEST(test_proxy_survives_garbage)
+{
+	REQUIRE_NET();
+	static const char *const allow[] = {"allowed.test"};
+	struct npt_sb s;
+	npt_sb_up(&s, "t-garbage", allow, 1);
+	ck_assert_int_eq(npw_in_netns(s.fd, p_garbage, s.info.host_ip), 0);
+	ck_assert_ptr_nonnull(strstr(npt_audit_buf, "decision=malformed"));
+	char ip[32];
+	ck_assert_int_eq(npt_sb_resolve_via(&s, s.info.host_ip, "allowed.test", true, ip, NULL), 0);
+	npt_want_ip(ip, 10);
+	npt_sb_down(&s);
+}
+END_TEST
+
 START_TEST(test_denied_ip_fails_fast)
 {
 	REQUIRE_NET();
@@ -397,6 +442,7 @@ Suite *netpolicy_net_suite(void)
 	tcase_add_test(tc, test_allowed_name_resolves_and_connects);
 	tcase_add_test(tc, test_unlisted_name_refused);
 	tcase_add_test(tc, test_denied_ip_fails_fast);
+	tcase_add_test(tc, test_proxy_survives_garbage);
 	tcase_add_test(tc, test_other_resolvers_blocked);
 	tcase_add_test(tc, test_cidr_and_ports);
 	tcase_add_test(tc, test_dns_never_opens_special_addresses);
