@@ -25,9 +25,12 @@ void np_names_derive(const char *state_dir, const char *id, struct np_names *nm)
 	snprintf(nm->tag, sizeof(nm->tag), "rung-np:%.12s", h);
 }
 
-bool np_routes_overlap(const struct np_route4 *r, size_t n, uint32_t net, uint8_t len)
+bool np_routes_overlap(const struct np_route4 *r, size_t n, uint32_t net, uint8_t len,
+		       int skip_oif)
 {
 	for (size_t i = 0; i < n; i++) {
+		if (skip_oif && r[i].oif == skip_oif)
+			continue;
 		uint8_t l = r[i].len < len ? r[i].len : len;
 		uint32_t mask = l ? ~0u << (32 - l) : 0;
 		if (l && (r[i].net & mask) == (net & mask))
@@ -205,7 +208,7 @@ int np_lease_acquire(const char *state_dir, const char *pool, const char *id,
 	for (uint32_t i = 0; i < slots; i++) {
 		if (used[i / 8] & (1u << (i % 8)))
 			continue;
-		if (np_routes_overlap(routes, nroutes, base + 4 * i, 30))
+		if (np_routes_overlap(routes, nroutes, base + 4 * i, 30, 0))
 			continue;
 		char name[32];
 		snprintf(name, sizeof(name), "%s-%u", nm->hash, i);

@@ -276,6 +276,23 @@ int np_link_up(const struct np_names *nm, const char *id, int netns_fd, const st
 		return r;
 	if ((r = addr_add(sk, ifindex, l->host_ip, 30, err)) < 0)
 		return r;
+	/*
+	 * Leases are exclusive within a state dir; another state dir (or other software) may have
+	 * taken the same subnet at the same moment. Now that ours is in the routing table, any
+	 * other route over it means a clash: back off (the caller retries elsewhere).
+	 */
+	cleanup_free struct np_route4 *routes = NULL;
+	size_t nroutes = 0;
+	uint32_t net;
+	memcpy(&net, l->net, 4);
+	if ((r = np_routes_dump(&routes, &nroutes, err)) < 0)
+		return r;
+	if (np_routes_overlap(routes, nroutes, ntohl(net), 30, ifindex)) {
+		char t[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, l->net, t, sizeof(t));
+		return rung_err_set(err, EADDRINUSE, "%s/30: taken by another interface meanwhile",
+				    t);
+	}
 	if ((r = np_sysctl_write("/proc/sys/net/ipv4/ip_forward", "1", err)) < 0)
 		return r;
 	if ((r = in_netns(netns_fd, sandbox_side_fn, (void *)l, err)) < 0)
@@ -322,6 +339,8 @@ int np_routes_dump(struct np_route4 **out, size_t *n, struct rung_err *err)
 		memcpy(&a, nl_addr_get_binary_addr(dst), 4);
 		v[k].net = ntohl(a);
 		v[k].len = (uint8_t)nl_addr_get_prefixlen(dst);
+		struct rtnl_nexthop *nh = rtnl_route_nexthop_n((struct rtnl_route *)o, 0);
+		v[k].oif = nh ? rtnl_route_nh_get_ifindex(nh) : 0;
 		k++;
 	}
 	*out = v;

@@ -47,10 +47,12 @@ int np_netns_lo_only(int netns_fd, struct rung_err *err);
 struct np_route4 {
 	uint32_t net; /* host byte order */
 	uint8_t len;
+	int oif;      /* first nexthop's ifindex (0: none) */
 };
 int np_routes_dump(struct np_route4 **out, size_t *n, struct rung_err *err);
-/* Pure: does net/len overlap any of the routes? */
-bool np_routes_overlap(const struct np_route4 *r, size_t n, uint32_t net, uint8_t len);
+/* Pure: does net/len overlap any of the routes (those via skip_oif left out; 0: none)? */
+bool np_routes_overlap(const struct np_route4 *r, size_t n, uint32_t net, uint8_t len,
+		       int skip_oif);
 /* Calls fn(veth name, ifalias) for each host link named "rg*". */
 int np_link_foreach(void (*fn)(const char *name, const char *alias, void *), void *data,
 		    struct rung_err *err);

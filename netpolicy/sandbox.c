@@ -1,6 +1,7 @@
 /* netpolicy/sandbox.c: a sandbox's network up, down, and garbage collection. */
 #include <arpa/inet.h>
 #include <net/if.h>
+#include <sys/random.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,7 +132,24 @@ int np_sandbox_up(const struct np_config *cfg, const char *id, int netns_fd,
 	if ((r = apply_table(n, err)) < 0)
 		goto fail;
 	uint64_t t2 = rung_now_us();
-	if ((r = np_link_up(&n->nm, id, netns_fd, &n->lease, err)) < 0)
+	for (int attempt = 0;; attempt++) {
+		r = np_link_up(&n->nm, id, netns_fd, &n->lease, err);
+		if (r != -EADDRINUSE || attempt == 5)
+			break;
+		/* a clash with another state dir: give the subnet up, wait a little, lease again */
+		LOG_INFO("sandbox %s: %s; leasing again", id, err->msg);
+		struct rung_err e2;
+		np_link_del(n->nm.veth, &e2);
+		np_lease_release(cfg->state_dir, &n->nm, &e2);
+		uint16_t jitter;
+		if (getrandom(&jitter, sizeof(jitter), 0) != sizeof(jitter))
+			jitter = (uint16_t)rung_now_us();
+		usleep(500 + jitter % 2000);
+		if ((r = np_lease_acquire(cfg->state_dir, pool, id, &n->nm, &n->lease, err)) < 0 ||
+		    (r = apply_table(n, err)) < 0)
+			break;
+	}
+	if (r < 0)
 		goto fail;
 	uint64_t t3 = rung_now_us();
 	pp.listen.sin_family = AF_INET;

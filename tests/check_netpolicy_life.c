@@ -205,11 +205,15 @@ START_TEST(test_up_over_leftovers)
 }
 END_TEST
 
-/* Leases are coordinated across processes (flock): concurrent ups get distinct /30s. */
+/*
+ * Leases are coordinated across processes (flock): concurrent ups get distinct /30s. Half of
+ * them use a second state dir (another store on the same host): the clash check after the
+ * address is in place keeps those distinct too.
+ */
 START_TEST(test_concurrent_leases)
 {
 	REQUIRE_NET();
-	enum { N = 6 };
+	enum { N = 8 };
 	struct res {
 		int r;
 		char ip[16], msg[256];
@@ -218,6 +222,8 @@ START_TEST(test_concurrent_leases)
 	ck_assert_ptr_ne(res, MAP_FAILED);
 	int fds[N];
 	pid_t pids[N];
+	char other_sd[160];
+	snprintf(other_sd, sizeof(other_sd), "%s-other", npt_state_dir);
 	for (int i = 0; i < N; i++)
 		fds[i] = npw_netns_new();
 	for (int i = 0; i < N; i++) {
@@ -229,6 +235,8 @@ START_TEST(test_concurrent_leases)
 			struct rung_err err = {0};
 			struct np_config cfg;
 			npt_cfg_init(&cfg);
+			if (i % 2)
+				cfg.state_dir = other_sd;
 			char id[32];
 			snprintf(id, sizeof(id), "t-conc-%d", i);
 			struct np_net *n = NULL;
@@ -252,15 +260,19 @@ START_TEST(test_concurrent_leases)
 		for (int j = 0; j < i; j++)
 			ck_assert_str_ne(res[i].ip, res[j].ip);
 	}
-	ck_assert_int_eq(count_leases(npt_state_dir), N);
+	ck_assert_int_eq(count_leases(npt_state_dir), N / 2);
+	ck_assert_int_eq(count_leases(other_sd), N / 2);
 	for (int i = 0; i < N; i++) {
 		char id[32];
 		struct rung_err err = {0};
 		snprintf(id, sizeof(id), "t-conc-%d", i);
-		ck_assert_int_eq(np_sandbox_down(npt_state_dir, id, &err), 0);
+		ck_assert_int_eq(np_sandbox_down(i % 2 ? other_sd : npt_state_dir, id, &err), 0);
 		close(fds[i]);
 	}
 	ck_assert_int_eq(count_leases(npt_state_dir), 0);
+	ck_assert_int_eq(count_leases(other_sd), 0);
+	struct rung_err err = {0};
+	rung_rm_rf(other_sd, &err);
 	munmap(res, N * sizeof(*res));
 }
 END_TEST
