@@ -5,7 +5,9 @@
  *   - empty policy: brings up loopback only; no veth, no route, no DNS (no network at all).
  *   - otherwise: a veth pair (host end "rg" + 12 hex of sha256(id) in the host netns, peer
  *     "eth0" created directly in the sandbox netns), a /30 from the pool (lease file + flock under
- *     <state_dir>/net/, skipping anything that overlaps a host route), a default route via the
+ *     <state_dir>/net/, skipping anything that overlaps a host route; a clash with another store
+ *     on the same host is detected once the address is in place, and leased again), the table
+ *     (applied BEFORE the veth exists, so nothing is ever forwarded unfiltered), a route via the
  *     host end, IPv6 disabled in the sandbox (and on the host end, and dropped by the table),
  *     ip_forward on, and ONE nftables table "inet rung_<12hex>" in the HOST netns that is
  *     default-deny for everything entering from that veth (forward + input hooks), masquerades
@@ -23,11 +25,15 @@
  *     chain from the queried name) are inserted into the sandbox's dynamic sets BEFORE the answer
  *     is relayed, with timeout = clamp(TTL, floor, cap), and only with the ports of the matching
  *     entries (AAAA answers are relayed and open nothing). If the insert fails the client gets
- *     SERVFAIL, never an address it cannot use. Queries go upstream with a fresh random id
+ *     SERVFAIL, never an address it cannot use. A name never opens 0/8, 127/8, 169.254/16 (cloud
+ *     metadata), 224/3 or the pool (only an explicit CIDR entry can). Queries go upstream with a
+ *     fresh random id
  *     from a connected socket; an answer must match id AND question. TCP clients are served
  *     one query per connection, forwarded upstream over UDP. The proxy is single-threaded:
  *     only its owner's thread may call np_net_proxy_*().
- * Nothing here runs a program: links go through libnl-route-3, rules through libnftables.
+ * Nothing here runs a program: links go through libnl-route-3, the table through libnftables
+ * (nft_run_cmd_from_buffer), the proxy's set elements through libnftnl (one nfnetlink batch:
+ * libnftables would re-read every table on the host for each answer).
  */
 #ifndef RUNG_NETPOLICY_NP_H
 #define RUNG_NETPOLICY_NP_H
