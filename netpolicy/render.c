@@ -91,11 +91,18 @@ char *np_policy_render(const struct np_policy *p, const struct np_render_params 
 		return NULL;
 	}
 	/* Replace atomically: the whole script is one transaction. */
+	/*
+	 * The comment (np_gc's owner mark) only sticks when the table is created: with
+	 * create_only it goes on the "create" itself (libnftables 1.0.6 ignores the rest of a
+	 * "create table" block, so the content follows in a plain "table" block).
+	 */
 	if (rp->create_only)
-		fprintf(f, "create table inet %s\ntable inet %s {\n", t, t);
+		fprintf(f, "create table inet %s { comment \"%s\"; }\ntable inet %s {\n", t,
+			rp->comment, t);
 	else
-		fprintf(f, "add table inet %s\ndelete table inet %s\ntable inet %s {\n", t, t, t);
-	fprintf(f, "\tcomment \"%s\"\n", rp->comment);
+		fprintf(f, "add table inet %s\ndelete table inet %s\ntable inet %s {\n"
+			   "\tcomment \"%s\"\n",
+			t, t, t, rp->comment);
 	/*
 	 * Only the sets this policy uses exist (every object here is re-read by libnftables for
 	 * each later command on the host, so fewer is faster for everyone). IPv6 has none: it is

@@ -6,6 +6,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <net/if.h>
 #include <nftables/libnftables.h>
 #include <sched.h>
@@ -18,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/digest.h"
 #include "common/util.h"
 #include "netpolicy/np.h"
 #include "tests/np_sb.h"
@@ -38,26 +40,60 @@ static bool table_exists(const char *name)
 }
 
 /* Our tables ("rung_*" with this state dir's comment) and links, by listing everything. */
-static int count_rung_tables(void)
+/* "rung-np:<12 hex of sha256(realpath(sd))>:" marks what netpolicy made for that store. */
+static void store_tag(const char *sd, char *out, size_t len)
 {
+	char real[PATH_MAX], h[RUNG_SHA256_HEX_LEN + 1];
+	const char *p = realpath(sd, real) ? real : sd;
+	rung_sha256_hex(p, strlen(p), h);
+	snprintf(out, len, "rung-np:%.12s:", h);
+}
+
+/* Tables and links of this store only: other stores (other tests, a daemon) may run alongside. */
+static int count_rung_tables(const char *sd)
+{
+	char tag[64], cmd[96];
+	store_tag(sd, tag, sizeof(tag));
 	struct nft_ctx *c = nft_ctx_new(NFT_CTX_DEFAULT);
 	nft_ctx_buffer_error(c);
 	nft_ctx_buffer_output(c);
+	nft_ctx_output_set_flags(c, NFT_CTX_OUTPUT_TERSE);
 	int n = 0;
+	char *names = NULL;
 	if (nft_run_cmd_from_buffer(c, "list tables inet") == 0)
-		for (const char *p = nft_ctx_get_output_buffer(c); (p = strstr(p, "table inet rung_"));
-		     p++)
+		names = strdup(nft_ctx_get_output_buffer(c));
+	for (char *p = names; p && (p = strstr(p, "table inet rung_")); p++) {
+		char name[64];
+		if (sscanf(p, "table inet %63s", name) != 1)
+			continue;
+		snprintf(cmd, sizeof(cmd), "list table inet %s", name);
+		if (nft_run_cmd_from_buffer(c, cmd) == 0 && strstr(nft_ctx_get_output_buffer(c), tag))
 			n++;
+	}
+	free(names);
 	nft_ctx_free(c);
 	return n;
 }
 
-static int count_rg_links(void)
+static int count_rg_links(const char *sd)
 {
+	char tag[64];
+	store_tag(sd, tag, sizeof(tag));
 	int n = 0;
 	struct if_nameindex *ifs = if_nameindex();
-	for (struct if_nameindex *i = ifs; i && i->if_name; i++)
-		n += !strncmp(i->if_name, "rg", 2);
+	for (struct if_nameindex *i = ifs; i && i->if_name; i++) {
+		if (strncmp(i->if_name, "rg", 2))
+			continue;
+		char path[128], alias[256] = "";
+		snprintf(path, sizeof(path), "/sys/class/net/%s/ifalias", i->if_name);
+		FILE *f = fopen(path, "r");
+		if (f) {
+			if (!fgets(alias, sizeof(alias), f))
+				alias[0] = '\0';
+			fclose(f);
+		}
+		n += !strncmp(alias, tag, strlen(tag));
+	}
 	if_freenameindex(ifs);
 	return n;
 }
@@ -81,13 +117,13 @@ START_TEST(test_down_idempotent_and_gc)
 {
 	REQUIRE_NET();
 	static const char *const allow[] = {"allowed.test"};
-	int tables0 = count_rung_tables(), links0 = count_rg_links();
+	int tables0 = count_rung_tables(npt_state_dir), links0 = count_rg_links(npt_state_dir);
 	struct npt_sb a, b, g;
 	npt_sb_up(&a, "t-gc-a", allow, 1);
 	npt_sb_up(&b, "t-gc-b", allow, 1);
 	npt_sb_up(&g, "t-gc-ghost", allow, 1);
-	ck_assert_int_eq(count_rung_tables(), tables0 + 3);
-	ck_assert_int_eq(count_rg_links(), links0 + 3);
+	ck_assert_int_eq(count_rung_tables(npt_state_dir), tables0 + 3);
+	ck_assert_int_eq(count_rg_links(npt_state_dir), links0 + 3);
 	ck_assert_int_eq(count_leases(npt_state_dir), 3);
 	/* another state dir's sandbox: gc of ours must not touch it */
 	char other_sd[160];
@@ -123,8 +159,10 @@ START_TEST(test_down_idempotent_and_gc)
 	ck_assert_int_eq(np_sandbox_down(npt_state_dir, "bad/id", &err), -EINVAL);
 	ck_assert_int_eq(np_sandbox_down(other_sd, "t-gc-other", &err), 0);
 	ck_assert(!table_exists(o.info.table));
-	ck_assert_int_eq(count_rung_tables(), tables0);
-	ck_assert_int_eq(count_rg_links(), links0);
+	ck_assert_int_eq(count_rung_tables(npt_state_dir), tables0);
+	ck_assert_int_eq(count_rg_links(npt_state_dir), links0);
+	ck_assert_int_eq(count_rung_tables(other_sd), 0);
+	ck_assert_int_eq(count_rg_links(other_sd), 0);
 	ck_assert_int_eq(count_leases(npt_state_dir), 0);
 	close(a.fd);
 	close(b.fd);
@@ -156,7 +194,8 @@ START_TEST(test_leak_200_cycles)
 	ck_assert_int_eq(np_policy_parse(allow, 2, &p, &err), 0);
 	struct np_config cfg;
 	npt_cfg_init(&cfg);
-	int fds0 = rung_test_count_fds(), tables0 = count_rung_tables(), links0 = count_rg_links();
+	int fds0 = rung_test_count_fds(), tables0 = count_rung_tables(npt_state_dir),
+	    links0 = count_rg_links(npt_state_dir);
 	int tasks0 = count_tasks();
 	for (int i = 0; i < 200; i++) {
 		int fd = npw_netns_new();
@@ -171,8 +210,8 @@ START_TEST(test_leak_200_cycles)
 	}
 	np_policy_release(&p);
 	ck_assert_int_eq(rung_test_count_fds(), fds0);
-	ck_assert_int_eq(count_rung_tables(), tables0);
-	ck_assert_int_eq(count_rg_links(), links0);
+	ck_assert_int_eq(count_rung_tables(npt_state_dir), tables0);
+	ck_assert_int_eq(count_rg_links(npt_state_dir), links0);
 	ck_assert_int_eq(count_leases(npt_state_dir), 0);
 	ck_assert_int_eq(count_tasks(), tasks0); /* no thread left behind (np spawns no process) */
 }
@@ -197,6 +236,8 @@ START_TEST(test_up_over_leftovers)
 	ck_assert_str_eq(s2.info.table, s.info.table);
 	ck_assert_str_eq(s2.info.sb_ip, s.info.sb_ip); /* the lease was reused */
 	ck_assert_int_eq(count_leases(npt_state_dir), 1);
+	ck_assert_int_eq(count_rung_tables(npt_state_dir), 1); /* replaced, still marked as ours */
+	ck_assert_int_eq(count_rg_links(npt_state_dir), 1);
 	/* a fresh table: the old dynamic set is gone, so .10 is closed until resolved again */
 	ck_assert_int_eq(npt_sb_tcp(&s2, 10, 80, NULL), -ECONNREFUSED);
 	ck_assert_int_eq(npt_sb_resolve(&s2, "allowed.test", ip), 0);

@@ -181,7 +181,9 @@ START_TEST(test_render)
 	/* create_only: no replace, so no delete */
 	rp.create_only = true;
 	t = np_policy_render(&p, &rp, &err);
-	ck_assert_ptr_nonnull(strstr(t, "create table inet rung_0123456789ab\ntable inet rung_0123456789ab {"));
+	ck_assert_ptr_nonnull(strstr(t, "create table inet rung_0123456789ab { comment "
+					"\"rung-np:feedbeef0000:sb-1\"; }\n"
+					"table inet rung_0123456789ab {\n"));
 	ck_assert_ptr_null(strstr(t, "delete table"));
 	free(t);
 	rp.create_only = false;
