@@ -140,9 +140,31 @@ START_TEST(test_down_idempotent_and_gc)
 		np_net_free(all[i]->net);
 	}
 	close(g.fd);
+	/* and a table alone (its lease and veth already gone): found by its owner mark */
+	struct npt_sb t;
+	npt_sb_up(&t, "t-gc-tableonly", allow, 1);
+	npt_proxy_stop_free(&t);
+	ck_assert_int_eq(npw_ip(-1, "link del %s", t.info.veth), 0);
+	close(t.fd);
+	{
+		char lp[300];
+		struct dirent *de;
+		snprintf(lp, sizeof(lp), "%s/net/leases", npt_state_dir);
+		DIR *d = opendir(lp);
+		ck_assert_ptr_nonnull(d);
+		while ((de = readdir(d)))
+			if (!strncmp(de->d_name, t.info.table + 5, 12)) {
+				char f[600];
+				snprintf(f, sizeof(f), "%s/%s", lp, de->d_name);
+				ck_assert_int_eq(unlink(f), 0);
+			}
+		closedir(d);
+	}
+	ck_assert(table_exists(t.info.table));
 	struct rung_err err = {0};
 	const char *live[] = {"t-gc-a"};
 	ck_assert_msg(np_gc(npt_state_dir, live, 1, &err) == 0, "gc: %s", err.msg);
+	ck_assert(!table_exists(t.info.table));
 	ck_assert(table_exists(a.info.table));
 	ck_assert_uint_ne(if_nametoindex(a.info.veth), 0);
 	ck_assert(!table_exists(b.info.table));
