@@ -61,6 +61,8 @@ static void put_set(FILE *f, const char *name, const char *type, const char *fla
 	fprintf(f, "\tset %s {\n\t\ttype %s\n\t\tflags %s\n", name, type, flags);
 	if (kind >= 0)
 		put_elements(f, p, (enum np_entry_kind)kind, ported);
+	else /* bounded: a flood of distinct answers cannot grow kernel memory without end */
+		fprintf(f, "\t\tsize %d\n", NP_DYN_SET_MAX);
 	fputs("\t}\n", f);
 }
 
