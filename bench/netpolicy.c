@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +24,14 @@
 #include "netpolicy/np.h"
 #include "tests/np_dnsbuild.h"
 #include "tests/np_world.h"
+
+static uint64_t cpu_us(void)
+{
+	struct rusage r;
+	getrusage(RUSAGE_SELF, &r);
+	return (uint64_t)(r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1000000 +
+	       (uint64_t)(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
+}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -136,7 +145,7 @@ int main(int argc, char **argv)
 	enum { BATCH = 20 };
 	cycles = (cycles + BATCH - 1) / BATCH * BATCH;
 	uint64_t *up = calloc((size_t)cycles, sizeof(*up)), *down = calloc((size_t)cycles, 8);
-	uint64_t *ph[4];
+	uint64_t *ph[4], *cpu = calloc((size_t)cycles, 8);
 	for (int k = 0; k < 4; k++)
 		ph[k] = calloc((size_t)cycles, 8);
 	int fds[BATCH];
@@ -148,12 +157,13 @@ int main(int argc, char **argv)
 			snprintf(id, sizeof(id), "bench-%d", i);
 			fds[i] = npw_netns_new();
 			struct np_net *n = NULL;
-			uint64_t t0 = rung_now_us();
+			uint64_t t0 = rung_now_us(), c0 = cpu_us();
 			if (np_sandbox_up(&cfg, id, fds[i], &p, &n, &err) < 0) {
 				fprintf(stderr, "up: %s\n", err.msg);
 				goto out;
 			}
 			up[b * BATCH + i] = rung_now_us() - t0;
+			cpu[b * BATCH + i] = cpu_us() - c0;
 			struct np_net_info inf;
 			np_net_info(n, &inf);
 			ph[0][b * BATCH + i] = inf.t_lease_us;
@@ -173,6 +183,9 @@ int main(int argc, char **argv)
 	}
 	printf("egress: np_sandbox_up   median %8.0f us  (n=%d; veth + nft table + DNS proxy)\n",
 	       median_us(up, (size_t)cycles), cycles);
+	printf("egress:   its CPU time (user+sys, all threads) median %.0f us: the wall time on an "
+	       "idle machine is about this plus the kernel's waits\n",
+	       median_us(cpu, (size_t)cycles));
 	printf("egress:   phases (medians, us): lease %.0f, nft table (libnftables) %.0f, "
 	       "veth+addr+route %.0f, proxy %.0f\n",
 	       median_us(ph[0], (size_t)cycles), median_us(ph[1], (size_t)cycles),
