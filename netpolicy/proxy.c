@@ -109,15 +109,16 @@ static void reply(struct np_proxy *p, const struct sockaddr_in *client, int conn
 	conn_close(p, conn);
 }
 
+/* serial: the TCP connection's serial when the query came (a reused slot is not answered). */
 static void reply_rcode(struct np_proxy *p, const uint8_t *q, size_t qlen,
 			const struct np_dns_msg *m, int rcode, const struct sockaddr_in *client,
-			int conn)
+			int conn, uint64_t serial)
 {
 	uint8_t out[UDP_MAX];
 	int n = np_dns_reply_rcode(q, qlen, m, rcode, out, sizeof(out));
 	if (n > 0)
-		reply(p, client, conn, conn >= 0 ? p->conns[conn].serial : 0, out, (size_t)n);
-	else if (conn >= 0)
+		reply(p, client, conn, serial, out, (size_t)n);
+	else if (conn >= 0 && p->conns[conn].serial == serial)
 		conn_close(p, conn);
 }
 
@@ -141,7 +142,8 @@ static void on_query(struct np_proxy *p, uint8_t *q, size_t len, const struct so
 	    !np_policy_match_name(p->policy, m->qname, &pd.any_port, pd.ports, MAX_PORTS,
 				  &pd.n_ports)) {
 		audit(p, m->qname[0] ? m->qname : ".", m->qtype, "refuse", NULL);
-		reply_rcode(p, q, len, m, 5 /* REFUSED */, client, conn);
+		reply_rcode(p, q, len, m, 5 /* REFUSED */, client, conn,
+			    conn >= 0 ? p->conns[conn].serial : 0);
 		goto out;
 	}
 	int slot = -1;
@@ -192,7 +194,8 @@ static void on_query(struct np_proxy *p, uint8_t *q, size_t len, const struct so
 		audit(p, m->qname, m->qtype, "servfail", "upstream unreachable");
 		q[0] = (uint8_t)(m->id >> 8);
 		q[1] = (uint8_t)m->id;
-		reply_rcode(p, q, len, m, 2 /* SERVFAIL */, client, conn);
+		reply_rcode(p, q, len, m, 2 /* SERVFAIL */, client, conn,
+			    conn >= 0 ? p->conns[conn].serial : 0);
 		goto out;
 	}
 	p->pend[slot] = pd;
@@ -290,7 +293,7 @@ static void on_upstream(struct np_proxy *p)
 		/* Not opened, so not answered: the client must not get an address it can't use. */
 		LOG_WARN("sandbox %s: %s: %s", p->id, pd->qname, e.msg);
 		audit(p, pd->qname, pd->qtype, "servfail", "nft insert failed");
-		reply_rcode(p, buf, (size_t)n, m, 2, &pd->client, pd->conn);
+		reply_rcode(p, buf, (size_t)n, m, 2, &pd->client, pd->conn, pd->conn_serial);
 	} else {
 		audit(p, pd->qname, pd->qtype, "allow", extra);
 		reply(p, &pd->client, pd->conn, pd->conn_serial, buf, (size_t)n);
