@@ -49,7 +49,7 @@
 /* ---- policy: the parsed egress_allow ---------------------------------------------------- */
 
 #define NP_MAX_ENTRIES 512
-#define NP_DYN_SET_MAX 16384 /* addresses a sandbox's DNS answers may hold open at once */
+#define NP_DYN_SET_MAX 4096 /* addresses a sandbox's DNS answers may hold open at once */
 #define NP_NAME_MAX 253
 
 enum np_entry_kind {

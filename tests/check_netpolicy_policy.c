@@ -160,7 +160,7 @@ START_TEST(test_render)
 	ck_assert_ptr_nonnull(strstr(t, "reject with icmpx type admin-prohibited"));
 	ck_assert_ptr_nonnull(strstr(t, "ip saddr 10.213.0.2 oifname != \"rg0123456789ab\" masquerade"));
 	ck_assert_ptr_nonnull(strstr(t, "meta nfproto ipv6 drop"));
-	ck_assert_ptr_nonnull(strstr(t, "set d4 {\n\t\ttype ipv4_addr\n\t\tflags timeout\n\t\tsize 16384\n\t}"));
+	ck_assert_ptr_nonnull(strstr(t, "set d4 {\n\t\ttype ipv4_addr\n\t\tflags timeout\n\t\tsize 4096\n\t}"));
 	/* DNS blocking comes before any accept in egress. */
 	char *eg = strstr(t, "chain egress");
 	ck_assert(strstr(eg, "th dport 53 jump deny") < strstr(eg, "ip daddr @s4 accept"));
@@ -172,7 +172,7 @@ START_TEST(test_render)
 	struct np_policy p2;
 	ck_assert_int_eq(np_policy_parse(items2, 1, &p2, &err), 0);
 	t = np_policy_render(&p2, &rp, &err);
-	ck_assert_ptr_nonnull(strstr(t, "set d4p {\n\t\ttype ipv4_addr . inet_service\n\t\tflags timeout\n\t\tsize 16384\n\t}"));
+	ck_assert_ptr_nonnull(strstr(t, "set d4p {\n\t\ttype ipv4_addr . inet_service\n\t\tflags timeout\n\t\tsize 4096\n\t}"));
 	ck_assert_ptr_nonnull(strstr(t, "meta l4proto { tcp, udp } ip daddr . th dport @d4p accept"));
 	ck_assert_ptr_null(strstr(t, "@d4 "));
 	ck_assert_ptr_null(strstr(t, "@s4"));
