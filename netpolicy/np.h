@@ -122,7 +122,12 @@ json_t *np_policy_describe(const struct np_policy *p);
 
 /* ---- the sandbox's network -------------------------------------------------------------- */
 
-/* One line per DNS query: "sandbox=<id> q=<name> type=<n> decision=<allow|refuse|...>". */
+/*
+ * One line per DNS query: "sandbox=<id> q=<name> type=<qtype> decision=<d>[ details]", d one of
+ * allow (details: v4=<opened> v6=<relayed> ttl=<s>[ filtered=yes]), refuse, servfail,
+ * malformed, timeout. Names are printable (the parser rejects control bytes). Without a
+ * callback the lines go to the log sink at debug level.
+ */
 typedef void (*np_audit_fn)(void *data, const char *line);
 
 struct np_config {

@@ -66,12 +66,16 @@ struct np_proxy {
 static void audit(struct np_proxy *p, const char *q, uint16_t qtype, const char *decision,
 		  const char *extra)
 {
-	if (!p->audit)
+	/* Without a callback the lines go to the log sink at debug level. */
+	if (!p->audit && rung_log_get_level() < RUNG_LOG_DEBUG)
 		return;
 	char line[512];
 	snprintf(line, sizeof(line), "sandbox=%s q=%s type=%u decision=%s%s%s", p->id, q, qtype,
 		 decision, extra && *extra ? " " : "", extra ? extra : "");
-	p->audit(p->audit_data, line);
+	if (p->audit)
+		p->audit(p->audit_data, line);
+	else
+		LOG_DEBUG("%s", line);
 }
 
 static int ep_add(int epfd, int fd, uint64_t tag)
