@@ -132,8 +132,17 @@ int np_sandbox_up(const struct np_config *cfg, const char *id, int netns_fd,
 	if ((r = apply_table(n, err)) < 0)
 		goto fail;
 	uint64_t t2 = rung_now_us();
+	uint64_t t3 = t2;
+	pp.listen.sin_family = AF_INET;
+	pp.listen.sin_port = htons(53);
 	for (int attempt = 0;; attempt++) {
 		r = np_link_up(&n->nm, id, netns_fd, &n->lease, err);
+		t3 = rung_now_us();
+		if (r == 0) {
+			/* our proxy's address taken is a clash too (a store without this check) */
+			memcpy(&pp.listen.sin_addr, n->lease.host_ip, 4);
+			r = np_proxy_new(&pp, &n->proxy, err);
+		}
 		if (r != -EADDRINUSE || attempt == 5)
 			break;
 		/* a clash with another state dir: give the subnet up, wait a little, lease again */
@@ -150,12 +159,6 @@ int np_sandbox_up(const struct np_config *cfg, const char *id, int netns_fd,
 			break;
 	}
 	if (r < 0)
-		goto fail;
-	uint64_t t3 = rung_now_us();
-	pp.listen.sin_family = AF_INET;
-	pp.listen.sin_port = htons(53);
-	memcpy(&pp.listen.sin_addr, n->lease.host_ip, 4);
-	if ((r = np_proxy_new(&pp, &n->proxy, err)) < 0)
 		goto fail;
 	uint64_t t4 = rung_now_us();
 	n->t_us[0] = (uint32_t)(t1 - t0);
