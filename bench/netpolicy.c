@@ -9,11 +9,11 @@
  * Usage: build/bench/netpolicy [cycles] [queries]
  */
 #include <arpa/inet.h>
+#include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
-#include <sched.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -203,8 +203,8 @@ int main(int argc, char **argv)
 	npw_proxy_start(&loop, n);
 	struct np_net_info info;
 	np_net_info(n, &info);
-	struct qjob *j = mmap(NULL, sizeof(*j), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-			      -1, 0);
+	struct qjob *j =
+	    mmap(NULL, sizeof(*j), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	memset(j, 0, sizeof(*j));
 	npw_addr(&w, 53, j->direct, sizeof(j->direct));
 	snprintf(j->proxy, sizeof(j->proxy), "%s", info.host_ip);

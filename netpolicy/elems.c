@@ -8,13 +8,14 @@
  * timeout whether or not it existed. The table itself is still rendered and applied through
  * libnftables (sandbox.c).
  */
-#include <netinet/in.h> /* before the linux/ headers */
-#include <linux/netfilter.h>
-#include <linux/netfilter/nf_tables.h>
-#include <linux/netfilter/nfnetlink.h>
+#include <netinet/in.h> /* before the linux/ headers, whose in.h clashes with it */
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
 
 #include <libmnl/libmnl.h>
 #include <libnftnl/common.h>
@@ -82,8 +83,7 @@ static struct nftnl_set *elems_build(const char *table, const char *set, const u
  * Reads acks until every message of the batch (sequence numbers lo..hi) is answered; the first
  * error wins. Acks of an earlier, failed batch still queued on the socket are skipped by seq.
  */
-static int read_acks(struct np_nfsock *s, uint32_t lo, uint32_t hi, int want,
-		     struct rung_err *err)
+static int read_acks(struct np_nfsock *s, uint32_t lo, uint32_t hi, int want, struct rung_err *err)
 {
 	char buf[NL_BUF];
 	int fd = mnl_socket_get_fd(s->nl), got = 0, first = 0;
@@ -129,13 +129,13 @@ int np_nfsock_set_elems(struct np_nfsock *s, const char *table, const char *set,
 	struct mnl_nlmsg_batch *b = mnl_nlmsg_batch_start(buf, sizeof(buf));
 	nftnl_batch_begin(mnl_nlmsg_batch_current(b), s->seq++);
 	mnl_nlmsg_batch_next(b);
-	static const uint16_t types[] = {NFT_MSG_NEWSETELEM, NFT_MSG_DELSETELEM, NFT_MSG_NEWSETELEM};
+	static const uint16_t types[] = {NFT_MSG_NEWSETELEM, NFT_MSG_DELSETELEM,
+					 NFT_MSG_NEWSETELEM};
 	uint32_t lo = s->seq;
 	for (size_t i = 0; i < RUNG_ARRAY_SIZE(types); i++) {
-		struct nlmsghdr *h =
-			nftnl_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), types[i], NFPROTO_INET,
-					      (uint16_t)((i != 1 ? NLM_F_CREATE : 0) | NLM_F_ACK),
-					      s->seq++);
+		struct nlmsghdr *h = nftnl_nlmsg_build_hdr(
+		    mnl_nlmsg_batch_current(b), types[i], NFPROTO_INET,
+		    (uint16_t)((i != 1 ? NLM_F_CREATE : 0) | NLM_F_ACK), s->seq++);
 		nftnl_set_elems_nlmsg_build_payload(h, i == 1 ? del : add);
 		mnl_nlmsg_batch_next(b);
 	}

@@ -25,8 +25,7 @@ void np_names_derive(const char *state_dir, const char *id, struct np_names *nm)
 	snprintf(nm->tag, sizeof(nm->tag), "rung-np:%.12s", h);
 }
 
-bool np_routes_overlap(const struct np_route4 *r, size_t n, uint32_t net, uint8_t len,
-		       int skip_oif)
+bool np_routes_overlap(const struct np_route4 *r, size_t n, uint32_t net, uint8_t len, int skip_oif)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (skip_oif && r[i].oif == skip_oif)
@@ -44,9 +43,10 @@ int np_pool_parse(const char *pool, uint32_t *base, uint32_t *slots, struct rung
 	char buf[32];
 	uint64_t plen;
 	const char *slash = strchr(pool, '/');
-	if (!slash || (size_t)(slash - pool) >= sizeof(buf) || rung_parse_u64(slash + 1, &plen) < 0 ||
-	    plen < 8 || plen > 30)
-		return rung_err_set(err, EINVAL, "pool \"%s\": want A.B.C.D/N with 8 <= N <= 30", pool);
+	if (!slash || (size_t)(slash - pool) >= sizeof(buf) ||
+	    rung_parse_u64(slash + 1, &plen) < 0 || plen < 8 || plen > 30)
+		return rung_err_set(err, EINVAL, "pool \"%s\": want A.B.C.D/N with 8 <= N <= 30",
+				    pool);
 	memcpy(buf, pool, (size_t)(slash - pool));
 	buf[slash - pool] = '\0';
 	struct in_addr a;
@@ -134,8 +134,8 @@ static int lease_write(int dfd, const char *name, const char *id, struct rung_er
 	char tmp[64], txt[200];
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", name, (int)getpid());
 	int n = snprintf(txt, sizeof(txt), "id=%s\n", id);
-	cleanup_close int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-				      0600);
+	cleanup_close int fd =
+	    openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return rung_err_sys(err, errno, "lease %s", tmp);
 	int r = rung_write_all(fd, txt, (size_t)n);
@@ -194,8 +194,8 @@ int np_lease_acquire(const char *state_dir, const char *pool, const char *id,
 		uint32_t idx;
 		if (!lease_name(de->d_name, hash, &idx) || idx >= slots)
 			continue;
-		if (!strcmp(hash, nm->hash) && lease_read_id(dfd, de->d_name, lid, sizeof(lid)) == 0 &&
-		    !strcmp(lid, id)) {
+		if (!strcmp(hash, nm->hash) &&
+		    lease_read_id(dfd, de->d_name, lid, sizeof(lid)) == 0 && !strcmp(lid, id)) {
 			fill_lease(base, idx, out); /* this sandbox already holds one */
 			return 0;
 		}

@@ -38,15 +38,23 @@ static void nl_cache_freep(struct nl_cache **c)
 static int nl2errno(int nle)
 {
 	switch (-nle < 0 ? nle : -nle) {
-	case NLE_EXIST: return EEXIST;
+	case NLE_EXIST:
+		return EEXIST;
 	case NLE_NODEV:
-	case NLE_OBJ_NOTFOUND: return ENODEV;
-	case NLE_PERM: return EPERM;
-	case NLE_NOMEM: return ENOMEM;
-	case NLE_INVAL: return EINVAL;
-	case NLE_BUSY: return EBUSY;
-	case NLE_NOADDR: return EADDRNOTAVAIL;
-	default: return EIO;
+	case NLE_OBJ_NOTFOUND:
+		return ENODEV;
+	case NLE_PERM:
+		return EPERM;
+	case NLE_NOMEM:
+		return ENOMEM;
+	case NLE_INVAL:
+		return EINVAL;
+	case NLE_BUSY:
+		return EBUSY;
+	case NLE_NOADDR:
+		return EADDRNOTAVAIL;
+	default:
+		return EIO;
 	}
 }
 
@@ -170,8 +178,8 @@ static int wait_oper_up(struct nl_sock *sk, const char *name, struct rung_err *e
 		if (rtnl_link_get_operstate(l) == IF_OPER_UP)
 			return 0;
 		if (rung_now_ms() > deadline)
-			return rung_err_set(err, ETIMEDOUT, "link %s: not operationally up after 2 s",
-					    name);
+			return rung_err_set(err, ETIMEDOUT,
+					    "link %s: not operationally up after 2 s", name);
 		usleep(200);
 	}
 }

@@ -16,10 +16,10 @@ int np_name_normalize(const char *in, char *out, size_t outlen, const char **why
 
 /* Names derived from the id alone (so down/gc work without any saved state). */
 struct np_names {
-	char hash[13];   /* 12 hex of sha256(id) */
-	char veth[16];   /* "rg" + hash */
-	char table[32];  /* "rung_" + hash */
-	char tag[32];    /* "rung-np:" + 12 hex of sha256(state_dir) */
+	char hash[13];	/* 12 hex of sha256(id) */
+	char veth[16];	/* "rg" + hash */
+	char table[32]; /* "rung_" + hash */
+	char tag[32];	/* "rung-np:" + 12 hex of sha256(state_dir) */
 };
 void np_names_derive(const char *state_dir, const char *id, struct np_names *nm);
 
@@ -38,8 +38,8 @@ int np_lease_foreach(const char *state_dir, void (*fn)(const char *id, const cha
 int np_pool_parse(const char *pool, uint32_t *base, uint32_t *slots, struct rung_err *err);
 
 /* link.c: libnl plumbing. */
-int np_link_up(const struct np_names *nm, const char *id, int netns_fd,
-	       const struct np_lease *l, struct rung_err *err);
+int np_link_up(const struct np_names *nm, const char *id, int netns_fd, const struct np_lease *l,
+	       struct rung_err *err);
 int np_link_del(const char *veth, struct rung_err *err);
 /* Loopback up only (no network). */
 int np_netns_lo_only(int netns_fd, struct rung_err *err);
@@ -47,7 +47,7 @@ int np_netns_lo_only(int netns_fd, struct rung_err *err);
 struct np_route4 {
 	uint32_t net; /* host byte order */
 	uint8_t len;
-	int oif;      /* first nexthop's ifindex (0: none) */
+	int oif; /* first nexthop's ifindex (0: none) */
 };
 int np_routes_dump(struct np_route4 **out, size_t *n, struct rung_err *err);
 /* Pure: does net/len overlap any of the routes (those via skip_oif left out; 0: none)? */

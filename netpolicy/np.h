@@ -53,18 +53,18 @@
 #define NP_NAME_MAX 253
 
 enum np_entry_kind {
-	NP_ENTRY_HOST,   /* "example.org": exactly that name */
+	NP_ENTRY_HOST,	 /* "example.org": exactly that name */
 	NP_ENTRY_SUFFIX, /* "*.example.org": any strict subdomain (name holds "example.org") */
-	NP_ENTRY_CIDR4,  /* "192.0.2.0/24", "192.0.2.7" (= /32) */
-	NP_ENTRY_CIDR6,  /* "2001:db8::/32", "[2001:db8::1]:443" */
+	NP_ENTRY_CIDR4,	 /* "192.0.2.0/24", "192.0.2.7" (= /32) */
+	NP_ENTRY_CIDR6,	 /* "2001:db8::/32", "[2001:db8::1]:443" */
 };
 
 struct np_entry {
 	enum np_entry_kind kind;
 	char name[NP_NAME_MAX + 1]; /* HOST/SUFFIX: lower case, no trailing dot */
-	uint8_t addr[16];           /* CIDR: network address, host bits zero (v4 in the first 4) */
-	uint8_t prefix;             /* CIDR prefix length */
-	uint16_t port;              /* 0: any port; else this TCP/UDP port only */
+	uint8_t addr[16];	    /* CIDR: network address, host bits zero (v4 in the first 4) */
+	uint8_t prefix;		    /* CIDR prefix length */
+	uint16_t port;		    /* 0: any port; else this TCP/UDP port only */
 };
 
 struct np_policy {
@@ -97,12 +97,12 @@ int np_policy_match_name(const struct np_policy *p, const char *name, bool *any_
 /* ---- rendering (pure) ------------------------------------------------------------------ */
 
 struct np_render_params {
-	char table[32];      /* "rung_<12hex>" */
-	char veth[16];       /* host end, "rg<12hex>" */
-	char comment[200];   /* "rung-np:<state dir tag>:<id>", for np_gc */
-	uint8_t host_ip[4];  /* host end: gateway, DNS proxy */
-	uint8_t sb_ip[4];    /* the sandbox's only source address */
-	bool create_only;    /* "create table" (fails if it exists) instead of replacing it */
+	char table[32];	    /* "rung_<12hex>" */
+	char veth[16];	    /* host end, "rg<12hex>" */
+	char comment[200];  /* "rung-np:<state dir tag>:<id>", for np_gc */
+	uint8_t host_ip[4]; /* host end: gateway, DNS proxy */
+	uint8_t sb_ip[4];   /* the sandbox's only source address */
+	bool create_only;   /* "create table" (fails if it exists) instead of replacing it */
 };
 
 /*
@@ -131,12 +131,12 @@ json_t *np_policy_describe(const struct np_policy *p);
 typedef void (*np_audit_fn)(void *data, const char *line);
 
 struct np_config {
-	const char *state_dir;  /* required: leases in <state_dir>/net/ */
-	const char *pool;       /* IPv4 pool CIDR, /30 per sandbox; NULL: "10.213.0.0/16" */
-	const char *upstream;   /* DNS "IP[:PORT]"; NULL: $RUNG_DNS_UPSTREAM, else resolv.conf */
-	uint32_t ttl_floor_s;   /* 0: 30 */
-	uint32_t ttl_cap_s;     /* 0: 3600 */
-	np_audit_fn audit;      /* optional */
+	const char *state_dir; /* required: leases in <state_dir>/net/ */
+	const char *pool;      /* IPv4 pool CIDR, /30 per sandbox; NULL: "10.213.0.0/16" */
+	const char *upstream;  /* DNS "IP[:PORT]"; NULL: $RUNG_DNS_UPSTREAM, else resolv.conf */
+	uint32_t ttl_floor_s;  /* 0: 30 */
+	uint32_t ttl_cap_s;    /* 0: 3600 */
+	np_audit_fn audit;     /* optional */
 	void *audit_data;
 };
 
@@ -144,10 +144,10 @@ struct np_net; /* opaque; owned by the supervisor for the sandbox's lifetime */
 
 struct np_net_info {
 	bool has_network;  /* false: empty allowlist, loopback only */
-	char veth[16];     /* host end */
-	char table[32];    /* nft table (inet family) */
+	char veth[16];	   /* host end */
+	char table[32];	   /* nft table (inet family) */
 	char host_ip[16];  /* host end = gateway = DNS proxy */
-	char sb_ip[16];    /* the sandbox's address on eth0 */
+	char sb_ip[16];	   /* the sandbox's address on eth0 */
 	char upstream[64]; /* DNS upstream "IP:PORT" */
 	/* where np_sandbox_up's time went (us): lease, nft table, links, proxy */
 	uint32_t t_lease_us, t_table_us, t_link_us, t_proxy_us;
@@ -187,8 +187,7 @@ int np_sandbox_down(const char *state_dir, const char *id, struct rung_err *err)
  * Removes what belongs to this state dir (leases, "rg*" veths and "rung_*" tables carrying its
  * tag) and whose id is not in live_ids. Objects of other state dirs are left alone.
  */
-int np_gc(const char *state_dir, const char *const *live_ids, size_t n_live,
-	  struct rung_err *err);
+int np_gc(const char *state_dir, const char *const *live_ids, size_t n_live, struct rung_err *err);
 
 /* ---- DNS messages (pure; exposed for the proxy's tests and the fuzzer) ------------------ */
 
@@ -199,7 +198,7 @@ struct np_dns_rr {
 	uint16_t type, klass;
 	uint32_t ttl;
 	uint16_t rdlen;
-	uint16_t rdoff;              /* offset of rdata in the message */
+	uint16_t rdoff;		      /* offset of rdata in the message */
 	char target[NP_NAME_MAX + 2]; /* CNAME: the decoded target */
 };
 
@@ -208,7 +207,7 @@ struct np_dns_msg {
 	uint16_t qdcount, ancount, nscount, arcount;
 	char qname[NP_NAME_MAX + 2];
 	uint16_t qtype, qclass;
-	size_t qend;      /* offset just past the question */
+	size_t qend;	  /* offset just past the question */
 	size_t n_answers; /* parsed answers, at most NP_DNS_MAX_RR */
 	struct np_dns_rr answers[NP_DNS_MAX_RR];
 };

@@ -95,8 +95,8 @@ static void conn_close(struct np_proxy *p, int i)
 	c->have = 0;
 }
 
-static void reply(struct np_proxy *p, const struct sockaddr_in *client, int conn,
-		  uint64_t serial, const uint8_t *msg, size_t len)
+static void reply(struct np_proxy *p, const struct sockaddr_in *client, int conn, uint64_t serial,
+		  const uint8_t *msg, size_t len)
 {
 	if (conn < 0) {
 		sendto(p->udp, msg, len, MSG_DONTWAIT, (const struct sockaddr *)client,
@@ -416,10 +416,7 @@ int np_proxy_timeout_ms(const struct np_proxy *p)
 	return next <= now ? 0 : (int)(next - now);
 }
 
-int np_proxy_fd(const struct np_proxy *p)
-{
-	return p ? p->epfd : -1;
-}
+int np_proxy_fd(const struct np_proxy *p) { return p ? p->epfd : -1; }
 
 void np_proxy_free(struct np_proxy *p)
 {
@@ -451,8 +448,8 @@ static int listen_sock(int type, const struct sockaddr_in *a, struct rung_err *e
 	    (type == SOCK_STREAM && listen(fd, 16) < 0)) {
 		char t[INET_ADDRSTRLEN];
 		inet_ntop(AF_INET, &a->sin_addr, t, sizeof(t));
-		int r = rung_err_sys(err, errno, "DNS proxy: bind %s:%u (%s)", t, ntohs(a->sin_port),
-				     type == SOCK_STREAM ? "tcp" : "udp");
+		int r = rung_err_sys(err, errno, "DNS proxy: bind %s:%u (%s)", t,
+				     ntohs(a->sin_port), type == SOCK_STREAM ? "tcp" : "udp");
 		close(fd);
 		return r;
 	}
@@ -489,12 +486,13 @@ int np_proxy_new(const struct np_proxy_params *pp, struct np_proxy **out, struct
 	    (r = p->tcp = listen_sock(SOCK_STREAM, &pp->listen, err)) < 0)
 		goto fail;
 	p->up = socket(pp->upstream.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (p->up < 0 || connect(p->up, (const struct sockaddr *)&pp->upstream, pp->upstream_len) < 0) {
+	if (p->up < 0 ||
+	    connect(p->up, (const struct sockaddr *)&pp->upstream, pp->upstream_len) < 0) {
 		r = rung_err_sys(err, errno, "DNS proxy: upstream socket");
 		goto fail;
 	}
-	if ((r = ep_add(p->epfd, p->udp, EV_UDP)) < 0 || (r = ep_add(p->epfd, p->tcp, EV_TCP)) < 0 ||
-	    (r = ep_add(p->epfd, p->up, EV_UP)) < 0) {
+	if ((r = ep_add(p->epfd, p->udp, EV_UDP)) < 0 ||
+	    (r = ep_add(p->epfd, p->tcp, EV_TCP)) < 0 || (r = ep_add(p->epfd, p->up, EV_UP)) < 0) {
 		r = rung_err_sys(err, -r, "epoll_ctl");
 		goto fail;
 	}

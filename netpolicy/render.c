@@ -70,13 +70,14 @@ char *np_policy_render(const struct np_policy *p, const struct np_render_params 
 		       struct rung_err *err)
 {
 	if (!p || p->n == 0) {
-		rung_err_set(err, EINVAL, "np_policy_render: empty policy has no table (no network)");
+		rung_err_set(err, EINVAL,
+			     "np_policy_render: empty policy has no table (no network)");
 		return NULL;
 	}
-	if (!ident_ok(rp->table, sizeof(rp->table) - 1) ||
-	    strlen(rp->veth) == 0 || strlen(rp->veth) > 15 || !ident_ok(rp->veth, 15) ||
-	    !comment_ok(rp->comment)) {
-		rung_err_set(err, EINVAL, "np_policy_render: bad table \"%s\", veth \"%s\" or comment",
+	if (!ident_ok(rp->table, sizeof(rp->table) - 1) || strlen(rp->veth) == 0 ||
+	    strlen(rp->veth) > 15 || !ident_ok(rp->veth, 15) || !comment_ok(rp->comment)) {
+		rung_err_set(err, EINVAL,
+			     "np_policy_render: bad table \"%s\", veth \"%s\" or comment",
 			     rp->table, rp->veth);
 		return NULL;
 	}
@@ -102,8 +103,9 @@ char *np_policy_render(const struct np_policy *p, const struct np_render_params 
 		fprintf(f, "create table inet %s { comment \"%s\"; }\ntable inet %s {\n", t,
 			rp->comment, t);
 	else
-		fprintf(f, "add table inet %s\ndelete table inet %s\ntable inet %s {\n"
-			   "\tcomment \"%s\"\n",
+		fprintf(f,
+			"add table inet %s\ndelete table inet %s\ntable inet %s {\n"
+			"\tcomment \"%s\"\n",
 			t, t, t, rp->comment);
 	/*
 	 * Only the sets this policy uses exist (every object here is re-read by libnftables for

@@ -1,10 +1,10 @@
 /* netpolicy/sandbox.c: a sandbox's network up, down, and garbage collection. */
 #include <arpa/inet.h>
 #include <net/if.h>
-#include <sys/random.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "common/util.h"
 #include "netpolicy/np-internal.h"
@@ -100,18 +100,20 @@ int np_sandbox_up(const struct np_config *cfg, const char *id, int netns_fd,
 	/* Never touch a live sandbox's network (its table would be replaced, its sets emptied). */
 	if (if_nametoindex(n->nm.veth) != 0) {
 		np_net_free(n);
-		return rung_err_set(err, EEXIST, "sandbox %s: network already up (veth %s); "
-				    "np_sandbox_down it first", id, n->nm.veth);
+		return rung_err_set(err, EEXIST,
+				    "sandbox %s: network already up (veth %s); "
+				    "np_sandbox_down it first",
+				    id, n->nm.veth);
 	}
 
 	struct np_proxy_params pp = {
-		.id = n->id,
-		.policy = &n->policy,
-		.table = n->nm.table,
-		.ttl_floor_s = cfg->ttl_floor_s,
-		.ttl_cap_s = cfg->ttl_cap_s,
-		.audit = cfg->audit,
-		.audit_data = cfg->audit_data,
+	    .id = n->id,
+	    .policy = &n->policy,
+	    .table = n->nm.table,
+	    .ttl_floor_s = cfg->ttl_floor_s,
+	    .ttl_cap_s = cfg->ttl_cap_s,
+	    .audit = cfg->audit,
+	    .audit_data = cfg->audit_data,
 	};
 	if ((r = np_upstream_resolve(cfg->upstream, &pp.upstream, &pp.upstream_len, err)) < 0)
 		goto fail_early;
@@ -191,10 +193,7 @@ void np_net_info(const struct np_net *n, struct np_net_info *o)
 	o->t_proxy_us = n->t_us[3];
 }
 
-int np_net_proxy_fd(const struct np_net *n)
-{
-	return n && n->proxy ? np_proxy_fd(n->proxy) : -1;
-}
+int np_net_proxy_fd(const struct np_net *n) { return n && n->proxy ? np_proxy_fd(n->proxy) : -1; }
 
 int np_net_proxy_handle(struct np_net *n, struct rung_err *err)
 {
@@ -234,8 +233,7 @@ char *np_sandbox_resolv_conf(const struct np_net *n)
 }
 
 /* Removes the veth, table and lease of one hash; keeps going, returns the first error. */
-static int remove_by_names(const char *state_dir, const struct np_names *nm,
-			   struct rung_err *err)
+static int remove_by_names(const char *state_dir, const struct np_names *nm, struct rung_err *err)
 {
 	struct rung_err e;
 	int first = 0, r;
@@ -309,10 +307,7 @@ static bool ours(const struct gc *g, const char *mark)
 	return !strncmp(mark, g->tag, n) && mark[n] == ':';
 }
 
-static void gc_lease(const char *id, const char *hash, void *d)
-{
-	gc_consider(d, hash);
-}
+static void gc_lease(const char *id, const char *hash, void *d) { gc_consider(d, hash); }
 
 static void gc_link(const char *name, const char *alias, void *d)
 {
@@ -326,8 +321,7 @@ static void gc_table(const char *name, const char *comment, void *d)
 		gc_consider(d, name + 5);
 }
 
-int np_gc(const char *state_dir, const char *const *live_ids, size_t n_live,
-	  struct rung_err *err)
+int np_gc(const char *state_dir, const char *const *live_ids, size_t n_live, struct rung_err *err)
 {
 	struct np_names nm;
 	np_names_derive(state_dir, "gc", &nm);

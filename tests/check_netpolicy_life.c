@@ -10,12 +10,12 @@
 #include <net/if.h>
 #include <nftables/libnftables.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,7 +67,8 @@ static int count_rung_tables(const char *sd)
 		if (sscanf(p, "table inet %63s", name) != 1)
 			continue;
 		snprintf(cmd, sizeof(cmd), "list table inet %s", name);
-		if (nft_run_cmd_from_buffer(c, cmd) == 0 && strstr(nft_ctx_get_output_buffer(c), tag))
+		if (nft_run_cmd_from_buffer(c, cmd) == 0 &&
+		    strstr(nft_ctx_get_output_buffer(c), tag))
 			n++;
 	}
 	free(names);
@@ -133,7 +134,8 @@ START_TEST(test_down_idempotent_and_gc)
 	ocfg.state_dir = other_sd;
 	struct npt_sb o;
 	npt_sb_up_cfg(&o, "t-gc-other", &ocfg, allow, 1);
-	/* "crash" all three: the supervisor's objects vanish without down; the ghost's netns dies */
+	/* "crash" all three: the supervisor's objects vanish without down; the ghost's netns dies
+	 */
 	struct npt_sb *all[] = {&a, &b, &g, &o};
 	for (size_t i = 0; i < 4; i++) {
 		npw_proxy_stop(&all[i]->loop);
@@ -280,8 +282,8 @@ START_TEST(test_concurrent_leases)
 	struct res {
 		int r;
 		char ip[16], msg[256];
-	} *res = mmap(NULL, N * sizeof(*res), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-		      -1, 0);
+	} *res =
+	    mmap(NULL, N * sizeof(*res), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ck_assert_ptr_ne(res, MAP_FAILED);
 	int fds[N];
 	pid_t pids[N];

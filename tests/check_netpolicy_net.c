@@ -9,12 +9,12 @@
 #include <net/if.h>
 #include <nftables/libnftables.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,7 +38,8 @@ START_TEST(test_allowed_name_resolves_and_connects)
 	ck_assert_int_eq(npt_sb_tcp(&s, 10, 80, NULL), 0);
 	ck_assert_int_eq(npt_sb_tcp(&s, 10, 8080, NULL), 0); /* no port in the entry: any port */
 	ck_assert_int_eq(npt_sb_probe(&s, npt_p_udp, ip, 9000, NULL), 0);
-	ck_assert_ptr_nonnull(strstr(npt_audit_buf, "sandbox=t-allowed q=allowed.test type=1 decision=allow"));
+	ck_assert_ptr_nonnull(
+	    strstr(npt_audit_buf, "sandbox=t-allowed q=allowed.test type=1 decision=allow"));
 	npt_sb_down(&s);
 }
 END_TEST
@@ -53,7 +54,7 @@ START_TEST(test_unlisted_name_refused)
 	char ip[32];
 	ck_assert_int_eq(npt_sb_resolve(&s, "denied.test", ip), 5); /* REFUSED */
 	ck_assert_str_eq(ip, "");
-	ck_assert_int_eq(npt_sb_resolve(&s, "sub.test", ip), 5);  /* "*.sub.test" is strict */
+	ck_assert_int_eq(npt_sb_resolve(&s, "sub.test", ip), 5); /* "*.sub.test" is strict */
 	ck_assert_int_eq(npt_sb_resolve(&s, "allowed.test.evil.test", ip), 5);
 	/* the proxy never asked upstream about them */
 	ck_assert_int_eq(atomic_load(&npt_W.dns_queries), before);
@@ -75,9 +76,12 @@ static int p_garbage(void *a)
 	const char *proxy = a;
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(53)};
 	inet_pton(AF_INET, proxy, &sa.sin_addr);
-	static const uint8_t loop[] = {0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 0xc0, 12, 0, 1, 0, 1};
-	static const uint8_t twoq[] = {0x12, 0x35, 0x01, 0x00, 0, 2, 0, 0, 0, 0, 0, 0, 1, 'a', 0, 0, 1, 0, 1};
-	static const uint8_t resp[] = {0x12, 0x36, 0x81, 0x80, 0, 1, 0, 0, 0, 0, 0, 0, 1, 'a', 0, 0, 1, 0, 1};
+	static const uint8_t loop[] = {0x12, 0x34, 0x01, 0x00, 0,  1, 0, 0, 0,
+				       0,    0,	   0,	 0xc0, 12, 0, 1, 0, 1};
+	static const uint8_t twoq[] = {0x12, 0x35, 0x01, 0x00, 0, 2, 0, 0, 0, 0,
+				       0,    0,	   1,	 'a',  0, 0, 1, 0, 1};
+	static const uint8_t resp[] = {0x12, 0x36, 0x81, 0x80, 0, 1, 0, 0, 0, 0,
+				       0,    0,	   1,	 'a',  0, 0, 1, 0, 1};
 	const struct {
 		const uint8_t *b;
 		size_t n;
@@ -172,8 +176,8 @@ static char *list_set(const char *table, const char *set)
 	nft_ctx_buffer_output(c);
 	char cmd[96];
 	snprintf(cmd, sizeof(cmd), "list set inet %s %s", table, set);
-	char *out = nft_run_cmd_from_buffer(c, cmd) == 0 ? strdup(nft_ctx_get_output_buffer(c))
-							  : NULL;
+	char *out =
+	    nft_run_cmd_from_buffer(c, cmd) == 0 ? strdup(nft_ctx_get_output_buffer(c)) : NULL;
 	nft_ctx_free(c);
 	return out;
 }
@@ -223,7 +227,8 @@ START_TEST(test_cidr_and_ports)
 	ck_assert_int_eq(npt_sb_tcp(&s, 12, 80, NULL), -ECONNREFUSED);
 	ck_assert_int_eq(npt_sb_probe(&s, npt_p_udp, i14, 9000, NULL), 0);
 	ck_assert_int_eq(npt_sb_tcp(&s, 14, 80, NULL), -ECONNREFUSED);
-	ck_assert_int_eq(npt_sb_probe(&s, npt_p_ping, i14, 0, NULL), -EHOSTUNREACH); /* port entries: tcp/udp only */
+	ck_assert_int_eq(npt_sb_probe(&s, npt_p_ping, i14, 0, NULL),
+			 -EHOSTUNREACH); /* port entries: tcp/udp only */
 	/* a name entry with a port opens the resolved address on that port only */
 	ck_assert_int_eq(npt_sb_resolve(&s, "a.sub.test", ip), 0);
 	npt_want_ip(ip, 13);
@@ -317,7 +322,8 @@ START_TEST(test_two_sandboxes_isolated)
 	ck_assert_int_eq(npt_sb_tcp(&b, 10, 80, NULL), -ECONNREFUSED);
 	/* B's proxy does not answer A's names, and B cannot use A's proxy */
 	ck_assert_int_eq(npt_sb_resolve(&b, "allowed.test", ip), 5);
-	ck_assert_int_lt(npt_sb_resolve_via(&b, a.info.host_ip, "allowed.test", false, ip, NULL), 0);
+	ck_assert_int_lt(npt_sb_resolve_via(&b, a.info.host_ip, "allowed.test", false, ip, NULL),
+			 0);
 	ck_assert_int_eq(npt_sb_resolve(&b, "b.test", ip), 0);
 	ck_assert_int_eq(npt_sb_tcp(&b, 12, 80, NULL), 0);
 	ck_assert_int_eq(npt_sb_tcp(&a, 12, 80, NULL), -ECONNREFUSED);
@@ -342,7 +348,8 @@ START_TEST(test_empty_policy_no_network)
 	char ip[32];
 	npw_addr(&npt_W, 10, ip, sizeof(ip));
 	ck_assert_int_eq(npt_sb_probe(&s, npt_p_tcp, ip, 80, &ms), -ENETUNREACH);
-	ck_assert_int_eq(npt_sb_probe(&s, npt_p_tcp, "127.0.0.1", 9, NULL), -ECONNREFUSED); /* lo is up */
+	ck_assert_int_eq(npt_sb_probe(&s, npt_p_tcp, "127.0.0.1", 9, NULL),
+			 -ECONNREFUSED); /* lo is up */
 	/* no veth was made for it */
 	struct if_nameindex *ifs = if_nameindex();
 	for (struct if_nameindex *i = ifs; i && i->if_name; i++)
@@ -421,8 +428,10 @@ START_TEST(test_sandbox_cannot_flush_rules)
 	npt_cfg_init(&cfg);
 	npt_sb_up_fd(&s, "t-flush", &cfg, allow, 1, fd);
 	char ip[32];
-	ck_assert_int_eq(npt_sb_resolve(&s, "allowed.test", ip), 0); /* opens .10 for the attacker */
-	ck_assert_int_eq(write(go[1], s.info.table, strlen(s.info.table)), (ssize_t)strlen(s.info.table));
+	ck_assert_int_eq(npt_sb_resolve(&s, "allowed.test", ip),
+			 0); /* opens .10 for the attacker */
+	ck_assert_int_eq(write(go[1], s.info.table, strlen(s.info.table)),
+			 (ssize_t)strlen(s.info.table));
 	ck_assert_int_eq(read(res[0], &r, sizeof(r)), sizeof(r));
 	waitpid(pid, NULL, 0);
 	ck_assert_msg(r == 0, "attack step %d succeeded", r);

@@ -6,12 +6,12 @@
 #include <net/if.h>
 #include <nftables/libnftables.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,7 +19,6 @@
 #include "netpolicy/np.h"
 #include "tests/np_sb.h"
 #include "tests/testutil.h"
-
 
 struct np_world npt_W;
 char npt_state_dir[128];
@@ -74,7 +73,6 @@ void npt_world_setup(void)
 	atexit(npt_world_teardown); /* a failed assertion exits the test process */
 }
 
-
 void npt_cfg_init(struct np_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -84,7 +82,7 @@ void npt_cfg_init(struct np_config *cfg)
 }
 
 void npt_sb_up_fd(struct npt_sb *s, const char *id, const struct np_config *cfg,
-		     const char *const *items, size_t n, int netns_fd)
+		  const char *const *items, size_t n, int netns_fd)
 {
 	struct np_policy p;
 	struct rung_err err = {0};
@@ -102,7 +100,7 @@ void npt_sb_up_fd(struct npt_sb *s, const char *id, const struct np_config *cfg,
 }
 
 void npt_sb_up_cfg(struct npt_sb *s, const char *id, const struct np_config *cfg,
-		      const char *const *items, size_t n)
+		   const char *const *items, size_t n)
 {
 	npt_sb_up_fd(s, id, cfg, items, n, -1);
 }
@@ -186,11 +184,11 @@ static int p_dns(void *a)
 }
 
 int npt_sb_resolve_via(struct npt_sb *s, const char *server, const char *name, bool tcp, char *out,
-			  uint64_t *ms)
+		       uint64_t *ms)
 {
 	/* shared with the probe child, which writes the address */
-	struct dnsq *q = mmap(NULL, sizeof(*q), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-			      -1, 0);
+	struct dnsq *q =
+	    mmap(NULL, sizeof(*q), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ck_assert_ptr_ne(q, MAP_FAILED);
 	memset(q, 0, sizeof(*q));
 	q->tcp = tcp;
@@ -217,4 +215,3 @@ void npt_want_ip(const char *got, int host)
 	npw_addr(&npt_W, host, ip, sizeof(ip));
 	ck_assert_str_eq(got, ip);
 }
-

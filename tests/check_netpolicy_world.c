@@ -6,13 +6,13 @@
 #include <poll.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <stdbool.h>
 #include <unistd.h>
 
 #include "tests/np_dnsbuild.h"
@@ -94,23 +94,23 @@ void npw_addr(const struct np_world *w, int host, char *out, size_t len)
 struct zone_rec {
 	const char *name;
 	const char *cname; /* or NULL */
-	int host;          /* A 198.18.k.host */
+	int host;	   /* A 198.18.k.host */
 	uint32_t ttl;
-	const char *ip;    /* or this A (never contacted: the proxy must refuse to open it) */
+	const char *ip; /* or this A (never contacted: the proxy must refuse to open it) */
 };
 static const struct zone_rec zone[] = {
-	{"allowed.test", NULL, 10, 300, NULL},
-	{"denied.test", NULL, 11, 300, NULL},
-	{"b.test", NULL, 12, 300, NULL},
-	{"sub.test", NULL, 13, 300, NULL},
-	{"a.sub.test", NULL, 13, 300, NULL},
-	{"x.y.sub.test", NULL, 13, 300, NULL},
-	{"short.test", NULL, 14, 1, NULL},
-	{"cname.test", "far.elsewhere.test", 15, 300, NULL},
-	{"far.elsewhere.test", NULL, 15, 300, NULL},
-	{"meta.test", NULL, 0, 300, "169.254.169.254"},
-	{"loop.test", NULL, 0, 300, "127.0.0.1"},
-	{"pool.test", NULL, 0, 300, "10.213.0.1"},
+    {"allowed.test", NULL, 10, 300, NULL},
+    {"denied.test", NULL, 11, 300, NULL},
+    {"b.test", NULL, 12, 300, NULL},
+    {"sub.test", NULL, 13, 300, NULL},
+    {"a.sub.test", NULL, 13, 300, NULL},
+    {"x.y.sub.test", NULL, 13, 300, NULL},
+    {"short.test", NULL, 14, 1, NULL},
+    {"cname.test", "far.elsewhere.test", 15, 300, NULL},
+    {"far.elsewhere.test", NULL, 15, 300, NULL},
+    {"meta.test", NULL, 0, 300, "169.254.169.254"},
+    {"loop.test", NULL, 0, 300, "127.0.0.1"},
+    {"pool.test", NULL, 0, 300, "10.213.0.1"},
 };
 static const int server_hosts[] = {10, 11, 12, 13, 14, 15};
 #define N_HOSTS (sizeof(server_hosts) / sizeof(server_hosts[0]))
@@ -220,7 +220,8 @@ static void *server_thread(void *p)
 				ssize_t r = recvfrom(pf[i].fd, b, sizeof(b), MSG_DONTWAIT,
 						     (struct sockaddr *)&from, &fl);
 				if (r > 0)
-					sendto(pf[i].fd, b, (size_t)r, 0, (struct sockaddr *)&from, fl);
+					sendto(pf[i].fd, b, (size_t)r, 0, (struct sockaddr *)&from,
+					       fl);
 			}
 	}
 	for (int i = 1; i < n; i++)
@@ -491,7 +492,8 @@ int npw_dns(const char *server, const char *name, bool use_tcp, int timeout_ms, 
 			goto out;
 		}
 		uint8_t l2[2] = {(uint8_t)(q.n >> 8), (uint8_t)q.n};
-		if (send(fd, l2, 2, MSG_NOSIGNAL) != 2 || send(fd, q.b, q.n, MSG_NOSIGNAL) != (ssize_t)q.n) {
+		if (send(fd, l2, 2, MSG_NOSIGNAL) != 2 ||
+		    send(fd, q.b, q.n, MSG_NOSIGNAL) != (ssize_t)q.n) {
 			r = -errno;
 			goto out;
 		}

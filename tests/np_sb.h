@@ -27,10 +27,10 @@ struct npt_sb {
 void npt_world_setup(void);
 void npt_world_teardown(void);
 void npt_cfg_init(struct np_config *cfg);
-void npt_sb_up_fd(struct npt_sb *s, const char *id, const struct np_config *cfg, const char *const *items,
-	      size_t n, int netns_fd);
+void npt_sb_up_fd(struct npt_sb *s, const char *id, const struct np_config *cfg,
+		  const char *const *items, size_t n, int netns_fd);
 void npt_sb_up_cfg(struct npt_sb *s, const char *id, const struct np_config *cfg,
-	       const char *const *items, size_t n);
+		   const char *const *items, size_t n);
 void npt_sb_up(struct npt_sb *s, const char *id, const char *const *items, size_t n);
 void npt_sb_down(struct npt_sb *s);
 /* what a crashed supervisor leaves: the proxy and object gone, kernel state still there */
@@ -42,7 +42,7 @@ int npt_p_ping(void *a);
 int npt_sb_probe(struct npt_sb *s, int (*fn)(void *), const char *ip, int port, uint64_t *ms);
 int npt_sb_tcp(struct npt_sb *s, int host, int port, uint64_t *ms);
 int npt_sb_resolve_via(struct npt_sb *s, const char *server, const char *name, bool tcp, char *out,
-		   uint64_t *ms);
+		       uint64_t *ms);
 int npt_sb_resolve(struct npt_sb *s, const char *name, char *out);
 void npt_want_ip(const char *got, int host);
 
