@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -59,8 +60,14 @@ static void self_dispose(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 	struct rt_store *st = &sb->router->store;
 	int lock = -1;
 	while ((lock = rt_store_lock_sandbox(st, sb->meta.id, false, true, NULL)) < 0) {
-		if (lock == -ENOENT)
-			return; /* someone disposed it already */
+		if (lock == -ENOENT) {
+			/* Its store entry is gone (removed without a dispose): nothing can reach
+			 * this sandbox any more, and the TTL has passed. Stop it. */
+			kill(sb->meta.init_pid, SIGKILL);
+			waitpid(sb->meta.init_pid, NULL, 0);
+			ops->teardown(sb);
+			_exit(0);
+		}
 		struct pollfd p = {.fd = sfd, .events = POLLIN};
 		if (poll(&p, 1, 50) > 0)
 			return; /* a disposer is signalling us: let the main loop handle it */
@@ -72,6 +79,7 @@ static void self_dispose(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 	char dir[4096];
 	rt_store_path(st, sb->meta.id, NULL, dir, sizeof(dir));
 	struct rung_err err = {0};
+	rt_store_release_uid(st, sb->meta.id, sb->meta.uid_base);
 	int g = rt_store_lock_global(st, &err);
 	if (rung_rm_rf(dir, &err) < 0)
 		LOG_WARN("ttl dispose of %s: %s", sb->meta.id, err.msg);
@@ -87,6 +95,11 @@ static void maybe_idle_suspend(struct rt_sandbox *sb, const struct rt_backend_op
 	int lock = rt_store_lock_sandbox(st, sb->meta.id, false, true, NULL);
 	if (lock < 0)
 		return;
+	int busy = rt_store_busy(st, sb->meta.id, true);
+	if (busy < 0) { /* an exec or file operation is in flight: not idle */
+		close(lock);
+		return;
+	}
 	struct rt_meta m;
 	struct rung_err err = {0};
 	if (rt_store_meta_read(st, sb->meta.id, &m, &err) == 0) {
@@ -101,6 +114,7 @@ static void maybe_idle_suspend(struct rt_sandbox *sb, const struct rt_backend_op
 		}
 		rt_meta_release(&m);
 	}
+	close(busy);
 	close(lock);
 }
 
@@ -218,16 +232,65 @@ static void supervisor_main(struct rt_sandbox *sb, const struct rt_backend_ops *
 	_exit(0);
 }
 
+static bool multi_threaded(void)
+{
+	cleanup_free char *st = NULL;
+	if (rung_file_load(AT_FDCWD, "/proc/self/status", 1 << 16, &st, NULL, NULL) < 0)
+		return true; /* assume the worst */
+	const char *t = strstr(st, "\nThreads:");
+	return !t || atoi(t + 9) > 1;
+}
+
+/*
+ * The description a re-exec'd supervisor starts from: the router's settings and the
+ * sandbox's metadata, in a memfd (fd 4 of `rung __supervise`).
+ */
+static int handoff_memfd(const struct rt_sandbox *sb, struct rung_err *err)
+{
+	cleanup_free char *meta = NULL;
+	int r = rt_meta_to_json(&sb->meta, &meta, err);
+	if (r < 0)
+		return r;
+	const struct rung_router *rt = sb->router;
+	json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:s}", "state_dir", rt->store.root, "agent",
+			      rt->agent_path, "vmm", rt->vmm_path, "deployed", rt->deployed, "meta",
+			      meta);
+	cleanup_free char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (!txt)
+		return rung_err_set(err, ENOMEM, "out of memory");
+	int fd = memfd_create("rung-supervise", MFD_CLOEXEC);
+	if (fd < 0)
+		return rung_err_sys(err, errno, "memfd_create");
+	if (rung_write_all(fd, txt, strlen(txt)) < 0 || lseek(fd, 0, SEEK_SET) < 0) {
+		close(fd);
+		return rung_err_sys(err, errno, "write the supervisor's handoff");
+	}
+	return fd;
+}
+
+/*
+ * Fork (twice, setsid) the supervisor. From a multi-threaded caller (the daemon) the child
+ * re-execs `rung __supervise` instead of running on in a copy of the caller's memory: no
+ * inherited locks held by other threads, no copy of other requests' data.
+ */
 int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 			struct rt_started *out, struct rung_err *err)
 {
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
+	int p[2], handoff = -1;
+	if (multi_threaded() && (handoff = handoff_memfd(sb, err)) < 0)
+		return handoff;
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		if (handoff >= 0)
+			close(handoff);
 		return rung_err_sys(err, errno, "pipe");
+	}
 	pid_t pid = fork();
 	if (pid < 0) {
 		close(p[0]);
 		close(p[1]);
+		if (handoff >= 0)
+			close(handoff);
 		return rung_err_sys(err, errno, "fork");
 	}
 	if (pid == 0) {
@@ -237,10 +300,24 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 		pid_t s = fork();
 		if (s != 0)
 			_exit(s < 0 ? 1 : 0);
-		supervisor_main(sb, ops, p[1]);
+		if (handoff < 0)
+			supervisor_main(sb, ops, p[1]);
+		struct sync_msg msg = {0};
+		if (dup2(p[1], 3) < 0 || dup2(handoff, 4) < 0) {
+			rung_err_sys(&msg.err, errno, "supervisor fds");
+		} else {
+			syscall(SYS_close_range, 5, ~0U, 0);
+			char *argv[] = {"rung", "__supervise", NULL};
+			char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+			execve(sb->router->rung_path, argv, envp);
+			rung_err_sys(&msg.err, errno, "exec %s __supervise", sb->router->rung_path);
+		}
+		rung_write_all(p[1], &msg, sizeof(msg));
 		_exit(1);
 	}
 	close(p[1]);
+	if (handoff >= 0)
+		close(handoff);
 	waitpid(pid, NULL, 0);
 	struct sync_msg msg;
 	int r = rung_read_exact(p[0], &msg, sizeof(msg));
@@ -256,12 +333,64 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 	return 0;
 }
 
+int rung_supervisor_main(void)
+{
+	struct sync_msg msg = {0};
+	cleanup_free char *txt = NULL;
+	struct rung_router *r = NULL;
+	json_t *o = NULL;
+	const char *dir, *agent, *vmm, *meta;
+	int deployed = 0;
+	if (fcntl(3, F_GETFD) < 0 || fcntl(4, F_GETFD) < 0)
+		return fprintf(stderr, "rung __supervise: internal; started by the runtime only\n"), 2;
+	if (rung_read_fd_all(4, 1 << 22, &txt, NULL, &msg.err) < 0)
+		goto fail;
+	close(4);
+	o = json_loads(txt, 0, NULL);
+	if (!o || json_unpack(o, "{s:s, s:s, s:s, s:b, s:s}", "state_dir", &dir, "agent", &agent,
+			      "vmm", &vmm, "deployed", &deployed, "meta", &meta) < 0) {
+		rung_err_set(&msg.err, EINVAL, "bad supervisor handoff");
+		goto fail;
+	}
+	struct rung_router_opts ro = {.state_dir = dir, .deployed = deployed, .agent_path = agent,
+				      .vmm_path = vmm};
+	if (rung_router_new(&ro, &r, &msg.err) < 0)
+		goto fail;
+	struct rt_sandbox *sb = calloc(1, sizeof(*sb));
+	if (!sb || rt_meta_from_json(meta, strlen(meta), &sb->meta, &msg.err) < 0)
+		goto fail;
+	sb->router = r;
+	rt_store_path(&r->store, sb->meta.id, NULL, sb->dir, sizeof(sb->dir));
+	const struct rt_backend_ops *ops = rt_backend_get(sb->meta.iso);
+	if (!ops) {
+		rung_err_set(&msg.err, EINVAL, "no backend for %s", rung_isolation_name(sb->meta.iso));
+		goto fail;
+	}
+	json_decref(o);
+	supervisor_main(sb, ops, 3); /* never returns */
+fail:
+	rung_write_all(3, &msg, sizeof(msg));
+	return 1;
+}
+
+/* A zombie (dead, not yet reaped by whoever inherited it) is not alive. */
+static bool proc_is_zombie(pid_t pid)
+{
+	char p[64];
+	cleanup_free char *txt = NULL;
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	if (rung_file_load(AT_FDCWD, p, 4096, &txt, NULL, NULL) < 0)
+		return true;
+	const char *c = strrchr(txt, ')');
+	return !c || !c[1] || c[2] == 'Z' || c[2] == 'X';
+}
+
 bool rt_supervisor_alive(const struct rt_meta *m)
 {
 	if (m->sup_pid <= 0)
 		return false;
 	uint64_t st = rung_proc_starttime(m->sup_pid);
-	return st != 0 && st == m->sup_start;
+	return st != 0 && st == m->sup_start && !proc_is_zombie(m->sup_pid);
 }
 
 void rt_supervisor_stop(const struct rt_meta *m, unsigned grace_ms)
