@@ -119,10 +119,18 @@ int np_sandbox_up(const struct np_config *cfg, const char *id, int netns_fd,
 		goto fail_early;
 	fmt_sockaddr(&pp.upstream, n->upstream, sizeof(n->upstream));
 	uint64_t t0 = rung_now_us();
-	const char *pool = cfg->pool ? cfg->pool : NP_DEFAULT_POOL;
+	const char *pool = cfg->pool, *pool_from = "np_config.pool";
+	if (!pool || !*pool) {
+		pool = getenv("RUNG_NET_POOL");
+		pool_from = "RUNG_NET_POOL";
+	}
+	if (!pool || !*pool)
+		pool = NP_DEFAULT_POOL;
 	uint32_t slots, plen = 0;
-	if ((r = np_pool_parse(pool, &pp.pool_base, &slots, err)) < 0)
+	if ((r = np_pool_parse(pool, &pp.pool_base, &slots, err)) < 0) {
+		rung_err_wrap(err, "%s", pool_from);
 		goto fail_early;
+	}
 	while ((1u << plen) < slots)
 		plen++;
 	pp.pool_mask = ~0u << (plen + 2); /* slots are /30s */

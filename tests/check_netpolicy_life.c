@@ -384,7 +384,12 @@ START_TEST(test_resolv_conf_and_info)
 	struct np_net *n = NULL;
 	ck_assert_int_eq(np_sandbox_up(&cfg, "t-info-bad", fd, &p, &n, &err), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "pool"));
+	ck_assert_ptr_nonnull(strstr(err.msg, "np_config.pool"));
 	cfg.pool = NULL;
+	setenv("RUNG_NET_POOL", "10.213.0.0/7", 1);
+	ck_assert_int_eq(np_sandbox_up(&cfg, "t-info-bad", fd, &p, &n, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "RUNG_NET_POOL"));
+	unsetenv("RUNG_NET_POOL");
 	cfg.upstream = "not-an-ip";
 	ck_assert_int_eq(np_sandbox_up(&cfg, "t-info-bad", fd, &p, &n, &err), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "not-an-ip"));
