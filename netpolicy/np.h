@@ -27,10 +27,10 @@
  *     entries (AAAA answers are relayed and open nothing). If the insert fails the client gets
  *     SERVFAIL, never an address it cannot use. A name never opens 0/8, 127/8, 169.254/16 (cloud
  *     metadata), 224/3 or the pool (only an explicit CIDR entry can). Queries go upstream with a
- *     fresh random id
- *     from a connected socket; an answer must match id AND question. TCP clients are served
- *     one query per connection, forwarded upstream over UDP. The proxy is single-threaded:
- *     only its owner's thread may call np_net_proxy_*().
+ *     fresh random id from a connected socket; an answer must match id AND question. TCP
+ *     clients may send several queries per connection (answered as they come back); those go
+ *     upstream over UDP with EDNS0 (4096). The proxy is single-threaded: only its owner's
+ *     thread may call np_net_proxy_*().
  * Nothing here runs a program: links go through libnl-route-3, the table through libnftables
  * (nft_run_cmd_from_buffer), the proxy's set elements through libnftnl (one nfnetlink batch:
  * libnftables would re-read every table on the host for each answer).

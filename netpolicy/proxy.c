@@ -4,9 +4,9 @@
  * One object, one pollable fd (an epoll set over: the UDP listener, the TCP listener, the
  * connected upstream UDP socket and open TCP clients). np_proxy_handle() never blocks.
  * Allowed queries go upstream with a fresh random id; the answer is matched back by id AND
- * question, its A/AAAA addresses go into the sandbox's dynamic sets (timeout = clamped TTL) in
- * one nft transaction, and only then is the answer relayed. TCP clients are served one query per
- * connection, forwarded upstream over UDP.
+ * question, its A addresses go into the sandbox's dynamic sets (timeout = clamped TTL) in one
+ * nfnetlink batch, and only then is the answer relayed. TCP clients may pipeline queries on one
+ * connection; each goes upstream over UDP and is answered when it comes back.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -46,6 +46,8 @@ struct pending {
 struct conn {
 	int fd;
 	uint64_t serial, deadline;
+	int inflight; /* queries of this connection waiting for upstream */
+	bool eof;     /* the client finished sending */
 	size_t have;
 	uint8_t buf[2 + TCP_MAX];
 };
@@ -93,6 +95,22 @@ static void conn_close(struct np_proxy *p, int i)
 	}
 	c->fd = -1;
 	c->have = 0;
+	c->inflight = 0;
+	c->eof = false;
+}
+
+/* A query of TCP connection conn (as of serial) is settled; close once all are and it is done. */
+static void conn_done(struct np_proxy *p, int conn, uint64_t serial)
+{
+	if (conn < 0)
+		return;
+	struct conn *c = &p->conns[conn];
+	if (c->fd < 0 || c->serial != serial)
+		return;
+	if (c->inflight > 0)
+		c->inflight--;
+	if (c->eof && c->inflight == 0)
+		conn_close(p, conn);
 }
 
 static void reply(struct np_proxy *p, const struct sockaddr_in *client, int conn, uint64_t serial,
@@ -109,8 +127,9 @@ static void reply(struct np_proxy *p, const struct sockaddr_in *client, int conn
 	uint8_t hdr[2] = {(uint8_t)(len >> 8), (uint8_t)len};
 	struct iovec iov[2] = {{hdr, 2}, {(void *)msg, len}};
 	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
-	sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-	conn_close(p, conn);
+	/* a client that does not read its answers (a full socket) is dropped */
+	if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)(2 + len))
+		conn_close(p, conn);
 }
 
 /* serial: the TCP connection's serial when the query came (a reused slot is not answered). */
@@ -162,6 +181,8 @@ static void on_query(struct np_proxy *p, uint8_t *q, size_t len, const struct so
 			slot = i;
 		}
 	}
+	if (p->pend[slot].used) /* full: the oldest query is given up */
+		conn_done(p, p->pend[slot].conn, p->pend[slot].conn_serial);
 	for (;;) { /* a random id not in flight */
 		uint16_t id;
 		if (getrandom(&id, sizeof(id), 0) != sizeof(id))
@@ -203,6 +224,8 @@ static void on_query(struct np_proxy *p, uint8_t *q, size_t len, const struct so
 		goto out;
 	}
 	p->pend[slot] = pd;
+	if (conn >= 0)
+		p->conns[conn].inflight++;
 out:
 	free(m);
 }
@@ -303,6 +326,7 @@ static void on_upstream(struct np_proxy *p)
 		reply(p, &pd->client, pd->conn, pd->conn_serial, buf, (size_t)n);
 	}
 	pd->used = false;
+	conn_done(p, pd->conn, pd->conn_serial);
 	free(a4);
 	free(m);
 }
@@ -337,30 +361,38 @@ static void on_accept(struct np_proxy *p)
 	close(fd); /* too many clients */
 }
 
+/* TCP: any number of length-prefixed queries per connection, answered as they come back. */
 static void on_conn(struct np_proxy *p, int i)
 {
 	struct conn *c = &p->conns[i];
 	if (c->fd < 0)
 		return;
 	ssize_t n = recv(c->fd, c->buf + c->have, sizeof(c->buf) - c->have, MSG_DONTWAIT);
-	if (n <= 0) {
-		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) { /* done sending (or gone): answer what is pending, then close */
+		epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		c->eof = true;
+		if (n < 0 || c->inflight == 0)
 			conn_close(p, i);
 		return;
 	}
 	c->have += (size_t)n;
-	if (c->have < 2)
-		return;
-	size_t want = (size_t)c->buf[0] << 8 | c->buf[1];
-	if (want == 0 || want > TCP_MAX) {
-		conn_close(p, i);
-		return;
+	c->deadline = rung_now_ms() + QUERY_TIMEOUT_MS;
+	while (c->fd >= 0 && c->have >= 2) {
+		size_t want = (size_t)c->buf[0] << 8 | c->buf[1];
+		if (want == 0 || want > TCP_MAX) {
+			conn_close(p, i);
+			return;
+		}
+		if (c->have < 2 + want)
+			return;
+		uint8_t q[TCP_MAX];
+		memcpy(q, c->buf + 2, want);
+		c->have -= 2 + want;
+		memmove(c->buf, c->buf + 2 + want, c->have);
+		on_query(p, q, want, NULL, i);
 	}
-	if (c->have < 2 + want)
-		return;
-	/* One query per connection: stop reading, answer comes via the upstream path. */
-	epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-	on_query(p, c->buf + 2, want, NULL, i);
 }
 
 int np_proxy_handle(struct np_proxy *p, struct rung_err *err)
@@ -391,10 +423,8 @@ int np_proxy_handle(struct np_proxy *p, struct rung_err *err)
 	for (int i = 0; i < MAX_PENDING; i++)
 		if (p->pend[i].used && p->pend[i].deadline <= now) {
 			audit(p, p->pend[i].qname, p->pend[i].qtype, "timeout", NULL);
-			if (p->pend[i].conn >= 0 &&
-			    p->conns[p->pend[i].conn].serial == p->pend[i].conn_serial)
-				conn_close(p, p->pend[i].conn);
 			p->pend[i].used = false;
+			conn_done(p, p->pend[i].conn, p->pend[i].conn_serial);
 		}
 	for (int i = 0; i < MAX_CONNS; i++)
 		if (p->conns[i].fd >= 0 && p->conns[i].deadline <= now)

@@ -14,12 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/util.h"
 #include "netpolicy/np.h"
+#include "tests/np_dnsbuild.h"
 #include "tests/np_sb.h"
 #include "tests/testutil.h"
 
@@ -102,6 +104,66 @@ static int p_garbage(void *a)
 	char ip[32];
 	return npw_dns(proxy, "allowed.test", false, 3000, ip, sizeof(ip));
 }
+
+/* glibc style TCP: two queries on one connection, half-closed, both answered. */
+static int p_tcp_two(void *a)
+{
+	const char *proxy = a;
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(53)};
+	inet_pton(AF_INET, proxy, &sa.sin_addr);
+	int t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (connect(t, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	struct dnsb q1, q2;
+	dnsb_start(&q1, 0x1111, 0x0100, "allowed.test", 1, 0);
+	dnsb_start(&q2, 0x2222, 0x0100, "denied.test", 1, 0);
+	uint8_t out[2 * (2 + sizeof(q1.b))];
+	size_t n = 0;
+	out[n++] = (uint8_t)(q1.n >> 8);
+	out[n++] = (uint8_t)q1.n;
+	memcpy(out + n, q1.b, q1.n);
+	n += q1.n;
+	out[n++] = (uint8_t)(q2.n >> 8);
+	out[n++] = (uint8_t)q2.n;
+	memcpy(out + n, q2.b, q2.n);
+	n += q2.n;
+	if (write(t, out, n) != (ssize_t)n)
+		return -EIO;
+	shutdown(t, SHUT_WR);
+	uint8_t in[4096];
+	size_t have = 0;
+	ssize_t r;
+	while (have < sizeof(in) && (r = read(t, in + have, sizeof(in) - have)) > 0)
+		have += (size_t)r;
+	close(t);
+	int seen = 0;
+	for (size_t off = 0; off + 2 <= have;) {
+		size_t l = (size_t)in[off] << 8 | in[off + 1];
+		if (off + 2 + l > have || l < 12)
+			return -EPROTO;
+		const uint8_t *m = in + off + 2;
+		uint16_t id = (uint16_t)(m[0] << 8 | m[1]);
+		int rcode = m[3] & 0xf, ancount = m[6] << 8 | m[7];
+		if (id == 0x1111 && rcode == 0 && ancount == 1)
+			seen |= 1;
+		if (id == 0x2222 && rcode == 5)
+			seen |= 2;
+		off += 2 + l;
+	}
+	return seen == 3 ? 0 : -100 - seen;
+}
+
+START_TEST(test_proxy_tcp_two_queries)
+{
+	REQUIRE_NET();
+	static const char *const allow[] = {"allowed.test"};
+	struct npt_sb s;
+	npt_sb_up(&s, "t-tcp2", allow, 1);
+	ck_assert_int_eq(npw_in_netns(s.fd, p_tcp_two, s.info.host_ip), 0);
+	ck_assert_int_eq(npt_sb_tcp(&s, 10, 80, NULL), 0); /* the TCP answer opened it */
+	npt_sb_down(&s);
+}
+END_TEST
 
 START_TEST(test_proxy_survives_garbage)
 {
@@ -452,6 +514,7 @@ Suite *netpolicy_net_suite(void)
 	tcase_add_test(tc, test_unlisted_name_refused);
 	tcase_add_test(tc, test_denied_ip_fails_fast);
 	tcase_add_test(tc, test_proxy_survives_garbage);
+	tcase_add_test(tc, test_proxy_tcp_two_queries);
 	tcase_add_test(tc, test_other_resolvers_blocked);
 	tcase_add_test(tc, test_cidr_and_ports);
 	tcase_add_test(tc, test_dns_never_opens_special_addresses);
