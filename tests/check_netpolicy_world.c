@@ -230,10 +230,31 @@ static void *server_thread(void *p)
 	return NULL;
 }
 
+/* A 198.18.k.0/24 no route of the host uses yet (another test run may hold one). */
+static unsigned free_k(unsigned k)
+{
+	for (int tries = 0; tries < 200; tries++, k = 20 + (k - 20 + 1) % 200) {
+		FILE *f = fopen("/proc/net/route", "r");
+		if (!f)
+			return k;
+		char line[256];
+		bool used = false;
+		unsigned dst;
+		while (!used && fgets(line, sizeof(line), f))
+			if (sscanf(line, "%*s %x", &dst) == 1) /* little-endian hex */
+				used = (dst & 0xffff) == (18u << 8 | 198u) &&
+				       ((dst >> 16) & 0xff) == k;
+		fclose(f);
+		if (!used)
+			return k;
+	}
+	return k;
+}
+
 int npw_up(struct np_world *w)
 {
 	memset(w, 0, sizeof(*w));
-	w->k = 20 + (unsigned)getpid() % 200;
+	w->k = free_k(20 + (unsigned)getpid() % 200);
 	snprintf(w->veth, sizeof(w->veth), "npt%d", (int)getpid() % 10000000);
 	snprintf(w->net, sizeof(w->net), "198.18.%u.", w->k);
 	snprintf(w->upstream, sizeof(w->upstream), "198.18.%u.53:53", w->k);
