@@ -401,6 +401,15 @@ START_TEST(test_import_docker_save)
 	ck_assert_str_eq(r2.digest, info.digest);
 	rfs_image_info_release(&r2);
 	rfs_image_info_release(&info);
+	/* The same as a `docker save` tarball, under another tag. */
+	char tarp[4300];
+	snprintf(tarp, sizeof(tarp), "%s/dsave.tar", e.tmp);
+	tb_tar_dir(dir, tarp);
+	import_ok(&e, tarp, "example/from-tar:1", &r2);
+	ck_assert_str_eq(r2.ref, "example/from-tar:1");
+	ck_assert_int_eq(r2.n_layers, 2);
+	ck_assert_int_eq(count(&e, "tmp"), 0);
+	rfs_image_info_release(&r2);
 	/* A layer that does not hash to its diff_id is refused, nothing left behind. */
 	char bad[4200];
 	snprintf(bad, sizeof(bad), "%s/dsave-bad", e.tmp);
