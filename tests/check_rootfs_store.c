@@ -512,6 +512,41 @@ START_TEST(test_remove_leases_gc)
 }
 END_TEST
 
+START_TEST(test_layers_rebuilt)
+{
+	RUNG_REQUIRE_ROOT();
+	struct env e;
+	env_init(&e, RFS_COMPRESS_GZIP);
+	struct rfs_image_info info;
+	import_ok(&e, e.layout, NULL, &info);
+	struct rung_err err = { 0 };
+	char p[4300];
+	snprintf(p, sizeof(p), "%s/images/layers/sha256/%s", e.state, info.layers[0] + 7);
+	ck_assert_int_eq(rung_rm_rf(p, &err), 0);
+	char **dirs = NULL;
+	ck_assert_msg(rfs_image_layers(e.s, &info, &dirs, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(dirs[1], p);
+	char q[4400];
+	struct stat st;
+	snprintf(q, sizeof(q), "%s/bin/busybox", p);
+	ck_assert_int_eq(stat(q, &st), 0);
+	for (char **d = dirs; *d; d++)
+		free(*d);
+	free(dirs);
+	/* A stored blob corrupted on disk is caught when its layer is rebuilt. */
+	ck_assert_int_eq(rung_rm_rf(p, &err), 0);
+	snprintf(q, sizeof(q), "%s/images/blobs/sha256/%s", e.state, info.layers[0] + 7);
+	int fd = open(q, O_WRONLY | O_APPEND);
+	ck_assert_int_eq(write(fd, "junk", 4), 4);
+	close(fd);
+	ck_assert_int_eq(rfs_image_layers(e.s, &info, &dirs, &err), -EBADMSG);
+	ck_assert_msg(strstr(err.msg, info.layers[0]), "%s", err.msg);
+	ck_assert_int_ne(stat(p, &st), 0);
+	rfs_image_info_release(&info);
+	env_done(&e);
+}
+END_TEST
+
 START_TEST(test_staging_debris)
 {
 	RUNG_REQUIRE_ROOT();
@@ -582,6 +617,7 @@ Suite *rootfs_store_suite(void)
 	tcase_add_test(tc, test_import_docker_save);
 	tcase_add_test(tc, test_concurrent_importers);
 	tcase_add_test(tc, test_remove_leases_gc);
+	tcase_add_test(tc, test_layers_rebuilt);
 	tcase_add_test(tc, test_staging_debris);
 	tcase_add_test(tc, test_inspect_list);
 	suite_add_tcase(s, tc);
