@@ -234,5 +234,16 @@ struct rfs_mount_plan {
 int rfs_overlay_plan(const char *const *lowers, const char *upper, const char *work,
 		     const char *target, struct rfs_mount_plan *out, struct rung_err *err);
 int rfs_overlay_apply(const struct rfs_mount_plan *p, struct rung_err *err);
+/*
+ * The same, with every lower layer presented through an idmapped mount for userns_fd (an
+ * open /proc/PID/ns/user): on-disk uid N (the image's N) appears as that namespace's N, so
+ * one shared copy of a layer serves every sandbox's user namespace. Upper and work dirs are
+ * used as they are (the runtime owns them by the namespace's root). scratch: an existing
+ * private directory (e.g. the sandbox's state dir) where each layer's idmapped clone is
+ * attached while the overlay is created (overlayfs here does not take detached mounts);
+ * they are detached and their directories removed before return.
+ */
+int rfs_overlay_apply_idmapped(const struct rfs_mount_plan *p, int userns_fd,
+			       const char *scratch, struct rung_err *err);
 
 #endif

@@ -6,6 +6,7 @@
 #include <check.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,81 @@ START_TEST(test_overlay_mount)
 	snprintf(p, sizeof(p), "%s/etc/new", dirs[0]);
 	ck_assert_int_ne(stat(p, &st), 0);
 	ck_assert_int_eq(umount2(merged, MNT_DETACH), 0);
+	for (char **d = dirs; *d; d++)
+		free(*d);
+	free(dirs);
+	rfs_image_info_release(&info);
+	env_done(&e);
+}
+END_TEST
+
+START_TEST(test_overlay_idmapped)
+{
+	RUNG_REQUIRE_ROOT();
+	struct env e;
+	env_init(&e, RFS_COMPRESS_GZIP);
+	struct rfs_image_info info;
+	import_ok(&e, e.layout, NULL, &info);
+	struct rung_err err = { 0 };
+	char **dirs = NULL;
+	ck_assert_msg(rfs_image_layers(e.s, &info, &dirs, &err) == 0, "%s", err.msg);
+	/* A user namespace mapping 0..65535 to 100000..165535, held by a child. */
+	int sync_pipe[2];
+	ck_assert_int_eq(pipe(sync_pipe), 0);
+	pid_t kid = fork();
+	ck_assert_int_ge(kid, 0);
+	if (kid == 0) {
+		char c = unshare(CLONE_NEWUSER) == 0 ? 'k' : 'x';
+		if (write(sync_pipe[1], &c, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	char c = 0, p[4300];
+	ck_assert_int_eq(read(sync_pipe[0], &c, 1), 1);
+	ck_assert_int_eq(c, 'k');
+	static const char *const maps[] = { "uid_map", "gid_map" };
+	for (int i = 0; i < 2; i++) {
+		snprintf(p, sizeof(p), "/proc/%d/%s", kid, maps[i]);
+		int fd = open(p, O_WRONLY);
+		ck_assert_int_eq(write(fd, "0 100000 65536\n", 15), 15);
+		close(fd);
+	}
+	snprintf(p, sizeof(p), "/proc/%d/ns/user", kid);
+	int ufd = open(p, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(ufd, 0);
+	char merged[4200];
+	snprintf(merged, sizeof(merged), "%s/merged", e.tmp);
+	ck_assert_int_eq(mkdir(merged, 0755), 0);
+	struct rfs_mount_plan plan;
+	ck_assert_msg(rfs_overlay_plan((const char *const *)dirs, NULL, NULL, merged, &plan, &err) ==
+			      0,
+		      "%s", err.msg);
+	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	char scratch[4200];
+	snprintf(scratch, sizeof(scratch), "%s/scratch", e.tmp);
+	ck_assert_int_eq(mkdir(scratch, 0700), 0);
+	int mounts = rung_test_count_mounts();
+	int r = rfs_overlay_apply_idmapped(&plan, ufd, scratch, &err);
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	close(ufd);
+	ck_assert_msg(r == 0, "%s", err.msg);
+	ck_assert_int_eq(rung_test_count_mounts(), mounts + 1); /* only the overlay remains */
+	ck_assert_int_eq(tb_count_dir(scratch), 0);
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/bin/busybox", merged);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_eq(st.st_uid, 100000); /* image root, seen from the host */
+	ck_assert_int_eq(st.st_gid, 100000);
+	snprintf(p, sizeof(p), "%s/etc/hostname", merged); /* whiteouts still work */
+	ck_assert_int_ne(lstat(p, &st), 0);
+	/* The shared layer itself is unchanged. */
+	snprintf(p, sizeof(p), "%s/bin/busybox", dirs[1]);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_eq(st.st_uid, 0);
+	umount2(merged, MNT_DETACH);
 	for (char **d = dirs; *d; d++)
 		free(*d);
 	free(dirs);
@@ -429,34 +505,40 @@ START_TEST(test_concurrent_importers)
 	RUNG_REQUIRE_ROOT();
 	struct env e;
 	env_init(&e, RFS_COMPRESS_GZIP);
-	pid_t kids[2];
-	for (int k = 0; k < 2; k++) {
+	/* Two importers (same image, different tags) and a third process running open + gc. */
+	pid_t kids[3];
+	for (int k = 0; k < 3; k++) {
 		kids[k] = fork();
 		ck_assert_int_ge(kids[k], 0);
 		if (kids[k] == 0) {
-			struct rfs_store *s;
+			struct rfs_store *s = NULL;
 			struct rung_err err = { 0 };
 			char tag[64];
 			snprintf(tag, sizeof(tag), "rung/conc:%d", k);
 			int bad = 0;
-			for (int round = 0; round < 3 && !bad; round++) {
+			for (int round = 0; round < 4 && !bad; round++) {
 				struct rfs_image_info info;
-				bad = rfs_store_open(e.state, &s, &err) < 0 ||
-				      rfs_image_import(s, e.layout, tag, NULL, NULL, &info, &err) < 0;
-				if (!bad)
-					rfs_image_info_release(&info);
-				if (!bad)
-					rfs_store_free(s);
+				uint64_t freed;
+				bad = rfs_store_open(e.state, &s, &err) < 0;
+				if (!bad && k < 2) {
+					bad = rfs_image_import(s, e.layout, tag, NULL, NULL, &info, &err) < 0;
+					if (!bad)
+						rfs_image_info_release(&info);
+				} else if (!bad) {
+					bad = rfs_store_gc(s, &freed, &err) < 0;
+				}
+				rfs_store_free(s);
+				s = NULL;
 			}
 			if (bad)
-				fprintf(stderr, "importer %d: %s\n", k, err.msg);
+				fprintf(stderr, "process %d: %s\n", k, err.msg);
 			_exit(bad);
 		}
 	}
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 3; k++) {
 		int st;
 		ck_assert_int_eq(waitpid(kids[k], &st, 0), kids[k]);
-		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "importer %d failed", k);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "process %d failed", k);
 	}
 	struct rfs_image_entry *list;
 	size_t n;
@@ -613,6 +695,7 @@ Suite *rootfs_store_suite(void)
 	tcase_add_test(tc, test_import_oci_gzip);
 	tcase_add_test(tc, test_import_oci_zstd);
 	tcase_add_test(tc, test_overlay_mount);
+	tcase_add_test(tc, test_overlay_idmapped);
 	tcase_add_test(tc, test_digest_mismatch);
 	tcase_add_test(tc, test_size_mismatch);
 	tcase_add_test(tc, test_import_layout_tarball);
