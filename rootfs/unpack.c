@@ -288,6 +288,11 @@ static int do_entry(struct unpacker *u, struct archive *a, struct archive_entry 
 	int r = clean_path(entry, entry, path, sizeof(path), err);
 	if (r < 0)
 		return r;
+	/* aufs bookkeeping (".wh..wh.plnk/...", ".wh..wh.aufs"): not content; skipped, as
+	 * Docker does. The opaque marker is the one ".wh..wh." name that means something. */
+	for (const char *c = path; c; c = strchr(c, '/'), c = c ? c + 1 : NULL)
+		if (!strncmp(c, ".wh..wh.", 8) && strcmp(c, WH_OPAQUE))
+			return 0;
 	mode_t type = archive_entry_filetype(e);
 	const char *hl = archive_entry_hardlink(e);
 	if ((uint64_t)archive_entry_uid(e) > MAX_ID || (uint64_t)archive_entry_gid(e) > MAX_ID ||

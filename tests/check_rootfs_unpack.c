@@ -285,6 +285,9 @@ START_TEST(test_whiteouts)
 	tb_file(a, "opq/.wh..wh..opq", "", 0644);
 	tb_file(a, "opq/kept", "new", 0644);
 	tb_file(a, "deep/dir/.wh.gone", "", 0644); /* parents missing from the tar */
+	tb_dir(a, ".wh..wh.plnk/", 0700);               /* aufs bookkeeping: skipped */
+	tb_file(a, ".wh..wh.plnk/123.456", "x", 0644);
+	tb_file(a, ".wh..wh.aufs", "", 0644);
 	tb_close(a);
 	struct rung_err err = { 0 };
 	struct rfs_unpack_stats st;
@@ -305,6 +308,7 @@ START_TEST(test_whiteouts)
 	snprintf(p, sizeof(p), "%s/deep/dir/gone", f.root);
 	ck_assert_int_eq(lstat(p, &sb), 0);
 	ck_assert(S_ISCHR(sb.st_mode));
+	ck_assert_int_eq(tb_count_dir(f.root), 3); /* etc, opq, deep: nothing from aufs */
 	fx_done(&f);
 }
 END_TEST
