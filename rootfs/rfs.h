@@ -11,6 +11,8 @@
  *   tmp/                      staging; a dead importer's debris is removed by open and gc
  *
  * An image is identified by the digest of its linux/amd64 image manifest.
+ * A store handle holds only a path and a directory fd: threads and processes may share the
+ * store and import concurrently (they coordinate through flock on files under images/).
  */
 #ifndef RUNG_ROOTFS_RFS_H
 #define RUNG_ROOTFS_RFS_H
@@ -155,6 +157,9 @@ int rfs_www_auth_parse(const char *header, struct rfs_www_auth *out, struct rung
 /* A tag ("busybox" = "busybox:latest") or "@sha256:..." / "name@sha256:...". -ENOENT if absent. */
 int rfs_image_resolve(struct rfs_store *s, const char *ref, struct rfs_image_info *out,
 		      struct rung_err *err);
+
+/* Tag an image (by ref, as resolve takes it) with another name:tag. */
+int rfs_image_tag(struct rfs_store *s, const char *ref, const char *new_tag, struct rung_err *err);
 
 struct rfs_image_entry {
 	char ref[RFS_REF_MAX];

@@ -665,7 +665,7 @@ START_TEST(test_inspect_list)
 	RUNG_REQUIRE_ROOT();
 	struct env e;
 	env_init(&e, RFS_COMPRESS_GZIP);
-	struct rfs_image_info info;
+	struct rfs_image_info info, info2;
 	import_ok(&e, e.layout, NULL, &info);
 	struct rung_err err = { 0 };
 	char *js = NULL;
@@ -676,6 +676,30 @@ START_TEST(test_inspect_list)
 	ck_assert_ptr_nonnull(strstr(js, "rung/busybox:latest"));
 	free(js);
 	ck_assert_int_eq(rfs_image_inspect(e.s, "nope", &js, &err), -ENOENT);
+	/* Tag, then list shows both names of one image. */
+	ck_assert_msg(rfs_image_tag(e.s, "rung/busybox", "docker.io/library/bb:1", &err) == 0, "%s",
+		      err.msg);
+	ck_assert_int_eq(rfs_image_tag(e.s, "nope", "x:1", &err), -ENOENT);
+	ck_assert_int_eq(rfs_image_tag(e.s, "rung/busybox", "BAD:1", &err), -EINVAL);
+	struct rfs_image_entry *list;
+	size_t n;
+	ck_assert_msg(rfs_image_list(e.s, &list, &n, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(n, 2);
+	ck_assert_str_eq(list[0].ref, "bb:1");
+	ck_assert_str_eq(list[1].ref, "rung/busybox:latest");
+	ck_assert_str_eq(list[0].digest, list[1].digest);
+	ck_assert_int_eq(list[0].size, info.size);
+	free(list);
+	/* Removing one of two tags while leased is fine: the image stays reachable. */
+	ck_assert_int_eq(rfs_image_lease_add(e.s, info.digest, "sbx-2", &err), 0);
+	ck_assert_msg(rfs_image_remove(e.s, "bb:1", NULL, NULL, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(rfs_image_remove(e.s, "rung/busybox", NULL, NULL, &err), -EBUSY);
+	char byd[128];
+	snprintf(byd, sizeof(byd), "@%s", info.digest);
+	ck_assert_int_eq(rfs_image_remove(e.s, byd, NULL, NULL, &err), -EBUSY);
+	ck_assert_int_eq(rfs_image_lease_remove(e.s, info.digest, "sbx-2", &err), 0);
+	ck_assert_msg(rfs_image_remove(e.s, byd, NULL, NULL, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(rfs_image_resolve(e.s, "rung/busybox", &info2, &err), -ENOENT);
 	struct rfs_store *s2 = NULL;
 	ck_assert_int_eq(rfs_store_open("relative/dir", &s2, &err), -EINVAL);
 	ck_assert_ptr_null(s2);
