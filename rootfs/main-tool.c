@@ -9,6 +9,7 @@
  *   rfs-tool pull    --state DIR REF [--insecure] [--tag TAG]
  *   rfs-tool list|gc --state DIR
  *   rfs-tool inspect|layers|rm --state DIR REF
+ *   rfs-tool tag     --state DIR REF NEWTAG
  *   rfs-tool unpack  LAYER.tar DIR        one layer, as the store would unpack it
  */
 #include <archive.h>
@@ -27,7 +28,7 @@
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: rfs-tool layout|busybox-tar|import|pull|list|gc|inspect|layers|rm|"
+	fprintf(stderr, "usage: rfs-tool layout|busybox-tar|import|pull|list|gc|inspect|layers|tag|rm|"
 			"unpack ... (see rootfs/main-tool.c)\n");
 	return 2;
 }
@@ -234,6 +235,8 @@ int main(int argc, char **argv)
 					free(dirs);
 				rfs_image_info_release(&info);
 			}
+		} else if (!strcmp(cmd, "tag") && arg && argc > 5) {
+			r = rfs_image_tag(s, arg, argv[5], &err);
 		} else if (!strcmp(cmd, "rm") && arg) {
 			r = rfs_image_remove(s, arg, NULL, NULL, &err);
 		} else {
