@@ -67,7 +67,7 @@ int rfs_overlay_plan(const char *const *lowers, const char *upper, const char *w
 	snprintf(out->fstype, sizeof(out->fstype), "overlay");
 	snprintf(out->target, sizeof(out->target), "%s", target);
 	out->read_only = !upper;
-	out->flags = MS_NODEV | (upper ? 0 : MS_RDONLY);
+	out->flags = MS_NODEV | MS_NOSUID | (upper ? 0 : MS_RDONLY);
 	return 0;
 }
 
@@ -160,7 +160,10 @@ static int apply_fsopen(const struct rfs_mount_plan *p, int userns_fd, const cha
 	}
 	if (r < 0)
 		return r;
-	unsigned attr = MOUNT_ATTR_NODEV | (p->read_only ? MOUNT_ATTR_RDONLY : 0);
+	unsigned attr = (p->flags & MS_NODEV ? MOUNT_ATTR_NODEV : 0) |
+			(p->flags & MS_NOSUID ? MOUNT_ATTR_NOSUID : 0) |
+			(p->flags & MS_NOEXEC ? MOUNT_ATTR_NOEXEC : 0) |
+			(p->flags & MS_RDONLY || p->read_only ? MOUNT_ATTR_RDONLY : 0);
 	cleanup_close int mfd = (int)syscall(SYS_fsmount, fsfd, FSMOUNT_CLOEXEC, attr);
 	if (mfd < 0)
 		return rung_err_sys(err, errno, "overlay fsmount");

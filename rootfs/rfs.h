@@ -231,7 +231,7 @@ struct rfs_mount_plan {
 	char source[16];  /* "overlay" */
 	char fstype[16];  /* "overlay" */
 	char target[4096];
-	unsigned long flags;
+	unsigned long flags; /* MS_NODEV | MS_NOSUID (| MS_RDONLY); MS_NOEXEC honoured too */
 	char data[RFS_MOUNT_DATA_MAX]; /* lowerdir=A:B,upperdir=U,workdir=W[,userxattr] */
 	bool read_only;   /* no upper: a read-only stack */
 };

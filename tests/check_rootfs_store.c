@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -183,6 +184,12 @@ START_TEST(test_overlay_mount)
 	ck_assert_int_eq(stat(p, &st), 0);
 	snprintf(p, sizeof(p), "%s/etc/new", dirs[0]);
 	ck_assert_int_ne(stat(p, &st), 0);
+	/* nosuid, nodev: visible in the mount's flags. */
+	struct statvfs sv;
+	ck_assert_int_eq(statvfs(merged, &sv), 0);
+	ck_assert(sv.f_flag & ST_NOSUID);
+	ck_assert(sv.f_flag & ST_NODEV);
+	ck_assert(!(sv.f_flag & ST_RDONLY));
 	ck_assert_int_eq(umount2(merged, MNT_DETACH), 0);
 	for (char **d = dirs; *d; d++)
 		free(*d);
