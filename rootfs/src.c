@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/util.h"
@@ -19,6 +20,7 @@ struct rfs_src_ring {
 	bool holding;               /* the consumer holds buf[tail] */
 	bool eof, stop;
 	int err;
+	size_t bufsize;
 	EVP_MD_CTX *md;
 	int fd, tee_fd;
 };
@@ -34,10 +36,15 @@ int rfs_src_init(struct rfs_src *src, int fd, struct rung_err *err)
 	src->ring = g;
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_cond_init(&g->cv, NULL);
+	/* Small files get small buffers (a small layer, a fuzz input). */
+	struct stat st;
+	g->bufsize = RFS_IO_BUF;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size < RFS_IO_BUF)
+		g->bufsize = st.st_size < 65536 ? 65536 : (size_t)st.st_size + 1;
 	g->md = EVP_MD_CTX_new();
 	bool ok = g->md && EVP_DigestInit_ex(g->md, EVP_sha256(), NULL);
 	for (int i = 0; ok && i < RFS_SRC_NBUF; i++)
-		ok = (g->buf[i] = malloc(RFS_IO_BUF)) != NULL;
+		ok = (g->buf[i] = malloc(g->bufsize)) != NULL;
 	if (!ok) {
 		rfs_src_release(src);
 		return rung_err_set(err, ENOMEM, "out of memory");
@@ -59,7 +66,7 @@ static void *producer(void *arg)
 			return NULL;
 		ssize_t n;
 		do
-			n = read(g->fd, g->buf[slot], RFS_IO_BUF);
+			n = read(g->fd, g->buf[slot], g->bufsize);
 		while (n < 0 && errno == EINTR);
 		int e = n < 0 ? errno : 0;
 		if (n > 0) {
