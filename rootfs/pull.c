@@ -33,6 +33,7 @@ struct reg {
 	char auth[MAX_TOKEN + 64]; /* "Authorization: ..." or "" */
 	char user[256], pass[256];
 	long timeout_s;
+	bool plain; /* plain HTTP allowed (loopback or insecure) */
 };
 
 /* One response. Bodies go to memory (mem_max) or to fd (hashing, bounded by limit). */
@@ -290,6 +291,11 @@ static int get(struct reg *g, const char *path, const char *accept, struct resp 
 			struct rfs_www_auth wa;
 			if ((r = rfs_www_auth_parse(rs->www_auth, &wa, err)) < 0)
 				return rung_err_wrap(err, "GET %s: HTTP 401", url);
+			if (!g->plain && !strcasecmp(wa.scheme, "Bearer") &&
+			    strncmp(wa.realm, "https://", 8))
+				return rung_err_set(err, EACCES,
+						    "GET %s: token realm '%.100s' is not https", url,
+						    wa.realm);
 			if (!strcasecmp(wa.scheme, "Basic")) {
 				if (!g->user[0])
 					return rung_err_set(err, EACCES,
@@ -497,6 +503,7 @@ int rfs_image_pull(struct rfs_store *s, const char *refstr, const struct rfs_pul
 	const char *host = strcmp(pr.registry, "docker.io") ? pr.registry : "registry-1.docker.io";
 	bool plain = opts->insecure || is_loopback(host);
 	snprintf(g->base, sizeof(g->base), "%s://%s", plain ? "http" : "https", host);
+	g->plain = plain;
 	snprintf(g->repo, sizeof(g->repo), "%s", pr.repo);
 	const char *u = opts->username ? opts->username : getenv("RUNG_REGISTRY_USER");
 	const char *p = opts->password ? opts->password : getenv("RUNG_REGISTRY_PASSWORD");
