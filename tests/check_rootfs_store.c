@@ -493,6 +493,26 @@ START_TEST(test_import_docker_save)
 	ck_assert_int_eq(r2.n_layers, 2);
 	ck_assert_int_eq(count(&e, "tmp"), 0);
 	rfs_image_info_release(&r2);
+	/* Newer docker save: <id>/layer.tar is a symlink into blobs/: followed while inside. */
+	char sym[4200], a1[4400], a2[4400];
+	snprintf(sym, sizeof(sym), "%s/dsave-sym", e.tmp);
+	make_docker_save(&e, sym, false);
+	snprintf(a1, sizeof(a1), "%s/blobs", sym);
+	ck_assert_int_eq(mkdir(a1, 0755), 0);
+	snprintf(a1, sizeof(a1), "%s/l2/layer.tar", sym);
+	snprintf(a2, sizeof(a2), "%s/blobs/l2.tar", sym);
+	ck_assert_int_eq(rename(a1, a2), 0);
+	ck_assert_int_eq(symlink("../blobs/l2.tar", a1), 0);
+	import_ok(&e, sym, "example/sym:1", &r2);
+	rfs_image_info_release(&r2);
+	/* ... but not out of the archive. */
+	snprintf(sym, sizeof(sym), "%s/dsave-out", e.tmp);
+	make_docker_save(&e, sym, false);
+	snprintf(a1, sizeof(a1), "%s/l2/layer.tar", sym);
+	ck_assert_int_eq(rename(a1, a2), 0); /* a2 (outside dsave-out) now holds the layer */
+	ck_assert_int_eq(symlink(a2, a1), 0);
+	ck_assert_int_lt(rfs_image_import(e.s, sym, "example/out:1", NULL, NULL, &r2, &err), 0);
+	ck_assert_msg(strstr(err.msg, "l2/layer.tar"), "%s", err.msg);
 	/* A layer that does not hash to its diff_id is refused, nothing left behind. */
 	char bad[4200];
 	snprintf(bad, sizeof(bad), "%s/dsave-bad", e.tmp);
