@@ -679,9 +679,12 @@ START_TEST(test_staging_debris)
 	ck_assert_msg(rfs_store_open(e.state, &s2, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(count(&e, "tmp"), 1); /* the live one stays */
 	close(lfd);
+	snprintf(p, sizeof(p), "%s/images/repositories.json.tmp.99999", e.state);
+	close(open(p, O_CREAT | O_WRONLY, 0600));
 	uint64_t freed;
 	ck_assert_msg(rfs_store_gc(s2, &freed, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(count(&e, "tmp"), 0);
+	ck_assert_int_ne(access(p, F_OK), 0);
 	rfs_store_free(s2);
 	env_done(&e);
 }
