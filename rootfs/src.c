@@ -1,4 +1,13 @@
-/* rootfs/src.c: a hashing, teeing byte source with a reader thread (see rfs-internal.h). */
+/*
+ * rootfs/src.c: a hashing, teeing byte source with a reader thread (see rfs-internal.h).
+ *
+ * The reader thread reads the blob, hashes it and copies it into the store (tee). When the
+ * blob is gzip or zstd it also decompresses it (libarchive "raw" format), so the consumer
+ * (the unpacker, on the caller's thread) only parses tar and writes files: the two halves
+ * of an import run on two cores, as `tar -xz` runs with gzip in a second process.
+ */
+#include <archive.h>
+#include <archive_entry.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,15 +23,21 @@ struct rfs_src_ring {
 	bool started, joined;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	unsigned char *buf[RFS_SRC_NBUF];
+	unsigned char *buf[RFS_SRC_NBUF]; /* chunks for the consumer */
 	size_t len[RFS_SRC_NBUF];
 	unsigned head, tail, count; /* producer fills head, consumer reads tail */
 	bool holding;               /* the consumer holds buf[tail] */
 	bool eof, stop;
 	int err;
+	char errmsg[160];
 	size_t bufsize;
 	EVP_MD_CTX *md;
 	int fd, tee_fd;
+	unsigned char *raw; /* compressed input (producer only) */
+	size_t raw_len;     /* bytes already in raw, not yet handed to libarchive */
+	int raw_err;
+	uint64_t raw_total; /* producer: raw bytes read so far */
+	uint64_t raw_done;  /* raw_total as of the last publish (under mu) */
 };
 
 int rfs_src_init(struct rfs_src *src, int fd, struct rung_err *err)
@@ -42,7 +57,8 @@ int rfs_src_init(struct rfs_src *src, int fd, struct rung_err *err)
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size < RFS_IO_BUF)
 		g->bufsize = st.st_size < 65536 ? 65536 : (size_t)st.st_size + 1;
 	g->md = EVP_MD_CTX_new();
-	bool ok = g->md && EVP_DigestInit_ex(g->md, EVP_sha256(), NULL);
+	bool ok = g->md && EVP_DigestInit_ex(g->md, EVP_sha256(), NULL) &&
+		  (g->raw = malloc(g->bufsize)) != NULL;
 	for (int i = 0; ok && i < RFS_SRC_NBUF; i++)
 		ok = (g->buf[i] = malloc(g->bufsize)) != NULL;
 	if (!ok) {
@@ -52,42 +68,146 @@ int rfs_src_init(struct rfs_src *src, int fd, struct rung_err *err)
 	return 0;
 }
 
+/* Read raw bytes into dst, hash and tee them. >0, 0 at EOF, <0 -errno. */
+static ssize_t raw_read(struct rfs_src_ring *g, unsigned char *dst, size_t cap)
+{
+	ssize_t n;
+	do
+		n = read(g->fd, dst, cap);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (n > 0) {
+		g->raw_total += (uint64_t)n;
+		EVP_DigestUpdate(g->md, dst, (size_t)n);
+		if (g->tee_fd >= 0) {
+			int w = rung_write_all(g->tee_fd, dst, (size_t)n);
+			if (w < 0)
+				return w;
+		}
+	}
+	return n;
+}
+
+/* Wait for a free slot; false when told to stop. */
+static bool slot_wait(struct rfs_src_ring *g, unsigned *slot)
+{
+	pthread_mutex_lock(&g->mu);
+	while (g->count == RFS_SRC_NBUF && !g->stop)
+		pthread_cond_wait(&g->cv, &g->mu);
+	bool stop = g->stop;
+	*slot = g->head;
+	pthread_mutex_unlock(&g->mu);
+	return !stop;
+}
+
+/* n > 0: a chunk in slot; else EOF (e = errno, 0 for a clean end). */
+static void publish(struct rfs_src_ring *g, unsigned slot, ssize_t n, int e, const char *msg)
+{
+	pthread_mutex_lock(&g->mu);
+	g->raw_done = g->raw_total;
+	if (n > 0) {
+		g->len[slot] = (size_t)n;
+		g->head = (slot + 1) % RFS_SRC_NBUF;
+		g->count++;
+	} else {
+		g->eof = true;
+		g->err = e;
+		if (msg)
+			snprintf(g->errmsg, sizeof(g->errmsg), "%s", msg);
+	}
+	pthread_cond_broadcast(&g->cv);
+	pthread_mutex_unlock(&g->mu);
+}
+
+static la_ssize_t raw_cb(struct archive *a, void *ud, const void **out)
+{
+	struct rfs_src_ring *g = ud;
+	*out = g->raw;
+	if (g->raw_len) { /* the bytes read to sniff the compression */
+		la_ssize_t n = (la_ssize_t)g->raw_len;
+		g->raw_len = 0;
+		return n;
+	}
+	ssize_t n = raw_read(g, g->raw, g->bufsize);
+	if (n < 0) {
+		g->raw_err = (int)-n;
+		archive_set_error(a, (int)-n, "read: %s", strerror((int)-n));
+		return -1;
+	}
+	return n;
+}
+
+/* A compressed blob: decompress here, hand tar bytes to the consumer. */
+static void produce_decompressed(struct rfs_src_ring *g)
+{
+	struct archive *a = archive_read_new();
+	struct archive_entry *e;
+	int e_no = 0;
+	char msg[160] = "";
+	if (!a) {
+		publish(g, 0, -1, ENOMEM, "out of memory");
+		return;
+	}
+	archive_read_support_filter_gzip(a);
+	archive_read_support_filter_zstd(a);
+	archive_read_support_format_raw(a);
+	if (archive_read_open(a, g, NULL, raw_cb, NULL) != ARCHIVE_OK ||
+	    archive_read_next_header(a, &e) != ARCHIVE_OK) {
+		e_no = g->raw_err ? g->raw_err : EINVAL;
+		snprintf(msg, sizeof(msg), "decompress: %s", archive_error_string(a));
+	}
+	for (unsigned slot; !e_no;) {
+		if (!slot_wait(g, &slot))
+			break;
+		la_ssize_t n = archive_read_data(a, g->buf[slot], g->bufsize);
+		if (n < 0) {
+			e_no = g->raw_err ? g->raw_err : EINVAL;
+			snprintf(msg, sizeof(msg), "decompress: %s", archive_error_string(a));
+		} else if (n == 0) {
+			break;
+		} else {
+			publish(g, slot, n, 0, NULL);
+		}
+	}
+	archive_read_free(a);
+	/* Whatever follows the compressed stream still belongs to the blob's digest. */
+	ssize_t n;
+	while (!g->raw_err && (n = raw_read(g, g->raw, g->bufsize)) != 0)
+		if (n < 0)
+			g->raw_err = (int)-n;
+	if (!e_no && g->raw_err)
+		e_no = g->raw_err, snprintf(msg, sizeof(msg), "read: %s", strerror(e_no));
+	publish(g, 0, -1, e_no, msg[0] ? msg : NULL);
+}
+
 static void *producer(void *arg)
 {
 	struct rfs_src_ring *g = arg;
-	for (;;) {
-		pthread_mutex_lock(&g->mu);
-		while (g->count == RFS_SRC_NBUF && !g->stop)
-			pthread_cond_wait(&g->cv, &g->mu);
-		bool stop = g->stop;
-		unsigned slot = g->head;
-		pthread_mutex_unlock(&g->mu);
-		if (stop)
+	/* Sniff: gzip 1f 8b, zstd 28 b5 2f fd. */
+	ssize_t n = raw_read(g, g->raw, g->bufsize);
+	if (n < 0) {
+		publish(g, 0, -1, (int)-n, NULL);
+		return NULL;
+	}
+	g->raw_len = (size_t)n;
+	static const unsigned char gz[] = { 0x1f, 0x8b }, zst[] = { 0x28, 0xb5, 0x2f, 0xfd };
+	if ((n >= 2 && !memcmp(g->raw, gz, 2)) || (n >= 4 && !memcmp(g->raw, zst, 4))) {
+		produce_decompressed(g);
+		return NULL;
+	}
+	/* Plain: chunks go to the consumer as read; the sniffed bytes first. */
+	for (unsigned slot;;) {
+		if (!slot_wait(g, &slot))
 			return NULL;
-		ssize_t n;
-		do
-			n = read(g->fd, g->buf[slot], g->bufsize);
-		while (n < 0 && errno == EINTR);
-		int e = n < 0 ? errno : 0;
-		if (n > 0) {
-			EVP_DigestUpdate(g->md, g->buf[slot], (size_t)n);
-			if (g->tee_fd >= 0) {
-				int w = rung_write_all(g->tee_fd, g->buf[slot], (size_t)n);
-				if (w < 0)
-					e = -w, n = -1;
-			}
-		}
-		pthread_mutex_lock(&g->mu);
-		if (n > 0) {
-			g->len[slot] = (size_t)n;
-			g->head = (slot + 1) % RFS_SRC_NBUF;
-			g->count++;
+		if (g->raw_len) {
+			memcpy(g->buf[slot], g->raw, g->raw_len);
+			n = (ssize_t)g->raw_len;
+			g->raw_len = 0;
 		} else {
-			g->eof = true;
-			g->err = e;
+			n = raw_read(g, g->buf[slot], g->bufsize);
 		}
-		pthread_cond_broadcast(&g->cv);
-		pthread_mutex_unlock(&g->mu);
+		publish(g, slot, n, n < 0 ? (int)-n : 0, NULL);
 		if (n <= 0)
 			return NULL;
 	}
@@ -113,6 +233,7 @@ void rfs_src_release(struct rfs_src *src)
 	join(g);
 	for (int i = 0; i < RFS_SRC_NBUF; i++)
 		free(g->buf[i]);
+	free(g->raw);
 	EVP_MD_CTX_free(g->md);
 	pthread_cond_destroy(&g->cv);
 	pthread_mutex_destroy(&g->mu);
@@ -143,6 +264,7 @@ ssize_t rfs_src_read(struct rfs_src *src, const void **out)
 	while (g->count == 0 && !g->eof)
 		pthread_cond_wait(&g->cv, &g->mu);
 	ssize_t n;
+	uint64_t raw_done = g->raw_done;
 	if (g->count > 0) {
 		g->holding = true;
 		*out = g->buf[g->tail];
@@ -150,11 +272,13 @@ ssize_t rfs_src_read(struct rfs_src *src, const void **out)
 	} else {
 		n = g->err ? -1 : 0;
 		src->err = g->err;
+		snprintf(src->errmsg, sizeof(src->errmsg), "%s",
+			 g->errmsg[0] ? g->errmsg : (g->err ? strerror(g->err) : ""));
 		*out = g->buf[0];
 	}
 	pthread_mutex_unlock(&g->mu);
-	if (n > 0) {
-		src->done += (uint64_t)n;
+	if (n > 0 && raw_done != src->done) {
+		src->done = raw_done;
 		if (src->progress)
 			src->progress(src->name ? src->name : "", src->done, src->total, src->ud);
 	}
@@ -168,7 +292,8 @@ int rfs_src_drain(struct rfs_src *src, struct rung_err *err)
 	while ((n = rfs_src_read(src, &p)) > 0)
 		;
 	if (n < 0)
-		return rung_err_sys(err, src->err, "read %s", src->name ? src->name : "layer");
+		return rung_err_set(err, src->err, "%s: %s", src->name ? src->name : "layer",
+				    src->errmsg);
 	return 0;
 }
 
@@ -176,6 +301,7 @@ void rfs_src_hex(struct rfs_src *src, char out[65])
 {
 	struct rfs_src_ring *g = src->ring;
 	join(g);
+	src->done = g->raw_total;
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned len = 0;
 	EVP_DigestFinal_ex(g->md, md, &len);

@@ -383,7 +383,7 @@ static la_ssize_t src_cb(struct archive *a, void *ud, const void **buf)
 	struct rfs_src *src = ud;
 	ssize_t n = rfs_src_read(src, buf);
 	if (n < 0)
-		archive_set_error(a, src->err, "read: %s", strerror(src->err));
+		archive_set_error(a, src->err, "%s", src->errmsg);
 	return n;
 }
 
