@@ -33,6 +33,7 @@ struct rfs_src_ring {
 	size_t bufsize;
 	EVP_MD_CTX *md;
 	int fd, tee_fd;
+	bool consumer_tees; /* plain blobs: the consumer copies into the store (balance) */
 	unsigned char *raw; /* compressed input (producer only) */
 	size_t raw_len;     /* bytes already in raw, not yet handed to libarchive */
 	int raw_err;
@@ -68,7 +69,12 @@ int rfs_src_init(struct rfs_src *src, int fd, struct rung_err *err)
 	return 0;
 }
 
-/* Read raw bytes into dst, hash and tee them. >0, 0 at EOF, <0 -errno. */
+static int tee(int fd, const void *p, size_t n)
+{
+	return fd >= 0 ? rung_write_all(fd, p, n) : 0;
+}
+
+/* Read raw bytes into dst, hash and (unless the consumer does) tee them. */
 static ssize_t raw_read(struct rfs_src_ring *g, unsigned char *dst, size_t cap)
 {
 	ssize_t n;
@@ -80,11 +86,9 @@ static ssize_t raw_read(struct rfs_src_ring *g, unsigned char *dst, size_t cap)
 	if (n > 0) {
 		g->raw_total += (uint64_t)n;
 		EVP_DigestUpdate(g->md, dst, (size_t)n);
-		if (g->tee_fd >= 0) {
-			int w = rung_write_all(g->tee_fd, dst, (size_t)n);
-			if (w < 0)
-				return w;
-		}
+		int w = g->consumer_tees ? 0 : tee(g->tee_fd, dst, (size_t)n);
+		if (w < 0)
+			return w;
 	}
 	return n;
 }
@@ -184,7 +188,8 @@ static void produce_decompressed(struct rfs_src_ring *g)
 static void *producer(void *arg)
 {
 	struct rfs_src_ring *g = arg;
-	/* Sniff: gzip 1f 8b, zstd 28 b5 2f fd. */
+	/* Sniff (not yet teed): gzip 1f 8b, zstd 28 b5 2f fd. */
+	g->consumer_tees = true;
 	ssize_t n = raw_read(g, g->raw, g->bufsize);
 	if (n < 0) {
 		publish(g, 0, -1, (int)-n, NULL);
@@ -193,6 +198,13 @@ static void *producer(void *arg)
 	g->raw_len = (size_t)n;
 	static const unsigned char gz[] = { 0x1f, 0x8b }, zst[] = { 0x28, 0xb5, 0x2f, 0xfd };
 	if ((n >= 2 && !memcmp(g->raw, gz, 2)) || (n >= 4 && !memcmp(g->raw, zst, 4))) {
+		/* Decompressing is the heavy half: the consumer tees nothing. */
+		g->consumer_tees = false;
+		int w = tee(g->tee_fd, g->raw, (size_t)n);
+		if (w < 0) {
+			publish(g, 0, -1, -w, NULL);
+			return NULL;
+		}
 		produce_decompressed(g);
 		return NULL;
 	}
@@ -276,7 +288,17 @@ ssize_t rfs_src_read(struct rfs_src *src, const void **out)
 			 g->errmsg[0] ? g->errmsg : (g->err ? strerror(g->err) : ""));
 		*out = g->buf[0];
 	}
+	bool consumer_tees = g->consumer_tees;
 	pthread_mutex_unlock(&g->mu);
+	if (n > 0 && consumer_tees) {
+		int w = tee(g->tee_fd, *out, (size_t)n);
+		if (w < 0) {
+			src->err = -w;
+			snprintf(src->errmsg, sizeof(src->errmsg), "copy into the store: %s",
+				 strerror(-w));
+			return -1;
+		}
+	}
 	if (n > 0 && raw_done != src->done) {
 		src->done = raw_done;
 		if (src->progress)
