@@ -176,6 +176,7 @@ START_TEST(test_pull)
 	struct rung_err err = { 0 };
 	struct rfs_image_info info, r2;
 	struct prog pg = { 0 };
+	int fds = rung_test_count_fds();
 	char ref[256];
 	snprintf(ref, sizeof(ref), "%s:latest", g.name);
 	int r = rfs_image_pull(g.s, ref, NULL, on_progress, &pg, &info, &err);
@@ -210,6 +211,7 @@ START_TEST(test_pull)
 	ck_assert_int_eq(rfs_image_pull(g.s, ref, NULL, NULL, NULL, &r2, &err), -ENOENT);
 	ck_assert_msg(strstr(err.msg, "404"), "%s", err.msg);
 	ck_assert_int_eq(store_count(&g, "tmp"), 0);
+	ck_assert_int_eq(rung_test_count_fds(), fds);
 	rfs_image_info_release(&info);
 	reg_stop(&g);
 }

@@ -78,6 +78,7 @@ static void import_and_resolve(enum rfs_compress c)
 	RUNG_REQUIRE_ROOT();
 	struct env e;
 	env_init(&e, c);
+	int fds = rung_test_count_fds();
 	struct rfs_image_info info, r2;
 	import_ok(&e, e.layout, NULL, &info);
 	check_busybox_info(&info);
@@ -123,6 +124,10 @@ static void import_and_resolve(enum rfs_compress c)
 	ck_assert_str_eq(r2.digest, info.digest);
 	ck_assert_int_eq(count(&e, "tmp"), 0);
 	ck_assert_int_eq(count(&e, "layers/sha256"), 2);
+	uint64_t freed;
+	ck_assert_int_eq(rfs_store_gc(e.s, &freed, &err), 0);
+	ck_assert_int_eq(freed, 0);
+	ck_assert_int_eq(rung_test_count_fds(), fds); /* no fd leaked on any path above */
 	rfs_image_info_release(&r2);
 	rfs_image_info_release(&info);
 	env_done(&e);
