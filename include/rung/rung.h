@@ -133,7 +133,10 @@ const char *rung_sandbox_id(const struct rung_sandbox *sb);
 enum rung_isolation rung_sandbox_isolation(const struct rung_sandbox *sb);
 
 enum rung_stream { RUNG_STDOUT = 1, RUNG_STDERR = 2 };
-/* Streaming callback: called as output arrives. Return <0 to stop collecting. */
+/*
+ * Streaming callback: called as output arrives. Return <0 to cancel the exec: the agent
+ * then kills everything it started, and rung_exec returns -ECANCELED.
+ */
 typedef int (*rung_output_fn)(void *ud, enum rung_stream s, const void *data, size_t len);
 
 struct rung_exec_req {
@@ -211,5 +214,11 @@ struct rung_gc_report {
 };
 /* Sweep the store: the same code serves `rung gc` and the daemon's sweeper. */
 int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *err);
+
+/*
+ * Internal: the entry point of `rung __supervise`, which the runtime execs (instead of only
+ * forking) to start a sandbox's supervisor from a multi-threaded caller. Not for users.
+ */
+int rung_supervisor_main(void);
 
 #endif
