@@ -40,10 +40,6 @@ int rfs_overlay_plan(const char *const *lowers, const char *upper, const char *w
 	if (upper && ((r = check_path("upperdir", upper, err)) < 0 ||
 		      (r = check_path("workdir", work, err)) < 0))
 		return r;
-	if (!upper && !lowers[1])
-		return rung_err_set(err, EINVAL,
-				    "overlay: a read-only stack needs at least two lower layers "
-				    "(bind-mount a single layer instead)");
 	size_t n = 0, o = 0;
 	o = (size_t)snprintf(out->data, sizeof(out->data), "lowerdir=");
 	for (; lowers[n]; n++) {
@@ -67,6 +63,7 @@ int rfs_overlay_plan(const char *const *lowers, const char *upper, const char *w
 	snprintf(out->fstype, sizeof(out->fstype), "overlay");
 	snprintf(out->target, sizeof(out->target), "%s", target);
 	out->read_only = !upper;
+	out->bind = !upper && n == 1;
 	out->flags = MS_NODEV | MS_NOSUID | (upper ? 0 : MS_RDONLY);
 	return 0;
 }
@@ -178,6 +175,8 @@ int rfs_overlay_apply_idmapped(const struct rfs_mount_plan *p, int userns_fd,
 	int r;
 	if (userns_fd < 0)
 		return rung_err_set(err, EBADF, "overlay: bad user namespace fd");
+	if (p->bind)
+		return rung_err_set(err, EINVAL, "overlay: an idmapped single-layer view needs an upper dir");
 	if ((r = check_path("scratch dir", scratch, err)) < 0)
 		return r;
 	if (strlen(scratch) > 200)
@@ -187,8 +186,29 @@ int rfs_overlay_apply_idmapped(const struct rfs_mount_plan *p, int userns_fd,
 	return r == -ENOSYS ? rung_err_set(err, ENOSYS, "overlay: fsopen unavailable") : r;
 }
 
+/* One read-only layer: a read-only, nodev, nosuid bind of it (overlayfs needs two lowers). */
+static int apply_bind(const struct rfs_mount_plan *p, struct rung_err *err)
+{
+	const char *src = p->data + strlen("lowerdir=");
+	cleanup_close int tfd = (int)syscall(SYS_open_tree, AT_FDCWD, src,
+					     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (tfd < 0)
+		return rung_err_sys(err, errno, "bind %s", src);
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY |
+					    (p->flags & MS_NODEV ? MOUNT_ATTR_NODEV : 0) |
+					    (p->flags & MS_NOSUID ? MOUNT_ATTR_NOSUID : 0) |
+					    (p->flags & MS_NOEXEC ? MOUNT_ATTR_NOEXEC : 0) };
+	if (syscall(SYS_mount_setattr, tfd, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
+		return rung_err_sys(err, errno, "make the bind of %s read-only", src);
+	if (syscall(SYS_move_mount, tfd, "", AT_FDCWD, p->target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return rung_err_sys(err, errno, "bind %s on %s", src, p->target);
+	return 0;
+}
+
 int rfs_overlay_apply(const struct rfs_mount_plan *p, struct rung_err *err)
 {
+	if (p->bind)
+		return apply_bind(p, err);
 	int r = apply_fsopen(p, -1, NULL, err);
 	if (r != -ENOSYS)
 		return r;

@@ -234,8 +234,12 @@ struct rfs_mount_plan {
 	unsigned long flags; /* MS_NODEV | MS_NOSUID (| MS_RDONLY); MS_NOEXEC honoured too */
 	char data[RFS_MOUNT_DATA_MAX]; /* lowerdir=A:B,upperdir=U,workdir=W[,userxattr] */
 	bool read_only;   /* no upper: a read-only stack */
+	bool bind;        /* one layer, no upper (overlayfs refuses that): a read-only bind */
 };
-/* Pure. lowers top-most first (NULL-terminated, >= 1). upper and work may both be NULL. */
+/*
+ * Pure. lowers top-most first (NULL-terminated, >= 1). upper and work may both be NULL
+ * (a read-only view; with a single layer that is a read-only bind mount of it).
+ */
 int rfs_overlay_plan(const char *const *lowers, const char *upper, const char *work,
 		     const char *target, struct rfs_mount_plan *out, struct rung_err *err);
 int rfs_overlay_apply(const struct rfs_mount_plan *p, struct rung_err *err);

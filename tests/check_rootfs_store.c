@@ -196,6 +196,28 @@ START_TEST(test_overlay_mount)
 	ck_assert(sv.f_flag & ST_NODEV);
 	ck_assert(!(sv.f_flag & ST_RDONLY));
 	ck_assert_int_eq(umount2(merged, MNT_DETACH), 0);
+	/* Read-only views: two layers (overlay) and one layer (a read-only bind). */
+	ck_assert_int_eq(rfs_overlay_plan((const char *const *)dirs, NULL, NULL, merged, &plan,
+					  &err),
+			 0);
+	ck_assert_msg(rfs_overlay_apply(&plan, &err) == 0, "%s", err.msg);
+	snprintf(p, sizeof(p), "%s/etc/motd", merged);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_lt(open(p, O_WRONLY), 0);
+	ck_assert_int_eq(errno, EROFS);
+	ck_assert_int_eq(umount2(merged, MNT_DETACH), 0);
+	ck_assert_int_eq(rfs_overlay_plan((const char *const *)dirs + 1, NULL, NULL, merged, &plan,
+					  &err),
+			 0);
+	ck_assert(plan.bind);
+	ck_assert_msg(rfs_overlay_apply(&plan, &err) == 0, "%s", err.msg);
+	snprintf(p, sizeof(p), "%s/etc/hostname", merged); /* the base layer alone has it */
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_lt(open(p, O_WRONLY), 0);
+	ck_assert_int_eq(errno, EROFS);
+	ck_assert_int_eq(statvfs(merged, &sv), 0);
+	ck_assert(sv.f_flag & ST_NOSUID);
+	ck_assert_int_eq(umount2(merged, MNT_DETACH), 0);
 	for (char **d = dirs; *d; d++)
 		free(*d);
 	free(dirs);
