@@ -11,7 +11,9 @@
  * setuid/setgid bits are stripped (counted); xattrs in the tar are never applied (a layer
  * must not plant trusted.overlay.* or security.capability).
  * Whiteouts: ".wh.NAME" becomes a 0:0 char device NAME; ".wh..wh..opq" sets
- * trusted.overlay.opaque=y on its directory.
+ * trusted.overlay.opaque=y on its directory. Unprivileged (a rootless store), ownership is
+ * left to the caller and opaque dirs get user.overlay.opaque=y instead: such layers are for
+ * overlays mounted with "userxattr" (0:0 whiteouts need no privilege).
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -35,7 +37,7 @@
 
 struct unpacker {
 	int rootfd;
-	bool chown_ok;
+	bool chown_ok;          /* root: keep the image's owners, trusted.overlay.* */
 	char cached_parent[4096]; /* parent path whose fd is cached_fd */
 	int cached_fd;
 	struct rfs_unpack_stats *stats;
@@ -222,7 +224,8 @@ static int do_whiteout(struct unpacker *u, int pfd, const char *leaf, const char
 		       struct rung_err *err)
 {
 	if (!strcmp(leaf, WH_OPAQUE)) {
-		if (fsetxattr(pfd, "trusted.overlay.opaque", "y", 1, 0) < 0)
+		const char *x = u->chown_ok ? "trusted.overlay.opaque" : "user.overlay.opaque";
+		if (fsetxattr(pfd, x, "y", 1, 0) < 0)
 			return rung_err_sys(err, errno, "layer entry '%.200s': set opaque xattr",
 					    entry);
 		u->stats->opaque_dirs++;
