@@ -273,7 +273,16 @@ int np_sandbox_down(const char *state_dir, const char *id, struct rung_err *err)
 		return r;
 	struct np_names nm;
 	np_names_derive(state_dir, id, &nm);
-	return remove_by_names(state_dir, &nm, err);
+	r = remove_by_names(state_dir, &nm, err);
+	/* The kernel may finish unregistering the veth after our request returns (on a loaded
+	 * host, tens of ms): wait for the name to be gone, so that "down" means down and an
+	 * immediate "up" of the same id does not find it. */
+	for (int i = 0; i < 200 && if_nametoindex(nm.veth) != 0; i++)
+		usleep(10000);
+	if (r == 0 && if_nametoindex(nm.veth) != 0)
+		r = rung_err_set(err, EBUSY, "sandbox %s: veth %s still present after 2 s", id,
+				 nm.veth);
+	return r;
 }
 
 /* ---- gc ---- */
