@@ -48,7 +48,9 @@ int rung_err_wrap(struct rung_err *e, const char *fmt, ...)
 	va_end(ap);
 	memcpy(old, e->msg, sizeof(old));
 	old[sizeof(old) - 1] = '\0';
-	snprintf(e->msg, sizeof(e->msg), "%s: %s", prefix, old);
+	/* Truncating a long message is fine; using the result keeps gcc 12 quiet. */
+	if (snprintf(e->msg, sizeof(e->msg), "%s: %s", prefix, old) >= (int)sizeof(e->msg))
+		e->msg[sizeof(e->msg) - 1] = '\0';
 	return -e->code;
 }
 
