@@ -189,17 +189,21 @@ static void flush_to_host(struct vmm_vsock_conn *c)
 		c->want_credit = true;
 }
 
-static void finish_check(struct vmm_vsock_conn *c)
+/* Returns true when it ended the connection (an RST is now pending). */
+static bool finish_check(struct vmm_vsock_conn *c)
 {
 	if (c->state != VS_ESTABLISHED || c->want_rst || c->fd < 0 || c->buf_len)
-		return;
+		return false;
 	if (c->peer_shut_send && !c->shut_wr_done) {
 		shutdown(c->fd, SHUT_WR);
 		c->shut_wr_done = true;
 	}
 	if ((c->peer_shut_send && c->peer_shut_rcv) ||
-	    (c->host_eof && !c->want_shutdown && c->shut_wr_done))
+	    (c->host_eof && !c->want_shutdown && c->shut_wr_done)) {
 		conn_reset(c); /* both directions done: RST releases the guest socket */
+		return true;
+	}
+	return false;
 }
 
 static void queue_rst(struct vmm_vsock *vs, uint32_t src_port, uint32_t dst_port)
@@ -349,7 +353,8 @@ static int rx_control(struct vmm_vsock *vs, struct vmm_vq *vq, struct vmm_vsock_
 	return 1;
 }
 
-/* One data packet from c's host end. -1: no RX buffer; 0: nothing to send; 1: sent. */
+/* One data packet from c's host end. -1: no RX buffer; 0: nothing to send; 1: sent or the
+ * connection changed state (EOF, error) and has a control packet to send. */
 static int rx_data(struct vmm_vsock *vs, struct vmm_vq *vq, struct vmm_vsock_conn *c)
 {
 	uint32_t credit = peer_credit(c);
@@ -371,8 +376,10 @@ static int rx_data(struct vmm_vsock *vs, struct vmm_vq *vq, struct vmm_vsock_con
 		if (r == 0) {
 			c->host_eof = true;
 			c->want_shutdown = true;
+			return 1;
 		} else if (n && errno != EAGAIN && errno != EINTR) {
 			conn_reset(c);
+			return 1;
 		}
 		return 0;
 	}
@@ -422,8 +429,8 @@ static bool process_rx(struct vmm_vsock *vs)
 				used = progress = true;
 				budget--;
 			}
-			if (c->state != VS_FREE)
-				finish_check(c);
+			if (c->state != VS_FREE && finish_check(c))
+				progress = true;
 		}
 	}
 out:
