@@ -63,6 +63,13 @@ static uint8_t *buf_grow(struct rung_buf *b, size_t need)
 	return p;
 }
 
+void rung_buf_append(struct rung_buf *b, const void *v, size_t len)
+{
+	uint8_t *p = buf_grow(b, len);
+	if (p && len)
+		memcpy(p, v, len);
+}
+
 void rung_buf_put_bytes(struct rung_buf *b, uint16_t tag, const void *v, size_t len)
 {
 	if (len > RUNG_FRAME_MAX) {
