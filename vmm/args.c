@@ -12,11 +12,14 @@ const char vmm_usage[] =
 	"usage: rung-vmm --kernel BZIMAGE [--initrd FILE] [--disk PATH[,ro]]... --mem MIB\n"
 	"                --cpus N(1-4) [--cmdline EXTRA] --serial-log PATH --vsock-uds PATH\n"
 	"                [--vsock-port PORT] [--control PATH] [--serial-cap BYTES]\n"
+	"                [--vsock-fd FD] [--kvm-fd FD]\n"
 	"                [--serial-timestamps] [--no-seccomp] [--help]\n"
 	"Boots a Linux bzImage under KVM. Each connection to --vsock-uds is bridged to a new\n"
 	"vsock connection to guest CID 3, port --vsock-port (default 1024). --control accepts\n"
-	"the lines pause, resume, stop, status. Exit status: 0 guest reboot/poweroff or stop,\n"
-	"3 guest triple fault/shutdown, 1 internal error, 2 usage.\n"
+	"the lines pause, resume, stop, status. A jailer may hand in the listening agent socket\n"
+	"(--vsock-fd, instead of --vsock-uds) and an open /dev/kvm (--kvm-fd).\n"
+	"Exit status: 0 guest reboot/poweroff or stop, 3 guest triple fault/shutdown,\n"
+	"1 internal error, 2 usage.\n"
 	"--no-seccomp is for debugging only.\n";
 
 static int want_value(int argc, char *const *argv, int *i, const char *name, const char **eq,
@@ -71,6 +74,7 @@ int vmm_args_parse(int argc, char *const *argv, struct vmm_config *cfg, struct r
 	cfg->vsock_port = 1024;
 	cfg->guest_cid = 3;
 	cfg->serial_cap = 1u << 20;
+	cfg->vsock_fd = cfg->kvm_fd = -1;
 	bool have_mem = false, have_cpus = false;
 	for (int i = 1; i < argc; i++) {
 		char name[32];
@@ -122,6 +126,12 @@ int vmm_args_parse(int argc, char *const *argv, struct vmm_config *cfg, struct r
 		} else if (!strcmp(name, "--vsock-uds")) {
 			if (VAL() == 0)
 				cfg->vsock_uds = v;
+		} else if (!strcmp(name, "--vsock-fd")) {
+			if (VAL() == 0 && (r = parse_num(name, v, 3, 65535, &n, err)) == 0)
+				cfg->vsock_fd = (int)n;
+		} else if (!strcmp(name, "--kvm-fd")) {
+			if (VAL() == 0 && (r = parse_num(name, v, 3, 65535, &n, err)) == 0)
+				cfg->kvm_fd = (int)n;
 		} else if (!strcmp(name, "--vsock-port")) {
 			if (VAL() == 0 && (r = parse_num(name, v, 1, 0xfffffffeu, &n, err)) == 0)
 				cfg->vsock_port = (uint32_t)n;
@@ -145,8 +155,12 @@ int vmm_args_parse(int argc, char *const *argv, struct vmm_config *cfg, struct r
 		return rung_err_set(err, EINVAL, "--cpus: required");
 	if (!cfg->serial_log)
 		return rung_err_set(err, EINVAL, "--serial-log: required");
-	if (!cfg->vsock_uds)
-		return rung_err_set(err, EINVAL, "--vsock-uds: required");
+	if (!cfg->vsock_uds && cfg->vsock_fd < 0)
+		return rung_err_set(err, EINVAL, "--vsock-uds (or --vsock-fd): required");
+	if (cfg->vsock_uds && cfg->vsock_fd >= 0)
+		return rung_err_set(err, EINVAL, "--vsock-uds and --vsock-fd: give one");
+	if (cfg->vsock_fd >= 0 && cfg->vsock_fd == cfg->kvm_fd)
+		return rung_err_set(err, EINVAL, "--vsock-fd and --kvm-fd: the same fd");
 	return 0;
 }
 

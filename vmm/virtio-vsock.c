@@ -106,10 +106,15 @@ int vmm_vsock_host_connect(struct vmm_vsock *vs, int fd, struct rung_err *err)
 
 void vmm_vsock_host_hup(struct vmm_vsock *vs, unsigned i)
 {
-	if (i < VMM_VSOCK_MAX_CONNS && vs->conns[i].state == VS_CONNECTING)
-		conn_reset(&vs->conns[i]);
-	else if (i < VMM_VSOCK_MAX_CONNS)
-		vs->conns[i].hup = true;
+	if (i >= VMM_VSOCK_MAX_CONNS || vs->conns[i].state == VS_FREE)
+		return;
+	struct vmm_vsock_conn *c = &vs->conns[i];
+	if (c->state == VS_CONNECTING && c->want_request)
+		conn_free(c); /* the guest never heard of it */
+	else if (c->state == VS_CONNECTING)
+		conn_reset(c);
+	else
+		c->hup = true;
 }
 
 static uint32_t peer_credit(const struct vmm_vsock_conn *c)
@@ -118,12 +123,12 @@ static uint32_t peer_credit(const struct vmm_vsock_conn *c)
 	return inflight >= c->peer_buf_alloc ? 0 : c->peer_buf_alloc - inflight;
 }
 
-short vmm_vsock_poll_events(const struct vmm_vsock *vs, unsigned i)
+int vmm_vsock_poll_events(const struct vmm_vsock *vs, unsigned i)
 {
 	const struct vmm_vsock_conn *c = &vs->conns[i];
 	if (c->state == VS_FREE || c->fd < 0 || c->hup)
-		return 0;
-	short ev = 0;
+		return -1;
+	int ev = 0;
 	if (c->buf_len)
 		ev |= POLLOUT;
 	if (c->state == VS_ESTABLISHED && !c->host_eof && !c->peer_shut_rcv && peer_credit(c) &&

@@ -88,15 +88,24 @@ static int setup_devices(struct vmm_vm *vm, struct rung_err *err)
 	return add_virtio(vm, &vmm_vsock_ops, &vm->vsock, &vm->vsock.t, err);
 }
 
+static int read_file(const char *path, size_t max, char **out, size_t *len, struct rung_err *err)
+{
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return rung_err_sys(err, errno, "%s", path);
+	int r = rung_read_fd_all(fd, max, out, len, err);
+	return r < 0 ? rung_err_wrap(err, "%s", path) : 0;
+}
+
 static int load_boot(struct vmm_vm *vm, struct rung_err *err)
 {
 	cleanup_free char *kernel = NULL, *initrd = NULL;
 	size_t klen = 0, ilen = 0;
-	int r = rung_read_file(AT_FDCWD, vm->cfg.kernel, MAX_KERNEL, &kernel, &klen, err);
+	int r = read_file(vm->cfg.kernel, MAX_KERNEL, &kernel, &klen, err);
 	if (r < 0)
 		return rung_err_wrap(err, "--kernel");
 	if (vm->cfg.initrd &&
-	    (r = rung_read_file(AT_FDCWD, vm->cfg.initrd, MAX_INITRD, &initrd, &ilen, err)) < 0)
+	    (r = read_file(vm->cfg.initrd, MAX_INITRD, &initrd, &ilen, err)) < 0)
 		return rung_err_wrap(err, "--initrd");
 	struct vmm_mmio_slot slots[VMM_MAX_VIRTIO_DEVS];
 	for (unsigned i = 0; i < vm->nvirtio; i++)
@@ -154,8 +163,15 @@ struct vmm_vm *vmm_vm_create(const struct vmm_config *cfg, struct rung_err *err)
 	for (unsigned i = 0; i < vm->ncpus; i++)
 		if ((r = vmm_vcpu_create(vm, i, err)) < 0)
 			goto fail;
-	if ((r = vm->vsock_listen_fd = listen_unix(cfg->vsock_uds, err)) < 0)
+	if (cfg->vsock_fd >= 0) {
+		if (rung_fd_set_nonblock(cfg->vsock_fd, 1) < 0 || rung_fd_set_cloexec(cfg->vsock_fd, 1) < 0) {
+			r = rung_err_sys(err, errno, "--vsock-fd %d", cfg->vsock_fd);
+			goto fail;
+		}
+		vm->vsock_listen_fd = cfg->vsock_fd;
+	} else if ((r = vm->vsock_listen_fd = listen_unix(cfg->vsock_uds, err)) < 0) {
 		goto fail;
+	}
 	if (cfg->control && (r = vm->control_fd = listen_unix(cfg->control, err)) < 0)
 		goto fail;
 	if (!cfg->no_seccomp &&
@@ -190,7 +206,8 @@ void vmm_vm_destroy(struct vmm_vm *vm)
 		vmm_serial_destroy(&vm->serial);
 	if (vm->vsock_listen_fd >= 0) {
 		close(vm->vsock_listen_fd);
-		unlink(vm->cfg.vsock_uds);
+		if (vm->cfg.vsock_fd < 0)
+			unlink(vm->cfg.vsock_uds);
 	}
 	if (vm->control_fd >= 0) {
 		close(vm->control_fd);
@@ -312,9 +329,9 @@ static void event_loop(struct vmm_vm *vm)
 			pfd[P_CTL + i] = (struct pollfd){.fd = ctl[i].fd, .events = POLLIN};
 		pthread_mutex_lock(&vm->vsock.t->lock);
 		for (unsigned i = 0; i < VMM_VSOCK_MAX_CONNS; i++) {
-			short ev = paused ? 0 : vmm_vsock_poll_events(&vm->vsock, i);
-			pfd[P_CONN + i] = (struct pollfd){.fd = ev ? vm->vsock.conns[i].fd : -1,
-							  .events = ev};
+			int ev = paused ? -1 : vmm_vsock_poll_events(&vm->vsock, i);
+			pfd[P_CONN + i] = (struct pollfd){.fd = ev >= 0 ? vm->vsock.conns[i].fd : -1,
+							  .events = (short)(ev > 0 ? ev : 0)};
 		}
 		pthread_mutex_unlock(&vm->vsock.t->lock);
 		if (poll(pfd, RUNG_ARRAY_SIZE(pfd), -1) < 0) {

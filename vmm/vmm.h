@@ -124,6 +124,7 @@ struct vmm_config {
 	uint64_t mem_mib, serial_cap;
 	uint32_t vsock_port;
 	uint64_t guest_cid;
+	int vsock_fd, kvm_fd; /* -1 unless handed in (--vsock-fd, --kvm-fd) */
 	bool no_seccomp, help, serial_timestamps;
 };
 /* Pure: parse argv (argv[0] is the program). help set: print usage, nothing else checked. */
@@ -278,8 +279,9 @@ int vmm_vsock_host_connect(struct vmm_vsock *vs, int fd, struct rung_err *err);
 void vmm_vsock_process(struct vmm_vsock *vs);
 /* The host end of connection i hung up or failed (poll said so): stop polling it. */
 void vmm_vsock_host_hup(struct vmm_vsock *vs, unsigned i);
-/* poll() interest for connection i: 0 when none (or not a live connection). */
-short vmm_vsock_poll_events(const struct vmm_vsock *vs, unsigned i);
+/* poll() interest for connection i: -1 when its fd is not to be polled at all, else an
+ * event mask (0: only hang-ups, which poll always reports). */
+int vmm_vsock_poll_events(const struct vmm_vsock *vs, unsigned i);
 
 /* ---- 16550 UART -------------------------------------------------------------------------- */
 #define VMM_SERIAL_BASE 0x3f8
