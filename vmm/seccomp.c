@@ -44,7 +44,7 @@ static const int vcpu_calls[] = {
 /* VMM: the event loop over the vsock and control sockets. */
 static const int vmm_calls[] = {
 	SCMP_SYS(poll), SCMP_SYS(ppoll), SCMP_SYS(accept4), SCMP_SYS(shutdown), SCMP_SYS(fcntl),
-	SCMP_SYS(recvfrom), SCMP_SYS(sendto), SCMP_SYS(unlink), SCMP_SYS(unlinkat),
+	SCMP_SYS(recvfrom), SCMP_SYS(sendto), SCMP_SYS(sendmsg), SCMP_SYS(unlink), SCMP_SYS(unlinkat),
 };
 
 static int add_all(scmp_filter_ctx ctx, const int *calls, size_t n, struct rung_err *err)

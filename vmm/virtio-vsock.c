@@ -145,7 +145,8 @@ static void to_host(struct vmm_vsock_conn *c, const struct vmm_chain *ch, uint32
 		while (done < len) {
 			struct iovec iov[64];
 			unsigned n = vmm_chain_iov(ch, false, off + done, len - done, iov, 64);
-			ssize_t w = writev(c->fd, iov, (int)n);
+			struct msghdr mh = {.msg_iov = iov, .msg_iovlen = n};
+			ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (w < 0 && errno == EINTR)
 				continue;
 			if (w < 0 && errno == EAGAIN)
@@ -177,7 +178,7 @@ static void to_host(struct vmm_vsock_conn *c, const struct vmm_chain *ch, uint32
 static void flush_to_host(struct vmm_vsock_conn *c)
 {
 	while (c->buf_len && c->fd >= 0) {
-		ssize_t w = write(c->fd, c->buf, c->buf_len);
+		ssize_t w = send(c->fd, c->buf, c->buf_len, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && errno == EAGAIN)
