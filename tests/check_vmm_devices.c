@@ -256,6 +256,39 @@ START_TEST(vsock_limits_and_hup)
 }
 END_TEST
 
+START_TEST(vsock_guest_ignores_credit)
+{
+	struct vfix f;
+	vfix_init(&f);
+	int cl;
+	uint32_t port = connect_pair(&f, &cl, 1 << 16);
+	int small = 4096;
+	for (unsigned i = 0; i < VMM_VSOCK_MAX_CONNS; i++)
+		if (f.vs.conns[i].state == VS_ESTABLISHED)
+			setsockopt(f.vs.conns[i].fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	/* the host never reads; the guest sends 64 KiB packets past our 256 KiB buf_alloc */
+	struct virtio_vsock_hdr h = ghdr(port, VIRTIO_VSOCK_OP_RW, VMM_VSOCK_MAX_PKT);
+	uint8_t *p = vmm_mem_ptr(&f.g.mem, 0x100000, HDRSZ + VMM_VSOCK_MAX_PKT);
+	memcpy(p, &h, HDRSZ);
+	memset(p + HDRSZ, 'q', VMM_VSOCK_MAX_PKT);
+	struct virtio_vsock_hdr r;
+	bool reset = false;
+	for (unsigned i = 0; i < 8 && !reset; i++) {
+		struct fake_desc d = {0x100000, (uint32_t)(HDRSZ + VMM_VSOCK_MAX_PKT), false};
+		fake_post(&f.g, 1, &d, 1);
+		vmm_vsock_process(&f.vs);
+		while (rx_next(&f, &r, NULL, 0))
+			if (r.op == VIRTIO_VSOCK_OP_RST && r.src_port == port)
+				reset = true;
+	}
+	ck_assert(reset);
+	for (unsigned i = 0; i < VMM_VSOCK_MAX_CONNS; i++)
+		ck_assert_int_eq(f.vs.conns[i].state, VS_FREE);
+	close(cl);
+	vfix_free(&f);
+}
+END_TEST
+
 static unsigned irq_up, irq_down;
 static void count_irq(void *ctx, unsigned irq, int level)
 {
@@ -359,6 +392,7 @@ Suite *vmm_devices_suite(void)
 	tcase_add_test(tc, vsock_data_and_credit);
 	tcase_add_test(tc, vsock_hostile_guest);
 	tcase_add_test(tc, vsock_limits_and_hup);
+	tcase_add_test(tc, vsock_guest_ignores_credit);
 	tcase_add_test(tc, serial_uart_and_cap);
 	tcase_add_test(tc, seccomp_filters);
 	suite_add_tcase(s, tc);
