@@ -29,7 +29,7 @@ LIB_SRC  := $(COMMON) $(ROOTFS) $(NETPOL) $(RUNTIME)
 # What the static programs (agent, vmm) may link from common: no libcrypto.
 COMMON_MIN := common/err.c common/log.c common/util.c common/proto.c
 
-all: $(B)/rung $(B)/rung-agent $(B)/librung.a
+all: $(B)/rung $(B)/rung-agent $(B)/rung-serve $(B)/rung-image $(B)/librung.a
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -39,8 +39,11 @@ $(B)/librung.a: $(call obj,$(LIB_SRC))
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/rung: $(call obj,$(CLI) cli/main.c $(SERVER)) $(B)/librung.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(B)/rung: $(call obj,$(CLI) cli/main.c) $(B)/librung.a
+	$(CC) $(LDFLAGS) -Wl,--as-needed -o $@ $^ $(LDLIBS)
+
+$(B)/rung-image: $(call obj,$(CLI) cli/main-image.c) $(B)/librung.a
+	$(CC) $(LDFLAGS) -Wl,--as-needed -o $@ $^ $(LDLIBS)
 
 $(B)/rung-agent: $(call obj,$(AGENT) agent/main.c $(filter $(COMMON_MIN),$(COMMON)))
 	$(CC) -static $(LDFLAGS) -Wl,--gc-sections -o $@ $^

@@ -59,5 +59,6 @@ CLI_CMD(dispose);
 CLI_CMD(dispose_scope);
 CLI_CMD(gc);
 CLI_CMD(image);
+CLI_CMD(serve);
 
 #endif

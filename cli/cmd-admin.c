@@ -3,6 +3,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <errno.h>
+#include <unistd.h>
+
 #include "cli/cli.h"
 
 CLI_CMD(ls)
@@ -139,6 +142,51 @@ CLI_CMD(dispose_scope)
 	return rc < 0 ? cli_fail(c, &err) : 0;
 }
 
+/*
+ * `rung serve` and `rung image` are programs of their own (build/rung-serve, build/rung-image):
+ * libmicrohttpd, libcurl and libarchive stay out of the CLI, whose start-up time is on every
+ * command's path. Exec the sibling with the same arguments and the global options.
+ */
+static int exec_sibling(struct cli *c, const char *prog, int argc, char **argv)
+{
+	char self[4096], path[4200];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return fprintf(stderr, "rung: cannot find my own binary\n"), 1;
+	self[n] = '\0';
+	*strrchr(self, '/') = '\0';
+	snprintf(path, sizeof(path), "%s/%s", self, prog);
+	char **v = calloc((size_t)argc + 5, sizeof(char *));
+	if (!v)
+		return 1;
+	int k = 0;
+	v[k++] = (char *)prog;
+	if (c->state_dir) {
+		v[k++] = "--state-dir";
+		v[k++] = (char *)c->state_dir;
+	}
+	if (c->json)
+		v[k++] = "--json";
+	if (c->deployed)
+		v[k++] = "--deployed";
+	for (int i = 1; i < argc; i++)
+		v[k++] = argv[i];
+	execv(path, v);
+	fprintf(stderr, "rung: exec %s: %s\n", path, strerror(errno));
+	free(v);
+	return 1;
+}
+
+CLI_CMD(serve)
+{
+	return exec_sibling(c, "rung-serve", argc, argv);
+}
+
+CLI_CMD(image)
+{
+	return exec_sibling(c, "rung-image", argc, argv);
+}
+
 CLI_CMD(gc)
 {
 	if (argc != 1)
@@ -205,6 +253,8 @@ const struct cli_cmd cli_cmds[] = {
 	{"gc", cli_cmd_gc, "rung gc",
 	 "Sweep the store: dispose sandboxes whose supervisor died or whose ttl passed, suspend\n"
 	 "idle ones, remove debris of crashed creates.\n"},
+	{"serve", cli_cmd_serve, "rung serve [--socket PATH] [--listen HOST:PORT] --tokens FILE",
+	 "The HTTP/JSON API daemon (see rung serve --help).\n"},
 	{"image", cli_cmd_image, "rung image import PATH [--tag REF] | pull REF | ls | inspect REF | rm REF | gc",
 	 "Manage the local image store (content-addressed, every blob verified).\n"},
 	{NULL, NULL, NULL, NULL},

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,6 +87,53 @@ static int exec_opt(const char *cmd, int argc, char **argv, int *i, struct rung_
 	return 1;
 }
 
+/*
+ * `rung run` must never leave its sandbox behind: the exec runs in a child while we wait for
+ * it or for SIGINT/SIGTERM/SIGHUP; a signal kills the child (closing its connection makes the
+ * agent kill the command), and the caller then disposes the sandbox.
+ */
+static int run_interruptible(struct cli *c, struct rung_sandbox *sb, struct rung_exec_req *req)
+{
+	sigset_t set, old;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	fflush(stdout);
+	pid_t child = fork();
+	if (child < 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return cli_exec_and_report(c, sb, req);
+	}
+	if (child == 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		int st = cli_exec_and_report(c, sb, req);
+		fflush(stdout);
+		_exit(st);
+	}
+	int status = 1, sig = 0;
+	for (;;) {
+		if (sigwait(&set, &sig) != 0)
+			continue;
+		int st;
+		if (sig == SIGCHLD) {
+			if (waitpid(child, &st, WNOHANG) != child)
+				continue;
+			status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			break;
+		}
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		fprintf(stderr, "rung: interrupted by signal %d; disposing the sandbox\n", sig);
+		status = 128 + sig;
+		break;
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return status;
+}
+
 int cli_cmd_run(struct cli *c, int argc, char **argv)
 {
 	struct cli_spec_opts so;
@@ -156,11 +204,7 @@ int cli_cmd_run(struct cli *c, int argc, char **argv)
 	req.argv = (const char *const *)argv + cmd_at;
 	if (!req.timeout_ms)
 		req.timeout_ms = so.spec.limits.exec_timeout_s * 1000;
-	/* A signal must not leave the sandbox behind: ignore them until dispose is done. */
-	signal(SIGINT, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	int status = cli_exec_and_report(c, sb, &req);
+	int status = anonymous ? run_interruptible(c, sb, &req) : cli_exec_and_report(c, sb, &req);
 	if (anonymous && rung_dispose(r, rung_sandbox_id(sb), NULL, &err) < 0)
 		fprintf(stderr, "rung: dispose %s: %s\n", rung_sandbox_id(sb), err.msg);
 	rung_sandbox_close(sb);

@@ -154,9 +154,7 @@ int rung_inspect(struct rung_router *r, const char *id, const char *scope, char 
 	rung_sandbox_close(s);
 	bool alive = rt_supervisor_alive(&m);
 	bool net = m.spec.egress_allow && m.spec.egress_allow[0];
-	json_t *egress = json_array();
-	for (char **e = m.spec.egress_allow; e && *e; e++)
-		json_array_append_new(egress, json_string(*e));
+	json_t *egress = rt_net_describe(&m.spec);
 	json_t *o = json_pack(
 		"{s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:I, s:I, s:i, s:o, "
 		"s:{s:s, s:o, s:s}, "
@@ -167,7 +165,7 @@ int rung_inspect(struct rung_router *r, const char *id, const char *scope, char 
 		(json_int_t)m.created_ms, "last_used_ms",
 		(json_int_t)rt_store_activity_ms(&r->store, m.id), "supervisor_pid", (int)m.sup_pid,
 		"spec", rt_spec_to_jsonv(&m.spec), "egress", "policy",
-		net ? "allowlist, default deny" : "none (loopback only)", "allow", egress,
+		net ? "allowlist, default deny" : "none (loopback only)", "effective", egress,
 		"dns", net ? "allowlisted names only, via rung's proxy" : "none",
 		"security", "boundary",
 		m.iso == RUNG_ISO_VM ? "hypervisor (own guest kernel)" : "shared host kernel",

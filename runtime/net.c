@@ -104,3 +104,17 @@ int rt_net_gc(struct rung_router *r, const char *const *live, size_t n, struct r
 {
 	return np_gc(r->store.root, live, n, err);
 }
+
+json_t *rt_net_describe(const struct rung_spec *s)
+{
+	struct np_policy pol;
+	struct rung_err err = {0};
+	size_t n = 0;
+	while (s->egress_allow && s->egress_allow[n])
+		n++;
+	if (np_policy_parse((const char *const *)s->egress_allow, n, &pol, &err) < 0)
+		return json_pack("{s:s}", "error", err.msg);
+	json_t *d = np_policy_describe(&pol);
+	np_policy_release(&pol);
+	return d ? d : json_null();
+}

@@ -91,6 +91,8 @@ int rt_net_timeout_ms(const struct rt_sandbox *sb);
 void rt_net_serve(struct rt_sandbox *sb);
 /* Idempotent, from the supervisor or any process (derives names from the id). */
 void rt_net_teardown(struct rt_sandbox *sb);
+/* The effective egress policy as JSON (netpolicy's description). */
+json_t *rt_net_describe(const struct rung_spec *s);
 int rt_net_gc(struct rung_router *r, const char *const *live, size_t n, struct rung_err *err);
 
 /* What a started sandbox reports back to the creating process. */

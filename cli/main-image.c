@@ -1,4 +1,7 @@
-/* cli/cmd-image.c: rung image import|pull|ls|inspect|rm|gc, over the image store (rootfs/). */
+/*
+ * cli/main-image.c: build/rung-image, the program behind `rung image import|pull|ls|inspect|rm|
+ * gc` (the CLI execs it, so that libcurl and libarchive stay out of the CLI's start-up).
+ */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -56,7 +59,7 @@ static int image_in_use(const char *digest, void *ud, struct rung_err *err)
 	return 0; /* leases (taken by every sandbox using an image) are checked by the store */
 }
 
-CLI_CMD(image)
+static int image_main(struct cli *c, int argc, char **argv)
 {
 	if (argc < 2 || cli_want_help(argc, argv)) {
 		printf("usage: rung image import PATH [--tag REF]   (OCI layout dir or tar, docker save archive)\n"
@@ -140,4 +143,23 @@ CLI_CMD(image)
 	rfs_image_info_release(&info);
 	rfs_store_free(st);
 	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli c = {0};
+	int k = 1;
+	for (int i = 1; i < argc; i++) { /* the CLI passes its globals first */
+		if (!strcmp(argv[i], "--json"))
+			c.json = true;
+		else if (!strcmp(argv[i], "--state-dir") && i + 1 < argc)
+			c.state_dir = argv[++i];
+		else
+			argv[k++] = argv[i];
+	}
+	argv[k] = NULL;
+	argv[0] = "image";
+	int r = image_main(&c, k, argv);
+	rung_router_free(c.router);
+	return r;
 }
