@@ -5,6 +5,7 @@
 #include <linux/virtio_vsock.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -344,6 +345,27 @@ START_TEST(serial_uart_and_cap)
 }
 END_TEST
 
+static int run_filtered(enum vmm_thread_kind kind, int forbidden);
+
+/* mmap is allowed for memory, never for code */
+static int run_mmap(int prot)
+{
+	void *prog;
+	size_t len;
+	ck_assert_int_eq(vmm_seccomp_build(VMM_THREAD_VCPU, &prog, &len, NULL), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (vmm_seccomp_install(prog, len, NULL) < 0)
+			_exit(100);
+		void *p = mmap(NULL, 4096, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		_exit(p == MAP_FAILED ? 101 : 0);
+	}
+	free(prog);
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
 static int run_filtered(enum vmm_thread_kind kind, int forbidden)
 {
 	void *prog;
@@ -378,6 +400,10 @@ START_TEST(seccomp_filters)
 	st = run_filtered(VMM_THREAD_VMM, SYS_execve);
 	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS);
 	st = run_filtered(VMM_THREAD_VMM, SYS_openat); /* nothing opens files once running */
+	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS);
+	st = run_mmap(PROT_READ | PROT_WRITE);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	st = run_mmap(PROT_READ | PROT_EXEC);
 	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS);
 	struct rung_err err = {0};
 	ck_assert_int_eq(vmm_seccomp_install(NULL, 0, &err), -EINVAL);
