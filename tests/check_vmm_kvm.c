@@ -26,6 +26,7 @@ static const uint8_t code_ok[] = {
 	0xf4, 0xeb, 0xfd,       /* hlt; jmp hlt */
 };
 static const uint8_t code_triple[] = {0x0f, 0x0b}; /* ud2 with an empty IDT: triple fault */
+static const uint8_t code_halt[] = {0xfa, 0xf4, 0xeb, 0xfd}; /* cli; hlt: Linux's poweroff sans ACPI */
 
 static void write_kernel(const char *path, const uint8_t *code, size_t len)
 {
@@ -119,6 +120,9 @@ START_TEST(kvm_boot_reset_and_triple_fault)
 	st = run_vmm(code_triple, sizeof(code_triple), "1", err, serial, sizeof(err));
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %d stderr %s", st, err);
 	ck_assert_ptr_nonnull(strstr(err, "triple fault"));
+	st = run_vmm(code_halt, sizeof(code_halt), "2", err, serial, sizeof(err));
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d stderr %s", st, err);
+	ck_assert_ptr_nonnull(strstr(err, "guest halted"));
 }
 END_TEST
 

@@ -92,7 +92,9 @@ int vmm_seccomp_build(enum vmm_thread_kind kind, void **prog, size_t *len, struc
 	if (kind == VMM_THREAD_VCPU) {
 		if ((r = add_all(ctx, vcpu_calls, sizeof(vcpu_calls) / sizeof(int), err)) < 0 ||
 		    (r = add_ioctl(ctx, KVM_RUN, err)) < 0 ||
-		    (r = add_ioctl(ctx, KVM_IRQ_LINE, err)) < 0)
+		    (r = add_ioctl(ctx, KVM_IRQ_LINE, err)) < 0 ||
+		    (r = add_ioctl(ctx, KVM_GET_MP_STATE, err)) < 0 ||
+		    (r = add_ioctl(ctx, KVM_GET_REGS, err)) < 0)
 			return r;
 	} else {
 		if ((r = add_all(ctx, vmm_calls, sizeof(vmm_calls) / sizeof(int), err)) < 0 ||
