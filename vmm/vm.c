@@ -314,6 +314,7 @@ static void event_loop(struct vmm_vm *vm)
 	enum { P_EXIT, P_SIG, P_VLISTEN, P_KICK, P_CLISTEN, P_CTL, P_CONN = P_CTL + CTL_CONNS };
 	struct pollfd pfd[P_CONN + VMM_VSOCK_MAX_CONNS];
 	uint64_t next_probe = rung_now_ms() + HALT_PROBE_MS;
+	unsigned halt_rounds = 0;
 	for (;;) {
 		bool paused;
 		pthread_mutex_lock(&vm->run_lock);
@@ -338,7 +339,9 @@ static void event_loop(struct vmm_vm *vm)
 		pthread_mutex_unlock(&vm->vsock.t->lock);
 		uint64_t now = rung_now_ms();
 		if (!paused && now >= next_probe) {
-			if (vmm_vcpus_probe_halt(vm)) {
+			/* two rounds in a row: one sample could catch a transient cli; hlt */
+			halt_rounds = vmm_vcpus_probe_halt(vm) ? halt_rounds + 1 : 0;
+			if (halt_rounds >= 2) {
 				vmm_vm_end(vm, VMM_EXIT_REBOOT, "guest halted (poweroff without ACPI, or halt)");
 				break;
 			}
