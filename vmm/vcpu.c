@@ -166,6 +166,10 @@ static void handle_io(struct vmm_vcpu *c)
 			vmm_vm_end(vm, VMM_EXIT_REBOOT, "i8042 reset");
 		} else if (out && port == 0xcf9 && run->io.size == 1 && (*data & 0x4)) {
 			vmm_vm_end(vm, VMM_EXIT_REBOOT, "port 0xcf9 reset");
+		} else if (!out && port == 0x64) {
+			/* i8042 status "nothing pending": Linux's reboot=k path polls it up to
+			 * 65536 times (one exit each) before it writes the reset command */
+			memset(data, 0, run->io.size);
 		} else if (!out) {
 			memset(data, 0xff, run->io.size);
 		}
