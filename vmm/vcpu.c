@@ -20,6 +20,7 @@
 #include "vmm/vm-internal.h"
 
 #define KICK_SIGNAL SIGUSR1
+#define HALT_QUIET_MS 2000 /* no exit for this long before a vCPU is asked if it halted */
 
 void vmm_vm_end(struct vmm_vm *vm, enum vmm_exit reason, const char *fmt, ...)
 {
@@ -134,6 +135,7 @@ int vmm_vcpu_create(struct vmm_vm *vm, unsigned id, struct rung_err *err)
 	c->vm = vm;
 	c->id = id;
 	c->dead = -1;
+	c->last_exit_ms = rung_now_ms();
 	c->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, (unsigned long)id);
 	if (c->fd < 0)
 		return rung_err_sys(err, errno, "KVM_CREATE_VCPU %u", id);
@@ -232,11 +234,20 @@ static int probe_dead(struct vmm_vcpu *c)
 bool vmm_vcpus_probe_halt(struct vmm_vm *vm)
 {
 	bool all = true, halted = false;
+	uint64_t now = rung_now_ms();
 	for (unsigned i = 0; i < vm->ncpus; i++) {
 		int d = __atomic_load_n(&vm->vcpu[i].dead, __ATOMIC_ACQUIRE);
 		all = all && d > 0;
 		halted = halted || d == 2;
 	}
+	/* Only a guest whose every vCPU has sat in KVM_RUN without an exit for a while can
+	 * have halted for good: a guest that is busy is never interrupted by probes. */
+	for (unsigned i = 0; i < vm->ncpus; i++)
+		if (now - __atomic_load_n(&vm->vcpu[i].last_exit_ms, __ATOMIC_ACQUIRE) < HALT_QUIET_MS) {
+			for (unsigned k = 0; k < vm->ncpus; k++)
+				__atomic_store_n(&vm->vcpu[k].dead, -1, __ATOMIC_RELEASE);
+			return false;
+		}
 	for (unsigned i = 0; i < vm->ncpus; i++) {
 		struct vmm_vcpu *c = &vm->vcpu[i];
 		if (!c->started)
@@ -291,6 +302,7 @@ static void *vcpu_thread(void *arg)
 			vmm_vm_end(vm, VMM_EXIT_ERROR, "vcpu %u: KVM_RUN: %s", c->id, strerror(errno));
 			break;
 		}
+		__atomic_store_n(&c->last_exit_ms, rung_now_ms(), __ATOMIC_RELEASE);
 		handle_exit(c);
 	}
 	vmm_serial_flush(&vm->serial);
