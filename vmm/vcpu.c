@@ -169,9 +169,12 @@ static void handle_io(struct vmm_vcpu *c)
 		} else if (out && port == 0xcf9 && run->io.size == 1 && (*data & 0x4)) {
 			vmm_vm_end(vm, VMM_EXIT_REBOOT, "port 0xcf9 reset");
 		} else if (!out && port == 0x64) {
-			/* i8042 status "nothing pending": Linux's reboot=k path polls it up to
-			 * 65536 times (one exit each) before it writes the reset command */
+			/* i8042 status 0x01: input buffer empty, so Linux's reboot=k path writes
+			 * the reset at once (with 0xff it polls 65536 times, an exit each); output
+			 * buffer "full" forever, so its i8042 driver finds no controller at once
+			 * (with 0x00 it waits 10000 polls for a CTR that never comes). */
 			memset(data, 0, run->io.size);
+			data[0] = 0x01;
 		} else if (!out) {
 			memset(data, 0xff, run->io.size);
 		}
