@@ -43,6 +43,63 @@ static void guest_paths(const struct rung_router *r, char *kernel, char *initrd,
 		snprintf(initrd, len, "%s/vm/initramfs.cpio.gz", d);
 }
 
+/*
+ * Is KVM usable for a real guest? A /dev/kvm can exist without hardware virtualisation (e.g.
+ * kvm_pvm, where a stock kernel never boots): `rung-vmm --probe` answers, and the answer is
+ * cached in the store for this boot and this rung-vmm binary.
+ */
+static bool kvm_works(const struct rung_router *r, struct rung_err *err)
+{
+	char key[256] = "", cache[4096], line[512] = "";
+	cleanup_free char *boot = NULL, *cached = NULL;
+	struct stat st;
+	if (rung_file_load(AT_FDCWD, "/proc/sys/kernel/random/boot_id", 64, &boot, NULL, NULL) == 0 &&
+	    stat(r->vmm_path, &st) == 0)
+		snprintf(key, sizeof(key), "%.36s %lld.%09ld\n", boot, (long long)st.st_mtim.tv_sec,
+			 st.st_mtim.tv_nsec);
+	snprintf(cache, sizeof(cache), "%s/vm-probe", r->store.root);
+	if (key[0] && rung_file_load(AT_FDCWD, cache, 1024, &cached, NULL, NULL) == 0 &&
+	    !strncmp(cached, key, strlen(key))) {
+		const char *verdict = cached + strlen(key);
+		if (!strncmp(verdict, "ok", 2))
+			return true;
+		rung_err_set(err, ENODEV, "%s", verdict);
+		return false;
+	}
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return rung_err_sys(err, errno, "pipe"), false;
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 2);
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, 0);
+		dup2(null, 1);
+		char *argv[] = {"rung-vmm", "--probe", NULL}, *envp[] = {NULL};
+		execve(r->vmm_path, argv, envp);
+		_exit(127);
+	}
+	close(p[1]);
+	ssize_t n = pid > 0 ? read(p[0], line, sizeof(line) - 1) : -1;
+	close(p[0]);
+	int status = 1;
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	line[n > 0 ? n : 0] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	bool ok = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	if (!ok && !line[0])
+		snprintf(line, sizeof(line), "rung-vmm --probe failed (status 0x%x)", status);
+	if (key[0]) {
+		char txt[1024];
+		int len = snprintf(txt, sizeof(txt), "%s%s\n", key, ok ? "ok" : line);
+		rung_write_file_replace(AT_FDCWD, cache, txt, (size_t)len, 0600, NULL);
+	}
+	if (!ok)
+		rung_err_set(err, ENODEV, "KVM cannot run a guest here: %s", line);
+	return ok;
+}
+
 static bool vm_available(const struct rung_router *r, struct rung_err *err)
 {
 	char kernel[4096], initrd[4096];
@@ -56,7 +113,7 @@ static bool vm_available(const struct rung_router *r, struct rung_err *err)
 			rung_err_sys(err, errno, "%s at %s", need[i][1], need[i][0]);
 			return false;
 		}
-	return true;
+	return kvm_works(r, err);
 }
 
 static int vm_prepare(struct rt_sandbox *sb, struct rung_err *err)
