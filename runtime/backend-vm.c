@@ -60,10 +60,11 @@ static bool kvm_works(const struct rung_router *r, struct rung_err *err)
 	snprintf(cache, sizeof(cache), "%s/vm-probe", r->store.root);
 	if (key[0] && rung_file_load(AT_FDCWD, cache, 1024, &cached, NULL, NULL) == 0 &&
 	    !strncmp(cached, key, strlen(key))) {
-		const char *verdict = cached + strlen(key);
-		if (!strncmp(verdict, "ok", 2))
+		char *verdict = cached + strlen(key);
+		verdict[strcspn(verdict, "\n")] = '\0';
+		if (!strcmp(verdict, "ok"))
 			return true;
-		rung_err_set(err, ENODEV, "%s", verdict);
+		rung_err_set(err, ENODEV, "KVM cannot run a guest here: %s", verdict);
 		return false;
 	}
 	int p[2];
