@@ -1,0 +1,50 @@
+# vmm/guest/l1-rung.sh: sourced by l1-tests.sh (busybox sh) where /dev/kvm works. The vm rung
+# END TO END through the runtime: `rung run --isolation vm --image ... -- python3 -c ...` and
+# the protocol through the CLI (files, warm reuse, suspend/resume, dispose), using the store
+# payload-rung.sh prepared (copied to scratch: the payload is read-only).
+# Uses pass/fail/skip, $P and $W from l1-tests.sh.
+R=$P/rung/bin/rung
+if [ ! -x "$R" ] || [ ! -d "$P/rung/store" ]; then
+	skip rung-e2e "no rung runtime in the payload"
+else
+	S=$W/rung-store
+	rm -rf "$S" && cp -a "$P/rung/store" "$S" && chmod 0711 "$W" "$S"
+	export RUNG_STATE_DIR=$S RUNG_VM_KERNEL=$G/bzImage RUNG_VM_INITRD=$G/initramfs.cpio.gz
+	export RUNG_UID_REGISTRY=$W/uid-slots RUNG_VM_BOOT_TIMEOUT_MS=180000
+	t0=$(now)
+	out=$("$R" run --isolation vm --image rung/vmtest:py --memory 256M -- python3 -c 'print(2+2)' 2>"$W/rung-run.err")
+	rc=$?
+	if [ "$rc" = 0 ] && [ "$out" = 4 ]; then
+		pass rung-run-vm "rung run --isolation vm --image rung/vmtest:py -- python3 -c 'print(2+2)' printed 4 in $(ms_since "$t0") ms"
+	else
+		fail rung-run-vm "rc=$rc out='$out' err=$(tr '\n' ' ' <"$W/rung-run.err" | cut -c1-300)"
+	fi
+	id=$("$R" acquire --isolation vm --image rung/vmtest:py --memory 256M --kind e2e --scope l1 --thread t --agent a 2>"$W/rung-acq.err")
+	if [ -z "$id" ]; then
+		fail rung-acquire-vm "$(tr '\n' ' ' <"$W/rung-acq.err" | cut -c1-300)"
+	else
+		echo "persist me" | "$R" write "$id" notes/a.txt
+		got=$("$R" exec "$id" -- cat /work/notes/a.txt 2>&1)
+		[ "$got" = "persist me" ] && pass rung-files-vm "write_file + exec cat" || fail rung-files-vm "got '$got'"
+		"$R" exec "$id" -- sh -c 'echo installed > /usr/local/marker' >/dev/null 2>&1
+		id2=$("$R" acquire --isolation vm --image rung/vmtest:py --memory 256M --kind e2e --scope l1 --thread t --agent a 2>/dev/null)
+		got=$("$R" exec "$id" -- cat /usr/local/marker 2>&1)
+		[ "$id2" = "$id" ] && [ "$got" = installed ] && pass rung-warm-vm "same id, image write kept" || fail rung-warm-vm "id2=$id2 got='$got'"
+		if "$R" suspend "$id" 2>"$W/rung-sus.err"; then
+			st=$("$R" inspect "$id" | grep -o '"state": "[a-z]*"' | head -n 1)
+			"$R" resume "$id" 2>>"$W/rung-sus.err"
+			got=$("$R" exec "$id" -- cat /work/notes/a.txt 2>&1)
+			case "$st" in *suspended*) [ "$got" = "persist me" ] && pass rung-suspend-vm "paused vCPUs, resumed, files intact" || fail rung-suspend-vm "after resume: '$got'" ;; *) fail rung-suspend-vm "state after suspend: $st" ;; esac
+		else
+			fail rung-suspend-vm "$(tr '\n' ' ' <"$W/rung-sus.err" | cut -c1-300)"
+		fi
+		out=$(echo 'import os; print(len(os.listdir("/")) > 3)' | "$R" run-code "$id" --lang python 2>&1)
+		[ "$out" = True ] && pass rung-run-code-vm "python run_code" || fail rung-run-code-vm "got '$out'"
+		"$R" exec --timeout 2 "$id" -- sh -c 'sleep 60 & sleep 60' >/dev/null 2>&1
+		rc=$?
+		left=$("$R" exec "$id" -- sh -c 'ps | grep -c "[s]leep 60"' 2>&1)
+		[ "$rc" = 124 ] && [ "$left" = 0 ] && pass rung-timeout-vm "124, nothing left" || fail rung-timeout-vm "rc=$rc left=$left"
+		"$R" dispose "$id"
+		pgrep -f "rung-vmm" >/dev/null && fail rung-dispose-vm "a rung-vmm still runs" || pass rung-dispose-vm "VMM gone, store entry gone: $(ls "$S/sandboxes" | wc -l) left"
+	fi
+fi

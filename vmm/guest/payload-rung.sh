@@ -1,0 +1,38 @@
+#!/bin/sh
+# vmm/guest/payload-rung.sh P BUILD BASEIMG: add the rung runtime itself to the nested stage's
+# payload, so that L1 runs `rung run --isolation vm --image ...` end to end (the runtime's vm
+# backend: image store, base disk, jailed rung-vmm, agent over vsock), not only rung-vmm.
+#   P        the payload root (run-l1.sh)
+#   BUILD    the build dir (rung, rung-agent, rfs-tool)
+#   BASEIMG  the python base image run-l1.sh built (ext4 of mkrootfs.sh python)
+# It imports the same python rootfs as an OCI image, rung/vmtest:py, into $P/rung/store and
+# seeds the store's vm disk cache with BASEIMG under that image's digest (building it again
+# under TCG in L1 would take minutes).
+set -eu
+P=$1 BUILD=$2 BASEIMG=$3
+here=$(cd "$(dirname "$0")" && pwd)
+copy_with_libs() { # ROOT BINARY
+	mkdir -p "$1$(dirname "$2")" && cp -L "$2" "$1$2"
+	for l in $(ldd "$2" 2>/dev/null | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p'); do
+		[ -e "$1$l" ] || { mkdir -p "$1$(dirname "$l")" && cp -L "$l" "$1$l"; }
+	done
+}
+mkdir -p "$P/rung/bin"
+copy_with_libs "$P" "$(readlink -f "$BUILD/rung")"
+cp "$BUILD/rung" "$BUILD/rung-agent" "$P/rung/bin/"
+cp "$here/l1-rung.sh" "$P/rung/"
+tmp=$(mktemp -d /tmp/rung-payload.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+sh "$here/mkrootfs.sh" python "$tmp/rootfs" >/dev/null
+tar -C "$tmp/rootfs" -cf "$tmp/rootfs.tar" .
+"$BUILD/rfs-tool" layout --out "$tmp/oci" --tar "$tmp/rootfs.tar" --tag rung/vmtest:py \
+	--compress gzip --env PATH=/usr/bin:/bin:/usr/sbin:/sbin --workdir /work >/dev/null
+mkdir -p "$P/rung/store"
+chmod 0711 "$P/rung/store"
+out=$("$BUILD/rfs-tool" import --state "$P/rung/store" "$tmp/oci" rung/vmtest:py | tail -n 1)
+digest=$(echo "$out" | grep -o 'sha256:[0-9a-f]\{64\}' | head -n 1)
+[ -n "$digest" ] || { echo "payload-rung: import gave no digest: $out" >&2; exit 1; }
+mkdir -p "$P/rung/store/vmdisks"
+cp "$BASEIMG" "$P/rung/store/vmdisks/${digest#sha256:}.ext4"
+chmod 0644 "$P/rung/store/vmdisks/${digest#sha256:}.ext4"
+echo "payload-rung: rung/vmtest:py $digest"
