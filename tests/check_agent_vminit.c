@@ -113,6 +113,7 @@ START_TEST(test_plan_disks)
 	ck_assert(lower->flags & MS_RDONLY);
 	ck_assert_str_eq(upper->source, "/dev/vdb");
 	ck_assert(!(upper->flags & MS_RDONLY));
+	ck_assert_str_eq(upper->data, "noinit_itable");
 	ck_assert_str_eq(ovl->fstype, "overlay");
 	ck_assert_str_eq(ovl->data,
 			 "lowerdir=/rung/lower,upperdir=/rung/upper/upper,workdir=/rung/upper/work");
