@@ -24,7 +24,7 @@ MKFS=${MKFS:-/sbin/mkfs.ext4}
 
 plan() { # DIR -> "size_kib inodes"
 	[ -d "$1" ] || { echo "mkdisk: $1: not a directory" >&2; exit 1; }
-	kib=$(du -sk --one-file-system "$1" | cut -f1)
+	kib=$(du -skx "$1" | cut -f1)
 	n=$(find "$1" -xdev | wc -l)
 	echo "$((kib + kib / 4 + 16384)) $((2 * n + 1024))"
 }

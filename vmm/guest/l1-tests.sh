@@ -1,0 +1,228 @@
+#!/bin/sh
+# vmm/guest/l1-tests.sh: the vm-rung tests, run where /dev/kvm works (inside the L1 guest of
+# run-l1.sh, or directly on a host with /dev/kvm). busybox sh; no bashisms.
+#
+# Layout under $P (the payload root; "" inside L1): rung/bin/{rung-vmm,rung-vmtest},
+# rung/guest/{bzImage,initramfs.cpio.gz,base.img}; usr/bin/qemu-system-x86_64 for the
+# baseline. Scratch in $W. Output: one line per test,
+#   VMTEST PASS|FAIL|SKIP <name> <detail>
+# then "VMTEST-SUMMARY <n> passed, <n> failed, <n> skipped", and VMBENCH lines.
+# Env: VMTEST_DRIVER=rung-vmm|qemu (default: rung-vmm if present, else qemu, so that the
+# guest side is proven even before rung-vmm boots), VMTEST_BENCH=N boots per VMM (0: none).
+set -u
+P=${RUNG_VM_PAYLOAD:-}
+W=${RUNG_VM_SCRATCH:-/tmp/rung-vmtest}
+B=$P/rung/bin G=$P/rung/guest
+VMM=$B/rung-vmm VT=$B/rung-vmtest QEMU=$P/usr/bin/qemu-system-x86_64
+K=$G/bzImage I=$G/initramfs.cpio.gz BASE=$G/base.img
+MEM=256
+npass=0 nfail=0 nskip=0
+mkdir -p "$W"
+
+now() { echo "$EPOCHREALTIME"; }
+ms_since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%d", (b - a) * 1000 }'; }
+pass() { npass=$((npass + 1)); echo "VMTEST PASS $*"; }
+fail() { nfail=$((nfail + 1)); echo "VMTEST FAIL $*"; }
+skip() { nskip=$((nskip + 1)); echo "VMTEST SKIP $*"; }
+
+driver=${VMTEST_DRIVER:-}
+[ -n "$driver" ] || { [ -x "$VMM" ] && driver=rung-vmm || driver=qemu; }
+
+# vm_start ID UPPER DRIVER [EXTRA_CMDLINE]: boot in the background; addr in $W/ID.addr.
+vm_start() {
+	id=$1 upper=$2 drv=$3 extra=${4:-}
+	rm -f "$W/$id.sock" "$W/$id.ctl" "$W/$id.serial"
+	case $drv in
+	rung-vmm)
+		"$VMM" --kernel "$K" --initrd "$I" --disk "$BASE,ro" --disk "$upper" --mem $MEM \
+			--cpus 1 --cmdline "quiet $extra" --serial-log "$W/$id.serial" \
+			--vsock-uds "$W/$id.sock" --control "$W/$id.ctl" >"$W/$id.out" 2>&1 &
+		echo "$W/$id.sock" >"$W/$id.addr" ;;
+	qemu)
+		# microvm lists virtio-mmio devices on the command line in reverse: the disk that
+		# must be vda goes last.
+		"$QEMU" -M microvm,acpi=off -enable-kvm -cpu host -m $MEM -smp 1 -nodefaults \
+			-no-user-config -nographic -no-reboot -L "$P/usr/share/qemu" \
+			-serial "file:$W/$id.serial" -kernel "$K" -initrd "$I" \
+			-append "console=ttyS0 quiet panic=-1 $extra" \
+			-drive "id=u,file=$upper,format=raw,if=none" -device virtio-blk-device,drive=u \
+			-drive "id=b,file=$BASE,format=raw,if=none,readonly=on" -device virtio-blk-device,drive=b \
+			-device vhost-vsock-device,guest-cid=3 >"$W/$id.out" 2>&1 &
+		echo "vsock:3:1024" >"$W/$id.addr" ;;
+	esac
+	echo $! >"$W/$id.pid"
+}
+vm_addr() { cat "$W/$1.addr"; }
+vm_alive() { kill -0 "$(cat "$W/$1.pid")" 2>/dev/null; }
+# vm_stop ID: SIGTERM, then SIGKILL after 5 s; sets vm_rc to the exit status.
+vm_stop() {
+	pid=$(cat "$W/$1.pid")
+	kill -TERM "$pid" 2>/dev/null
+	i=0
+	while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do usleep 100000; i=$((i + 1)); done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid"
+	vm_rc=$?
+}
+# vm_wait_exit ID SECONDS: wait for the VMM to exit on its own; vm_rc, or 255 if it hung.
+vm_wait_exit() {
+	pid=$(cat "$W/$1.pid") i=0
+	while kill -0 "$pid" 2>/dev/null && [ $i -lt $(($2 * 10)) ]; do usleep 100000; i=$((i + 1)); done
+	if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; wait "$pid"; vm_rc=255; return; fi
+	wait "$pid"
+	vm_rc=$?
+}
+vexec() { id=$1; shift; "$VT" exec "$(vm_addr "$id")" -t 20000 "$@"; }
+upper() { rm -f "$1"; "$P/rung/mkdisk.sh" upper "$1" 256 >/dev/null; }
+dump() { echo "---- $1 (last lines of $2)"; tail -n 15 "$2" 2>/dev/null | sed 's/^/    /'; }
+
+echo "VMTEST driver=$driver kernel=$(wc -c <"$K") initramfs=$(wc -c <"$I") base=$(wc -c <"$BASE")"
+base_sum=$(sha256sum "$BASE" | cut -d' ' -f1)
+
+if [ "${VMTEST_ONLY_BENCH:-0}" != 1 ]; then
+# 1. boot to agent-ready
+upper "$W/u1.img"
+t0=$(now)
+vm_start a "$W/u1.img" $driver
+if out=$("$VT" wait "$(vm_addr a)" 60000); then
+	pass "boot agent-ready in $(ms_since "$t0") ms"
+	booted=1
+else
+	fail "boot: $out"; dump serial "$W/a.serial"; dump vmm "$W/a.out"
+	booted=0
+fi
+
+if [ $booted = 1 ]; then
+	# 2. exec: stdout, exit codes, stderr, stdin
+	out=$(vexec a -- /bin/echo hello-from-l2)
+	[ "$out" = hello-from-l2 ] && pass "exec echo" || fail "exec echo: got '$out'"
+	vexec a -- /bin/sh -c 'exit 7'; rc=$?
+	[ $rc = 7 ] && pass "exec exit code 7" || fail "exec exit code: got $rc"
+	out=$(vexec a -i "abc" -- /bin/sh -c 'tr a-z A-Z' 2>&1)
+	[ "$out" = ABC ] && pass "exec stdin" || fail "exec stdin: got '$out'"
+	out=$(vexec a -- /usr/bin/python3 -c 'print(2+2)' 2>&1)
+	[ "$out" = 4 ] && pass "python3 -c print(2+2)" || fail "python3: got '$out'"
+	# 3. guest environment: overlay root, hostname, PATH, /proc /dev /tmp
+	out=$(vexec a -- /bin/sh -c 'grep -c "^overlay / overlay" /proc/mounts; hostname; echo $PATH; test -c /dev/null && test -d /proc/self && test -w /tmp && test -c /dev/ptmx && echo ok' 2>&1)
+	exp=$(printf '1\nrung\n/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nok')
+	[ "$out" = "$exp" ] && pass "guest env (overlay root, hostname, PATH, /proc /dev /tmp)" ||
+		fail "guest env: got '$out'"
+	# 4. files: write, read back, in the image's own dirs too (copy-up)
+	vexec a -i "persist-me" -- /bin/sh -c 'cat > /work/f.txt && echo changed >> /etc/hostname'
+	out=$(vexec a -- /bin/cat /work/f.txt)
+	[ "$out" = persist-me ] && pass "write/read file" || fail "write/read file: got '$out'"
+	vm_stop a
+	# 5. the shared image is never written
+	[ "$(sha256sum "$BASE" | cut -d' ' -f1)" = "$base_sum" ] && pass "base image unchanged" ||
+		fail "base image was modified"
+	# 6. warm reuse: a new VM with the same upper disk sees the files
+	vm_start b "$W/u1.img" $driver
+	if "$VT" wait "$(vm_addr b)" 60000 >/dev/null; then
+		out=$(vexec b -- /bin/sh -c 'cat /work/f.txt; tail -n 1 /etc/hostname')
+		[ "$out" = "$(printf 'persist-me\nchanged')" ] && pass "files persist across VM restart" ||
+			fail "persistence: got '$out'"
+	else
+		fail "restart with the same upper disk did not boot"; dump serial "$W/b.serial"
+	fi
+	# 7. pause / resume through the control socket (rung-vmm only)
+	if [ $driver = rung-vmm ] && [ -x "$P/rung/vmctl.sh" ]; then
+		"$P/rung/vmctl.sh" "$W/b.ctl" pause && ! "$VT" wait "$(vm_addr b)" 1500 >/dev/null 2>&1 &&
+			"$P/rung/vmctl.sh" "$W/b.ctl" resume && "$VT" wait "$(vm_addr b)" 5000 >/dev/null &&
+			pass "pause blocks the agent, resume restores it" || fail "pause/resume"
+	else
+		skip "pause/resume: needs rung-vmm's --control socket (driver $driver)"
+	fi
+	vm_stop b
+fi
+
+# 8. guest panic: the VMM exits with a reason, never hangs
+upper "$W/u2.img"
+vm_start c "$W/u2.img" $driver
+if "$VT" wait "$(vm_addr c)" 60000 >/dev/null; then
+	vexec c -- /bin/sh -c 'echo c > /proc/sysrq-trigger' >/dev/null 2>&1
+	vm_wait_exit c 20
+	if [ $vm_rc = 255 ]; then fail "panic: VMM still running 20 s after the guest panicked"
+	elif grep -q "Kernel panic" "$W/c.serial"; then pass "guest panic: VMM exited (status $vm_rc): $(tail -n 2 "$W/c.out" | tr '\n' ' ')"
+	else fail "panic: VMM exited ($vm_rc) but no panic in the serial log"; dump serial "$W/c.serial"; fi
+else
+	fail "panic: guest did not boot"; vm_stop c
+fi
+
+# 9. console flood: the serial log stays bounded and the agent stays responsive
+vm_start d "$W/u2.img" $driver
+if "$VT" wait "$(vm_addr d)" 60000 >/dev/null; then
+	vexec d -t 60000 -- /bin/sh -c 'yes 0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrst > /dev/ttyS0 & echo $! > /tmp/flood.pid' >/dev/null
+	sleep 8
+	t0=$(now)
+	if "$VT" wait "$(vm_addr d)" 10000 >/dev/null; then
+		pass "agent answers within $(ms_since "$t0") ms during a console flood"
+	else fail "agent unresponsive during a console flood"; fi
+	sz1=$(wc -c <"$W/d.serial"); sleep 4; sz2=$(wc -c <"$W/d.serial")
+	vexec d -- /bin/sh -c 'kill $(cat /tmp/flood.pid)' >/dev/null 2>&1
+	lim=${VMTEST_SERIAL_LIMIT:-67108864}
+	[ "$sz2" -le "$lim" ] && pass "serial log bounded ($sz1 -> $sz2 bytes, limit $lim)" ||
+		fail "serial log $sz2 bytes > $lim"
+else
+	fail "flood: guest did not boot"
+fi
+vm_stop d
+
+# 10. garbage in virtio-mmio registers: the VMM survives or exits cleanly, never hangs or crashes
+vm_start e "$W/u2.img" $driver
+if "$VT" wait "$(vm_addr e)" 60000 >/dev/null; then
+	# Poke every virtio-mmio device's QueueSel, QueueNum, QueueDesc*, QueueReady, Status and
+	# QueueNotify with nonsense (device 0 is spared until last so the agent can answer).
+	vexec e -t 30000 -- /bin/sh -c '
+		for d in $(tr " " "\n" < /proc/cmdline | sed -n "s/^virtio_mmio.device=.*@\(0x[0-9a-fA-F]*\):.*/\1/p" | sort -r); do
+			for off in 0x030 0x038 0x080 0x084 0x090 0x094 0x0a0 0x0a4 0x044 0x070 0x050; do
+				devmem $(printf "0x%x" $((d + off))) 32 0xffffffff
+			done
+			devmem $(printf "0x%x" $((d + 0x050))) 32 0x7fff
+		done; echo poked' >/dev/null 2>&1
+	sleep 3
+	if vm_alive e; then
+		vm_stop e
+		[ $vm_rc -lt 128 ] || [ $vm_rc = 143 ] && pass "virtio garbage: VMM survived (stopped with $vm_rc)" ||
+			fail "virtio garbage: VMM died by signal ($vm_rc)"
+	else
+		wait "$(cat "$W/e.pid")"; vm_rc=$?
+		[ $vm_rc -lt 128 ] && pass "virtio garbage: VMM exited cleanly ($vm_rc: $(tail -n 1 "$W/e.out"))" ||
+			fail "virtio garbage: VMM crashed (status $vm_rc)"
+	fi
+else
+	fail "virtio garbage: guest did not boot"; vm_stop e
+fi
+
+fi
+echo "VMTEST-SUMMARY $npass passed, $nfail failed, $nskip skipped"
+
+# Benchmark (bench/vm-boot.sh reads these lines): VMM start -> agent PONG, per VMM.
+n=${VMTEST_BENCH:-0}
+[ "$n" -gt 0 ] || exit 0
+rss_beyond_guest() { # pid: KiB of RSS outside the guest-memory mapping (MEM MiB)
+	awk -v want=$((MEM * 1024)) '
+		/^[0-9a-f]+-[0-9a-f]+ / { split($1, r, "-"); cur = 0 }
+		/^Size:/ { cur = ($2 == want) }
+		/^Rss:/ { if (cur) g += $2; else o += $2 }
+		END { print o, g }' "/proc/$1/smaps"
+}
+for drv in rung-vmm qemu; do
+	[ $drv = rung-vmm ] && [ ! -x "$VMM" ] && { echo "VMBENCH $drv absent"; continue; }
+	upper "$W/ub.img"
+	i=0 times=""
+	while [ $i -lt "$n" ]; do
+		t0=$(now)
+		vm_start bench "$W/ub.img" $drv
+		if "$VT" wait "$(vm_addr bench)" 60000 >/dev/null; then
+			t=$(ms_since "$t0"); times="$times $t"
+			[ $i = 0 ] && set -- $(rss_beyond_guest "$(cat "$W/bench.pid")") &&
+				echo "VMBENCH $drv rss_beyond_guest_kib $1 guest_rss_kib $2"
+		else
+			echo "VMBENCH $drv boot $i failed"; dump serial "$W/bench.serial"
+		fi
+		vm_stop bench
+		i=$((i + 1))
+	done
+	echo "VMBENCH $drv ready_ms$times"
+done
+exit 0
