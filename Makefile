@@ -29,18 +29,21 @@ LIB_SRC  := $(COMMON) $(ROOTFS) $(NETPOL) $(RUNTIME)
 # What the static programs (agent, vmm) may link from common: no libcrypto.
 COMMON_MIN := common/err.c common/log.c common/util.c common/proto.c
 
-all: $(B)/rung $(B)/rung-agent $(B)/librung.a
+all: $(B)/rung $(B)/rung-agent $(B)/rung-serve $(B)/rung-image $(B)/librung.a
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	@echo "  CC  $<"; $(CC) $(CFLAGS) -c -o $@ $<
 
 $(B)/librung.a: $(call obj,$(LIB_SRC))
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/rung: $(call obj,$(CLI) cli/main.c $(SERVER)) $(B)/librung.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(B)/rung: $(call obj,$(CLI) cli/main.c) $(B)/librung.a
+	$(CC) $(LDFLAGS) -Wl,--as-needed -o $@ $^ $(LDLIBS)
+
+$(B)/rung-image: $(call obj,$(CLI) cli/main-image.c) $(B)/librung.a
+	$(CC) $(LDFLAGS) -Wl,--as-needed -o $@ $^ $(LDLIBS)
 
 $(B)/rung-agent: $(call obj,$(AGENT) agent/main.c $(filter $(COMMON_MIN),$(COMMON)))
 	$(CC) -static $(LDFLAGS) -Wl,--gc-sections -o $@ $^
@@ -62,10 +65,17 @@ $(B)/check_rung: $(call obj,$(TEST_SRC) tests/check_main.c tests/testutil.c $(TE
 # `make check`: every suite, every tag (root, net, kvm). Python client tests, fuzz smoke
 # runs and the nested-KVM stage are added by their modules as check-* prerequisites.
 CHECK_STAGES := check-unit
-check: $(B)/rung $(B)/rung-agent
+check:
 	@sh scripts/setup-deps.sh test
+	@$(MAKE) --no-print-directory all $(B)/check_rung
 	@$(MAKE) --no-print-directory $(CHECK_STAGES)
-	@echo "make check: all stages passed"
+	@echo "make check: all stages passed ($(CHECK_STAGES))"
+
+# The main job on the embedded default: a real sandboxed run on the process rung.
+demo:
+	@sh scripts/setup-deps.sh build
+	@$(MAKE) --no-print-directory all
+	@sh scripts/demo.sh
 
 check-unit: $(B)/check_rung $(B)/rung $(B)/rung-agent
 	RUNG_BUILD_DIR=$(CURDIR)/$(B) CK_DEFAULT_TIMEOUT=60 $(B)/check_rung
@@ -105,4 +115,12 @@ clean:
 -include $(wildcard */module.mk)
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
 
-.PHONY: all check check-unit check-fuzz check-layers fuzz setup clean
+.PHONY: all demo check check-unit check-fuzz check-layers fuzz setup clean
+
+# --- benchmarks (bench/README.md) ------------------------------------------------------------
+$(B)/bench/%: bench/%.c $(B)/librung.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(B)/librung.a $(LDLIBS)
+bench: all $(B)/bench/exec-rate
+	sh bench/spine.sh
+.PHONY: bench

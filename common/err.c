@@ -48,7 +48,15 @@ int rung_err_wrap(struct rung_err *e, const char *fmt, ...)
 	va_end(ap);
 	memcpy(old, e->msg, sizeof(old));
 	old[sizeof(old) - 1] = '\0';
-	snprintf(e->msg, sizeof(e->msg), "%s: %s", prefix, old);
+	size_t n = strlen(prefix);
+	if (n > sizeof(e->msg) - 3)
+		n = sizeof(e->msg) - 3;
+	memcpy(e->msg, prefix, n);
+	memcpy(e->msg + n, ": ", 2);
+	size_t rest = sizeof(e->msg) - n - 3;
+	size_t ol = strnlen(old, rest);
+	memcpy(e->msg + n + 2, old, ol);
+	e->msg[n + 2 + ol] = '\0';
 	return -e->code;
 }
 

@@ -63,6 +63,13 @@ static uint8_t *buf_grow(struct rung_buf *b, size_t need)
 	return p;
 }
 
+void rung_buf_append(struct rung_buf *b, const void *v, size_t len)
+{
+	uint8_t *p = buf_grow(b, len);
+	if (p && len)
+		memcpy(p, v, len);
+}
+
 void rung_buf_put_bytes(struct rung_buf *b, uint16_t tag, const void *v, size_t len)
 {
 	if (len > RUNG_FRAME_MAX) {
@@ -329,7 +336,7 @@ int rung_proto_exec_decode(const uint8_t *p, uint32_t len, struct rung_proto_exe
 	rung_tlv_init(&it, p, len);
 	while ((r = rung_tlv_next(&it, &tag, &v, &l, err)) > 0) {
 		char *s = NULL;
-		uint64_t u;
+		uint64_t u = 0;
 		switch (tag) {
 		case RUNG_TAG_ARGV:
 		case RUNG_TAG_ENV:
@@ -406,7 +413,7 @@ int rung_proto_exit_decode(const uint8_t *p, uint32_t len, struct rung_proto_exi
 	memset(x, 0, sizeof(*x));
 	rung_tlv_init(&it, p, len);
 	while ((r = rung_tlv_next(&it, &tag, &v, &l, err)) > 0) {
-		uint64_t u;
+		uint64_t u = 0;
 		if ((r = rung_tlv_u64(v, l, &u, err)) < 0)
 			return rung_err_wrap(err, "exit field %u", tag);
 		switch (tag) {
@@ -463,7 +470,7 @@ int rung_proto_file_decode(const uint8_t *p, uint32_t len, struct rung_proto_fil
 	x->mode = 0644;
 	rung_tlv_init(&it, p, len);
 	while ((r = rung_tlv_next(&it, &tag, &v, &l, err)) > 0) {
-		uint64_t u;
+		uint64_t u = 0;
 		if (tag == RUNG_TAG_PATH) {
 			if (x->path) {
 				r = rung_err_set(err, EPROTO, "duplicate path field");

@@ -86,6 +86,8 @@ struct rung_buf {
 	bool oom;
 };
 void rung_buf_release(struct rung_buf *b);
+/* Raw bytes, no TLV header. */
+void rung_buf_append(struct rung_buf *b, const void *v, size_t len);
 void rung_buf_put_bytes(struct rung_buf *b, uint16_t tag, const void *v, size_t len);
 void rung_buf_put_str(struct rung_buf *b, uint16_t tag, const char *s);
 void rung_buf_put_u64(struct rung_buf *b, uint16_t tag, uint64_t v);

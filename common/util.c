@@ -1,4 +1,5 @@
 #include <ctype.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -77,7 +78,7 @@ int rung_read_fd_all(int fd, size_t max, char **out, size_t *out_len, struct run
 	return 0;
 }
 
-int rung_read_file(int dirfd, const char *path, size_t max, char **out, size_t *out_len,
+int rung_file_load(int dirfd, const char *path, size_t max, char **out, size_t *out_len,
 		   struct rung_err *err)
 {
 	cleanup_close int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -89,8 +90,8 @@ int rung_read_file(int dirfd, const char *path, size_t max, char **out, size_t *
 	return 0;
 }
 
-int rung_write_file_atomic(int dirfd, const char *path, const void *buf, size_t len, mode_t mode,
-			   struct rung_err *err)
+static int write_replace(int dirfd, const char *path, const void *buf, size_t len, mode_t mode,
+			 bool durable, struct rung_err *err)
 {
 	char tmp[4096];
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
@@ -100,7 +101,7 @@ int rung_write_file_atomic(int dirfd, const char *path, const void *buf, size_t 
 	if (fd < 0)
 		return rung_err_sys(err, errno, "create %s", tmp);
 	int r = rung_write_all(fd, buf, len);
-	if (r == 0 && fsync(fd) < 0)
+	if (r == 0 && durable && fsync(fd) < 0)
 		r = -errno;
 	if (r < 0) {
 		unlinkat(dirfd, tmp, 0);
@@ -111,6 +112,8 @@ int rung_write_file_atomic(int dirfd, const char *path, const void *buf, size_t 
 		unlinkat(dirfd, tmp, 0);
 		return rung_err_sys(err, -r, "rename %s", path);
 	}
+	if (!durable)
+		return 0;
 	/* Make the rename durable: fsync the directory holding path. */
 	char dir[4096];
 	snprintf(dir, sizeof(dir), "%s", path);
@@ -125,6 +128,18 @@ int rung_write_file_atomic(int dirfd, const char *path, const void *buf, size_t 
 	if (dfd >= 0)
 		fsync(dfd);
 	return 0;
+}
+
+int rung_write_file_atomic(int dirfd, const char *path, const void *buf, size_t len, mode_t mode,
+			   struct rung_err *err)
+{
+	return write_replace(dirfd, path, buf, len, mode, true, err);
+}
+
+int rung_write_file_replace(int dirfd, const char *path, const void *buf, size_t len, mode_t mode,
+			    struct rung_err *err)
+{
+	return write_replace(dirfd, path, buf, len, mode, false, err);
 }
 
 int rung_mkdir_p(const char *path, mode_t mode, struct rung_err *err)

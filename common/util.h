@@ -19,11 +19,14 @@ int rung_read_exact(int fd, void *buf, size_t len);
 /* Read a whole fd, refusing more than max bytes (-EFBIG). *out is NUL-terminated. */
 int rung_read_fd_all(int fd, size_t max, char **out, size_t *out_len, struct rung_err *err);
 /* Read a whole file at path (relative to dirfd, AT_FDCWD ok). */
-int rung_read_file(int dirfd, const char *path, size_t max, char **out, size_t *out_len,
+int rung_file_load(int dirfd, const char *path, size_t max, char **out, size_t *out_len,
 		   struct rung_err *err);
 /* Write a file atomically: temp file in the same dir, fsync, rename, fsync dir. */
 int rung_write_file_atomic(int dirfd, const char *path, const void *buf, size_t len, mode_t mode,
 			   struct rung_err *err);
+/* The same, without the fsyncs: readers never see a partial file, but a crash may lose it. */
+int rung_write_file_replace(int dirfd, const char *path, const void *buf, size_t len, mode_t mode,
+			    struct rung_err *err);
 /* mkdir -p; existing directories are fine. */
 int rung_mkdir_p(const char *path, mode_t mode, struct rung_err *err);
 /*

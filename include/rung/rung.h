@@ -133,7 +133,10 @@ const char *rung_sandbox_id(const struct rung_sandbox *sb);
 enum rung_isolation rung_sandbox_isolation(const struct rung_sandbox *sb);
 
 enum rung_stream { RUNG_STDOUT = 1, RUNG_STDERR = 2 };
-/* Streaming callback: called as output arrives. Return <0 to stop collecting. */
+/*
+ * Streaming callback: called as output arrives. Return <0 to cancel the exec: the agent
+ * then kills everything it started, and rung_exec returns -ECANCELED.
+ */
 typedef int (*rung_output_fn)(void *ud, enum rung_stream s, const void *data, size_t len);
 
 struct rung_exec_req {

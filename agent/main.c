@@ -1,0 +1,57 @@
+/*
+ * rung-agent: pid 1 of every sandbox. It serves the agent protocol (common/proto.h) on a
+ * listening socket: a Unix socket inherited from the supervisor (process, container), or a
+ * vsock it opens itself (vm, see vm-init.c).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "agent/agent.h"
+#include "agent/vm-init.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: rung-agent --listen-fd N\n"
+		   "       rung-agent            (as pid 1 of a rung VM guest)\n"
+		   "Serves the rung agent protocol; not meant to be run by hand.\n");
+}
+
+int main(int argc, char **argv)
+{
+	int listen_fd = -1;
+	struct rung_err err = {0};
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--listen-fd") && i + 1 < argc) {
+			uint64_t v;
+			if (rung_parse_u64(argv[++i], &v) < 0 || v > 1024) {
+				fprintf(stderr, "rung-agent: bad --listen-fd\n");
+				return 2;
+			}
+			listen_fd = (int)v;
+		} else if (!strncmp(argv[i], "rung.", 5) || strchr(argv[i], '=')) {
+			continue; /* kernel command-line leftovers when we are a VM's init */
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	prctl(PR_SET_NAME, "rung-agent");
+	if (listen_fd < 0) {
+		if (getpid() != 1) {
+			usage(stderr);
+			return 2;
+		}
+		if (agent_vm_init(&listen_fd, &err) < 0) {
+			fprintf(stderr, "rung-agent: vm init: %s\n", err.msg);
+			return 1;
+		}
+	}
+	/* pid 1 ignores signals it has no handler for; make that explicit for the ones we get. */
+	signal(SIGPIPE, SIG_IGN);
+	return agent_serve(listen_fd) < 0 ? 1 : 0;
+}

@@ -1,0 +1,64 @@
+/* cli/cli.h: the rung command's internals. The CLI uses only the public API (rung/rung.h). */
+#ifndef RUNG_CLI_H
+#define RUNG_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "rung/rung.h"
+
+struct cli {
+	const char *state_dir;
+	bool json;
+	bool deployed;
+	struct rung_router *router; /* opened lazily by cli_router() */
+};
+
+struct cli_cmd {
+	const char *name;
+	int (*run)(struct cli *c, int argc, char **argv);
+	const char *usage;   /* one line */
+	const char *help;    /* long help */
+};
+
+extern const struct cli_cmd cli_cmds[];
+
+struct rung_router *cli_router(struct cli *c);
+int cli_fail(struct cli *c, const struct rung_err *err);   /* prints, returns exit status */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool cli_want_help(int argc, char **argv);
+int cli_print_help(const char *cmd);
+
+/* SPEC-OPTS: consumes recognised options at argv[*i]; 1 if consumed, 0 if not, <0 on error. */
+struct cli_spec_opts {
+	struct rung_spec spec;
+	const char *spec_file;
+	bool any_flag;
+};
+void cli_spec_opts_init(struct cli_spec_opts *o);
+int cli_spec_opt(struct cli *c, struct cli_spec_opts *o, int argc, char **argv, int *i);
+/* Build the final spec (file, then flags on top). */
+int cli_spec_finish(struct cli_spec_opts *o, struct rung_err *err);
+
+/* Run an exec with output streamed to stdout/stderr (or collected for --json). */
+int cli_exec_and_report(struct cli *c, struct rung_sandbox *sb, struct rung_exec_req *req);
+
+/* commands */
+#define CLI_CMD(n) int cli_cmd_##n(struct cli *c, int argc, char **argv)
+CLI_CMD(run);
+CLI_CMD(acquire);
+CLI_CMD(exec);
+CLI_CMD(write);
+CLI_CMD(read);
+CLI_CMD(run_code);
+CLI_CMD(ls);
+CLI_CMD(inspect);
+CLI_CMD(suspend);
+CLI_CMD(resume);
+CLI_CMD(dispose);
+CLI_CMD(dispose_scope);
+CLI_CMD(gc);
+CLI_CMD(image);
+CLI_CMD(serve);
+
+#endif

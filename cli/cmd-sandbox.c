@@ -1,0 +1,406 @@
+/* cli/cmd-sandbox.c: run, acquire, exec, write, read, run-code. */
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "common/util.h"
+
+static int stream_out(void *ud, enum rung_stream s, const void *data, size_t len)
+{
+	(void)ud;
+	return rung_write_all(s == RUNG_STDOUT ? 1 : 2, data, len) < 0 ? 0 : 0;
+}
+
+int cli_exec_and_report(struct cli *c, struct rung_sandbox *sb, struct rung_exec_req *req)
+{
+	struct rung_exec_res res;
+	struct rung_err err = {0};
+	if (!c->json) {
+		req->on_output = stream_out;
+		req->no_collect = true;
+	}
+	if (rung_exec(sb, req, &res, &err) < 0)
+		return cli_fail(c, &err);
+	int status = res.exit_code >= 0 ? res.exit_code : 128 + res.signal;
+	if (res.timed_out)
+		status = 124;
+	if (c->json) {
+		json_t *o = json_pack("{s:s, s:i, s:i, s:s%, s:s%, s:b, s:b, s:b, s:I}", "id",
+				      rung_sandbox_id(sb), "exit_code", res.exit_code, "signal",
+				      res.signal, "stdout", res.out ? res.out : "", res.out_len,
+				      "stderr", res.errout ? res.errout : "", res.err_len,
+				      "timed_out", res.timed_out, "truncated", res.truncated, "oom",
+				      res.oom, "duration_ms", (json_int_t)(res.duration_us / 1000));
+		if (o) {
+			json_dumpf(o, stdout, JSON_COMPACT);
+			putchar('\n');
+			json_decref(o);
+		}
+	}
+	if (res.timed_out)
+		fprintf(stderr, "rung: command timed out after %u ms; every process it started "
+				"was killed\n", req->timeout_ms);
+	else if (res.truncated)
+		fprintf(stderr, "rung: output truncated at the sandbox's output limit\n");
+	rung_exec_res_release(&res);
+	return status;
+}
+
+/* One exec option at argv[*i]: 1 consumed (with its value), 0 not an exec option, -1 error. */
+static int exec_opt(const char *cmd, int argc, char **argv, int *i, struct rung_exec_req *req,
+		    char ***envv)
+{
+	const char *a = argv[*i];
+	if (strcmp(a, "--timeout") && strcmp(a, "--cwd") && strcmp(a, "--env"))
+		return 0;
+	if (*i + 1 >= argc)
+		return cli_usage_error(cmd, "%s needs a value", a), -1;
+	const char *v = argv[++*i];
+	if (!strcmp(a, "--timeout")) {
+		char *end;
+		double d = strtod(v, &end);
+		if (*end || d <= 0 || d > 86400)
+			return cli_usage_error(cmd, "--timeout: '%s' is not seconds", v), -1;
+		req->timeout_ms = (uint32_t)(d * 1000);
+	} else if (!strcmp(a, "--cwd")) {
+		req->cwd = v;
+	} else {
+		if (!strchr(v, '=') || v[0] == '=')
+			return cli_usage_error(cmd, "--env: '%s' is not KEY=VALUE", v), -1;
+		size_t n = 0;
+		while (*envv && (*envv)[n])
+			n++;
+		char **nv = realloc(*envv, (n + 2) * sizeof(char *));
+		if (!nv)
+			return -1;
+		nv[n] = (char *)v;
+		nv[n + 1] = NULL;
+		*envv = nv;
+		req->env = (const char *const *)nv;
+	}
+	return 1;
+}
+
+/*
+ * `rung run` must never leave its sandbox behind: the exec runs in a child while we wait for
+ * it or for SIGINT/SIGTERM/SIGHUP; a signal kills the child (closing its connection makes the
+ * agent kill the command), and the caller then disposes the sandbox.
+ */
+static int run_interruptible(struct cli *c, struct rung_sandbox *sb, struct rung_exec_req *req)
+{
+	sigset_t set, old;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	fflush(stdout);
+	pid_t child = fork();
+	if (child < 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return cli_exec_and_report(c, sb, req);
+	}
+	if (child == 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		int st = cli_exec_and_report(c, sb, req);
+		fflush(stdout);
+		_exit(st);
+	}
+	int status = 1, sig = 0;
+	for (;;) {
+		if (sigwait(&set, &sig) != 0)
+			continue;
+		int st;
+		if (sig == SIGCHLD) {
+			if (waitpid(child, &st, WNOHANG) != child)
+				continue;
+			status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			break;
+		}
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		fprintf(stderr, "rung: interrupted by signal %d; disposing the sandbox\n", sig);
+		status = 128 + sig;
+		break;
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return status;
+}
+
+int cli_cmd_run(struct cli *c, int argc, char **argv)
+{
+	struct cli_spec_opts so;
+	struct rung_exec_req req = {0};
+	struct rung_key key = {0};
+	char **envv = NULL;
+	cli_spec_opts_init(&so);
+	int i = 1, cmd_at = -1;
+	for (; i < argc; i++) {
+		int r = cli_spec_opt(c, &so, argc, argv, &i);
+		if (r < 0)
+			return 2;
+		if (r)
+			continue;
+		if (!strcmp(argv[i], "--scope") || !strcmp(argv[i], "--thread") ||
+		    !strcmp(argv[i], "--agent")) {
+			if (i + 1 >= argc)
+				return cli_usage_error("run", "%s needs a value", argv[i]);
+			const char **dst = argv[i][2] == 's' ? &key.scope
+					   : argv[i][2] == 't' ? &key.thread : &key.agent;
+			*dst = argv[++i];
+			continue;
+		}
+		r = exec_opt("run", argc, argv, &i, &req, &envv);
+		if (r < 0)
+			return 2;
+		if (r)
+			continue;
+		if (!strcmp(argv[i], "--")) {
+			cmd_at = i + 1;
+			break;
+		}
+		return cli_usage_error("run", "unknown argument '%s'", argv[i]);
+	}
+	if (cmd_at < 0 || cmd_at >= argc)
+		return cli_usage_error("run", "missing -- CMD [ARG...]");
+	struct rung_err err = {0};
+	if (cli_spec_finish(&so, &err) < 0)
+		return cli_fail(c, &err);
+	char anon[96];
+	bool anonymous = !key.scope;
+	if (anonymous) { /* a fresh anonymous key */
+		unsigned char rnd[8];
+		int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || read(fd, rnd, sizeof(rnd)) != sizeof(rnd))
+			memset(rnd, 0, sizeof(rnd));
+		if (fd >= 0)
+			close(fd);
+		snprintf(anon, sizeof(anon), "run-%d-%02x%02x%02x%02x%02x%02x%02x%02x", (int)getpid(),
+			 rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+		key.scope = "anonymous";
+		key.thread = anon;
+		key.agent = "cli";
+	}
+	if (!key.thread)
+		key.thread = "default";
+	if (!key.agent)
+		key.agent = "cli";
+	struct rung_router *r = cli_router(c);
+	if (!r)
+		return 1;
+	struct rung_sandbox *sb;
+	bool created;
+	if (rung_acquire(r, &key, &so.spec, &sb, &created, &err) < 0) {
+		rung_spec_release(&so.spec);
+		return cli_fail(c, &err);
+	}
+	req.argv = (const char *const *)argv + cmd_at;
+	if (!req.timeout_ms)
+		req.timeout_ms = so.spec.limits.exec_timeout_s * 1000;
+	int status = anonymous ? run_interruptible(c, sb, &req) : cli_exec_and_report(c, sb, &req);
+	if (anonymous && rung_dispose(r, rung_sandbox_id(sb), NULL, &err) < 0)
+		fprintf(stderr, "rung: dispose %s: %s\n", rung_sandbox_id(sb), err.msg);
+	rung_sandbox_close(sb);
+	rung_spec_release(&so.spec);
+	free(envv);
+	return status;
+}
+
+int cli_cmd_acquire(struct cli *c, int argc, char **argv)
+{
+	struct cli_spec_opts so;
+	struct rung_key key = {0};
+	cli_spec_opts_init(&so);
+	for (int i = 1; i < argc; i++) {
+		int r = cli_spec_opt(c, &so, argc, argv, &i);
+		if (r < 0)
+			return 2;
+		if (r)
+			continue;
+		if ((!strcmp(argv[i], "--scope") || !strcmp(argv[i], "--thread") ||
+		     !strcmp(argv[i], "--agent")) && i + 1 < argc) {
+			const char **dst = argv[i][2] == 's' ? &key.scope
+					   : argv[i][2] == 't' ? &key.thread : &key.agent;
+			*dst = argv[++i];
+			continue;
+		}
+		return cli_usage_error("acquire", "unknown argument '%s'", argv[i]);
+	}
+	if (!key.scope || !key.thread || !key.agent)
+		return cli_usage_error("acquire", "--scope, --thread and --agent are required");
+	struct rung_err err = {0};
+	if (cli_spec_finish(&so, &err) < 0)
+		return cli_fail(c, &err);
+	struct rung_router *r = cli_router(c);
+	struct rung_sandbox *sb;
+	bool created;
+	if (!r)
+		return 1;
+	if (rung_acquire(r, &key, &so.spec, &sb, &created, &err) < 0) {
+		rung_spec_release(&so.spec);
+		return cli_fail(c, &err);
+	}
+	if (c->json)
+		printf("{\"id\": \"%s\", \"created\": %s, \"isolation\": \"%s\"}\n",
+		       rung_sandbox_id(sb), created ? "true" : "false",
+		       rung_isolation_name(rung_sandbox_isolation(sb)));
+	else
+		printf("%s\n", rung_sandbox_id(sb));
+	rung_sandbox_close(sb);
+	rung_spec_release(&so.spec);
+	return 0;
+}
+
+static int open_sb(struct cli *c, const char *id, struct rung_sandbox **sb)
+{
+	struct rung_err err = {0};
+	struct rung_router *r = cli_router(c);
+	if (!r)
+		return 1;
+	if (rung_sandbox_open(r, id, NULL, sb, &err) < 0)
+		return cli_fail(c, &err);
+	return 0;
+}
+
+int cli_cmd_exec(struct cli *c, int argc, char **argv)
+{
+	struct rung_exec_req req = {0};
+	char **envv = NULL;
+	const char *id = NULL;
+	int cmd_at = -1;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			cmd_at = i + 1 < argc ? i + 1 : -1;
+			break;
+		}
+		if (argv[i][0] != '-') {
+			if (id)
+				return cli_usage_error("exec", "unexpected '%s' (missing --?)", argv[i]);
+			id = argv[i];
+			continue;
+		}
+		int r = exec_opt("exec", argc, argv, &i, &req, &envv);
+		if (r < 0)
+			return 2;
+		if (!r)
+			return cli_usage_error("exec", "unknown option '%s'", argv[i]);
+	}
+	if (!id || cmd_at < 0)
+		return cli_usage_error("exec", "usage: rung exec [OPTS] ID -- CMD [ARG...]");
+	struct rung_sandbox *sb;
+	int r = open_sb(c, id, &sb);
+	if (r)
+		return r;
+	req.argv = (const char *const *)argv + cmd_at;
+	int status = cli_exec_and_report(c, sb, &req);
+	rung_sandbox_close(sb);
+	free(envv);
+	return status;
+}
+
+int cli_cmd_write(struct cli *c, int argc, char **argv)
+{
+	const char *pos[2] = {0};
+	int np = 0;
+	unsigned mode = 0644;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--mode") && i + 1 < argc) {
+			char *end;
+			unsigned long m = strtoul(argv[++i], &end, 8);
+			if (*end || m > 07777)
+				return cli_usage_error("write", "--mode: '%s' is not octal", argv[i]);
+			mode = (unsigned)m;
+		} else if (np < 2) {
+			pos[np++] = argv[i];
+		} else {
+			return cli_usage_error("write", "unexpected '%s'", argv[i]);
+		}
+	}
+	if (np != 2)
+		return cli_usage_error("write", "usage: rung write ID PATH [--mode OCTAL] < DATA");
+	struct rung_err err = {0};
+	char *data;
+	size_t len;
+	if (rung_read_fd_all(0, 1u << 30, &data, &len, &err) < 0)
+		return cli_fail(c, &err);
+	struct rung_sandbox *sb;
+	int r = open_sb(c, pos[0], &sb);
+	if (!r && rung_write_file(sb, pos[1], data, len, mode, &err) < 0)
+		r = cli_fail(c, &err);
+	else if (!r && c->json)
+		printf("{\"path\": \"%s\", \"bytes\": %zu}\n", pos[1], len);
+	free(data);
+	rung_sandbox_close(sb);
+	return r;
+}
+
+int cli_cmd_read(struct cli *c, int argc, char **argv)
+{
+	if (argc != 3)
+		return cli_usage_error("read", "usage: rung read ID PATH > DATA");
+	struct rung_sandbox *sb;
+	int r = open_sb(c, argv[1], &sb);
+	if (r)
+		return r;
+	struct rung_err err = {0};
+	char *data;
+	size_t len;
+	if (rung_read_file(sb, argv[2], 0, &data, &len, &err) < 0) {
+		r = cli_fail(c, &err);
+	} else {
+		rung_write_all(1, data, len);
+		free(data);
+	}
+	rung_sandbox_close(sb);
+	return r;
+}
+
+int cli_cmd_run_code(struct cli *c, int argc, char **argv)
+{
+	const char *id = NULL, *lang = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--lang") && i + 1 < argc)
+			lang = argv[++i];
+		else if (!id)
+			id = argv[i];
+		else
+			return cli_usage_error("run-code", "unexpected '%s'", argv[i]);
+	}
+	if (!id || !lang)
+		return cli_usage_error("run-code", "usage: rung run-code ID --lang python|sh < CODE");
+	struct rung_err err = {0};
+	char *code;
+	size_t len;
+	if (rung_read_fd_all(0, 16u << 20, &code, &len, &err) < 0)
+		return cli_fail(c, &err);
+	struct rung_sandbox *sb;
+	int r = open_sb(c, id, &sb);
+	if (r) {
+		free(code);
+		return r;
+	}
+	static const char *const py[] = {"python3", "-", NULL};
+	static const char *const sh[] = {"/bin/sh", "-s", NULL};
+	struct rung_exec_req req = {.stdin_data = code, .stdin_len = len};
+	if (!strcmp(lang, "python") || !strcmp(lang, "python3"))
+		req.argv = py;
+	else if (!strcmp(lang, "sh"))
+		req.argv = sh;
+	else {
+		free(code);
+		rung_sandbox_close(sb);
+		return cli_usage_error("run-code", "--lang: '%s' is not python or sh", lang);
+	}
+	r = cli_exec_and_report(c, sb, &req);
+	free(code);
+	rung_sandbox_close(sb);
+	return r;
+}
+

@@ -1,0 +1,72 @@
+/* cli/util.c: helpers shared by the commands: the router, errors, help. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+struct rung_router *cli_router(struct cli *c)
+{
+	if (c->router)
+		return c->router;
+	struct rung_err err = {0};
+	struct rung_router_opts o = {.state_dir = c->state_dir, .deployed = c->deployed};
+	if (rung_router_new(&o, &c->router, &err) < 0) {
+		cli_fail(c, &err);
+		return NULL;
+	}
+	return c->router;
+}
+
+int cli_fail(struct cli *c, const struct rung_err *err)
+{
+	if (c && c->json) {
+		/* a JSON error object; the message is escaped by hand for the few specials */
+		printf("{\"error\": {\"errno\": %d, \"message\": \"", err->code);
+		for (const char *p = err->msg; *p; p++) {
+			if (*p == '"' || *p == '\\')
+				printf("\\%c", *p);
+			else if ((unsigned char)*p < 0x20)
+				printf("\\u%04x", *p);
+			else
+				putchar(*p);
+		}
+		printf("\"}}\n");
+	}
+	fprintf(stderr, "rung: %s\n", err->msg);
+	return err->code == ENOENT ? 3 : 1;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "rung %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n(see: rung %s --help)\n", cmd);
+	return 2;
+}
+
+bool cli_want_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			return false;
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return true;
+	}
+	return false;
+}
+
+int cli_print_help(const char *cmd)
+{
+	for (const struct cli_cmd *c = cli_cmds; c->name; c++)
+		if (!strcmp(c->name, cmd)) {
+			printf("usage: %s\n\n%s", c->usage, c->help);
+			return 0;
+		}
+	return 2;
+}
+

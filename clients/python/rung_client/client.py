@@ -1,0 +1,422 @@
+"""rung_client: a standard-library-only client for `rung serve` (Python 3.11+).
+
+The sandbox key's scope is bound to the token by the daemon; the client names only the
+thread and agent (sent as X-Rung-Thread / X-Rung-Agent headers), never a scope.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import enum
+import http.client
+import json
+import socket
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+__all__ = [
+    "Isolation", "SandboxSpec", "SandboxKey", "ExecResult", "ExecChunk", "ExecStream",
+    "Sandbox", "SandboxBackend", "RungError", "Unauthorized", "NotFound", "BadRequest",
+    "Forbidden", "Conflict", "PayloadTooLarge",
+]
+
+
+class Isolation(str, enum.Enum):
+    """The isolation rungs, weakest first."""
+    PROCESS = "process"
+    CONTAINER = "container"
+    VM = "vm"
+
+
+@dataclass
+class SandboxSpec:
+    """What to run: the daemon parses this strictly (unknown fields are errors).
+
+    Fields left as None are omitted and get the runtime's defaults. An empty or missing
+    egress_allow means no network at all.
+    """
+    kind: str
+    image: str | None = None
+    egress_allow: Sequence[str] | None = None
+    work_dir: str | None = None
+    requires: Sequence[str] | None = None
+    isolation: Isolation | str | None = None
+    limits: Mapping[str, Any] | None = None
+    idle_suspend_s: int | None = None
+    ttl_s: int | None = None
+    env: Any = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        for name in ("image", "work_dir", "idle_suspend_s", "ttl_s", "env"):
+            v = getattr(self, name)
+            if v is not None:
+                out[name] = v
+        if self.egress_allow is not None:
+            out["egress_allow"] = list(self.egress_allow)
+        if self.requires is not None:
+            out["requires"] = list(self.requires)
+        if self.isolation is not None:
+            out["isolation"] = Isolation(self.isolation).value
+        if self.limits is not None:
+            out["limits"] = dict(self.limits)
+        out.update(self.extra)
+        return out
+
+
+@dataclass(frozen=True)
+class SandboxKey:
+    """The host-side identity of a sandbox, minus the scope (which the token decides)."""
+    thread: str
+    agent: str
+
+
+@dataclass
+class ExecResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    signal: int = 0
+    truncated: bool = False
+    oom: bool = False
+    duration_ms: float = 0.0
+    stdout_bytes: bytes = b""
+    stderr_bytes: bytes = b""
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], out: bytes | None = None,
+                  err: bytes | None = None) -> "ExecResult":
+        def raw(key: str) -> bytes:
+            if key + "_b64" in d:
+                return base64.b64decode(d[key + "_b64"])
+            return d.get(key, "").encode()
+        ob = raw("stdout") if out is None else out
+        eb = raw("stderr") if err is None else err
+        return cls(exit_code=d["exit_code"], signal=d.get("signal", 0),
+                   stdout=ob.decode("utf-8", "replace"), stderr=eb.decode("utf-8", "replace"),
+                   timed_out=d.get("timed_out", False), truncated=d.get("truncated", False),
+                   oom=d.get("oom", False), duration_ms=d.get("duration_ms", 0.0),
+                   stdout_bytes=ob, stderr_bytes=eb)
+
+
+@dataclass
+class ExecChunk:
+    stream: str  # "stdout" or "stderr"
+    data: bytes
+
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8", "replace")
+
+
+class RungError(Exception):
+    """An error answer from the daemon: .status (HTTP), .code (stable string), .message."""
+
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(f"{code} ({status}): {message}")
+        self.status, self.code, self.message = status, code, message
+
+
+class Unauthorized(RungError): pass
+class Forbidden(RungError): pass
+class NotFound(RungError): pass
+class BadRequest(RungError): pass
+class Conflict(RungError): pass
+class PayloadTooLarge(RungError): pass
+
+
+_ERRORS = {"unauthorized": Unauthorized, "forbidden": Forbidden, "not_found": NotFound,
+           "bad_request": BadRequest, "conflict": Conflict, "payload_too_large": PayloadTooLarge}
+
+
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    """http.client over AF_UNIX."""
+
+    def __init__(self, path: str, timeout: float | None = None):
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        if self.timeout is not None:
+            s.settimeout(self.timeout)
+        s.connect(self._path)
+        self.sock = s
+
+
+def _raise_for(status: int, body: bytes) -> None:
+    try:
+        e = json.loads(body)["error"]
+        code, message = e["code"], e["message"]
+    except (ValueError, KeyError, TypeError):
+        code, message = "http_error", body.decode("utf-8", "replace")[:500]
+    raise _ERRORS.get(code, RungError)(status, code, message)
+
+
+class ExecStream:
+    """Iterate over ExecChunk objects as the command produces output; .result is the
+    ExecResult once the iteration ends (stdout/stderr hold what was streamed)."""
+
+    def __init__(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse):
+        self._conn, self._resp = conn, resp
+        self.result: ExecResult | None = None
+        self._out: list[bytes] = []
+        self._err: list[bytes] = []
+
+    def __iter__(self) -> Iterator[ExecChunk]:
+        try:
+            while True:
+                line = self._resp.readline()
+                if not line:
+                    break
+                msg = json.loads(line)
+                t = msg.get("type")
+                if t in ("stdout", "stderr"):
+                    data = (base64.b64decode(msg["data_b64"]) if "data_b64" in msg
+                            else msg["data"].encode())
+                    (self._out if t == "stdout" else self._err).append(data)
+                    yield ExecChunk(t, data)
+                elif t == "exit":
+                    self.result = ExecResult.from_json(msg, b"".join(self._out),
+                                                       b"".join(self._err))
+                elif t == "error":
+                    e = msg["error"]
+                    raise _ERRORS.get(e["code"], RungError)(200, e["code"], e["message"])
+        finally:
+            self.close()
+        if self.result is None:
+            raise RungError(200, "stream_truncated", "the stream ended without an exit line")
+
+    def wait(self) -> ExecResult:
+        for _ in self:
+            pass
+        assert self.result is not None
+        return self.result
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class Sandbox:
+    """A handle on one sandbox. Closing nothing: the sandbox lives until dispose/TTL."""
+
+    def __init__(self, backend: "SandboxBackend", info: Mapping[str, Any]):
+        self.backend = backend
+        self.id: str = info["id"]
+        self.info = dict(info)
+        self.created: bool = bool(info.get("created", False))
+        iso = info.get("isolation")
+        self.isolation: Isolation | None = (
+            Isolation(iso) if iso in {i.value for i in Isolation} else None)
+
+    def __repr__(self) -> str:
+        return f"Sandbox(id={self.id!r}, isolation={self.isolation})"
+
+    def _path(self, sub: str = "") -> str:
+        return f"/v1/sandboxes/{self.id}" + (f"/{sub}" if sub else "")
+
+    @staticmethod
+    def _exec_body(argv: Sequence[str], timeout: float | None, cwd: str | None,
+                   env: Mapping[str, str] | None, stdin: str | bytes | None) -> dict[str, Any]:
+        if isinstance(argv, str):
+            raise TypeError("argv must be a list of strings, not a command string")
+        body: dict[str, Any] = {"argv": list(argv)}
+        if timeout is not None:
+            body["timeout"] = timeout
+        if cwd is not None:
+            body["cwd"] = cwd
+        if env is not None:
+            body["env"] = dict(env)
+        if stdin is not None:
+            body["stdin"] = stdin.decode() if isinstance(stdin, bytes) else stdin
+        return body
+
+    def exec(self, argv: Sequence[str], timeout: float | None = None, cwd: str | None = None,
+             env: Mapping[str, str] | None = None, stdin: str | bytes | None = None,
+             on_output: Callable[[str, bytes], None] | None = None) -> ExecResult:
+        """Run argv (no shell). With on_output, output is streamed to it as it comes."""
+        body = self._exec_body(argv, timeout, cwd, env, stdin)
+        if on_output is None:
+            return ExecResult.from_json(self.backend._json("POST", self._path("exec"), body,
+                                                           timeout=timeout))
+        s = self._stream("exec", body, timeout)
+        for chunk in s:
+            on_output(chunk.stream, chunk.data)
+        assert s.result is not None
+        return s.result
+
+    def exec_stream(self, argv: Sequence[str], timeout: float | None = None,
+                    cwd: str | None = None, env: Mapping[str, str] | None = None,
+                    stdin: str | bytes | None = None) -> ExecStream:
+        return self._stream("exec", self._exec_body(argv, timeout, cwd, env, stdin), timeout)
+
+    def _stream(self, sub: str, body: dict[str, Any], timeout: float | None) -> ExecStream:
+        body = dict(body, stream=True)
+        conn, resp = self.backend._open("POST", self._path(sub), body, timeout=timeout)
+        return ExecStream(conn, resp)
+
+    def run_code(self, language: str, code: str, timeout: float | None = None) -> ExecResult:
+        body: dict[str, Any] = {"language": language, "code": code}
+        if timeout is not None:
+            body["timeout"] = timeout
+        return ExecResult.from_json(self.backend._json("POST", self._path("run-code"), body,
+                                                       timeout=timeout))
+
+    def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        if isinstance(data, str):
+            data = data.encode()
+        q = urllib.parse.urlencode({"path": path, "mode": f"{mode:04o}"})
+        self.backend._request("PUT", self._path("files") + "?" + q, raw_body=data)
+
+    def read_file(self, path: str) -> bytes:
+        q = urllib.parse.urlencode({"path": path})
+        _, data = self.backend._request("GET", self._path("files") + "?" + q)
+        return data
+
+    def suspend(self) -> None:
+        self.backend._json("POST", self._path("suspend"))
+
+    def resume(self) -> None:
+        self.backend._json("POST", self._path("resume"))
+
+    def describe(self) -> dict[str, Any]:
+        return self.backend._json("GET", self._path())
+
+    def dispose(self) -> None:
+        self.backend.dispose(self.id)
+
+    # asyncio: the blocking calls run in a worker thread.
+    async def exec_async(self, argv: Sequence[str], **kw: Any) -> ExecResult:
+        return await asyncio.to_thread(self.exec, argv, **kw)
+
+    async def run_code_async(self, language: str, code: str, **kw: Any) -> ExecResult:
+        return await asyncio.to_thread(self.run_code, language, code, **kw)
+
+    async def write_file_async(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        await asyncio.to_thread(self.write_file, path, data, mode)
+
+    async def read_file_async(self, path: str) -> bytes:
+        return await asyncio.to_thread(self.read_file, path)
+
+    async def dispose_async(self) -> None:
+        await asyncio.to_thread(self.dispose)
+
+
+class SandboxBackend:
+    """The daemon, reached over its Unix socket (socket_path=) or TCP (url="http://h:p")."""
+
+    def __init__(self, socket_path: str | None = None, url: str | None = None,
+                 token: str | None = None, timeout: float | None = 120.0):
+        if (socket_path is None) == (url is None):
+            raise ValueError("give exactly one of socket_path= or url=")
+        self.socket_path = socket_path
+        self.token = token
+        self.timeout = timeout
+        if url is not None:
+            u = urllib.parse.urlsplit(url)
+            if u.scheme != "http" or not u.hostname:
+                raise ValueError(f"url: expected http://HOST:PORT, got {url!r}")
+            self._host, self._port = u.hostname, u.port or 80
+
+    def _conn(self, timeout: float | None) -> http.client.HTTPConnection:
+        t = self.timeout
+        if timeout is not None and t is not None:
+            t = max(t, timeout + 30.0)
+        if self.socket_path is not None:
+            return _UnixHTTPConnection(self.socket_path, timeout=t)
+        return http.client.HTTPConnection(self._host, self._port, timeout=t)
+
+    def _headers(self, key: SandboxKey | None = None) -> dict[str, str]:
+        h = {"Accept": "application/json"}
+        if self.token:
+            h["Authorization"] = f"Bearer {self.token}"
+        if key is not None:
+            h["X-Rung-Thread"] = key.thread
+            h["X-Rung-Agent"] = key.agent
+        return h
+
+    def _open(self, method: str, path: str, body: Any = None, raw_body: bytes | None = None,
+              key: SandboxKey | None = None, timeout: float | None = None
+              ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        headers = self._headers(key)
+        data = raw_body
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        conn = self._conn(timeout)
+        try:
+            conn.request(method, path, body=data, headers=headers)
+            resp = conn.getresponse()
+        except BaseException:
+            conn.close()
+            raise
+        if resp.status >= 400:
+            try:
+                _raise_for(resp.status, resp.read())
+            finally:
+                conn.close()
+        return conn, resp
+
+    def _request(self, method: str, path: str, body: Any = None,
+                 raw_body: bytes | None = None, key: SandboxKey | None = None,
+                 timeout: float | None = None) -> tuple[int, bytes]:
+        conn, resp = self._open(method, path, body, raw_body, key, timeout)
+        try:
+            return resp.status, resp.read()
+        finally:
+            conn.close()
+
+    def _json(self, method: str, path: str, body: Any = None, key: SandboxKey | None = None,
+              timeout: float | None = None) -> Any:
+        _, data = self._request(method, path, body=body, key=key, timeout=timeout)
+        return json.loads(data)
+
+    # ---- the protocol ----
+    def acquire(self, key: SandboxKey, spec: SandboxSpec) -> Sandbox:
+        """Get-or-create: the same key and kind return the same live sandbox."""
+        info = self._json("POST", "/v1/sandboxes", {"spec": spec.to_json()}, key=key)
+        return Sandbox(self, info)
+
+    def get(self, sandbox_id: str) -> Sandbox:
+        """A handle on an existing sandbox of this token's scope (NotFound otherwise)."""
+        info = self._json("GET", f"/v1/sandboxes/{sandbox_id}")
+        info.setdefault("id", sandbox_id)
+        return Sandbox(self, info)
+
+    def list(self, thread: str | None = None) -> list[dict[str, Any]]:
+        q = "?" + urllib.parse.urlencode({"thread": thread}) if thread is not None else ""
+        return self._json("GET", "/v1/sandboxes" + q)["sandboxes"]
+
+    def dispose(self, sandbox: "Sandbox | str") -> None:
+        sid = sandbox.id if isinstance(sandbox, Sandbox) else sandbox
+        self._json("DELETE", f"/v1/sandboxes/{sid}")
+
+    def dispose_scope(self, thread: str | None = None) -> int:
+        """Dispose every sandbox of this token's scope (and thread, if given)."""
+        q = "?" + urllib.parse.urlencode({"thread": thread}) if thread is not None else ""
+        return int(self._json("DELETE", "/v1/sandboxes" + q)["disposed"])
+
+    def health(self) -> dict[str, Any]:
+        return self._json("GET", "/healthz")
+
+    def metrics(self) -> str:
+        return self._request("GET", "/metrics")[1].decode()
+
+    async def acquire_async(self, key: SandboxKey, spec: SandboxSpec) -> Sandbox:
+        return await asyncio.to_thread(self.acquire, key, spec)
+
+    async def dispose_async(self, sandbox: "Sandbox | str") -> None:
+        await asyncio.to_thread(self.dispose, sandbox)
+
+    async def dispose_scope_async(self, thread: str | None = None) -> int:
+        return await asyncio.to_thread(self.dispose_scope, thread)
+
+    async def list_async(self, thread: str | None = None) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.list, thread)

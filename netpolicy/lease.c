@@ -1,0 +1,220 @@
+/* netpolicy/lease.c: names derived from the id, and /30 leases from the pool (flock'd files). */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include "common/digest.h"
+#include "common/util.h"
+#include "netpolicy/np-internal.h"
+
+void np_names_derive(const char *state_dir, const char *id, struct np_names *nm)
+{
+	char h[RUNG_SHA256_HEX_LEN + 1], real[PATH_MAX];
+	rung_sha256_hex(id, strlen(id), h);
+	memcpy(nm->hash, h, 12);
+	nm->hash[12] = '\0';
+	snprintf(nm->veth, sizeof(nm->veth), "rg%s", nm->hash);
+	snprintf(nm->table, sizeof(nm->table), "rung_%s", nm->hash);
+	const char *sd = realpath(state_dir, real) ? real : state_dir;
+	rung_sha256_hex(sd, strlen(sd), h);
+	snprintf(nm->tag, sizeof(nm->tag), "rung-np:%.12s", h);
+}
+
+bool np_routes_overlap(const struct np_route4 *r, size_t n, uint32_t net, uint8_t len)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint8_t l = r[i].len < len ? r[i].len : len;
+		uint32_t mask = l ? ~0u << (32 - l) : 0;
+		if (l && (r[i].net & mask) == (net & mask))
+			return true;
+	}
+	return false;
+}
+
+int np_pool_parse(const char *pool, uint32_t *base, uint32_t *slots, struct rung_err *err)
+{
+	char buf[32];
+	uint64_t plen;
+	const char *slash = strchr(pool, '/');
+	if (!slash || (size_t)(slash - pool) >= sizeof(buf) || rung_parse_u64(slash + 1, &plen) < 0 ||
+	    plen < 8 || plen > 30)
+		return rung_err_set(err, EINVAL, "pool \"%s\": want A.B.C.D/N with 8 <= N <= 30", pool);
+	memcpy(buf, pool, (size_t)(slash - pool));
+	buf[slash - pool] = '\0';
+	struct in_addr a;
+	if (inet_pton(AF_INET, buf, &a) != 1)
+		return rung_err_set(err, EINVAL, "pool \"%s\": bad IPv4 address", pool);
+	uint32_t b = ntohl(a.s_addr), mask = ~0u << (32 - plen);
+	if (b & ~mask)
+		return rung_err_set(err, EINVAL, "pool \"%s\": host bits set", pool);
+	*base = b;
+	*slots = 1u << (30 - plen);
+	return 0;
+}
+
+static int net_dir(const char *state_dir, char *out, size_t len, const char *sub,
+		   struct rung_err *err)
+{
+	if ((size_t)snprintf(out, len, "%s/net%s%s", state_dir, sub ? "/" : "", sub ? sub : "") >=
+	    len)
+		return rung_err_set(err, ENAMETOOLONG, "state dir path too long: %s", state_dir);
+	return rung_mkdir_p(out, 0700, err);
+}
+
+/* The store-wide lock for the pool: flock on <state_dir>/net/lock. Returns the fd. */
+static int pool_lock(const char *state_dir, struct rung_err *err)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 8];
+	int r = net_dir(state_dir, dir, sizeof(dir), NULL, err);
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "%s/lock", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return rung_err_sys(err, errno, "open %s", path);
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno != EINTR) {
+			r = rung_err_sys(err, errno, "flock %s", path);
+			close(fd);
+			return r;
+		}
+	}
+	return fd;
+}
+
+/* "id=<id>\nindex=<n>\n" */
+static int lease_read(int dfd, const char *name, char *id, size_t idlen, uint32_t *index)
+{
+	cleanup_free char *txt = NULL;
+	struct rung_err e;
+	if (rung_file_load(dfd, name, 4096, &txt, NULL, &e) < 0)
+		return -e.code;
+	char *i = strstr(txt, "id="), *x = strstr(txt, "\nindex=");
+	if (!i || i != txt || !x)
+		return -EBADMSG;
+	*x = '\0';
+	if (strlen(i + 3) >= idlen)
+		return -EBADMSG;
+	strcpy(id, i + 3);
+	char *nl = strchr(x + 7, '\n');
+	if (nl)
+		*nl = '\0';
+	uint64_t v;
+	if (rung_parse_u64(x + 7, &v) < 0 || v > UINT32_MAX)
+		return -EBADMSG;
+	*index = (uint32_t)v;
+	return 0;
+}
+
+static void fill_lease(uint32_t base, uint32_t index, struct np_lease *l)
+{
+	uint32_t net = base + 4 * index, h = htonl(net + 1), s = htonl(net + 2), n = htonl(net);
+	l->index = index;
+	memcpy(l->net, &n, 4);
+	memcpy(l->host_ip, &h, 4);
+	memcpy(l->sb_ip, &s, 4);
+}
+
+int np_lease_acquire(const char *state_dir, const char *pool, const char *id,
+		     const struct np_names *nm, struct np_lease *out, struct rung_err *err)
+{
+	uint32_t base, slots;
+	int r = np_pool_parse(pool, &base, &slots, err);
+	if (r < 0)
+		return r;
+	char dir[PATH_MAX];
+	if ((r = net_dir(state_dir, dir, sizeof(dir), "leases", err)) < 0)
+		return r;
+	cleanup_close int lock = pool_lock(state_dir, err);
+	if (lock < 0)
+		return lock;
+	cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return rung_err_sys(err, errno, "open %s", dir);
+	cleanup_free uint8_t *used = calloc(slots / 8 + 1, 1);
+	if (!used)
+		return rung_err_set(err, ENOMEM, "out of memory");
+	int dfd2 = dup(dfd);
+	cleanup_dir DIR *d = dfd2 >= 0 ? fdopendir(dfd2) : NULL;
+	if (!d) {
+		if (dfd2 >= 0)
+			close(dfd2);
+		return rung_err_sys(err, errno, "opendir %s", dir);
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char lid[160];
+		uint32_t idx;
+		if (de->d_name[0] == '.' || strchr(de->d_name, '.'))
+			continue;
+		if (lease_read(dfd, de->d_name, lid, sizeof(lid), &idx) < 0 || idx >= slots)
+			continue;
+		if (!strcmp(de->d_name, nm->hash) && !strcmp(lid, id)) {
+			fill_lease(base, idx, out); /* this sandbox already holds one */
+			return 0;
+		}
+		used[idx / 8] |= (uint8_t)(1u << (idx % 8));
+	}
+	cleanup_free struct np_route4 *routes = NULL;
+	size_t nroutes = 0;
+	if ((r = np_routes_dump(&routes, &nroutes, err)) < 0)
+		return r;
+	for (uint32_t i = 0; i < slots; i++) {
+		if (used[i / 8] & (1u << (i % 8)))
+			continue;
+		if (np_routes_overlap(routes, nroutes, base + 4 * i, 30))
+			continue;
+		char txt[256];
+		int n = snprintf(txt, sizeof(txt), "id=%s\nindex=%u\n", id, i);
+		if ((r = rung_write_file_atomic(dfd, nm->hash, txt, (size_t)n, 0600, err)) < 0)
+			return rung_err_wrap(err, "lease");
+		fill_lease(base, i, out);
+		return 0;
+	}
+	return rung_err_set(err, EADDRNOTAVAIL,
+			    "pool %s: no free /30 (all leased or overlapping host routes)", pool);
+}
+
+int np_lease_release(const char *state_dir, const struct np_names *nm, struct rung_err *err)
+{
+	char path[PATH_MAX];
+	if ((size_t)snprintf(path, sizeof(path), "%s/net/leases/%s", state_dir, nm->hash) >=
+	    sizeof(path))
+		return rung_err_set(err, ENAMETOOLONG, "state dir path too long: %s", state_dir);
+	if (unlink(path) < 0 && errno != ENOENT)
+		return rung_err_sys(err, errno, "unlink %s", path);
+	return 0;
+}
+
+int np_lease_foreach(const char *state_dir, void (*fn)(const char *id, const char *hash, void *),
+		     void *data, struct rung_err *err)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/net/leases", state_dir);
+	cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : rung_err_sys(err, errno, "open %s", dir);
+	int dfd2 = dup(dfd);
+	cleanup_dir DIR *d = dfd2 >= 0 ? fdopendir(dfd2) : NULL;
+	if (!d) {
+		if (dfd2 >= 0)
+			close(dfd2);
+		return rung_err_sys(err, errno, "opendir %s", dir);
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char lid[160];
+		uint32_t idx;
+		if (de->d_name[0] == '.' || strchr(de->d_name, '.'))
+			continue;
+		if (lease_read(dfd, de->d_name, lid, sizeof(lid), &idx) < 0)
+			lid[0] = '\0'; /* unreadable: still reported, with no id */
+		fn(lid, de->d_name, data);
+	}
+	return 0;
+}

@@ -1,0 +1,113 @@
+/* netpolicy/nft.c: applying and listing tables through libnftables (never the nft binary). */
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <nftables/libnftables.h>
+
+#include "common/util.h"
+#include "netpolicy/np-internal.h"
+
+struct nft_ctx *np_nft_new(struct rung_err *err)
+{
+	struct nft_ctx *c = nft_ctx_new(NFT_CTX_DEFAULT);
+	if (!c) {
+		rung_err_set(err, ENOMEM, "nft_ctx_new");
+		return NULL;
+	}
+	if (nft_ctx_buffer_output(c) < 0 || nft_ctx_buffer_error(c) < 0) {
+		nft_ctx_free(c);
+		rung_err_set(err, ENOMEM, "nft_ctx_buffer_output");
+		return NULL;
+	}
+	return c;
+}
+
+void np_nft_free(struct nft_ctx *c)
+{
+	if (c)
+		nft_ctx_free(c);
+}
+
+int np_nft_run(struct nft_ctx *c, const char *cmd, struct rung_err *err)
+{
+	if (nft_run_cmd_from_buffer(c, cmd) == 0)
+		return 0;
+	const char *e = nft_ctx_get_error_buffer(c);
+	const char *nl = e ? strchr(e, '\n') : NULL;
+	int n = e ? (nl ? (int)(nl - e) : (int)strlen(e)) : 0;
+	int code = e && strstr(e, "No such file") ? ENOENT
+		   : e && strstr(e, "Operation not permitted") ? EPERM
+								 : EIO;
+	return rung_err_set(err, code, "nftables: %.*s", n > 200 ? 200 : n, e ? e : "failed");
+}
+
+int np_nft_table_del(struct nft_ctx *c, const char *table, struct rung_err *err)
+{
+	char cmd[96];
+	/* "add" first makes the delete idempotent, in one transaction. */
+	snprintf(cmd, sizeof(cmd), "add table inet %s\ndelete table inet %s\n", table, table);
+	return np_nft_run(c, cmd, err);
+}
+
+/* The comment of table inet name ("" if none), from its terse text listing. */
+static void table_comment(struct nft_ctx *c, const char *name, char *out, size_t len)
+{
+	char cmd[96];
+	out[0] = '\0';
+	snprintf(cmd, sizeof(cmd), "list table inet %s", name);
+	if (nft_run_cmd_from_buffer(c, cmd) != 0)
+		return;
+	const char *o = nft_ctx_get_output_buffer(c);
+	const char *p = o ? strstr(o, "\n\tcomment \"") : NULL;
+	if (!p)
+		return;
+	p += strlen("\n\tcomment \"");
+	const char *q = strchr(p, '"');
+	if (q && (size_t)(q - p) < len) {
+		memcpy(out, p, (size_t)(q - p));
+		out[q - p] = '\0';
+	}
+}
+
+int np_nft_foreach_table(struct nft_ctx *c, void (*fn)(const char *, const char *, void *),
+			 void *data, struct rung_err *err)
+{
+	unsigned flags = nft_ctx_output_get_flags(c);
+	nft_ctx_output_set_flags(c, flags | NFT_CTX_OUTPUT_JSON);
+	int r = nft_run_cmd_from_buffer(c, "list tables inet");
+	nft_ctx_output_set_flags(c, flags);
+	if (r != 0)
+		return rung_err_set(err, EIO, "nftables: list tables failed");
+	json_error_t je;
+	json_t *root = json_loads(nft_ctx_get_output_buffer(c), 0, &je);
+	if (!root)
+		return rung_err_set(err, EBADMSG, "nftables: list tables: %s", je.text);
+	json_t *arr = json_object_get(root, "nftables");
+	size_t i, n = json_array_size(arr), k = 0;
+	json_t *it;
+	char(*names)[64] = calloc(n + 1, sizeof(*names));
+	if (!names) {
+		json_decref(root);
+		return rung_err_set(err, ENOMEM, "out of memory");
+	}
+	json_array_foreach(arr, i, it)
+	{
+		json_t *t = json_object_get(it, "table");
+		const char *nm = json_string_value(json_object_get(t, "name"));
+		const char *fam = json_string_value(json_object_get(t, "family"));
+		if (nm && fam && !strcmp(fam, "inet") && !strncmp(nm, "rung_", 5) &&
+		    strlen(nm) < 64)
+			snprintf(names[k++], 64, "%s", nm);
+	}
+	json_decref(root);
+	nft_ctx_output_set_flags(c, flags | NFT_CTX_OUTPUT_TERSE);
+	for (i = 0; i < k; i++) {
+		char comment[200];
+		table_comment(c, names[i], comment, sizeof(comment));
+		fn(names[i], comment, data);
+	}
+	nft_ctx_output_set_flags(c, flags);
+	free(names);
+	return 0;
+}

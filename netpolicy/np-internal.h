@@ -1,0 +1,94 @@
+/* netpolicy/np-internal.h: shared by the .c files of netpolicy/ only. */
+#ifndef RUNG_NETPOLICY_INTERNAL_H
+#define RUNG_NETPOLICY_INTERNAL_H
+
+#include <netinet/in.h>
+#include <stdint.h>
+
+#include "netpolicy/np.h"
+
+#define NP_DEFAULT_POOL "10.213.0.0/16"
+#define NP_DEFAULT_TTL_FLOOR 30
+#define NP_DEFAULT_TTL_CAP 3600
+#define NP_PEER_IFNAME "eth0"
+
+int np_name_normalize(const char *in, char *out, size_t outlen, const char **why);
+
+/* Names derived from the id alone (so down/gc work without any saved state). */
+struct np_names {
+	char hash[13];   /* 12 hex of sha256(id) */
+	char veth[16];   /* "rg" + hash */
+	char table[32];  /* "rung_" + hash */
+	char tag[32];    /* "rung-np:" + 12 hex of sha256(state_dir) */
+};
+void np_names_derive(const char *state_dir, const char *id, struct np_names *nm);
+
+/* lease.c: one /30 per sandbox out of the pool, under <state_dir>/net/ with flock. */
+struct np_lease {
+	uint32_t index;
+	uint8_t net[4], host_ip[4], sb_ip[4];
+};
+int np_lease_acquire(const char *state_dir, const char *pool, const char *id,
+		     const struct np_names *nm, struct np_lease *out, struct rung_err *err);
+int np_lease_release(const char *state_dir, const struct np_names *nm, struct rung_err *err);
+/* Calls fn(id, hash) for each lease file in the state dir. */
+int np_lease_foreach(const char *state_dir, void (*fn)(const char *id, const char *hash, void *),
+		     void *data, struct rung_err *err);
+/* Pure: pool "A.B.C.D/N" -> base and slot count (/30 slots). */
+int np_pool_parse(const char *pool, uint32_t *base, uint32_t *slots, struct rung_err *err);
+
+/* link.c: libnl plumbing. */
+int np_link_up(const struct np_names *nm, const char *id, int netns_fd,
+	       const struct np_lease *l, struct rung_err *err);
+int np_link_del(const char *veth, struct rung_err *err);
+/* Loopback up only (no network). */
+int np_netns_lo_only(int netns_fd, struct rung_err *err);
+/* The host's IPv4 routes (all tables), default routes left out. */
+struct np_route4 {
+	uint32_t net; /* host byte order */
+	uint8_t len;
+};
+int np_routes_dump(struct np_route4 **out, size_t *n, struct rung_err *err);
+/* Pure: does net/len overlap any of the routes? */
+bool np_routes_overlap(const struct np_route4 *r, size_t n, uint32_t net, uint8_t len);
+/* Calls fn(veth name, ifalias) for each host link named "rg*". */
+int np_link_foreach(void (*fn)(const char *name, const char *alias, void *), void *data,
+		    struct rung_err *err);
+int np_sysctl_write(const char *path, const char *val, struct rung_err *err);
+
+/* nft.c: libnftables. */
+struct nft_ctx;
+struct nft_ctx *np_nft_new(struct rung_err *err);
+void np_nft_free(struct nft_ctx *c);
+int np_nft_run(struct nft_ctx *c, const char *cmd, struct rung_err *err);
+int np_nft_table_del(struct nft_ctx *c, const char *table, struct rung_err *err);
+/* Calls fn(table name, comment or "") for each "inet rung_*" table. */
+int np_nft_foreach_table(struct nft_ctx *c, void (*fn)(const char *, const char *, void *),
+			 void *data, struct rung_err *err);
+
+/* proxy.c */
+struct np_proxy;
+struct np_proxy_params {
+	const char *id;
+	const struct np_policy *policy; /* borrowed; must outlive the proxy */
+	struct sockaddr_in listen;
+	struct sockaddr_storage upstream;
+	socklen_t upstream_len;
+	const char *table;
+	uint32_t ttl_floor_s, ttl_cap_s;
+	np_audit_fn audit;
+	void *audit_data;
+};
+int np_proxy_new(const struct np_proxy_params *pp, struct np_proxy **out, struct rung_err *err);
+int np_proxy_fd(const struct np_proxy *p);
+int np_proxy_handle(struct np_proxy *p, struct rung_err *err);
+int np_proxy_timeout_ms(const struct np_proxy *p);
+void np_proxy_free(struct np_proxy *p);
+/* "IP[:PORT]" (IPv6 as [IP]:PORT) -> sockaddr; default port 53. */
+int np_upstream_parse(const char *s, struct sockaddr_storage *ss, socklen_t *len,
+		      struct rung_err *err);
+/* cfg->upstream, else $RUNG_DNS_UPSTREAM, else first nameserver of /etc/resolv.conf. */
+int np_upstream_resolve(const char *cfg_upstream, struct sockaddr_storage *ss, socklen_t *len,
+			struct rung_err *err);
+
+#endif

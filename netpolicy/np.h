@@ -1,0 +1,211 @@
+/*
+ * netpolicy/np.h: a sandbox's egress, kernel-enforced: default deny, plus the spec's allowlist.
+ *
+ * Given a network namespace fd, a sandbox id and a parsed policy, np_sandbox_up():
+ *   - empty policy: brings up loopback only; no veth, no route, no DNS (no network at all).
+ *   - otherwise: a veth pair (host end "rg" + 12 hex of sha256(id) in the host netns, peer
+ *     "eth0" created directly in the sandbox netns), a /30 from the pool (lease file + flock under
+ *     <state_dir>/net/, skipping anything that overlaps a host route), a default route via the
+ *     host end, IPv6 disabled in the sandbox (and on the host end, and dropped by the table),
+ *     ip_forward on, and ONE nftables table "inet rung_<12hex>" in the HOST netns that is
+ *     default-deny for everything entering from that veth (forward + input hooks), masquerades
+ *     allowed egress, and holds:
+ *       s4/s6 + s4p/s6p   static interval sets of the CIDR entries (without / with port)
+ *       d4/d6 + d4p/d6p   dynamic sets (flags timeout) filled ONLY by this sandbox's DNS proxy
+ *     DNS (udp/tcp 53) is allowed only to the proxy on the host end; denied TCP gets a reset,
+ *     everything else denied gets ICMP admin-prohibited.
+ *   - a DNS allowlist proxy (UDP and TCP, port 53 on the host-end address). It is an object with
+ *     one pollable fd (an epoll fd); the owner (the per-sandbox supervisor) calls
+ *     np_net_proxy_handle() when it is readable and at least every np_net_proxy_timeout_ms().
+ *     It answers only names the allowlist matches (exact, or "*.suffix" = any strict subdomain),
+ *     forwarding them upstream; the rest get REFUSED. A/AAAA answers (including through a CNAME
+ *     chain from the queried name) are inserted into the sandbox's dynamic sets BEFORE the answer
+ *     is relayed, with timeout = clamp(TTL, floor, cap), and only with the ports of the matching
+ *     entries.
+ * Nothing here runs a program: links go through libnl-route-3, rules through libnftables.
+ */
+#ifndef RUNG_NETPOLICY_NP_H
+#define RUNG_NETPOLICY_NP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "common/err.h"
+
+/* ---- policy: the parsed egress_allow ---------------------------------------------------- */
+
+#define NP_MAX_ENTRIES 512
+#define NP_NAME_MAX 253
+
+enum np_entry_kind {
+	NP_ENTRY_HOST,   /* "example.org": exactly that name */
+	NP_ENTRY_SUFFIX, /* "*.example.org": any strict subdomain (name holds "example.org") */
+	NP_ENTRY_CIDR4,  /* "192.0.2.0/24", "192.0.2.7" (= /32) */
+	NP_ENTRY_CIDR6,  /* "2001:db8::/32", "[2001:db8::1]:443" */
+};
+
+struct np_entry {
+	enum np_entry_kind kind;
+	char name[NP_NAME_MAX + 1]; /* HOST/SUFFIX: lower case, no trailing dot */
+	uint8_t addr[16];           /* CIDR: network address, host bits zero (v4 in the first 4) */
+	uint8_t prefix;             /* CIDR prefix length */
+	uint16_t port;              /* 0: any port; else this TCP/UDP port only */
+};
+
+struct np_policy {
+	size_t n;
+	struct np_entry *entries;
+};
+
+/*
+ * Pure. Parses one entry: "example.org", "*.example.org", "10.0.0.0/8", "10.1.2.3",
+ * "2001:db8::/32", each optionally with ":PORT" (IPv6 then in brackets: "[2001:db8::/32]:443").
+ * Rejects (-EINVAL, err naming the entry) bad names, globs other than a leading "*.", host bits
+ * set in a CIDR, port 0 or > 65535, numeric top-level labels.
+ */
+int np_entry_parse(const char *s, struct np_entry *out, struct rung_err *err);
+/* Pure. Parses n entries; an empty list is valid (no network). Duplicates are kept once. */
+int np_policy_parse(const char *const *items, size_t n, struct np_policy *out,
+		    struct rung_err *err);
+void np_policy_release(struct np_policy *p);
+/* Canonical text of an entry ("*.example.org:443", "[2001:db8::/32]:443"). */
+void np_entry_format(const struct np_entry *e, char *buf, size_t len);
+
+/*
+ * Pure. Does the name (any case, optional trailing dot) match a host-name entry? Returns
+ * 0 no, 1 yes. *any_port is set when a matching entry has no port; otherwise ports[] gets the
+ * distinct ports of the matching entries (up to max_ports, *n_ports their count).
+ */
+int np_policy_match_name(const struct np_policy *p, const char *name, bool *any_port,
+			 uint16_t *ports, size_t max_ports, size_t *n_ports);
+
+/* ---- rendering (pure) ------------------------------------------------------------------ */
+
+struct np_render_params {
+	char table[32];      /* "rung_<12hex>" */
+	char veth[16];       /* host end, "rg<12hex>" */
+	char comment[200];   /* "rung-np:<state dir tag>:<id>", for np_gc */
+	uint8_t host_ip[4];  /* host end: gateway, DNS proxy */
+	uint8_t sb_ip[4];    /* the sandbox's only source address */
+};
+
+/*
+ * Pure. The whole nft script for one sandbox: it (re)creates table inet <table> atomically
+ * ("add table; delete table; table {...}"). Returns a malloc'd string or NULL with err set.
+ */
+char *np_policy_render(const struct np_policy *p, const struct np_render_params *rp,
+		       struct rung_err *err);
+
+/*
+ * Pure. A JSON summary for `rung inspect`: {"can_exfiltrate": bool, "network": "none"|"allowlist",
+ * "ipv6": ..., "dns": ..., "default": "deny", "rules": [{"entry","kind","port",...}]}.
+ * can_exfiltrate is false iff the allowlist is empty. Caller json_decref()s.
+ */
+json_t *np_policy_describe(const struct np_policy *p);
+
+/* ---- the sandbox's network -------------------------------------------------------------- */
+
+/* One line per DNS query: "sandbox=<id> q=<name> type=<n> decision=<allow|refuse|...>". */
+typedef void (*np_audit_fn)(void *data, const char *line);
+
+struct np_config {
+	const char *state_dir;  /* required: leases in <state_dir>/net/ */
+	const char *pool;       /* IPv4 pool CIDR, /30 per sandbox; NULL: "10.213.0.0/16" */
+	const char *upstream;   /* DNS "IP[:PORT]"; NULL: $RUNG_DNS_UPSTREAM, else resolv.conf */
+	uint32_t ttl_floor_s;   /* 0: 30 */
+	uint32_t ttl_cap_s;     /* 0: 3600 */
+	np_audit_fn audit;      /* optional */
+	void *audit_data;
+};
+
+struct np_net; /* opaque; owned by the supervisor for the sandbox's lifetime */
+
+struct np_net_info {
+	bool has_network;  /* false: empty allowlist, loopback only */
+	char veth[16];     /* host end */
+	char table[32];    /* nft table (inet family) */
+	char host_ip[16];  /* host end = gateway = DNS proxy */
+	char sb_ip[16];    /* the sandbox's address on eth0 */
+	char upstream[64]; /* DNS upstream "IP:PORT" */
+};
+
+/* Sandbox ids: 1..128 chars of [A-Za-z0-9._-]. */
+int np_id_check(const char *id, struct rung_err *err);
+
+/*
+ * Sets up the sandbox's network in netns_fd (see the top of this file) and, when the policy is
+ * not empty, starts its DNS proxy. On failure everything done so far is undone.
+ */
+int np_sandbox_up(const struct np_config *cfg, const char *id, int netns_fd,
+		  const struct np_policy *p, struct np_net **out, struct rung_err *err);
+void np_net_info(const struct np_net *n, struct np_net_info *out);
+/* The proxy's pollable fd (POLLIN), or -1 when the sandbox has no network. */
+int np_net_proxy_fd(const struct np_net *n);
+/* Serve whatever is ready (never blocks) and expire stale queries. */
+int np_net_proxy_handle(struct np_net *n, struct rung_err *err);
+/* Longest the owner may wait before calling np_net_proxy_handle() again (-1: forever). */
+int np_net_proxy_timeout_ms(const struct np_net *n);
+/* Frees the object and closes the proxy; the kernel state stays (np_sandbox_down removes it). */
+void np_net_free(struct np_net *n);
+
+/*
+ * The text of the sandbox's /etc/resolv.conf: the proxy's address, or (no network) a comment
+ * only. Returns a malloc'd string or NULL (ENOMEM).
+ */
+char *np_sandbox_resolv_conf(const struct np_net *n);
+
+/*
+ * Removes the sandbox's veth, nft table (with its sets) and lease, derived from the id alone.
+ * Idempotent; keeps going past failures (returns the first). Usable on a crashed sandbox.
+ */
+int np_sandbox_down(const char *state_dir, const char *id, struct rung_err *err);
+/*
+ * Removes what belongs to this state dir (leases, "rg*" veths and "rung_*" tables carrying its
+ * tag) and whose id is not in live_ids. Objects of other state dirs are left alone.
+ */
+int np_gc(const char *state_dir, const char *const *live_ids, size_t n_live,
+	  struct rung_err *err);
+
+/* ---- DNS messages (pure; exposed for the proxy's tests and the fuzzer) ------------------ */
+
+#define NP_DNS_MAX_RR 64
+
+struct np_dns_rr {
+	char name[NP_NAME_MAX + 2]; /* lower case, no trailing dot ("" = root) */
+	uint16_t type, klass;
+	uint32_t ttl;
+	uint16_t rdlen;
+	uint16_t rdoff;              /* offset of rdata in the message */
+	char target[NP_NAME_MAX + 2]; /* CNAME: the decoded target */
+};
+
+struct np_dns_msg {
+	uint16_t id, flags;
+	uint16_t qdcount, ancount, nscount, arcount;
+	char qname[NP_NAME_MAX + 2];
+	uint16_t qtype, qclass;
+	size_t qend;      /* offset just past the question */
+	size_t n_answers; /* parsed answers, at most NP_DNS_MAX_RR */
+	struct np_dns_rr answers[NP_DNS_MAX_RR];
+};
+
+/*
+ * Parses a DNS message defensively (bounds, compression loops, counts): header, exactly one
+ * question, and (for a response) the answer section. Returns 0 or -EBADMSG with err saying why.
+ */
+int np_dns_parse(const uint8_t *buf, size_t len, struct np_dns_msg *m, struct rung_err *err);
+/*
+ * Collects the A (family 4) / AAAA (6) addresses of the answers that belong to qname, directly
+ * or through a CNAME chain starting at it. Returns the count written to addrs (16 bytes each,
+ * v4 in the first 4) and the smallest TTL among them in *min_ttl.
+ */
+size_t np_dns_answer_addrs(const uint8_t *buf, size_t len, const struct np_dns_msg *m, int family,
+			   uint8_t (*addrs)[16], size_t max, uint32_t *min_ttl);
+/* Builds a header+question-only reply with rcode (REFUSED=5, SERVFAIL=2) to query q. */
+int np_dns_reply_rcode(const uint8_t *query, size_t qlen, const struct np_dns_msg *q, int rcode,
+		       uint8_t *out, size_t out_max);
+
+#endif

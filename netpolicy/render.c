@@ -1,0 +1,153 @@
+/* netpolicy/render.c: np_policy_render(): policy -> one nft table (pure, no syscalls). */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "netpolicy/np-internal.h"
+
+static bool ident_ok(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > max)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+			return false;
+	}
+	return true;
+}
+
+static bool comment_ok(const char *s)
+{
+	for (; *s; s++)
+		if (*s == '"' || *s == '\\' || *s < 0x20 || *s > 0x7e)
+			return false;
+	return true;
+}
+
+/* Elements of one static set: kind, with or without a port. */
+static void put_elements(FILE *f, const struct np_policy *p, enum np_entry_kind kind, bool ported)
+{
+	bool first = true;
+	for (size_t i = 0; i < p->n; i++) {
+		const struct np_entry *e = &p->entries[i];
+		if (e->kind != kind || (e->port != 0) != ported)
+			continue;
+		char a[INET6_ADDRSTRLEN];
+		inet_ntop(kind == NP_ENTRY_CIDR4 ? AF_INET : AF_INET6, e->addr, a, sizeof(a));
+		fprintf(f, "%s%s/%u", first ? "\t\telements = { " : ", ", a, e->prefix);
+		if (ported)
+			fprintf(f, " . %u", e->port);
+		first = false;
+	}
+	if (!first)
+		fputs(" }\n", f);
+}
+
+static void put_set(FILE *f, const char *name, const char *type, const char *flags,
+		    const struct np_policy *p, int kind, bool ported)
+{
+	fprintf(f, "\tset %s {\n\t\ttype %s\n\t\tflags %s\n", name, type, flags);
+	if (kind >= 0)
+		put_elements(f, p, (enum np_entry_kind)kind, ported);
+	fputs("\t}\n", f);
+}
+
+char *np_policy_render(const struct np_policy *p, const struct np_render_params *rp,
+		       struct rung_err *err)
+{
+	if (!p || p->n == 0) {
+		rung_err_set(err, EINVAL, "np_policy_render: empty policy has no table (no network)");
+		return NULL;
+	}
+	if (!ident_ok(rp->table, sizeof(rp->table) - 1) ||
+	    strlen(rp->veth) == 0 || strlen(rp->veth) > 15 || !ident_ok(rp->veth, 15) ||
+	    !comment_ok(rp->comment)) {
+		rung_err_set(err, EINVAL, "np_policy_render: bad table \"%s\", veth \"%s\" or comment",
+			     rp->table, rp->veth);
+		return NULL;
+	}
+	char host[INET_ADDRSTRLEN], sb[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, rp->host_ip, host, sizeof(host));
+	inet_ntop(AF_INET, rp->sb_ip, sb, sizeof(sb));
+	const char *t = rp->table, *v = rp->veth;
+
+	cleanup_free char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f) {
+		rung_err_set(err, ENOMEM, "open_memstream");
+		return NULL;
+	}
+	/* Replace atomically: the whole script is one transaction. */
+	fprintf(f, "add table inet %s\ndelete table inet %s\ntable inet %s {\n", t, t, t);
+	fprintf(f, "\tcomment \"%s\"\n", rp->comment);
+	put_set(f, "s4", "ipv4_addr", "interval", p, NP_ENTRY_CIDR4, false);
+	put_set(f, "s4p", "ipv4_addr . inet_service", "interval", p, NP_ENTRY_CIDR4, true);
+	put_set(f, "s6", "ipv6_addr", "interval", p, NP_ENTRY_CIDR6, false);
+	put_set(f, "s6p", "ipv6_addr . inet_service", "interval", p, NP_ENTRY_CIDR6, true);
+	/* Filled only by the DNS proxy, each element with timeout = clamped TTL. */
+	put_set(f, "d4", "ipv4_addr", "timeout", p, -1, false);
+	put_set(f, "d4p", "ipv4_addr . inet_service", "timeout", p, -1, false);
+	put_set(f, "d6", "ipv6_addr", "timeout", p, -1, false);
+	put_set(f, "d6p", "ipv6_addr . inet_service", "timeout", p, -1, false);
+
+	fprintf(f,
+		"\tchain forward_hook {\n"
+		"\t\ttype filter hook forward priority filter; policy accept;\n"
+		"\t\tiifname \"%s\" jump egress\n"
+		"\t\toifname \"%s\" ct state established,related accept\n"
+		"\t\toifname \"%s\" jump deny\n"
+		"\t}\n"
+		"\tchain input_hook {\n"
+		"\t\ttype filter hook input priority filter; policy accept;\n"
+		"\t\tiifname \"%s\" jump to_host\n"
+		"\t}\n",
+		v, v, v, v);
+	/* IPv6 is disabled in the sandbox; anything v6 that still arrives is dropped. */
+	fprintf(f,
+		"\tchain egress {\n"
+		"\t\tmeta nfproto ipv6 drop\n"
+		"\t\tip saddr != %s drop\n"
+		"\t\tct state established,related accept\n"
+		"\t\tct state invalid drop\n"
+		"\t\tmeta l4proto { tcp, udp } th dport 53 jump deny\n"
+		"\t\tip daddr @s4 accept\n"
+		"\t\tmeta l4proto { tcp, udp } ip daddr . th dport @s4p accept\n"
+		"\t\tip daddr @d4 accept\n"
+		"\t\tmeta l4proto { tcp, udp } ip daddr . th dport @d4p accept\n"
+		"\t\tip6 daddr @s6 accept\n"
+		"\t\tmeta l4proto { tcp, udp } ip6 daddr . th dport @s6p accept\n"
+		"\t\tip6 daddr @d6 accept\n"
+		"\t\tmeta l4proto { tcp, udp } ip6 daddr . th dport @d6p accept\n"
+		"\t\tjump deny\n"
+		"\t}\n",
+		sb);
+	fprintf(f,
+		"\tchain to_host {\n"
+		"\t\tmeta nfproto ipv6 drop\n"
+		"\t\tip saddr != %s drop\n"
+		"\t\tct state established,related accept\n"
+		"\t\tip daddr %s udp dport 53 accept\n"
+		"\t\tip daddr %s tcp dport 53 accept\n"
+		"\t\tjump deny\n"
+		"\t}\n"
+		"\tchain deny {\n"
+		"\t\tmeta l4proto tcp reject with tcp reset\n"
+		"\t\treject with icmpx type admin-prohibited\n"
+		"\t}\n"
+		"\tchain nat_post {\n"
+		"\t\ttype nat hook postrouting priority srcnat; policy accept;\n"
+		"\t\tip saddr %s oifname != \"%s\" masquerade\n"
+		"\t}\n"
+		"}\n",
+		sb, host, host, sb, v);
+	if (fclose(f) != 0 || !buf) {
+		rung_err_set(err, ENOMEM, "rendering nft table %s", t);
+		return NULL;
+	}
+	return rung_steal_ptr(&buf);
+}

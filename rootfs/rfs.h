@@ -1,0 +1,238 @@
+/*
+ * rootfs/rfs.h: the image store (OCI import and pull, layer unpacking, overlay plans).
+ *
+ * Store layout under <state_dir>/images/ (see rootfs/README.md for the long form):
+ *   blobs/sha256/<hex>        content-addressed blobs, each verified (digest AND size)
+ *   layers/sha256/<hex>/      each layer blob unpacked ONCE, for overlayfs (whiteouts are
+ *                             0:0 char devices, opaque dirs carry trusted.overlay.opaque=y),
+ *                             shared read-only by every sandbox, image uids/gids kept
+ *   repositories.json         {"name:tag": "sha256:<manifest>"}, atomic, under flock(lock)
+ *   leases/<hex>/<sandbox>    one file per sandbox using the image (rfs_image_lease_add)
+ *   tmp/                      staging; a dead importer's debris is removed by open and gc
+ *
+ * An image is identified by the digest of its linux/amd64 image manifest.
+ */
+#ifndef RUNG_ROOTFS_RFS_H
+#define RUNG_ROOTFS_RFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+
+#define RFS_DIGEST_MAX 72 /* "sha256:" + 64 hex + NUL, rounded */
+#define RFS_REF_MAX 256
+
+struct rfs_store;
+
+/* ---- references (pure) ---------------------------------------------------------------- */
+
+/*
+ * A parsed image reference. "busybox" -> registry "docker.io", repo "library/busybox",
+ * tag "latest". "docker.io/library/x" and "index.docker.io/x" normalise the same way.
+ * "localhost:5000/a/b:t", "127.0.0.1:5000/a@sha256:..." keep their registry.
+ */
+struct rfs_ref {
+	char registry[128]; /* "docker.io" when none was named */
+	char repo[RFS_REF_MAX];
+	char tag[128];            /* "" when only a digest was given */
+	char digest[RFS_DIGEST_MAX]; /* "" or "sha256:<64 hex>" */
+	bool explicit_registry;   /* the reference named a registry host */
+};
+int rfs_ref_parse(const char *s, struct rfs_ref *out, struct rung_err *err);
+/* The store's key for a tag: "repo:tag" for docker.io, "registry/repo:tag" otherwise. */
+void rfs_ref_tag_key(const struct rfs_ref *r, char *out, size_t n);
+/* "sha256:<64 lowercase hex>" */
+bool rfs_digest_valid(const char *d);
+
+/* ---- manifests (pure; fuzzed by fuzz/fuzz_manifest.c) --------------------------------- */
+
+enum rfs_media {
+	RFS_MEDIA_UNKNOWN,
+	RFS_MEDIA_OCI_MANIFEST,
+	RFS_MEDIA_OCI_INDEX,
+	RFS_MEDIA_DOCKER_MANIFEST,
+	RFS_MEDIA_DOCKER_LIST,
+	RFS_MEDIA_OCI_CONFIG,
+	RFS_MEDIA_DOCKER_CONFIG,
+	RFS_MEDIA_LAYER_TAR,
+	RFS_MEDIA_LAYER_GZIP,
+	RFS_MEDIA_LAYER_ZSTD,
+};
+enum rfs_media rfs_media_parse(const char *media_type);
+
+struct rfs_desc {
+	enum rfs_media media;
+	char media_type[128];
+	char digest[RFS_DIGEST_MAX];
+	uint64_t size;
+	char os[32], arch[32], variant[32]; /* index entries only */
+	char ref_name[RFS_REF_MAX]; /* annotation org.opencontainers.image.ref.name, or "" */
+};
+
+struct rfs_manifest {
+	enum rfs_media media; /* manifest or index/list */
+	struct rfs_desc config; /* manifests */
+	struct rfs_desc *descs; /* manifests: layers, bottom-most first; indexes: manifests */
+	size_t n_descs;
+};
+/* Parses an image manifest, an OCI index or a Docker manifest list (media type from the
+ * document, or hint when the document has none). Every digest/size/media type is checked. */
+int rfs_manifest_parse(const char *json, size_t len, enum rfs_media hint,
+		       struct rfs_manifest *out, struct rung_err *err);
+void rfs_manifest_release(struct rfs_manifest *m);
+/* Index: the linux/amd64 entry (-ENOENT naming the platforms offered when there is none). */
+int rfs_index_pick(const struct rfs_manifest *idx, const char *os, const char *arch,
+		   const struct rfs_desc **out, struct rung_err *err);
+
+/* The parts of the image config that a runtime uses. */
+struct rfs_image_config {
+	char **env;        /* NULL-terminated "K=V" (never NULL after parse) */
+	char **entrypoint; /* NULL-terminated or NULL */
+	char **cmd;        /* NULL-terminated or NULL */
+	char *working_dir; /* NULL when unset */
+	char *user;        /* NULL when unset */
+	char os[32], arch[32];
+	char **diff_ids; /* NULL-terminated */
+};
+int rfs_config_parse(const char *json, size_t len, struct rfs_image_config *out,
+		     struct rung_err *err);
+void rfs_config_release(struct rfs_image_config *c);
+
+/* ---- the store ------------------------------------------------------------------------ */
+
+/* Opens (creating) <state_dir>/images and removes a dead importer's staging debris. */
+int rfs_store_open(const char *state_dir, struct rfs_store **out, struct rung_err *err);
+void rfs_store_free(struct rfs_store *s);
+/* Removes staging debris, unpacked layers and blobs that no tagged or leased image uses.
+ * freed_bytes (optional) receives the blob bytes removed. */
+int rfs_store_gc(struct rfs_store *s, uint64_t *freed_bytes, struct rung_err *err);
+/* <state_dir>/images */
+const char *rfs_store_path(const struct rfs_store *s);
+
+struct rfs_image_info {
+	char digest[RFS_DIGEST_MAX];        /* the image manifest's digest: the image id */
+	char config_digest[RFS_DIGEST_MAX];
+	char ref[RFS_REF_MAX];              /* the tag it was resolved by ("" by digest) */
+	uint64_t size;                      /* sum of the layer blobs */
+	size_t n_layers;
+	char (*layers)[RFS_DIGEST_MAX];     /* layer blob digests, bottom-most first */
+	struct rfs_image_config config;
+};
+void rfs_image_info_release(struct rfs_image_info *i);
+
+/* Progress: one call per chunk; layer is the blob digest, total 0 when unknown. */
+typedef void (*rfs_progress_fn)(const char *layer, uint64_t done, uint64_t total, void *ud);
+
+/*
+ * Import an OCI image layout directory, a tar of one (optionally gzip'd), or a `docker save`
+ * archive. tag (e.g. "rung/python:3") may be NULL to use the one the layout names. Each blob
+ * is verified against its descriptor; each layer is unpacked. All or nothing.
+ */
+int rfs_image_import(struct rfs_store *s, const char *path, const char *tag,
+		     rfs_progress_fn progress, void *ud, struct rfs_image_info *out,
+		     struct rung_err *err);
+
+struct rfs_pull_opts {
+	bool insecure;        /* plain HTTP (always allowed for localhost/127.0.0.1/::1) */
+	const char *username; /* basic credentials; NULL: $RUNG_REGISTRY_USER/_PASSWORD */
+	const char *password;
+	const char *tag;      /* store it under this tag instead of the reference's */
+	long timeout_s;       /* per request; 0 = 300 */
+};
+int rfs_image_pull(struct rfs_store *s, const char *ref, const struct rfs_pull_opts *opts,
+		   rfs_progress_fn progress, void *ud, struct rfs_image_info *out,
+		   struct rung_err *err);
+/* Pure: a WWW-Authenticate challenge ("Bearer realm=\"...\",service=\"...\",scope=\"...\""). */
+struct rfs_www_auth {
+	char scheme[16]; /* "Bearer" or "Basic" */
+	char realm[512], service[256], scope[512];
+};
+int rfs_www_auth_parse(const char *header, struct rfs_www_auth *out, struct rung_err *err);
+
+/* A tag ("busybox" = "busybox:latest") or "@sha256:..." / "name@sha256:...". -ENOENT if absent. */
+int rfs_image_resolve(struct rfs_store *s, const char *ref, struct rfs_image_info *out,
+		      struct rung_err *err);
+
+struct rfs_image_entry {
+	char ref[RFS_REF_MAX];
+	char digest[RFS_DIGEST_MAX];
+	uint64_t size;
+};
+/* Every tag, sorted by ref. *out is malloc'd (free()). */
+int rfs_image_list(struct rfs_store *s, struct rfs_image_entry **out, size_t *n,
+		   struct rung_err *err);
+/* JSON text {"digest","config_digest","refs":[...],"size","layers":[...],"config":{...}}. */
+int rfs_image_inspect(struct rfs_store *s, const char *ref, char **json_out,
+		      struct rung_err *err);
+
+/* Is the image (manifest digest) in use?  Returns >0 yes, 0 no, <0 error. */
+typedef int (*rfs_in_use_fn)(const char *digest, void *ud, struct rung_err *err);
+/*
+ * Remove a tag (or, by digest, every tag of that image). Refuses with -EBUSY while a lease
+ * exists or in_use says so. Blobs and unpacked layers go at the next rfs_store_gc.
+ */
+int rfs_image_remove(struct rfs_store *s, const char *ref, rfs_in_use_fn in_use, void *ud,
+		     struct rung_err *err);
+/* Leases: the runtime marks an image in use by a sandbox (ids: [A-Za-z0-9._-]{1,128}). */
+int rfs_image_lease_add(struct rfs_store *s, const char *digest, const char *sandbox_id,
+			struct rung_err *err);
+int rfs_image_lease_remove(struct rfs_store *s, const char *digest, const char *sandbox_id,
+			   struct rung_err *err);
+
+/*
+ * The unpacked layer directories (absolute paths, top-most first, NULL-terminated),
+ * unpacking any that are missing. They are read-only: share them, never write to them.
+ */
+int rfs_image_layers(struct rfs_store *s, const struct rfs_image_info *info, char ***lower_dirs,
+		     struct rung_err *err);
+
+/* ---- layer unpacking ------------------------------------------------------------------ */
+
+/*
+ * Unpack one layer (tar, tar+gzip, tar+zstd: detected) from fd into the empty directory
+ * dirfd, converting whiteouts for overlayfs. Refuses (naming the entry) absolute or ".."
+ * paths, writes through symlinks that leave the tree, hard links out of the tree, device
+ * nodes and ids > 65535. setuid/setgid bits are stripped; xattrs are not applied.
+ */
+struct rfs_unpack_stats {
+	uint64_t entries, bytes, stripped_suid, whiteouts, opaque_dirs;
+};
+int rfs_layer_unpack(int fd, int dirfd, struct rfs_unpack_stats *stats, struct rung_err *err);
+/* Add base to every uid/gid under dir (for runtimes without idmapped mounts). */
+int rfs_layer_chown_shift(const char *dir, uid_t base, struct rung_err *err);
+
+/* ---- writing OCI layouts (for make image-*, tests and benchmarks) ---------------------- */
+
+enum rfs_compress { RFS_COMPRESS_NONE, RFS_COMPRESS_GZIP, RFS_COMPRESS_ZSTD };
+struct rfs_layout_opts {
+	const char *const *layer_tars; /* uncompressed tar files, bottom-most first, NULL-ended */
+	enum rfs_compress compress;
+	const char *tag;               /* org.opencontainers.image.ref.name, e.g. "rung/busybox:latest" */
+	const char *const *env;        /* NULL-terminated or NULL */
+	const char *const *cmd;
+	const char *const *entrypoint;
+	const char *working_dir, *user;
+};
+/* Writes an OCI image layout (oci-layout, index.json, blobs/sha256/...) into dir (created). */
+int rfs_layout_write(const char *dir, const struct rfs_layout_opts *o, struct rung_err *err);
+
+/* ---- overlay plans -------------------------------------------------------------------- */
+
+#define RFS_MOUNT_DATA_MAX 8192
+struct rfs_mount_plan {
+	char source[16];  /* "overlay" */
+	char fstype[16];  /* "overlay" */
+	char target[4096];
+	unsigned long flags;
+	char data[RFS_MOUNT_DATA_MAX]; /* lowerdir=A:B,upperdir=U,workdir=W[,userxattr] */
+	bool read_only;   /* no upper: a read-only stack */
+};
+/* Pure. lowers top-most first (NULL-terminated, >= 1). upper and work may both be NULL. */
+int rfs_overlay_plan(const char *const *lowers, const char *upper, const char *work,
+		     const char *target, struct rfs_mount_plan *out, struct rung_err *err);
+int rfs_overlay_apply(const struct rfs_mount_plan *p, struct rung_err *err);
+
+#endif

@@ -1,0 +1,326 @@
+/*
+ * runtime/backend-container.c: the `container` rung. Everything the process rung does, with
+ * an OCI image as the root: the image's unpacked layers (shared, read-only, never copied) are
+ * idmapped into the sandbox's uid range and stacked under a per-sandbox overlayfs upper dir
+ * that persists until dispose; memory, cpu and pids limits through the cgroup layer (v1 or
+ * v2); suspend/resume through the freezer.
+ */
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "rootfs/rfs.h"
+#include "runtime/cgroup.h"
+#include "runtime/rt-internal.h"
+#include "runtime/sandbox-ns.h"
+
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+
+static const char *cgroup_root(void)
+{
+	const char *r = getenv("RUNG_CGROUP_ROOT");
+	return r && *r ? r : "/sys/fs/cgroup";
+}
+
+static int cgroup_of(const struct rt_sandbox *sb, struct rt_cgroup **out, struct rung_err *err)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "rung/%s", sb->meta.id);
+	return rt_cgroup_open(cgroup_root(), name, out, err);
+}
+
+static bool container_available(const struct rung_router *r, struct rung_err *err)
+{
+	if (access(r->agent_path, X_OK) < 0) {
+		rung_err_sys(err, errno, "rung-agent binary %s", r->agent_path);
+		return false;
+	}
+	enum rt_cgroup_version v;
+	bool hybrid;
+	if (rt_cgroup_detect(cgroup_root(), &v, &hybrid, err) < 0)
+		return false;
+	return true;
+}
+
+static int container_prepare(struct rt_sandbox *sb, struct rung_err *err)
+{
+	const struct rung_spec *s = &sb->meta.spec;
+	if (!s->image)
+		return rung_err_set(err, EINVAL, "image: required for the container rung");
+	struct rfs_store *st = NULL;
+	struct rfs_image_info info = {0};
+	int r = rfs_store_open(sb->router->store.root, &st, err);
+	if (r == 0)
+		r = rfs_image_resolve(st, s->image, &info, err);
+	if (r == 0)
+		r = rfs_image_lease_add(st, info.digest, sb->meta.id, err);
+	if (r < 0) {
+		rfs_image_info_release(&info);
+		rfs_store_free(st);
+		return rung_err_wrap(err, "image %s", s->image);
+	}
+	json_t *env = json_array();
+	for (char **e = info.config.env; e && *e; e++)
+		json_array_append_new(env, json_string(*e));
+	json_t *b = json_pack("{s:s, s:s, s:o}", "image", s->image, "image_digest", info.digest,
+			      "image_env", env);
+	if (sb->meta.backend)
+		json_decref(sb->meta.backend);
+	sb->meta.backend = b;
+	rfs_image_info_release(&info);
+	rfs_store_free(st);
+	return b ? 0 : rung_err_set(err, ENOMEM, "out of memory");
+}
+
+struct ctr_ctx {
+	struct rt_sandbox *sb;
+	char **lowers;         /* unpacked layers, top-most first */
+	struct rt_cgroup *cg;
+};
+
+/* In the supervisor, once the sandbox's pid 1 exists (ids mapped, still waiting):
+ * join its cgroup, and build its root inside its mount namespace: each layer idmapped into
+ * the sandbox's uid range, then the overlay. Mounted by host root, so overlay copy-up works
+ * and nothing inside can unmount it. */
+static int ctr_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err)
+{
+	struct ctr_ctx *c = ud;
+	int r = rt_cgroup_enter(c->cg, child, err);
+	if (r < 0)
+		return rung_err_wrap(err, "cgroup");
+	char p[4096];
+	snprintf(p, sizeof(p), "/proc/%d/ns/user", (int)child);
+	cleanup_close int userns = open(p, O_RDONLY | O_CLOEXEC);
+	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)child);
+	cleanup_close int mntns = open(p, O_RDONLY | O_CLOEXEC);
+	cleanup_close int self = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	if (userns < 0 || mntns < 0 || self < 0)
+		return rung_err_sys(err, errno, "open the sandbox's namespaces");
+	size_t n = 0;
+	while (c->lowers[n])
+		n++;
+	int *tfd = calloc(n ? n : 1, sizeof(int));
+	if (!tfd)
+		return rung_err_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		tfd[i] = -1;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		tfd[i] = (int)syscall(SYS_open_tree, AT_FDCWD, c->lowers[i],
+				      OPEN_TREE_CLONE | O_CLOEXEC);
+		struct mount_attr a = {.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY |
+						   MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+				       .userns_fd = (uint64_t)userns};
+		if (tfd[i] < 0 ||
+		    syscall(SYS_mount_setattr, tfd[i], "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
+			r = rung_err_sys(err, errno, "idmap layer %s", c->lowers[i]);
+	}
+	char **mnt = calloc(n + 1, sizeof(char *));
+	if (r == 0 && !mnt)
+		r = rung_err_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < n && r == 0; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "lower/%zu", i);
+		rt_store_path(&sb->router->store, sb->meta.id, name, p, sizeof(p));
+		if (mkdir(p, 0700) < 0 && errno != EEXIST)
+			r = rung_err_sys(err, errno, "mkdir %s", p);
+		else if (!(mnt[i] = strdup(p)))
+			r = rung_err_set(err, ENOMEM, "out of memory");
+	}
+	char upper[4096], work[4096], root[4096];
+	rt_store_path(&sb->router->store, sb->meta.id, "upper", upper, sizeof(upper));
+	rt_store_path(&sb->router->store, sb->meta.id, "ovlwork", work, sizeof(work));
+	rt_store_path(&sb->router->store, sb->meta.id, "root", root, sizeof(root));
+	struct rfs_mount_plan plan;
+	if (r == 0)
+		r = rfs_overlay_plan((const char *const *)mnt, upper, work, root, &plan, err);
+	/* Enter the sandbox's mount namespace, attach the layers, mount the overlay, come back. */
+	if (r == 0 && setns(mntns, CLONE_NEWNS) < 0)
+		r = rung_err_sys(err, errno, "enter the sandbox's mount namespace");
+	else if (r == 0) {
+		for (size_t i = 0; i < n && r == 0; i++)
+			if (syscall(SYS_move_mount, tfd[i], "", AT_FDCWD, mnt[i],
+				    MOVE_MOUNT_F_EMPTY_PATH) < 0)
+				r = rung_err_sys(err, errno, "attach layer %zu", i);
+		if (r == 0)
+			r = rfs_overlay_apply(&plan, err);
+		if (setns(self, CLONE_NEWNS) < 0 && r == 0)
+			r = rung_err_sys(err, errno, "leave the sandbox's mount namespace");
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (tfd[i] >= 0)
+			close(tfd[i]);
+		if (mnt)
+			free(mnt[i]);
+	}
+	free(tfd);
+	free(mnt);
+	return r;
+}
+
+static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
+{
+	const struct rung_spec *s = &sb->meta.spec;
+	const char *digest = json_string_value(json_object_get(sb->meta.backend, "image_digest"));
+	if (!digest)
+		return rung_err_set(err, EINVAL, "container metadata lacks the image digest");
+	struct rfs_store *st = NULL;
+	struct rfs_image_info info = {0};
+	struct ctr_ctx c = {.sb = sb};
+	char ref[100], p[4096];
+	snprintf(ref, sizeof(ref), "@%s", digest);
+	int r = rfs_store_open(sb->router->store.root, &st, err);
+	if (r == 0)
+		r = rfs_image_resolve(st, ref, &info, err);
+	if (r == 0)
+		r = rfs_image_layers(st, &info, &c.lowers, err);
+	rfs_image_info_release(&info);
+	rfs_store_free(st);
+	if (r < 0)
+		return rung_err_wrap(err, "image %s", s->image);
+	static const char *const dirs[] = {"upper", "ovlwork", "root", "lower"};
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(dirs) && r == 0; i++) {
+		rt_store_path(&sb->router->store, sb->meta.id, dirs[i], p, sizeof(p));
+		if (mkdir(p, i == 0 ? 0755 : 0700) < 0 && errno != EEXIST)
+			r = rung_err_sys(err, errno, "mkdir %s", p);
+		/* the upper dir is the sandbox root's "/": its root owns it */
+		if (r == 0 && i == 0 && chown(p, sb->meta.uid_base, sb->meta.uid_base) < 0)
+			r = rung_err_sys(err, errno, "chown %s", p);
+	}
+	struct rt_cgroup_limits lim = {.memory_bytes = s->limits.memory_bytes,
+				       .cpu_millis = s->limits.cpus_milli,
+				       .pids_max = s->limits.pids};
+	if (r == 0)
+		r = cgroup_of(sb, &c.cg, err);
+	if (r == 0 && (r = rt_cgroup_create(c.cg, &lim, err)) < 0)
+		rung_err_wrap(err, "cgroup");
+	cleanup_free char *resolv = NULL;
+	int netns = -1;
+	if (r == 0)
+		r = rt_net_setup(sb, &netns, &resolv, err);
+	if (r == 0) {
+		rt_store_path(&sb->router->store, sb->meta.id, "root", p, sizeof(p));
+		struct rt_root_params rp = {
+			.work_dir = s->work_dir ? s->work_dir : RT_DEFAULT_WORK_DIR,
+			.hostname = "rung",
+			.tmp_bytes = s->limits.disk_bytes < (256ull << 20) ? s->limits.disk_bytes
+									  : 256ull << 20,
+			.root_mounted = true,
+			.resolv_conf = resolv,
+		};
+		struct rt_ns_params np = {.root = p, .root_params = &rp, .netns_fd = netns,
+					  .on_child = ctr_on_child, .ud = &c};
+		r = rt_ns_start(sb, &np, listen_fd, err);
+	}
+	if (netns >= 0)
+		close(netns);
+	if (r < 0) {
+		struct rung_err e2 = {0};
+		if (c.cg)
+			rt_cgroup_destroy(c.cg, &e2);
+		rt_net_teardown(sb);
+	}
+	rt_cgroup_free(c.cg);
+	rung_strvfreep(&c.lowers);
+	return r;
+}
+
+static void container_teardown(struct rt_sandbox *sb)
+{
+	rt_net_teardown(sb);
+	struct rt_cgroup *cg = NULL;
+	struct rung_err err = {0};
+	if (cgroup_of(sb, &cg, &err) == 0 && rt_cgroup_destroy(cg, &err) < 0)
+		LOG_WARN("sandbox %s: cgroup: %s", sb->meta.id, err.msg);
+	rt_cgroup_free(cg);
+}
+
+static int container_freeze(struct rt_sandbox *sb, bool frozen, struct rung_err *err)
+{
+	struct rt_cgroup *cg = NULL;
+	int r = cgroup_of(sb, &cg, err);
+	if (r == 0)
+		r = rt_cgroup_freeze(cg, frozen, err);
+	rt_cgroup_free(cg);
+	return r;
+}
+
+static int container_suspend(struct rt_sandbox *sb, struct rung_err *err)
+{
+	return container_freeze(sb, true, err);
+}
+
+static int container_resume(struct rt_sandbox *sb, struct rung_err *err)
+{
+	struct rung_err e2 = {0};
+	return container_freeze(sb, false, err ? err : &e2);
+}
+
+static void container_cleanup(struct rt_sandbox *sb)
+{
+	container_teardown(sb);
+	const char *digest = json_string_value(json_object_get(sb->meta.backend, "image_digest"));
+	struct rfs_store *st = NULL;
+	struct rung_err err = {0};
+	if (digest && rfs_store_open(sb->router->store.root, &st, &err) == 0)
+		rfs_image_lease_remove(st, digest, sb->meta.id, &err);
+	rfs_store_free(st);
+}
+
+static int container_oom_kills(struct rt_sandbox *sb, uint64_t *n)
+{
+	struct rt_cgroup *cg = NULL;
+	struct rt_cgroup_stats stats;
+	struct rung_err err = {0};
+	int r = cgroup_of(sb, &cg, &err);
+	if (r == 0)
+		r = rt_cgroup_stats(cg, &stats, &err);
+	rt_cgroup_free(cg);
+	if (r == 0)
+		*n = stats.oom_kills;
+	return r;
+}
+
+static bool id_live(const char *id, void *data)
+{
+	struct rung_router *r = data;
+	struct rt_meta m;
+	struct rung_err err = {0};
+	if (rt_store_meta_read(&r->store, id, &m, &err) < 0)
+		return false;
+	bool alive = rt_supervisor_alive(&m);
+	rt_meta_release(&m);
+	return alive;
+}
+
+int rt_container_gc(struct rung_router *r, struct rung_err *err)
+{
+	enum rt_cgroup_version v;
+	bool hybrid;
+	struct rung_err e2 = {0};
+	if (rt_cgroup_detect(cgroup_root(), &v, &hybrid, &e2) < 0)
+		return 0; /* no cgroups here: nothing of ours either */
+	return rt_cgroup_gc(cgroup_root(), "rung", id_live, r, err);
+}
+
+const struct rt_backend_ops rt_backend_container = {
+	.name = "container",
+	.iso = RUNG_ISO_CONTAINER,
+	.caps = RUNG_CAP_EXEC | RUNG_CAP_RUN_CODE | RUNG_CAP_FS_PERSIST | RUNG_CAP_INSTALL,
+	.available = container_available,
+	.prepare = container_prepare,
+	.start = container_start,
+	.teardown = container_teardown,
+	.suspend = container_suspend,
+	.resume = container_resume,
+	.cleanup = container_cleanup,
+	.oom_kills = container_oom_kills,
+};

@@ -1,0 +1,330 @@
+/*
+ * runtime/backend-vm.c: the `vm` rung. The sandbox's code runs under its own guest kernel in
+ * rung-vmm (vmm/), and rung-agent is the guest's init, reached through virtio-vsock bridged to
+ * the same agent socket as every other rung. rung-vmm runs jailed, Firecracker-style: new
+ * mount, pid, net, ipc and uts namespaces, chrooted into a directory holding only the kernel,
+ * the initramfs and the two disks, as the sandbox's unprivileged uid with every capability
+ * dropped and no_new_privs; /dev/kvm and the agent socket come in as open fds; rung-vmm itself
+ * installs a seccomp filter per thread.
+ */
+#include <fcntl.h>
+#include <grp.h>
+#include <libgen.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <sys/capability.h>
+
+#include "rootfs/rfs.h"
+#include "runtime/rt-internal.h"
+
+/* The guest kernel and initramfs: $RUNG_VM_KERNEL / $RUNG_VM_INITRD, else vm/ beside rung-vmm. */
+static void guest_paths(const struct rung_router *r, char *kernel, char *initrd, size_t len)
+{
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%s", r->vmm_path);
+	const char *d = dirname(dir);
+	const char *k = getenv("RUNG_VM_KERNEL"), *i = getenv("RUNG_VM_INITRD");
+	if (k && *k)
+		snprintf(kernel, len, "%s", k);
+	else
+		snprintf(kernel, len, "%s/vm/bzImage", d);
+	if (i && *i)
+		snprintf(initrd, len, "%s", i);
+	else
+		snprintf(initrd, len, "%s/vm/initramfs.cpio.gz", d);
+}
+
+static bool vm_available(const struct rung_router *r, struct rung_err *err)
+{
+	char kernel[4096], initrd[4096];
+	guest_paths(r, kernel, initrd, sizeof(kernel));
+	const char *need[][2] = {{"/dev/kvm", "KVM (/dev/kvm)"},
+				 {r->vmm_path, "rung-vmm"},
+				 {kernel, "the guest kernel (make guest-kernel)"},
+				 {initrd, "the guest initramfs (make vm-initramfs)"}};
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(need); i++)
+		if (access(need[i][0], R_OK) < 0) {
+			rung_err_sys(err, errno, "%s at %s", need[i][1], need[i][0]);
+			return false;
+		}
+	return true;
+}
+
+static int vm_prepare(struct rt_sandbox *sb, struct rung_err *err)
+{
+	const struct rung_spec *s = &sb->meta.spec;
+	if (!s->image)
+		return rung_err_set(err, EINVAL, "image: required for the vm rung");
+	if (rt_net_wanted(s))
+		return rung_err_set(err, ENOTSUP,
+				    "egress_allow: the vm rung has no network device yet; only an "
+				    "empty allowlist (no network) is supported");
+	struct rfs_store *st = NULL;
+	struct rfs_image_info info = {0};
+	char **lowers = NULL;
+	char disk[4096];
+	int r = rfs_store_open(sb->router->store.root, &st, err);
+	if (r == 0)
+		r = rfs_image_resolve(st, s->image, &info, err);
+	if (r == 0)
+		r = rfs_image_layers(st, &info, &lowers, err);
+	if (r == 0)
+		r = rt_vm_base_disk(sb->router->store.root, info.digest, lowers, disk, sizeof(disk),
+				    err);
+	if (r == 0)
+		r = rfs_image_lease_add(st, info.digest, sb->meta.id, err);
+	rung_strvfreep(&lowers);
+	if (r < 0) {
+		rfs_image_info_release(&info);
+		rfs_store_free(st);
+		return rung_err_wrap(err, "image %s", s->image);
+	}
+	json_t *env = json_array();
+	for (char **e = info.config.env; e && *e; e++)
+		json_array_append_new(env, json_string(*e));
+	json_t *b = json_pack("{s:s, s:s, s:o, s:s}", "image", s->image, "image_digest",
+			      info.digest, "image_env", env, "base_disk", disk);
+	if (sb->meta.backend)
+		json_decref(sb->meta.backend);
+	sb->meta.backend = b;
+	rfs_image_info_release(&info);
+	rfs_store_free(st);
+	return b ? 0 : rung_err_set(err, ENOMEM, "out of memory");
+}
+
+struct jail {
+	char dir[4096];
+	const char *src[4]; /* kernel, initrd, base disk, upper disk */
+	int vmm_fd, kvm_fd, listen_fd;
+	uid_t uid;
+	char mem[16], cpus[8];
+	int err_fd;
+};
+
+static const char *const jail_names[4] = {"bzImage", "initrd", "base.ext4", "upper.ext4"};
+
+static void jail_fail(int fd, struct rung_err *e)
+{
+	rung_write_all(fd, e, sizeof(*e));
+	_exit(127);
+}
+
+/* pid 1 of the VMM's namespaces: bind the four files in, chroot, drop everything, exec. */
+static void jail_child(struct jail *j)
+{
+	struct rung_err err = {0};
+	char p[4200];
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		jail_fail(j->err_fd, (rung_err_sys(&err, errno, "private mounts"), &err));
+	for (int i = 0; i < 4; i++) {
+		snprintf(p, sizeof(p), "%s/%s", j->dir, jail_names[i]);
+		unsigned long ro = i < 3 ? MS_RDONLY : 0;
+		if (mount(j->src[i], p, NULL, MS_BIND, NULL) < 0 ||
+		    mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC | ro,
+			  NULL) < 0)
+			jail_fail(j->err_fd, (rung_err_sys(&err, errno, "bind %s", j->src[i]), &err));
+	}
+	if (chdir(j->dir) < 0 || chroot(".") < 0 || chdir("/") < 0)
+		jail_fail(j->err_fd, (rung_err_sys(&err, errno, "chroot %s", j->dir), &err));
+	/* fds: 0-2 /dev/null-ish (closed), 3 agent socket, 4 /dev/kvm, 5 error pipe, 6 vmm */
+	if (dup2(j->listen_fd, 3) < 0 || dup2(j->kvm_fd, 4) < 0 || dup2(j->err_fd, 5) < 0 ||
+	    dup2(j->vmm_fd, 6) < 0)
+		jail_fail(j->err_fd, (rung_err_sys(&err, errno, "arrange fds"), &err));
+	j->err_fd = 5;
+	fcntl(5, F_SETFD, FD_CLOEXEC);
+	fcntl(6, F_SETFD, FD_CLOEXEC);
+	syscall(SYS_close_range, 7, ~0U, 0);
+	for (cap_value_t c = 0; c <= CAP_LAST_CAP; c++)
+		cap_drop_bound(c);
+	if (setgroups(0, NULL) < 0 || setresgid(j->uid, j->uid, j->uid) < 0 ||
+	    setresuid(j->uid, j->uid, j->uid) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		jail_fail(j->err_fd, (rung_err_sys(&err, errno, "drop privileges"), &err));
+	char *argv[] = {"rung-vmm",   "--kernel",     "/bzImage",      "--initrd",
+			"/initrd",    "--disk",       "/base.ext4,ro", "--disk",
+			"/upper.ext4", "--mem",       j->mem,          "--cpus",
+			j->cpus,      "--serial-log", "/console.log",  "--vsock-fd",
+			"3",          "--kvm-fd",     "4",             "--control",
+			"/control.sock", NULL};
+	char *envp[] = {NULL};
+	syscall(SYS_execveat, 6, "", argv, envp, AT_EMPTY_PATH);
+	jail_fail(j->err_fd, (rung_err_sys(&err, errno, "exec rung-vmm"), &err));
+}
+
+static int wait_ready(const char *sock, pid_t vmm, unsigned timeout_ms, struct rung_err *err)
+{
+	uint64_t end = rung_now_ms() + timeout_ms;
+	struct rung_err e2 = {0};
+	while (rung_now_ms() < end) {
+		if (waitpid(vmm, NULL, WNOHANG) == vmm)
+			return rung_err_set(err, ECHILD, "rung-vmm exited during boot (see console.log)");
+		int fd = rt_agent_connect(sock, &e2);
+		if (fd >= 0) {
+			int r = rt_agent_ping(fd, 2000, &e2);
+			close(fd);
+			if (r == 0)
+				return 0;
+		}
+		usleep(50 * 1000);
+	}
+	return rung_err_set(err, ETIMEDOUT, "guest agent not ready after %u ms: %s", timeout_ms,
+			    e2.msg);
+}
+
+static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
+{
+	const struct rung_spec *s = &sb->meta.spec;
+	struct rt_store *st = &sb->router->store;
+	char kernel[4096], initrd[4096], upper[4096], jail[4096], p[4200];
+	guest_paths(sb->router, kernel, initrd, sizeof(kernel));
+	const char *base = json_string_value(json_object_get(sb->meta.backend, "base_disk"));
+	if (!base)
+		return rung_err_set(err, EINVAL, "vm metadata lacks the base disk");
+	rt_store_path(st, sb->meta.id, "upper.ext4", upper, sizeof(upper));
+	int r = rt_vm_upper_disk(upper, s->limits.disk_bytes, sb->meta.uid_base, err);
+	if (r < 0)
+		return r;
+	rt_store_path(st, sb->meta.id, "jail", jail, sizeof(jail));
+	if ((mkdir(jail, 0700) < 0 && errno != EEXIST) ||
+	    chown(jail, sb->meta.uid_base, sb->meta.uid_base) < 0)
+		return rung_err_sys(err, errno, "jail dir %s", jail);
+	for (int i = 0; i < 4; i++) { /* bind targets */
+		snprintf(p, sizeof(p), "%s/%s", jail, jail_names[i]);
+		int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0)
+			return rung_err_sys(err, errno, "create %s", p);
+		close(fd);
+	}
+	struct jail j = {.src = {kernel, initrd, base, upper}, .listen_fd = listen_fd,
+			 .uid = sb->meta.uid_base};
+	snprintf(j.dir, sizeof(j.dir), "%s", jail);
+	unsigned cpus = (s->limits.cpus_milli + 999) / 1000;
+	snprintf(j.cpus, sizeof(j.cpus), "%u", cpus < 1 ? 1 : cpus > 4 ? 4 : cpus);
+	snprintf(j.mem, sizeof(j.mem), "%llu", (unsigned long long)(s->limits.memory_bytes >> 20));
+	j.kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	j.vmm_fd = open(sb->router->vmm_path, O_PATH | O_CLOEXEC);
+	int ep[2] = {-1, -1};
+	if (j.kvm_fd < 0 || j.vmm_fd < 0 || pipe2(ep, O_CLOEXEC) < 0) {
+		r = rung_err_sys(err, errno, "open /dev/kvm, rung-vmm or a pipe");
+		goto out;
+	}
+	j.err_fd = ep[1];
+	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+						      CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
+				   NULL, NULL, NULL, 0);
+	if (pid < 0) {
+		r = rung_err_sys(err, errno, "clone the VMM's namespaces");
+		goto out;
+	}
+	if (pid == 0) {
+		close(ep[0]);
+		jail_child(&j);
+	}
+	close(ep[1]);
+	ep[1] = -1;
+	struct rung_err cerr;
+	ssize_t n = read(ep[0], &cerr, sizeof(cerr));
+	if (n == (ssize_t)sizeof(cerr)) {
+		*err = cerr;
+		err->msg[sizeof(err->msg) - 1] = '\0';
+		r = -(err->code ? err->code : EIO);
+		waitpid(pid, NULL, 0);
+		goto out;
+	}
+	char sock[4096];
+	rt_store_path(st, sb->meta.id, "agent.sock", sock, sizeof(sock));
+	unsigned boot_ms = 60000;
+	const char *bt = getenv("RUNG_VM_BOOT_TIMEOUT_MS");
+	if (bt && atoi(bt) > 0)
+		boot_ms = (unsigned)atoi(bt);
+	if ((r = wait_ready(sock, pid, boot_ms, err)) < 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		goto out;
+	}
+	r = pid;
+out:
+	if (ep[0] >= 0)
+		close(ep[0]);
+	if (ep[1] >= 0)
+		close(ep[1]);
+	if (j.kvm_fd >= 0)
+		close(j.kvm_fd);
+	if (j.vmm_fd >= 0)
+		close(j.vmm_fd);
+	return r;
+}
+
+static int control(struct rt_sandbox *sb, const char *cmd, struct rung_err *err)
+{
+	char path[4096];
+	rt_store_path(&sb->router->store, sb->meta.id, "jail/control.sock", path, sizeof(path));
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(a.sun_path))
+		return rung_err_set(err, ENAMETOOLONG, "control socket path too long");
+	strcpy(a.sun_path, path);
+	cleanup_close int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return rung_err_sys(err, errno, "connect to rung-vmm control");
+	char line[64], reply[128] = "";
+	snprintf(line, sizeof(line), "%s\n", cmd);
+	if (rung_write_all(fd, line, strlen(line)) < 0)
+		return rung_err_sys(err, errno, "rung-vmm control");
+	struct timeval tv = {.tv_sec = 10};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ssize_t n = read(fd, reply, sizeof(reply) - 1);
+	if (n <= 0)
+		return rung_err_set(err, EIO, "rung-vmm control: no answer to %s", cmd);
+	reply[n] = '\0';
+	if (strncmp(reply, "ok", 2))
+		return rung_err_set(err, EIO, "rung-vmm control: %s: %.100s", cmd, reply);
+	return 0;
+}
+
+static int vm_suspend(struct rt_sandbox *sb, struct rung_err *err)
+{
+	return control(sb, "pause", err);
+}
+
+static int vm_resume(struct rt_sandbox *sb, struct rung_err *err)
+{
+	struct rung_err e2 = {0};
+	return control(sb, "resume", err ? err : &e2);
+}
+
+static void vm_teardown(struct rt_sandbox *sb)
+{
+	(void)sb; /* the VMM's namespaces die with it; the disks stay until dispose */
+}
+
+static void vm_cleanup(struct rt_sandbox *sb)
+{
+	const char *digest = json_string_value(json_object_get(sb->meta.backend, "image_digest"));
+	struct rfs_store *st = NULL;
+	struct rung_err err = {0};
+	if (digest && rfs_store_open(sb->router->store.root, &st, &err) == 0)
+		rfs_image_lease_remove(st, digest, sb->meta.id, &err);
+	rfs_store_free(st);
+}
+
+const struct rt_backend_ops rt_backend_vm = {
+	.name = "vm",
+	.iso = RUNG_ISO_VM,
+	.caps = RUNG_CAP_EXEC | RUNG_CAP_RUN_CODE | RUNG_CAP_FS_PERSIST | RUNG_CAP_INSTALL,
+	.available = vm_available,
+	.prepare = vm_prepare,
+	.start = vm_start,
+	.teardown = vm_teardown,
+	.suspend = vm_suspend,
+	.resume = vm_resume,
+	.cleanup = vm_cleanup,
+};

@@ -1,0 +1,338 @@
+/*
+ * runtime/client.c: the host side of the agent protocol, one piece of code for all three rungs.
+ * Everything the agent sends is untrusted: frames are validated, output is bounded, and a
+ * silent agent cannot hang the host past the exec deadline.
+ */
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "runtime/rt-internal.h"
+
+#define GRACE_MS 5000 /* past the exec timeout, how long the host waits for the agent */
+
+int rt_agent_connect(const char *sock_path, struct rung_err *err)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	if (strlen(sock_path) >= sizeof(a.sun_path))
+		return rung_err_set(err, ENAMETOOLONG, "agent socket path too long: %s", sock_path);
+	strcpy(a.sun_path, sock_path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return rung_err_sys(err, errno, "socket");
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		int e = errno;
+		close(fd);
+		return rung_err_sys(err, e, "connect to the sandbox agent (%s)", sock_path);
+	}
+	return fd;
+}
+
+int rt_agent_ping(int fd, unsigned timeout_ms, struct rung_err *err)
+{
+	int r = rung_frame_write(fd, RUNG_MSG_PING, NULL, 0, err);
+	if (r < 0)
+		return r;
+	struct rung_frame f;
+	if ((r = rung_frame_read(fd, &f, rung_now_ms() + timeout_ms, err)) < 0)
+		return rung_err_wrap(err, "agent ping");
+	uint8_t t = f.type;
+	rung_frame_release(&f);
+	return t == RUNG_MSG_PONG ? 0 : rung_err_set(err, EPROTO, "agent answered ping with %u", t);
+}
+
+static int append_out(char **buf, size_t *len, size_t *cap, const void *d, size_t n, uint64_t max,
+		      bool *trunc)
+{
+	if (*len + n > max) {
+		*trunc = true;
+		n = *len < max ? (size_t)(max - *len) : 0;
+	}
+	if (!n)
+		return 0;
+	if (*len + n + 1 > *cap) {
+		size_t nc = *cap ? *cap : 4096;
+		while (nc < *len + n + 1)
+			nc *= 2;
+		char *nb = realloc(*buf, nc);
+		if (!nb)
+			return -ENOMEM;
+		*buf = nb;
+		*cap = nc;
+	}
+	memcpy(*buf + *len, d, n);
+	*len += n;
+	(*buf)[*len] = 0;
+	return 0;
+}
+
+static int send_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
+		     const char *const *image_env, uint32_t timeout_ms, uint64_t max_out,
+		     struct rung_err *err)
+{
+	/* env: defaults, then the spec's, then the request's (later entries win in the agent's
+	 * getenv, which returns the first match: so we put request first). */
+	char **env = NULL;
+	size_t n = 0;
+	const char *const *lists[3] = {req->env, (const char *const *)spec->env, image_env};
+	for (int l = 0; l < 3; l++)
+		for (const char *const *e = lists[l]; e && *e; e++)
+			n++;
+	env = calloc(n + 4, sizeof(char *));
+	if (!env)
+		return rung_err_set(err, ENOMEM, "out of memory");
+	size_t i = 0;
+	for (int l = 0; l < 3; l++)
+		for (const char *const *e = lists[l]; e && *e; e++)
+			env[i++] = (char *)*e;
+	const char *wd = spec->work_dir ? spec->work_dir : RT_DEFAULT_WORK_DIR;
+	char home[300];
+	snprintf(home, sizeof(home), "HOME=%s", wd);
+	env[i++] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+	env[i++] = home;
+	env[i++] = "LANG=C.UTF-8";
+	env[i] = NULL;
+	struct rung_proto_exec x = {
+		.argv = (char **)req->argv,
+		.env = env,
+		.cwd = (char *)(req->cwd ? req->cwd : wd),
+		.timeout_ms = timeout_ms,
+		.max_output = max_out,
+		.has_stdin = req->stdin_data != NULL,
+	};
+	struct rung_buf b = {0};
+	rung_proto_exec_encode(&x, &b);
+	free(env);
+	int r = rung_frame_write_buf(fd, RUNG_MSG_EXEC, &b, err);
+	rung_buf_release(&b);
+	if (r < 0 || !req->stdin_data)
+		return r;
+	const char *p = req->stdin_data;
+	for (size_t off = 0; off < req->stdin_len;) {
+		size_t c = req->stdin_len - off > 65536 ? 65536 : req->stdin_len - off;
+		struct rung_buf sb = {0};
+		rung_buf_put_bytes(&sb, RUNG_TAG_DATA, p + off, c);
+		r = rung_frame_write_buf(fd, RUNG_MSG_STDIN, &sb, err);
+		rung_buf_release(&sb);
+		if (r < 0)
+			return r;
+		off += c;
+	}
+	return rung_frame_write(fd, RUNG_MSG_STDIN_EOF, NULL, 0, err);
+}
+
+int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
+		  const char *const *image_env, struct rung_exec_res *res, struct rung_err *err)
+{
+	memset(res, 0, sizeof(*res));
+	if (!req->argv || !req->argv[0] || !req->argv[0][0])
+		return rung_err_set(err, EINVAL, "argv: at least one non-empty element required");
+	uint32_t timeout_ms = req->timeout_ms ? req->timeout_ms : spec->limits.exec_timeout_s * 1000;
+	uint64_t max_out = req->max_output ? req->max_output : spec->limits.output_bytes;
+	int r = send_exec(fd, req, spec, image_env, timeout_ms, max_out, err);
+	if (r < 0)
+		return rung_err_wrap(err, "exec");
+	uint64_t deadline = rung_now_ms() + timeout_ms + GRACE_MS;
+	size_t cap_o = 0, cap_e = 0;
+	bool collect = !(req->on_output && req->no_collect);
+	for (;;) {
+		struct rung_frame f;
+		if ((r = rung_frame_read(fd, &f, deadline, err)) < 0) {
+			rung_exec_res_release(res);
+			return rung_err_wrap(err, "exec");
+		}
+		if (f.type == RUNG_MSG_STDOUT || f.type == RUNG_MSG_STDERR) {
+			struct rung_tlv_iter it;
+			uint16_t tag;
+			const uint8_t *v;
+			uint32_t l;
+			enum rung_stream s = f.type == RUNG_MSG_STDOUT ? RUNG_STDOUT : RUNG_STDERR;
+			rung_tlv_init(&it, f.payload, f.len);
+			while ((r = rung_tlv_next(&it, &tag, &v, &l, err)) > 0) {
+				if (tag != RUNG_TAG_DATA)
+					continue;
+				if (req->on_output && req->on_output(req->ud, s, v, l) < 0) {
+					/* The caller gave up: closing the connection makes the
+					 * agent kill everything the exec started. */
+					r = rung_err_set(err, ECANCELED, "output consumer cancelled");
+					break;
+				}
+				if (!collect)
+					continue;
+				int ar = s == RUNG_STDOUT
+						 ? append_out(&res->out, &res->out_len, &cap_o, v, l,
+							      max_out, &res->truncated)
+						 : append_out(&res->errout, &res->err_len, &cap_e, v, l,
+							      max_out, &res->truncated);
+				if (ar < 0)
+					r = rung_err_set(err, ENOMEM, "out of memory");
+			}
+			rung_frame_release(&f);
+			if (r < 0) {
+				rung_exec_res_release(res);
+				return rung_err_wrap(err, "exec output");
+			}
+			continue;
+		}
+		if (f.type == RUNG_MSG_ERROR) {
+			rung_proto_error_decode(f.payload, f.len, err);
+			rung_frame_release(&f);
+			rung_exec_res_release(res);
+			return rung_err_wrap(err, "exec");
+		}
+		if (f.type != RUNG_MSG_EXIT) {
+			uint8_t t = f.type;
+			rung_frame_release(&f);
+			rung_exec_res_release(res);
+			return rung_err_set(err, EPROTO, "exec: unexpected frame type %u from agent", t);
+		}
+		struct rung_proto_exit ex;
+		r = rung_proto_exit_decode(f.payload, f.len, &ex, err);
+		rung_frame_release(&f);
+		if (r < 0) {
+			rung_exec_res_release(res);
+			return rung_err_wrap(err, "exec");
+		}
+		res->exit_code = (int)ex.exit_code;
+		res->signal = (int)ex.signal;
+		res->timed_out = ex.flags & RUNG_EXIT_TIMED_OUT;
+		res->truncated |= (ex.flags & (RUNG_EXIT_TRUNC_STDOUT | RUNG_EXIT_TRUNC_STDERR)) != 0;
+		res->oom = ex.flags & RUNG_EXIT_OOM;
+		res->duration_us = ex.duration_us;
+		if (!res->out)
+			res->out = calloc(1, 1);
+		if (!res->errout)
+			res->errout = calloc(1, 1);
+		return 0;
+	}
+}
+
+void rung_exec_res_release(struct rung_exec_res *res)
+{
+	if (!res)
+		return;
+	free(res->out);
+	free(res->errout);
+	res->out = res->errout = NULL;
+	res->out_len = res->err_len = 0;
+}
+
+static int file_req(int fd, uint8_t type, const char *path, unsigned mode, uint64_t size,
+		    struct rung_err *err)
+{
+	struct rung_buf b = {0};
+	rung_buf_put_str(&b, RUNG_TAG_PATH, path);
+	rung_buf_put_u64(&b, RUNG_TAG_MODE, mode);
+	rung_buf_put_u64(&b, RUNG_TAG_SIZE, size);
+	int r = rung_frame_write_buf(fd, type, &b, err);
+	rung_buf_release(&b);
+	return r;
+}
+
+/* Wait for RESULT (or ERROR). */
+static int wait_result(int fd, uint64_t *size, struct rung_err *err)
+{
+	struct rung_frame f;
+	int r = rung_frame_read(fd, &f, rung_now_ms() + 120000, err);
+	if (r < 0)
+		return r;
+	if (f.type == RUNG_MSG_ERROR) {
+		r = rung_proto_error_decode(f.payload, f.len, err);
+	} else if (f.type == RUNG_MSG_RESULT) {
+		struct rung_tlv_iter it;
+		uint16_t tag;
+		const uint8_t *v;
+		uint32_t l;
+		rung_tlv_init(&it, f.payload, f.len);
+		while ((r = rung_tlv_next(&it, &tag, &v, &l, err)) > 0)
+			if (tag == RUNG_TAG_SIZE && (r = rung_tlv_u64(v, l, size, err)) < 0)
+				break;
+	} else {
+		r = rung_err_set(err, EPROTO, "unexpected frame type %u from agent", f.type);
+	}
+	rung_frame_release(&f);
+	return r;
+}
+
+int rt_agent_write_file(int fd, const char *path, const void *data, size_t len, unsigned mode,
+			struct rung_err *err)
+{
+	int r = file_req(fd, RUNG_MSG_WRITE_FILE, path, mode, len, err);
+	const char *p = data;
+	for (size_t off = 0; r == 0 && off < len;) {
+		size_t c = len - off > 65536 ? 65536 : len - off;
+		struct rung_buf b = {0};
+		rung_buf_put_bytes(&b, RUNG_TAG_DATA, p + off, c);
+		r = rung_frame_write_buf(fd, RUNG_MSG_FILE_DATA, &b, err);
+		rung_buf_release(&b);
+		off += c;
+	}
+	if (r == 0)
+		r = rung_frame_write(fd, RUNG_MSG_FILE_END, NULL, 0, err);
+	uint64_t got = 0;
+	int wr = wait_result(fd, &got, err);
+	if (wr < 0) /* the agent's answer explains a failed write best */
+		return rung_err_wrap(err, "write_file %s", path);
+	if (r < 0)
+		return rung_err_wrap(err, "write_file %s", path);
+	if (got != len)
+		return rung_err_set(err, EIO, "write_file %s: agent stored %llu of %zu bytes", path,
+				    (unsigned long long)got, len);
+	return 0;
+}
+
+int rt_agent_read_file(int fd, const char *path, size_t max, char **data, size_t *len,
+		       struct rung_err *err)
+{
+	int r = file_req(fd, RUNG_MSG_READ_FILE, path, 0, max, err);
+	if (r < 0)
+		return rung_err_wrap(err, "read_file %s", path);
+	char *buf = NULL;
+	size_t n = 0, cap = 0;
+	bool trunc = false;
+	for (;;) {
+		struct rung_frame f;
+		if ((r = rung_frame_read(fd, &f, rung_now_ms() + 120000, err)) < 0)
+			break;
+		if (f.type == RUNG_MSG_FILE_DATA) {
+			struct rung_tlv_iter it;
+			uint16_t tag;
+			const uint8_t *v;
+			uint32_t l;
+			rung_tlv_init(&it, f.payload, f.len);
+			while ((r = rung_tlv_next(&it, &tag, &v, &l, err)) > 0)
+				if (tag == RUNG_TAG_DATA &&
+				    append_out(&buf, &n, &cap, v, l, max, &trunc) < 0)
+					r = rung_err_set(err, ENOMEM, "out of memory");
+			rung_frame_release(&f);
+			if (r < 0)
+				break;
+			if (trunc) {
+				r = rung_err_set(err, EFBIG, "agent sent more than %zu bytes", max);
+				break;
+			}
+			continue;
+		}
+		if (f.type == RUNG_MSG_RESULT) {
+			rung_frame_release(&f);
+			r = 0;
+			break;
+		}
+		if (f.type == RUNG_MSG_ERROR)
+			r = rung_proto_error_decode(f.payload, f.len, err);
+		else
+			r = rung_err_set(err, EPROTO, "unexpected frame type %u from agent", f.type);
+		rung_frame_release(&f);
+		break;
+	}
+	if (r < 0) {
+		free(buf);
+		return rung_err_wrap(err, "read_file %s", path);
+	}
+	if (!buf)
+		buf = calloc(1, 1);
+	*data = buf;
+	*len = n;
+	return 0;
+}

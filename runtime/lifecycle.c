@@ -1,0 +1,247 @@
+/* runtime/lifecycle.c: dispose, dispose_scope (purge by label), list, inspect and gc. */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "runtime/rt-internal.h"
+
+/* With the sandbox lock held: stop everything and remove the directory. */
+static int dispose_locked(struct rung_router *r, struct rt_meta *m, bool have_meta,
+			  const char *id, struct rung_err *err)
+{
+	char dir[4096];
+	rt_store_path(&r->store, id, NULL, dir, sizeof(dir));
+	if (have_meta) {
+		rt_supervisor_stop(m, 3000);
+		const struct rt_backend_ops *ops = rt_backend_get(m->iso);
+		if (ops) {
+			struct rt_sandbox sb = {.router = r, .meta = *m};
+			memcpy(sb.dir, dir, sizeof(sb.dir));
+			ops->cleanup(&sb);
+		}
+	}
+	int g = rt_store_lock_global(&r->store, err);
+	if (g < 0)
+		return g;
+	int rc = rung_rm_rf(dir, err);
+	close(g);
+	return rc < 0 ? rung_err_wrap(err, "dispose %s", id) : 0;
+}
+
+int rung_dispose(struct rung_router *r, const char *id, const char *scope, struct rung_err *err)
+{
+	if (!rt_id_valid(id))
+		return rung_err_set(err, ENOENT, "no sandbox '%.80s'", id ? id : "");
+	cleanup_close int lock = rt_store_lock_sandbox(&r->store, id, false, false, err);
+	if (lock < 0)
+		return lock;
+	struct rt_meta m;
+	struct rung_err e2 = {0};
+	bool have = rt_store_meta_read(&r->store, id, &m, &e2) == 0;
+	if (scope) {
+		char label[65];
+		rt_label_of(scope, label);
+		if (!have || strcmp(label, m.labels.scope)) {
+			if (have)
+				rt_meta_release(&m);
+			return rung_err_set(err, ENOENT, "no sandbox %s", id);
+		}
+	}
+	int rc = dispose_locked(r, &m, have, id, err);
+	if (have)
+		rt_meta_release(&m);
+	return rc;
+}
+
+static bool labels_match(const struct rt_meta *m, const char *scope_l, const char *thread_l)
+{
+	return (!scope_l || !strcmp(m->labels.scope, scope_l)) &&
+	       (!thread_l || !strcmp(m->labels.thread, thread_l));
+}
+
+int rung_dispose_scope(struct rung_router *r, const char *scope, const char *thread,
+		       size_t *n_disposed, struct rung_err *err)
+{
+	if (!scope || !*scope)
+		return rung_err_set(err, EINVAL, "scope: required");
+	char sl[65], tl[65];
+	rt_label_of(scope, sl);
+	if (thread)
+		rt_label_of(thread, tl);
+	cleanup_strv char **ids = NULL;
+	int n = rt_store_ids(&r->store, &ids, err);
+	if (n < 0)
+		return n;
+	size_t done = 0;
+	int first_err = 0;
+	for (int i = 0; i < n; i++) {
+		struct rt_meta m;
+		struct rung_err e2 = {0};
+		if (rt_store_meta_read(&r->store, ids[i], &m, &e2) < 0)
+			continue;
+		bool match = labels_match(&m, sl, thread ? tl : NULL);
+		rt_meta_release(&m);
+		if (!match)
+			continue;
+		int rc = rung_dispose(r, ids[i], scope, &e2);
+		if (rc == 0)
+			done++;
+		else if (rc != -ENOENT && !first_err) {
+			first_err = rc;
+			*err = e2;
+		}
+	}
+	if (n_disposed)
+		*n_disposed = done;
+	return first_err;
+}
+
+int rung_list(struct rung_router *r, const char *scope, const char *thread,
+	      struct rung_sandbox_info **out, size_t *n_out, struct rung_err *err)
+{
+	char sl[65], tl[65];
+	if (scope)
+		rt_label_of(scope, sl);
+	if (thread)
+		rt_label_of(thread, tl);
+	cleanup_strv char **ids = NULL;
+	int n = rt_store_ids(&r->store, &ids, err);
+	if (n < 0)
+		return n;
+	struct rung_sandbox_info *v = calloc((size_t)n + 1, sizeof(*v));
+	if (!v)
+		return rung_err_set(err, ENOMEM, "out of memory");
+	size_t k = 0;
+	for (int i = 0; i < n; i++) {
+		struct rt_meta m;
+		struct rung_err e2 = {0};
+		if (rt_store_meta_read(&r->store, ids[i], &m, &e2) < 0)
+			continue;
+		if (labels_match(&m, scope ? sl : NULL, thread ? tl : NULL)) {
+			struct rung_sandbox_info *x = &v[k++];
+			strcpy(x->id, m.id);
+			snprintf(x->kind, sizeof(x->kind), "%s", m.spec.kind);
+			x->isolation = m.iso;
+			x->state = rt_supervisor_alive(&m) ? m.state : RUNG_STATE_DEAD;
+			strcpy(x->scope_label, m.labels.scope);
+			strcpy(x->thread_label, m.labels.thread);
+			strcpy(x->agent_label, m.labels.agent);
+			x->created_ms = m.created_ms;
+			x->last_used_ms = rt_store_activity_ms(&r->store, m.id);
+			if (!x->last_used_ms)
+				x->last_used_ms = m.last_used_ms;
+			x->supervisor = m.sup_pid;
+		}
+		rt_meta_release(&m);
+	}
+	*out = v;
+	*n_out = k;
+	return 0;
+}
+
+int rung_inspect(struct rung_router *r, const char *id, const char *scope, char **json,
+		 struct rung_err *err)
+{
+	struct rung_sandbox *s;
+	int rc = rung_sandbox_open(r, id, scope, &s, err);
+	if (rc < 0)
+		return rc;
+	struct rt_meta m;
+	if ((rc = rt_store_meta_read(&r->store, id, &m, err)) < 0) {
+		rung_sandbox_close(s);
+		return rc;
+	}
+	rung_sandbox_close(s);
+	bool alive = rt_supervisor_alive(&m);
+	bool net = m.spec.egress_allow && m.spec.egress_allow[0];
+	json_t *egress = rt_net_describe(&m.spec);
+	json_t *o = json_pack(
+		"{s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:I, s:I, s:i, s:o, "
+		"s:{s:s, s:o, s:s}, "
+		"s:{s:s, s:s, s:b, s:b, s:b, s:s}}",
+		"id", m.id, "isolation", rung_isolation_name(m.iso), "state",
+		rung_state_name(alive ? m.state : RUNG_STATE_DEAD), "labels", "scope",
+		m.labels.scope, "thread", m.labels.thread, "agent", m.labels.agent, "created_ms",
+		(json_int_t)m.created_ms, "last_used_ms",
+		(json_int_t)rt_store_activity_ms(&r->store, m.id), "supervisor_pid", (int)m.sup_pid,
+		"spec", rt_spec_to_jsonv(&m.spec), "egress", "policy",
+		net ? "allowlist, default deny" : "none (loopback only)", "effective", egress,
+		"dns", net ? "allowlisted names only, via rung's proxy" : "none",
+		"security", "boundary",
+		m.iso == RUNG_ISO_VM ? "hypervisor (own guest kernel)" : "shared host kernel",
+		"isolation", rung_isolation_name(m.iso), "exec_is_sink_under_untrusted_taint",
+		(m.spec.requires & (RUNG_CAP_EXEC | RUNG_CAP_INSTALL)) != 0, "can_exfiltrate", net,
+		"files_persist_until_dispose", true,
+		"note",
+		net ? "egress is limited to the allowlist" : "empty allowlist: it cannot exfiltrate");
+	rt_meta_release(&m);
+	if (!o)
+		return rung_err_set(err, ENOMEM, "inspect: cannot build JSON");
+	*json = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
+	json_decref(o);
+	return *json ? 0 : rung_err_set(err, ENOMEM, "out of memory");
+}
+
+int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *err)
+{
+	memset(rep, 0, sizeof(*rep));
+	cleanup_strv char **ids = NULL;
+	int n = rt_store_ids(&r->store, &ids, err);
+	if (n < 0)
+		return n;
+	uint64_t now = rung_wall_ms();
+	for (int i = 0; i < n; i++) {
+		struct rung_err e2 = {0};
+		/* Skip sandboxes someone is working on right now. */
+		int lock = rt_store_lock_sandbox(&r->store, ids[i], false, true, &e2);
+		if (lock < 0)
+			continue;
+		struct rt_meta m;
+		bool have = rt_store_meta_read(&r->store, ids[i], &m, &e2) == 0;
+		if (!have) {
+			char dir[4096];
+			struct stat st;
+			rt_store_path(&r->store, ids[i], NULL, dir, sizeof(dir));
+			/* debris: no metadata (a crash mid-create); give a fresh create 60 s */
+			if (stat(dir, &st) == 0 && now / 1000 > (uint64_t)st.st_mtime + 60 &&
+			    dispose_locked(r, NULL, false, ids[i], &e2) == 0)
+				rep->debris++;
+			close(lock);
+			continue;
+		}
+		bool alive = rt_supervisor_alive(&m);
+		uint64_t act = rt_store_activity_ms(&r->store, m.id);
+		if (!act)
+			act = m.last_used_ms;
+		if (!alive) {
+			if (dispose_locked(r, &m, true, ids[i], &e2) == 0)
+				rep->disposed_dead++;
+		} else if (m.spec.ttl_s && now >= m.created_ms + (uint64_t)m.spec.ttl_s * 1000) {
+			if (dispose_locked(r, &m, true, ids[i], &e2) == 0)
+				rep->disposed_ttl++;
+		} else if (m.spec.idle_suspend_s && m.state == RUNG_STATE_RUNNING &&
+			   now >= act + (uint64_t)m.spec.idle_suspend_s * 1000) {
+			const struct rt_backend_ops *ops = rt_backend_get(m.iso);
+			struct rt_sandbox sb = {.router = r, .meta = m};
+			if (ops && ops->suspend(&sb, &e2) == 0) {
+				m.state = RUNG_STATE_SUSPENDED;
+				if (rt_store_meta_write(&r->store, &m, &e2) == 0)
+					rep->suspended_idle++;
+			}
+		}
+		rt_meta_release(&m);
+		close(lock);
+	}
+	/* Kernel objects whose sandbox is gone: cgroups, veths, nft tables, leases. */
+	cleanup_strv char **live = NULL;
+	int nl = rt_store_ids(&r->store, &live, err);
+	if (nl < 0)
+		return nl;
+	int g = rt_container_gc(r, err);
+	if (g > 0)
+		rep->debris += (size_t)g;
+	struct rung_err e3 = {0};
+	if (rt_net_gc(r, (const char *const *)live, (size_t)nl, &e3) < 0)
+		LOG_WARN("network gc: %s", e3.msg);
+	return g < 0 ? g : 0;
+}

@@ -1,0 +1,120 @@
+/*
+ * runtime/net.c: a sandbox's network, shared by every rung. An empty allowlist means no
+ * network at all: the sandbox gets its own network namespace with loopback only (created with
+ * its other namespaces). A non-empty one gets a network namespace owned by the HOST's user
+ * namespace (so nothing inside holds CAP_NET_ADMIN over it), plumbed and filtered by
+ * netpolicy/: a veth, a default-deny nft table in the host namespace, and a DNS proxy that the
+ * supervisor serves for the sandbox's lifetime.
+ */
+#include <fcntl.h>
+#include <sched.h>
+#include <string.h>
+
+#include "netpolicy/np.h"
+#include "runtime/rt-internal.h"
+
+bool rt_net_wanted(const struct rung_spec *s)
+{
+	return s->egress_allow && s->egress_allow[0];
+}
+
+/* A fresh network namespace owned by our (the host's) user namespace. */
+static int new_netns(struct rung_err *err)
+{
+	cleanup_close int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (self < 0)
+		return rung_err_sys(err, errno, "open own netns");
+	if (unshare(CLONE_NEWNET) < 0)
+		return rung_err_sys(err, errno, "create a network namespace");
+	int fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	int e = errno;
+	if (setns(self, CLONE_NEWNET) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return rung_err_sys(err, errno, "return to the host network namespace");
+	}
+	if (fd < 0)
+		return rung_err_sys(err, e, "open the new netns");
+	return fd;
+}
+
+int rt_net_setup(struct rt_sandbox *sb, int *netns_fd, char **resolv, struct rung_err *err)
+{
+	*netns_fd = -1;
+	*resolv = NULL;
+	if (!rt_net_wanted(&sb->meta.spec))
+		return 0;
+	struct np_policy pol;
+	size_t n = 0;
+	while (sb->meta.spec.egress_allow[n])
+		n++;
+	int r = np_policy_parse((const char *const *)sb->meta.spec.egress_allow, n, &pol, err);
+	if (r < 0)
+		return rung_err_wrap(err, "egress_allow");
+	cleanup_close int fd = new_netns(err);
+	if (fd < 0) {
+		np_policy_release(&pol);
+		return fd;
+	}
+	struct np_config cfg = {.state_dir = sb->router->store.root};
+	struct np_net *net = NULL;
+	r = np_sandbox_up(&cfg, sb->meta.id, fd, &pol, &net, err);
+	np_policy_release(&pol);
+	if (r < 0)
+		return r;
+	*resolv = np_sandbox_resolv_conf(net);
+	if (!*resolv) {
+		np_net_free(net);
+		np_sandbox_down(sb->router->store.root, sb->meta.id, NULL);
+		return rung_err_set(err, ENOMEM, "out of memory");
+	}
+	sb->net = net;
+	*netns_fd = rung_steal_fd(&fd);
+	return 0;
+}
+
+int rt_net_poll_fd(const struct rt_sandbox *sb)
+{
+	return sb->net ? np_net_proxy_fd(sb->net) : -1;
+}
+
+int rt_net_timeout_ms(const struct rt_sandbox *sb)
+{
+	return sb->net ? np_net_proxy_timeout_ms(sb->net) : -1;
+}
+
+void rt_net_serve(struct rt_sandbox *sb)
+{
+	struct rung_err err = {0};
+	if (sb->net && np_net_proxy_handle(sb->net, &err) < 0)
+		LOG_WARN("sandbox %s dns proxy: %s", sb->meta.id, err.msg);
+}
+
+void rt_net_teardown(struct rt_sandbox *sb)
+{
+	struct rung_err err = {0};
+	np_net_free(sb->net);
+	sb->net = NULL;
+	if (rt_net_wanted(&sb->meta.spec) &&
+	    np_sandbox_down(sb->router->store.root, sb->meta.id, &err) < 0)
+		LOG_WARN("sandbox %s network teardown: %s", sb->meta.id, err.msg);
+}
+
+int rt_net_gc(struct rung_router *r, const char *const *live, size_t n, struct rung_err *err)
+{
+	return np_gc(r->store.root, live, n, err);
+}
+
+json_t *rt_net_describe(const struct rung_spec *s)
+{
+	struct np_policy pol;
+	struct rung_err err = {0};
+	size_t n = 0;
+	while (s->egress_allow && s->egress_allow[n])
+		n++;
+	if (np_policy_parse((const char *const *)s->egress_allow, n, &pol, &err) < 0)
+		return json_pack("{s:s}", "error", err.msg);
+	json_t *d = np_policy_describe(&pol);
+	np_policy_release(&pol);
+	return d ? d : json_null();
+}

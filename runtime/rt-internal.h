@@ -1,0 +1,209 @@
+/* runtime/rt-internal.h: the runtime's internal types. Never included outside runtime/ and tests. */
+#ifndef RUNG_RT_INTERNAL_H
+#define RUNG_RT_INTERNAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "common/proto.h"
+#include "common/util.h"
+#include "rung/rung.h"
+
+#define RT_DEFAULT_WORK_DIR "/work"
+#define RT_ID_LEN 32         /* hex chars of the sandbox id (checked against full labels) */
+#define RT_UID_RANGE 65536   /* ids mapped per sandbox */
+#define RT_UID_BASE0 200000000u /* first host uid handed to sandboxes */
+#define RT_UID_SLOTS 4096
+
+/* ---- spec / key (spec.c, key.c, egress.c) ---- */
+int rt_path_is_clean_abs(const char *p);
+int rt_egress_entry_check(const char *entry, struct rung_err *err);
+json_t *rt_spec_to_jsonv(const struct rung_spec *s);
+int rt_key_validate(const struct rung_key *k, struct rung_err *err);
+/* labels: full SHA-256 hex of each key part; id: from (key, kind). */
+struct rt_labels {
+	char scope[65], thread[65], agent[65];
+};
+void rt_labels_compute(const struct rung_key *k, struct rt_labels *out);
+void rt_label_of(const char *part, char out[65]);
+void rt_id_compute(const struct rung_key *k, const char *kind, char out[RT_ID_LEN + 1]);
+bool rt_id_valid(const char *id);
+
+/* ---- metadata and store (meta.c, store.c) ---- */
+struct rt_meta {
+	char id[RT_ID_LEN + 1];
+	struct rt_labels labels;
+	enum rung_isolation iso;
+	enum rung_state state;
+	uint64_t created_ms, last_used_ms;
+	pid_t sup_pid;       /* the supervisor (host pid) */
+	uint64_t sup_start;  /* its start time, against pid reuse */
+	pid_t init_pid;      /* the sandbox's pid 1 (host pid), or the VMM */
+	uint32_t uid_base;
+	struct rung_spec spec;
+	json_t *backend;     /* backend-private state (owned) */
+};
+void rt_meta_release(struct rt_meta *m);
+int rt_meta_to_json(const struct rt_meta *m, char **out, struct rung_err *err);
+int rt_meta_from_json(const char *txt, size_t len, struct rt_meta *m, struct rung_err *err);
+
+struct rt_store {
+	char *root;     /* state dir */
+	int root_fd;    /* O_PATH|O_DIRECTORY */
+};
+int rt_store_open(const char *root, struct rt_store *st, struct rung_err *err);
+void rt_store_close(struct rt_store *st);
+/* <root>/sandboxes/<id>[/<name>] */
+int rt_store_path(const struct rt_store *st, const char *id, const char *name, char *buf,
+		  size_t len);
+/* flock helpers: return an fd holding the lock (close to release). */
+int rt_store_lock_global(const struct rt_store *st, struct rung_err *err);
+int rt_store_lock_sandbox(const struct rt_store *st, const char *id, bool create, bool nonblock,
+			  struct rung_err *err);
+int rt_store_meta_read(const struct rt_store *st, const char *id, struct rt_meta *m,
+		       struct rung_err *err);
+int rt_store_meta_write(const struct rt_store *st, const struct rt_meta *m, struct rung_err *err);
+/* Every id in the store (directory names that are valid ids). */
+int rt_store_ids(const struct rt_store *st, char ***ids, struct rung_err *err);
+/* Pick a uid slot no other sandbox uses (caller holds the global lock). */
+int rt_store_alloc_uid(const struct rt_store *st, const char *id, uint32_t *base,
+		       struct rung_err *err);
+void rt_store_touch_activity(const struct rt_store *st, const char *id);
+uint64_t rt_store_activity_ms(const struct rt_store *st, const char *id);
+
+/* ---- backends ---- */
+struct np_net;
+struct rt_sandbox {
+	struct rung_router *router;
+	struct rt_meta meta;
+	char dir[4096];      /* the sandbox's store directory */
+	struct np_net *net;  /* in the supervisor: the egress plumbing and DNS proxy */
+};
+
+/* ---- network (net.c): the same egress policy for every rung ---- */
+bool rt_net_wanted(const struct rung_spec *s);
+/* In the supervisor: a non-empty allowlist gets a host-owned netns + policy (fd returned,
+ * -1 when the sandbox makes its own loopback-only netns) and resolv.conf text. */
+int rt_net_setup(struct rt_sandbox *sb, int *netns_fd, char **resolv, struct rung_err *err);
+int rt_net_poll_fd(const struct rt_sandbox *sb);
+int rt_net_timeout_ms(const struct rt_sandbox *sb);
+void rt_net_serve(struct rt_sandbox *sb);
+/* Idempotent, from the supervisor or any process (derives names from the id). */
+void rt_net_teardown(struct rt_sandbox *sb);
+/* The effective egress policy as JSON (netpolicy's description). */
+json_t *rt_net_describe(const struct rung_spec *s);
+int rt_net_gc(struct rung_router *r, const char *const *live, size_t n, struct rung_err *err);
+
+/* What a started sandbox reports back to the creating process. */
+struct rt_started {
+	pid_t sup_pid;
+	uint64_t sup_start;
+	pid_t init_pid;
+};
+
+struct rt_backend_ops {
+	const char *name;
+	enum rung_isolation iso;
+	unsigned caps; /* what it offers */
+	/* Is it usable on this host? Fills err with why not. */
+	bool (*available)(const struct rung_router *r, struct rung_err *err);
+	/* Optional, in the creating process before the supervisor: resolve what the sandbox
+	 * needs (the image) and record it in sb->meta.backend. */
+	int (*prepare)(struct rt_sandbox *sb, struct rung_err *err);
+	/*
+	 * Runs IN the supervisor process: build the sandbox (namespaces, mounts, ...) and start
+	 * rung-agent as its pid 1, listening on listen_fd. Returns the host pid of pid 1.
+	 */
+	int (*start)(struct rt_sandbox *sb, int listen_fd, struct rung_err *err);
+	/* Runs in the supervisor after pid 1 died or on dispose: free kernel resources. */
+	void (*teardown)(struct rt_sandbox *sb);
+	int (*suspend)(struct rt_sandbox *sb, struct rung_err *err);
+	int (*resume)(struct rt_sandbox *sb, struct rung_err *err);
+	/* Any process: remove leftovers of a sandbox whose supervisor is gone (idempotent). */
+	void (*cleanup)(struct rt_sandbox *sb);
+	/* Optional: OOM kills so far (for ExecResult.oom); -ENOTSUP if unknown. */
+	int (*oom_kills)(struct rt_sandbox *sb, uint64_t *n);
+};
+extern const struct rt_backend_ops rt_backend_process;
+extern const struct rt_backend_ops rt_backend_container;
+extern const struct rt_backend_ops rt_backend_vm;
+const struct rt_backend_ops *rt_backend_get(enum rung_isolation iso);
+/* vm rung disks (vm-disk.c): a per-sandbox sparse ext4 upper disk (kept if present), and
+ * the read-only ext4 base disk of an image, built once per digest from its layers. */
+int rt_vm_upper_disk(const char *path, uint64_t bytes, uid_t owner, struct rung_err *err);
+int rt_vm_base_disk(const char *state_dir, const char *digest, char **lowers, char *out,
+		    size_t out_len, struct rung_err *err);
+/* Remove cgroups of sandboxes that are gone; returns how many. */
+int rt_container_gc(struct rung_router *r, struct rung_err *err);
+
+/* ---- router (router.c) ---- */
+struct rung_router {
+	struct rt_store store;
+	bool deployed;
+	char *agent_path;
+	char *vmm_path;
+};
+/* The deployed policy (one table): NULL if allowed, else the reason. Pure. */
+const char *rt_policy_check(enum rung_isolation iso, const struct rung_spec *spec, bool deployed);
+
+/* ---- supervisor (supervisor.c) ---- */
+int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
+			struct rt_started *out, struct rung_err *err);
+bool rt_supervisor_alive(const struct rt_meta *m);
+/* Stop the supervisor and the sandbox (SIGTERM, then SIGKILL after grace_ms). */
+void rt_supervisor_stop(const struct rt_meta *m, unsigned grace_ms);
+
+/* ---- agent client (client.c) ---- */
+int rt_agent_connect(const char *sock_path, struct rung_err *err);
+/* image_env: the image's own environment (under the spec's), or NULL. */
+int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
+		  const char *const *image_env, struct rung_exec_res *res, struct rung_err *err);
+int rt_agent_write_file(int fd, const char *path, const void *data, size_t len, unsigned mode,
+			struct rung_err *err);
+int rt_agent_read_file(int fd, const char *path, size_t max, char **data, size_t *len,
+		       struct rung_err *err);
+int rt_agent_ping(int fd, unsigned timeout_ms, struct rung_err *err);
+
+/* ---- process-rung building blocks (ns.c, mounts.c, seccomp.c, caps.c) ---- */
+enum rt_mount_op { RT_M_TMPFS, RT_M_BIND_RO, RT_M_BIND_RW, RT_M_PROC, RT_M_DEV, RT_M_SYMLINK,
+		   RT_M_MKDIR, RT_M_FILE, RT_M_OVERLAY };
+struct rt_mount {
+	enum rt_mount_op op;
+	char *src;   /* host path (bind), link target (symlink), contents (file), overlay opts */
+	char *dst;   /* path inside the new root */
+	char *opts;  /* tmpfs options */
+	bool optional; /* a missing source is skipped */
+};
+struct rt_mount_plan {
+	struct rt_mount *m;
+	size_t n, cap;
+};
+void rt_mount_plan_release(struct rt_mount_plan *p);
+int rt_mount_plan_add(struct rt_mount_plan *p, enum rt_mount_op op, const char *src,
+		      const char *dst, const char *opts, bool optional);
+/* Pure: the process rung's root: host system dirs read-only, work dir, /tmp, /dev, /proc. */
+struct rt_root_params {
+	const char *work_src;   /* host dir backing the work dir */
+	const char *work_dir;   /* its path inside */
+	const char *hostname;
+	const char *resolv_conf; /* contents, or NULL */
+	uint64_t tmp_bytes;
+	bool host_system;       /* bind host /usr, /bin, /lib*, /etc essentials */
+	const char *const *overlay_lowers; /* container: image layers (top first) */
+	const char *overlay_upper, *overlay_work;
+	bool root_mounted;      /* the root was mounted by the parent (container rung) */
+};
+int rt_root_plan(const struct rt_root_params *p, struct rt_mount_plan *out, struct rung_err *err);
+/* Apply in the sandbox's mount namespace: build under newroot, pivot_root into it. */
+int rt_root_apply(const struct rt_mount_plan *p, const char *newroot, struct rung_err *err);
+
+struct rt_limits_applied; /* rlimits */
+int rt_rlimits_apply(const struct rung_limits *l, struct rung_err *err);
+/* seccomp: build (parent, before untrusted input) then load (child). */
+int rt_seccomp_build(void **bpf, size_t *len, struct rung_err *err);
+int rt_seccomp_load(const void *bpf, size_t len, struct rung_err *err);
+/* Drop every capability, clear the bounding set, lock securebits, no_new_privs. */
+int rt_caps_drop_all(struct rung_err *err);
+
+#endif

@@ -1,0 +1,259 @@
+/*
+ * runtime/sandbox-ns.c: clone the sandbox's pid 1 into new namespaces, map its ids, build its
+ * root, drop every privilege and exec rung-agent. The seccomp filter and the mount plan are
+ * built here in the parent, before the child runs; the child only applies them. A child that
+ * fails writes its rung_err to a CLOEXEC pipe and exits: EOF on that pipe means exec worked.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "runtime/sandbox-ns.h"
+
+static int write_proc(pid_t pid, const char *file, const char *txt, struct rung_err *err)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/%s", (int)pid, file);
+	int fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return rung_err_sys(err, errno, "open %s", p);
+	int r = rung_write_all(fd, txt, strlen(txt));
+	close(fd);
+	return r < 0 ? rung_err_sys(err, -r, "write %s", p) : 0;
+}
+
+static int lo_up(struct rung_err *err)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return rung_err_sys(err, errno, "socket");
+	struct ifreq ifr = {0};
+	strcpy(ifr.ifr_name, "lo");
+	int r = 0;
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		r = rung_err_sys(err, errno, "get lo flags");
+	ifr.ifr_flags |= IFF_UP;
+	if (r == 0 && ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		r = rung_err_sys(err, errno, "bring lo up");
+	close(s);
+	return r;
+}
+
+struct child_ctx {
+	struct rt_sandbox *sb;
+	const struct rt_ns_params *np;
+	struct rt_mount_plan *plan;
+	void *bpf;
+	size_t bpf_len;
+	int agent_fd, listen_fd, go_fd, err_fd;
+};
+
+static void child_fail(int fd, const struct rung_err *e)
+{
+	rung_write_all(fd, e, sizeof(*e));
+	_exit(127);
+}
+
+static void child_main(struct child_ctx *c)
+{
+	struct rung_err err = {0};
+	char go;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (rung_read_exact(c->go_fd, &go, 1) < 0 || go != 'g') {
+		rung_err_set(&err, EIO, "parent gave up during setup");
+		child_fail(c->err_fd, &err);
+	}
+	close(c->go_fd);
+	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
+		rung_err_sys(&err, errno, "become root in the user namespace");
+		child_fail(c->err_fd, &err);
+	}
+	/* Our own netns (no egress) needs lo up; a host-owned one was set up by netpolicy. */
+	if ((c->np->netns_fd < 0 && lo_up(&err) < 0) || rt_root_apply(c->plan, c->np->root, &err) < 0 ||
+	    sethostname("rung", 4) < 0 || rt_rlimits_apply(&c->sb->meta.spec.limits, &err) < 0)
+		child_fail(c->err_fd, err.code ? &err : (rung_err_sys(&err, errno, "setup"), &err));
+	/* fds: 0-2 /dev/null, 3 the listening socket, then the error pipe and the agent. */
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
+	    dup2(c->listen_fd, 3) < 0 || dup2(c->err_fd, 4) < 0 || dup2(c->agent_fd, 5) < 0) {
+		rung_err_sys(&err, errno, "arrange fds");
+		child_fail(c->err_fd, &err);
+	}
+	c->err_fd = 4;
+	fcntl(4, F_SETFD, FD_CLOEXEC);
+	fcntl(5, F_SETFD, FD_CLOEXEC);
+	syscall(SYS_close_range, 6, ~0U, 0);
+	if (rt_caps_drop_all(&err) < 0 || rt_seccomp_load(c->bpf, c->bpf_len, &err) < 0)
+		child_fail(c->err_fd, &err);
+	char *argv[] = {"rung-agent", "--listen-fd", "3", NULL};
+	char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			"LANG=C.UTF-8", NULL};
+	syscall(SYS_execveat, 5, "", argv, envp, AT_EMPTY_PATH);
+	rung_err_sys(&err, errno, "exec rung-agent");
+	child_fail(c->err_fd, &err);
+}
+
+int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen_fd,
+		struct rung_err *err)
+{
+	struct rt_mount_plan plan;
+	int r = rt_root_plan(np->root_params, &plan, err);
+	if (r < 0)
+		return r;
+	struct child_ctx c = {.sb = sb, .np = np, .plan = &plan, .listen_fd = listen_fd,
+			      .agent_fd = -1};
+	int gop[2] = {-1, -1}, errp[2] = {-1, -1};
+	pid_t pid = -1;
+	if ((r = rt_seccomp_build(&c.bpf, &c.bpf_len, err)) < 0)
+		goto out;
+	c.agent_fd = open(sb->router->agent_path, O_PATH | O_CLOEXEC);
+	if (c.agent_fd < 0) {
+		r = rung_err_sys(err, errno, "open %s", sb->router->agent_path);
+		goto out;
+	}
+	if (pipe2(gop, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+		r = rung_err_sys(err, errno, "pipe");
+		goto out;
+	}
+	c.go_fd = gop[0];
+	c.err_fd = errp[1];
+	unsigned long flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
+			      CLONE_NEWUTS | CLONE_NEWCGROUP | SIGCHLD;
+	/* With egress, the child is born in the host-owned netns netpolicy set up (it could not
+	 * setns into it from its own user namespace): enter it around the clone. */
+	int self_net = -1;
+	if (np->netns_fd < 0) {
+		flags |= CLONE_NEWNET;
+	} else if ((self_net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0 ||
+		   setns(np->netns_fd, CLONE_NEWNET) < 0) {
+		r = rung_err_sys(err, errno, "enter the sandbox network namespace");
+		if (self_net >= 0)
+			close(self_net);
+		goto out;
+	}
+	pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
+	if (pid > 0 && self_net >= 0 && setns(self_net, CLONE_NEWNET) < 0) {
+		r = rung_err_sys(err, errno, "return to the host network namespace");
+		close(self_net);
+		goto kill;
+	}
+	if (pid != 0 && self_net >= 0)
+		close(self_net);
+	if (pid < 0) {
+		r = rung_err_sys(err, errno, "clone the sandbox's namespaces");
+		goto out;
+	}
+	if (pid == 0) {
+		close(gop[1]);
+		close(errp[0]);
+		child_main(&c);
+	}
+	close(gop[0]);
+	gop[0] = -1;
+	close(errp[1]);
+	errp[1] = -1;
+	char map[64];
+	snprintf(map, sizeof(map), "0 %u %u\n", sb->meta.uid_base, RT_UID_RANGE);
+	if ((r = write_proc(pid, "uid_map", map, err)) < 0 ||
+	    (r = write_proc(pid, "setgroups", "deny", err)) < 0 ||
+	    (r = write_proc(pid, "gid_map", map, err)) < 0)
+		goto kill;
+	if (np->on_child && (r = np->on_child(sb, pid, np->ud, err)) < 0)
+		goto kill;
+	if (write(gop[1], "g", 1) != 1) {
+		r = rung_err_sys(err, errno, "start the sandbox");
+		goto kill;
+	}
+	struct rung_err cerr;
+	ssize_t n = read(errp[0], &cerr, sizeof(cerr));
+	if (n == (ssize_t)sizeof(cerr)) {
+		*err = cerr;
+		err->msg[sizeof(err->msg) - 1] = '\0';
+		r = -(err->code ? err->code : EIO);
+		rung_err_wrap(err, "sandbox setup");
+		goto kill;
+	}
+	if (n != 0) {
+		r = rung_err_set(err, EIO, "sandbox setup: short status read");
+		goto kill;
+	}
+	r = pid;
+	goto out;
+kill:
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+out:
+	if (gop[0] >= 0)
+		close(gop[0]);
+	if (gop[1] >= 0)
+		close(gop[1]);
+	if (errp[0] >= 0)
+		close(errp[0]);
+	if (errp[1] >= 0)
+		close(errp[1]);
+	if (c.agent_fd >= 0)
+		close(c.agent_fd);
+	free(c.bpf);
+	rt_mount_plan_release(&plan);
+	return r;
+}
+
+static int ns_inode(pid_t pid, unsigned long *ino)
+{
+	char p[64];
+	struct stat st;
+	snprintf(p, sizeof(p), "/proc/%d/ns/pid", (int)pid);
+	if (stat(p, &st) < 0)
+		return -errno;
+	*ino = (unsigned long)st.st_ino;
+	return 0;
+}
+
+int rt_ns_signal_all(pid_t init_pid, int sig, struct rung_err *err)
+{
+	unsigned long want;
+	if (init_pid <= 0 || ns_inode(init_pid, &want) < 0)
+		return rung_err_set(err, ESRCH, "sandbox pid 1 (%d) is gone", (int)init_pid);
+	/* Repeat until a pass finds no process it had not signalled (forks in between). */
+	for (int pass = 0, fresh = 1; fresh && pass < 100; pass++) {
+		fresh = 0;
+		cleanup_dir DIR *d = opendir("/proc");
+		if (!d)
+			return rung_err_sys(err, errno, "open /proc");
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			if (de->d_name[0] < '1' || de->d_name[0] > '9')
+				continue;
+			pid_t pid = atoi(de->d_name);
+			unsigned long ino;
+			if (ns_inode(pid, &ino) < 0 || ino != want)
+				continue;
+			char p[64], st = 0;
+			snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+			cleanup_free char *txt = NULL;
+			if (rung_file_load(AT_FDCWD, p, 4096, &txt, NULL, NULL) == 0) {
+				char *c = strrchr(txt, ')');
+				st = c && c[1] ? c[2] : 0;
+			}
+			bool stopped = st == 'T' || st == 't';
+			if ((sig == SIGSTOP && !stopped) || (sig == SIGCONT && stopped) ||
+			    (sig != SIGSTOP && sig != SIGCONT && pass == 0)) {
+				kill(pid, sig);
+				fresh = 1;
+			}
+		}
+		if (fresh)
+			usleep(1000);
+	}
+	return 0;
+}

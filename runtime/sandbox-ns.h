@@ -1,0 +1,22 @@
+/* runtime/sandbox-ns.h: starting a namespaced pid 1 (shared by the process and container rungs). */
+#ifndef RUNG_RT_SANDBOX_NS_H
+#define RUNG_RT_SANDBOX_NS_H
+
+#include "runtime/rt-internal.h"
+
+struct rt_ns_params {
+	const char *root;                       /* host dir the new root is built on */
+	const struct rt_root_params *root_params;
+	int netns_fd;                           /* join this netns instead of a new one; -1: new */
+	/* Called in the parent once the child exists, before it proceeds (cgroups, veth). */
+	int (*on_child)(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err);
+	void *ud;
+};
+
+/* clone + maps + mounts + drop privileges + exec rung-agent. Returns the host pid of pid 1. */
+int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen_fd,
+		struct rung_err *err);
+/* Send sig to every process in the pid namespace of init_pid (repeats until stable). */
+int rt_ns_signal_all(pid_t init_pid, int sig, struct rung_err *err);
+
+#endif

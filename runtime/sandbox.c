@@ -1,0 +1,356 @@
+/* runtime/sandbox.c: acquire (get-or-create, warm reuse), open, and the per-sandbox operations. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/rt-internal.h"
+
+struct rung_sandbox {
+	struct rt_sandbox sb;
+};
+
+static struct rung_sandbox *sandbox_new(struct rung_router *r, struct rung_err *err)
+{
+	struct rung_sandbox *s = calloc(1, sizeof(*s));
+	if (!s) {
+		rung_err_set(err, ENOMEM, "out of memory");
+		return NULL;
+	}
+	s->sb.router = r;
+	return s;
+}
+
+void rung_sandbox_close(struct rung_sandbox *s)
+{
+	if (!s)
+		return;
+	rt_meta_release(&s->sb.meta);
+	free(s);
+}
+
+const char *rung_sandbox_id(const struct rung_sandbox *s)
+{
+	return s->sb.meta.id;
+}
+
+enum rung_isolation rung_sandbox_isolation(const struct rung_sandbox *s)
+{
+	return s->sb.meta.iso;
+}
+
+static bool spec_equal(const struct rung_spec *a, const struct rung_spec *b)
+{
+	cleanup_free char *ja = rung_spec_to_json(a);
+	cleanup_free char *jb = rung_spec_to_json(b);
+	return ja && jb && !strcmp(ja, jb);
+}
+
+static int spec_copy(const struct rung_spec *src, struct rung_spec *dst, struct rung_err *err)
+{
+	cleanup_free char *j = rung_spec_to_json(src);
+	if (!j)
+		return rung_err_set(err, ENOMEM, "out of memory");
+	return rung_spec_from_json(j, strlen(j), dst, err);
+}
+
+/* Called with the sandbox lock held: create the sandbox's runtime. */
+static int create_locked(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
+			 struct rung_err *err)
+{
+	struct rt_store *st = &sb->router->store;
+	int g = rt_store_lock_global(st, err);
+	if (g < 0)
+		return g;
+	int r = rt_store_alloc_uid(st, sb->meta.id, &sb->meta.uid_base, err);
+	close(g);
+	if (r < 0)
+		return r;
+	/* No metadata until the sandbox runs: a crash before leaves a directory without it,
+	 * which gc removes as debris. */
+	sb->meta.created_ms = sb->meta.last_used_ms = rung_wall_ms();
+	if (ops->prepare && (r = ops->prepare(sb, err)) < 0)
+		return r;
+	struct rt_started started;
+	if ((r = rt_supervisor_spawn(sb, ops, &started, err)) < 0) {
+		ops->cleanup(sb); /* e.g. the image lease taken by prepare */
+		return r;
+	}
+	sb->meta.sup_pid = started.sup_pid;
+	sb->meta.sup_start = started.sup_start;
+	sb->meta.init_pid = started.init_pid;
+	sb->meta.state = RUNG_STATE_RUNNING;
+	if ((r = rt_store_meta_write(st, &sb->meta, err)) < 0) {
+		rt_supervisor_stop(&sb->meta, 2000);
+		return r;
+	}
+	rt_store_touch_activity(st, sb->meta.id);
+	return 0;
+}
+
+int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct rung_spec *spec,
+		 struct rung_sandbox **out, bool *created, struct rung_err *err)
+{
+	int rc;
+	enum rung_isolation iso;
+	if ((rc = rt_key_validate(key, err)) < 0 || (rc = rung_router_pick(r, spec, &iso, err)) < 0)
+		return rc;
+	const struct rt_backend_ops *ops = rt_backend_get(iso);
+	struct rung_sandbox *s = sandbox_new(r, err);
+	if (!s)
+		return -ENOMEM;
+	struct rt_sandbox *sb = &s->sb;
+	rt_id_compute(key, spec->kind, sb->meta.id);
+	rt_labels_compute(key, &sb->meta.labels);
+	rt_store_path(&r->store, sb->meta.id, NULL, sb->dir, sizeof(sb->dir));
+	cleanup_close int lock = rt_store_lock_sandbox(&r->store, sb->meta.id, true, false, err);
+	if (lock < 0) {
+		rung_sandbox_close(s);
+		return lock;
+	}
+	struct rt_meta old;
+	struct rung_err e2 = {0};
+	bool have_old = rt_store_meta_read(&r->store, sb->meta.id, &old, &e2) == 0;
+	if (have_old) {
+		if (memcmp(&old.labels, &sb->meta.labels, sizeof(old.labels))) {
+			rt_meta_release(&old);
+			rung_sandbox_close(s);
+			return rung_err_set(err, EEXIST, "sandbox id %s belongs to another key",
+					    sb->meta.id);
+		}
+		if (!spec_equal(&old.spec, spec) || old.iso != iso) {
+			rt_meta_release(&old);
+			rung_sandbox_close(s);
+			return rung_err_set(err, EEXIST,
+					    "a sandbox for this key and kind exists with a different "
+					    "spec (%s): dispose it first",
+					    sb->meta.id);
+		}
+		if (rt_supervisor_alive(&old) &&
+		    (old.state == RUNG_STATE_RUNNING || old.state == RUNG_STATE_SUSPENDED)) {
+			sb->meta = old; /* warm reuse */
+			if (old.state == RUNG_STATE_SUSPENDED) {
+				if ((rc = ops->resume(sb, err)) < 0) {
+					rung_sandbox_close(s);
+					return rung_err_wrap(err, "resume %s", old.id);
+				}
+				sb->meta.state = RUNG_STATE_RUNNING;
+			}
+			sb->meta.last_used_ms = rung_wall_ms();
+			rc = rt_store_meta_write(&r->store, &sb->meta, err);
+			rt_store_touch_activity(&r->store, sb->meta.id);
+			if (rc < 0) {
+				rung_sandbox_close(s);
+				return rc;
+			}
+			*created = false;
+			*out = s;
+			return 0;
+		}
+		/* The supervisor is gone (crash, reboot): clear leftovers, keep the files. */
+		sb->meta.init_pid = old.init_pid;
+		sb->meta.uid_base = old.uid_base;
+		struct rt_sandbox tmp = {.router = r, .meta = old};
+		memcpy(tmp.dir, sb->dir, sizeof(tmp.dir));
+		rt_supervisor_stop(&old, 1000);
+		ops->cleanup(&tmp);
+		rt_meta_release(&old);
+	}
+	sb->meta.iso = iso;
+	if ((rc = spec_copy(spec, &sb->meta.spec, err)) < 0 ||
+	    (rc = create_locked(sb, ops, err)) < 0) {
+		rung_err_wrap(err, "create %s sandbox", rung_isolation_name(iso));
+		if (!have_old) { /* nothing worth keeping: leave no half-made directory */
+			struct rung_err e3 = {0};
+			rung_rm_rf(sb->dir, &e3);
+		}
+		rung_sandbox_close(s);
+		return rc;
+	}
+	*created = true;
+	*out = s;
+	return 0;
+}
+
+int rung_sandbox_open(struct rung_router *r, const char *id, const char *scope,
+		      struct rung_sandbox **out, struct rung_err *err)
+{
+	int rc;
+	struct rung_sandbox *s = sandbox_new(r, err);
+	if (!s)
+		return -ENOMEM;
+	if ((rc = rt_store_meta_read(&r->store, id, &s->sb.meta, err)) < 0) {
+		rung_sandbox_close(s);
+		return rc;
+	}
+	if (scope) {
+		char label[65];
+		rt_label_of(scope, label);
+		if (strcmp(label, s->sb.meta.labels.scope)) {
+			rung_sandbox_close(s);
+			return rung_err_set(err, ENOENT, "no sandbox %s", id);
+		}
+	}
+	rt_store_path(&r->store, s->sb.meta.id, NULL, s->sb.dir, sizeof(s->sb.dir));
+	*out = s;
+	return 0;
+}
+
+/* Connect to a sandbox's agent, refusing a sandbox that is not running. */
+static int connect_agent(struct rung_sandbox *s, struct rung_err *err)
+{
+	struct rt_meta *m = &s->sb.meta;
+	struct rt_meta now;
+	/* Re-read: another process may have suspended or disposed it since we opened it. */
+	int r = rt_store_meta_read(&s->sb.router->store, m->id, &now, err);
+	if (r < 0)
+		return r;
+	enum rung_state st = now.state;
+	bool alive = rt_supervisor_alive(&now);
+	rt_meta_release(&now);
+	if (!alive)
+		return rung_err_set(err, EBADFD, "sandbox %s is not running (its supervisor is gone; "
+				    "acquire it again or run `rung gc`)", m->id);
+	if (st == RUNG_STATE_SUSPENDED)
+		return rung_err_set(err, EBADFD, "sandbox %s is suspended: resume it first", m->id);
+	if (st != RUNG_STATE_RUNNING)
+		return rung_err_set(err, EBADFD, "sandbox %s is %s", m->id, rung_state_name(st));
+	char sock[4096];
+	rt_store_path(&s->sb.router->store, m->id, "agent.sock", sock, sizeof(sock));
+	rt_store_touch_activity(&s->sb.router->store, m->id);
+	return rt_agent_connect(sock, err);
+}
+
+/* The image's environment, recorded by the container and vm backends. */
+static char **image_env(const struct rt_meta *m)
+{
+	json_t *env = m->backend ? json_object_get(m->backend, "image_env") : NULL;
+	size_t n = json_array_size(env), k = 0;
+	if (!n)
+		return NULL;
+	char **v = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; v && i < n; i++) {
+		const char *e = json_string_value(json_array_get(env, i));
+		if (e && strchr(e, '=') && (v[k] = strdup(e)))
+			k++;
+	}
+	return v;
+}
+
+int rung_exec(struct rung_sandbox *s, const struct rung_exec_req *req, struct rung_exec_res *res,
+	      struct rung_err *err)
+{
+	memset(res, 0, sizeof(*res));
+	cleanup_close int fd = connect_agent(s, err);
+	if (fd < 0)
+		return fd;
+	const struct rt_backend_ops *ops = rt_backend_get(s->sb.meta.iso);
+	uint64_t oom0 = 0, oom1 = 0;
+	bool oom_known = ops && ops->oom_kills && ops->oom_kills(&s->sb, &oom0) == 0;
+	cleanup_strv char **ienv = image_env(&s->sb.meta);
+	int r = rt_agent_exec(fd, req, &s->sb.meta.spec, (const char *const *)ienv, res, err);
+	if (r == 0 && oom_known && ops->oom_kills(&s->sb, &oom1) == 0 && oom1 > oom0)
+		res->oom = true;
+	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id);
+	return r;
+}
+
+/* Relative paths are relative to the work dir. */
+static int sandbox_path(struct rung_sandbox *s, const char *path, char *buf, size_t len,
+			struct rung_err *err)
+{
+	if (!path || !*path)
+		return rung_err_set(err, EINVAL, "path: required");
+	const char *wd = s->sb.meta.spec.work_dir ? s->sb.meta.spec.work_dir : RT_DEFAULT_WORK_DIR;
+	int n = path[0] == '/' ? snprintf(buf, len, "%s", path)
+			       : snprintf(buf, len, "%s/%s", wd, path);
+	if (n < 0 || (size_t)n >= len)
+		return rung_err_set(err, ENAMETOOLONG, "path: too long");
+	return 0;
+}
+
+int rung_write_file(struct rung_sandbox *s, const char *path, const void *data, size_t len,
+		    unsigned mode, struct rung_err *err)
+{
+	char p[4096];
+	int r = sandbox_path(s, path, p, sizeof(p), err);
+	if (r < 0)
+		return r;
+	if (mode & ~07777u)
+		return rung_err_set(err, EINVAL, "mode: %o out of range", mode);
+	cleanup_close int fd = connect_agent(s, err);
+	if (fd < 0)
+		return fd;
+	return rt_agent_write_file(fd, p, data, len, mode ? mode : 0644, err);
+}
+
+int rung_read_file(struct rung_sandbox *s, const char *path, size_t max, char **data, size_t *len,
+		   struct rung_err *err)
+{
+	char p[4096];
+	int r = sandbox_path(s, path, p, sizeof(p), err);
+	if (r < 0)
+		return r;
+	cleanup_close int fd = connect_agent(s, err);
+	if (fd < 0)
+		return fd;
+	return rt_agent_read_file(fd, p, max ? max : (64u << 20), data, len, err);
+}
+
+int rung_run_code(struct rung_sandbox *s, const char *language, const char *code,
+		  const struct rung_exec_req *opts, struct rung_exec_res *res, struct rung_err *err)
+{
+	static const char *const py[] = {"python3", "-", NULL};
+	static const char *const sh[] = {"/bin/sh", "-s", NULL};
+	const char *const *argv;
+	if (!language || !code)
+		return rung_err_set(err, EINVAL, "run_code: language and code are required");
+	if (!strcmp(language, "python") || !strcmp(language, "python3"))
+		argv = py;
+	else if (!strcmp(language, "sh"))
+		argv = sh;
+	else
+		return rung_err_set(err, EINVAL, "language: '%.32s' is not supported (python, sh)",
+				    language);
+	struct rung_exec_req req = opts ? *opts : (struct rung_exec_req){0};
+	req.argv = argv;
+	req.stdin_data = code;
+	req.stdin_len = strlen(code);
+	return rung_exec(s, &req, res, err);
+}
+
+static int set_suspended(struct rung_sandbox *s, bool suspend, struct rung_err *err)
+{
+	struct rt_store *st = &s->sb.router->store;
+	cleanup_close int lock = rt_store_lock_sandbox(st, s->sb.meta.id, false, false, err);
+	if (lock < 0)
+		return lock;
+	rt_meta_release(&s->sb.meta);
+	int r = rt_store_meta_read(st, s->sb.dir[0] ? strrchr(s->sb.dir, '/') + 1 : "", &s->sb.meta,
+				   err);
+	if (r < 0)
+		return r;
+	if (!rt_supervisor_alive(&s->sb.meta))
+		return rung_err_set(err, EBADFD, "sandbox %s is not running", s->sb.meta.id);
+	const struct rt_backend_ops *ops = rt_backend_get(s->sb.meta.iso);
+	enum rung_state want = suspend ? RUNG_STATE_SUSPENDED : RUNG_STATE_RUNNING;
+	if (s->sb.meta.state == want)
+		return 0;
+	r = suspend ? ops->suspend(&s->sb, err) : ops->resume(&s->sb, err);
+	if (r < 0)
+		return r;
+	s->sb.meta.state = want;
+	if (!suspend)
+		rt_store_touch_activity(st, s->sb.meta.id);
+	return rt_store_meta_write(st, &s->sb.meta, err);
+}
+
+int rung_suspend(struct rung_sandbox *s, struct rung_err *err)
+{
+	return set_suspended(s, true, err);
+}
+
+int rung_resume(struct rung_sandbox *s, struct rung_err *err)
+{
+	return set_suspended(s, false, err);
+}

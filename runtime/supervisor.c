@@ -1,0 +1,288 @@
+/*
+ * runtime/supervisor.c: one supervisor process per sandbox. It is double-forked and setsid'd,
+ * so it outlives whoever created the sandbox; it starts the backend (whose pid 1 is
+ * rung-agent), then waits: for pid 1 to die, for a stop request (SIGTERM), for the TTL (it
+ * disposes the sandbox itself, even if no rung process ever runs again) and for idleness
+ * (it suspends the sandbox after idle_suspend_s).
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include "runtime/rt-internal.h"
+
+struct sync_msg {
+	int ok;
+	struct rung_err err;
+	struct rt_started st;
+};
+
+static void sup_log_sink(enum rung_log_level lvl, const char *line, void *data)
+{
+	(void)lvl;
+	(void)data;
+	dprintf(2, "%llu %s\n", (unsigned long long)rung_wall_ms(), line);
+}
+
+static int listen_unix(const char *path, struct rung_err *err)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(a.sun_path))
+		return rung_err_set(err, ENAMETOOLONG, "socket path too long: %s", path);
+	strcpy(a.sun_path, path);
+	unlink(path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return rung_err_sys(err, errno, "socket");
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(path, 0600) < 0 ||
+	    listen(fd, 128) < 0) {
+		int e = errno;
+		close(fd);
+		return rung_err_sys(err, e, "listen on %s", path);
+	}
+	return fd;
+}
+
+/* TTL: dispose ourselves. Take the sandbox lock so no one else is mid-operation. */
+static void self_dispose(struct rt_sandbox *sb, const struct rt_backend_ops *ops, int sfd)
+{
+	struct rt_store *st = &sb->router->store;
+	int lock = -1;
+	while ((lock = rt_store_lock_sandbox(st, sb->meta.id, false, true, NULL)) < 0) {
+		if (lock == -ENOENT)
+			return; /* someone disposed it already */
+		struct pollfd p = {.fd = sfd, .events = POLLIN};
+		if (poll(&p, 1, 50) > 0)
+			return; /* a disposer is signalling us: let the main loop handle it */
+	}
+	LOG_INFO("sandbox %s reached its ttl of %u s: disposing", sb->meta.id, sb->meta.spec.ttl_s);
+	kill(sb->meta.init_pid, SIGKILL);
+	waitpid(sb->meta.init_pid, NULL, 0);
+	ops->teardown(sb);
+	char dir[4096];
+	rt_store_path(st, sb->meta.id, NULL, dir, sizeof(dir));
+	struct rung_err err = {0};
+	int g = rt_store_lock_global(st, &err);
+	if (rung_rm_rf(dir, &err) < 0)
+		LOG_WARN("ttl dispose of %s: %s", sb->meta.id, err.msg);
+	if (g >= 0)
+		close(g);
+	close(lock);
+	_exit(0);
+}
+
+static void maybe_idle_suspend(struct rt_sandbox *sb, const struct rt_backend_ops *ops)
+{
+	struct rt_store *st = &sb->router->store;
+	int lock = rt_store_lock_sandbox(st, sb->meta.id, false, true, NULL);
+	if (lock < 0)
+		return;
+	struct rt_meta m;
+	struct rung_err err = {0};
+	if (rt_store_meta_read(st, sb->meta.id, &m, &err) == 0) {
+		uint64_t act = rt_store_activity_ms(st, sb->meta.id);
+		if (m.state == RUNG_STATE_RUNNING &&
+		    rung_wall_ms() >= act + (uint64_t)m.spec.idle_suspend_s * 1000) {
+			if (ops->suspend(sb, &err) == 0) {
+				m.state = RUNG_STATE_SUSPENDED;
+				rt_store_meta_write(st, &m, &err);
+				LOG_INFO("sandbox %s idle: suspended", m.id);
+			}
+		}
+		rt_meta_release(&m);
+	}
+	close(lock);
+}
+
+static void supervise(struct rt_sandbox *sb, const struct rt_backend_ops *ops, int sfd)
+{
+	const struct rung_spec *spec = &sb->meta.spec;
+	uint64_t ttl_at = spec->ttl_s ? sb->meta.created_ms + (uint64_t)spec->ttl_s * 1000 : 0;
+	for (;;) {
+		uint64_t now = rung_wall_ms();
+		if (ttl_at && now >= ttl_at)
+			self_dispose(sb, ops, sfd);
+		int timeout = 1000, nt = rt_net_timeout_ms(sb);
+		if (ttl_at && ttl_at - now < 1000)
+			timeout = (int)(ttl_at - now);
+		if (nt >= 0 && nt < timeout)
+			timeout = nt;
+		struct pollfd p[2] = {{.fd = sfd, .events = POLLIN},
+				      {.fd = rt_net_poll_fd(sb), .events = POLLIN}};
+		int n = poll(p, p[1].fd >= 0 ? 2 : 1, timeout);
+		if (p[1].fd >= 0)
+			rt_net_serve(sb); /* DNS answers, and expiry of stale queries */
+		if (n == 0 || (n > 0 && !(p[0].revents & POLLIN))) {
+			if (spec->idle_suspend_s)
+				maybe_idle_suspend(sb, ops);
+			continue;
+		}
+		struct signalfd_siginfo si;
+		if (n < 0 || read(sfd, &si, sizeof(si)) != sizeof(si))
+			continue;
+		if (si.ssi_signo == SIGCHLD) {
+			int status;
+			pid_t w;
+			bool init_died = false;
+			while ((w = waitpid(-1, &status, WNOHANG)) > 0)
+				if (w == sb->meta.init_pid)
+					init_died = true;
+			if (init_died) {
+				LOG_WARN("sandbox %s: pid 1 exited (status 0x%x)", sb->meta.id, status);
+				ops->teardown(sb);
+				_exit(1);
+			}
+		} else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+			/* dispose: the caller holds the lock and removes the directory */
+			ops->resume(sb, NULL); /* a frozen sandbox cannot die */
+			kill(sb->meta.init_pid, SIGKILL);
+			waitpid(sb->meta.init_pid, NULL, 0);
+			ops->teardown(sb);
+			_exit(0);
+		}
+	}
+}
+
+static void supervisor_main(struct rt_sandbox *sb, const struct rt_backend_ops *ops, int sync)
+{
+	struct sync_msg msg = {0};
+	char path[4096];
+	prctl(PR_SET_NAME, "rung-sup");
+	/* fds: only the sync pipe survives (at 3); stdio goes to the supervisor log. */
+	if (sync != 3) {
+		dup2(sync, 3);
+		close(sync);
+		sync = 3;
+	}
+	syscall(SYS_close_range, 4, ~0U, 0);
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	rt_store_path(&sb->router->store, sb->meta.id, "supervisor.log", path, sizeof(path));
+	int logfd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	dup2(null, 0);
+	dup2(null, 1);
+	dup2(logfd >= 0 ? logfd : null, 2);
+	if (null > 2)
+		close(null);
+	if (logfd > 2)
+		close(logfd);
+	rung_log_set_sink(sup_log_sink, NULL);
+	sb->router->store.root_fd = -1; /* closed above; paths only from here on */
+
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+
+	rt_store_path(&sb->router->store, sb->meta.id, "agent.sock", path, sizeof(path));
+	int lfd = listen_unix(path, &msg.err);
+	int r = lfd;
+	if (r >= 0)
+		r = ops->start(sb, lfd, &msg.err);
+	if (lfd >= 0)
+		close(lfd);
+	/* rung-agent was exec'd and the socket was bound before: connections are served. */
+	if (r >= 0)
+		sb->meta.init_pid = r;
+	if (r < 0 || sfd < 0) {
+		if (sb->meta.init_pid > 0) {
+			kill(sb->meta.init_pid, SIGKILL);
+			waitpid(sb->meta.init_pid, NULL, 0);
+		}
+		ops->teardown(sb);
+		if (sfd < 0)
+			rung_err_sys(&msg.err, errno, "signalfd");
+		rung_write_all(sync, &msg, sizeof(msg));
+		_exit(1);
+	}
+	msg.ok = 1;
+	msg.st.sup_pid = getpid();
+	msg.st.sup_start = rung_proc_starttime(getpid());
+	msg.st.init_pid = sb->meta.init_pid;
+	rung_write_all(sync, &msg, sizeof(msg));
+	close(sync);
+	supervise(sb, ops, sfd);
+	_exit(0);
+}
+
+int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
+			struct rt_started *out, struct rung_err *err)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return rung_err_sys(err, errno, "pipe");
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return rung_err_sys(err, errno, "fork");
+	}
+	if (pid == 0) {
+		close(p[0]);
+		setsid();
+		signal(SIGHUP, SIG_IGN);
+		pid_t s = fork();
+		if (s != 0)
+			_exit(s < 0 ? 1 : 0);
+		supervisor_main(sb, ops, p[1]);
+		_exit(1);
+	}
+	close(p[1]);
+	waitpid(pid, NULL, 0);
+	struct sync_msg msg;
+	int r = rung_read_exact(p[0], &msg, sizeof(msg));
+	close(p[0]);
+	if (r < 0)
+		return rung_err_set(err, EIO, "sandbox supervisor died during setup");
+	if (!msg.ok) {
+		*err = msg.err;
+		err->msg[sizeof(err->msg) - 1] = '\0';
+		return -(err->code ? err->code : EIO);
+	}
+	*out = msg.st;
+	return 0;
+}
+
+bool rt_supervisor_alive(const struct rt_meta *m)
+{
+	if (m->sup_pid <= 0)
+		return false;
+	uint64_t st = rung_proc_starttime(m->sup_pid);
+	return st != 0 && st == m->sup_start;
+}
+
+void rt_supervisor_stop(const struct rt_meta *m, unsigned grace_ms)
+{
+	if (!rt_supervisor_alive(m))
+		return;
+	int pfd = (int)syscall(SYS_pidfd_open, m->sup_pid, 0);
+	if (pfd < 0)
+		return;
+	/* Re-check after taking the pidfd: the pid must still be our supervisor. */
+	if (!rt_supervisor_alive(m)) {
+		close(pfd);
+		return;
+	}
+	syscall(SYS_pidfd_send_signal, pfd, SIGTERM, NULL, 0);
+	struct pollfd p = {.fd = pfd, .events = POLLIN};
+	if (poll(&p, 1, (int)grace_ms) <= 0) {
+		syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+		if (m->init_pid > 0)
+			kill(m->init_pid, SIGKILL);
+		poll(&p, 1, 2000);
+	}
+	close(pfd);
+}

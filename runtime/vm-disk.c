@@ -1,0 +1,169 @@
+/*
+ * runtime/vm-disk.c: the vm rung's disks. An image becomes one read-only ext4 base disk,
+ * built once per image digest from the merged view of its layers (an overlay mounted read-only
+ * in a private mount namespace) with `mkfs.ext4 -d`, and shared by every VM of that image.
+ * Each sandbox gets a sparse ext4 upper disk of its own, where the guest keeps its writes.
+ */
+#include <fcntl.h>
+#include <ftw.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "rootfs/rfs.h"
+#include "runtime/rt-internal.h"
+
+static const char *const mkfs_paths[] = {"/sbin/mkfs.ext4", "/usr/sbin/mkfs.ext4"};
+
+/* Run mkfs.ext4 (never through a shell). extra: "-d DIR" or NULL. */
+static int run_mkfs(const char *img, uint64_t bytes, const char *from_dir, struct rung_err *err)
+{
+	const char *mkfs = NULL;
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(mkfs_paths); i++)
+		if (access(mkfs_paths[i], X_OK) == 0)
+			mkfs = mkfs_paths[i];
+	if (!mkfs)
+		return rung_err_set(err, ENOENT, "mkfs.ext4 not found (package e2fsprogs)");
+	char size[32];
+	snprintf(size, sizeof(size), "%lluk", (unsigned long long)(bytes >> 10));
+	const char *argv[12];
+	int n = 0;
+	argv[n++] = mkfs;
+	argv[n++] = "-q";
+	argv[n++] = "-F";
+	argv[n++] = "-E";
+	argv[n++] = "lazy_itable_init=1,lazy_journal_init=1";
+	if (from_dir) {
+		argv[n++] = "-d";
+		argv[n++] = from_dir;
+	}
+	argv[n++] = img;
+	argv[n++] = size;
+	argv[n] = NULL;
+	pid_t pid = fork();
+	if (pid < 0)
+		return rung_err_sys(err, errno, "fork");
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, 0);
+		dup2(null, 1);
+		char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+		execve(mkfs, (char **)argv, envp);
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return rung_err_set(err, EIO, "mkfs.ext4 %s failed (status 0x%x)", img, st);
+	return 0;
+}
+
+int rt_vm_upper_disk(const char *path, uint64_t bytes, uid_t owner, struct rung_err *err)
+{
+	if (access(path, F_OK) == 0)
+		return 0; /* it persists across VM restarts: that is the point */
+	char tmp[4096];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return rung_err_sys(err, errno, "create %s", tmp);
+	int r = ftruncate(fd, (off_t)bytes) < 0 ? -errno : 0;
+	close(fd);
+	if (r < 0)
+		return rung_err_sys(err, -r, "size %s", tmp);
+	if ((r = run_mkfs(tmp, bytes, NULL, err)) < 0 || chown(tmp, owner, owner) < 0 ||
+	    rename(tmp, path) < 0) {
+		if (r == 0)
+			r = rung_err_sys(err, errno, "install %s", path);
+		unlink(tmp);
+		return r;
+	}
+	return 0;
+}
+
+static uint64_t tree_bytes;
+static int add_size(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)p;
+	(void)flag;
+	(void)f;
+	tree_bytes += (uint64_t)st->st_size + 4096;
+	return 0;
+}
+
+/* In a child with a private mount namespace: mount the layers read-only, measure, mkfs. */
+static int build_base(char **lowers, const char *mnt, const char *img, struct rung_err *err)
+{
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return rung_err_sys(err, errno, "private mount namespace");
+	struct rfs_mount_plan plan;
+	int r = rfs_overlay_plan((const char *const *)lowers, NULL, NULL, mnt, &plan, err);
+	if (r == 0)
+		r = rfs_overlay_apply(&plan, err);
+	if (r < 0)
+		return r;
+	tree_bytes = 0;
+	if (nftw(mnt, add_size, 64, FTW_PHYS) < 0)
+		return rung_err_sys(err, errno, "measure %s", mnt);
+	uint64_t size = tree_bytes + tree_bytes / 4 + (64ull << 20);
+	return run_mkfs(img, size, mnt, err);
+}
+
+int rt_vm_base_disk(const char *state_dir, const char *digest, char **lowers, char *out,
+		    size_t out_len, struct rung_err *err)
+{
+	char dir[4000], lockp[4096], tmp[4096], mnt[4096];
+	snprintf(dir, sizeof(dir), "%s/vmdisks", state_dir);
+	if (mkdir(dir, 0711) < 0 && errno != EEXIST)
+		return rung_err_sys(err, errno, "mkdir %s", dir);
+	const char *hex = strchr(digest, ':') ? strchr(digest, ':') + 1 : digest;
+	snprintf(out, out_len, "%s/%s.ext4", dir, hex);
+	if (access(out, R_OK) == 0)
+		return 0;
+	snprintf(lockp, sizeof(lockp), "%s/lock", dir);
+	cleanup_close int lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lock < 0 || flock(lock, LOCK_EX) < 0)
+		return rung_err_sys(err, errno, "lock %s", lockp);
+	if (access(out, R_OK) == 0)
+		return 0; /* built while we waited */
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", out, (int)getpid());
+	snprintf(mnt, sizeof(mnt), "%s/mnt.%d", dir, (int)getpid());
+	if (mkdir(mnt, 0700) < 0 && errno != EEXIST)
+		return rung_err_sys(err, errno, "mkdir %s", mnt);
+	struct rung_err cerr = {0};
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return rung_err_sys(err, errno, "pipe");
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		if (build_base(lowers, mnt, tmp, &cerr) < 0)
+			rung_write_all(p[1], &cerr, sizeof(cerr));
+		_exit(cerr.code ? 1 : 0);
+	}
+	close(p[1]);
+	int st = 0;
+	ssize_t n = pid < 0 ? -1 : read(p[0], &cerr, sizeof(cerr));
+	close(p[0]);
+	if (pid > 0)
+		waitpid(pid, &st, 0);
+	rmdir(mnt);
+	if (pid < 0 || n == (ssize_t)sizeof(cerr) || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		unlink(tmp);
+		if (n == (ssize_t)sizeof(cerr)) {
+			*err = cerr;
+			return -(cerr.code ? cerr.code : EIO);
+		}
+		return rung_err_set(err, EIO, "building the base disk of %s failed", digest);
+	}
+	if (chmod(tmp, 0644) < 0 || rename(tmp, out) < 0) {
+		unlink(tmp);
+		return rung_err_sys(err, errno, "install %s", out);
+	}
+	return 0;
+}

@@ -1,0 +1,290 @@
+/* server/handlers.c: one function per route; each calls the public rung API with the caller's scope. */
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "server/srv-internal.h"
+
+struct call_router {
+	struct srv *s;
+	struct rung_router *r;
+};
+static void call_router_put(struct call_router *cr)
+{
+	if (cr->r)
+		srv_router_put(cr->s, cr->r);
+	cr->r = NULL;
+}
+#define cleanup_router __attribute__((cleanup(call_router_put)))
+static inline void sandboxp(struct rung_sandbox **sb)
+{
+	rung_sandbox_close(*sb);
+}
+#define cleanup_sandbox __attribute__((cleanup(sandboxp)))
+static inline void specp(struct rung_spec *s)
+{
+	rung_spec_release(s);
+}
+static inline void exec_resp(struct rung_exec_res *r)
+{
+	rung_exec_res_release(r);
+}
+static inline void srv_execp(struct srv_exec *x)
+{
+	srv_exec_release(x);
+}
+static void put_text(json_t *o, const char *key, const char *data, size_t len)
+{
+	bool lossy;
+	cleanup_free char *t = srv_utf8_sanitize(data ? data : "", data ? len : 0, &lossy);
+	json_object_set_new(o, key, json_string(t ? t : ""));
+	if (lossy) {
+		char k64[32];
+		snprintf(k64, sizeof(k64), "%s_b64", key);
+		cleanup_free char *b = srv_base64(data, len);
+		json_object_set_new(o, k64, json_string(b ? b : ""));
+	}
+}
+
+json_t *srv_exec_res_json(const struct rung_exec_res *res)
+{
+	json_t *o = json_pack("{s:i, s:i, s:b, s:b, s:b, s:f}", "exit_code", res->exit_code,
+			      "signal", res->signal, "timed_out", res->timed_out, "truncated",
+			      res->truncated, "oom", res->oom, "duration_ms",
+			      (double)res->duration_us / 1000.0);
+	if (o) {
+		put_text(o, "stdout", res->out, res->out_len);
+		put_text(o, "stderr", res->errout, res->err_len);
+	}
+	return o;
+}
+
+void srv_exec_req_fill(const struct srv_exec *x, struct rung_exec_req *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->argv = (const char *const *)x->argv;
+	q->env = (const char *const *)x->env;
+	q->cwd = x->cwd;
+	q->stdin_data = x->stdin_data;
+	q->stdin_len = x->stdin_len;
+	q->timeout_ms = x->timeout_ms;
+}
+
+static enum MHD_Result do_create(struct srv_call *call, struct MHD_Connection *c,
+				 struct rung_router *r)
+{
+	struct rung_err err = {0};
+	cleanup_free char *spec_json = NULL;
+	if (srv_create_body_parse(call->body ? call->body : "", call->body_len, &spec_json, &err) <
+	    0)
+		return srv_reply_error(call, c, SRV_E_BAD_REQUEST, "%s", err.msg);
+	__attribute__((cleanup(specp))) struct rung_spec spec;
+	rung_spec_init(&spec);
+	int rc = rung_spec_from_json(spec_json, strlen(spec_json), &spec, &err);
+	if (rc < 0)
+		return srv_reply_error(call, c, SRV_E_BAD_REQUEST, "spec: %s", err.msg);
+	struct rung_key key = {call->scope, call->req.thread, call->req.agent};
+	cleanup_sandbox struct rung_sandbox *sb = NULL;
+	bool created = false;
+	if ((rc = rung_acquire(r, &key, &spec, &sb, &created, &err)) < 0)
+		return srv_reply_rung_err(call, c, rc, &err);
+	snprintf(call->sb_id, sizeof(call->sb_id), "%s", rung_sandbox_id(sb));
+	json_t *o = json_pack("{s:s, s:b, s:s, s:s, s:s, s:s}", "id", rung_sandbox_id(sb),
+			      "created", created, "isolation",
+			      rung_isolation_name(rung_sandbox_isolation(sb)), "kind", spec.kind,
+			      "thread", call->req.thread, "agent", call->req.agent);
+	return srv_reply_json(call, c, 200, o);
+}
+
+static enum MHD_Result do_list(struct srv_call *call, struct MHD_Connection *c,
+			       struct rung_router *r)
+{
+	struct rung_err err = {0};
+	cleanup_free struct rung_sandbox_info *v = NULL;
+	size_t n = 0;
+	int rc = rung_list(r, call->scope, call->req.thread, &v, &n, &err);
+	if (rc < 0)
+		return srv_reply_rung_err(call, c, rc, &err);
+	json_t *arr = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(
+			arr, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:{s:s, s:s, s:s}}",
+				       "id", v[i].id, "kind", v[i].kind, "isolation",
+				       rung_isolation_name(v[i].isolation), "state",
+				       rung_state_name(v[i].state), "created_ms",
+				       (json_int_t)v[i].created_ms, "last_used_ms",
+				       (json_int_t)v[i].last_used_ms, "supervisor_pid",
+				       (json_int_t)v[i].supervisor, "labels", "scope",
+				       v[i].scope_label, "thread", v[i].thread_label, "agent",
+				       v[i].agent_label));
+	return srv_reply_json(call, c, 200, json_pack("{s:o}", "sandboxes", arr));
+}
+
+static enum MHD_Result do_inspect(struct srv_call *call, struct MHD_Connection *c,
+				  struct rung_router *r)
+{
+	struct rung_err err = {0};
+	cleanup_free char *js = NULL;
+	int rc = rung_inspect(r, call->req.id, call->scope, &js, &err);
+	if (rc < 0)
+		return srv_reply_rung_err(call, c, rc, &err);
+	json_t *o = json_loads(js, 0, NULL);
+	if (!o)
+		return srv_reply_error(call, c, SRV_E_INTERNAL, "inspect: runtime returned bad JSON");
+	return srv_reply_json(call, c, 200, o);
+}
+
+static enum MHD_Result do_dispose(struct srv_call *call, struct MHD_Connection *c,
+				  struct rung_router *r)
+{
+	struct rung_err err = {0};
+	int rc;
+	if (call->req.route == SRV_R_DISPOSE) {
+		if ((rc = rung_dispose(r, call->req.id, call->scope, &err)) < 0)
+			return srv_reply_rung_err(call, c, rc, &err);
+		return srv_reply_json(call, c, 200,
+				      json_pack("{s:s, s:b}", "id", call->req.id, "disposed", 1));
+	}
+	size_t n = 0;
+	if ((rc = rung_dispose_scope(r, call->scope, call->req.thread, &n, &err)) < 0)
+		return srv_reply_rung_err(call, c, rc, &err);
+	return srv_reply_json(call, c, 200, json_pack("{s:I}", "disposed", (json_int_t)n));
+}
+
+/*
+ * The sweeper suspends idle sandboxes behind their clients' backs, so an op refused because
+ * the sandbox is suspended (-EBADFD, before anything ran) resumes it and is retried once.
+ */
+bool srv_wake(struct rung_sandbox *sb, int rc)
+{
+	struct rung_err e2 = {0};
+	if (rc != -EBADFD || rung_resume(sb, &e2) < 0)
+		return false;
+	LOG_INFO("op=resume id=%s reason=use", rung_sandbox_id(sb));
+	return true;
+}
+
+/* The routes on one sandbox: open it within the caller's scope first. */
+static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *c,
+				  struct call_router *cr)
+{
+	struct rung_err err = {0};
+	cleanup_sandbox struct rung_sandbox *sb = NULL;
+	__attribute__((cleanup(srv_execp))) struct srv_exec x = {0};
+	enum srv_route rt = call->req.route;
+	int rc;
+	/* Validate the body before touching the store. */
+	if (rt == SRV_R_EXEC || rt == SRV_R_RUN_CODE) {
+		const char *b = call->body ? call->body : "";
+		rc = rt == SRV_R_EXEC ? srv_exec_body_parse(b, call->body_len, &x, &err)
+				      : srv_code_body_parse(b, call->body_len, &x, &err);
+		if (rc < 0)
+			return srv_reply_error(call, c, rc == -EFBIG ? SRV_E_TOO_LARGE
+								      : SRV_E_BAD_REQUEST,
+					       "%s", err.msg);
+	}
+	if ((rc = rung_sandbox_open(cr->r, call->req.id, call->scope, &sb, &err)) < 0)
+		return srv_reply_rung_err(call, c, rc, &err);
+	switch (rt) {
+	case SRV_R_EXEC:
+	case SRV_R_RUN_CODE: {
+		if (x.stream) {
+			struct rung_sandbox *s = rung_steal_ptr(&sb);
+			struct rung_router *r = rung_steal_ptr(&cr->r);
+			struct srv_exec owned = x;
+			memset(&x, 0, sizeof(x));
+			return srv_exec_stream(call, c, s, r, &owned, rt == SRV_R_RUN_CODE);
+		}
+		struct rung_exec_req q;
+		srv_exec_req_fill(&x, &q);
+		__attribute__((cleanup(exec_resp))) struct rung_exec_res res = {0};
+		for (int tries = 0; tries < 2; tries++) {
+			rung_exec_res_release(&res);
+			rc = rt == SRV_R_EXEC ? rung_exec(sb, &q, &res, &err)
+					      : rung_run_code(sb, x.language, x.code, &q, &res, &err);
+			if (tries || !srv_wake(sb, rc))
+				break;
+		}
+		srv_metrics_exec(&call->s->metrics, &res, rc);
+		if (rc < 0)
+			return srv_reply_rung_err(call, c, rc, &err);
+		return srv_reply_json(call, c, 200, srv_exec_res_json(&res));
+	}
+	case SRV_R_FILE_PUT:
+		for (int tries = 0; tries < 2; tries++) {
+			rc = rung_write_file(sb, call->req.file_path, call->body ? call->body : "",
+					     call->body_len, call->req.file_mode, &err);
+			if (tries || !srv_wake(sb, rc))
+				break;
+		}
+		if (rc < 0)
+			return srv_reply_rung_err(call, c, rc, &err);
+		return srv_reply_json(call, c, 200,
+				      json_pack("{s:s, s:I, s:i}", "path", call->req.file_path,
+						"size", (json_int_t)call->body_len, "mode",
+						(int)call->req.file_mode));
+	case SRV_R_FILE_GET: {
+		char *data = NULL;
+		size_t len = 0;
+		for (int tries = 0; tries < 2; tries++) {
+			rc = rung_read_file(sb, call->req.file_path, SRV_MAX_READ_FILE, &data, &len,
+					    &err);
+			if (tries || !srv_wake(sb, rc))
+				break;
+		}
+		if (rc < 0)
+			return srv_reply_rung_err(call, c, rc, &err);
+		return srv_reply_bytes(call, c, 200, "application/octet-stream", data, len);
+	}
+	case SRV_R_SUSPEND:
+	case SRV_R_RESUME:
+		rc = rt == SRV_R_SUSPEND ? rung_suspend(sb, &err) : rung_resume(sb, &err);
+		if (rc < 0)
+			return srv_reply_rung_err(call, c, rc, &err);
+		return srv_reply_json(call, c, 200,
+				      json_pack("{s:s, s:s}", "id", call->req.id, "state",
+						rt == SRV_R_SUSPEND ? "suspended" : "running"));
+	default:
+		return srv_reply_error(call, c, SRV_E_INTERNAL, "unrouted request");
+	}
+}
+
+enum MHD_Result srv_dispatch(struct srv_call *call, struct MHD_Connection *c)
+{
+	struct srv *s = call->s;
+	switch (call->req.route) {
+	case SRV_R_HEALTH:
+		return srv_reply_json(call, c, 200,
+				      json_pack("{s:s, s:s}", "status", "ok", "version",
+						RUNG_VERSION));
+	default:
+		break;
+	}
+	struct rung_err err = {0};
+	cleanup_router struct call_router cr = {s, NULL};
+	int rc = srv_router_get(s, &cr.r, &err);
+	if (rc < 0)
+		return srv_reply_rung_err(call, c, rc, &err);
+	switch (call->req.route) {
+	case SRV_R_METRICS: {
+		char *text = srv_metrics_render(&s->metrics, cr.r);
+		if (!text)
+			return srv_reply_error(call, c, SRV_E_INTERNAL, "metrics: out of memory");
+		return srv_reply_bytes(call, c, 200, "text/plain; version=0.0.4", text,
+				       strlen(text));
+	}
+	case SRV_R_CREATE:
+		return do_create(call, c, cr.r);
+	case SRV_R_LIST:
+		return do_list(call, c, cr.r);
+	case SRV_R_INSPECT:
+		return do_inspect(call, c, cr.r);
+	case SRV_R_DISPOSE:
+	case SRV_R_DISPOSE_SCOPE:
+		return do_dispose(call, c, cr.r);
+	default:
+		return do_sandbox(call, c, &cr);
+	}
+}

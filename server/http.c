@@ -1,0 +1,319 @@
+/* server/http.c: the libmicrohttpd glue: request state, body limits, auth, replies, logging. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/cleanup.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "server/srv-internal.h"
+
+/* ---- connection tracking: the request head must arrive within header_timeout_s ------------ */
+
+struct srv_conn {
+	struct srv_conn *next, *prev;
+	int fd;
+	uint64_t head_start_ms; /* 0: not reading a request head */
+	bool cut;
+};
+
+void srv_notify_conn(void *cls, struct MHD_Connection *c, void **socket_context,
+		     enum MHD_ConnectionNotificationCode code)
+{
+	struct srv_listener *l = cls;
+	struct srv *s = l->s;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		struct srv_conn *t = calloc(1, sizeof(*t));
+		if (!t || !ci)
+			return free(t);
+		t->fd = ci->connect_fd;
+		t->head_start_ms = rung_now_ms();
+		pthread_mutex_lock(&s->conn_mu);
+		t->next = s->conns;
+		if (s->conns)
+			s->conns->prev = t;
+		s->conns = t;
+		pthread_mutex_unlock(&s->conn_mu);
+		*socket_context = t;
+	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+		struct srv_conn *t = *socket_context;
+		pthread_mutex_lock(&s->conn_mu);
+		if (t->prev)
+			t->prev->next = t->next;
+		else
+			s->conns = t->next;
+		if (t->next)
+			t->next->prev = t->prev;
+		pthread_mutex_unlock(&s->conn_mu);
+		free(t);
+		*socket_context = NULL;
+	}
+}
+
+static void conn_head(struct srv *s, struct MHD_Connection *c, bool reading)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (!ci || !ci->socket_context)
+		return;
+	struct srv_conn *t = ci->socket_context;
+	pthread_mutex_lock(&s->conn_mu);
+	t->head_start_ms = reading ? rung_now_ms() : 0;
+	pthread_mutex_unlock(&s->conn_mu);
+}
+
+/* Cuts connections whose request head is overdue (slowloris); MHD then closes them. */
+void *srv_watchdog_main(void *arg)
+{
+	struct srv *s = arg;
+	uint64_t limit = (uint64_t)s->o.header_timeout_s * 1000;
+	pthread_mutex_lock(&s->stop_mu);
+	while (!s->stopping) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 200 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L)
+			ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+		pthread_cond_timedwait(&s->stop_cv, &s->stop_mu, &ts);
+		uint64_t now = rung_now_ms();
+		pthread_mutex_lock(&s->conn_mu);
+		for (struct srv_conn *t = s->conns; t; t = t->next) {
+			if (t->cut || !t->head_start_ms || now - t->head_start_ms <= limit)
+				continue;
+			/* The fd stays open until NOTIFY_CLOSED removes t (under conn_mu). */
+			shutdown(t->fd, SHUT_RDWR);
+			t->cut = true;
+			atomic_fetch_add(&s->metrics.header_timeouts, 1);
+			LOG_INFO("op=cut reason=header_timeout fd=%d", t->fd);
+		}
+		pthread_mutex_unlock(&s->conn_mu);
+	}
+	pthread_mutex_unlock(&s->stop_mu);
+	return NULL;
+}
+
+/* ---- replies ------------------------------------------------------------------------------ */
+
+static enum MHD_Result queue(struct srv_call *call, struct MHD_Connection *c, unsigned status,
+			     struct MHD_Response *resp)
+{
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	if (call)
+		call->status = status;
+	enum MHD_Result r = MHD_queue_response(c, status, resp);
+	MHD_destroy_response(resp);
+	return r;
+}
+
+enum MHD_Result srv_reply_bytes(struct srv_call *call, struct MHD_Connection *c, unsigned status,
+				const char *ctype, char *data, size_t len)
+{
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(data);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", ctype);
+	return queue(call, c, status, resp);
+}
+
+enum MHD_Result srv_reply_json(struct srv_call *call, struct MHD_Connection *c, unsigned status,
+			       json_t *body)
+{
+	char *s = body ? json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+	json_decref(body);
+	if (!s)
+		return MHD_NO;
+	return srv_reply_bytes(call, c, status, "application/json", s, strlen(s));
+}
+
+enum MHD_Result srv_reply_error(struct srv_call *call, struct MHD_Connection *c,
+				enum srv_code code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	bool lossy;
+	cleanup_free char *clean = srv_utf8_sanitize(msg, strlen(msg), &lossy);
+	if (call)
+		call->code = code;
+	json_t *j = json_pack("{s:{s:s, s:s}}", "error", "code", srv_code_name(code), "message",
+			      clean ? clean : "");
+	return srv_reply_json(call, c, srv_code_http(code), j);
+}
+
+enum MHD_Result srv_reply_rung_err(struct srv_call *call, struct MHD_Connection *c, int r,
+				   const struct rung_err *err)
+{
+	enum srv_code code = srv_code_from_errno(r);
+	return srv_reply_error(call, c, code, "%s", err->msg[0] ? err->msg : strerror(-r));
+}
+
+/* ---- request state ------------------------------------------------------------------------- */
+
+static enum MHD_Result collect_kv(void *cls, enum MHD_ValueKind kind, const char *key,
+				  const char *value)
+{
+	struct srv_call *call = cls;
+	if (call->n_kv == call->cap_kv) {
+		size_t cap = call->cap_kv ? call->cap_kv * 2 : 16;
+		if (cap > 4096)
+			return MHD_NO;
+		struct srv_kv *nv = realloc(call->kv, cap * sizeof(*nv));
+		if (!nv)
+			return MHD_NO;
+		call->kv = nv;
+		call->cap_kv = cap;
+	}
+	call->kv[call->n_kv++] = (struct srv_kv){key, value ? value : ""};
+	return MHD_YES;
+}
+
+static void call_free(struct srv_call *call)
+{
+	if (!call)
+		return;
+	free(call->body);
+	free(call->kv);
+	free(call);
+}
+
+static bool peer_uid(struct MHD_Connection *c, uid_t *uid)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return false;
+	*uid = cr.uid;
+	return true;
+}
+
+/* The first call for a request: route it, authenticate, check the announced size. */
+static enum MHD_Result begin(struct srv_listener *l, struct srv_call *call,
+			     struct MHD_Connection *c, const char *url, const char *method)
+{
+	struct srv *s = l->s;
+	conn_head(s, c, false);
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_kv, call);
+	size_t nq = call->n_kv;
+	MHD_get_connection_values(c, MHD_HEADER_KIND, collect_kv, call);
+	struct srv_raw raw = {
+		.method = method,
+		.path = url,
+		.query = call->kv,
+		.n_query = nq,
+		.headers = call->kv + nq,
+		.n_headers = call->n_kv - nq,
+	};
+	struct rung_err err = {0};
+	enum srv_code code;
+	if (srv_req_parse(&raw, &call->req, &code, &err) < 0)
+		return srv_reply_error(call, c, code, "%s", err.msg);
+	snprintf(call->sb_id, sizeof(call->sb_id), "%s", call->req.id);
+	if (call->req.route == SRV_R_HEALTH)
+		return MHD_YES;
+	struct srv_caller who = {
+		.bearer = call->req.bearer,
+		.bad_authorization = call->req.bad_authorization,
+	};
+	if (l->is_unix)
+		who.unix_peer = peer_uid(c, &who.uid);
+	call->scope = srv_auth(&s->tokens, &who);
+	if (!call->scope)
+		return srv_reply_error(call, c, SRV_E_UNAUTHORIZED,
+				       "a valid \"Authorization: Bearer TOKEN\" is required");
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+	uint64_t announced = 0;
+	if (cl && rung_parse_u64(cl, &announced) < 0)
+		return srv_reply_error(call, c, SRV_E_BAD_REQUEST, "Content-Length: malformed");
+	if (announced && !call->req.body_allowed)
+		return srv_reply_error(call, c, SRV_E_BAD_REQUEST, "%s takes no request body",
+				       srv_route_name(call->req.route));
+	if (announced > call->req.body_max)
+		return srv_reply_error(call, c, SRV_E_TOO_LARGE, "body: larger than %zu bytes",
+				       call->req.body_max);
+	return MHD_YES;
+}
+
+enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url,
+			   const char *method, const char *version, const char *upload,
+			   size_t *upload_size, void **con_cls)
+{
+	struct srv_listener *l = cls;
+	struct srv_call *call = *con_cls;
+	if (!call) {
+		call = calloc(1, sizeof(*call));
+		if (!call)
+			return MHD_NO;
+		call->s = l->s;
+		call->t0_us = rung_now_us();
+		call->code = SRV_OK;
+		*con_cls = call;
+		atomic_fetch_add(&l->s->metrics.inflight, 1);
+		return begin(l, call, c, url, method);
+	}
+	if (call->status) /* already answered (an error during begin or the upload) */
+		return (*upload_size = 0), MHD_YES;
+	if (*upload_size) {
+		size_t n = *upload_size;
+		*upload_size = 0;
+		if (!call->req.body_allowed)
+			return srv_reply_error(call, c, SRV_E_BAD_REQUEST, "%s takes no body",
+					       srv_route_name(call->req.route));
+		if (call->too_large || n > call->req.body_max - call->body_len) {
+			/* MHD cannot answer mid-upload: drop the rest, answer 413 at the end,
+			 * and give up on the connection if the client keeps going. */
+			call->too_large = true;
+			call->discarded += n;
+			return call->discarded > 4 * (uint64_t)call->req.body_max ? MHD_NO : MHD_YES;
+		}
+		char *nb = realloc(call->body, call->body_len + n + 1);
+		if (!nb)
+			return srv_reply_error(call, c, SRV_E_UNAVAILABLE, "out of memory");
+		call->body = nb;
+		memcpy(call->body + call->body_len, upload, n);
+		call->body_len += n;
+		call->body[call->body_len] = '\0';
+		return MHD_YES;
+	}
+	if (call->too_large)
+		return srv_reply_error(call, c, SRV_E_TOO_LARGE, "body: larger than %zu bytes",
+				       call->req.body_max);
+	return srv_dispatch(call, c);
+}
+
+/* One structured line per request, when it ends (streamed ones included). */
+void srv_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		   enum MHD_RequestTerminationCode toe)
+{
+	struct srv_listener *l = cls;
+	struct srv_call *call = *con_cls;
+	conn_head(l->s, c, true); /* a keep-alive connection now waits for the next head */
+	if (!call)
+		return;
+	*con_cls = NULL;
+	atomic_fetch_add(&l->s->metrics.inflight, -1);
+	srv_metrics_request(&l->s->metrics, call->req.route, call->code);
+	uint64_t us = rung_now_us() - call->t0_us;
+	rung_log(RUNG_LOG_INFO, "request",
+		 "op=%s id=%s scope=%s status=%u code=%s dur_ms=%" PRIu64 ".%03" PRIu64
+		 " in=%zu listener=%s%s",
+		 srv_route_name(call->req.route), call->sb_id[0] ? call->sb_id : "-",
+		 call->scope ? call->scope : "-", call->status, srv_code_name(call->code),
+		 us / 1000, us % 1000, call->body_len, l->is_unix ? "unix" : "tcp",
+		 toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=1");
+	call_free(call);
+}

@@ -1,0 +1,119 @@
+/* server/metrics.c: counters and the Prometheus text exposition. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "server/srv-internal.h"
+
+const double srv_hist_bounds[SRV_HIST_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+						  1,     2.5,  5,     10,   30,  60,  0 /* +Inf */};
+
+void srv_metrics_request(struct srv_metrics *m, enum srv_route r, enum srv_code c)
+{
+	if ((unsigned)r < SRV_R__COUNT && (unsigned)c < SRV_CODE__COUNT)
+		atomic_fetch_add(&m->requests[r][c], 1);
+}
+
+void srv_metrics_exec(struct srv_metrics *m, const struct rung_exec_res *res, int rc)
+{
+	if (rc < 0) {
+		atomic_fetch_add(&m->exec_total[2], 1);
+		return;
+	}
+	atomic_fetch_add(&m->exec_total[res->timed_out ? 1 : 0], 1);
+	double s = (double)res->duration_us / 1e6;
+	size_t i = 0;
+	while (i < SRV_HIST_BUCKETS - 1 && s > srv_hist_bounds[i])
+		i++;
+	atomic_fetch_add(&m->exec_hist[i], 1);
+	atomic_fetch_add(&m->exec_sum_us, res->duration_us);
+}
+
+char *srv_metrics_render(struct srv_metrics *m, struct rung_router *r)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	cleanup_fclose FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	fprintf(f, "# HELP rung_sandboxes Sandboxes in the store, by rung and state.\n"
+		   "# TYPE rung_sandboxes gauge\n");
+	size_t counts[RUNG_ISO__COUNT][4] = {{0}};
+	struct rung_sandbox_info *v = NULL;
+	size_t n = 0;
+	struct rung_err err = {0};
+	bool listed = rung_list(r, NULL, NULL, &v, &n, &err) == 0;
+	for (size_t i = 0; listed && i < n; i++)
+		if ((unsigned)v[i].isolation < RUNG_ISO__COUNT && (unsigned)v[i].state < 4)
+			counts[v[i].isolation][v[i].state]++;
+	free(v);
+	for (int iso = 0; iso < RUNG_ISO__COUNT; iso++)
+		for (int st = 0; st < 4; st++)
+			fprintf(f, "rung_sandboxes{isolation=\"%s\",state=\"%s\"} %zu\n",
+				rung_isolation_name(iso), rung_state_name(st), counts[iso][st]);
+	fprintf(f, "# HELP rung_store_list_ok Whether the store could be listed.\n"
+		   "# TYPE rung_store_list_ok gauge\nrung_store_list_ok %d\n",
+		listed);
+
+	fprintf(f, "# HELP rung_http_requests_total Requests by operation and result code.\n"
+		   "# TYPE rung_http_requests_total counter\n");
+	for (int rt = 0; rt < SRV_R__COUNT; rt++)
+		for (int c = 0; c < SRV_CODE__COUNT; c++) {
+			unsigned long v2 = atomic_load(&m->requests[rt][c]);
+			if (v2)
+				fprintf(f, "rung_http_requests_total{op=\"%s\",code=\"%s\"} %lu\n",
+					srv_route_name(rt), srv_code_name(c), v2);
+		}
+	fprintf(f, "# HELP rung_http_errors_total Error responses by code.\n"
+		   "# TYPE rung_http_errors_total counter\n");
+	for (int c = 1; c < SRV_CODE__COUNT; c++) {
+		unsigned long sum = 0;
+		for (int rt = 0; rt < SRV_R__COUNT; rt++)
+			sum += atomic_load(&m->requests[rt][c]);
+		fprintf(f, "rung_http_errors_total{code=\"%s\"} %lu\n", srv_code_name(c), sum);
+	}
+	fprintf(f, "# HELP rung_http_inflight Requests being served.\n"
+		   "# TYPE rung_http_inflight gauge\nrung_http_inflight %ld\n",
+		atomic_load(&m->inflight));
+
+	static const char *const outcome[3] = {"completed", "timed_out", "failed"};
+	fprintf(f, "# HELP rung_exec_total Execs (exec and run-code) by outcome.\n"
+		   "# TYPE rung_exec_total counter\n");
+	for (int i = 0; i < 3; i++)
+		fprintf(f, "rung_exec_total{outcome=\"%s\"} %lu\n", outcome[i],
+			atomic_load(&m->exec_total[i]));
+	fprintf(f, "# HELP rung_exec_duration_seconds Exec latency inside the sandbox.\n"
+		   "# TYPE rung_exec_duration_seconds histogram\n");
+	unsigned long cum = 0;
+	for (int i = 0; i < SRV_HIST_BUCKETS; i++) {
+		cum += atomic_load(&m->exec_hist[i]);
+		if (i == SRV_HIST_BUCKETS - 1)
+			fprintf(f, "rung_exec_duration_seconds_bucket{le=\"+Inf\"} %lu\n", cum);
+		else
+			fprintf(f, "rung_exec_duration_seconds_bucket{le=\"%g\"} %lu\n",
+				srv_hist_bounds[i], cum);
+	}
+	fprintf(f, "rung_exec_duration_seconds_sum %.6f\nrung_exec_duration_seconds_count %lu\n",
+		(double)atomic_load(&m->exec_sum_us) / 1e6, cum);
+
+	fprintf(f, "# HELP rung_gc_runs_total Sweeper passes (rung_gc).\n"
+		   "# TYPE rung_gc_runs_total counter\nrung_gc_runs_total %lu\n"
+		   "# TYPE rung_gc_disposed_total counter\nrung_gc_disposed_total %lu\n"
+		   "# TYPE rung_gc_suspended_total counter\nrung_gc_suspended_total %lu\n"
+		   "# TYPE rung_gc_errors_total counter\nrung_gc_errors_total %lu\n"
+		   "# HELP rung_http_header_timeouts_total Connections cut for a slow request head.\n"
+		   "# TYPE rung_http_header_timeouts_total counter\n"
+		   "rung_http_header_timeouts_total %lu\n",
+		atomic_load(&m->gc_runs), atomic_load(&m->gc_disposed),
+		atomic_load(&m->gc_suspended), atomic_load(&m->gc_errors),
+		atomic_load(&m->header_timeouts));
+	if (fclose(f) != 0) {
+		f = NULL;
+		free(buf);
+		return NULL;
+	}
+	f = NULL;
+	return buf;
+}

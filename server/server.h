@@ -1,0 +1,189 @@
+/*
+ * server/server.h: `rung serve`, the HTTP/JSON API daemon (the module's one public header).
+ *
+ * The daemon is a client of the public C API (include/rung/rung.h) and nothing else. The
+ * request-handling pipeline is split so that everything a client controls is parsed by pure
+ * functions, unit-tested and fuzzed without a socket:
+ *
+ *   tokens file text      -> srv_tokens_parse()     -> struct srv_tokens (digests, scopes)
+ *   method/path/query/hdr -> srv_req_parse()        -> struct srv_req   (route, id, params)
+ *   credential            -> srv_auth()             -> the caller's scope (never from the body)
+ *   JSON body             -> srv_exec_body_parse()  -> struct srv_exec  (argv, env, ...)
+ *                            srv_code_body_parse()
+ *
+ * Errors use rung_err plus a stable API code (enum srv_code) that maps to an HTTP status and
+ * the JSON error body {"error": {"code": "...", "message": "..."}}.
+ */
+#ifndef RUNG_SERVER_SERVER_H
+#define RUNG_SERVER_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "rung/err.h"
+
+/* `rung serve ...` (argv[0] is "serve"). Returns the process exit status. */
+int rung_serve_main(int argc, char **argv);
+
+/* ---- limits --------------------------------------------------------------------------- */
+
+#define SRV_MAX_JSON_BODY (1u << 20)     /* JSON request bodies */
+#define SRV_MAX_UPLOAD (64u << 20)       /* PUT .../files */
+#define SRV_MAX_READ_FILE (64u << 20)    /* GET .../files */
+#define SRV_MAX_HEADER 4096              /* one header value */
+#define SRV_MAX_PATH 4096                /* the URL path and ?path= */
+#define SRV_MAX_KEY_PART 256             /* thread / agent / scope */
+#define SRV_MAX_ARGS 4096
+#define SRV_MAX_ENV 1024
+#define SRV_MAX_TIMEOUT_S 86400
+
+/* ---- stable error codes ------------------------------------------------------------ */
+
+enum srv_code {
+	SRV_OK,
+	SRV_E_BAD_REQUEST,      /* 400 bad_request */
+	SRV_E_UNAUTHORIZED,     /* 401 unauthorized */
+	SRV_E_FORBIDDEN,        /* 403 forbidden (policy refusal) */
+	SRV_E_NOT_FOUND,        /* 404 not_found */
+	SRV_E_METHOD,           /* 405 method_not_allowed */
+	SRV_E_CONFLICT,         /* 409 conflict */
+	SRV_E_TOO_LARGE,        /* 413 payload_too_large */
+	SRV_E_UNSUPPORTED,      /* 415 unsupported_media_type */
+	SRV_E_UNAVAILABLE,      /* 503 unavailable */
+	SRV_E_TIMEOUT,          /* 504 timeout */
+	SRV_E_INTERNAL,         /* 500 internal */
+	SRV_CODE__COUNT
+};
+const char *srv_code_name(enum srv_code c);
+unsigned srv_code_http(enum srv_code c);
+/* Map a -errno from the rung API to an API code (ENOENT -> not_found, ...). */
+enum srv_code srv_code_from_errno(int neg_errno);
+
+/* ---- tokens and identity --------------------------------------------------------------- */
+
+/*
+ * The tokens file: one "TOKEN SCOPE" per line; '#' starts a comment; blank lines are
+ * ignored. Two more forms grant the Unix socket without a token:
+ *   unix-peer-uid:UID SCOPE   a Unix-socket client whose SO_PEERCRED uid is UID gets SCOPE
+ *   - SCOPE                   any Unix-socket client without a token gets SCOPE
+ * A token is 16..512 printable non-space bytes and maps to exactly one scope (a repeated
+ * token is an error). Tokens are kept only as SHA-256 digests, compared in constant time.
+ */
+enum srv_cred_kind { SRV_CRED_TOKEN, SRV_CRED_UNIX_UID, SRV_CRED_UNIX_ANY };
+
+struct srv_cred {
+	enum srv_cred_kind kind;
+	unsigned char digest[32]; /* SRV_CRED_TOKEN */
+	uid_t uid;                /* SRV_CRED_UNIX_UID */
+	char *scope;
+	unsigned line;
+};
+
+struct srv_tokens {
+	struct srv_cred *v;
+	size_t n;
+};
+
+int srv_tokens_parse(const char *text, size_t len, struct srv_tokens *out, struct rung_err *err);
+/* Reads path, refusing a file that is world-readable/-writable or not a regular file. */
+int srv_tokens_load(const char *path, struct srv_tokens *out, struct rung_err *err);
+void srv_tokens_release(struct srv_tokens *t);
+
+/* Who is calling: the bearer token (if any) and, for the Unix socket, the peer's uid. */
+struct srv_caller {
+	const char *bearer; /* the token from "Authorization: Bearer X"; NULL if none */
+	bool bad_authorization; /* an Authorization header that is not "Bearer <token>" */
+	bool unix_peer;     /* arrived on the Unix socket with valid SO_PEERCRED */
+	uid_t uid;
+};
+
+/*
+ * The caller's scope, or NULL (unauthorized). A token, when given, decides alone: a wrong
+ * token is refused even on the Unix socket. Every token is compared (constant time).
+ */
+const char *srv_auth(const struct srv_tokens *t, const struct srv_caller *c);
+
+/* ---- requests ----------------------------------------------------------------------------- */
+
+enum srv_route {
+	SRV_R_NONE,
+	SRV_R_HEALTH,        /* GET /healthz */
+	SRV_R_METRICS,       /* GET /metrics */
+	SRV_R_CREATE,        /* POST /v1/sandboxes */
+	SRV_R_LIST,          /* GET /v1/sandboxes[?thread=T] */
+	SRV_R_DISPOSE_SCOPE, /* DELETE /v1/sandboxes[?thread=T] */
+	SRV_R_INSPECT,       /* GET /v1/sandboxes/{id} */
+	SRV_R_DISPOSE,       /* DELETE /v1/sandboxes/{id} */
+	SRV_R_EXEC,          /* POST /v1/sandboxes/{id}/exec */
+	SRV_R_RUN_CODE,      /* POST /v1/sandboxes/{id}/run-code */
+	SRV_R_FILE_PUT,      /* PUT /v1/sandboxes/{id}/files?path=P[&mode=0644] */
+	SRV_R_FILE_GET,      /* GET /v1/sandboxes/{id}/files?path=P */
+	SRV_R_SUSPEND,       /* POST /v1/sandboxes/{id}/suspend */
+	SRV_R_RESUME,        /* POST /v1/sandboxes/{id}/resume */
+	SRV_R__COUNT
+};
+const char *srv_route_name(enum srv_route r);
+
+struct srv_kv {
+	const char *key, *value;
+};
+
+/* What the HTTP layer hands over: decoded path, query arguments and headers. */
+struct srv_raw {
+	const char *method;
+	const char *path;
+	const struct srv_kv *query;
+	size_t n_query;
+	const struct srv_kv *headers; /* names compared case-insensitively */
+	size_t n_headers;
+};
+
+struct srv_req {
+	enum srv_route route;
+	char id[65];            /* sandbox id: [A-Za-z0-9_-]{1,64} */
+	const char *thread;     /* X-Rung-Thread header, or ?thread= for list/dispose-scope */
+	const char *agent;      /* X-Rung-Agent header */
+	const char *file_path;  /* ?path= for files (absolute or relative, no NUL) */
+	unsigned file_mode;     /* ?mode= (octal, default 0644) */
+	const char *bearer;     /* token from Authorization, NULL if absent */
+	bool bad_authorization;
+	bool body_allowed;      /* the route takes a request body */
+	size_t body_max;        /* its limit */
+};
+
+/*
+ * Pure: route and validate one request. Strings in out point into raw. Returns 0, or
+ * -errno with err set and *code the API code (not_found, method_not_allowed, bad_request).
+ */
+int srv_req_parse(const struct srv_raw *raw, struct srv_req *out, enum srv_code *code,
+		  struct rung_err *err);
+
+/* A decoded exec body. Strings are malloc'd; release with srv_exec_release. */
+struct srv_exec {
+	char **argv;        /* NULL-terminated, >= 1 entry */
+	char **env;         /* NULL-terminated "K=V" */
+	char *cwd;
+	char *stdin_data;
+	size_t stdin_len;
+	uint32_t timeout_ms; /* 0: the spec's default */
+	bool stream;
+	char *language, *code; /* run-code only */
+};
+/* {"argv": [str...], "timeout": s, "cwd": str, "env": {K: V}, "stdin": str, "stream": bool} */
+int srv_exec_body_parse(const char *body, size_t len, struct srv_exec *out, struct rung_err *err);
+/* {"language": str, "code": str, "timeout": s, "stream": bool} */
+int srv_code_body_parse(const char *body, size_t len, struct srv_exec *out, struct rung_err *err);
+/* {"spec": {...}}: returns the spec object re-serialized (malloc'd) for rung_spec_from_json. */
+int srv_create_body_parse(const char *body, size_t len, char **spec_json, struct rung_err *err);
+void srv_exec_release(struct srv_exec *x);
+
+/*
+ * Text for JSON: valid UTF-8 is kept; invalid bytes become U+FFFD. *lossy tells whether any
+ * byte was replaced (the caller then also sends base64). malloc'd, NUL-terminated.
+ */
+char *srv_utf8_sanitize(const char *data, size_t len, bool *lossy);
+char *srv_base64(const void *data, size_t len);
+
+#endif

@@ -1,0 +1,149 @@
+/* server/srv-internal.h: shared between the server's files; never included outside server/. */
+#ifndef RUNG_SERVER_SRV_INTERNAL_H
+#define RUNG_SERVER_SRV_INTERNAL_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "common/log.h"
+#include "rung/rung.h"
+#include "server/server.h"
+
+static inline void srv_json_decrefp(json_t **j)
+{
+	if (*j)
+		json_decref(*j);
+}
+#define cleanup_json __attribute__((cleanup(srv_json_decrefp)))
+
+/* ---- options ---------------------------------------------------------------------------- */
+
+struct srv_opts {
+	const char *socket_path; /* default /run/rung/rung.sock; "" disables */
+	const char *listen;      /* HOST:PORT or NULL */
+	const char *tokens_path;
+	const char *state_dir;
+	const char *socket_group; /* chown the socket to this group */
+	unsigned socket_mode;
+	bool deployed;
+	unsigned gc_interval_s;     /* 0: no sweeper */
+	unsigned header_timeout_s;  /* whole request head must arrive within this */
+	unsigned idle_timeout_s;    /* MHD_OPTION_CONNECTION_TIMEOUT */
+	unsigned max_connections;
+	unsigned max_per_ip;
+	unsigned drain_s;
+	enum rung_log_level log_level;
+};
+/* Pure: argv -> opts. Returns 0, 1 for --help (text written to *help), or -EINVAL. */
+int srv_opts_parse(int argc, char **argv, struct srv_opts *o, struct rung_err *err);
+extern const char srv_usage[];
+
+/* ---- metrics ---------------------------------------------------------------------------- */
+
+#define SRV_HIST_BUCKETS 14
+extern const double srv_hist_bounds[SRV_HIST_BUCKETS]; /* seconds; the last is +Inf */
+
+struct srv_metrics {
+	atomic_ulong requests[SRV_R__COUNT][SRV_CODE__COUNT];
+	atomic_ulong exec_total[3]; /* completed, timed_out, failed */
+	atomic_ulong exec_hist[SRV_HIST_BUCKETS];
+	atomic_ulong exec_sum_us;
+	atomic_ulong gc_runs, gc_disposed, gc_suspended, gc_errors;
+	atomic_ulong header_timeouts;
+	atomic_long inflight;
+};
+void srv_metrics_request(struct srv_metrics *m, enum srv_route r, enum srv_code c);
+void srv_metrics_exec(struct srv_metrics *m, const struct rung_exec_res *res, int rc);
+/* Prometheus text; sandboxes by rung and state come from the store. malloc'd. */
+char *srv_metrics_render(struct srv_metrics *m, struct rung_router *r);
+
+/* ---- the daemon ------------------------------------------------------------------------- */
+
+struct srv_conn; /* per-connection tracking for the header deadline */
+
+struct srv;
+struct srv_listener {
+	struct srv *s;
+	bool is_unix;
+	struct MHD_Daemon *d;
+};
+
+struct srv {
+	struct srv_opts o;
+	struct srv_tokens tokens;
+	struct srv_metrics metrics;
+	struct srv_listener unix_l, tcp_l;
+	/* Routers are pooled: a request takes one for its duration (no shared router state). */
+	pthread_mutex_t pool_mu;
+	struct rung_router **pool;
+	size_t pool_n, pool_cap;
+	/* Connections still reading their request head. */
+	pthread_mutex_t conn_mu;
+	struct srv_conn *conns;
+	/* Background threads stop when stopping is set (under stop_mu, signalled on stop_cv). */
+	pthread_mutex_t stop_mu;
+	pthread_cond_t stop_cv;
+	bool stopping;
+};
+
+int srv_router_get(struct srv *s, struct rung_router **out, struct rung_err *err);
+void srv_router_put(struct srv *s, struct rung_router *r);
+
+/* http.c */
+enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url,
+			   const char *method, const char *version, const char *upload,
+			   size_t *upload_size, void **con_cls);
+void srv_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		   enum MHD_RequestTerminationCode toe);
+void srv_notify_conn(void *cls, struct MHD_Connection *c, void **socket_context,
+		     enum MHD_ConnectionNotificationCode code);
+void *srv_watchdog_main(void *arg);
+
+/* The state of one request while it runs (the HTTP layer's con_cls). */
+struct srv_call {
+	struct srv *s;
+	struct srv_req req;
+	const char *scope;
+	char *body;
+	size_t body_len;
+	bool too_large;
+	uint64_t discarded;
+	uint64_t t0_us;
+	unsigned status;
+	enum srv_code code;
+	char sb_id[65];
+	/* storage the parsed request points into */
+	char *method, *path;
+	struct srv_kv *kv;
+	size_t n_kv, cap_kv;
+	char *strs;
+};
+
+/* Responses. All return the MHD_queue_response result. */
+enum MHD_Result srv_reply_json(struct srv_call *call, struct MHD_Connection *c, unsigned status,
+			       json_t *body /* stolen */);
+enum MHD_Result srv_reply_error(struct srv_call *call, struct MHD_Connection *c,
+				enum srv_code code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+enum MHD_Result srv_reply_rung_err(struct srv_call *call, struct MHD_Connection *c, int r,
+				   const struct rung_err *err);
+enum MHD_Result srv_reply_bytes(struct srv_call *call, struct MHD_Connection *c, unsigned status,
+				const char *ctype, char *data /* stolen */, size_t len);
+
+/* handlers.c: one dispatch for every route, after auth and the body are in. */
+enum MHD_Result srv_dispatch(struct srv_call *call, struct MHD_Connection *c);
+json_t *srv_exec_res_json(const struct rung_exec_res *res);
+/* After an op failed with rc: resume the sandbox if that was the reason; true: retry it. */
+bool srv_wake(struct rung_sandbox *sb, int rc);
+
+/* stream.c: exec/run-code streamed as NDJSON; takes ownership of sb and x. */
+enum MHD_Result srv_exec_stream(struct srv_call *call, struct MHD_Connection *c,
+				struct rung_sandbox *sb, struct rung_router *router,
+				struct srv_exec *x, bool is_code);
+
+/* Fill a rung_exec_req from the decoded body (pointers into x). */
+void srv_exec_req_fill(const struct srv_exec *x, struct rung_exec_req *q);
+
+#endif

@@ -1,0 +1,195 @@
+/*
+ * server/stream.c: exec / run-code streamed as NDJSON while the command runs.
+ *
+ * A worker thread runs rung_exec with an output callback that writes one JSON line per chunk
+ * into a pipe; the HTTP response is a callback response reading that pipe (MHD runs one thread
+ * per connection, so the reader may block). Lines:
+ *   {"type":"stdout"|"stderr","data":"...","data_b64":"..." (only when not valid UTF-8)}
+ *   {"type":"heartbeat"}                    every few seconds of silence
+ *   {"type":"exit","exit_code":..,...}      last line on success (ExecResult without output)
+ *   {"type":"error","error":{"code","message"}}  last line on failure
+ * If the client goes away, the pipe breaks, the callback returns <0 and the exec is stopped.
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "server/srv-internal.h"
+
+#define HEARTBEAT_MS 5000
+
+struct stream_job {
+	struct srv *s;
+	struct rung_router *router;
+	struct rung_sandbox *sb;
+	struct srv_exec x;
+	bool is_code;
+	int wfd;
+};
+
+static int write_line(int fd, json_t *o)
+{
+	cleanup_free char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+	json_decref(o);
+	if (!s)
+		return -ENOMEM;
+	size_t n = strlen(s);
+	s[n] = '\n'; /* json_dumps' NUL becomes the line end; write n+1 bytes */
+	return rung_write_all(fd, s, n + 1);
+}
+
+static int on_output(void *ud, enum rung_stream st, const void *data, size_t len)
+{
+	struct stream_job *j = ud;
+	json_t *o = json_pack("{s:s}", "type", st == RUNG_STDOUT ? "stdout" : "stderr");
+	bool lossy;
+	cleanup_free char *t = srv_utf8_sanitize(data, len, &lossy);
+	json_object_set_new(o, "data", json_string(t ? t : ""));
+	if (lossy) {
+		cleanup_free char *b = srv_base64(data, len);
+		json_object_set_new(o, "data_b64", json_string(b ? b : ""));
+	}
+	return write_line(j->wfd, o) < 0 ? -1 : 0;
+}
+
+static void *worker(void *arg)
+{
+	struct stream_job *j = arg;
+	struct rung_exec_req q;
+	srv_exec_req_fill(&j->x, &q);
+	q.on_output = on_output;
+	q.ud = j;
+	q.no_collect = true;
+	struct rung_exec_res res = {0};
+	struct rung_err err = {0};
+	int rc = 0;
+	for (int tries = 0; tries < 2; tries++) {
+		rung_exec_res_release(&res);
+		rc = j->is_code ? rung_run_code(j->sb, j->x.language, j->x.code, &q, &res, &err)
+				: rung_exec(j->sb, &q, &res, &err);
+		if (tries || !srv_wake(j->sb, rc))
+			break;
+	}
+	srv_metrics_exec(&j->s->metrics, &res, rc);
+	json_t *o;
+	if (rc < 0) {
+		enum srv_code code = srv_code_from_errno(rc);
+		o = json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "code",
+			      srv_code_name(code), "message", err.msg);
+	} else {
+		o = json_pack("{s:s, s:i, s:i, s:b, s:b, s:b, s:f}", "type", "exit", "exit_code",
+			      res.exit_code, "signal", res.signal, "timed_out", res.timed_out,
+			      "truncated", res.truncated, "oom", res.oom, "duration_ms",
+			      (double)res.duration_us / 1000.0);
+	}
+	write_line(j->wfd, o);
+	rung_exec_res_release(&res);
+	close(j->wfd);
+	rung_sandbox_close(j->sb);
+	srv_router_put(j->s, j->router);
+	srv_exec_release(&j->x);
+	free(j);
+	return NULL;
+}
+
+struct reader {
+	int rfd;
+	bool eof;
+};
+
+static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct reader *rd = cls;
+	if (rd->eof)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	for (;;) {
+		struct pollfd p = {rd->rfd, POLLIN, 0};
+		int n = poll(&p, 1, HEARTBEAT_MS);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (n == 0) {
+			static const char hb[] = "{\"type\":\"heartbeat\"}\n";
+			if (max < sizeof(hb) - 1)
+				continue;
+			memcpy(buf, hb, sizeof(hb) - 1);
+			return (ssize_t)(sizeof(hb) - 1);
+		}
+		ssize_t r = read(rd->rfd, buf, max);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (r == 0) {
+			rd->eof = true;
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		}
+		return r;
+	}
+}
+
+static void free_cb(void *cls)
+{
+	struct reader *rd = cls;
+	close(rd->rfd); /* a worker still writing now gets EPIPE and stops the exec */
+	free(rd);
+}
+
+enum MHD_Result srv_exec_stream(struct srv_call *call, struct MHD_Connection *c,
+				struct rung_sandbox *sb, struct rung_router *router,
+				struct srv_exec *x, bool is_code)
+{
+	struct srv *s = call->s;
+	int p[2];
+	struct stream_job *j = calloc(1, sizeof(*j));
+	struct reader *rd = calloc(1, sizeof(*rd));
+	if (!j || !rd || pipe2(p, O_CLOEXEC) < 0) {
+		free(j);
+		free(rd);
+		rung_sandbox_close(sb);
+		srv_router_put(s, router);
+		srv_exec_release(x);
+		return srv_reply_error(call, c, SRV_E_UNAVAILABLE, "stream: out of resources");
+	}
+	*j = (struct stream_job){s, router, sb, *x, is_code, p[1]};
+	memset(x, 0, sizeof(*x));
+	rd->rfd = p[0];
+	struct MHD_Response *resp =
+		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, read_cb, rd, free_cb);
+	if (!resp) {
+		free_cb(rd);
+		close(j->wfd);
+		rung_sandbox_close(sb);
+		srv_router_put(s, router);
+		srv_exec_release(&j->x);
+		free(j);
+		return MHD_NO;
+	}
+	pthread_t t;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&t, &attr, worker, j);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		MHD_destroy_response(resp); /* calls free_cb */
+		close(j->wfd);
+		rung_sandbox_close(sb);
+		srv_router_put(s, router);
+		srv_exec_release(&j->x);
+		free(j);
+		return srv_reply_error(call, c, SRV_E_UNAVAILABLE, "stream: cannot start worker");
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/x-ndjson");
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	call->status = 200;
+	enum MHD_Result r = MHD_queue_response(c, 200, resp);
+	MHD_destroy_response(resp);
+	return r;
+}
