@@ -1,0 +1,212 @@
+/*
+ * vmm/args.c: rung-vmm's command line, parsed into struct vmm_config (pure, no I/O).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "common/util.h"
+#include "vmm/vmm.h"
+
+const char vmm_usage[] =
+	"usage: rung-vmm --kernel BZIMAGE [--initrd FILE] [--disk PATH[,ro]]... --mem MIB\n"
+	"                --cpus N(1-4) [--cmdline EXTRA] --serial-log PATH --vsock-uds PATH\n"
+	"                [--vsock-port PORT] [--control PATH] [--serial-cap BYTES]\n"
+	"                [--vsock-fd FD] [--kvm-fd FD]\n"
+	"                [--serial-timestamps] [--no-seccomp] [--help]\n"
+	"Boots a Linux bzImage under KVM. Each connection to --vsock-uds is bridged to a new\n"
+	"vsock connection to guest CID 3, port --vsock-port (default 1024). --control accepts\n"
+	"the lines pause, resume, stop, status. A jailer may hand in the listening agent socket\n"
+	"(--vsock-fd, instead of --vsock-uds) and an open /dev/kvm (--kvm-fd).\n"
+	"Exit status: 0 guest reboot/poweroff or stop, 3 guest triple fault/shutdown,\n"
+	"1 internal error, 2 usage.\n"
+	"--no-seccomp is for debugging only.\n";
+
+static int want_value(int argc, char *const *argv, int *i, const char *name, const char **eq,
+		      const char **out, struct rung_err *err)
+{
+	if (*eq) {
+		*out = *eq;
+		return 0;
+	}
+	if (*i + 1 >= argc)
+		return rung_err_set(err, EINVAL, "%s: needs a value", name);
+	*out = argv[++*i];
+	return 0;
+}
+
+static int parse_disk(struct vmm_config *cfg, const char *v, struct rung_err *err)
+{
+	if (cfg->ndisks == VMM_MAX_DISKS)
+		return rung_err_set(err, E2BIG, "--disk: at most %d disks", VMM_MAX_DISKS);
+	struct vmm_disk_cfg *d = &cfg->disks[cfg->ndisks];
+	size_t n = strlen(v);
+	d->ro = false;
+	if (n > 3 && (!strcmp(v + n - 3, ",ro") || !strcmp(v + n - 3, ",rw"))) {
+		d->ro = v[n - 1] == 'o';
+		n -= 3;
+	}
+	if (n >= sizeof(d->path))
+		return rung_err_set(err, ENAMETOOLONG, "--disk: path too long");
+	memcpy(d->path, v, n);
+	d->path[n] = '\0';
+	if (!n)
+		return rung_err_set(err, EINVAL, "--disk: empty path");
+	cfg->ndisks++;
+	return 0;
+}
+
+static int parse_num(const char *name, const char *v, uint64_t min, uint64_t max, uint64_t *out,
+		     struct rung_err *err)
+{
+	if (rung_parse_u64(v, out) < 0)
+		return rung_err_set(err, EINVAL, "%s: \"%s\" is not a number", name, v);
+	if (*out < min || *out > max)
+		return rung_err_set(err, ERANGE, "%s: %llu out of range %llu..%llu", name,
+				    (unsigned long long)*out, (unsigned long long)min,
+				    (unsigned long long)max);
+	return 0;
+}
+
+int vmm_args_parse(int argc, char *const *argv, struct vmm_config *cfg, struct rung_err *err)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->vsock_port = 1024;
+	cfg->guest_cid = 3;
+	cfg->serial_cap = 1u << 20;
+	cfg->vsock_fd = cfg->kvm_fd = -1;
+	bool have_mem = false, have_cpus = false;
+	for (int i = 1; i < argc; i++) {
+		char name[32];
+		const char *a = argv[i], *eq = strchr(a, '='), *v = NULL;
+		size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
+		if (nlen >= sizeof(name))
+			return rung_err_set(err, EINVAL, "unknown option %.40s", a);
+		memcpy(name, a, nlen);
+		name[nlen] = '\0';
+		if (eq)
+			eq++;
+		int r = 0;
+		uint64_t n;
+#define VAL() (r = want_value(argc, argv, &i, name, &eq, &v, err))
+		if (!strcmp(name, "--help") || !strcmp(name, "-h")) {
+			cfg->help = true;
+			return 0;
+		} else if (!strcmp(name, "--kernel")) {
+			if (VAL() == 0)
+				cfg->kernel = v;
+		} else if (!strcmp(name, "--initrd")) {
+			if (VAL() == 0)
+				cfg->initrd = v;
+		} else if (!strcmp(name, "--disk")) {
+			if (VAL() == 0)
+				r = parse_disk(cfg, v, err);
+		} else if (!strcmp(name, "--mem")) {
+			if (VAL() == 0 && (r = parse_num(name, v, VMM_MIN_MEM_MIB, VMM_MAX_MEM_MIB,
+							 &cfg->mem_mib, err)) == 0)
+				have_mem = true;
+		} else if (!strcmp(name, "--cpus")) {
+			if (VAL() == 0 && (r = parse_num(name, v, 1, VMM_MAX_CPUS, &n, err)) == 0) {
+				cfg->cpus = (unsigned)n;
+				have_cpus = true;
+			}
+		} else if (!strcmp(name, "--cmdline")) {
+			if (VAL() == 0)
+				cfg->cmdline_extra = v;
+		} else if (!strcmp(name, "--serial-log")) {
+			if (VAL() == 0)
+				cfg->serial_log = v;
+		} else if (!strcmp(name, "--serial-cap")) {
+			if (VAL() == 0 && rung_parse_size(v, &cfg->serial_cap) < 0)
+				r = rung_err_set(err, EINVAL, "--serial-cap: bad size \"%s\"", v);
+			else if (r == 0 && cfg->serial_cap < 4096)
+				r = rung_err_set(err, ERANGE, "--serial-cap: at least 4096 bytes");
+		} else if (!strcmp(name, "--serial-timestamps") && !eq) {
+			cfg->serial_timestamps = true;
+		} else if (!strcmp(name, "--vsock-uds")) {
+			if (VAL() == 0)
+				cfg->vsock_uds = v;
+		} else if (!strcmp(name, "--vsock-fd")) {
+			if (VAL() == 0 && (r = parse_num(name, v, 3, 65535, &n, err)) == 0)
+				cfg->vsock_fd = (int)n;
+		} else if (!strcmp(name, "--kvm-fd")) {
+			if (VAL() == 0 && (r = parse_num(name, v, 3, 65535, &n, err)) == 0)
+				cfg->kvm_fd = (int)n;
+		} else if (!strcmp(name, "--vsock-port")) {
+			if (VAL() == 0 && (r = parse_num(name, v, 1, 0xfffffffeu, &n, err)) == 0)
+				cfg->vsock_port = (uint32_t)n;
+		} else if (!strcmp(name, "--control")) {
+			if (VAL() == 0)
+				cfg->control = v;
+		} else if (!strcmp(name, "--no-seccomp") && !eq) {
+			cfg->no_seccomp = true;
+		} else {
+			return rung_err_set(err, EINVAL, "unknown option %.40s", a);
+		}
+#undef VAL
+		if (r < 0)
+			return r;
+	}
+	if (!cfg->kernel)
+		return rung_err_set(err, EINVAL, "--kernel: required");
+	if (!have_mem)
+		return rung_err_set(err, EINVAL, "--mem: required");
+	if (!have_cpus)
+		return rung_err_set(err, EINVAL, "--cpus: required");
+	if (!cfg->serial_log)
+		return rung_err_set(err, EINVAL, "--serial-log: required");
+	if (!cfg->vsock_uds && cfg->vsock_fd < 0)
+		return rung_err_set(err, EINVAL, "--vsock-uds (or --vsock-fd): required");
+	if (cfg->vsock_uds && cfg->vsock_fd >= 0)
+		return rung_err_set(err, EINVAL, "--vsock-uds and --vsock-fd: give one");
+	if (cfg->vsock_fd >= 0 && cfg->vsock_fd == cfg->kvm_fd)
+		return rung_err_set(err, EINVAL, "--vsock-fd and --kvm-fd: the same fd");
+	return 0;
+}
+
+enum vmm_ctl_cmd vmm_control_parse(const char *line, size_t len)
+{
+	static const struct {
+		const char *s;
+		enum vmm_ctl_cmd c;
+	} cmds[] = {{"pause", VMM_CTL_PAUSE},
+		    {"resume", VMM_CTL_RESUME},
+		    {"stop", VMM_CTL_STOP},
+		    {"status", VMM_CTL_STATUS}};
+	while (len && (line[len - 1] == '\r' || line[len - 1] == ' '))
+		len--;
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(cmds); i++)
+		if (strlen(cmds[i].s) == len && !memcmp(cmds[i].s, line, len))
+			return cmds[i].c;
+	return VMM_CTL_BAD;
+}
+
+const char *vmm_exit_name(enum vmm_exit e)
+{
+	switch (e) {
+	case VMM_EXIT_REBOOT:
+		return "guest reboot/poweroff";
+	case VMM_EXIT_SHUTDOWN:
+		return "guest shutdown (triple fault)";
+	case VMM_EXIT_STOPPED:
+		return "stopped by control socket";
+	case VMM_EXIT_ERROR:
+		return "internal error";
+	case VMM_EXIT_NONE:
+		break;
+	}
+	return "running";
+}
+
+int vmm_exit_status(enum vmm_exit e)
+{
+	switch (e) {
+	case VMM_EXIT_REBOOT:
+	case VMM_EXIT_STOPPED:
+		return 0;
+	case VMM_EXIT_SHUTDOWN:
+		return 3;
+	default:
+		return 1;
+	}
+}

@@ -1,0 +1,34 @@
+/* vmm/main.c: rung-vmm's entry point. Exit status and one stderr line give the exit reason. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/log.h"
+#include "vmm/vmm.h"
+
+int main(int argc, char **argv)
+{
+	static struct vmm_config cfg;
+	struct rung_err err = {0};
+	if (getenv("RUNG_VMM_DEBUG"))
+		rung_log_set_level(RUNG_LOG_DEBUG);
+	if (vmm_args_parse(argc, argv, &cfg, &err) < 0) {
+		fprintf(stderr, "rung-vmm: error: %s\n%s", err.msg, vmm_usage);
+		return 2;
+	}
+	if (cfg.help) {
+		fputs(vmm_usage, stdout);
+		return 0;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	struct vmm_vm *vm = vmm_vm_create(&cfg, &err);
+	if (!vm) {
+		fprintf(stderr, "rung-vmm: error: %s\n", err.msg);
+		return 1;
+	}
+	enum vmm_exit e = vmm_vm_run(vm, &err);
+	fprintf(stderr, "rung-vmm: exit: %s%s%s\n", vmm_exit_name(e), err.msg[0] ? ": " : "",
+		err.msg);
+	vmm_vm_destroy(vm);
+	return vmm_exit_status(e);
+}

@@ -1,0 +1,62 @@
+/* vmm/vm-internal.h: the VM object shared by kvm.c, vcpu.c, vm.c (never leaves vmm/). */
+#ifndef RUNG_VMM_VM_INTERNAL_H
+#define RUNG_VMM_VM_INTERNAL_H
+
+#include <linux/kvm.h>
+
+#include "vmm/vmm.h"
+
+struct vmm_vcpu {
+	struct vmm_vm *vm;
+	unsigned id;
+	int fd;
+	struct kvm_run *run;
+	pthread_t tid;
+	bool started;
+};
+
+struct vmm_vm {
+	struct vmm_config cfg;
+	int kvm_fd, vm_fd, exit_fd, sig_fd, vsock_listen_fd, control_fd;
+	size_t run_size;
+	struct vmm_mem mem;
+	struct kvm_cpuid2 *cpuid;
+	struct vmm_boot_plan boot;
+	struct vmm_vcpu vcpu[VMM_MAX_CPUS];
+	unsigned ncpus;
+	struct vmm_serial serial;
+	bool serial_ok;
+	struct vmm_bus bus;
+	struct vmm_virtio virtio[VMM_MAX_VIRTIO_DEVS];
+	unsigned nvirtio;
+	struct vmm_blk blk[VMM_MAX_DISKS];
+	unsigned nblk;
+	struct vmm_vsock vsock;
+	bool vsock_ok;
+	void *vcpu_bpf, *vmm_bpf;
+	size_t vcpu_bpf_len, vmm_bpf_len;
+	/* run state, under run_lock */
+	pthread_mutex_t run_lock;
+	pthread_cond_t run_cond;
+	bool pause_req, stopping;
+	unsigned npaused, nrunning;
+	enum vmm_exit exit;
+	char exit_msg[200];
+	uint64_t t_create_us;
+};
+
+/* kvm.c */
+int vmm_kvm_open(struct vmm_vm *vm, uint64_t mem_bytes, struct rung_err *err);
+void vmm_kvm_close(struct vmm_vm *vm);
+void vmm_kvm_irq_line(void *vm, unsigned irq, int level);
+/* vcpu.c */
+int vmm_vcpu_create(struct vmm_vm *vm, unsigned id, struct rung_err *err);
+int vmm_vcpus_start(struct vmm_vm *vm, struct rung_err *err);
+void vmm_vcpus_join(struct vmm_vm *vm);
+void vmm_vcpus_pause(struct vmm_vm *vm, bool pause);
+bool vmm_vcpus_paused(struct vmm_vm *vm, uint64_t timeout_ms);
+/* Ends the VM with reason (first caller wins), wakes every thread. */
+void vmm_vm_end(struct vmm_vm *vm, enum vmm_exit reason, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif
