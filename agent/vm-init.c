@@ -308,7 +308,7 @@ int agent_vm_init(int *listen_fd, struct rung_err *err)
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 &&
 	    errno != EBUSY)
 		return rung_err_sys(err, errno, "mount proc on /proc");
-	if ((r = rung_read_file(AT_FDCWD, "/proc/cmdline", CMDLINE_MAX, &cmdline, NULL, err)) < 0)
+	if ((r = rung_file_load(AT_FDCWD, "/proc/cmdline", CMDLINE_MAX, &cmdline, NULL, err)) < 0)
 		return r;
 	if ((r = agent_vm_opts_parse(cmdline, &o, err)) < 0)
 		return r;

@@ -35,7 +35,8 @@ kd=$tmp/x/lib/modules/$ver/kernel
 # Modules L1 loads, in dependency order (resolved with modinfo): KVM (AMD, nested), the
 # virtio-pci disk that carries the test payload, and vhost-vsock for the QEMU baseline.
 : >"$tmp/modules.order"
-add() { # module name
+add() { # module name (recursive: keep f and d local)
+	local f d
 	grep -qx "$1" "$tmp/modules.order" && return 0
 	f=$(find "$kd" -name "$1.ko" -o -name "$1.ko.xz" | head -1)
 	[ -n "$f" ] || { echo "fetch-l1-kernel: module $1 not in $pkg" >&2; exit 1; }

@@ -24,6 +24,7 @@ for a in $(cat /proc/cmdline); do
 	vmtest_driver=*) export VMTEST_DRIVER=${a#*=} ;;
 	vmtest_bench=*) export VMTEST_BENCH=${a#*=} ;;
 	vmtest_only_bench=*) export VMTEST_ONLY_BENCH=${a#*=} ;;
+	vmtest_trace=1) export VMTEST_TRACE=1 ;;
 	vmtest_shell=1) SHELL_=1 ;;
 	esac
 done

@@ -9,6 +9,8 @@
  *   rung-vmtest exec ADDR [-i STDIN] [-t TIMEOUT_MS] -- ARGV...
  *                                         run ARGV in the guest; copy its stdout/stderr;
  *                                         exit with its exit code (128+signal if killed)
+ *   rung-vmtest ctl PATH COMMAND          one line to rung-vmm's --control socket; print
+ *                                         the reply; exit 0 if it starts with "ok"
  *
  * Exit 2 on usage errors, 3 on protocol or connection errors (message on stderr).
  */
@@ -167,10 +169,40 @@ fail:
 	return 3;
 }
 
+static int cmd_ctl(const char *path, const char *cmd)
+{
+	struct rung_err err = { 0 };
+	char line[256], reply[512];
+	cleanup_close int fd = connect_addr(path, &err);
+	if (fd < 0)
+		goto fail;
+	snprintf(line, sizeof(line), "%s\n", cmd);
+	if (rung_write_all(fd, line, strlen(line)) < 0) {
+		rung_err_sys(&err, errno, "write %s", path);
+		goto fail;
+	}
+	size_t n = 0;
+	while (n < sizeof(reply) - 1) {
+		ssize_t k = read(fd, reply + n, 1);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0 || reply[n] == '\n')
+			break;
+		n++;
+	}
+	reply[n] = '\0';
+	printf("%s\n", reply);
+	return strncmp(reply, "ok", 2) ? 1 : 0;
+fail:
+	fprintf(stderr, "rung-vmtest: ctl: %s\n", err.msg);
+	return 3;
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: rung-vmtest wait ADDR TIMEOUT_MS\n"
-			"       rung-vmtest exec ADDR [-i STDIN] [-t TIMEOUT_MS] -- ARGV...\n");
+			"       rung-vmtest exec ADDR [-i STDIN] [-t TIMEOUT_MS] -- ARGV...\n"
+			"       rung-vmtest ctl PATH COMMAND\n");
 	return 2;
 }
 
@@ -179,6 +211,8 @@ int main(int argc, char **argv)
 	uint64_t ms = 30000;
 	if (argc == 4 && !strcmp(argv[1], "wait"))
 		return rung_parse_u64(argv[3], &ms) < 0 ? usage() : cmd_wait(argv[2], ms);
+	if (argc == 4 && !strcmp(argv[1], "ctl"))
+		return cmd_ctl(argv[2], argv[3]);
 	if (argc < 5 || strcmp(argv[1], "exec"))
 		return usage();
 	const char *in = NULL;
