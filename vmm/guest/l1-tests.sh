@@ -224,22 +224,25 @@ t_garbage() {
 		fail "virtio garbage: guest did not boot: $(tail -n 1 "$W/e.wait")"
 		dump serial "$W/e.serial"; dump vmm "$W/e.out"; vm_stop e; return
 	fi
-	vexec e -t 30000 -- /bin/sh -c '
+	vexec e -t 30000 -- /bin/sh -c 'set -e; n=0
 		for d in $(tr " " "\n" < /proc/cmdline | sed -n "s/^virtio_mmio.device=.*@\(0x[0-9a-fA-F]*\):.*/\1/p" | sort -r); do
 			for off in 0x030 0x038 0x080 0x084 0x090 0x094 0x0a0 0x0a4 0x044 0x070 0x050; do
 				devmem $(printf "0x%x" $((d + off))) 32 0xffffffff
 			done
 			devmem $(printf "0x%x" $((d + 0x050))) 32 0x7fff
-		done; echo poked' >"$W/e.poke" 2>&1
+			n=$((n + 1))
+		done; echo "poked $n devices"' >"$W/e.poke" 2>&1
 	sleep 3
+	poked=$(tail -n 1 "$W/e.poke")
+	"$VT" wait "$(vm_addr e)" 3000 >/dev/null 2>&1 && ans=yes || ans=no
 	if vm_alive e; then
 		vm_stop e
 		[ $vm_rc -lt 128 ] || [ $vm_rc = 143 ] &&
-			pass "virtio garbage: VMM survived, stopped with $vm_rc ($(tail -n 1 "$W/e.out"))" ||
+			pass "virtio garbage: VMM survived (guest said '$poked', agent answers: $ans), stopped with $vm_rc" ||
 			fail "virtio garbage: VMM died by signal ($vm_rc)"
 	else
 		wait "$(cat "$W/e.pid")"; vm_rc=$?
-		[ $vm_rc -lt 128 ] && pass "virtio garbage: VMM exited cleanly ($vm_rc: $(tail -n 1 "$W/e.out"))" ||
+		[ $vm_rc -lt 128 ] && pass "virtio garbage: VMM exited cleanly ($vm_rc: $(tail -n 1 "$W/e.out"); guest said '$poked')" ||
 			{ fail "virtio garbage: VMM crashed (status $vm_rc)"; dump vmm "$W/e.out"; }
 	fi
 }
