@@ -5,6 +5,7 @@
     python3 bench/serve_load.py --clients 50 --seconds 10            # what `make check` runs
     python3 bench/serve_load.py --socket /run/rung/rung.sock --token T   # an existing daemon
 
+With --churn every iteration acquires a fresh sandbox, execs in it and disposes it.
 Without --socket it starts a throwaway daemon from $RUNG_BUILD_DIR (default ./build). Each
 client is a thread with its own connections; clients share --sandboxes sandboxes (one per
 thread key). Prints one summary line; exits 1 on any error.
@@ -34,17 +35,38 @@ def pct(sorted_ms: list[float], p: float) -> float:
 
 
 def run(backend: SandboxBackend, clients: int, seconds: float, n_sandboxes: int,
-        argv: list[str], tcp_backend: SandboxBackend | None = None) -> dict:
+        argv: list[str], tcp_backend: SandboxBackend | None = None, churn: bool = False) -> dict:
     spec = SandboxSpec(kind="load", egress_allow=[])
-    sandboxes = [backend.acquire(SandboxKey(thread=f"load-{i}", agent="load"), spec)
-                 for i in range(n_sandboxes)]
+    sandboxes = [] if churn else [
+        backend.acquire(SandboxKey(thread=f"load-{i}", agent="load"), spec)
+        for i in range(n_sandboxes)]
     lat: list[list[float]] = [[] for _ in range(clients)]
     errors: list[str] = []
     lock = threading.Lock()
     start = threading.Barrier(clients + 1)
     stop_at = [0.0]
 
+    def churn_once(i: int, k: int) -> None:
+        sb = backend.acquire(SandboxKey(thread=f"churn-{i}-{k}", agent="load"), spec)
+        r = sb.exec(argv, timeout=30)
+        if r.exit_code != 0 or r.timed_out:
+            raise RuntimeError(f"exit {r.exit_code} timed_out={r.timed_out}")
+        sb.dispose()
+
     def client(i: int) -> None:
+        if churn:
+            start.wait()
+            k = 0
+            while time.monotonic() < stop_at[0]:
+                t0 = time.perf_counter()
+                try:
+                    churn_once(i, k)
+                    lat[i].append((time.perf_counter() - t0) * 1000)
+                except Exception as e:
+                    with lock:
+                        errors.append(f"client {i}: {type(e).__name__}: {e}")
+                k += 1
+            return
         sb = sandboxes[i % n_sandboxes]
         if tcp_backend is not None and i % 2:  # half the clients over TCP loopback
             sb = tcp_backend.get(sb.id)
@@ -91,18 +113,20 @@ def main() -> int:
     ap.add_argument("--socket")
     ap.add_argument("--token", default=os.environ.get("RUNG_TOKEN"))
     ap.add_argument("--tcp", action="store_true", help="half the clients over TCP loopback")
+    ap.add_argument("--churn", action="store_true",
+                    help="each iteration is acquire + exec + dispose of a fresh sandbox")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("argv", nargs="*", default=["/bin/true"])
     a = ap.parse_args()
     if a.socket:
         res = run(SandboxBackend(socket_path=a.socket, token=a.token), a.clients, a.seconds,
-                  a.sandboxes, a.argv)
+                  a.sandboxes, a.argv, churn=a.churn)
     else:
         with Daemon(scopes=("load",), tcp=a.tcp,
                     extra_args=["--max-connections", str(max(256, 2 * a.clients))]) as d:
             b = SandboxBackend(socket_path=d.socket_path, token=d.tokens["load"])
             tb = SandboxBackend(url=d.url, token=d.tokens["load"]) if a.tcp else None
-            res = run(b, a.clients, a.seconds, a.sandboxes, a.argv, tb)
+            res = run(b, a.clients, a.seconds, a.sandboxes, a.argv, tb, churn=a.churn)
     if a.json:
         print(json.dumps(res))
     else:

@@ -59,6 +59,8 @@ static int take_globals(struct cli *c, int *argc, char **argv)
 int main(int argc, char **argv)
 {
 	struct cli c = {0};
+	if (argc == 2 && !strcmp(argv[1], "__supervise"))
+		return rung_supervisor_main();
 	if (take_globals(&c, &argc, argv) < 0)
 		return 2;
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||

@@ -82,8 +82,9 @@ int rung_router_new(const struct rung_router_opts *opts, struct rung_router **ou
 	r->deployed = o.deployed;
 	r->agent_path = o.agent_path ? strdup(o.agent_path) : sibling_binary("RUNG_AGENT", "rung-agent");
 	r->vmm_path = o.vmm_path ? strdup(o.vmm_path) : sibling_binary("RUNG_VMM", "rung-vmm");
+	r->rung_path = sibling_binary("RUNG_BIN", "rung");
 	int rc = rt_store_open(dir, &r->store, err);
-	if (rc == 0 && (!r->agent_path || !r->vmm_path))
+	if (rc == 0 && (!r->agent_path || !r->vmm_path || !r->rung_path))
 		rc = rung_err_set(err, ENOMEM, "out of memory");
 	if (rc < 0) {
 		rung_router_free(r);
@@ -100,6 +101,7 @@ void rung_router_free(struct rung_router *r)
 	rt_store_close(&r->store);
 	free(r->agent_path);
 	free(r->vmm_path);
+	free(r->rung_path);
 	free(r);
 }
 

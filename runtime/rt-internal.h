@@ -143,6 +143,7 @@ struct rung_router {
 	bool deployed;
 	char *agent_path;
 	char *vmm_path;
+	char *rung_path; /* the CLI, for `rung __supervise` re-execs from threaded callers */
 };
 /* The deployed policy (one table): NULL if allowed, else the reason. Pure. */
 const char *rt_policy_check(enum rung_isolation iso, const struct rung_spec *spec, bool deployed);

@@ -55,9 +55,13 @@ int rt_store_path(const struct rt_store *st, const char *id, const char *name, c
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-static int lock_file(const char *path, bool nonblock, struct rung_err *err)
+static int lock_file(const char *path, bool create, bool nonblock, struct rung_err *err)
 {
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* Without create, a missing lock file means the sandbox is gone (or going): never
+	 * re-create it inside a directory that a disposer is removing. */
+	int fd = open(path, O_RDWR | (create ? O_CREAT : 0) | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 && errno == ENOENT && !create)
+		return rung_err_set(err, ENOENT, "no such sandbox (%s is gone)", path);
 	if (fd < 0)
 		return rung_err_sys(err, errno, "open lock %s", path);
 	while (flock(fd, LOCK_EX | (nonblock ? LOCK_NB : 0)) < 0) {
@@ -74,7 +78,7 @@ int rt_store_lock_global(const struct rt_store *st, struct rung_err *err)
 {
 	char p[4096];
 	snprintf(p, sizeof(p), "%s/lock", st->root);
-	return lock_file(p, false, err);
+	return lock_file(p, true, false, err);
 }
 
 int rt_store_lock_sandbox(const struct rt_store *st, const char *id, bool create, bool nonblock,
@@ -89,7 +93,7 @@ int rt_store_lock_sandbox(const struct rt_store *st, const char *id, bool create
 		return rung_err_set(err, ENOENT, "no sandbox %s", id);
 	}
 	rt_store_path(st, id, "lock", p, sizeof(p));
-	int fd = lock_file(p, nonblock, err);
+	int fd = lock_file(p, create, nonblock, err);
 	if (fd < 0)
 		return fd;
 	/* A disposer may have removed the directory while we waited: re-check. */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -218,16 +219,65 @@ static void supervisor_main(struct rt_sandbox *sb, const struct rt_backend_ops *
 	_exit(0);
 }
 
+static bool multi_threaded(void)
+{
+	cleanup_free char *st = NULL;
+	if (rung_file_load(AT_FDCWD, "/proc/self/status", 1 << 16, &st, NULL, NULL) < 0)
+		return true; /* assume the worst */
+	const char *t = strstr(st, "\nThreads:");
+	return !t || atoi(t + 9) > 1;
+}
+
+/*
+ * The description a re-exec'd supervisor starts from: the router's settings and the
+ * sandbox's metadata, in a memfd (fd 4 of `rung __supervise`).
+ */
+static int handoff_memfd(const struct rt_sandbox *sb, struct rung_err *err)
+{
+	cleanup_free char *meta = NULL;
+	int r = rt_meta_to_json(&sb->meta, &meta, err);
+	if (r < 0)
+		return r;
+	const struct rung_router *rt = sb->router;
+	json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:s}", "state_dir", rt->store.root, "agent",
+			      rt->agent_path, "vmm", rt->vmm_path, "deployed", rt->deployed, "meta",
+			      meta);
+	cleanup_free char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (!txt)
+		return rung_err_set(err, ENOMEM, "out of memory");
+	int fd = memfd_create("rung-supervise", MFD_CLOEXEC);
+	if (fd < 0)
+		return rung_err_sys(err, errno, "memfd_create");
+	if (rung_write_all(fd, txt, strlen(txt)) < 0 || lseek(fd, 0, SEEK_SET) < 0) {
+		close(fd);
+		return rung_err_sys(err, errno, "write the supervisor's handoff");
+	}
+	return fd;
+}
+
+/*
+ * Fork (twice, setsid) the supervisor. From a multi-threaded caller (the daemon) the child
+ * re-execs `rung __supervise` instead of running on in a copy of the caller's memory: no
+ * inherited locks held by other threads, no copy of other requests' data.
+ */
 int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 			struct rt_started *out, struct rung_err *err)
 {
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
+	int p[2], handoff = -1;
+	if (multi_threaded() && (handoff = handoff_memfd(sb, err)) < 0)
+		return handoff;
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		if (handoff >= 0)
+			close(handoff);
 		return rung_err_sys(err, errno, "pipe");
+	}
 	pid_t pid = fork();
 	if (pid < 0) {
 		close(p[0]);
 		close(p[1]);
+		if (handoff >= 0)
+			close(handoff);
 		return rung_err_sys(err, errno, "fork");
 	}
 	if (pid == 0) {
@@ -237,10 +287,24 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 		pid_t s = fork();
 		if (s != 0)
 			_exit(s < 0 ? 1 : 0);
-		supervisor_main(sb, ops, p[1]);
+		if (handoff < 0)
+			supervisor_main(sb, ops, p[1]);
+		struct sync_msg msg = {0};
+		if (dup2(p[1], 3) < 0 || dup2(handoff, 4) < 0) {
+			rung_err_sys(&msg.err, errno, "supervisor fds");
+		} else {
+			syscall(SYS_close_range, 5, ~0U, 0);
+			char *argv[] = {"rung", "__supervise", NULL};
+			char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+			execve(sb->router->rung_path, argv, envp);
+			rung_err_sys(&msg.err, errno, "exec %s __supervise", sb->router->rung_path);
+		}
+		rung_write_all(p[1], &msg, sizeof(msg));
 		_exit(1);
 	}
 	close(p[1]);
+	if (handoff >= 0)
+		close(handoff);
 	waitpid(pid, NULL, 0);
 	struct sync_msg msg;
 	int r = rung_read_exact(p[0], &msg, sizeof(msg));
@@ -254,6 +318,46 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 	}
 	*out = msg.st;
 	return 0;
+}
+
+int rung_supervisor_main(void)
+{
+	struct sync_msg msg = {0};
+	cleanup_free char *txt = NULL;
+	struct rung_router *r = NULL;
+	json_t *o = NULL;
+	const char *dir, *agent, *vmm, *meta;
+	int deployed = 0;
+	if (fcntl(3, F_GETFD) < 0 || fcntl(4, F_GETFD) < 0)
+		return fprintf(stderr, "rung __supervise: internal; started by the runtime only\n"), 2;
+	if (rung_read_fd_all(4, 1 << 22, &txt, NULL, &msg.err) < 0)
+		goto fail;
+	close(4);
+	o = json_loads(txt, 0, NULL);
+	if (!o || json_unpack(o, "{s:s, s:s, s:s, s:b, s:s}", "state_dir", &dir, "agent", &agent,
+			      "vmm", &vmm, "deployed", &deployed, "meta", &meta) < 0) {
+		rung_err_set(&msg.err, EINVAL, "bad supervisor handoff");
+		goto fail;
+	}
+	struct rung_router_opts ro = {.state_dir = dir, .deployed = deployed, .agent_path = agent,
+				      .vmm_path = vmm};
+	if (rung_router_new(&ro, &r, &msg.err) < 0)
+		goto fail;
+	struct rt_sandbox *sb = calloc(1, sizeof(*sb));
+	if (!sb || rt_meta_from_json(meta, strlen(meta), &sb->meta, &msg.err) < 0)
+		goto fail;
+	sb->router = r;
+	rt_store_path(&r->store, sb->meta.id, NULL, sb->dir, sizeof(sb->dir));
+	const struct rt_backend_ops *ops = rt_backend_get(sb->meta.iso);
+	if (!ops) {
+		rung_err_set(&msg.err, EINVAL, "no backend for %s", rung_isolation_name(sb->meta.iso));
+		goto fail;
+	}
+	json_decref(o);
+	supervisor_main(sb, ops, 3); /* never returns */
+fail:
+	rung_write_all(3, &msg, sizeof(msg));
+	return 1;
 }
 
 bool rt_supervisor_alive(const struct rt_meta *m)

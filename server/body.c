@@ -249,8 +249,10 @@ int srv_create_body_parse(const char *body, size_t len, char **spec_json, struct
 	json_object_foreach(j, k, v)
 	{
 		if (strcmp(k, "spec"))
-			return rung_err_set(err, EINVAL, "%s: unknown field (the key comes from the "
-							 "credential and headers, not the body)", k);
+			return rung_err_set(err, EINVAL,
+					    "%s: unknown field (the key comes from the "
+					    "credential and headers, not the body)",
+					    k);
 	}
 	json_t *spec = json_object_get(j, "spec");
 	if (!spec)
@@ -321,7 +323,8 @@ char *srv_utf8_sanitize(const char *data, size_t len, bool *lossy)
 
 char *srv_base64(const void *data, size_t len)
 {
-	static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	static const char tbl[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	if (len > SIZE_MAX / 2)
 		return NULL;
 	char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;

@@ -1,4 +1,5 @@
-/* server/handlers.c: one function per route; each calls the public rung API with the caller's scope. */
+/* server/handlers.c: one function per route; each calls the public rung API with the caller's
+ * scope. */
 #include <string.h>
 
 #include "common/cleanup.h"
@@ -18,23 +19,11 @@ static void call_router_put(struct call_router *cr)
 	cr->r = NULL;
 }
 #define cleanup_router __attribute__((cleanup(call_router_put)))
-static inline void sandboxp(struct rung_sandbox **sb)
-{
-	rung_sandbox_close(*sb);
-}
+static inline void sandboxp(struct rung_sandbox **sb) { rung_sandbox_close(*sb); }
 #define cleanup_sandbox __attribute__((cleanup(sandboxp)))
-static inline void specp(struct rung_spec *s)
-{
-	rung_spec_release(s);
-}
-static inline void exec_resp(struct rung_exec_res *r)
-{
-	rung_exec_res_release(r);
-}
-static inline void srv_execp(struct srv_exec *x)
-{
-	srv_exec_release(x);
-}
+static inline void specp(struct rung_spec *s) { rung_spec_release(s); }
+static inline void exec_resp(struct rung_exec_res *r) { rung_exec_res_release(r); }
+static inline void srv_execp(struct srv_exec *x) { srv_exec_release(x); }
 static void put_text(json_t *o, const char *key, const char *data, size_t len)
 {
 	bool lossy;
@@ -50,10 +39,10 @@ static void put_text(json_t *o, const char *key, const char *data, size_t len)
 
 json_t *srv_exec_res_json(const struct rung_exec_res *res)
 {
-	json_t *o = json_pack("{s:i, s:i, s:b, s:b, s:b, s:f}", "exit_code", res->exit_code,
-			      "signal", res->signal, "timed_out", res->timed_out, "truncated",
-			      res->truncated, "oom", res->oom, "duration_ms",
-			      (double)res->duration_us / 1000.0);
+	json_t *o =
+	    json_pack("{s:i, s:i, s:b, s:b, s:b, s:f}", "exit_code", res->exit_code, "signal",
+		      res->signal, "timed_out", res->timed_out, "truncated", res->truncated, "oom",
+		      res->oom, "duration_ms", (double)res->duration_us / 1000.0);
 	if (o) {
 		put_text(o, "stdout", res->out, res->out_len);
 		put_text(o, "stderr", res->errout, res->err_len);
@@ -91,10 +80,10 @@ static enum MHD_Result do_create(struct srv_call *call, struct MHD_Connection *c
 	if ((rc = rung_acquire(r, &key, &spec, &sb, &created, &err)) < 0)
 		return srv_reply_rung_err(call, c, rc, &err);
 	snprintf(call->sb_id, sizeof(call->sb_id), "%s", rung_sandbox_id(sb));
-	json_t *o = json_pack("{s:s, s:b, s:s, s:s, s:s, s:s}", "id", rung_sandbox_id(sb),
-			      "created", created, "isolation",
-			      rung_isolation_name(rung_sandbox_isolation(sb)), "kind", spec.kind,
-			      "thread", call->req.thread, "agent", call->req.agent);
+	json_t *o =
+	    json_pack("{s:s, s:b, s:s, s:s, s:s, s:s}", "id", rung_sandbox_id(sb), "created",
+		      created, "isolation", rung_isolation_name(rung_sandbox_isolation(sb)), "kind",
+		      spec.kind, "thread", call->req.thread, "agent", call->req.agent);
 	return srv_reply_json(call, c, 200, o);
 }
 
@@ -110,15 +99,14 @@ static enum MHD_Result do_list(struct srv_call *call, struct MHD_Connection *c,
 	json_t *arr = json_array();
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(
-			arr, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:{s:s, s:s, s:s}}",
-				       "id", v[i].id, "kind", v[i].kind, "isolation",
-				       rung_isolation_name(v[i].isolation), "state",
-				       rung_state_name(v[i].state), "created_ms",
-				       (json_int_t)v[i].created_ms, "last_used_ms",
-				       (json_int_t)v[i].last_used_ms, "supervisor_pid",
-				       (json_int_t)v[i].supervisor, "labels", "scope",
-				       v[i].scope_label, "thread", v[i].thread_label, "agent",
-				       v[i].agent_label));
+		    arr, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:{s:s, s:s, s:s}}", "id",
+				   v[i].id, "kind", v[i].kind, "isolation",
+				   rung_isolation_name(v[i].isolation), "state",
+				   rung_state_name(v[i].state), "created_ms",
+				   (json_int_t)v[i].created_ms, "last_used_ms",
+				   (json_int_t)v[i].last_used_ms, "supervisor_pid",
+				   (json_int_t)v[i].supervisor, "labels", "scope", v[i].scope_label,
+				   "thread", v[i].thread_label, "agent", v[i].agent_label));
 	return srv_reply_json(call, c, 200, json_pack("{s:o}", "sandboxes", arr));
 }
 
@@ -132,7 +120,8 @@ static enum MHD_Result do_inspect(struct srv_call *call, struct MHD_Connection *
 		return srv_reply_rung_err(call, c, rc, &err);
 	json_t *o = json_loads(js, 0, NULL);
 	if (!o)
-		return srv_reply_error(call, c, SRV_E_INTERNAL, "inspect: runtime returned bad JSON");
+		return srv_reply_error(call, c, SRV_E_INTERNAL,
+				       "inspect: runtime returned bad JSON");
 	return srv_reply_json(call, c, 200, o);
 }
 
@@ -181,8 +170,8 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 		rc = rt == SRV_R_EXEC ? srv_exec_body_parse(b, call->body_len, &x, &err)
 				      : srv_code_body_parse(b, call->body_len, &x, &err);
 		if (rc < 0)
-			return srv_reply_error(call, c, rc == -EFBIG ? SRV_E_TOO_LARGE
-								      : SRV_E_BAD_REQUEST,
+			return srv_reply_error(call, c,
+					       rc == -EFBIG ? SRV_E_TOO_LARGE : SRV_E_BAD_REQUEST,
 					       "%s", err.msg);
 	}
 	if ((rc = rung_sandbox_open(cr->r, call->req.id, call->scope, &sb, &err)) < 0)
@@ -202,8 +191,9 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 		__attribute__((cleanup(exec_resp))) struct rung_exec_res res = {0};
 		for (int tries = 0; tries < 2; tries++) {
 			rung_exec_res_release(&res);
-			rc = rt == SRV_R_EXEC ? rung_exec(sb, &q, &res, &err)
-					      : rung_run_code(sb, x.language, x.code, &q, &res, &err);
+			rc = rt == SRV_R_EXEC
+				 ? rung_exec(sb, &q, &res, &err)
+				 : rung_run_code(sb, x.language, x.code, &q, &res, &err);
 			if (tries || !srv_wake(sb, rc))
 				break;
 		}
@@ -256,9 +246,8 @@ enum MHD_Result srv_dispatch(struct srv_call *call, struct MHD_Connection *c)
 	struct srv *s = call->s;
 	switch (call->req.route) {
 	case SRV_R_HEALTH:
-		return srv_reply_json(call, c, 200,
-				      json_pack("{s:s, s:s}", "status", "ok", "version",
-						RUNG_VERSION));
+		return srv_reply_json(
+		    call, c, 200, json_pack("{s:s, s:s}", "status", "ok", "version", RUNG_VERSION));
 	default:
 		break;
 	}

@@ -16,7 +16,7 @@
 struct srv_conn {
 	struct srv_conn *next, *prev;
 	int fd;
-	uint64_t head_start_ms; /* 0: not reading a request head */
+	uint64_t deadline_ms; /* 0: none (the handler runs or the answer is being sent) */
 	bool cut;
 };
 
@@ -27,12 +27,12 @@ void srv_notify_conn(void *cls, struct MHD_Connection *c, void **socket_context,
 	struct srv *s = l->s;
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
 		const union MHD_ConnectionInfo *ci =
-			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 		struct srv_conn *t = calloc(1, sizeof(*t));
 		if (!t || !ci)
 			return free(t);
 		t->fd = ci->connect_fd;
-		t->head_start_ms = rung_now_ms();
+		t->deadline_ms = rung_now_ms() + (uint64_t)s->o.header_timeout_s * 1000;
 		pthread_mutex_lock(&s->conn_mu);
 		t->next = s->conns;
 		if (s->conns)
@@ -55,23 +55,26 @@ void srv_notify_conn(void *cls, struct MHD_Connection *c, void **socket_context,
 	}
 }
 
-static void conn_head(struct srv *s, struct MHD_Connection *c, bool reading)
+/* Arm (seconds > 0) or disarm (0) the connection's deadline. */
+static void conn_deadline(struct srv *s, struct MHD_Connection *c, unsigned seconds)
 {
 	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	if (!ci || !ci->socket_context)
 		return;
 	struct srv_conn *t = ci->socket_context;
 	pthread_mutex_lock(&s->conn_mu);
-	t->head_start_ms = reading ? rung_now_ms() : 0;
+	t->deadline_ms = seconds ? rung_now_ms() + (uint64_t)seconds * 1000 : 0;
 	pthread_mutex_unlock(&s->conn_mu);
 }
 
-/* Cuts connections whose request head is overdue (slowloris); MHD then closes them. */
+/*
+ * Cuts connections whose request head (header_timeout_s) or body (body_timeout_s) is overdue:
+ * slowloris clients trickling bytes never trip MHD's idle timeout. MHD then closes them.
+ */
 void *srv_watchdog_main(void *arg)
 {
 	struct srv *s = arg;
-	uint64_t limit = (uint64_t)s->o.header_timeout_s * 1000;
 	pthread_mutex_lock(&s->stop_mu);
 	while (!s->stopping) {
 		struct timespec ts;
@@ -83,13 +86,13 @@ void *srv_watchdog_main(void *arg)
 		uint64_t now = rung_now_ms();
 		pthread_mutex_lock(&s->conn_mu);
 		for (struct srv_conn *t = s->conns; t; t = t->next) {
-			if (t->cut || !t->head_start_ms || now - t->head_start_ms <= limit)
+			if (t->cut || !t->deadline_ms || now <= t->deadline_ms)
 				continue;
 			/* The fd stays open until NOTIFY_CLOSED removes t (under conn_mu). */
 			shutdown(t->fd, SHUT_RDWR);
 			t->cut = true;
 			atomic_fetch_add(&s->metrics.header_timeouts, 1);
-			LOG_INFO("op=cut reason=header_timeout fd=%d", t->fd);
+			LOG_INFO("op=cut reason=request_timeout fd=%d", t->fd);
 		}
 		pthread_mutex_unlock(&s->conn_mu);
 	}
@@ -117,7 +120,7 @@ enum MHD_Result srv_reply_bytes(struct srv_call *call, struct MHD_Connection *c,
 				const char *ctype, char *data, size_t len)
 {
 	struct MHD_Response *resp =
-		MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+	    MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
 	if (!resp) {
 		free(data);
 		return MHD_NO;
@@ -136,8 +139,8 @@ enum MHD_Result srv_reply_json(struct srv_call *call, struct MHD_Connection *c, 
 	return srv_reply_bytes(call, c, status, "application/json", s, strlen(s));
 }
 
-enum MHD_Result srv_reply_error(struct srv_call *call, struct MHD_Connection *c,
-				enum srv_code code, const char *fmt, ...)
+enum MHD_Result srv_reply_error(struct srv_call *call, struct MHD_Connection *c, enum srv_code code,
+				const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -146,8 +149,13 @@ enum MHD_Result srv_reply_error(struct srv_call *call, struct MHD_Connection *c,
 	va_end(ap);
 	bool lossy;
 	cleanup_free char *clean = srv_utf8_sanitize(msg, strlen(msg), &lossy);
-	if (call)
+	if (call) {
 		call->code = code;
+		snprintf(call->errmsg, sizeof(call->errmsg), "%s", clean ? clean : "");
+		for (char *q = call->errmsg; *q; q++)
+			if (*q == '"' || *q == '\n' || *q == '\r')
+				*q = '\'';
+	}
 	json_t *j = json_pack("{s:{s:s, s:s}}", "error", "code", srv_code_name(code), "message",
 			      clean ? clean : "");
 	return srv_reply_json(call, c, srv_code_http(code), j);
@@ -157,7 +165,25 @@ enum MHD_Result srv_reply_rung_err(struct srv_call *call, struct MHD_Connection 
 				   const struct rung_err *err)
 {
 	enum srv_code code = srv_code_from_errno(r);
-	return srv_reply_error(call, c, code, "%s", err->msg[0] ? err->msg : strerror(-r));
+	const char *msg = err->msg[0] ? err->msg : strerror(-r);
+	/* The store's host path is no business of the client: "<store>" stands for it. */
+	char out[512];
+	const char *sp = call ? call->s->state_path : "";
+	size_t sl = strlen(sp), o = 0;
+	for (const char *p = msg; *p && o + 8 < sizeof(out);) {
+		if (sl > 1 && !strncmp(p, sp, sl)) {
+			memcpy(out + o, "<store>", 7);
+			o += 7;
+			p += sl;
+		} else {
+			out[o++] = *p++;
+		}
+	}
+	out[o] = '\0';
+	if (call && code == SRV_E_INTERNAL)
+		LOG_WARN("op=%s id=%s internal error: %s", srv_route_name(call->req.route),
+			 call->sb_id[0] ? call->sb_id : "-", msg);
+	return srv_reply_error(call, c, code, "%s", out);
 }
 
 /* ---- request state ------------------------------------------------------------------------- */
@@ -186,13 +212,14 @@ static void call_free(struct srv_call *call)
 		return;
 	free(call->body);
 	free(call->kv);
+	free(call->scope);
 	free(call);
 }
 
 static bool peer_uid(struct MHD_Connection *c, uid_t *uid)
 {
 	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
 	if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
@@ -206,17 +233,17 @@ static enum MHD_Result begin(struct srv_listener *l, struct srv_call *call,
 			     struct MHD_Connection *c, const char *url, const char *method)
 {
 	struct srv *s = l->s;
-	conn_head(s, c, false);
+	conn_deadline(s, c, 0);
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_kv, call);
 	size_t nq = call->n_kv;
 	MHD_get_connection_values(c, MHD_HEADER_KIND, collect_kv, call);
 	struct srv_raw raw = {
-		.method = method,
-		.path = url,
-		.query = call->kv,
-		.n_query = nq,
-		.headers = call->kv + nq,
-		.n_headers = call->n_kv - nq,
+	    .method = method,
+	    .path = url,
+	    .query = call->kv,
+	    .n_query = nq,
+	    .headers = call->kv + nq,
+	    .n_headers = call->n_kv - nq,
 	};
 	struct rung_err err = {0};
 	enum srv_code code;
@@ -226,12 +253,15 @@ static enum MHD_Result begin(struct srv_listener *l, struct srv_call *call,
 	if (call->req.route == SRV_R_HEALTH)
 		return MHD_YES;
 	struct srv_caller who = {
-		.bearer = call->req.bearer,
-		.bad_authorization = call->req.bad_authorization,
+	    .bearer = call->req.bearer,
+	    .bad_authorization = call->req.bad_authorization,
 	};
 	if (l->is_unix)
 		who.unix_peer = peer_uid(c, &who.uid);
-	call->scope = srv_auth(&s->tokens, &who);
+	pthread_rwlock_rdlock(&s->tokens_lock);
+	const char *scope = srv_auth(&s->tokens, &who);
+	call->scope = scope ? strdup(scope) : NULL;
+	pthread_rwlock_unlock(&s->tokens_lock);
 	if (!call->scope)
 		return srv_reply_error(call, c, SRV_E_UNAUTHORIZED,
 				       "a valid \"Authorization: Bearer TOKEN\" is required");
@@ -245,12 +275,14 @@ static enum MHD_Result begin(struct srv_listener *l, struct srv_call *call,
 	if (announced > call->req.body_max)
 		return srv_reply_error(call, c, SRV_E_TOO_LARGE, "body: larger than %zu bytes",
 				       call->req.body_max);
+	if (call->req.body_allowed)
+		conn_deadline(s, c, s->o.body_timeout_s);
 	return MHD_YES;
 }
 
-enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url,
-			   const char *method, const char *version, const char *upload,
-			   size_t *upload_size, void **con_cls)
+enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			   const char *version, const char *upload, size_t *upload_size,
+			   void **con_cls)
 {
 	struct srv_listener *l = cls;
 	struct srv_call *call = *con_cls;
@@ -270,28 +302,35 @@ enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url,
 	if (*upload_size) {
 		size_t n = *upload_size;
 		*upload_size = 0;
-		if (!call->req.body_allowed)
-			return srv_reply_error(call, c, SRV_E_BAD_REQUEST, "%s takes no body",
-					       srv_route_name(call->req.route));
-		if (call->too_large || n > call->req.body_max - call->body_len) {
-			/* MHD cannot answer mid-upload: drop the rest, answer 413 at the end,
-			 * and give up on the connection if the client keeps going. */
-			call->too_large = true;
+		char *nb = NULL;
+		if (!call->pending && !call->req.body_allowed)
+			call->pending = SRV_E_BAD_REQUEST;
+		else if (!call->pending && n > call->req.body_max - call->body_len)
+			call->pending = SRV_E_TOO_LARGE;
+		else if (!call->pending && !(nb = realloc(call->body, call->body_len + n + 1)))
+			call->pending = SRV_E_UNAVAILABLE;
+		if (call->pending) {
+			/* MHD cannot answer mid-upload: drop the rest, answer at the end, and
+			 * give up on the connection if the client keeps going. */
 			call->discarded += n;
-			return call->discarded > 4 * (uint64_t)call->req.body_max ? MHD_NO : MHD_YES;
+			return call->discarded > 4 * (uint64_t)call->req.body_max + 65536 ? MHD_NO
+											  : MHD_YES;
 		}
-		char *nb = realloc(call->body, call->body_len + n + 1);
-		if (!nb)
-			return srv_reply_error(call, c, SRV_E_UNAVAILABLE, "out of memory");
 		call->body = nb;
 		memcpy(call->body + call->body_len, upload, n);
 		call->body_len += n;
 		call->body[call->body_len] = '\0';
 		return MHD_YES;
 	}
-	if (call->too_large)
+	conn_deadline(l->s, c, 0);
+	if (call->pending == SRV_E_TOO_LARGE)
 		return srv_reply_error(call, c, SRV_E_TOO_LARGE, "body: larger than %zu bytes",
 				       call->req.body_max);
+	if (call->pending == SRV_E_BAD_REQUEST)
+		return srv_reply_error(call, c, SRV_E_BAD_REQUEST, "%s takes no request body",
+				       srv_route_name(call->req.route));
+	if (call->pending)
+		return srv_reply_error(call, c, call->pending, "out of memory");
 	return srv_dispatch(call, c);
 }
 
@@ -301,19 +340,39 @@ void srv_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
 	struct srv_listener *l = cls;
 	struct srv_call *call = *con_cls;
-	conn_head(l->s, c, true); /* a keep-alive connection now waits for the next head */
+	/* a keep-alive connection now waits for the next head */
+	conn_deadline(l->s, c, l->s->o.header_timeout_s);
 	if (!call)
 		return;
 	*con_cls = NULL;
 	atomic_fetch_add(&l->s->metrics.inflight, -1);
 	srv_metrics_request(&l->s->metrics, call->req.route, call->code);
 	uint64_t us = rung_now_us() - call->t0_us;
+	if (l->s->o.log_json) {
+		json_t *o =
+		    json_pack("{s:s, s:s, s:s, s:i, s:s, s:f, s:I, s:s, s:b}", "op",
+			      srv_route_name(call->req.route), "id", call->sb_id, "scope",
+			      call->scope ? call->scope : "", "status", (int)call->status, "code",
+			      srv_code_name(call->code), "dur_ms", (double)us / 1000.0, "in",
+			      (json_int_t)call->body_len, "listener", l->is_unix ? "unix" : "tcp",
+			      "aborted", toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
+		if (o && call->errmsg[0])
+			json_object_set_new(o, "msg", json_string(call->errmsg));
+		cleanup_free char *js =
+		    o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
+		json_decref(o);
+		if (js)
+			rung_log(RUNG_LOG_INFO, "request", "%s", js);
+		call_free(call);
+		return;
+	}
 	rung_log(RUNG_LOG_INFO, "request",
 		 "op=%s id=%s scope=%s status=%u code=%s dur_ms=%" PRIu64 ".%03" PRIu64
-		 " in=%zu listener=%s%s",
+		 " in=%zu listener=%s%s%s%s%s",
 		 srv_route_name(call->req.route), call->sb_id[0] ? call->sb_id : "-",
 		 call->scope ? call->scope : "-", call->status, srv_code_name(call->code),
 		 us / 1000, us % 1000, call->body_len, l->is_unix ? "unix" : "tcp",
-		 toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=1");
+		 toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=1",
+		 call->errmsg[0] ? " msg=\"" : "", call->errmsg, call->errmsg[0] ? "\"" : "");
 	call_free(call);
 }

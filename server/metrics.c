@@ -7,8 +7,8 @@
 #include "common/log.h"
 #include "server/srv-internal.h"
 
-const double srv_hist_bounds[SRV_HIST_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-						  1,     2.5,  5,     10,   30,  60,  0 /* +Inf */};
+const double srv_hist_bounds[SRV_HIST_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+						  2.5,	 5,    10,    30,   60,	 0 /* +Inf */};
 
 void srv_metrics_request(struct srv_metrics *m, enum srv_route r, enum srv_code c)
 {
@@ -53,8 +53,9 @@ char *srv_metrics_render(struct srv_metrics *m, struct rung_router *r)
 		for (int st = 0; st < 4; st++)
 			fprintf(f, "rung_sandboxes{isolation=\"%s\",state=\"%s\"} %zu\n",
 				rung_isolation_name(iso), rung_state_name(st), counts[iso][st]);
-	fprintf(f, "# HELP rung_store_list_ok Whether the store could be listed.\n"
-		   "# TYPE rung_store_list_ok gauge\nrung_store_list_ok %d\n",
+	fprintf(f,
+		"# HELP rung_store_list_ok Whether the store could be listed.\n"
+		"# TYPE rung_store_list_ok gauge\nrung_store_list_ok %d\n",
 		listed);
 
 	fprintf(f, "# HELP rung_http_requests_total Requests by operation and result code.\n"
@@ -74,8 +75,9 @@ char *srv_metrics_render(struct srv_metrics *m, struct rung_router *r)
 			sum += atomic_load(&m->requests[rt][c]);
 		fprintf(f, "rung_http_errors_total{code=\"%s\"} %lu\n", srv_code_name(c), sum);
 	}
-	fprintf(f, "# HELP rung_http_inflight Requests being served.\n"
-		   "# TYPE rung_http_inflight gauge\nrung_http_inflight %ld\n",
+	fprintf(f,
+		"# HELP rung_http_inflight Requests being served.\n"
+		"# TYPE rung_http_inflight gauge\nrung_http_inflight %ld\n",
 		atomic_load(&m->inflight));
 
 	static const char *const outcome[3] = {"completed", "timed_out", "failed"};
@@ -98,14 +100,16 @@ char *srv_metrics_render(struct srv_metrics *m, struct rung_router *r)
 	fprintf(f, "rung_exec_duration_seconds_sum %.6f\nrung_exec_duration_seconds_count %lu\n",
 		(double)atomic_load(&m->exec_sum_us) / 1e6, cum);
 
-	fprintf(f, "# HELP rung_gc_runs_total Sweeper passes (rung_gc).\n"
-		   "# TYPE rung_gc_runs_total counter\nrung_gc_runs_total %lu\n"
-		   "# TYPE rung_gc_disposed_total counter\nrung_gc_disposed_total %lu\n"
-		   "# TYPE rung_gc_suspended_total counter\nrung_gc_suspended_total %lu\n"
-		   "# TYPE rung_gc_errors_total counter\nrung_gc_errors_total %lu\n"
-		   "# HELP rung_http_header_timeouts_total Connections cut for a slow request head.\n"
-		   "# TYPE rung_http_header_timeouts_total counter\n"
-		   "rung_http_header_timeouts_total %lu\n",
+	fprintf(f,
+		"# HELP rung_gc_runs_total Sweeper passes (rung_gc).\n"
+		"# TYPE rung_gc_runs_total counter\nrung_gc_runs_total %lu\n"
+		"# TYPE rung_gc_disposed_total counter\nrung_gc_disposed_total %lu\n"
+		"# TYPE rung_gc_suspended_total counter\nrung_gc_suspended_total %lu\n"
+		"# TYPE rung_gc_errors_total counter\nrung_gc_errors_total %lu\n"
+		"# HELP rung_http_request_timeouts_total Connections cut for a slow request head "
+		"or body.\n"
+		"# TYPE rung_http_request_timeouts_total counter\n"
+		"rung_http_request_timeouts_total %lu\n",
 		atomic_load(&m->gc_runs), atomic_load(&m->gc_disposed),
 		atomic_load(&m->gc_suspended), atomic_load(&m->gc_errors),
 		atomic_load(&m->header_timeouts));

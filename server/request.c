@@ -11,18 +11,18 @@ static const struct {
 	const char *name;
 	unsigned http;
 } codes[SRV_CODE__COUNT] = {
-	[SRV_OK] = {"ok", 200},
-	[SRV_E_BAD_REQUEST] = {"bad_request", 400},
-	[SRV_E_UNAUTHORIZED] = {"unauthorized", 401},
-	[SRV_E_FORBIDDEN] = {"forbidden", 403},
-	[SRV_E_NOT_FOUND] = {"not_found", 404},
-	[SRV_E_METHOD] = {"method_not_allowed", 405},
-	[SRV_E_CONFLICT] = {"conflict", 409},
-	[SRV_E_TOO_LARGE] = {"payload_too_large", 413},
-	[SRV_E_UNSUPPORTED] = {"unsupported_media_type", 415},
-	[SRV_E_UNAVAILABLE] = {"unavailable", 503},
-	[SRV_E_TIMEOUT] = {"timeout", 504},
-	[SRV_E_INTERNAL] = {"internal", 500},
+    [SRV_OK] = {"ok", 200},
+    [SRV_E_BAD_REQUEST] = {"bad_request", 400},
+    [SRV_E_UNAUTHORIZED] = {"unauthorized", 401},
+    [SRV_E_FORBIDDEN] = {"forbidden", 403},
+    [SRV_E_NOT_FOUND] = {"not_found", 404},
+    [SRV_E_METHOD] = {"method_not_allowed", 405},
+    [SRV_E_CONFLICT] = {"conflict", 409},
+    [SRV_E_TOO_LARGE] = {"payload_too_large", 413},
+    [SRV_E_UNSUPPORTED] = {"unsupported_media_type", 415},
+    [SRV_E_UNAVAILABLE] = {"unavailable", 503},
+    [SRV_E_TIMEOUT] = {"timeout", 504},
+    [SRV_E_INTERNAL] = {"internal", 500},
 };
 
 const char *srv_code_name(enum srv_code c)
@@ -73,13 +73,13 @@ enum srv_code srv_code_from_errno(int neg_errno)
 }
 
 static const char *const route_names[SRV_R__COUNT] = {
-	[SRV_R_NONE] = "none",         [SRV_R_HEALTH] = "health",
-	[SRV_R_METRICS] = "metrics",   [SRV_R_CREATE] = "acquire",
-	[SRV_R_LIST] = "list",         [SRV_R_DISPOSE_SCOPE] = "dispose_scope",
-	[SRV_R_INSPECT] = "inspect",   [SRV_R_DISPOSE] = "dispose",
-	[SRV_R_EXEC] = "exec",         [SRV_R_RUN_CODE] = "run_code",
-	[SRV_R_FILE_PUT] = "file_put", [SRV_R_FILE_GET] = "file_get",
-	[SRV_R_SUSPEND] = "suspend",   [SRV_R_RESUME] = "resume",
+    [SRV_R_NONE] = "none",	   [SRV_R_HEALTH] = "health",
+    [SRV_R_METRICS] = "metrics",   [SRV_R_CREATE] = "acquire",
+    [SRV_R_LIST] = "list",	   [SRV_R_DISPOSE_SCOPE] = "dispose_scope",
+    [SRV_R_INSPECT] = "inspect",   [SRV_R_DISPOSE] = "dispose",
+    [SRV_R_EXEC] = "exec",	   [SRV_R_RUN_CODE] = "run_code",
+    [SRV_R_FILE_PUT] = "file_put", [SRV_R_FILE_GET] = "file_get",
+    [SRV_R_SUSPEND] = "suspend",   [SRV_R_RESUME] = "resume",
 };
 
 const char *srv_route_name(enum srv_route r)
@@ -145,12 +145,12 @@ struct route_def {
 };
 
 static const struct route_def routes[] = {
-	{NULL, false, "POST", SRV_R_CREATE},     {NULL, false, "GET", SRV_R_LIST},
-	{NULL, false, "DELETE", SRV_R_DISPOSE_SCOPE}, {NULL, true, "GET", SRV_R_INSPECT},
-	{NULL, true, "DELETE", SRV_R_DISPOSE},   {"exec", true, "POST", SRV_R_EXEC},
-	{"run-code", true, "POST", SRV_R_RUN_CODE}, {"files", true, "PUT", SRV_R_FILE_PUT},
-	{"files", true, "GET", SRV_R_FILE_GET},  {"suspend", true, "POST", SRV_R_SUSPEND},
-	{"resume", true, "POST", SRV_R_RESUME},
+    {NULL, false, "POST", SRV_R_CREATE},	  {NULL, false, "GET", SRV_R_LIST},
+    {NULL, false, "DELETE", SRV_R_DISPOSE_SCOPE}, {NULL, true, "GET", SRV_R_INSPECT},
+    {NULL, true, "DELETE", SRV_R_DISPOSE},	  {"exec", true, "POST", SRV_R_EXEC},
+    {"run-code", true, "POST", SRV_R_RUN_CODE},	  {"files", true, "PUT", SRV_R_FILE_PUT},
+    {"files", true, "GET", SRV_R_FILE_GET},	  {"suspend", true, "POST", SRV_R_SUSPEND},
+    {"resume", true, "POST", SRV_R_RESUME},
 };
 
 static int set_code(enum srv_code *code, enum srv_code c, int r)
@@ -165,14 +165,16 @@ static int route(const struct srv_raw *raw, struct srv_req *out, enum srv_code *
 	const char *p = raw->path, *m = raw->method;
 	if (!strcmp(p, "/healthz") || !strcmp(p, "/metrics")) {
 		if (strcmp(m, "GET") && strcmp(m, "HEAD"))
-			return set_code(code, SRV_E_METHOD,
-					rung_err_set(err, EINVAL, "%s: method %s not allowed", p, m));
+			return set_code(
+			    code, SRV_E_METHOD,
+			    rung_err_set(err, EINVAL, "%s: method %s not allowed", p, m));
 		out->route = p[1] == 'h' ? SRV_R_HEALTH : SRV_R_METRICS;
 		return 0;
 	}
 	static const char prefix[] = "/v1/sandboxes";
 	if (strncmp(p, prefix, sizeof(prefix) - 1))
-		return set_code(code, SRV_E_NOT_FOUND, rung_err_set(err, ENOENT, "no such endpoint"));
+		return set_code(code, SRV_E_NOT_FOUND,
+				rung_err_set(err, ENOENT, "no such endpoint"));
 	p += sizeof(prefix) - 1;
 	bool item = false;
 	const char *sub = NULL;
@@ -195,7 +197,8 @@ static int route(const struct srv_raw *raw, struct srv_req *out, enum srv_code *
 						rung_err_set(err, ENOENT, "no such endpoint"));
 		}
 	} else if (*p) {
-		return set_code(code, SRV_E_NOT_FOUND, rung_err_set(err, ENOENT, "no such endpoint"));
+		return set_code(code, SRV_E_NOT_FOUND,
+				rung_err_set(err, ENOENT, "no such endpoint"));
 	}
 	bool path_known = false;
 	for (size_t i = 0; i < RUNG_ARRAY_SIZE(routes); i++) {
@@ -211,8 +214,9 @@ static int route(const struct srv_raw *raw, struct srv_req *out, enum srv_code *
 		}
 	}
 	if (path_known)
-		return set_code(code, SRV_E_METHOD,
-				rung_err_set(err, EINVAL, "%s: method %s not allowed", raw->path, m));
+		return set_code(
+		    code, SRV_E_METHOD,
+		    rung_err_set(err, EINVAL, "%s: method %s not allowed", raw->path, m));
 	return set_code(code, SRV_E_NOT_FOUND, rung_err_set(err, ENOENT, "no such endpoint"));
 }
 
@@ -235,8 +239,8 @@ static int parse_mode(const char *s, unsigned *out)
 static int parse_auth(const struct srv_raw *raw, struct srv_req *out, struct rung_err *err)
 {
 	const char *a;
-	int r = one_value(raw->headers, raw->n_headers, "Authorization", true, SRV_MAX_HEADER, &a,
-			  err);
+	int r =
+	    one_value(raw->headers, raw->n_headers, "Authorization", true, SRV_MAX_HEADER, &a, err);
 	if (r < 0)
 		return r;
 	if (!a)
@@ -263,8 +267,9 @@ int srv_req_parse(const struct srv_raw *raw, struct srv_req *out, enum srv_code 
 	if (!raw->method || !raw->path || raw->path[0] != '/')
 		return rung_err_set(err, EINVAL, "request: no method or path");
 	if (strlen(raw->path) > SRV_MAX_PATH)
-		return set_code(code, SRV_E_TOO_LARGE,
-				rung_err_set(err, E2BIG, "path: longer than %u bytes", SRV_MAX_PATH));
+		return set_code(
+		    code, SRV_E_TOO_LARGE,
+		    rung_err_set(err, E2BIG, "path: longer than %u bytes", SRV_MAX_PATH));
 	int r = route(raw, out, code, err);
 	if (r < 0)
 		return r;

@@ -95,8 +95,9 @@ static void *sweeper_main(void *arg)
 		atomic_fetch_add(&s->metrics.gc_disposed, disposed);
 		atomic_fetch_add(&s->metrics.gc_suspended, rep.suspended_idle);
 		if (disposed || rep.suspended_idle)
-			LOG_INFO("op=gc suspended=%zu disposed_ttl=%zu disposed_dead=%zu debris=%zu",
-				 rep.suspended_idle, rep.disposed_ttl, rep.disposed_dead, rep.debris);
+			LOG_INFO(
+			    "op=gc suspended=%zu disposed_ttl=%zu disposed_dead=%zu debris=%zu",
+			    rep.suspended_idle, rep.disposed_ttl, rep.disposed_dead, rep.debris);
 	}
 	return NULL;
 }
@@ -107,7 +108,8 @@ static int unix_listen(const struct srv_opts *o, struct rung_err *err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (strlen(o->socket_path) >= sizeof(sa.sun_path))
-		return rung_err_set(err, ENAMETOOLONG, "--socket %s: path too long", o->socket_path);
+		return rung_err_set(err, ENAMETOOLONG, "--socket %s: path too long",
+				    o->socket_path);
 	strcpy(sa.sun_path, o->socket_path);
 	cleanup_free char *dir = strdup(o->socket_path);
 	char *slash = dir ? strrchr(dir, '/') : NULL;
@@ -127,7 +129,8 @@ static int unix_listen(const struct srv_opts *o, struct rung_err *err)
 					    o->socket_path);
 		cleanup_close int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-			return rung_err_set(err, EADDRINUSE, "--socket %s: another daemon is listening",
+			return rung_err_set(err, EADDRINUSE,
+					    "--socket %s: another daemon is listening",
 					    o->socket_path);
 		unlink(o->socket_path);
 	}
@@ -164,7 +167,8 @@ static int tcp_listen(const char *hostport, struct rung_err *err)
 		host++;
 		colon[-1] = '\0';
 	}
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
 	struct addrinfo *ai = NULL;
 	int gr = getaddrinfo(host, port, &hints, &ai);
 	if (gr != 0)
@@ -213,13 +217,13 @@ static int start_listener(struct srv *s, struct srv_listener *l, int fd, bool is
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD |
 			 MHD_USE_ERROR_LOG | MHD_USE_ITC;
 	l->d = MHD_start_daemon(
-		flags, 0, NULL, NULL, srv_access, l, MHD_OPTION_LISTEN_SOCKET, fd,
-		MHD_OPTION_NOTIFY_COMPLETED, srv_completed, l, MHD_OPTION_NOTIFY_CONNECTION,
-		srv_notify_conn, l, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->o.idle_timeout_s,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->o.max_connections,
-		MHD_OPTION_PER_IP_CONNECTION_LIMIT, is_unix ? 0u : (unsigned)s->o.max_per_ip,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_EXTERNAL_LOGGER,
-		mhd_log, NULL, MHD_OPTION_END);
+	    flags, 0, NULL, NULL, srv_access, l, MHD_OPTION_LISTEN_SOCKET, fd,
+	    MHD_OPTION_NOTIFY_COMPLETED, srv_completed, l, MHD_OPTION_NOTIFY_CONNECTION,
+	    srv_notify_conn, l, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->o.idle_timeout_s,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->o.max_connections,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, is_unix ? 0u : (unsigned)s->o.max_per_ip,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_EXTERNAL_LOGGER,
+	    mhd_log, NULL, MHD_OPTION_END);
 	if (!l->d) {
 		close(fd);
 		return rung_err_set(err, EIO, "cannot start the HTTP daemon on the %s listener",
@@ -230,15 +234,45 @@ static int start_listener(struct srv *s, struct srv_listener *l, int fd, bool is
 
 /* ---- main ------------------------------------------------------------------------------- */
 
+/*
+ * key=value lines: "ts=... rung LEVEL: FUNC: MSG". With --json, one JSON object per line:
+ * {"ts","level","func"} plus the message's own fields when it is a JSON object (request
+ * lines), else "msg".
+ */
 static void log_sink(enum rung_log_level lvl, const char *line, void *data)
 {
+	const struct srv_opts *o = data;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	struct tm tm;
 	gmtime_r(&ts.tv_sec, &tm);
-	char t[32];
+	char t[40], t2[64];
 	strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%S", &tm);
-	fprintf(stderr, "ts=%s.%03ldZ %s\n", t, ts.tv_nsec / 1000000, line);
+	snprintf(t2, sizeof(t2), "%s.%03dZ", t, (int)(ts.tv_nsec / 1000000));
+	if (!o || !o->log_json) {
+		fprintf(stderr, "ts=%s %s\n", t2, line);
+		return;
+	}
+	static const char *const names[] = {"error", "warn", "info", "debug"};
+	/* line: "rung LEVEL: FUNC: MSG" */
+	const char *func = strstr(line, ": "), *msg = func ? strstr(func + 2, ": ") : NULL;
+	char fn[64] = "";
+	if (func && msg)
+		snprintf(fn, sizeof(fn), "%.*s", (int)(msg - func - 2), func + 2);
+	msg = msg ? msg + 2 : line;
+	json_t *j = msg[0] == '{' ? json_loads(msg, 0, NULL) : NULL;
+	if (!json_is_object(j)) {
+		json_decref(j);
+		j = json_pack("{s:s}", "msg", msg);
+	}
+	json_object_set_new(j, "ts", json_string(t2));
+	json_object_set_new(j, "level", json_string(names[lvl <= RUNG_LOG_DEBUG ? lvl : 0]));
+	json_object_set_new(j, "func", json_string(fn));
+	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+	json_decref(j);
+	if (s)
+		fprintf(stderr, "%s\n", s);
+	free(s);
 }
 
 static void shutdown_all(struct srv *s, pthread_t *threads, size_t n_threads)
@@ -278,6 +312,24 @@ static void shutdown_all(struct srv *s, pthread_t *threads, size_t n_threads)
 	srv_tokens_release(&s->tokens);
 }
 
+/* SIGHUP: re-read the tokens file; a bad file keeps the old credentials. */
+static void reload_tokens(struct srv *s)
+{
+	struct srv_tokens fresh = {0};
+	struct rung_err err = {0};
+	if (srv_tokens_load(s->o.tokens_path, &fresh, &err) < 0) {
+		LOG_ERR("op=reload error=\"%s\": keeping the previous %zu credentials", err.msg,
+			s->tokens.n);
+		return;
+	}
+	pthread_rwlock_wrlock(&s->tokens_lock);
+	struct srv_tokens old = s->tokens;
+	s->tokens = fresh;
+	pthread_rwlock_unlock(&s->tokens_lock);
+	srv_tokens_release(&old);
+	LOG_WARN("op=reload tokens=%zu", fresh.n);
+}
+
 int rung_serve_main(int argc, char **argv)
 {
 	struct srv s = {0};
@@ -292,11 +344,12 @@ int rung_serve_main(int argc, char **argv)
 		return 2;
 	}
 	rung_log_set_level(s.o.log_level);
-	rung_log_set_sink(log_sink, NULL);
+	rung_log_set_sink(log_sink, &s.o);
 	if (srv_tokens_load(s.o.tokens_path, &s.tokens, &err) < 0) {
 		fprintf(stderr, "rung serve: %s\n", err.msg);
 		return 1;
 	}
+	pthread_rwlock_init(&s.tokens_lock, NULL);
 	pthread_mutex_init(&s.pool_mu, NULL);
 	pthread_mutex_init(&s.conn_mu, NULL);
 	pthread_mutex_init(&s.stop_mu, NULL);
@@ -307,6 +360,7 @@ int rung_serve_main(int argc, char **argv)
 		fprintf(stderr, "rung serve: %s\n", err.msg);
 		return 1;
 	}
+	snprintf(s.state_path, sizeof(s.state_path), "%s", rung_router_state_dir(r0));
 	srv_router_put(&s, r0);
 
 	/* Signals are taken by sigwait below; every thread inherits the blocked mask. */
@@ -342,7 +396,7 @@ int rung_serve_main(int argc, char **argv)
 		if (sigwait(&set, &sig) != 0)
 			break;
 		if (sig == SIGHUP)
-			LOG_WARN("op=sighup: ignored (restart to reload the tokens file)");
+			reload_tokens(&s);
 	} while (sig == SIGHUP);
 	LOG_WARN("op=shutdown signal=%d", sig);
 	shutdown_all(&s, threads, nt);

@@ -29,12 +29,12 @@ int rung_serve_main(int argc, char **argv);
 
 /* ---- limits --------------------------------------------------------------------------- */
 
-#define SRV_MAX_JSON_BODY (1u << 20)     /* JSON request bodies */
-#define SRV_MAX_UPLOAD (64u << 20)       /* PUT .../files */
-#define SRV_MAX_READ_FILE (64u << 20)    /* GET .../files */
-#define SRV_MAX_HEADER 4096              /* one header value */
-#define SRV_MAX_PATH 4096                /* the URL path and ?path= */
-#define SRV_MAX_KEY_PART 256             /* thread / agent / scope */
+#define SRV_MAX_JSON_BODY (1u << 20)  /* JSON request bodies */
+#define SRV_MAX_UPLOAD (64u << 20)    /* PUT .../files */
+#define SRV_MAX_READ_FILE (64u << 20) /* GET .../files */
+#define SRV_MAX_HEADER 4096	      /* one header value */
+#define SRV_MAX_PATH 4096	      /* the URL path and ?path= */
+#define SRV_MAX_KEY_PART 256	      /* thread / agent / scope */
 #define SRV_MAX_ARGS 4096
 #define SRV_MAX_ENV 1024
 #define SRV_MAX_TIMEOUT_S 86400
@@ -43,17 +43,17 @@ int rung_serve_main(int argc, char **argv);
 
 enum srv_code {
 	SRV_OK,
-	SRV_E_BAD_REQUEST,      /* 400 bad_request */
-	SRV_E_UNAUTHORIZED,     /* 401 unauthorized */
-	SRV_E_FORBIDDEN,        /* 403 forbidden (policy refusal) */
-	SRV_E_NOT_FOUND,        /* 404 not_found */
-	SRV_E_METHOD,           /* 405 method_not_allowed */
-	SRV_E_CONFLICT,         /* 409 conflict */
-	SRV_E_TOO_LARGE,        /* 413 payload_too_large */
-	SRV_E_UNSUPPORTED,      /* 415 unsupported_media_type */
-	SRV_E_UNAVAILABLE,      /* 503 unavailable */
-	SRV_E_TIMEOUT,          /* 504 timeout */
-	SRV_E_INTERNAL,         /* 500 internal */
+	SRV_E_BAD_REQUEST,  /* 400 bad_request */
+	SRV_E_UNAUTHORIZED, /* 401 unauthorized */
+	SRV_E_FORBIDDEN,    /* 403 forbidden (policy refusal) */
+	SRV_E_NOT_FOUND,    /* 404 not_found */
+	SRV_E_METHOD,	    /* 405 method_not_allowed */
+	SRV_E_CONFLICT,	    /* 409 conflict */
+	SRV_E_TOO_LARGE,    /* 413 payload_too_large */
+	SRV_E_UNSUPPORTED,  /* 415 unsupported_media_type */
+	SRV_E_UNAVAILABLE,  /* 503 unavailable */
+	SRV_E_TIMEOUT,	    /* 504 timeout */
+	SRV_E_INTERNAL,	    /* 500 internal */
 	SRV_CODE__COUNT
 };
 const char *srv_code_name(enum srv_code c);
@@ -76,7 +76,7 @@ enum srv_cred_kind { SRV_CRED_TOKEN, SRV_CRED_UNIX_UID, SRV_CRED_UNIX_ANY };
 struct srv_cred {
 	enum srv_cred_kind kind;
 	unsigned char digest[32]; /* SRV_CRED_TOKEN */
-	uid_t uid;                /* SRV_CRED_UNIX_UID */
+	uid_t uid;		  /* SRV_CRED_UNIX_UID */
 	char *scope;
 	unsigned line;
 };
@@ -93,9 +93,9 @@ void srv_tokens_release(struct srv_tokens *t);
 
 /* Who is calling: the bearer token (if any) and, for the Unix socket, the peer's uid. */
 struct srv_caller {
-	const char *bearer; /* the token from "Authorization: Bearer X"; NULL if none */
+	const char *bearer;	/* the token from "Authorization: Bearer X"; NULL if none */
 	bool bad_authorization; /* an Authorization header that is not "Bearer <token>" */
-	bool unix_peer;     /* arrived on the Unix socket with valid SO_PEERCRED */
+	bool unix_peer;		/* arrived on the Unix socket with valid SO_PEERCRED */
 	uid_t uid;
 };
 
@@ -109,19 +109,19 @@ const char *srv_auth(const struct srv_tokens *t, const struct srv_caller *c);
 
 enum srv_route {
 	SRV_R_NONE,
-	SRV_R_HEALTH,        /* GET /healthz */
-	SRV_R_METRICS,       /* GET /metrics */
-	SRV_R_CREATE,        /* POST /v1/sandboxes */
-	SRV_R_LIST,          /* GET /v1/sandboxes[?thread=T] */
+	SRV_R_HEALTH,	     /* GET /healthz */
+	SRV_R_METRICS,	     /* GET /metrics */
+	SRV_R_CREATE,	     /* POST /v1/sandboxes */
+	SRV_R_LIST,	     /* GET /v1/sandboxes[?thread=T] */
 	SRV_R_DISPOSE_SCOPE, /* DELETE /v1/sandboxes[?thread=T] */
-	SRV_R_INSPECT,       /* GET /v1/sandboxes/{id} */
-	SRV_R_DISPOSE,       /* DELETE /v1/sandboxes/{id} */
-	SRV_R_EXEC,          /* POST /v1/sandboxes/{id}/exec */
-	SRV_R_RUN_CODE,      /* POST /v1/sandboxes/{id}/run-code */
-	SRV_R_FILE_PUT,      /* PUT /v1/sandboxes/{id}/files?path=P[&mode=0644] */
-	SRV_R_FILE_GET,      /* GET /v1/sandboxes/{id}/files?path=P */
-	SRV_R_SUSPEND,       /* POST /v1/sandboxes/{id}/suspend */
-	SRV_R_RESUME,        /* POST /v1/sandboxes/{id}/resume */
+	SRV_R_INSPECT,	     /* GET /v1/sandboxes/{id} */
+	SRV_R_DISPOSE,	     /* DELETE /v1/sandboxes/{id} */
+	SRV_R_EXEC,	     /* POST /v1/sandboxes/{id}/exec */
+	SRV_R_RUN_CODE,	     /* POST /v1/sandboxes/{id}/run-code */
+	SRV_R_FILE_PUT,	     /* PUT /v1/sandboxes/{id}/files?path=P[&mode=0644] */
+	SRV_R_FILE_GET,	     /* GET /v1/sandboxes/{id}/files?path=P */
+	SRV_R_SUSPEND,	     /* POST /v1/sandboxes/{id}/suspend */
+	SRV_R_RESUME,	     /* POST /v1/sandboxes/{id}/resume */
 	SRV_R__COUNT
 };
 const char *srv_route_name(enum srv_route r);
@@ -142,15 +142,15 @@ struct srv_raw {
 
 struct srv_req {
 	enum srv_route route;
-	char id[65];            /* sandbox id: [A-Za-z0-9_-]{1,64} */
-	const char *thread;     /* X-Rung-Thread header, or ?thread= for list/dispose-scope */
-	const char *agent;      /* X-Rung-Agent header */
-	const char *file_path;  /* ?path= for files (absolute or relative, no NUL) */
-	unsigned file_mode;     /* ?mode= (octal, default 0644) */
-	const char *bearer;     /* token from Authorization, NULL if absent */
+	char id[65];	       /* sandbox id: [A-Za-z0-9_-]{1,64} */
+	const char *thread;    /* X-Rung-Thread header, or ?thread= for list/dispose-scope */
+	const char *agent;     /* X-Rung-Agent header */
+	const char *file_path; /* ?path= for files (absolute or relative, no NUL) */
+	unsigned file_mode;    /* ?mode= (octal, default 0644) */
+	const char *bearer;    /* token from Authorization, NULL if absent */
 	bool bad_authorization;
-	bool body_allowed;      /* the route takes a request body */
-	size_t body_max;        /* its limit */
+	bool body_allowed; /* the route takes a request body */
+	size_t body_max;   /* its limit */
 };
 
 /*
@@ -162,8 +162,8 @@ int srv_req_parse(const struct srv_raw *raw, struct srv_req *out, enum srv_code 
 
 /* A decoded exec body. Strings are malloc'd; release with srv_exec_release. */
 struct srv_exec {
-	char **argv;        /* NULL-terminated, >= 1 entry */
-	char **env;         /* NULL-terminated "K=V" */
+	char **argv; /* NULL-terminated, >= 1 entry */
+	char **env;  /* NULL-terminated "K=V" */
 	char *cwd;
 	char *stdin_data;
 	size_t stdin_len;

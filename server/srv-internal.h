@@ -22,19 +22,21 @@ static inline void srv_json_decrefp(json_t **j)
 
 struct srv_opts {
 	const char *socket_path; /* default /run/rung/rung.sock; "" disables */
-	const char *listen;      /* HOST:PORT or NULL */
+	const char *listen;	 /* HOST:PORT or NULL */
 	const char *tokens_path;
 	const char *state_dir;
 	const char *socket_group; /* chown the socket to this group */
 	unsigned socket_mode;
 	bool deployed;
-	unsigned gc_interval_s;     /* 0: no sweeper */
-	unsigned header_timeout_s;  /* whole request head must arrive within this */
-	unsigned idle_timeout_s;    /* MHD_OPTION_CONNECTION_TIMEOUT */
+	unsigned gc_interval_s;	   /* 0: no sweeper */
+	unsigned header_timeout_s; /* whole request head must arrive within this */
+	unsigned body_timeout_s;   /* and then the whole body within this */
+	unsigned idle_timeout_s;   /* MHD_OPTION_CONNECTION_TIMEOUT */
 	unsigned max_connections;
 	unsigned max_per_ip;
 	unsigned drain_s;
 	enum rung_log_level log_level;
+	bool log_json; /* --json: one JSON object per log line */
 };
 /* Pure: argv -> opts. Returns 0, 1 for --help (text written to *help), or -EINVAL. */
 int srv_opts_parse(int argc, char **argv, struct srv_opts *o, struct rung_err *err);
@@ -51,7 +53,7 @@ struct srv_metrics {
 	atomic_ulong exec_hist[SRV_HIST_BUCKETS];
 	atomic_ulong exec_sum_us;
 	atomic_ulong gc_runs, gc_disposed, gc_suspended, gc_errors;
-	atomic_ulong header_timeouts;
+	atomic_ulong header_timeouts; /* head or body past its deadline */
 	atomic_long inflight;
 };
 void srv_metrics_request(struct srv_metrics *m, enum srv_route r, enum srv_code c);
@@ -72,6 +74,8 @@ struct srv_listener {
 
 struct srv {
 	struct srv_opts o;
+	char state_path[4096];	      /* the store's path, redacted from error messages */
+	pthread_rwlock_t tokens_lock; /* SIGHUP swaps the tokens under it */
 	struct srv_tokens tokens;
 	struct srv_metrics metrics;
 	struct srv_listener unix_l, tcp_l;
@@ -92,9 +96,9 @@ int srv_router_get(struct srv *s, struct rung_router **out, struct rung_err *err
 void srv_router_put(struct srv *s, struct rung_router *r);
 
 /* http.c */
-enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url,
-			   const char *method, const char *version, const char *upload,
-			   size_t *upload_size, void **con_cls);
+enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			   const char *version, const char *upload, size_t *upload_size,
+			   void **con_cls);
 void srv_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		   enum MHD_RequestTerminationCode toe);
 void srv_notify_conn(void *cls, struct MHD_Connection *c, void **socket_context,
@@ -105,15 +109,16 @@ void *srv_watchdog_main(void *arg);
 struct srv_call {
 	struct srv *s;
 	struct srv_req req;
-	const char *scope;
+	char *scope; /* copied from the tokens (which SIGHUP may replace) */
 	char *body;
 	size_t body_len;
-	bool too_large;
+	enum srv_code pending; /* an error found mid-upload, answered once the body is in */
 	uint64_t discarded;
 	uint64_t t0_us;
 	unsigned status;
 	enum srv_code code;
 	char sb_id[65];
+	char errmsg[200]; /* the error answered, for the request log ('"' replaced) */
 	/* storage the parsed request points into */
 	char *method, *path;
 	struct srv_kv *kv;
@@ -124,9 +129,8 @@ struct srv_call {
 /* Responses. All return the MHD_queue_response result. */
 enum MHD_Result srv_reply_json(struct srv_call *call, struct MHD_Connection *c, unsigned status,
 			       json_t *body /* stolen */);
-enum MHD_Result srv_reply_error(struct srv_call *call, struct MHD_Connection *c,
-				enum srv_code code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+enum MHD_Result srv_reply_error(struct srv_call *call, struct MHD_Connection *c, enum srv_code code,
+				const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 enum MHD_Result srv_reply_rung_err(struct srv_call *call, struct MHD_Connection *c, int r,
 				   const struct rung_err *err);
 enum MHD_Result srv_reply_bytes(struct srv_call *call, struct MHD_Connection *c, unsigned status,

@@ -100,6 +100,7 @@ static void *worker(void *arg)
 struct reader {
 	int rfd;
 	bool eof;
+	int heartbeat_ms; /* well inside the connection's idle timeout */
 };
 
 static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
@@ -109,7 +110,7 @@ static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
 		return MHD_CONTENT_READER_END_OF_STREAM;
 	for (;;) {
 		struct pollfd p = {rd->rfd, POLLIN, 0};
-		int n = poll(&p, 1, HEARTBEAT_MS);
+		int n = poll(&p, 1, rd->heartbeat_ms);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -160,8 +161,11 @@ enum MHD_Result srv_exec_stream(struct srv_call *call, struct MHD_Connection *c,
 	*j = (struct stream_job){s, router, sb, *x, is_code, p[1]};
 	memset(x, 0, sizeof(*x));
 	rd->rfd = p[0];
+	rd->heartbeat_ms = HEARTBEAT_MS;
+	if (s->o.idle_timeout_s && s->o.idle_timeout_s * 1000u / 3 < HEARTBEAT_MS)
+		rd->heartbeat_ms = (int)(s->o.idle_timeout_s * 1000u / 3);
 	struct MHD_Response *resp =
-		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, read_cb, rd, free_cb);
+	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, read_cb, rd, free_cb);
 	if (!resp) {
 		free_cb(rd);
 		close(j->wfd);

@@ -89,14 +89,15 @@ static int add_entry(struct srv_tokens *t, struct srv_cred *c, struct rung_err *
 		const struct srv_cred *o = &t->v[i];
 		if (o->kind != c->kind)
 			continue;
-		bool same = c->kind == SRV_CRED_TOKEN	 ? !memcmp(o->digest, c->digest, 32)
+		bool same = c->kind == SRV_CRED_TOKEN	   ? !memcmp(o->digest, c->digest, 32)
 			    : c->kind == SRV_CRED_UNIX_UID ? o->uid == c->uid
 							   : true;
 		if (same)
-			return rung_err_set(err, EEXIST,
-					    "line %u: credential already given on line %u (each maps "
-					    "to exactly one scope)",
-					    c->line, o->line);
+			return rung_err_set(
+			    err, EEXIST,
+			    "line %u: credential already given on line %u (each maps "
+			    "to exactly one scope)",
+			    c->line, o->line);
 	}
 	struct srv_cred *nv = realloc(t->v, (t->n + 1) * sizeof(*nv));
 	if (!nv)
@@ -145,8 +146,8 @@ int srv_tokens_parse(const char *text, size_t len, struct srv_tokens *out, struc
 				c.kind = SRV_CRED_UNIX_ANY;
 			} else if (l1 > sizeof(uidp) - 1 && !memcmp(w1, uidp, sizeof(uidp) - 1)) {
 				c.kind = SRV_CRED_UNIX_UID;
-				if (parse_uid(w1 + sizeof(uidp) - 1, l1 - (sizeof(uidp) - 1), &c.uid) <
-				    0) {
+				if (parse_uid(w1 + sizeof(uidp) - 1, l1 - (sizeof(uidp) - 1),
+					      &c.uid) < 0) {
 					r = rung_err_set(err, EINVAL, "line %u: bad uid", lineno);
 					goto fail;
 				}
@@ -154,16 +155,17 @@ int srv_tokens_parse(const char *text, size_t len, struct srv_tokens *out, struc
 				c.kind = SRV_CRED_TOKEN;
 				if (l1 < TOKEN_MIN || l1 > TOKEN_MAX) {
 					r = rung_err_set(err, EINVAL,
-							 "line %u: token must be %d..%d bytes", lineno,
-							 TOKEN_MIN, TOKEN_MAX);
+							 "line %u: token must be %d..%d bytes",
+							 lineno, TOKEN_MIN, TOKEN_MAX);
 					goto fail;
 				}
 				for (size_t i = 0; i < l1; i++)
 					if (!isgraph((unsigned char)w1[i])) {
-						r = rung_err_set(err, EINVAL,
-								 "line %u: token has a non-printable "
-								 "byte",
-								 lineno);
+						r = rung_err_set(
+						    err, EINVAL,
+						    "line %u: token has a non-printable "
+						    "byte",
+						    lineno);
 						goto fail;
 					}
 				SHA256((const unsigned char *)w1, l1, c.digest);

@@ -10,18 +10,18 @@ struct ep {
 
 /* Every endpoint that needs a credential; %s is a sandbox id. */
 static const struct ep endpoints[] = {
-	{"POST", "/v1/sandboxes", "{\"spec\":{\"kind\":\"test\"}}"},
-	{"GET", "/v1/sandboxes", NULL},
-	{"DELETE", "/v1/sandboxes", NULL},
-	{"GET", "/v1/sandboxes/{id}", NULL},
-	{"DELETE", "/v1/sandboxes/{id}", NULL},
-	{"POST", "/v1/sandboxes/{id}/exec", "{\"argv\":[\"/bin/echo\",\"pwned\"]}"},
-	{"POST", "/v1/sandboxes/{id}/run-code", "{\"language\":\"sh\",\"code\":\"echo pwned\"}"},
-	{"PUT", "/v1/sandboxes/{id}/files?path=pwned.txt", "pwned"},
-	{"GET", "/v1/sandboxes/{id}/files?path=secret.txt", NULL},
-	{"POST", "/v1/sandboxes/{id}/suspend", NULL},
-	{"POST", "/v1/sandboxes/{id}/resume", NULL},
-	{"GET", "/metrics", NULL},
+    {"POST", "/v1/sandboxes", "{\"spec\":{\"kind\":\"test\"}}"},
+    {"GET", "/v1/sandboxes", NULL},
+    {"DELETE", "/v1/sandboxes", NULL},
+    {"GET", "/v1/sandboxes/{id}", NULL},
+    {"DELETE", "/v1/sandboxes/{id}", NULL},
+    {"POST", "/v1/sandboxes/{id}/exec", "{\"argv\":[\"/bin/echo\",\"pwned\"]}"},
+    {"POST", "/v1/sandboxes/{id}/run-code", "{\"language\":\"sh\",\"code\":\"echo pwned\"}"},
+    {"PUT", "/v1/sandboxes/{id}/files?path=pwned.txt", "pwned"},
+    {"GET", "/v1/sandboxes/{id}/files?path=secret.txt", NULL},
+    {"POST", "/v1/sandboxes/{id}/suspend", NULL},
+    {"POST", "/v1/sandboxes/{id}/resume", NULL},
+    {"GET", "/metrics", NULL},
 };
 #define N_EP (sizeof(endpoints) / sizeof(endpoints[0]))
 #define KEYHDR "X-Rung-Thread: t1\r\nX-Rung-Agent: agent1\r\n"
@@ -50,8 +50,9 @@ START_TEST(auth_required_everywhere)
 	for (size_t i = 0; i < N_EP; i++) {
 		for (size_t k = 0; k < 3; k++) {
 			struct srvt_resp r = call_ep(&t, &endpoints[i], id, bad_tokens[k]);
-			ck_assert_msg(r.status == 401, "%s %s token %zu: %d %s", endpoints[i].method,
-				      endpoints[i].path_fmt, k, r.status, r.body);
+			ck_assert_msg(r.status == 401, "%s %s token %zu: %d %s",
+				      endpoints[i].method, endpoints[i].path_fmt, k, r.status,
+				      r.body);
 			ck_assert_ptr_nonnull(strstr(r.body, "\"code\":\"unauthorized\""));
 			srvt_resp_free(&r);
 		}
@@ -77,8 +78,8 @@ START_TEST(cross_scope_everywhere)
 	srvt_start(&t, 0, NULL);
 	char id[65];
 	srvt_acquire(t.sock[0], TOK_A, "t1", NULL, id);
-	struct srvt_resp r = srvt_req(t.sock[0], "PUT", "/v1/sandboxes/x/files?path=secret.txt",
-				      TOK_A, NULL, NULL);
+	struct srvt_resp r =
+	    srvt_req(t.sock[0], "PUT", "/v1/sandboxes/x/files?path=secret.txt", TOK_A, NULL, NULL);
 	srvt_resp_free(&r);
 	char path[256];
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/files?path=secret.txt", id);
@@ -146,12 +147,12 @@ START_TEST(malformed_requests)
 	static const struct {
 		const char *body, *msg;
 	} bad[] = {
-		{"{", "invalid JSON"},
-		{"[1,2]", "not a JSON object"},
-		{"{\"argv\":\"ls\"}", "argv: must be an array"},
-		{"{\"argv\":[\"ls\"],\"timeout\":\"x\"}", "timeout: must be a number"},
-		{"{\"argv\":[\"ls\"],\"scope\":\"scopeB\"}", "scope: unknown field"},
-		{"", "invalid JSON"},
+	    {"{", "invalid JSON"},
+	    {"[1,2]", "not a JSON object"},
+	    {"{\"argv\":\"ls\"}", "argv: must be an array"},
+	    {"{\"argv\":[\"ls\"],\"timeout\":\"x\"}", "timeout: must be a number"},
+	    {"{\"argv\":[\"ls\"],\"scope\":\"scopeB\"}", "scope: unknown field"},
+	    {"", "invalid JSON"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct srvt_resp r = srvt_req(t.sock[0], "POST", path, TOK_A, NULL, bad[i].body);
@@ -166,6 +167,19 @@ START_TEST(malformed_requests)
 	ck_assert_int_eq(r.status, 400);
 	ck_assert_ptr_nonnull(strstr(r.body, "bogus"));
 	srvt_resp_free(&r);
+	static const char *const bad_specs[][2] = {
+	    {"{\"spec\":{\"kind\":5}}", "kind"},
+	    {"{\"spec\":{\"kind\":\"k\",\"ttl_s\":\"1h\"}}", "ttl_s"},
+	    {"{\"spec\":{\"kind\":\"k\",\"limits\":{\"memory\":-1}}}", "memory"},
+	    {"{\"spec\":{\"kind\":\"k\",\"egress_allow\":\"*\"}}", "egress_allow"},
+	    {"{\"spec\":{\"kind\":\"k\",\"isolation\":\"jail\"}}", "isolation"},
+	};
+	for (size_t i = 0; i < sizeof(bad_specs) / sizeof(bad_specs[0]); i++) {
+		r = srvt_req(t.sock[0], "POST", "/v1/sandboxes", TOK_A, KEYHDR, bad_specs[i][0]);
+		ck_assert_msg(r.status == 400 && strstr(r.body, bad_specs[i][1]), "spec %zu: %d %s",
+			      i, r.status, r.body);
+		srvt_resp_free(&r);
+	}
 	r = srvt_req(t.sock[0], "POST", "/v1/sandboxes", TOK_A, "X-Rung-Thread: t\r\n",
 		     "{\"spec\":{\"kind\":\"k\"}}");
 	ck_assert_int_eq(r.status, 400);
@@ -177,6 +191,28 @@ START_TEST(malformed_requests)
 	r = srvt_req(t.sock[0], "PATCH", "/v1/sandboxes", TOK_A, NULL, NULL);
 	ck_assert_int_eq(r.status, 405);
 	ck_assert_ptr_nonnull(strstr(r.body, "method_not_allowed"));
+	srvt_resp_free(&r);
+	/* a body on a route that takes none: announced, and chunked (seen only mid-upload) */
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/suspend", id);
+	r = srvt_req(t.sock[0], "POST", path, TOK_A, NULL, "{}");
+	ck_assert_msg(r.status == 400 && strstr(r.body, "takes no request body"), "%d %s", r.status,
+		      r.body);
+	srvt_resp_free(&r);
+	char chunked[512];
+	snprintf(chunked, sizeof(chunked),
+		 "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " TOK_A
+		 "\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+		 path);
+	int cfd = srvt_unix_connect(t.sock[0]);
+	send(cfd, chunked, strlen(chunked), MSG_NOSIGNAL);
+	char *craw;
+	size_t clen;
+	srvt_read_all(cfd, &craw, &clen, 5000);
+	close(cfd);
+	srvt_parse(craw, clen, &r);
+	free(craw);
+	ck_assert_msg(r.status == 400 && strstr(r.body, "takes no request body"), "chunked: %d %s",
+		      r.status, r.body);
 	srvt_resp_free(&r);
 	/* garbage instead of HTTP: the connection is answered or closed, the daemon lives on */
 	int fd = srvt_unix_connect(t.sock[0]);
@@ -250,6 +286,28 @@ START_TEST(oversized)
 	ck_assert_msg(r.status == 200, "2 MiB upload: %d %s", r.status, r.body);
 	srvt_resp_free(&r);
 	free(body);
+	/* an upload past 64 MiB is refused on its announced length, before any byte is read */
+	snprintf(path, sizeof(path),
+		 "PUT /v1/sandboxes/%s/files?path=huge.bin HTTP/1.1\r\nHost: x\r\n"
+		 "Authorization: Bearer " TOK_A "\r\nContent-Length: %u\r\n\r\n",
+		 id, (64u << 20) + 1);
+	fd = srvt_unix_connect(t.sock[0]);
+	send(fd, path, strlen(path), MSG_NOSIGNAL);
+	srvt_read_all(fd, &raw, &len, 5000);
+	close(fd);
+	srvt_parse(raw, len, &r);
+	free(raw);
+	ck_assert_msg(r.status == 413, "64 MiB + 1 upload: %d %s", r.status, r.body);
+	srvt_resp_free(&r);
+	/* a path past 4 KiB */
+	char *longpath = malloc(6000);
+	strcpy(longpath, "/v1/sandboxes/");
+	memset(longpath + 14, 'a', 5000);
+	longpath[5014] = '\0';
+	r = srvt_req(t.sock[0], "GET", longpath, TOK_A, NULL, NULL);
+	ck_assert_msg(r.status == 413 || r.status == 414, "long path: %d", r.status);
+	srvt_resp_free(&r);
+	free(longpath);
 	/* a huge header block */
 	char *hdr = malloc(100000);
 	strcpy(hdr, "X-Junk: ");
@@ -271,12 +329,13 @@ START_TEST(slowloris)
 {
 	struct srvt t;
 	srvt_setup(&t, NULL);
-	const char *extra[] = {"--header-timeout", "2", NULL};
+	const char *extra[] = {"--header-timeout", "2", "--body-timeout", "2", NULL};
 	srvt_start(&t, 0, extra);
 	/* three clients trickle a request head one byte every 100 ms */
-	static const char head[] = "GET /v1/sandboxes HTTP/1.1\r\nHost: x\r\nAuthorization: "
-				   "Bearer " TOK_A "\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-				   "aaaaaaaaaaaaaaaaaaa\r\n\r\n";
+	static const char head[] =
+	    "GET /v1/sandboxes HTTP/1.1\r\nHost: x\r\nAuthorization: "
+	    "Bearer " TOK_A "\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaa\r\n\r\n";
 	int fds[3];
 	for (int i = 0; i < 3; i++) {
 		fds[i] = srvt_unix_connect(t.sock[0]);
@@ -319,8 +378,31 @@ START_TEST(slowloris)
 			      (unsigned long long)cut_at[i]);
 		close(fds[i]);
 	}
+	/* a complete head, then a body trickled byte by byte: cut at the body deadline */
+	char id[65], head2[512];
+	srvt_acquire(t.sock[0], TOK_A, "t1", NULL, id);
+	snprintf(head2, sizeof(head2),
+		 "POST /v1/sandboxes/%s/exec HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " TOK_A
+		 "\r\nContent-Length: 1000\r\n\r\n",
+		 id);
+	int bfd = srvt_unix_connect(t.sock[0]);
+	ck_assert_int_eq(send(bfd, head2, strlen(head2), MSG_NOSIGNAL), (ssize_t)strlen(head2));
+	t0 = srvt_now_ms();
+	uint64_t body_cut = 0;
+	while (!body_cut && srvt_now_ms() - t0 < 8000) {
+		if (send(bfd, " ", 1, MSG_NOSIGNAL) != 1)
+			body_cut = srvt_now_ms() - t0;
+		struct pollfd p = {bfd, POLLIN | POLLRDHUP, 0};
+		char c;
+		if (!body_cut && poll(&p, 1, 0) > 0 && recv(bfd, &c, 1, MSG_DONTWAIT) <= 0)
+			body_cut = srvt_now_ms() - t0;
+		usleep(100000);
+	}
+	close(bfd);
+	ck_assert_msg(body_cut >= 1500 && body_cut <= 5000, "slow body cut at %llu ms",
+		      (unsigned long long)body_cut);
 	struct srvt_resp r = srvt_req(t.sock[0], "GET", "/metrics", TOK_A, NULL, NULL);
-	ck_assert_ptr_nonnull(strstr(r.body, "rung_http_header_timeouts_total 3"));
+	ck_assert_ptr_nonnull(strstr(r.body, "rung_http_request_timeouts_total 4"));
 	srvt_resp_free(&r);
 	srvt_teardown(&t);
 }

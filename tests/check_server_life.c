@@ -58,6 +58,10 @@ START_TEST(restart_mid_exec)
 	ck_assert_int_eq(r.status, 200);
 	srvt_resp_free(&r);
 
+	struct stat sst;
+	ck_assert_int_eq(stat(t.sock[0], &sst), 0);
+	ck_assert_uint_eq(sst.st_mode & 07777, 0660); /* the default --socket-mode */
+
 	/* an exec in flight when the daemon dies */
 	char marker[32];
 	snprintf(marker, sizeof(marker), "7.%d", (int)(getpid() % 100000));
@@ -142,8 +146,8 @@ START_TEST(sweeper)
 	ck_assert_msg(suspended, "the idle sandbox was not suspended");
 	/* a sandbox the sweeper suspended is resumed by its next use */
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", idle_id);
-	struct srvt_resp r = srvt_req(t.sock[0], "POST", path, TOK_A, NULL,
-				      "{\"argv\":[\"echo\",\"awake\"]}");
+	struct srvt_resp r =
+	    srvt_req(t.sock[0], "POST", path, TOK_A, NULL, "{\"argv\":[\"echo\",\"awake\"]}");
 	ck_assert_msg(r.status == 200 && strstr(r.body, "awake"), "%d %s", r.status, r.body);
 	srvt_resp_free(&r);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s", keep_id);
@@ -194,8 +198,8 @@ START_TEST(multi_replica)
 	srvt_acquire(t.sock[1], TOK_A, "t1", NULL, b1);
 	ck_assert_str_eq(a1, b1);
 	/* replica B disposes by scope+thread what replica A created */
-	struct srvt_resp r = srvt_req(t.sock[1], "DELETE", "/v1/sandboxes?thread=t1", TOK_A, NULL,
-				      NULL);
+	struct srvt_resp r =
+	    srvt_req(t.sock[1], "DELETE", "/v1/sandboxes?thread=t1", TOK_A, NULL, NULL);
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_str_eq(r.body, "{\"disposed\":1}");
 	srvt_resp_free(&r);
@@ -303,6 +307,50 @@ START_TEST(unix_peers_tcp_and_sigterm)
 }
 END_TEST
 
+static int status_of(struct srvt *t, const char *token)
+{
+	struct srvt_resp r = srvt_req(t->sock[0], "GET", "/v1/sandboxes", token, NULL, NULL);
+	int st = r.status;
+	srvt_resp_free(&r);
+	return st;
+}
+
+/* SIGHUP re-reads the tokens file; a bad file keeps the previous credentials. */
+START_TEST(reload_tokens)
+{
+	struct srvt t;
+	srvt_setup(&t, TOK_A " scopeA\n");
+	srvt_start(&t, 0, NULL);
+	ck_assert_int_eq(status_of(&t, TOK_A), 200);
+	ck_assert_int_eq(status_of(&t, TOK_B), 401);
+	/* add B, revoke A */
+	srvt_write(t.tokens, TOK_B " scopeB\n", 0600);
+	kill(t.pid[0], SIGHUP);
+	int a = 0, b = 0;
+	for (int i = 0; i < 100 && !(a == 401 && b == 200); i++) {
+		usleep(20000);
+		a = status_of(&t, TOK_A);
+		b = status_of(&t, TOK_B);
+	}
+	ck_assert_int_eq(a, 401);
+	ck_assert_int_eq(b, 200);
+	/* a world-readable file is refused: B keeps working */
+	srvt_write(t.tokens, TOK_A " scopeA\n", 0644);
+	kill(t.pid[0], SIGHUP);
+	usleep(300000);
+	ck_assert_int_eq(status_of(&t, TOK_B), 200);
+	ck_assert_int_eq(status_of(&t, TOK_A), 401);
+	char *log;
+	size_t len;
+	int lfd = open(t.log[0], O_RDONLY);
+	srvt_read_all(lfd, &log, &len, 200);
+	close(lfd);
+	ck_assert_msg(strstr(log, "keeping the previous 1 credentials"), "%s", log);
+	free(log);
+	srvt_teardown(&t);
+}
+END_TEST
+
 START_TEST(refuses_bad_config)
 {
 	struct srvt t;
@@ -311,9 +359,9 @@ START_TEST(refuses_bad_config)
 	char bin[4096], cmd[8192];
 	snprintf(bin, sizeof(bin), "%s/rung-serve", rung_test_build_dir());
 	const char *cases[][2] = {
-		{"--socket none", "world-accessible"},
-		{"--bogus 1", "unknown option --bogus"},
-		{"", "world-accessible"},
+	    {"--socket none", "world-accessible"},
+	    {"--bogus 1", "unknown option --bogus"},
+	    {"", "world-accessible"},
 	};
 	for (size_t i = 0; i < 3; i++) {
 		pid_t p;
@@ -360,6 +408,7 @@ Suite *server_life_suite(void)
 	tcase_add_test(tc, sweeper);
 	tcase_add_test(tc, multi_replica);
 	tcase_add_test(tc, refuses_bad_config);
+	tcase_add_test(tc, reload_tokens);
 	suite_add_tcase(s, tc);
 	TCase *tr = tcase_create("daemon-root");
 	tcase_set_timeout(tr, 60);

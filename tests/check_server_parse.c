@@ -70,14 +70,14 @@ START_TEST(tokens_errors)
 		const char *text, *msg;
 		int rc;
 	} bad[] = {
-		{"short scope\n", "line 1: token must be", -EINVAL},
-		{TOK_A "\n", "line 1: expected \"TOKEN SCOPE\"", -EINVAL},
-		{TOK_A " a b\n", "line 1: expected", -EINVAL},
-		{"#x\n" TOK_A " a\n" TOK_A " b\n", "line 3: credential already given on line 2",
-		 -EEXIST},
-		{"unix-peer-uid:abc s\n", "line 1: bad uid", -EINVAL},
-		{"unix-peer-uid:5 s\nunix-peer-uid:5 t\n", "line 2: credential already", -EEXIST},
-		{"- s\n- t\n", "line 2: credential already", -EEXIST},
+	    {"short scope\n", "line 1: token must be", -EINVAL},
+	    {TOK_A "\n", "line 1: expected \"TOKEN SCOPE\"", -EINVAL},
+	    {TOK_A " a b\n", "line 1: expected", -EINVAL},
+	    {"#x\n" TOK_A " a\n" TOK_A " b\n", "line 3: credential already given on line 2",
+	     -EEXIST},
+	    {"unix-peer-uid:abc s\n", "line 1: bad uid", -EINVAL},
+	    {"unix-peer-uid:5 s\nunix-peer-uid:5 t\n", "line 2: credential already", -EEXIST},
+	    {"- s\n- t\n", "line 2: credential already", -EEXIST},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct srv_tokens t = {0};
@@ -140,16 +140,16 @@ START_TEST(route_table)
 		const char *m, *p;
 		enum srv_route r;
 	} ok[] = {
-		{"GET", "/healthz", SRV_R_HEALTH},
-		{"GET", "/metrics", SRV_R_METRICS},
-		{"GET", "/v1/sandboxes", SRV_R_LIST},
-		{"DELETE", "/v1/sandboxes", SRV_R_DISPOSE_SCOPE},
-		{"GET", "/v1/sandboxes/abc123", SRV_R_INSPECT},
-		{"DELETE", "/v1/sandboxes/abc-1_2", SRV_R_DISPOSE},
-		{"POST", "/v1/sandboxes/abc/exec", SRV_R_EXEC},
-		{"POST", "/v1/sandboxes/abc/run-code", SRV_R_RUN_CODE},
-		{"POST", "/v1/sandboxes/abc/suspend", SRV_R_SUSPEND},
-		{"POST", "/v1/sandboxes/abc/resume", SRV_R_RESUME},
+	    {"GET", "/healthz", SRV_R_HEALTH},
+	    {"GET", "/metrics", SRV_R_METRICS},
+	    {"GET", "/v1/sandboxes", SRV_R_LIST},
+	    {"DELETE", "/v1/sandboxes", SRV_R_DISPOSE_SCOPE},
+	    {"GET", "/v1/sandboxes/abc123", SRV_R_INSPECT},
+	    {"DELETE", "/v1/sandboxes/abc-1_2", SRV_R_DISPOSE},
+	    {"POST", "/v1/sandboxes/abc/exec", SRV_R_EXEC},
+	    {"POST", "/v1/sandboxes/abc/run-code", SRV_R_RUN_CODE},
+	    {"POST", "/v1/sandboxes/abc/suspend", SRV_R_SUSPEND},
+	    {"POST", "/v1/sandboxes/abc/resume", SRV_R_RESUME},
 	};
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		struct srv_req r;
@@ -164,22 +164,23 @@ START_TEST(route_table)
 		const char *m, *p;
 		enum srv_code c;
 	} bad[] = {
-		{"GET", "/", SRV_E_NOT_FOUND},
-		{"GET", "/v2/sandboxes", SRV_E_NOT_FOUND},
-		{"GET", "/v1/sandboxesX", SRV_E_NOT_FOUND},
-		{"GET", "/v1/sandboxes/", SRV_E_NOT_FOUND},
-		{"GET", "/v1/sandboxes/../etc", SRV_E_NOT_FOUND},
-		{"GET", "/v1/sandboxes/a/b/c", SRV_E_NOT_FOUND},
-		{"GET", "/v1/sandboxes/a/", SRV_E_NOT_FOUND},
-		{"GET", "/v1/sandboxes/a/nope", SRV_E_NOT_FOUND},
-		{"GET", "/v1/sandboxes/"
-			"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-		 SRV_E_NOT_FOUND}, /* 65 chars */
-		{"GET", "/v1/sandboxes/a/exec", SRV_E_METHOD},
-		{"PUT", "/v1/sandboxes", SRV_E_METHOD},
-		{"POST", "/healthz", SRV_E_METHOD},
-		{"POST", "/v1/sandboxes/a", SRV_E_METHOD},
-		{"GET", "relative", SRV_E_BAD_REQUEST},
+	    {"GET", "/", SRV_E_NOT_FOUND},
+	    {"GET", "/v2/sandboxes", SRV_E_NOT_FOUND},
+	    {"GET", "/v1/sandboxesX", SRV_E_NOT_FOUND},
+	    {"GET", "/v1/sandboxes/", SRV_E_NOT_FOUND},
+	    {"GET", "/v1/sandboxes/../etc", SRV_E_NOT_FOUND},
+	    {"GET", "/v1/sandboxes/a/b/c", SRV_E_NOT_FOUND},
+	    {"GET", "/v1/sandboxes/a/", SRV_E_NOT_FOUND},
+	    {"GET", "/v1/sandboxes/a/nope", SRV_E_NOT_FOUND},
+	    {"GET",
+	     "/v1/sandboxes/"
+	     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+	     SRV_E_NOT_FOUND}, /* 65 chars */
+	    {"GET", "/v1/sandboxes/a/exec", SRV_E_METHOD},
+	    {"PUT", "/v1/sandboxes", SRV_E_METHOD},
+	    {"POST", "/healthz", SRV_E_METHOD},
+	    {"POST", "/v1/sandboxes/a", SRV_E_METHOD},
+	    {"GET", "relative", SRV_E_BAD_REQUEST},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct srv_req r;
@@ -197,9 +198,8 @@ START_TEST(route_headers)
 	struct srv_req r;
 	enum srv_code code;
 	struct rung_err err = {0};
-	struct srv_kv h[] = {{"authorization", "Bearer  " TOK_A},
-			     {"X-RUNG-THREAD", "t1"},
-			     {"x-rung-agent", "a1"}};
+	struct srv_kv h[] = {
+	    {"authorization", "Bearer  " TOK_A}, {"X-RUNG-THREAD", "t1"}, {"x-rung-agent", "a1"}};
 	ck_assert_int_eq(req("POST", "/v1/sandboxes", NULL, 0, h, 3, &r, &code, &err), 0);
 	ck_assert_str_eq(r.bearer, TOK_A);
 	ck_assert_str_eq(r.thread, "t1");
@@ -295,24 +295,24 @@ START_TEST(body_exec)
 	static const struct {
 		const char *body, *msg;
 	} bad[] = {
-		{"", "invalid JSON"},
-		{"{", "invalid JSON"},
-		{"[]", "not a JSON object"},
-		{"{}", "argv: required"},
-		{"{\"argv\":[]}", "argv: must not be empty"},
-		{"{\"argv\":\"ls\"}", "argv: must be an array"},
-		{"{\"argv\":[1]}", "argv[0]: must be a string"},
-		{"{\"argv\":[\"\"]}", "argv[0]: must not be empty"},
-		{"{\"argv\":[\"a\\u0000b\"]}", "argv[0]: contains a NUL"},
-		{"{\"argv\":[\"ls\"],\"timeout\":\"5\"}", "timeout: must be a number"},
-		{"{\"argv\":[\"ls\"],\"timeout\":-1}", "timeout: must be > 0"},
-		{"{\"argv\":[\"ls\"],\"timeout\":1e12}", "timeout: must be > 0"},
-		{"{\"argv\":[\"ls\"],\"env\":[\"A=1\"]}", "env: must be an object"},
-		{"{\"argv\":[\"ls\"],\"env\":{\"A=B\":\"1\"}}", "env: bad variable name"},
-		{"{\"argv\":[\"ls\"],\"env\":{\"A\":1}}", "env.A: must be a string"},
-		{"{\"argv\":[\"ls\"],\"stream\":1}", "stream: must be a boolean"},
-		{"{\"argv\":[\"ls\"],\"scope\":\"other\"}", "scope: unknown field"},
-		{"{\"argv\":[\"ls\"],\"argv\":[\"ls\"]}", "invalid JSON"},
+	    {"", "invalid JSON"},
+	    {"{", "invalid JSON"},
+	    {"[]", "not a JSON object"},
+	    {"{}", "argv: required"},
+	    {"{\"argv\":[]}", "argv: must not be empty"},
+	    {"{\"argv\":\"ls\"}", "argv: must be an array"},
+	    {"{\"argv\":[1]}", "argv[0]: must be a string"},
+	    {"{\"argv\":[\"\"]}", "argv[0]: must not be empty"},
+	    {"{\"argv\":[\"a\\u0000b\"]}", "argv[0]: contains a NUL"},
+	    {"{\"argv\":[\"ls\"],\"timeout\":\"5\"}", "timeout: must be a number"},
+	    {"{\"argv\":[\"ls\"],\"timeout\":-1}", "timeout: must be > 0"},
+	    {"{\"argv\":[\"ls\"],\"timeout\":1e12}", "timeout: must be > 0"},
+	    {"{\"argv\":[\"ls\"],\"env\":[\"A=1\"]}", "env: must be an object"},
+	    {"{\"argv\":[\"ls\"],\"env\":{\"A=B\":\"1\"}}", "env: bad variable name"},
+	    {"{\"argv\":[\"ls\"],\"env\":{\"A\":1}}", "env.A: must be a string"},
+	    {"{\"argv\":[\"ls\"],\"stream\":1}", "stream: must be a boolean"},
+	    {"{\"argv\":[\"ls\"],\"scope\":\"other\"}", "scope: unknown field"},
+	    {"{\"argv\":[\"ls\"],\"argv\":[\"ls\"]}", "invalid JSON"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ck_assert_int_lt(exec_body(bad[i].body, &x, &err), 0);
@@ -364,8 +364,12 @@ START_TEST(encoding)
 	ck_assert_str_eq(s, "h\xc3\xa9llo");
 	ck_assert(!lossy);
 	free(s);
-	s = srv_utf8_sanitize("a\xff" "b\0c\xed\xa0\x80", 8, &lossy);
-	ck_assert_str_eq(s, "a\xef\xbf\xbd" "b\xef\xbf\xbd" "c\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+	s = srv_utf8_sanitize("a\xff"
+			      "b\0c\xed\xa0\x80",
+			      8, &lossy);
+	ck_assert_str_eq(s, "a\xef\xbf\xbd"
+			    "b\xef\xbf\xbd"
+			    "c\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
 	ck_assert(lossy);
 	free(s);
 	s = srv_utf8_sanitize("\xe2\x82", 2, &lossy); /* truncated sequence */

@@ -7,6 +7,7 @@
 #define RUNG_TESTS_SERVER_TESTLIB_H
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -29,12 +30,13 @@
 #define TOK_B "tok-bbbbbbbbbbbbbbbb"
 
 struct srvt {
-	char dir[256];     /* temp dir: tokens, state/, sockets, logs */
+	char dir[256]; /* temp dir: tokens, state/, sockets, logs */
 	char state[300];
 	char tokens[300];
 	pid_t pid[2];
 	char sock[2][300];
 	char log[2][300];
+	int reaper_fd; /* write end: the reaper cleans up when it closes, however the test ends */
 };
 
 static inline uint64_t srvt_now_ms(void)
@@ -78,9 +80,8 @@ static inline void srvt_start(struct srvt *t, int i, const char *const *extra)
 	snprintf(t->log[i], sizeof(t->log[i]), "%s/d%d.log", dir, i);
 	char bin[4096];
 	snprintf(bin, sizeof(bin), "%s/rung-serve", rung_test_build_dir());
-	const char *argv[32] = {bin,	       "--tokens",    t->tokens, "--socket",
-				t->sock[i],    "--state-dir", t->state,	 "--gc-interval",
-				"1"};
+	const char *argv[32] = {bin,	       "--tokens", t->tokens,	    "--socket", t->sock[i],
+				"--state-dir", t->state,   "--gc-interval", "1"};
 	int n = 9;
 	for (; extra && *extra && n < 30; extra++)
 		argv[n++] = *extra;
@@ -123,53 +124,109 @@ static inline void srvt_stop(struct srvt *t, int i, int sig)
 	}
 }
 
-static inline void srvt_teardown(struct srvt *t);
-
-/* A failed assertion exits the test's process: clean up from atexit as well. */
-static struct srvt *srvt_current;
-static inline void srvt_atexit(void)
+/*
+ * SIGKILL every process whose command line mentions dir (this test's daemons, and the sandbox
+ * supervisors they forked, which keep the daemon's argv), and their children (the agents).
+ * Everything matched was started by this test: dir is a fresh mkdtemp name.
+ */
+static inline int srvt_kill_matching(const char *dir)
 {
-	if (srvt_current)
-		srvt_teardown(srvt_current);
+	pid_t pids[512];
+	int n = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	while (d && (de = readdir(d)) && n < 256) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		char p[300], buf[4096];
+		snprintf(p, sizeof(p), "/proc/%s/cmdline", de->d_name);
+		int fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t k = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		for (ssize_t i = 0; i < k; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		buf[k > 0 ? k : 0] = '\0';
+		pid_t pid = (pid_t)atoi(de->d_name);
+		if (k <= 0 || !strstr(buf, dir) || pid == getpid())
+			continue;
+		pids[n++] = pid;
+		snprintf(p, sizeof(p), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+		FILE *f = fopen(p, "re");
+		int c;
+		while (f && n < 512 && fscanf(f, "%d", &c) == 1)
+			pids[n++] = (pid_t)c;
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	for (int i = 0; i < n; i++)
+		kill(pids[i], SIGKILL);
+	return n;
+}
+
+static inline void srvt_rm_rf(const char *dir)
+{
+	pid_t p = fork();
+	if (p == 0) {
+		execl("/bin/rm", "rm", "-rf", "--one-file-system", dir, (char *)NULL);
+		_exit(127);
+	}
+	if (p > 0)
+		waitpid(p, NULL, 0);
+}
+
+/*
+ * Check ends a failed test's process without running teardowns or atexit handlers, so a
+ * reaper (its own session, out of Check's reach) waits for this process to go away and then
+ * kills what the test left running and removes its directory.
+ */
+static inline int srvt_reaper(const char *dir)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		setsid();
+		close(p[1]);
+		char c;
+		while (read(p[0], &c, 1) > 0)
+			;
+		if (access(dir, F_OK) == 0) {
+			for (int i = 0; i < 5 && srvt_kill_matching(dir) > 0; i++)
+				usleep(100000);
+			srvt_rm_rf(dir);
+		}
+		_exit(0);
+	}
+	close(p[0]);
+	return p[1];
 }
 
 static inline void srvt_setup(struct srvt *t, const char *tokens_text)
 {
 	memset(t, 0, sizeof(*t));
-	srvt_current = t;
-	atexit(srvt_atexit);
 	char *d = rung_test_tmpdir("srv");
 	ck_assert_ptr_nonnull(d);
 	snprintf(t->dir, sizeof(t->dir), "%s", d);
 	snprintf(t->state, sizeof(t->state), "%s/state", d);
 	snprintf(t->tokens, sizeof(t->tokens), "%s/tokens", d);
 	free(d);
-	srvt_write(t->tokens, tokens_text ? tokens_text : TOK_A " scopeA\n" TOK_B " scopeB\n", 0600);
-}
-
-static inline void srvt_teardown(struct srvt *t)
-{
-	srvt_current = NULL;
-	srvt_stop(t, 0, SIGKILL);
-	srvt_stop(t, 1, SIGKILL);
-	if (t->dir[0]) {
-		pid_t p = fork();
-		if (p == 0) {
-			execl("/bin/rm", "rm", "-rf", "--one-file-system", t->dir, (char *)NULL);
-			_exit(127);
-		}
-		if (p > 0)
-			waitpid(p, NULL, 0);
-		t->dir[0] = '\0';
-	}
+	srvt_write(t->tokens, tokens_text ? tokens_text : TOK_A " scopeA\n" TOK_B " scopeB\n",
+		   0600);
+	t->reaper_fd = srvt_reaper(t->dir);
 }
 
 /* ---- a raw HTTP/1.1 client -------------------------------------------------------------- */
 
 struct srvt_resp {
 	int status;
-	char *head;  /* the response head (status line + headers) */
-	char *body;  /* de-chunked, NUL-terminated */
+	char *head; /* the response head (status line + headers) */
+	char *body; /* de-chunked, NUL-terminated */
 	size_t len;
 };
 
@@ -309,6 +366,33 @@ static inline void srvt_acquire(const char *sock, const char *token, const char 
 	srvt_json_str(r.body, "id", id, 65);
 	ck_assert_msg(id[0], "acquire: no id in %s", r.body);
 	srvt_resp_free(&r);
+}
+
+/* Dispose every sandbox through the API (as each known credential), stop the daemons, then
+ * kill anything left (supervisors outlive their daemon by design) and remove the directory. */
+static inline void srvt_teardown(struct srvt *t)
+{
+	for (int i = 0; i < 2; i++) {
+		if (t->pid[i] <= 0)
+			continue;
+		const char *toks[] = {TOK_A, TOK_B, NULL};
+		for (int k = 0; k < 3; k++) {
+			struct srvt_resp r =
+			    srvt_req(t->sock[i], "DELETE", "/v1/sandboxes", toks[k], NULL, NULL);
+			srvt_resp_free(&r);
+		}
+	}
+	srvt_stop(t, 0, SIGKILL);
+	srvt_stop(t, 1, SIGKILL);
+	if (t->dir[0]) {
+		for (int i = 0; i < 5 && srvt_kill_matching(t->dir) > 0; i++)
+			usleep(100000);
+		srvt_rm_rf(t->dir);
+		t->dir[0] = '\0';
+	}
+	if (t->reaper_fd > 0)
+		close(t->reaper_fd);
+	t->reaper_fd = -1;
 }
 
 #endif

@@ -215,4 +215,10 @@ struct rung_gc_report {
 /* Sweep the store: the same code serves `rung gc` and the daemon's sweeper. */
 int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *err);
 
+/*
+ * Internal: the entry point of `rung __supervise`, which the runtime execs (instead of only
+ * forking) to start a sandbox's supervisor from a multi-threaded caller. Not for users.
+ */
+int rung_supervisor_main(void);
+
 #endif

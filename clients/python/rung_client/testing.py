@@ -27,6 +27,27 @@ def serve_command(build_dir: str | None = None) -> list[str]:
     return [str(b / "rung-serve")]
 
 
+def _kill_matching(needle: str) -> int:
+    """SIGKILL processes whose command line contains needle, and their children."""
+    pids: list[int] = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit() or int(p.name) == os.getpid():
+            continue
+        try:
+            if needle.encode() not in (p / "cmdline").read_bytes():
+                continue
+            pids.append(int(p.name))
+            pids += [int(c) for c in (p / "task" / p.name / "children").read_text().split()]
+        except OSError:
+            continue
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return len(pids)
+
+
 class Daemon:
     """A `rung serve` with its own temp dir. tokens: {scope: token} (generated if omitted)."""
 
@@ -101,6 +122,12 @@ class Daemon:
                 except Exception:  # best effort; the store is removed below anyway
                     pass
         self.stop(signal.SIGKILL)
+        # Backstop: sandbox supervisors are forked from the daemon and keep its command line,
+        # which names this fresh temp dir; kill what is left of them (and their agents).
+        for _ in range(5):
+            if not _kill_matching(str(self.dir)):
+                break
+            time.sleep(0.1)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> "Daemon":

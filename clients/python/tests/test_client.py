@@ -70,6 +70,14 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(TypeError):
             sb.exec("ls -l")  # a command string is refused: argv only
 
+    def test_spec_fields(self):
+        sb = self.sandbox(kind="spec", env={"FOO": "bar"}, work_dir="/work",
+                          limits={"exec_timeout_s": 5}, egress_allow=[])
+        self.assertEqual(sb.exec(["sh", "-c", "echo $FOO; pwd"]).stdout, "bar\n/work\n")
+        spec = sb.describe()["spec"]
+        self.assertEqual(spec["kind"], "spec")
+        self.assertEqual(spec["egress_allow"], [])
+
     def test_run_code(self):
         sb = self.sandbox()
         r = sb.run_code("python", "print(6 * 7)")
@@ -207,6 +215,28 @@ class DaemonLifecycleTest(unittest.TestCase):
             alpha = SandboxBackend(socket_path=d.socket_path, token=d.tokens["alpha"])
             self.assertEqual(alpha.list(), [])
             self.assertEqual(local.dispose_scope(), 1)
+
+    def test_silent_exec_outlives_idle_timeout(self):
+        # Heartbeats keep a silent stream alive; a collected exec is not an idle connection.
+        with Daemon(scopes=("alpha",), extra_args=["--idle-timeout", "2"]) as d:
+            b = SandboxBackend(socket_path=d.socket_path, token=d.tokens["alpha"])
+            sb = b.acquire(KEY, SandboxSpec(kind="k"))
+            self.assertEqual(sb.exec(["sh", "-c", "sleep 3; echo a"]).stdout, "a\n")
+            s = sb.exec_stream(["sh", "-c", "sleep 3.5; echo b"])
+            self.assertEqual(s.wait().stdout, "b\n")
+            self.assertEqual(b.dispose_scope(), 1)
+
+    def test_deployed_policy(self):
+        with Daemon(scopes=("alpha",), extra_args=["--deployed"]) as d:
+            b = SandboxBackend(socket_path=d.socket_path, token=d.tokens["alpha"])
+            from rung_client import Forbidden
+            with self.assertRaises(Forbidden) as cm:  # shell-capable on a shared kernel
+                b.acquire(KEY, SandboxSpec(kind="shell", requires=["exec"]))
+            self.assertEqual(cm.exception.status, 403)
+            self.assertIn("shell-capable", cm.exception.message)
+            sb = b.acquire(KEY, SandboxSpec(kind="calc", requires=["run_code"], egress_allow=[]))
+            self.assertEqual(sb.run_code("python", "print(2 + 2)").stdout, "4\n")
+            b.dispose_scope()
 
     def test_restart_keeps_sandboxes(self):
         d = Daemon(scopes=("alpha",)).start()
