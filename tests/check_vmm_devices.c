@@ -5,6 +5,7 @@
 #include <linux/virtio_vsock.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -256,6 +257,39 @@ START_TEST(vsock_limits_and_hup)
 }
 END_TEST
 
+START_TEST(vsock_guest_ignores_credit)
+{
+	struct vfix f;
+	vfix_init(&f);
+	int cl;
+	uint32_t port = connect_pair(&f, &cl, 1 << 16);
+	int small = 4096;
+	for (unsigned i = 0; i < VMM_VSOCK_MAX_CONNS; i++)
+		if (f.vs.conns[i].state == VS_ESTABLISHED)
+			setsockopt(f.vs.conns[i].fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	/* the host never reads; the guest sends 64 KiB packets past our 256 KiB buf_alloc */
+	struct virtio_vsock_hdr h = ghdr(port, VIRTIO_VSOCK_OP_RW, VMM_VSOCK_MAX_PKT);
+	uint8_t *p = vmm_mem_ptr(&f.g.mem, 0x100000, HDRSZ + VMM_VSOCK_MAX_PKT);
+	memcpy(p, &h, HDRSZ);
+	memset(p + HDRSZ, 'q', VMM_VSOCK_MAX_PKT);
+	struct virtio_vsock_hdr r;
+	bool reset = false;
+	for (unsigned i = 0; i < 8 && !reset; i++) {
+		struct fake_desc d = {0x100000, (uint32_t)(HDRSZ + VMM_VSOCK_MAX_PKT), false};
+		fake_post(&f.g, 1, &d, 1);
+		vmm_vsock_process(&f.vs);
+		while (rx_next(&f, &r, NULL, 0))
+			if (r.op == VIRTIO_VSOCK_OP_RST && r.src_port == port)
+				reset = true;
+	}
+	ck_assert(reset);
+	for (unsigned i = 0; i < VMM_VSOCK_MAX_CONNS; i++)
+		ck_assert_int_eq(f.vs.conns[i].state, VS_FREE);
+	close(cl);
+	vfix_free(&f);
+}
+END_TEST
+
 static unsigned irq_up, irq_down;
 static void count_irq(void *ctx, unsigned irq, int level)
 {
@@ -311,6 +345,27 @@ START_TEST(serial_uart_and_cap)
 }
 END_TEST
 
+static int run_filtered(enum vmm_thread_kind kind, int forbidden);
+
+/* mmap is allowed for memory, never for code */
+static int run_mmap(int prot)
+{
+	void *prog;
+	size_t len;
+	ck_assert_int_eq(vmm_seccomp_build(VMM_THREAD_VCPU, &prog, &len, NULL), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (vmm_seccomp_install(prog, len, NULL) < 0)
+			_exit(100);
+		void *p = mmap(NULL, 4096, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		_exit(p == MAP_FAILED ? 101 : 0);
+	}
+	free(prog);
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
 static int run_filtered(enum vmm_thread_kind kind, int forbidden)
 {
 	void *prog;
@@ -346,6 +401,10 @@ START_TEST(seccomp_filters)
 	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS);
 	st = run_filtered(VMM_THREAD_VMM, SYS_openat); /* nothing opens files once running */
 	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS);
+	st = run_mmap(PROT_READ | PROT_WRITE);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	st = run_mmap(PROT_READ | PROT_EXEC);
+	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS);
 	struct rung_err err = {0};
 	ck_assert_int_eq(vmm_seccomp_install(NULL, 0, &err), -EINVAL);
 }
@@ -359,6 +418,7 @@ Suite *vmm_devices_suite(void)
 	tcase_add_test(tc, vsock_data_and_credit);
 	tcase_add_test(tc, vsock_hostile_guest);
 	tcase_add_test(tc, vsock_limits_and_hup);
+	tcase_add_test(tc, vsock_guest_ignores_credit);
 	tcase_add_test(tc, serial_uart_and_cap);
 	tcase_add_test(tc, seccomp_filters);
 	suite_add_tcase(s, tc);

@@ -189,7 +189,7 @@ const char *vmm_exit_name(enum vmm_exit e)
 	case VMM_EXIT_SHUTDOWN:
 		return "guest shutdown (triple fault)";
 	case VMM_EXIT_STOPPED:
-		return "stopped by control socket";
+		return "stopped (control socket or signal)";
 	case VMM_EXIT_ERROR:
 		return "internal error";
 	case VMM_EXIT_NONE:

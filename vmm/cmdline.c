@@ -11,7 +11,7 @@
 /* IRQs for virtio-mmio slots: ISA lines the UART (4), PIT (0), cascade (2), RTC (8) leave. */
 static const unsigned slot_irqs[VMM_MAX_VIRTIO_DEVS] = {5, 6, 7, 9, 10, 11, 12, 15};
 
-static const char base_cmdline[] = "console=ttyS0 reboot=k panic=-1 pci=off nomodule "
+static const char base_cmdline[] = "console=ttyS0 quiet reboot=k panic=-1 pci=off nomodule "
 				   "i8042.noaux i8042.nomux i8042.nopnp i8042.dumbkbd";
 
 int vmm_mmio_slot(unsigned i, struct vmm_mmio_slot *slot, struct rung_err *err)

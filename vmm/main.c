@@ -1,15 +1,40 @@
 /* vmm/main.c: rung-vmm's entry point. Exit status and one stderr line give the exit reason. */
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "vmm/vmm.h"
+
+/*
+ * A jailer may exec us with fds 0-2 closed. Then the first files we open would become
+ * "stderr", and a log line could land in a disk image or the serial log: fill the holes
+ * first (/dev/null, or an in-memory file in a chroot without one).
+ */
+static int fill_stdio(void)
+{
+	for (int fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		int n = open("/dev/null", O_RDWR);
+		if (n < 0)
+			n = memfd_create("rung-vmm-stdio", 0);
+		if (n != fd)
+			return -1;
+	}
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
 	static struct vmm_config cfg;
 	struct rung_err err = {0};
+	if (fill_stdio() < 0)
+		return 1;
 	if (getenv("RUNG_VMM_DEBUG"))
 		rung_log_set_level(RUNG_LOG_DEBUG);
 	if (vmm_args_parse(argc, argv, &cfg, &err) < 0) {

@@ -30,8 +30,7 @@ static void scmp_releasep(scmp_filter_ctx *c)
 static const int common_calls[] = {
 	SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(readv), SCMP_SYS(writev), SCMP_SYS(close),
 	SCMP_SYS(futex), SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask), SCMP_SYS(exit),
-	SCMP_SYS(exit_group), SCMP_SYS(madvise), SCMP_SYS(mmap), SCMP_SYS(munmap),
-	SCMP_SYS(mprotect), SCMP_SYS(brk), SCMP_SYS(clock_gettime), SCMP_SYS(clock_nanosleep),
+	SCMP_SYS(exit_group), SCMP_SYS(madvise), SCMP_SYS(munmap), SCMP_SYS(brk), SCMP_SYS(clock_gettime), SCMP_SYS(clock_nanosleep),
 	SCMP_SYS(nanosleep), SCMP_SYS(getpid), SCMP_SYS(gettid), SCMP_SYS(tgkill),
 	SCMP_SYS(sched_yield), SCMP_SYS(restart_syscall), SCMP_SYS(lseek), SCMP_SYS(fstat),
 	SCMP_SYS(newfstatat), SCMP_SYS(getrandom), SCMP_SYS(ftruncate),
@@ -57,6 +56,19 @@ static int add_all(scmp_filter_ctx ctx, const int *calls, size_t n, struct rung_
 	return 0;
 }
 
+/* mmap/mprotect for malloc, never executable: no new code once the guest runs. */
+static int add_no_exec(scmp_filter_ctx ctx, struct rung_err *err)
+{
+	int calls[] = {SCMP_SYS(mmap), SCMP_SYS(mprotect)};
+	for (size_t i = 0; i < 2; i++) {
+		int r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, calls[i], 1,
+					 SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+		if (r < 0)
+			return rung_err_sys(err, -r, "seccomp: mmap rule");
+	}
+	return 0;
+}
+
 static int add_ioctl(scmp_filter_ctx ctx, unsigned long cmd, struct rung_err *err)
 {
 	int r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
@@ -74,12 +86,15 @@ int vmm_seccomp_build(enum vmm_thread_kind kind, void **prog, size_t *len, struc
 	int r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0); /* we set no_new_privs ourselves */
 	if (r < 0)
 		return rung_err_sys(err, -r, "seccomp: attr");
-	if ((r = add_all(ctx, common_calls, sizeof(common_calls) / sizeof(int), err)) < 0)
+	if ((r = add_all(ctx, common_calls, sizeof(common_calls) / sizeof(int), err)) < 0 ||
+	    (r = add_no_exec(ctx, err)) < 0)
 		return r;
 	if (kind == VMM_THREAD_VCPU) {
 		if ((r = add_all(ctx, vcpu_calls, sizeof(vcpu_calls) / sizeof(int), err)) < 0 ||
 		    (r = add_ioctl(ctx, KVM_RUN, err)) < 0 ||
-		    (r = add_ioctl(ctx, KVM_IRQ_LINE, err)) < 0)
+		    (r = add_ioctl(ctx, KVM_IRQ_LINE, err)) < 0 ||
+		    (r = add_ioctl(ctx, KVM_GET_MP_STATE, err)) < 0 ||
+		    (r = add_ioctl(ctx, KVM_GET_REGS, err)) < 0)
 			return r;
 	} else {
 		if ((r = add_all(ctx, vmm_calls, sizeof(vmm_calls) / sizeof(int), err)) < 0 ||

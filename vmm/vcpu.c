@@ -133,6 +133,7 @@ int vmm_vcpu_create(struct vmm_vm *vm, unsigned id, struct rung_err *err)
 	struct vmm_vcpu *c = &vm->vcpu[id];
 	c->vm = vm;
 	c->id = id;
+	c->dead = -1;
 	c->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, (unsigned long)id);
 	if (c->fd < 0)
 		return rung_err_sys(err, errno, "KVM_CREATE_VCPU %u", id);
@@ -210,6 +211,40 @@ static void handle_exit(struct vmm_vcpu *c)
 	}
 }
 
+/* In the vCPU thread, out of KVM_RUN: is this vCPU stopped for good? */
+static int probe_dead(struct vmm_vcpu *c)
+{
+	struct kvm_mp_state mp;
+	struct kvm_regs regs;
+	if (ioctl(c->fd, KVM_GET_MP_STATE, &mp) < 0)
+		return 0;
+	if (mp.mp_state == KVM_MP_STATE_UNINITIALIZED || mp.mp_state == KVM_MP_STATE_INIT_RECEIVED)
+		return 1;
+	if (mp.mp_state != KVM_MP_STATE_HALTED || ioctl(c->fd, KVM_GET_REGS, &regs) < 0)
+		return 0;
+	return (regs.rflags & 0x200) ? 0 : 2; /* IF clear: only an NMI could wake it */
+}
+
+bool vmm_vcpus_probe_halt(struct vmm_vm *vm)
+{
+	bool all = true, halted = false;
+	for (unsigned i = 0; i < vm->ncpus; i++) {
+		int d = __atomic_load_n(&vm->vcpu[i].dead, __ATOMIC_ACQUIRE);
+		all = all && d > 0;
+		halted = halted || d == 2;
+	}
+	for (unsigned i = 0; i < vm->ncpus; i++) {
+		struct vmm_vcpu *c = &vm->vcpu[i];
+		if (!c->started)
+			continue;
+		__atomic_store_n(&c->dead, -1, __ATOMIC_RELEASE);
+		__atomic_store_n(&c->probe, true, __ATOMIC_RELEASE);
+		__atomic_store_n(&c->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+		pthread_kill(c->tid, KICK_SIGNAL);
+	}
+	return all && halted;
+}
+
 /* Returns false when the VM is stopping. */
 static bool wait_while_paused(struct vmm_vcpu *c)
 {
@@ -245,6 +280,8 @@ static void *vcpu_thread(void *arg)
 		if (r < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
 				__atomic_store_n(&c->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
+				if (__atomic_exchange_n(&c->probe, false, __ATOMIC_ACQ_REL))
+					__atomic_store_n(&c->dead, probe_dead(c), __ATOMIC_RELEASE);
 				continue;
 			}
 			vmm_vm_end(vm, VMM_EXIT_ERROR, "vcpu %u: KVM_RUN: %s", c->id, strerror(errno));

@@ -13,6 +13,8 @@ struct vmm_vcpu {
 	struct kvm_run *run;
 	pthread_t tid;
 	bool started;
+	bool probe;    /* the VMM thread asks: are you halted for good? (atomic) */
+	int dead;      /* answer: -1 unknown, 0 no, 1 never started, 2 halted with IF=0 */
 };
 
 struct vmm_vm {
@@ -55,6 +57,9 @@ int vmm_vcpus_start(struct vmm_vm *vm, struct rung_err *err);
 void vmm_vcpus_join(struct vmm_vm *vm);
 void vmm_vcpus_pause(struct vmm_vm *vm, bool pause);
 bool vmm_vcpus_paused(struct vmm_vm *vm, uint64_t timeout_ms);
+/* Reads the last probe round (true: every vCPU halted with interrupts off or never started:
+ * the guest halted or powered off without ACPI) and starts a new round. */
+bool vmm_vcpus_probe_halt(struct vmm_vm *vm);
 /* Ends the VM with reason (first caller wins), wakes every thread. */
 void vmm_vm_end(struct vmm_vm *vm, enum vmm_exit reason, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -26,6 +26,7 @@
 #define MAX_INITRD (1u << 30)
 #define CTL_CONNS 4
 #define CTL_LINE 128
+#define HALT_PROBE_MS 1000 /* how often idle vCPUs are asked whether the guest halted */
 
 static int listen_unix(const char *path, struct rung_err *err)
 {
@@ -312,6 +313,8 @@ static void event_loop(struct vmm_vm *vm)
 		ctl[i].fd = -1;
 	enum { P_EXIT, P_SIG, P_VLISTEN, P_KICK, P_CLISTEN, P_CTL, P_CONN = P_CTL + CTL_CONNS };
 	struct pollfd pfd[P_CONN + VMM_VSOCK_MAX_CONNS];
+	uint64_t next_probe = rung_now_ms() + HALT_PROBE_MS;
+	unsigned halt_rounds = 0;
 	for (;;) {
 		bool paused;
 		pthread_mutex_lock(&vm->run_lock);
@@ -334,7 +337,18 @@ static void event_loop(struct vmm_vm *vm)
 							  .events = (short)(ev > 0 ? ev : 0)};
 		}
 		pthread_mutex_unlock(&vm->vsock.t->lock);
-		if (poll(pfd, RUNG_ARRAY_SIZE(pfd), -1) < 0) {
+		uint64_t now = rung_now_ms();
+		if (!paused && now >= next_probe) {
+			/* two rounds in a row: one sample could catch a transient cli; hlt */
+			halt_rounds = vmm_vcpus_probe_halt(vm) ? halt_rounds + 1 : 0;
+			if (halt_rounds >= 2) {
+				vmm_vm_end(vm, VMM_EXIT_REBOOT, "guest halted (poweroff without ACPI, or halt)");
+				break;
+			}
+			next_probe = now + HALT_PROBE_MS;
+		}
+		int timeout = paused ? -1 : (int)(next_probe > now ? next_probe - now : 0);
+		if (poll(pfd, RUNG_ARRAY_SIZE(pfd), timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			vmm_vm_end(vm, VMM_EXIT_ERROR, "poll: %s", strerror(errno));
