@@ -73,16 +73,16 @@ vm_alive() {
 vm_stop() {
 	pid=$(cat "$W/$1.pid")
 	kill -TERM "$pid" 2>/dev/null
-	i=0
-	while vm_alive "$1" && [ $i -lt 50 ]; do usleep 100000; i=$((i + 1)); done
+	vs_i=0
+	while vm_alive "$1" && [ $vs_i -lt 50 ]; do usleep 100000; vs_i=$((vs_i + 1)); done
 	kill -KILL "$pid" 2>/dev/null
 	wait "$pid"
 	vm_rc=$?
 }
 # vm_wait_exit ID SECONDS: wait for the VMM to exit on its own; vm_rc, or 255 if it hung.
 vm_wait_exit() {
-	pid=$(cat "$W/$1.pid") i=0
-	while vm_alive "$1" && [ $i -lt $(($2 * 10)) ]; do usleep 100000; i=$((i + 1)); done
+	pid=$(cat "$W/$1.pid") ve_i=0
+	while vm_alive "$1" && [ $ve_i -lt $(($2 * 10)) ]; do usleep 100000; ve_i=$((ve_i + 1)); done
 	if vm_alive "$1"; then kill -KILL "$pid"; wait "$pid"; vm_rc=255; return; fi
 	wait "$pid"
 	vm_rc=$?
@@ -274,19 +274,19 @@ rss_beyond_guest() { # pid: KiB of RSS outside the guest-memory mapping (MEM MiB
 for drv in rung-vmm qemu; do
 	[ $drv = rung-vmm ] && [ ! -x "$VMM" ] && { echo "VMBENCH $drv absent"; continue; }
 	upper "$W/ub.img"
-	i=0 times=""
-	while [ $i -lt "$n" ]; do
+	bi=0 times=""
+	while [ $bi -lt "$n" ]; do
 		t0=$(now)
 		vm_start bench "$W/ub.img" $drv
 		if vm_wait bench 60000; then
 			t=$(ms_since "$t0"); times="$times $t"
-			[ $i = 0 ] && set -- $(rss_beyond_guest "$(cat "$W/bench.pid")") &&
+			[ $bi = 0 ] && set -- $(rss_beyond_guest "$(cat "$W/bench.pid")") &&
 				echo "VMBENCH $drv rss_beyond_guest_kib $1 guest_rss_kib $2"
 		else
-			echo "VMBENCH $drv boot $i failed"; dump serial "$W/bench.serial"
+			echo "VMBENCH $drv boot $bi failed"; dump serial "$W/bench.serial"
 		fi
 		vm_stop bench
-		i=$((i + 1))
+		bi=$((bi + 1))
 	done
 	echo "VMBENCH $drv ready_ms$times"
 done
