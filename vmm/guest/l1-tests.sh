@@ -38,7 +38,7 @@ vm_start() {
 	case $drv in
 	rung-vmm)
 		"$VMM" --kernel "$K" --initrd "$I" --disk "$BASE,ro" --disk "$upper" --mem $MEM \
-			--cpus 1 --cmdline "quiet $extra" --serial-log "$W/$id.serial" --serial-cap $SERIAL_CAP \
+			--cpus 1 --cmdline "${VMTEST_CMDLINE:-quiet} $extra" --serial-log "$W/$id.serial" --serial-cap $SERIAL_CAP \
 			--vsock-uds "$W/$id.sock" --control "$W/$id.ctl" >"$W/$id.out" 2>&1 &
 		echo "$W/$id.sock" >"$W/$id.addr" ;;
 	qemu)
@@ -46,7 +46,7 @@ vm_start() {
 		"$QEMU" -M microvm,acpi=off -enable-kvm -cpu host -m $MEM -smp 1 -nodefaults \
 			-no-user-config -nographic -no-reboot -L "$P/usr/share/qemu" \
 			-serial "file:$W/$id.serial" -kernel "$K" -initrd "$I" \
-			-append "console=ttyS0 quiet panic=-1 $extra" \
+			-append "console=ttyS0 ${VMTEST_CMDLINE:-quiet} panic=-1 $extra" \
 			-drive "id=b,file=$BASE,format=raw,if=none,readonly=on" -device virtio-blk-device,drive=b \
 			-drive "id=u,file=$upper,format=raw,if=none" -device virtio-blk-device,drive=u \
 			-device vhost-vsock-device,guest-cid=3 >"$W/$id.out" 2>&1 &
@@ -104,6 +104,7 @@ t_boot() {
 	if vm_wait a 60000; then
 		pass "boot agent-ready in $(ms_since "$t0") ms"
 		booted=1
+		[ "${VMTEST_VERBOSE:-0}" = 1 ] && dump serial "$W/a.serial"
 	else
 		fail "boot: $(tail -n 1 "$W/a.wait")"; dump serial "$W/a.serial"; dump vmm "$W/a.out"
 		vm_stop a

@@ -95,6 +95,7 @@ else
 	[ -n "${VMTEST_BENCH:-}" ] && append="$append vmtest_bench=$VMTEST_BENCH"
 	[ -n "${VMTEST_ONLY_BENCH:-}" ] && append="$append vmtest_only_bench=$VMTEST_ONLY_BENCH"
 	[ -n "${VMTEST_TRACE:-}" ] && append="$append vmtest_trace=$VMTEST_TRACE"
+	[ -n "${VMTEST_VERBOSE:-}" ] && append="$append vmtest_verbose=$VMTEST_VERBOSE"
 	[ -n "${VMTEST_ONLY:-}" ] && append="$append vmtest_only=$(echo "$VMTEST_ONLY" | tr " " ,)"
 	for try in 1 2; do
 		log "L1 boot (try $try): qemu TCG -cpu max -smp 2 -m 2048, timeout ${RUNG_VM_TIMEOUT:-600}s"
