@@ -25,6 +25,12 @@ static const char *const env_defaults[][2] = {
 	{ "LANG", "C.UTF-8" },
 };
 
+/* Dirty pages reach the upper disk within ~1 s instead of 30 s. */
+static const char *const sysctls[][2] = {
+	{ "/proc/sys/vm/dirty_expire_centisecs", "100" },
+	{ "/proc/sys/vm/dirty_writeback_centisecs", "100" },
+};
+
 /* Device paths and fs types go into mount(2) and overlay options: keep them plain. */
 static int plain_word(const char *s, const char *extra)
 {
@@ -176,6 +182,11 @@ int agent_vm_plan_build(const struct agent_vm_opts *o, struct agent_vm_plan *p,
 		return rung_err_set(err, EINVAL, "vm plan: %s", e2.msg);
 
 	/* /proc is mounted by agent_vm_init() before the plan (it reads /proc/cmdline). */
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(sysctls); i++) {
+		struct agent_vm_step *w = add(p, AGENT_VM_WRITE, NULL, sysctls[i][0]);
+		if (w)
+			snprintf(w->data, sizeof(w->data), "%s", sysctls[i][1]);
+	}
 	add_mount(p, "sysfs", "/sys", "sysfs", nosuid_nodev | MS_NOEXEC, NULL);
 	struct agent_vm_step *dev = add_mount(p, "devtmpfs", "/dev", "devtmpfs", MS_NOSUID,
 					      "mode=0755");
@@ -187,10 +198,13 @@ int agent_vm_plan_build(const struct agent_vm_opts *o, struct agent_vm_plan *p,
 	/* The image: read-only, shared by every sandbox of that image. */
 	add_mount(p, o->root_dev, LOWER, o->fstype, MS_RDONLY, NULL);
 	/* The sandbox's own disk: upper and work dirs of the overlay, persistent. */
-	/* mkdisk.sh makes the upper with lazy inode tables: do not zero them from the guest. */
+	/*
+	 * mkdisk.sh makes the upper with lazy inode tables: do not zero them from the guest.
+	 * commit=1 (and the 1 s writeback below) bound what an unclean VM stop can lose.
+	 */
 	if (o->upper_dev[0])
 		add_mount(p, o->upper_dev, UPPER, o->fstype, 0,
-			  !strcmp(o->fstype, "ext4") ? "noinit_itable" : NULL);
+			  !strcmp(o->fstype, "ext4") ? "noinit_itable,commit=1" : NULL);
 	else
 		add_mount(p, "tmpfs", UPPER, "tmpfs", 0, "mode=0755");
 	add_mkdir(p, UPPER "/upper", 0755);
@@ -251,6 +265,15 @@ static int apply_step(const struct agent_vm_step *s, uint32_t wait_ms, struct ru
 		if (mount(s->source, s->target, NULL, MS_MOVE, NULL) < 0)
 			return rung_err_sys(err, errno, "mount --move %s %s", s->source, s->target);
 		return 0;
+	case AGENT_VM_WRITE: {
+		cleanup_close int fd = open(s->target, O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			return rung_err_sys(err, errno, "open %s", s->target);
+		int r = rung_write_all(fd, s->data, strlen(s->data));
+		if (r < 0)
+			return rung_err_sys(err, -r, "write %s", s->target);
+		return 0;
+	}
 	case AGENT_VM_SWITCH:
 		/* The initramfs is rootfs and cannot be pivot_root'ed: move over it instead. */
 		if (chdir(s->target) < 0)

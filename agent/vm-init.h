@@ -6,7 +6,10 @@
  * image disk (/dev/vda, shared READ-ONLY by every sandbox of that image) and the
  * per-sandbox upper disk (/dev/vdb, ext4, persistent), mounts an overlayfs of the two
  * and moves into it (chdir + mount --move + chroot), with /proc, /sys, /dev (plus
- * /dev/pts, /dev/shm) usable inside. It sets the hostname, PATH, HOME and umask and
+ * /dev/pts, /dev/shm) usable inside. Writes reach the upper disk within about a second
+ * (ext4 commit=1, vm.dirty_expire/writeback 1 s), so a VM stopped without a sync loses at
+ * most the last second; a host that stops a VM whose upper disk it keeps still runs
+ * `sync` in the guest first. It sets the hostname, PATH, HOME and umask and
  * returns a listening AF_VSOCK stream socket on port 1024 (VMADDR_CID_ANY), which
  * rung-vmm bridges to its --vsock-uds Unix socket on the host.
  *
@@ -50,6 +53,7 @@ enum agent_vm_step_kind {
 	AGENT_VM_WAIT,   /* wait until target (a device node) exists, up to wait_ms */
 	AGENT_VM_MOVE,   /* mount --move source target */
 	AGENT_VM_SWITCH, /* chdir target; mount --move . /; chroot .; chdir / */
+	AGENT_VM_WRITE,  /* write data to the existing file target (a sysctl) */
 };
 
 struct agent_vm_step {
@@ -58,7 +62,7 @@ struct agent_vm_step {
 	char target[AGENT_VM_PATH_MAX];
 	char fstype[16];
 	unsigned long flags;
-	char data[AGENT_VM_DATA_MAX];
+	char data[AGENT_VM_DATA_MAX]; /* MOUNT: options; WRITE: the bytes */
 	unsigned mode;    /* MKDIR */
 	int ebusy_ok;     /* MOUNT: already mounted (devtmpfs automount) is fine */
 };

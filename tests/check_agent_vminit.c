@@ -113,7 +113,10 @@ START_TEST(test_plan_disks)
 	ck_assert(lower->flags & MS_RDONLY);
 	ck_assert_str_eq(upper->source, "/dev/vdb");
 	ck_assert(!(upper->flags & MS_RDONLY));
-	ck_assert_str_eq(upper->data, "noinit_itable");
+	ck_assert_str_eq(upper->data, "noinit_itable,commit=1");
+	const struct agent_vm_step *wb_ = find(&p, AGENT_VM_WRITE, "/proc/sys/vm/dirty_expire_centisecs");
+	ck_assert_ptr_nonnull(wb_);
+	ck_assert_str_eq(wb_->data, "100");
 	ck_assert_str_eq(ovl->fstype, "overlay");
 	ck_assert_str_eq(ovl->data,
 			 "lowerdir=/rung/lower,upperdir=/rung/upper/upper,workdir=/rung/upper/work");
@@ -225,6 +228,10 @@ START_TEST(test_apply_switch_root)
 	step(&p, AGENT_VM_MOVE, "/old", "/new/old");
 	step(&p, AGENT_VM_MKDIR, "", "/new/tmp")->mode = 01777;
 	step(&p, AGENT_VM_WAIT, "", "/new/tmp");
+	/* A sysctl-like knob in the old root, read back through an fd opened before. */
+	int fd = open("/knob", O_CREAT | O_RDONLY, 0644);
+	ck_assert_int_ge(fd, 0);
+	strcpy(step(&p, AGENT_VM_WRITE, "", "/knob")->data, "100");
 	step(&p, AGENT_VM_SWITCH, "", "/new");
 	ck_assert_int_eq(mkdir("/marker-outside", 0755), 0);
 	struct rung_err err = { 0 };
@@ -235,6 +242,10 @@ START_TEST(test_apply_switch_root)
 	ck_assert_int_eq(stat("/marker-outside", &st), -1); /* the old root is gone */
 	ck_assert_int_eq(stat("/tmp", &st), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, 01777);
+	char buf[8] = { 0 };
+	ck_assert_int_eq(pread(fd, buf, sizeof(buf) - 1, 0), 3);
+	close(fd);
+	ck_assert_str_eq(buf, "100");
 	/* Nothing to clean up on the host: every mount lives in this process's namespace. */
 	free(dir);
 }
@@ -254,6 +265,18 @@ START_TEST(test_apply_mount_error_names_step)
 }
 END_TEST
 
+START_TEST(test_apply_write_missing)
+{
+	struct agent_vm_plan p = { .n = 1 };
+	p.steps[0].kind = AGENT_VM_WRITE;
+	strcpy(p.steps[0].target, "/proc/sys/rung-test-no-such-knob");
+	strcpy(p.steps[0].data, "1");
+	struct rung_err err = { 0 };
+	ck_assert_int_eq(agent_vm_plan_apply(&p, &err), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err.msg, "vm init step 0: open /proc/sys/rung-test-no-such-knob"));
+}
+END_TEST
+
 Suite *agent_vminit_suite(void)
 {
 	Suite *s = suite_create("agent_vminit");
@@ -267,6 +290,7 @@ Suite *agent_vminit_suite(void)
 	tcase_add_test(tc, test_plan_rejects_bad_opts);
 	tcase_add_test(tc, test_apply_wait_timeout);
 	tcase_add_test(tc, test_apply_mount_error_names_step);
+	tcase_add_test(tc, test_apply_write_missing);
 	suite_add_tcase(s, tc);
 	TCase *tr = tcase_create("apply");
 	tcase_set_timeout(tr, 10);
