@@ -31,10 +31,33 @@ static const char *cgroup_root(void)
 	return r && *r ? r : "/sys/fs/cgroup";
 }
 
+/*
+ * Sandbox cgroups are "rung-<store>/<id>": <store> names the state dir by its inode (so any
+ * path to it gives the same name). Two stores on one host then never share a cgroup (the
+ * same key and kind give the same id in both), and one store's gc never takes another
+ * store's live sandboxes for orphans and kills them. (Not below "rung/": older rung
+ * sweepers destroy every group there that their own store does not know.)
+ */
+static int store_tag(const struct rung_router *r, char tag[17], struct rung_err *err)
+{
+	struct stat st;
+	if (stat(r->store.root, &st) < 0)
+		return rung_err_sys(err, errno, "stat state dir %s", r->store.root);
+	char key[64], hex[65];
+	snprintf(key, sizeof(key), "%lx:%lx", (unsigned long)st.st_dev, (unsigned long)st.st_ino);
+	rt_label_of(key, hex);
+	memcpy(tag, hex, 16);
+	tag[16] = '\0';
+	return 0;
+}
+
 static int cgroup_of(const struct rt_sandbox *sb, struct rt_cgroup **out, struct rung_err *err)
 {
-	char name[64];
-	snprintf(name, sizeof(name), "rung/%s", sb->meta.id);
+	char name[96], tag[17];
+	int r = store_tag(sb->router, tag, err);
+	if (r < 0)
+		return r;
+	snprintf(name, sizeof(name), "rung-%s/%s", tag, sb->meta.id);
 	return rt_cgroup_open(cgroup_root(), name, out, err);
 }
 
@@ -87,16 +110,14 @@ struct ctr_ctx {
 	struct rt_cgroup *cg;
 };
 
-/* In the supervisor, once the sandbox's pid 1 exists (ids mapped, still waiting):
- * join its cgroup, and build its root inside its mount namespace: each layer idmapped into
- * the sandbox's uid range, then the overlay. Mounted by host root, so overlay copy-up works
+/* In the supervisor, once the sandbox's pid 1 exists (ids mapped, still waiting): build its
+ * root inside its mount namespace: each layer idmapped into the sandbox's uid range, then
+ * the overlay. Mounted by host root, so overlay copy-up works
  * and nothing inside can unmount it. */
 static int ctr_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err)
 {
 	struct ctr_ctx *c = ud;
-	int r = rt_cgroup_enter(c->cg, child, err);
-	if (r < 0)
-		return rung_err_wrap(err, "cgroup");
+	int r = 0;
 	char p[4096];
 	snprintf(p, sizeof(p), "/proc/%d/ns/user", (int)child);
 	cleanup_close int userns = open(p, O_RDONLY | O_CLOEXEC);
@@ -166,6 +187,16 @@ static int ctr_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct run
 	return r;
 }
 
+/* Then, while pid 1 builds its root: put it in its cgroup. rt_ns_start returns only after
+ * this, before rung-agent is reported ready, so every process it ever starts for an exec is
+ * born inside the cgroup. */
+static int ctr_after_go(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err)
+{
+	struct ctr_ctx *c = ud;
+	int r = rt_cgroup_enter(c->cg, child, err);
+	return r < 0 ? rung_err_wrap(err, "cgroup") : 0;
+}
+
 static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 {
 	const struct rung_spec *s = &sb->meta.spec;
@@ -217,7 +248,8 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 			.resolv_conf = resolv,
 		};
 		struct rt_ns_params np = {.root = p, .root_params = &rp, .netns_fd = netns,
-					  .on_child = ctr_on_child, .ud = &c};
+					  .cgroup_limits = true, .on_child = ctr_on_child,
+					  .after_go = ctr_after_go, .ud = &c};
 		r = rt_ns_start(sb, &np, listen_fd, err);
 	}
 	if (netns >= 0)
@@ -301,14 +333,31 @@ static bool id_live(const char *id, void *data)
 	return alive;
 }
 
-int rt_container_gc(struct rung_router *r, struct rung_err *err)
+int rt_container_gc(struct rung_router *r, bool store_empty, struct rung_err *err)
 {
 	enum rt_cgroup_version v;
 	bool hybrid;
 	struct rung_err e2 = {0};
 	if (rt_cgroup_detect(cgroup_root(), &v, &hybrid, &e2) < 0)
 		return 0; /* no cgroups here: nothing of ours either */
-	return rt_cgroup_gc(cgroup_root(), "rung", id_live, r, err);
+	char parent[32], tag[17];
+	int rc = store_tag(r, tag, err);
+	if (rc < 0)
+		return rc;
+	snprintf(parent, sizeof(parent), "rung-%s", tag); /* this store's sandboxes only */
+	rc = rt_cgroup_gc(cgroup_root(), parent, id_live, r, err);
+	struct rt_cgroup *pcg = NULL;
+	if (rc >= 0 && store_empty && rt_cgroup_open(cgroup_root(), parent, &pcg, &e2) == 0) {
+		/* No sandbox left: drop the store's (now empty) group. A plain rmdir, which the
+		 * kernel refuses while any group is below it. */
+		for (int c = 0; c < RT_CGCTL__COUNT; c++) {
+			const char *d = rt_cgroup_dir(pcg, (enum rt_cgroup_ctl)c);
+			if (d)
+				rmdir(d);
+		}
+		rt_cgroup_free(pcg);
+	}
+	return rc;
 }
 
 const struct rt_backend_ops rt_backend_container = {

@@ -20,6 +20,8 @@ static int dispose_locked(struct rung_router *r, struct rt_meta *m, bool have_me
 			ops->cleanup(&sb);
 		}
 	}
+	if (have_meta)
+		rt_store_release_uid(&r->store, id, m->uid_base);
 	int g = rt_store_lock_global(&r->store, err);
 	if (g < 0)
 		return g;
@@ -237,7 +239,7 @@ int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *
 	int nl = rt_store_ids(&r->store, &live, err);
 	if (nl < 0)
 		return nl;
-	int g = rt_container_gc(r, err);
+	int g = rt_container_gc(r, nl == 0, err);
 	if (g > 0)
 		rep->debris += (size_t)g;
 	struct rung_err e3 = {0};

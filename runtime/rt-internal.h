@@ -66,9 +66,10 @@ int rt_store_meta_read(const struct rt_store *st, const char *id, struct rt_meta
 int rt_store_meta_write(const struct rt_store *st, const struct rt_meta *m, struct rung_err *err);
 /* Every id in the store (directory names that are valid ids). */
 int rt_store_ids(const struct rt_store *st, char ***ids, struct rung_err *err);
-/* Pick a uid slot no other sandbox uses (caller holds the global lock). */
+/* Pick a host uid range no other sandbox on this host uses (any store); release it. */
 int rt_store_alloc_uid(const struct rt_store *st, const char *id, uint32_t *base,
 		       struct rung_err *err);
+void rt_store_release_uid(const struct rt_store *st, const char *id, uint32_t base);
 void rt_store_touch_activity(const struct rt_store *st, const char *id);
 uint64_t rt_store_activity_ms(const struct rt_store *st, const char *id);
 
@@ -134,8 +135,9 @@ const struct rt_backend_ops *rt_backend_get(enum rung_isolation iso);
 int rt_vm_upper_disk(const char *path, uint64_t bytes, uid_t owner, struct rung_err *err);
 int rt_vm_base_disk(const char *state_dir, const char *digest, char **lowers, char *out,
 		    size_t out_len, struct rung_err *err);
-/* Remove cgroups of sandboxes that are gone; returns how many. */
-int rt_container_gc(struct rung_router *r, struct rung_err *err);
+/* Remove cgroups of this store's sandboxes that are gone; returns how many. store_empty:
+ * the store has no sandbox left, so its own top group goes too (when empty). */
+int rt_container_gc(struct rung_router *r, bool store_empty, struct rung_err *err);
 
 /* ---- router (router.c) ---- */
 struct rung_router {

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -78,9 +79,17 @@ static void child_main(struct child_ctx *c)
 		rung_err_sys(&err, errno, "become root in the user namespace");
 		child_fail(c->err_fd, &err);
 	}
+	struct rung_limits lim = c->sb->meta.spec.limits;
+	struct rlimit hard;
+	if (c->np->cgroup_limits) { /* as high as allowed without CAP_SYS_RESOURCE */
+		lim.memory_bytes = getrlimit(RLIMIT_DATA, &hard) == 0 ? hard.rlim_max : RLIM_INFINITY;
+		lim.pids = getrlimit(RLIMIT_NPROC, &hard) == 0 && hard.rlim_max < UINT32_MAX
+				   ? (uint32_t)hard.rlim_max
+				   : UINT32_MAX;
+	}
 	/* Our own netns (no egress) needs lo up; a host-owned one was set up by netpolicy. */
 	if ((c->np->netns_fd < 0 && lo_up(&err) < 0) || rt_root_apply(c->plan, c->np->root, &err) < 0 ||
-	    sethostname("rung", 4) < 0 || rt_rlimits_apply(&c->sb->meta.spec.limits, &err) < 0)
+	    sethostname("rung", 4) < 0 || rt_rlimits_apply(&lim, &err) < 0)
 		child_fail(c->err_fd, err.code ? &err : (rung_err_sys(&err, errno, "setup"), &err));
 	/* fds: 0-2 /dev/null, 3 the listening socket, then the error pipe and the agent. */
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -174,6 +183,8 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 		r = rung_err_sys(err, errno, "start the sandbox");
 		goto kill;
 	}
+	if (np->after_go && (r = np->after_go(sb, pid, np->ud, err)) < 0)
+		goto kill;
 	struct rung_err cerr;
 	ssize_t n = read(errp[0], &cerr, sizeof(cerr));
 	if (n == (ssize_t)sizeof(cerr)) {
