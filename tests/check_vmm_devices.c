@@ -2,6 +2,7 @@
  * without /dev/kvm (fake guest memory, socketpairs, a temporary log file). */
 #include <check.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <linux/virtio_vsock.h>
 #include <signal.h>
 #include <stdio.h>
@@ -290,6 +291,39 @@ START_TEST(vsock_guest_ignores_credit)
 }
 END_TEST
 
+START_TEST(vsock_tiny_rx_buffers)
+{
+	struct vfix f;
+	vfix_init(&f);
+	int cl;
+	connect_pair(&f, &cl, 1 << 16);
+	/* host data fills every good RX buffer (8 x 4 KiB) */
+	static char big[60000];
+	ck_assert_int_eq(write(cl, big, sizeof(big)), (int)sizeof(big));
+	vmm_vsock_process(&f.vs);
+	ck_assert(f.vs.rx_starved);
+	struct vring_used *u = fake_used(&f.g, 0);
+	uint16_t used_before = u->idx;
+	uint64_t dropped = f.vs.dropped;
+	/* then the guest only offers buffers with room for a header and no data */
+	for (unsigned i = 0; i < 4; i++) {
+		struct fake_desc d = {RX_BASE, (uint32_t)HDRSZ, true};
+		fake_post(&f.g, 0, &d, 1);
+	}
+	vmm_vsock_process(&f.vs);
+	ck_assert_uint_eq(f.vs.dropped, dropped + 4);
+	ck_assert_uint_eq((uint16_t)(u->idx - used_before), 4);
+	for (unsigned i = 0; i < 4; i++)
+		ck_assert_uint_eq(u->ring[(used_before + i) % FAKE_QSIZE].len, 0);
+	ck_assert(f.vs.rx_starved); /* so poll() stops asking for POLLIN: no busy loop */
+	for (unsigned i = 0; i < VMM_VSOCK_MAX_CONNS; i++)
+		if (f.vs.conns[i].state == VS_ESTABLISHED)
+			ck_assert_int_eq(vmm_vsock_poll_events(&f.vs, i) & POLLIN, 0);
+	close(cl);
+	vfix_free(&f);
+}
+END_TEST
+
 static unsigned irq_up, irq_down;
 static void count_irq(void *ctx, unsigned irq, int level)
 {
@@ -419,6 +453,7 @@ Suite *vmm_devices_suite(void)
 	tcase_add_test(tc, vsock_hostile_guest);
 	tcase_add_test(tc, vsock_limits_and_hup);
 	tcase_add_test(tc, vsock_guest_ignores_credit);
+	tcase_add_test(tc, vsock_tiny_rx_buffers);
 	tcase_add_test(tc, serial_uart_and_cap);
 	tcase_add_test(tc, seccomp_filters);
 	suite_add_tcase(s, tc);

@@ -138,6 +138,19 @@ START_TEST(vmm_bad_kernel_exit_status)
 	int st = run_vmm(nothing, 0, "9", err, serial, sizeof(err));
 	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2); /* usage: --cpus 9 */
 	ck_assert_ptr_nonnull(strstr(err, "--cpus"));
+	/* exec'd with fds 0-2 closed, as a jailer may: still a clean usage error */
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(0);
+		close(1);
+		close(2);
+		char *argv[] = {vmm, "--cpus", "9", NULL};
+		char *envp[] = {NULL};
+		execve(vmm, argv, envp);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2);
 }
 END_TEST
 

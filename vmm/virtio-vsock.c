@@ -307,9 +307,10 @@ static int rx_chain(struct vmm_vsock *vs, struct vmm_vq *vq, struct vmm_chain *c
 			vs->rx_starved = true;
 			return 0;
 		}
-		if (ch->wlen >= HDR && ch->rlen == 0)
+		if (ch->wlen > HDR && ch->rlen == 0)
 			return 1;
-		vs->dropped++; /* a buffer we cannot write a header into: hand it back empty */
+		/* no room for a header and a byte: hand it back empty (keeping it would spin) */
+		vs->dropped++;
 		if (vmm_vq_push(vq, vs->t->mem, ch->head, 0, &err) < 0)
 			return 0;
 	}

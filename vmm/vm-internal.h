@@ -41,7 +41,7 @@ struct vmm_vm {
 	pthread_mutex_t run_lock;
 	pthread_cond_t run_cond;
 	bool pause_req, stopping;
-	unsigned npaused, nrunning;
+	unsigned npaused;
 	enum vmm_exit exit;
 	char exit_msg[200];
 	uint64_t t_create_us;
