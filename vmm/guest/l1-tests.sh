@@ -297,6 +297,7 @@ for drv in rung-vmm qemu; do
 		vm_start bench "$W/ub.img" $drv
 		if vm_wait bench 60000; then
 			t=$(ms_since "$t0"); times="$times $t"
+			echo "VMBENCH $drv sample_ms $t"
 			[ $bi = 0 ] && set -- $(rss_beyond_guest "$(cat "$W/bench.pid")") &&
 				echo "VMBENCH $drv rss_beyond_guest_kib $1 guest_rss_kib $2"
 		else
