@@ -104,7 +104,7 @@ t_boot() {
 	if vm_wait a 60000; then
 		pass "boot agent-ready in $(ms_since "$t0") ms"
 		booted=1
-		[ "${VMTEST_VERBOSE:-0}" = 1 ] && dump serial "$W/a.serial"
+		[ "${VMTEST_VERBOSE:-0}" = 1 ] && { echo "---- serial"; sed "s/^/    /" "$W/a.serial"; }
 	else
 		fail "boot: $(tail -n 1 "$W/a.wait")"; dump serial "$W/a.serial"; dump vmm "$W/a.out"
 		vm_stop a
