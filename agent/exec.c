@@ -15,7 +15,7 @@
 #include "agent/agent.h"
 
 #define CHUNK 65536
-#define STDIN_MAX (64u << 20)
+#define STDIN_MAX RUNG_PROTO_STDIN_MAX
 
 extern char **environ;
 

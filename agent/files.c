@@ -78,8 +78,9 @@ int agent_write_file(int sock, const struct rung_frame *req, struct rung_err *er
 		return rung_err_set(err, EFBIG, "file of %llu bytes exceeds the limit",
 				    (unsigned long long)x.size);
 	}
-	cleanup_close int fd = agent_open_confined(x.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOCTTY,
-						   x.mode & 07777, 1, err);
+	/* O_NONBLOCK: a FIFO planted at the path must not hang us (it fails the S_ISREG check). */
+	cleanup_close int fd = agent_open_confined(
+		x.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOCTTY | O_NONBLOCK, x.mode & 07777, 1, err);
 	if (fd >= 0) {
 		struct stat st;
 		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {

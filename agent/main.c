@@ -41,6 +41,11 @@ int main(int argc, char **argv)
 		}
 	}
 	prctl(PR_SET_NAME, "rung-agent");
+	/* The sandbox's code runs as our uid: without this it could open /proc/1/mem (or a
+	 * handler's) and take the agent over, e.g. to let processes outlive an exec's timeout.
+	 * Non-dumpable, only CAP_SYS_PTRACE in our namespace (nobody here) can. Handlers inherit
+	 * it; the commands they exec are dumpable again. */
+	prctl(PR_SET_DUMPABLE, 0);
 	if (listen_fd < 0) {
 		if (getpid() != 1) {
 			usage(stderr);

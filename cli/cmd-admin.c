@@ -79,15 +79,14 @@ static int one_id(struct cli *c, const char *cmd, int argc, char **argv,
 	struct rung_router *r = cli_router(c);
 	if (!r)
 		return 1;
-	struct rung_sandbox *sb;
+	struct rung_sandbox *sb = NULL;
 	struct rung_err err = {0};
 	int rc = 0;
 	if (rung_sandbox_open(r, argv[1], NULL, &sb, &err) < 0 || op(sb, &err) < 0)
 		rc = cli_fail(c, &err);
 	else if (c->json)
 		printf("{\"id\": \"%s\", \"ok\": true}\n", argv[1]);
-	if (rc == 0 || sb)
-		rung_sandbox_close(rc == 0 ? sb : NULL);
+	rung_sandbox_close(sb);
 	return rc;
 }
 

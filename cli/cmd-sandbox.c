@@ -197,8 +197,19 @@ int cli_cmd_run(struct cli *c, int argc, char **argv)
 		return 1;
 	struct rung_sandbox *sb;
 	bool created;
+	/* A signal that arrives while the sandbox is being created is held until
+	 * run_interruptible waits for it, so it cannot leave the new sandbox behind. */
+	sigset_t hold, prev;
+	sigemptyset(&hold);
+	sigaddset(&hold, SIGINT);
+	sigaddset(&hold, SIGTERM);
+	sigaddset(&hold, SIGHUP);
+	if (anonymous)
+		sigprocmask(SIG_BLOCK, &hold, &prev);
 	if (rung_acquire(r, &key, &so.spec, &sb, &created, &err) < 0) {
 		rung_spec_release(&so.spec);
+		if (anonymous)
+			sigprocmask(SIG_SETMASK, &prev, NULL);
 		return cli_fail(c, &err);
 	}
 	req.argv = (const char *const *)argv + cmd_at;
@@ -207,6 +218,8 @@ int cli_cmd_run(struct cli *c, int argc, char **argv)
 	int status = anonymous ? run_interruptible(c, sb, &req) : cli_exec_and_report(c, sb, &req);
 	if (anonymous && rung_dispose(r, rung_sandbox_id(sb), NULL, &err) < 0)
 		fprintf(stderr, "rung: dispose %s: %s\n", rung_sandbox_id(sb), err.msg);
+	if (anonymous)
+		sigprocmask(SIG_SETMASK, &prev, NULL);
 	rung_sandbox_close(sb);
 	rung_spec_release(&so.spec);
 	free(envv);
@@ -330,7 +343,7 @@ int cli_cmd_write(struct cli *c, int argc, char **argv)
 	size_t len;
 	if (rung_read_fd_all(0, 1u << 30, &data, &len, &err) < 0)
 		return cli_fail(c, &err);
-	struct rung_sandbox *sb;
+	struct rung_sandbox *sb = NULL;
 	int r = open_sb(c, pos[0], &sb);
 	if (!r && rung_write_file(sb, pos[1], data, len, mode, &err) < 0)
 		r = cli_fail(c, &err);

@@ -27,6 +27,7 @@
 #define RUNG_FRAME_MAX (1u << 20)
 #define RUNG_PROTO_MAX_ARGS 4096
 #define RUNG_PROTO_MAX_STR 65536
+#define RUNG_PROTO_STDIN_MAX (64u << 20) /* an exec's stdin, in all */
 
 enum rung_msg {
 	RUNG_MSG_PING = 1,

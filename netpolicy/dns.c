@@ -12,10 +12,7 @@
 #define T_AAAA 28
 #define C_IN 1
 
-static uint16_t rd16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
+static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 
 static uint32_t rd32(const uint8_t *p)
 {

@@ -25,9 +25,11 @@ void np_names_derive(const char *state_dir, const char *id, struct np_names *nm)
 	snprintf(nm->tag, sizeof(nm->tag), "rung-np:%.12s", h);
 }
 
-bool np_routes_overlap(const struct np_route4 *r, size_t n, uint32_t net, uint8_t len)
+bool np_routes_overlap(const struct np_route4 *r, size_t n, uint32_t net, uint8_t len, int skip_oif)
 {
 	for (size_t i = 0; i < n; i++) {
+		if (skip_oif && r[i].oif == skip_oif)
+			continue;
 		uint8_t l = r[i].len < len ? r[i].len : len;
 		uint32_t mask = l ? ~0u << (32 - l) : 0;
 		if (l && (r[i].net & mask) == (net & mask))
@@ -41,9 +43,10 @@ int np_pool_parse(const char *pool, uint32_t *base, uint32_t *slots, struct rung
 	char buf[32];
 	uint64_t plen;
 	const char *slash = strchr(pool, '/');
-	if (!slash || (size_t)(slash - pool) >= sizeof(buf) || rung_parse_u64(slash + 1, &plen) < 0 ||
-	    plen < 8 || plen > 30)
-		return rung_err_set(err, EINVAL, "pool \"%s\": want A.B.C.D/N with 8 <= N <= 30", pool);
+	if (!slash || (size_t)(slash - pool) >= sizeof(buf) ||
+	    rung_parse_u64(slash + 1, &plen) < 0 || plen < 8 || plen > 30)
+		return rung_err_set(err, EINVAL, "pool \"%s\": want A.B.C.D/N with 8 <= N <= 30",
+				    pool);
 	memcpy(buf, pool, (size_t)(slash - pool));
 	buf[slash - pool] = '\0';
 	struct in_addr a;
@@ -87,27 +90,61 @@ static int pool_lock(const char *state_dir, struct rung_err *err)
 	return fd;
 }
 
-/* "id=<id>\nindex=<n>\n" */
-static int lease_read(int dfd, const char *name, char *id, size_t idlen, uint32_t *index)
+/*
+ * A lease is the file "<hash>-<index>" holding "id=<id>\n": the directory listing alone tells
+ * which slots are taken. Leases only describe kernel state (veths, addresses), which does not
+ * survive a reboot, so they are written atomically (temp + rename) but not fsync'd.
+ */
+static bool lease_name(const char *name, char hash[13], uint32_t *index)
+{
+	size_t n = strlen(name);
+	if (n < 14 || n > 24 || name[12] != '-')
+		return false;
+	for (size_t i = 0; i < 12; i++)
+		if (!strchr("0123456789abcdef", name[i]))
+			return false;
+	uint64_t v;
+	if (rung_parse_u64(name + 13, &v) < 0 || v > UINT32_MAX)
+		return false;
+	memcpy(hash, name, 12);
+	hash[12] = '\0';
+	*index = (uint32_t)v;
+	return true;
+}
+
+static int lease_read_id(int dfd, const char *name, char *id, size_t idlen)
 {
 	cleanup_free char *txt = NULL;
 	struct rung_err e;
 	if (rung_file_load(dfd, name, 4096, &txt, NULL, &e) < 0)
 		return -e.code;
-	char *i = strstr(txt, "id="), *x = strstr(txt, "\nindex=");
-	if (!i || i != txt || !x)
+	if (strncmp(txt, "id=", 3))
 		return -EBADMSG;
-	*x = '\0';
-	if (strlen(i + 3) >= idlen)
-		return -EBADMSG;
-	strcpy(id, i + 3);
-	char *nl = strchr(x + 7, '\n');
+	char *nl = strchr(txt, '\n');
 	if (nl)
 		*nl = '\0';
-	uint64_t v;
-	if (rung_parse_u64(x + 7, &v) < 0 || v > UINT32_MAX)
+	if (strlen(txt + 3) >= idlen)
 		return -EBADMSG;
-	*index = (uint32_t)v;
+	strcpy(id, txt + 3);
+	return 0;
+}
+
+static int lease_write(int dfd, const char *name, const char *id, struct rung_err *err)
+{
+	char tmp[64], txt[200];
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", name, (int)getpid());
+	int n = snprintf(txt, sizeof(txt), "id=%s\n", id);
+	cleanup_close int fd =
+	    openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return rung_err_sys(err, errno, "lease %s", tmp);
+	int r = rung_write_all(fd, txt, (size_t)n);
+	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlinkat(dfd, tmp, 0);
+		return rung_err_sys(err, -r, "lease %s", name);
+	}
 	return 0;
 }
 
@@ -118,6 +155,15 @@ static void fill_lease(uint32_t base, uint32_t index, struct np_lease *l)
 	memcpy(l->net, &n, 4);
 	memcpy(l->host_ip, &h, 4);
 	memcpy(l->sb_ip, &s, 4);
+}
+
+static DIR *opendir_at(int dfd)
+{
+	int d2 = dup(dfd);
+	DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
+	if (!d && d2 >= 0)
+		close(d2);
+	return d;
 }
 
 int np_lease_acquire(const char *state_dir, const char *pool, const char *id,
@@ -139,22 +185,17 @@ int np_lease_acquire(const char *state_dir, const char *pool, const char *id,
 	cleanup_free uint8_t *used = calloc(slots / 8 + 1, 1);
 	if (!used)
 		return rung_err_set(err, ENOMEM, "out of memory");
-	int dfd2 = dup(dfd);
-	cleanup_dir DIR *d = dfd2 >= 0 ? fdopendir(dfd2) : NULL;
-	if (!d) {
-		if (dfd2 >= 0)
-			close(dfd2);
+	cleanup_dir DIR *d = opendir_at(dfd);
+	if (!d)
 		return rung_err_sys(err, errno, "opendir %s", dir);
-	}
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		char lid[160];
+		char hash[13], lid[160];
 		uint32_t idx;
-		if (de->d_name[0] == '.' || strchr(de->d_name, '.'))
+		if (!lease_name(de->d_name, hash, &idx) || idx >= slots)
 			continue;
-		if (lease_read(dfd, de->d_name, lid, sizeof(lid), &idx) < 0 || idx >= slots)
-			continue;
-		if (!strcmp(de->d_name, nm->hash) && !strcmp(lid, id)) {
+		if (!strcmp(hash, nm->hash) &&
+		    lease_read_id(dfd, de->d_name, lid, sizeof(lid)) == 0 && !strcmp(lid, id)) {
 			fill_lease(base, idx, out); /* this sandbox already holds one */
 			return 0;
 		}
@@ -167,12 +208,12 @@ int np_lease_acquire(const char *state_dir, const char *pool, const char *id,
 	for (uint32_t i = 0; i < slots; i++) {
 		if (used[i / 8] & (1u << (i % 8)))
 			continue;
-		if (np_routes_overlap(routes, nroutes, base + 4 * i, 30))
+		if (np_routes_overlap(routes, nroutes, base + 4 * i, 30, 0))
 			continue;
-		char txt[256];
-		int n = snprintf(txt, sizeof(txt), "id=%s\nindex=%u\n", id, i);
-		if ((r = rung_write_file_atomic(dfd, nm->hash, txt, (size_t)n, 0600, err)) < 0)
-			return rung_err_wrap(err, "lease");
+		char name[32];
+		snprintf(name, sizeof(name), "%s-%u", nm->hash, i);
+		if ((r = lease_write(dfd, name, id, err)) < 0)
+			return r;
 		fill_lease(base, i, out);
 		return 0;
 	}
@@ -182,13 +223,26 @@ int np_lease_acquire(const char *state_dir, const char *pool, const char *id,
 
 int np_lease_release(const char *state_dir, const struct np_names *nm, struct rung_err *err)
 {
-	char path[PATH_MAX];
-	if ((size_t)snprintf(path, sizeof(path), "%s/net/leases/%s", state_dir, nm->hash) >=
-	    sizeof(path))
+	char dir[PATH_MAX];
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/net/leases", state_dir) >= sizeof(dir))
 		return rung_err_set(err, ENAMETOOLONG, "state dir path too long: %s", state_dir);
-	if (unlink(path) < 0 && errno != ENOENT)
-		return rung_err_sys(err, errno, "unlink %s", path);
-	return 0;
+	cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : rung_err_sys(err, errno, "open %s", dir);
+	cleanup_dir DIR *d = opendir_at(dfd);
+	if (!d)
+		return rung_err_sys(err, errno, "opendir %s", dir);
+	struct dirent *de;
+	int first = 0;
+	while ((de = readdir(d))) {
+		char hash[13];
+		uint32_t idx;
+		if (!lease_name(de->d_name, hash, &idx) || strcmp(hash, nm->hash))
+			continue;
+		if (unlinkat(dfd, de->d_name, 0) < 0 && errno != ENOENT && !first)
+			first = rung_err_sys(err, errno, "unlink %s/%s", dir, de->d_name);
+	}
+	return first;
 }
 
 int np_lease_foreach(const char *state_dir, void (*fn)(const char *id, const char *hash, void *),
@@ -199,22 +253,18 @@ int np_lease_foreach(const char *state_dir, void (*fn)(const char *id, const cha
 	cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return errno == ENOENT ? 0 : rung_err_sys(err, errno, "open %s", dir);
-	int dfd2 = dup(dfd);
-	cleanup_dir DIR *d = dfd2 >= 0 ? fdopendir(dfd2) : NULL;
-	if (!d) {
-		if (dfd2 >= 0)
-			close(dfd2);
+	cleanup_dir DIR *d = opendir_at(dfd);
+	if (!d)
 		return rung_err_sys(err, errno, "opendir %s", dir);
-	}
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		char lid[160];
+		char hash[13], lid[160];
 		uint32_t idx;
-		if (de->d_name[0] == '.' || strchr(de->d_name, '.'))
+		if (!lease_name(de->d_name, hash, &idx))
 			continue;
-		if (lease_read(dfd, de->d_name, lid, sizeof(lid), &idx) < 0)
+		if (lease_read_id(dfd, de->d_name, lid, sizeof(lid)) < 0)
 			lid[0] = '\0'; /* unreadable: still reported, with no id */
-		fn(lid, de->d_name, data);
+		fn(lid, hash, data);
 	}
 	return 0;
 }

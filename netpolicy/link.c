@@ -38,15 +38,23 @@ static void nl_cache_freep(struct nl_cache **c)
 static int nl2errno(int nle)
 {
 	switch (-nle < 0 ? nle : -nle) {
-	case NLE_EXIST: return EEXIST;
+	case NLE_EXIST:
+		return EEXIST;
 	case NLE_NODEV:
-	case NLE_OBJ_NOTFOUND: return ENODEV;
-	case NLE_PERM: return EPERM;
-	case NLE_NOMEM: return ENOMEM;
-	case NLE_INVAL: return EINVAL;
-	case NLE_BUSY: return EBUSY;
-	case NLE_NOADDR: return EADDRNOTAVAIL;
-	default: return EIO;
+	case NLE_OBJ_NOTFOUND:
+		return ENODEV;
+	case NLE_PERM:
+		return EPERM;
+	case NLE_NOMEM:
+		return ENOMEM;
+	case NLE_INVAL:
+		return EINVAL;
+	case NLE_BUSY:
+		return EBUSY;
+	case NLE_NOADDR:
+		return EADDRNOTAVAIL;
+	default:
+		return EIO;
 	}
 }
 
@@ -170,8 +178,8 @@ static int wait_oper_up(struct nl_sock *sk, const char *name, struct rung_err *e
 		if (rtnl_link_get_operstate(l) == IF_OPER_UP)
 			return 0;
 		if (rung_now_ms() > deadline)
-			return rung_err_set(err, ETIMEDOUT, "link %s: not operationally up after 2 s",
-					    name);
+			return rung_err_set(err, ETIMEDOUT,
+					    "link %s: not operationally up after 2 s", name);
 		usleep(200);
 	}
 }
@@ -276,6 +284,23 @@ int np_link_up(const struct np_names *nm, const char *id, int netns_fd, const st
 		return r;
 	if ((r = addr_add(sk, ifindex, l->host_ip, 30, err)) < 0)
 		return r;
+	/*
+	 * Leases are exclusive within a state dir; another state dir (or other software) may have
+	 * taken the same subnet at the same moment. Now that ours is in the routing table, any
+	 * other route over it means a clash: back off (the caller retries elsewhere).
+	 */
+	cleanup_free struct np_route4 *routes = NULL;
+	size_t nroutes = 0;
+	uint32_t net;
+	memcpy(&net, l->net, 4);
+	if ((r = np_routes_dump(&routes, &nroutes, err)) < 0)
+		return r;
+	if (np_routes_overlap(routes, nroutes, ntohl(net), 30, ifindex)) {
+		char t[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, l->net, t, sizeof(t));
+		return rung_err_set(err, EADDRINUSE, "%s/30: taken by another interface meanwhile",
+				    t);
+	}
 	if ((r = np_sysctl_write("/proc/sys/net/ipv4/ip_forward", "1", err)) < 0)
 		return r;
 	if ((r = in_netns(netns_fd, sandbox_side_fn, (void *)l, err)) < 0)
@@ -322,6 +347,8 @@ int np_routes_dump(struct np_route4 **out, size_t *n, struct rung_err *err)
 		memcpy(&a, nl_addr_get_binary_addr(dst), 4);
 		v[k].net = ntohl(a);
 		v[k].len = (uint8_t)nl_addr_get_prefixlen(dst);
+		struct rtnl_nexthop *nh = rtnl_route_nexthop_n((struct rtnl_route *)o, 0);
+		v[k].oif = nh ? rtnl_route_nh_get_ifindex(nh) : 0;
 		k++;
 	}
 	*out = v;

@@ -36,9 +36,10 @@ int np_nft_run(struct nft_ctx *c, const char *cmd, struct rung_err *err)
 	const char *e = nft_ctx_get_error_buffer(c);
 	const char *nl = e ? strchr(e, '\n') : NULL;
 	int n = e ? (nl ? (int)(nl - e) : (int)strlen(e)) : 0;
-	int code = e && strstr(e, "No such file") ? ENOENT
+	int code = e && strstr(e, "No such file")	       ? ENOENT
+		   : e && strstr(e, "File exists")	       ? EEXIST
 		   : e && strstr(e, "Operation not permitted") ? EPERM
-								 : EIO;
+							       : EIO;
 	return rung_err_set(err, code, "nftables: %.*s", n > 200 ? 200 : n, e ? e : "failed");
 }
 

@@ -16,10 +16,10 @@ int np_name_normalize(const char *in, char *out, size_t outlen, const char **why
 
 /* Names derived from the id alone (so down/gc work without any saved state). */
 struct np_names {
-	char hash[13];   /* 12 hex of sha256(id) */
-	char veth[16];   /* "rg" + hash */
-	char table[32];  /* "rung_" + hash */
-	char tag[32];    /* "rung-np:" + 12 hex of sha256(state_dir) */
+	char hash[13];	/* 12 hex of sha256(id) */
+	char veth[16];	/* "rg" + hash */
+	char table[32]; /* "rung_" + hash */
+	char tag[32];	/* "rung-np:" + 12 hex of sha256(state_dir) */
 };
 void np_names_derive(const char *state_dir, const char *id, struct np_names *nm);
 
@@ -38,8 +38,8 @@ int np_lease_foreach(const char *state_dir, void (*fn)(const char *id, const cha
 int np_pool_parse(const char *pool, uint32_t *base, uint32_t *slots, struct rung_err *err);
 
 /* link.c: libnl plumbing. */
-int np_link_up(const struct np_names *nm, const char *id, int netns_fd,
-	       const struct np_lease *l, struct rung_err *err);
+int np_link_up(const struct np_names *nm, const char *id, int netns_fd, const struct np_lease *l,
+	       struct rung_err *err);
 int np_link_del(const char *veth, struct rung_err *err);
 /* Loopback up only (no network). */
 int np_netns_lo_only(int netns_fd, struct rung_err *err);
@@ -47,10 +47,12 @@ int np_netns_lo_only(int netns_fd, struct rung_err *err);
 struct np_route4 {
 	uint32_t net; /* host byte order */
 	uint8_t len;
+	int oif; /* first nexthop's ifindex (0: none) */
 };
 int np_routes_dump(struct np_route4 **out, size_t *n, struct rung_err *err);
-/* Pure: does net/len overlap any of the routes? */
-bool np_routes_overlap(const struct np_route4 *r, size_t n, uint32_t net, uint8_t len);
+/* Pure: does net/len overlap any of the routes (those via skip_oif left out; 0: none)? */
+bool np_routes_overlap(const struct np_route4 *r, size_t n, uint32_t net, uint8_t len,
+		       int skip_oif);
 /* Calls fn(veth name, ifalias) for each host link named "rg*". */
 int np_link_foreach(void (*fn)(const char *name, const char *alias, void *), void *data,
 		    struct rung_err *err);
@@ -66,6 +68,15 @@ int np_nft_table_del(struct nft_ctx *c, const char *table, struct rung_err *err)
 int np_nft_foreach_table(struct nft_ctx *c, void (*fn)(const char *, const char *, void *),
 			 void *data, struct rung_err *err);
 
+/* elems.c: set elements over nfnetlink (libnftnl), for the proxy's hot path. */
+struct np_nfsock;
+int np_nfsock_open(struct np_nfsock **out, struct rung_err *err);
+void np_nfsock_close(struct np_nfsock *s);
+/* In one batch, n keys of keylen bytes each end up in table/set with this timeout (ms). */
+int np_nfsock_set_elems(struct np_nfsock *s, const char *table, const char *set,
+			const uint8_t *keys, size_t keylen, size_t n, uint64_t timeout_ms,
+			struct rung_err *err);
+
 /* proxy.c */
 struct np_proxy;
 struct np_proxy_params {
@@ -76,9 +87,16 @@ struct np_proxy_params {
 	socklen_t upstream_len;
 	const char *table;
 	uint32_t ttl_floor_s, ttl_cap_s;
+	uint32_t pool_base, pool_mask; /* host order: never opened by a DNS answer */
 	np_audit_fn audit;
 	void *audit_data;
 };
+/*
+ * Pure: may a DNS answer open this IPv4 address (network order)? Never: 0/8, loopback,
+ * link-local (cloud metadata 169.254.169.254), multicast, reserved/broadcast, the pool (other
+ * sandboxes, the gateway). Explicit CIDR entries are not subject to this.
+ */
+bool np_addr_dns_openable(const uint8_t a[4], uint32_t pool_base, uint32_t pool_mask);
 int np_proxy_new(const struct np_proxy_params *pp, struct np_proxy **out, struct rung_err *err);
 int np_proxy_fd(const struct np_proxy *p);
 int np_proxy_handle(struct np_proxy *p, struct rung_err *err);

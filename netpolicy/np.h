@@ -5,24 +5,35 @@
  *   - empty policy: brings up loopback only; no veth, no route, no DNS (no network at all).
  *   - otherwise: a veth pair (host end "rg" + 12 hex of sha256(id) in the host netns, peer
  *     "eth0" created directly in the sandbox netns), a /30 from the pool (lease file + flock under
- *     <state_dir>/net/, skipping anything that overlaps a host route), a default route via the
+ *     <state_dir>/net/, skipping anything that overlaps a host route; a clash with another store
+ *     on the same host is detected once the address is in place, and leased again), the table
+ *     (applied BEFORE the veth exists, so nothing is ever forwarded unfiltered), a route via the
  *     host end, IPv6 disabled in the sandbox (and on the host end, and dropped by the table),
  *     ip_forward on, and ONE nftables table "inet rung_<12hex>" in the HOST netns that is
  *     default-deny for everything entering from that veth (forward + input hooks), masquerades
- *     allowed egress, and holds:
- *       s4/s6 + s4p/s6p   static interval sets of the CIDR entries (without / with port)
- *       d4/d6 + d4p/d6p   dynamic sets (flags timeout) filled ONLY by this sandbox's DNS proxy
+ *     allowed egress, and holds (only those the policy needs):
+ *       s4 + s4p   static interval sets of the IPv4 CIDR entries (without / with port)
+ *       d4 + d4p   dynamic sets (flags timeout) filled ONLY by this sandbox's DNS proxy
+ *     IPv6 entries are accepted and described but open nothing: IPv6 is absent.
  *     DNS (udp/tcp 53) is allowed only to the proxy on the host end; denied TCP gets a reset,
  *     everything else denied gets ICMP admin-prohibited.
  *   - a DNS allowlist proxy (UDP and TCP, port 53 on the host-end address). It is an object with
  *     one pollable fd (an epoll fd); the owner (the per-sandbox supervisor) calls
  *     np_net_proxy_handle() when it is readable and at least every np_net_proxy_timeout_ms().
  *     It answers only names the allowlist matches (exact, or "*.suffix" = any strict subdomain),
- *     forwarding them upstream; the rest get REFUSED. A/AAAA answers (including through a CNAME
+ *     forwarding them upstream; the rest get REFUSED. A answers (including through a CNAME
  *     chain from the queried name) are inserted into the sandbox's dynamic sets BEFORE the answer
  *     is relayed, with timeout = clamp(TTL, floor, cap), and only with the ports of the matching
- *     entries.
- * Nothing here runs a program: links go through libnl-route-3, rules through libnftables.
+ *     entries (AAAA answers are relayed and open nothing). If the insert fails the client gets
+ *     SERVFAIL, never an address it cannot use. A name never opens 0/8, 127/8, 169.254/16 (cloud
+ *     metadata), 224/3 or the pool (only an explicit CIDR entry can). Queries go upstream with a
+ *     fresh random id from a connected socket; an answer must match id AND question. TCP
+ *     clients may send several queries per connection (answered as they come back); those go
+ *     upstream over UDP with EDNS0 (4096). The proxy is single-threaded: only its owner's
+ *     thread may call np_net_proxy_*().
+ * Nothing here runs a program: links go through libnl-route-3, the table through libnftables
+ * (nft_run_cmd_from_buffer), the proxy's set elements through libnftnl (one nfnetlink batch:
+ * libnftables would re-read every table on the host for each answer).
  */
 #ifndef RUNG_NETPOLICY_NP_H
 #define RUNG_NETPOLICY_NP_H
@@ -38,21 +49,22 @@
 /* ---- policy: the parsed egress_allow ---------------------------------------------------- */
 
 #define NP_MAX_ENTRIES 512
+#define NP_DYN_SET_MAX 4096 /* addresses a sandbox's DNS answers may hold open at once */
 #define NP_NAME_MAX 253
 
 enum np_entry_kind {
-	NP_ENTRY_HOST,   /* "example.org": exactly that name */
+	NP_ENTRY_HOST,	 /* "example.org": exactly that name */
 	NP_ENTRY_SUFFIX, /* "*.example.org": any strict subdomain (name holds "example.org") */
-	NP_ENTRY_CIDR4,  /* "192.0.2.0/24", "192.0.2.7" (= /32) */
-	NP_ENTRY_CIDR6,  /* "2001:db8::/32", "[2001:db8::1]:443" */
+	NP_ENTRY_CIDR4,	 /* "192.0.2.0/24", "192.0.2.7" (= /32) */
+	NP_ENTRY_CIDR6,	 /* "2001:db8::/32", "[2001:db8::1]:443" */
 };
 
 struct np_entry {
 	enum np_entry_kind kind;
 	char name[NP_NAME_MAX + 1]; /* HOST/SUFFIX: lower case, no trailing dot */
-	uint8_t addr[16];           /* CIDR: network address, host bits zero (v4 in the first 4) */
-	uint8_t prefix;             /* CIDR prefix length */
-	uint16_t port;              /* 0: any port; else this TCP/UDP port only */
+	uint8_t addr[16];	    /* CIDR: network address, host bits zero (v4 in the first 4) */
+	uint8_t prefix;		    /* CIDR prefix length */
+	uint16_t port;		    /* 0: any port; else this TCP/UDP port only */
 };
 
 struct np_policy {
@@ -85,16 +97,18 @@ int np_policy_match_name(const struct np_policy *p, const char *name, bool *any_
 /* ---- rendering (pure) ------------------------------------------------------------------ */
 
 struct np_render_params {
-	char table[32];      /* "rung_<12hex>" */
-	char veth[16];       /* host end, "rg<12hex>" */
-	char comment[200];   /* "rung-np:<state dir tag>:<id>", for np_gc */
-	uint8_t host_ip[4];  /* host end: gateway, DNS proxy */
-	uint8_t sb_ip[4];    /* the sandbox's only source address */
+	char table[32];	    /* "rung_<12hex>" */
+	char veth[16];	    /* host end, "rg<12hex>" */
+	char comment[200];  /* "rung-np:<state dir tag>:<id>", for np_gc */
+	uint8_t host_ip[4]; /* host end: gateway, DNS proxy */
+	uint8_t sb_ip[4];   /* the sandbox's only source address */
+	bool create_only;   /* "create table" (fails if it exists) instead of replacing it */
 };
 
 /*
  * Pure. The whole nft script for one sandbox: it (re)creates table inet <table> atomically
- * ("add table; delete table; table {...}"). Returns a malloc'd string or NULL with err set.
+ * ("add table; delete table; table {...}"), or with create_only creates it ("create table;
+ * table {...}", cheaper, fails if it exists). Returns a malloc'd string or NULL with err set.
  */
 char *np_policy_render(const struct np_policy *p, const struct np_render_params *rp,
 		       struct rung_err *err);
@@ -108,16 +122,21 @@ json_t *np_policy_describe(const struct np_policy *p);
 
 /* ---- the sandbox's network -------------------------------------------------------------- */
 
-/* One line per DNS query: "sandbox=<id> q=<name> type=<n> decision=<allow|refuse|...>". */
+/*
+ * One line per DNS query: "sandbox=<id> q=<name> type=<qtype> decision=<d>[ details]", d one of
+ * allow (details: v4=<opened> v6=<relayed> ttl=<s>[ filtered=yes]), refuse, servfail,
+ * malformed, timeout. Names are printable (the parser rejects control bytes). Without a
+ * callback the lines go to the log sink at debug level.
+ */
 typedef void (*np_audit_fn)(void *data, const char *line);
 
 struct np_config {
-	const char *state_dir;  /* required: leases in <state_dir>/net/ */
-	const char *pool;       /* IPv4 pool CIDR, /30 per sandbox; NULL: "10.213.0.0/16" */
-	const char *upstream;   /* DNS "IP[:PORT]"; NULL: $RUNG_DNS_UPSTREAM, else resolv.conf */
-	uint32_t ttl_floor_s;   /* 0: 30 */
-	uint32_t ttl_cap_s;     /* 0: 3600 */
-	np_audit_fn audit;      /* optional */
+	const char *state_dir; /* required: leases in <state_dir>/net/ */
+	const char *pool; /* IPv4 pool, /30 per sandbox; NULL: $RUNG_NET_POOL, else 10.213.0.0/16 */
+	const char *upstream; /* DNS "IP[:PORT]"; NULL: $RUNG_DNS_UPSTREAM, else resolv.conf */
+	uint32_t ttl_floor_s; /* 0: 30 */
+	uint32_t ttl_cap_s;   /* 0: 3600 */
+	np_audit_fn audit;    /* optional */
 	void *audit_data;
 };
 
@@ -125,11 +144,13 @@ struct np_net; /* opaque; owned by the supervisor for the sandbox's lifetime */
 
 struct np_net_info {
 	bool has_network;  /* false: empty allowlist, loopback only */
-	char veth[16];     /* host end */
-	char table[32];    /* nft table (inet family) */
+	char veth[16];	   /* host end */
+	char table[32];	   /* nft table (inet family) */
 	char host_ip[16];  /* host end = gateway = DNS proxy */
-	char sb_ip[16];    /* the sandbox's address on eth0 */
+	char sb_ip[16];	   /* the sandbox's address on eth0 */
 	char upstream[64]; /* DNS upstream "IP:PORT" */
+	/* where np_sandbox_up's time went (us): lease, nft table, links, proxy */
+	uint32_t t_lease_us, t_table_us, t_link_us, t_proxy_us;
 };
 
 /* Sandbox ids: 1..128 chars of [A-Za-z0-9._-]. */
@@ -166,8 +187,7 @@ int np_sandbox_down(const char *state_dir, const char *id, struct rung_err *err)
  * Removes what belongs to this state dir (leases, "rg*" veths and "rung_*" tables carrying its
  * tag) and whose id is not in live_ids. Objects of other state dirs are left alone.
  */
-int np_gc(const char *state_dir, const char *const *live_ids, size_t n_live,
-	  struct rung_err *err);
+int np_gc(const char *state_dir, const char *const *live_ids, size_t n_live, struct rung_err *err);
 
 /* ---- DNS messages (pure; exposed for the proxy's tests and the fuzzer) ------------------ */
 
@@ -178,7 +198,7 @@ struct np_dns_rr {
 	uint16_t type, klass;
 	uint32_t ttl;
 	uint16_t rdlen;
-	uint16_t rdoff;              /* offset of rdata in the message */
+	uint16_t rdoff;		      /* offset of rdata in the message */
 	char target[NP_NAME_MAX + 2]; /* CNAME: the decoded target */
 };
 
@@ -187,7 +207,7 @@ struct np_dns_msg {
 	uint16_t qdcount, ancount, nscount, arcount;
 	char qname[NP_NAME_MAX + 2];
 	uint16_t qtype, qclass;
-	size_t qend;      /* offset just past the question */
+	size_t qend;	  /* offset just past the question */
 	size_t n_answers; /* parsed answers, at most NP_DNS_MAX_RR */
 	struct np_dns_rr answers[NP_DNS_MAX_RR];
 };

@@ -46,7 +46,8 @@ static int parse_cidr(const char *s, int family, struct np_entry *e, const char 
 	if (slash) {
 		*slash = '\0';
 		uint64_t v;
-		if (strlen(slash + 1) > 3 || rung_parse_u64(slash + 1, &v) < 0 || v > (uint64_t)maxlen) {
+		if (strlen(slash + 1) > 3 || rung_parse_u64(slash + 1, &v) < 0 ||
+		    v > (uint64_t)maxlen) {
 			*why = "bad prefix length";
 			return -EINVAL;
 		}
@@ -194,8 +195,7 @@ static bool entry_eq(const struct np_entry *a, const struct np_entry *b)
 	       !memcmp(a->addr, b->addr, sizeof(a->addr)) && !strcmp(a->name, b->name);
 }
 
-int np_policy_parse(const char *const *items, size_t n, struct np_policy *out,
-		    struct rung_err *err)
+int np_policy_parse(const char *const *items, size_t n, struct np_policy *out, struct rung_err *err)
 {
 	out->n = 0;
 	out->entries = NULL;
@@ -277,7 +277,8 @@ int np_policy_match_name(const struct np_policy *p, const char *name, bool *any_
 			m = !strcmp(norm, e->name);
 		} else if (e->kind == NP_ENTRY_SUFFIX) {
 			size_t el = strlen(e->name);
-			m = nl > el + 1 && norm[nl - el - 1] == '.' && !strcmp(norm + nl - el, e->name);
+			m = nl > el + 1 && norm[nl - el - 1] == '.' &&
+			    !strcmp(norm + nl - el, e->name);
 		}
 		if (!m)
 			continue;
@@ -296,10 +297,10 @@ int np_policy_match_name(const struct np_policy *p, const char *name, bool *any_
 }
 
 static const char *const kind_names[] = {
-	[NP_ENTRY_HOST] = "host",
-	[NP_ENTRY_SUFFIX] = "suffix",
-	[NP_ENTRY_CIDR4] = "cidr4",
-	[NP_ENTRY_CIDR6] = "cidr6",
+    [NP_ENTRY_HOST] = "host",
+    [NP_ENTRY_SUFFIX] = "suffix",
+    [NP_ENTRY_CIDR4] = "cidr4",
+    [NP_ENTRY_CIDR6] = "cidr6",
 };
 
 json_t *np_policy_describe(const struct np_policy *p)
@@ -313,21 +314,24 @@ json_t *np_policy_describe(const struct np_policy *p)
 		const char *how = e->kind == NP_ENTRY_HOST ? "addresses the DNS proxy resolves for "
 							     "this exact name, for their TTL"
 				  : e->kind == NP_ENTRY_SUFFIX
-					? "addresses the DNS proxy resolves for any strict "
-					  "subdomain, for their TTL"
+				      ? "addresses the DNS proxy resolves for any strict "
+					"subdomain, for their TTL"
 				  : e->kind == NP_ENTRY_CIDR4 ? "static IPv4 set"
-							      : "static IPv6 set (IPv6 is disabled "
-								"in the sandbox: unreachable)";
-		json_array_append_new(
-			rules, json_pack("{s:s, s:s, s:s, s:s, s:i}", "entry", txt, "kind",
-					 kind_names[e->kind], "protocols", e->port ? "tcp,udp" : "any",
-					 "opens", how, "port", (int)e->port));
+							      : "nothing: IPv6 is disabled in the "
+								"sandbox (recorded, unreachable)";
+		json_array_append_new(rules, json_pack("{s:s, s:s, s:s, s:s, s:i}", "entry", txt,
+						       "kind", kind_names[e->kind], "protocols",
+						       e->port ? "tcp,udp" : "any", "opens", how,
+						       "port", (int)e->port));
 	}
 	return json_pack(
-		"{s:b, s:s, s:s, s:s, s:s, s:s, s:o}", "can_exfiltrate", n > 0, "network",
-		n ? "allowlist" : "none", "default", "deny (tcp: reset, other: icmp prohibited)",
-		"ipv6", n ? "disabled in the sandbox; dropped at the host" : "none", "dns",
-		n ? "only via rung's proxy on the gateway; unlisted names REFUSED" : "none",
-		"enforced_by", n ? "nftables table in the host netns (forward+input hooks)" : "no "
-		"interfaces but loopback", "rules", rules);
+	    "{s:b, s:s, s:s, s:s, s:s, s:s, s:o}", "can_exfiltrate", n > 0, "network",
+	    n ? "allowlist" : "none", "default", "deny (tcp: reset, other: icmp prohibited)",
+	    "ipv6", n ? "disabled in the sandbox; dropped at the host" : "none", "dns",
+	    n ? "only via rung's proxy on the gateway; unlisted names REFUSED" : "none",
+	    "enforced_by",
+	    n ? "nftables table in the host netns (forward+input hooks)"
+	      : "no "
+		"interfaces but loopback",
+	    "rules", rules);
 }

@@ -4,9 +4,9 @@
  * One object, one pollable fd (an epoll set over: the UDP listener, the TCP listener, the
  * connected upstream UDP socket and open TCP clients). np_proxy_handle() never blocks.
  * Allowed queries go upstream with a fresh random id; the answer is matched back by id AND
- * question, its A/AAAA addresses go into the sandbox's dynamic sets (timeout = clamped TTL) in
- * one nft transaction, and only then is the answer relayed. TCP clients are served one query per
- * connection, forwarded upstream over UDP.
+ * question, its A addresses go into the sandbox's dynamic sets (timeout = clamped TTL) in one
+ * nfnetlink batch, and only then is the answer relayed. TCP clients may pipeline queries on one
+ * connection; each goes upstream over UDP and is answered when it comes back.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -46,6 +46,8 @@ struct pending {
 struct conn {
 	int fd;
 	uint64_t serial, deadline;
+	int inflight; /* queries of this connection waiting for upstream */
+	bool eof;     /* the client finished sending */
 	size_t have;
 	uint8_t buf[2 + TCP_MAX];
 };
@@ -53,11 +55,11 @@ struct conn {
 struct np_proxy {
 	char id[160], table[32];
 	const struct np_policy *policy;
-	uint32_t floor_s, cap_s;
+	uint32_t floor_s, cap_s, pool_base, pool_mask;
 	np_audit_fn audit;
 	void *audit_data;
 	int epfd, udp, tcp, up;
-	struct nft_ctx *nft;
+	struct np_nfsock *nf;
 	uint64_t serial;
 	struct pending pend[MAX_PENDING];
 	struct conn conns[MAX_CONNS];
@@ -66,12 +68,16 @@ struct np_proxy {
 static void audit(struct np_proxy *p, const char *q, uint16_t qtype, const char *decision,
 		  const char *extra)
 {
-	if (!p->audit)
+	/* Without a callback the lines go to the log sink at debug level. */
+	if (!p->audit && rung_log_get_level() < RUNG_LOG_DEBUG)
 		return;
 	char line[512];
 	snprintf(line, sizeof(line), "sandbox=%s q=%s type=%u decision=%s%s%s", p->id, q, qtype,
 		 decision, extra && *extra ? " " : "", extra ? extra : "");
-	p->audit(p->audit_data, line);
+	if (p->audit)
+		p->audit(p->audit_data, line);
+	else
+		LOG_DEBUG("%s", line);
 }
 
 static int ep_add(int epfd, int fd, uint64_t tag)
@@ -89,10 +95,26 @@ static void conn_close(struct np_proxy *p, int i)
 	}
 	c->fd = -1;
 	c->have = 0;
+	c->inflight = 0;
+	c->eof = false;
 }
 
-static void reply(struct np_proxy *p, const struct sockaddr_in *client, int conn,
-		  uint64_t serial, const uint8_t *msg, size_t len)
+/* A query of TCP connection conn (as of serial) is settled; close once all are and it is done. */
+static void conn_done(struct np_proxy *p, int conn, uint64_t serial)
+{
+	if (conn < 0)
+		return;
+	struct conn *c = &p->conns[conn];
+	if (c->fd < 0 || c->serial != serial)
+		return;
+	if (c->inflight > 0)
+		c->inflight--;
+	if (c->eof && c->inflight == 0)
+		conn_close(p, conn);
+}
+
+static void reply(struct np_proxy *p, const struct sockaddr_in *client, int conn, uint64_t serial,
+		  const uint8_t *msg, size_t len)
 {
 	if (conn < 0) {
 		sendto(p->udp, msg, len, MSG_DONTWAIT, (const struct sockaddr *)client,
@@ -105,19 +127,21 @@ static void reply(struct np_proxy *p, const struct sockaddr_in *client, int conn
 	uint8_t hdr[2] = {(uint8_t)(len >> 8), (uint8_t)len};
 	struct iovec iov[2] = {{hdr, 2}, {(void *)msg, len}};
 	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
-	sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-	conn_close(p, conn);
+	/* a client that does not read its answers (a full socket) is dropped */
+	if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)(2 + len))
+		conn_close(p, conn);
 }
 
+/* serial: the TCP connection's serial when the query came (a reused slot is not answered). */
 static void reply_rcode(struct np_proxy *p, const uint8_t *q, size_t qlen,
 			const struct np_dns_msg *m, int rcode, const struct sockaddr_in *client,
-			int conn)
+			int conn, uint64_t serial)
 {
 	uint8_t out[UDP_MAX];
 	int n = np_dns_reply_rcode(q, qlen, m, rcode, out, sizeof(out));
 	if (n > 0)
-		reply(p, client, conn, conn >= 0 ? p->conns[conn].serial : 0, out, (size_t)n);
-	else if (conn >= 0)
+		reply(p, client, conn, serial, out, (size_t)n);
+	else if (conn >= 0 && p->conns[conn].serial == serial)
 		conn_close(p, conn);
 }
 
@@ -141,7 +165,8 @@ static void on_query(struct np_proxy *p, uint8_t *q, size_t len, const struct so
 	    !np_policy_match_name(p->policy, m->qname, &pd.any_port, pd.ports, MAX_PORTS,
 				  &pd.n_ports)) {
 		audit(p, m->qname[0] ? m->qname : ".", m->qtype, "refuse", NULL);
-		reply_rcode(p, q, len, m, 5 /* REFUSED */, client, conn);
+		reply_rcode(p, q, len, m, 5 /* REFUSED */, client, conn,
+			    conn >= 0 ? p->conns[conn].serial : 0);
 		goto out;
 	}
 	int slot = -1;
@@ -156,6 +181,8 @@ static void on_query(struct np_proxy *p, uint8_t *q, size_t len, const struct so
 			slot = i;
 		}
 	}
+	if (p->pend[slot].used) /* full: the oldest query is given up */
+		conn_done(p, p->pend[slot].conn, p->pend[slot].conn_serial);
 	for (;;) { /* a random id not in flight */
 		uint16_t id;
 		if (getrandom(&id, sizeof(id), 0) != sizeof(id))
@@ -175,53 +202,70 @@ static void on_query(struct np_proxy *p, uint8_t *q, size_t len, const struct so
 	pd.deadline = rung_now_ms() + QUERY_TIMEOUT_MS;
 	q[0] = (uint8_t)(pd.up_id >> 8);
 	q[1] = (uint8_t)pd.up_id;
-	if (send(p->up, q, len, MSG_DONTWAIT) < 0) {
+	/*
+	 * A TCP client came because an answer did not fit a datagram; it goes upstream over UDP,
+	 * so let the answer be large: add an EDNS0 OPT record (4096 bytes) to a bare query.
+	 */
+	uint8_t fwd[TCP_MAX + 16];
+	size_t flen = len;
+	memcpy(fwd, q, len);
+	if (conn >= 0 && len == m->qend && !m->ancount && !m->nscount && !m->arcount) {
+		static const uint8_t opt[11] = {0, 0, 41, 0x10, 0, 0, 0, 0, 0, 0, 0};
+		memcpy(fwd + len, opt, sizeof(opt));
+		flen += sizeof(opt);
+		fwd[11] = 1; /* ARCOUNT */
+	}
+	if (send(p->up, fwd, flen, MSG_DONTWAIT) < 0) {
 		audit(p, m->qname, m->qtype, "servfail", "upstream unreachable");
 		q[0] = (uint8_t)(m->id >> 8);
 		q[1] = (uint8_t)m->id;
-		reply_rcode(p, q, len, m, 2 /* SERVFAIL */, client, conn);
+		reply_rcode(p, q, len, m, 2 /* SERVFAIL */, client, conn,
+			    conn >= 0 ? p->conns[conn].serial : 0);
 		goto out;
 	}
 	p->pend[slot] = pd;
+	if (conn >= 0)
+		p->conns[conn].inflight++;
 out:
 	free(m);
 }
 
-/* Opens the answer's addresses for this sandbox, in one transaction. */
+/* Opens the answer's addresses for this sandbox, in one transaction per set. */
 static int open_addrs(struct np_proxy *p, const struct pending *pd, int fam, uint8_t (*a)[16],
 		      size_t n, uint32_t ttl, struct rung_err *err)
 {
 	if (!n)
 		return 0;
-	cleanup_free char *cmd = NULL;
-	size_t clen = 0;
-	FILE *f = open_memstream(&cmd, &clen);
-	if (!f)
-		return rung_err_set(err, ENOMEM, "open_memstream");
-	const char *v = fam == 6 ? "6" : "4";
-	int af = fam == 6 ? AF_INET6 : AF_INET;
-	/* add (exists now) + delete + add: the element gets exactly this timeout. */
-	for (int pass = 0; pass < 3; pass++) {
-		const char *verb = pass == 1 ? "delete" : "add";
-		size_t nkeys = pd->any_port ? 1 : pd->n_ports;
-		for (size_t k = 0; k < nkeys; k++) {
-			fprintf(f, "%s element inet %s d%s%s { ", verb, p->table, v,
-				pd->any_port ? "" : "p");
-			for (size_t i = 0; i < n; i++) {
-				char t[INET6_ADDRSTRLEN];
-				inet_ntop(af, a[i], t, sizeof(t));
-				fprintf(f, "%s%s", i ? ", " : "", t);
-				if (!pd->any_port)
-					fprintf(f, " . %u", pd->ports[k]);
-				if (pass != 1)
-					fprintf(f, " timeout %us", ttl);
+	size_t alen = fam == 6 ? 16 : 4;
+	/* concatenated keys: each field padded to 4 bytes (addr . port) */
+	size_t klen = pd->any_port ? alen : alen + 4;
+	uint8_t keys[MAX_ADDRS * MAX_PORTS * 20];
+	size_t nk = 0;
+	for (size_t k = 0; k < (pd->any_port ? 1 : pd->n_ports); k++)
+		for (size_t i = 0; i < n; i++) {
+			uint8_t *key = keys + nk++ * klen;
+			memset(key, 0, klen);
+			memcpy(key, a[i], alen);
+			if (!pd->any_port) {
+				key[alen] = (uint8_t)(pd->ports[k] >> 8);
+				key[alen + 1] = (uint8_t)pd->ports[k];
 			}
-			fputs(" }\n", f);
 		}
-	}
-	if (fclose(f) != 0 || !cmd)
-		return rung_err_set(err, ENOMEM, "building nft elements");
-	return np_nft_run(p->nft, cmd, err);
+	char set[8];
+	snprintf(set, sizeof(set), "d%s%s", fam == 6 ? "6" : "4", pd->any_port ? "" : "p");
+	int r = 0;
+	for (size_t off = 0; off < nk && r == 0; off += 64) /* at most 64 per batch */
+		r = np_nfsock_set_elems(p->nf, p->table, set, keys + off * klen, klen,
+					nk - off < 64 ? nk - off : 64, (uint64_t)ttl * 1000, err);
+	return r;
+}
+
+bool np_addr_dns_openable(const uint8_t a[4], uint32_t pool_base, uint32_t pool_mask)
+{
+	uint32_t h = (uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 | (uint32_t)a[2] << 8 | a[3];
+	if (a[0] == 0 || a[0] == 127 || a[0] >= 224 || (a[0] == 169 && a[1] == 254))
+		return false;
+	return pool_mask == 0 || (h & pool_mask) != (pool_base & pool_mask);
 }
 
 static void on_upstream(struct np_proxy *p)
@@ -254,7 +298,12 @@ static void on_upstream(struct np_proxy *p)
 	}
 	uint8_t(*a6)[16] = a4 + MAX_ADDRS;
 	uint32_t t4, t6;
-	size_t n4 = np_dns_answer_addrs(buf, (size_t)n, m, 4, a4, MAX_ADDRS, &t4);
+	size_t n4 = np_dns_answer_addrs(buf, (size_t)n, m, 4, a4, MAX_ADDRS, &t4), kept = 0;
+	for (size_t i = 0; i < n4; i++) /* a name never opens loopback, metadata, the pool... */
+		if (np_addr_dns_openable(a4[i], p->pool_base, p->pool_mask))
+			memmove(a4[kept++], a4[i], 16);
+	size_t filtered = n4 - kept;
+	n4 = kept;
 	size_t n6 = np_dns_answer_addrs(buf, (size_t)n, m, 6, a6, MAX_ADDRS, &t6);
 	uint32_t ttl = n4 && n6 ? (t4 < t6 ? t4 : t6) : n4 ? t4 : t6;
 	if (ttl < p->floor_s)
@@ -264,17 +313,20 @@ static void on_upstream(struct np_proxy *p)
 	buf[0] = (uint8_t)(pd->client_id >> 8);
 	buf[1] = (uint8_t)pd->client_id;
 	char extra[96];
-	snprintf(extra, sizeof(extra), "v4=%zu v6=%zu ttl=%u", n4, n6, ttl);
-	if (open_addrs(p, pd, 4, a4, n4, ttl, &e) < 0 || open_addrs(p, pd, 6, a6, n6, ttl, &e) < 0) {
+	snprintf(extra, sizeof(extra), "v4=%zu v6=%zu ttl=%u%s", n4, n6, ttl,
+		 filtered ? " filtered=yes" : "");
+	/* IPv6 is disabled in the sandbox: AAAA answers are relayed but open nothing. */
+	if (open_addrs(p, pd, 4, a4, n4, ttl, &e) < 0) {
 		/* Not opened, so not answered: the client must not get an address it can't use. */
 		LOG_WARN("sandbox %s: %s: %s", p->id, pd->qname, e.msg);
 		audit(p, pd->qname, pd->qtype, "servfail", "nft insert failed");
-		reply_rcode(p, buf, (size_t)n, m, 2, &pd->client, pd->conn);
+		reply_rcode(p, buf, (size_t)n, m, 2, &pd->client, pd->conn, pd->conn_serial);
 	} else {
 		audit(p, pd->qname, pd->qtype, "allow", extra);
 		reply(p, &pd->client, pd->conn, pd->conn_serial, buf, (size_t)n);
 	}
 	pd->used = false;
+	conn_done(p, pd->conn, pd->conn_serial);
 	free(a4);
 	free(m);
 }
@@ -309,30 +361,38 @@ static void on_accept(struct np_proxy *p)
 	close(fd); /* too many clients */
 }
 
+/* TCP: any number of length-prefixed queries per connection, answered as they come back. */
 static void on_conn(struct np_proxy *p, int i)
 {
 	struct conn *c = &p->conns[i];
 	if (c->fd < 0)
 		return;
 	ssize_t n = recv(c->fd, c->buf + c->have, sizeof(c->buf) - c->have, MSG_DONTWAIT);
-	if (n <= 0) {
-		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) { /* done sending (or gone): answer what is pending, then close */
+		epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		c->eof = true;
+		if (n < 0 || c->inflight == 0)
 			conn_close(p, i);
 		return;
 	}
 	c->have += (size_t)n;
-	if (c->have < 2)
-		return;
-	size_t want = (size_t)c->buf[0] << 8 | c->buf[1];
-	if (want == 0 || want > TCP_MAX) {
-		conn_close(p, i);
-		return;
+	c->deadline = rung_now_ms() + QUERY_TIMEOUT_MS;
+	while (c->fd >= 0 && c->have >= 2) {
+		size_t want = (size_t)c->buf[0] << 8 | c->buf[1];
+		if (want == 0 || want > TCP_MAX) {
+			conn_close(p, i);
+			return;
+		}
+		if (c->have < 2 + want)
+			return;
+		uint8_t q[TCP_MAX];
+		memcpy(q, c->buf + 2, want);
+		c->have -= 2 + want;
+		memmove(c->buf, c->buf + 2 + want, c->have);
+		on_query(p, q, want, NULL, i);
 	}
-	if (c->have < 2 + want)
-		return;
-	/* One query per connection: stop reading, answer comes via the upstream path. */
-	epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-	on_query(p, c->buf + 2, want, NULL, i);
 }
 
 int np_proxy_handle(struct np_proxy *p, struct rung_err *err)
@@ -363,10 +423,8 @@ int np_proxy_handle(struct np_proxy *p, struct rung_err *err)
 	for (int i = 0; i < MAX_PENDING; i++)
 		if (p->pend[i].used && p->pend[i].deadline <= now) {
 			audit(p, p->pend[i].qname, p->pend[i].qtype, "timeout", NULL);
-			if (p->pend[i].conn >= 0 &&
-			    p->conns[p->pend[i].conn].serial == p->pend[i].conn_serial)
-				conn_close(p, p->pend[i].conn);
 			p->pend[i].used = false;
+			conn_done(p, p->pend[i].conn, p->pend[i].conn_serial);
 		}
 	for (int i = 0; i < MAX_CONNS; i++)
 		if (p->conns[i].fd >= 0 && p->conns[i].deadline <= now)
@@ -388,10 +446,7 @@ int np_proxy_timeout_ms(const struct np_proxy *p)
 	return next <= now ? 0 : (int)(next - now);
 }
 
-int np_proxy_fd(const struct np_proxy *p)
-{
-	return p ? p->epfd : -1;
-}
+int np_proxy_fd(const struct np_proxy *p) { return p ? p->epfd : -1; }
 
 void np_proxy_free(struct np_proxy *p)
 {
@@ -407,7 +462,7 @@ void np_proxy_free(struct np_proxy *p)
 		close(p->up);
 	if (p->epfd >= 0)
 		close(p->epfd);
-	np_nft_free(p->nft);
+	np_nfsock_close(p->nf);
 	free(p);
 }
 
@@ -423,8 +478,8 @@ static int listen_sock(int type, const struct sockaddr_in *a, struct rung_err *e
 	    (type == SOCK_STREAM && listen(fd, 16) < 0)) {
 		char t[INET_ADDRSTRLEN];
 		inet_ntop(AF_INET, &a->sin_addr, t, sizeof(t));
-		int r = rung_err_sys(err, errno, "DNS proxy: bind %s:%u (%s)", t, ntohs(a->sin_port),
-				     type == SOCK_STREAM ? "tcp" : "udp");
+		int r = rung_err_sys(err, errno, "DNS proxy: bind %s:%u (%s)", t,
+				     ntohs(a->sin_port), type == SOCK_STREAM ? "tcp" : "udp");
 		close(fd);
 		return r;
 	}
@@ -448,11 +503,11 @@ int np_proxy_new(const struct np_proxy_params *pp, struct np_proxy **out, struct
 		p->cap_s = p->floor_s;
 	p->audit = pp->audit;
 	p->audit_data = pp->audit_data;
+	p->pool_base = pp->pool_base;
+	p->pool_mask = pp->pool_mask;
 	int r;
-	if (!(p->nft = np_nft_new(err))) {
-		r = -err->code;
+	if ((r = np_nfsock_open(&p->nf, err)) < 0)
 		goto fail;
-	}
 	if ((p->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
 		r = rung_err_sys(err, errno, "epoll_create1");
 		goto fail;
@@ -461,12 +516,13 @@ int np_proxy_new(const struct np_proxy_params *pp, struct np_proxy **out, struct
 	    (r = p->tcp = listen_sock(SOCK_STREAM, &pp->listen, err)) < 0)
 		goto fail;
 	p->up = socket(pp->upstream.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (p->up < 0 || connect(p->up, (const struct sockaddr *)&pp->upstream, pp->upstream_len) < 0) {
+	if (p->up < 0 ||
+	    connect(p->up, (const struct sockaddr *)&pp->upstream, pp->upstream_len) < 0) {
 		r = rung_err_sys(err, errno, "DNS proxy: upstream socket");
 		goto fail;
 	}
-	if ((r = ep_add(p->epfd, p->udp, EV_UDP)) < 0 || (r = ep_add(p->epfd, p->tcp, EV_TCP)) < 0 ||
-	    (r = ep_add(p->epfd, p->up, EV_UP)) < 0) {
+	if ((r = ep_add(p->epfd, p->udp, EV_UDP)) < 0 ||
+	    (r = ep_add(p->epfd, p->tcp, EV_TCP)) < 0 || (r = ep_add(p->epfd, p->up, EV_UP)) < 0) {
 		r = rung_err_sys(err, -r, "epoll_ctl");
 		goto fail;
 	}

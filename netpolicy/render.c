@@ -47,12 +47,22 @@ static void put_elements(FILE *f, const struct np_policy *p, enum np_entry_kind 
 		fputs(" }\n", f);
 }
 
+static bool has(const struct np_policy *p, enum np_entry_kind kind, int ported)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->entries[i].kind == kind && (p->entries[i].port != 0) == ported)
+			return true;
+	return false;
+}
+
 static void put_set(FILE *f, const char *name, const char *type, const char *flags,
 		    const struct np_policy *p, int kind, bool ported)
 {
 	fprintf(f, "\tset %s {\n\t\ttype %s\n\t\tflags %s\n", name, type, flags);
 	if (kind >= 0)
 		put_elements(f, p, (enum np_entry_kind)kind, ported);
+	else /* bounded: a flood of distinct answers cannot grow kernel memory without end */
+		fprintf(f, "\t\tsize %d\n", NP_DYN_SET_MAX);
 	fputs("\t}\n", f);
 }
 
@@ -60,13 +70,14 @@ char *np_policy_render(const struct np_policy *p, const struct np_render_params 
 		       struct rung_err *err)
 {
 	if (!p || p->n == 0) {
-		rung_err_set(err, EINVAL, "np_policy_render: empty policy has no table (no network)");
+		rung_err_set(err, EINVAL,
+			     "np_policy_render: empty policy has no table (no network)");
 		return NULL;
 	}
-	if (!ident_ok(rp->table, sizeof(rp->table) - 1) ||
-	    strlen(rp->veth) == 0 || strlen(rp->veth) > 15 || !ident_ok(rp->veth, 15) ||
-	    !comment_ok(rp->comment)) {
-		rung_err_set(err, EINVAL, "np_policy_render: bad table \"%s\", veth \"%s\" or comment",
+	if (!ident_ok(rp->table, sizeof(rp->table) - 1) || strlen(rp->veth) == 0 ||
+	    strlen(rp->veth) > 15 || !ident_ok(rp->veth, 15) || !comment_ok(rp->comment)) {
+		rung_err_set(err, EINVAL,
+			     "np_policy_render: bad table \"%s\", veth \"%s\" or comment",
 			     rp->table, rp->veth);
 		return NULL;
 	}
@@ -83,17 +94,36 @@ char *np_policy_render(const struct np_policy *p, const struct np_render_params 
 		return NULL;
 	}
 	/* Replace atomically: the whole script is one transaction. */
-	fprintf(f, "add table inet %s\ndelete table inet %s\ntable inet %s {\n", t, t, t);
-	fprintf(f, "\tcomment \"%s\"\n", rp->comment);
-	put_set(f, "s4", "ipv4_addr", "interval", p, NP_ENTRY_CIDR4, false);
-	put_set(f, "s4p", "ipv4_addr . inet_service", "interval", p, NP_ENTRY_CIDR4, true);
-	put_set(f, "s6", "ipv6_addr", "interval", p, NP_ENTRY_CIDR6, false);
-	put_set(f, "s6p", "ipv6_addr . inet_service", "interval", p, NP_ENTRY_CIDR6, true);
+	/*
+	 * The comment (np_gc's owner mark) only sticks when the table is created: with
+	 * create_only it goes on the "create" itself (libnftables 1.0.6 ignores the rest of a
+	 * "create table" block, so the content follows in a plain "table" block).
+	 */
+	if (rp->create_only)
+		fprintf(f, "create table inet %s { comment \"%s\"; }\ntable inet %s {\n", t,
+			rp->comment, t);
+	else
+		fprintf(f,
+			"add table inet %s\ndelete table inet %s\ntable inet %s {\n"
+			"\tcomment \"%s\"\n",
+			t, t, t, rp->comment);
+	/*
+	 * Only the sets this policy uses exist (every object here is re-read by libnftables for
+	 * each later command on the host, so fewer is faster for everyone). IPv6 has none: it is
+	 * disabled in the sandbox and dropped below.
+	 */
+	bool c4 = has(p, NP_ENTRY_CIDR4, 0), c4p = has(p, NP_ENTRY_CIDR4, 1);
+	bool h = has(p, NP_ENTRY_HOST, 0) || has(p, NP_ENTRY_SUFFIX, 0);
+	bool hp = has(p, NP_ENTRY_HOST, 1) || has(p, NP_ENTRY_SUFFIX, 1);
+	if (c4)
+		put_set(f, "s4", "ipv4_addr", "interval", p, NP_ENTRY_CIDR4, false);
+	if (c4p)
+		put_set(f, "s4p", "ipv4_addr . inet_service", "interval", p, NP_ENTRY_CIDR4, true);
 	/* Filled only by the DNS proxy, each element with timeout = clamped TTL. */
-	put_set(f, "d4", "ipv4_addr", "timeout", p, -1, false);
-	put_set(f, "d4p", "ipv4_addr . inet_service", "timeout", p, -1, false);
-	put_set(f, "d6", "ipv6_addr", "timeout", p, -1, false);
-	put_set(f, "d6p", "ipv6_addr . inet_service", "timeout", p, -1, false);
+	if (h)
+		put_set(f, "d4", "ipv4_addr", "timeout", p, -1, false);
+	if (hp)
+		put_set(f, "d4p", "ipv4_addr . inet_service", "timeout", p, -1, false);
 
 	fprintf(f,
 		"\tchain forward_hook {\n"
@@ -107,25 +137,23 @@ char *np_policy_render(const struct np_policy *p, const struct np_render_params 
 		"\t\tiifname \"%s\" jump to_host\n"
 		"\t}\n",
 		v, v, v, v);
-	/* IPv6 is disabled in the sandbox; anything v6 that still arrives is dropped. */
 	fprintf(f,
 		"\tchain egress {\n"
 		"\t\tmeta nfproto ipv6 drop\n"
 		"\t\tip saddr != %s drop\n"
 		"\t\tct state established,related accept\n"
 		"\t\tct state invalid drop\n"
-		"\t\tmeta l4proto { tcp, udp } th dport 53 jump deny\n"
-		"\t\tip daddr @s4 accept\n"
-		"\t\tmeta l4proto { tcp, udp } ip daddr . th dport @s4p accept\n"
-		"\t\tip daddr @d4 accept\n"
-		"\t\tmeta l4proto { tcp, udp } ip daddr . th dport @d4p accept\n"
-		"\t\tip6 daddr @s6 accept\n"
-		"\t\tmeta l4proto { tcp, udp } ip6 daddr . th dport @s6p accept\n"
-		"\t\tip6 daddr @d6 accept\n"
-		"\t\tmeta l4proto { tcp, udp } ip6 daddr . th dport @d6p accept\n"
-		"\t\tjump deny\n"
-		"\t}\n",
+		"\t\tmeta l4proto { tcp, udp } th dport 53 jump deny\n",
 		sb);
+	if (c4)
+		fputs("\t\tip daddr @s4 accept\n", f);
+	if (c4p)
+		fputs("\t\tmeta l4proto { tcp, udp } ip daddr . th dport @s4p accept\n", f);
+	if (h)
+		fputs("\t\tip daddr @d4 accept\n", f);
+	if (hp)
+		fputs("\t\tmeta l4proto { tcp, udp } ip daddr . th dport @d4p accept\n", f);
+	fputs("\t\tjump deny\n\t}\n", f);
 	fprintf(f,
 		"\tchain to_host {\n"
 		"\t\tmeta nfproto ipv6 drop\n"

@@ -1,8 +1,10 @@
 /* netpolicy/sandbox.c: a sandbox's network up, down, and garbage collection. */
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "common/util.h"
 #include "netpolicy/np-internal.h"
@@ -14,6 +16,13 @@ struct np_net {
 	struct np_lease lease;
 	struct np_proxy *proxy;
 	char upstream[64];
+	uint32_t t_us[4];
+	/*
+	 * Kept until np_net_free: closing an nfnetlink socket after a commit waits for the
+	 * kernel's deferred table destruction (an RCU grace period, 3-20 ms here), which must
+	 * not land on the setup path.
+	 */
+	struct nft_ctx *nft;
 };
 
 static void fmt_sockaddr(const struct sockaddr_storage *ss, char *out, size_t len)
@@ -30,7 +39,7 @@ static void fmt_sockaddr(const struct sockaddr_storage *ss, char *out, size_t le
 	}
 }
 
-static int apply_table(const struct np_net *n, struct rung_err *err)
+static int apply_table(struct np_net *n, struct rung_err *err)
 {
 	struct np_render_params rp = {0};
 	snprintf(rp.table, sizeof(rp.table), "%s", n->nm.table);
@@ -38,14 +47,17 @@ static int apply_table(const struct np_net *n, struct rung_err *err)
 	snprintf(rp.comment, sizeof(rp.comment), "%s:%s", n->nm.tag, n->id);
 	memcpy(rp.host_ip, n->lease.host_ip, 4);
 	memcpy(rp.sb_ip, n->lease.sb_ip, 4);
-	cleanup_free char *txt = np_policy_render(&n->policy, &rp, err);
-	if (!txt)
+	if (!n->nft && !(n->nft = np_nft_new(err)))
 		return -err->code;
-	struct nft_ctx *c = np_nft_new(err);
-	if (!c)
-		return -err->code;
-	int r = np_nft_run(c, txt, err);
-	np_nft_free(c);
+	/* Usually there is no such table: create it. A leftover (a crash) is replaced. */
+	int r = -EEXIST;
+	for (int pass = 0; pass < 2 && r == -EEXIST; pass++) {
+		rp.create_only = pass == 0;
+		cleanup_free char *txt = np_policy_render(&n->policy, &rp, err);
+		if (!txt)
+			return -err->code;
+		r = np_nft_run(n->nft, txt, err);
+	}
 	return r < 0 ? rung_err_wrap(err, "table %s", n->nm.table) : 0;
 }
 
@@ -79,32 +91,90 @@ int np_sandbox_up(const struct np_config *cfg, const char *id, int netns_fd,
 	}
 	memcpy(n->policy.entries, p->entries, p->n * sizeof(*p->entries));
 	n->policy.n = p->n;
+	/* The state dir must exist first: its canonical path tags our kernel objects for gc. */
+	char netdir[4200];
+	snprintf(netdir, sizeof(netdir), "%s/net", cfg->state_dir);
+	if ((r = rung_mkdir_p(netdir, 0700, err)) < 0)
+		goto fail_early;
 	np_names_derive(cfg->state_dir, id, &n->nm);
+	/* Never touch a live sandbox's network (its table would be replaced, its sets emptied). */
+	if (if_nametoindex(n->nm.veth) != 0) {
+		np_net_free(n);
+		return rung_err_set(err, EEXIST,
+				    "sandbox %s: network already up (veth %s); "
+				    "np_sandbox_down it first",
+				    id, n->nm.veth);
+	}
 
 	struct np_proxy_params pp = {
-		.id = n->id,
-		.policy = &n->policy,
-		.table = n->nm.table,
-		.ttl_floor_s = cfg->ttl_floor_s,
-		.ttl_cap_s = cfg->ttl_cap_s,
-		.audit = cfg->audit,
-		.audit_data = cfg->audit_data,
+	    .id = n->id,
+	    .policy = &n->policy,
+	    .table = n->nm.table,
+	    .ttl_floor_s = cfg->ttl_floor_s,
+	    .ttl_cap_s = cfg->ttl_cap_s,
+	    .audit = cfg->audit,
+	    .audit_data = cfg->audit_data,
 	};
 	if ((r = np_upstream_resolve(cfg->upstream, &pp.upstream, &pp.upstream_len, err)) < 0)
 		goto fail_early;
 	fmt_sockaddr(&pp.upstream, n->upstream, sizeof(n->upstream));
-	r = np_lease_acquire(cfg->state_dir, cfg->pool ? cfg->pool : NP_DEFAULT_POOL, id, &n->nm,
-			     &n->lease, err);
+	uint64_t t0 = rung_now_us();
+	const char *pool = cfg->pool, *pool_from = "np_config.pool";
+	if (!pool || !*pool) {
+		pool = getenv("RUNG_NET_POOL");
+		pool_from = "RUNG_NET_POOL";
+	}
+	if (!pool || !*pool)
+		pool = NP_DEFAULT_POOL;
+	uint32_t slots, plen = 0;
+	if ((r = np_pool_parse(pool, &pp.pool_base, &slots, err)) < 0) {
+		rung_err_wrap(err, "%s", pool_from);
+		goto fail_early;
+	}
+	while ((1u << plen) < slots)
+		plen++;
+	pp.pool_mask = ~0u << (plen + 2); /* slots are /30s */
+	r = np_lease_acquire(cfg->state_dir, pool, id, &n->nm, &n->lease, err);
 	if (r < 0)
 		goto fail_early;
 	/* The table goes in before the link exists: no moment of unfiltered forwarding. */
-	if ((r = apply_table(n, err)) < 0 || (r = np_link_up(&n->nm, id, netns_fd, &n->lease, err)) < 0)
+	uint64_t t1 = rung_now_us();
+	if ((r = apply_table(n, err)) < 0)
 		goto fail;
+	uint64_t t2 = rung_now_us();
+	uint64_t t3 = t2;
 	pp.listen.sin_family = AF_INET;
 	pp.listen.sin_port = htons(53);
-	memcpy(&pp.listen.sin_addr, n->lease.host_ip, 4);
-	if ((r = np_proxy_new(&pp, &n->proxy, err)) < 0)
+	for (int attempt = 0;; attempt++) {
+		r = np_link_up(&n->nm, id, netns_fd, &n->lease, err);
+		t3 = rung_now_us();
+		if (r == 0) {
+			/* our proxy's address taken is a clash too (a store without this check) */
+			memcpy(&pp.listen.sin_addr, n->lease.host_ip, 4);
+			r = np_proxy_new(&pp, &n->proxy, err);
+		}
+		if (r != -EADDRINUSE || attempt == 5)
+			break;
+		/* a clash with another state dir: give the subnet up, wait a little, lease again */
+		LOG_INFO("sandbox %s: %s; leasing again", id, err->msg);
+		struct rung_err e2;
+		np_link_del(n->nm.veth, &e2);
+		np_lease_release(cfg->state_dir, &n->nm, &e2);
+		uint16_t jitter;
+		if (getrandom(&jitter, sizeof(jitter), 0) != sizeof(jitter))
+			jitter = (uint16_t)rung_now_us();
+		usleep(500 + jitter % 2000);
+		if ((r = np_lease_acquire(cfg->state_dir, pool, id, &n->nm, &n->lease, err)) < 0 ||
+		    (r = apply_table(n, err)) < 0)
+			break;
+	}
+	if (r < 0)
 		goto fail;
+	uint64_t t4 = rung_now_us();
+	n->t_us[0] = (uint32_t)(t1 - t0);
+	n->t_us[1] = (uint32_t)(t2 - t1);
+	n->t_us[2] = (uint32_t)(t3 - t2);
+	n->t_us[3] = (uint32_t)(t4 - t3);
 	*out = n;
 	return 0;
 fail:
@@ -125,12 +195,13 @@ void np_net_info(const struct np_net *n, struct np_net_info *o)
 	inet_ntop(AF_INET, n->lease.host_ip, o->host_ip, sizeof(o->host_ip));
 	inet_ntop(AF_INET, n->lease.sb_ip, o->sb_ip, sizeof(o->sb_ip));
 	snprintf(o->upstream, sizeof(o->upstream), "%s", n->upstream);
+	o->t_lease_us = n->t_us[0];
+	o->t_table_us = n->t_us[1];
+	o->t_link_us = n->t_us[2];
+	o->t_proxy_us = n->t_us[3];
 }
 
-int np_net_proxy_fd(const struct np_net *n)
-{
-	return n && n->proxy ? np_proxy_fd(n->proxy) : -1;
-}
+int np_net_proxy_fd(const struct np_net *n) { return n && n->proxy ? np_proxy_fd(n->proxy) : -1; }
 
 int np_net_proxy_handle(struct np_net *n, struct rung_err *err)
 {
@@ -147,6 +218,7 @@ void np_net_free(struct np_net *n)
 	if (!n)
 		return;
 	np_proxy_free(n->proxy);
+	np_nft_free(n->nft);
 	np_policy_release(&n->policy);
 	free(n);
 }
@@ -169,8 +241,7 @@ char *np_sandbox_resolv_conf(const struct np_net *n)
 }
 
 /* Removes the veth, table and lease of one hash; keeps going, returns the first error. */
-static int remove_by_names(const char *state_dir, const struct np_names *nm,
-			   struct rung_err *err)
+static int remove_by_names(const char *state_dir, const struct np_names *nm, struct rung_err *err)
 {
 	struct rung_err e;
 	int first = 0, r;
@@ -202,7 +273,16 @@ int np_sandbox_down(const char *state_dir, const char *id, struct rung_err *err)
 		return r;
 	struct np_names nm;
 	np_names_derive(state_dir, id, &nm);
-	return remove_by_names(state_dir, &nm, err);
+	r = remove_by_names(state_dir, &nm, err);
+	/* The kernel may finish unregistering the veth after our request returns (on a loaded
+	 * host, tens of ms): wait for the name to be gone, so that "down" means down and an
+	 * immediate "up" of the same id does not find it. */
+	for (int i = 0; i < 200 && if_nametoindex(nm.veth) != 0; i++)
+		usleep(10000);
+	if (r == 0 && if_nametoindex(nm.veth) != 0)
+		r = rung_err_set(err, EBUSY, "sandbox %s: veth %s still present after 2 s", id,
+				 nm.veth);
+	return r;
 }
 
 /* ---- gc ---- */
@@ -244,10 +324,7 @@ static bool ours(const struct gc *g, const char *mark)
 	return !strncmp(mark, g->tag, n) && mark[n] == ':';
 }
 
-static void gc_lease(const char *id, const char *hash, void *d)
-{
-	gc_consider(d, hash);
-}
+static void gc_lease(const char *id, const char *hash, void *d) { gc_consider(d, hash); }
 
 static void gc_link(const char *name, const char *alias, void *d)
 {
@@ -261,8 +338,7 @@ static void gc_table(const char *name, const char *comment, void *d)
 		gc_consider(d, name + 5);
 }
 
-int np_gc(const char *state_dir, const char *const *live_ids, size_t n_live,
-	  struct rung_err *err)
+int np_gc(const char *state_dir, const char *const *live_ids, size_t n_live, struct rung_err *err)
 {
 	struct np_names nm;
 	np_names_derive(state_dir, "gc", &nm);

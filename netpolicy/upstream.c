@@ -20,7 +20,8 @@ int np_upstream_parse(const char *s, struct sockaddr_storage *ss, socklen_t *len
 	if (s[0] == '[') {
 		const char *c = strchr(s, ']');
 		if (!c || (c[1] && c[1] != ':'))
-			return rung_err_set(err, EINVAL, "DNS upstream \"%s\": want [IPv6]:PORT", s);
+			return rung_err_set(err, EINVAL, "DNS upstream \"%s\": want [IPv6]:PORT",
+					    s);
 		snprintf(host, sizeof(host), "%.*s", (int)(c - s - 1), s + 1);
 		ps = c[1] ? c + 2 : NULL;
 	} else if (strchr(s, ':') && strchr(s, ':') == strrchr(s, ':')) {

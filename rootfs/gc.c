@@ -53,6 +53,26 @@ static int sweep(struct rfs_store *s, const char *dir, json_t *live, bool tree, 
 	return 0;
 }
 
+/* repositories.json.tmp.<pid> of a writer that died mid-write (under the tags lock). */
+static void sweep_tag_temps(struct rfs_store *s)
+{
+	struct rung_err e = { 0 };
+	int lk = rfs_lock_take(s, RFS_LOCK_TAGS, LOCK_EX, &e);
+	if (lk < 0)
+		return;
+	int d2 = dup(s->dfd);
+	DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (!strncmp(de->d_name, "repositories.json.tmp.", 22))
+			unlinkat(s->dfd, de->d_name, 0);
+	if (d)
+		closedir(d);
+	else if (d2 >= 0)
+		close(d2);
+	close(lk);
+}
+
 int rfs_store_gc(struct rfs_store *s, uint64_t *freed_bytes, struct rung_err *err)
 {
 	if (freed_bytes)
@@ -63,6 +83,7 @@ int rfs_store_gc(struct rfs_store *s, uint64_t *freed_bytes, struct rung_err *er
 	int r = rfs_stage_sweep(s, err);
 	if (r < 0)
 		return r;
+	sweep_tag_temps(s);
 	json_t *tags = NULL, *live = json_object();
 	if (!live)
 		return rung_err_set(err, ENOMEM, "out of memory");

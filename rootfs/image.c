@@ -127,6 +127,31 @@ int rfs_image_resolve(struct rfs_store *s, const char *ref, struct rfs_image_inf
 	return 0;
 }
 
+int rfs_image_tag(struct rfs_store *s, const char *ref, const char *new_tag, struct rung_err *err)
+{
+	struct rfs_ref nr;
+	int r = rfs_ref_parse(new_tag, &nr, err);
+	if (r < 0)
+		return rung_err_wrap(err, "new tag");
+	if (nr.digest[0])
+		return rung_err_set(err, EINVAL, "new tag '%s' names a digest", new_tag);
+	struct rfs_image_info info;
+	if ((r = rfs_image_resolve(s, ref, &info, err)) < 0)
+		return r;
+	char key[RFS_REF_MAX];
+	rfs_ref_tag_key(&nr, key, sizeof(key));
+	/* The gc lock keeps gc from sweeping the image between resolve and tag. */
+	cleanup_close int gfd = rfs_lock_take(s, RFS_LOCK_GC, LOCK_SH, err);
+	if (gfd >= 0)
+		r = rfs_blob_present(s, info.digest, UINT64_MAX)
+			    ? rfs_tag_set(s, key, info.digest, err)
+			    : rung_err_set(err, ENOENT, "image %s was removed", info.digest);
+	else
+		r = gfd;
+	rfs_image_info_release(&info);
+	return r;
+}
+
 static int cmp_entry(const void *a, const void *b)
 {
 	return strcmp(((const struct rfs_image_entry *)a)->ref,

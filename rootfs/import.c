@@ -21,12 +21,12 @@ struct import {
 	void *ud;
 };
 
-/* Open a file named by the (untrusted) archive, beneath its root. */
+/* Open a file named by the (untrusted) archive, beneath its root (symlinks that stay inside
+ * are fine: docker save links <id>/layer.tar to ../blobs/sha256/<hex>). */
 static int open_in(struct import *im, const char *path, struct rung_err *err)
 {
 	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC,
-				.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
-					   RESOLVE_NO_SYMLINKS };
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
 	int fd = (int)syscall(SYS_openat2, im->dirfd, path, &how, sizeof(how));
 	if (fd < 0)
 		return rung_err_sys(err, errno, "open '%.200s' in the archive", path);

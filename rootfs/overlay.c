@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -39,10 +40,6 @@ int rfs_overlay_plan(const char *const *lowers, const char *upper, const char *w
 	if (upper && ((r = check_path("upperdir", upper, err)) < 0 ||
 		      (r = check_path("workdir", work, err)) < 0))
 		return r;
-	if (!upper && !lowers[1])
-		return rung_err_set(err, EINVAL,
-				    "overlay: a read-only stack needs at least two lower layers "
-				    "(bind-mount a single layer instead)");
 	size_t n = 0, o = 0;
 	o = (size_t)snprintf(out->data, sizeof(out->data), "lowerdir=");
 	for (; lowers[n]; n++) {
@@ -66,7 +63,8 @@ int rfs_overlay_plan(const char *const *lowers, const char *upper, const char *w
 	snprintf(out->fstype, sizeof(out->fstype), "overlay");
 	snprintf(out->target, sizeof(out->target), "%s", target);
 	out->read_only = !upper;
-	out->flags = MS_NODEV | (upper ? 0 : MS_RDONLY);
+	out->bind = !upper && n == 1;
+	out->flags = MS_NODEV | MS_NOSUID | (upper ? 0 : MS_RDONLY);
 	return 0;
 }
 
@@ -75,32 +73,94 @@ static int fsconfig_str(int fsfd, const char *k, const char *v)
 	return (int)syscall(SYS_fsconfig, fsfd, FSCONFIG_SET_STRING, k, v, 0);
 }
 
-/* The new mount API: one "lowerdir+" per layer, so no single option hits a page limit. */
-static int apply_fsopen(const struct rfs_mount_plan *p, struct rung_err *err)
+/* A detached clone of dir, idmapped to userns_fd. */
+static int idmapped_clone(const char *dir, int userns_fd, struct rung_err *err)
+{
+	int tfd = (int)syscall(SYS_open_tree, AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (tfd < 0)
+		return rung_err_sys(err, errno, "open_tree %s", dir);
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns_fd };
+	if (syscall(SYS_mount_setattr, tfd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
+		int e = errno;
+		close(tfd);
+		return rung_err_sys(err, e, "idmap %s", dir);
+	}
+	return tfd;
+}
+
+/*
+ * The new mount API: one "lowerdir+" per layer, so no single option hits a page limit.
+ * Idmapped: overlayfs cannot take a detached mount (it clones each lower), so each layer's
+ * idmapped clone is attached on scratch/N for the duration of the overlay's creation, then
+ * detached again and the directory removed.
+ */
+static int apply_fsopen(const struct rfs_mount_plan *p, int userns_fd, const char *scratch,
+			struct rung_err *err)
 {
 	cleanup_close int fsfd = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
 	if (fsfd < 0)
 		return -errno;
 	char buf[RFS_MOUNT_DATA_MAX];
 	snprintf(buf, sizeof(buf), "%s", p->data);
+	char covered[512][280];
+	size_t ncov = 0;
+	int r = 0;
 	char *save = NULL;
-	for (char *opt = strtok_r(buf, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
+	for (char *opt = strtok_r(buf, ",", &save); r == 0 && opt; opt = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(opt, '=');
 		if (!eq)
 			continue;
 		*eq = '\0';
-		if (!strcmp(opt, "lowerdir")) {
-			char *s2 = NULL;
-			for (char *l = strtok_r(eq + 1, ":", &s2); l; l = strtok_r(NULL, ":", &s2))
-				if (fsconfig_str(fsfd, "lowerdir+", l) < 0)
-					return rung_err_sys(err, errno, "overlay lowerdir+ %s", l);
-		} else if (fsconfig_str(fsfd, opt, eq + 1) < 0) {
-			return rung_err_sys(err, errno, "overlay %s=%s", opt, eq + 1);
+		if (strcmp(opt, "lowerdir")) {
+			if (fsconfig_str(fsfd, opt, eq + 1) < 0)
+				r = rung_err_sys(err, errno, "overlay %s=%s", opt, eq + 1);
+			continue;
+		}
+		char *s2 = NULL;
+		for (char *l = strtok_r(eq + 1, ":", &s2); r == 0 && l; l = strtok_r(NULL, ":", &s2)) {
+			if (userns_fd >= 0) {
+				if (ncov == RUNG_ARRAY_SIZE(covered)) {
+					r = rung_err_set(err, E2BIG, "overlay: too many layers");
+					break;
+				}
+				char *at = covered[ncov];
+				snprintf(at, sizeof(covered[0]), "%s/%zu", scratch, ncov);
+				if (mkdir(at, 0700) < 0 && errno != EEXIST) {
+					r = rung_err_sys(err, errno, "mkdir %s", at);
+					break;
+				}
+				cleanup_close int tfd = idmapped_clone(l, userns_fd, err);
+				if (tfd < 0) {
+					rmdir(at);
+					r = tfd;
+					break;
+				}
+				if (syscall(SYS_move_mount, tfd, "", AT_FDCWD, at,
+					    MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+					r = rung_err_sys(err, errno, "attach idmapped %s on %s", l, at);
+					rmdir(at);
+					break;
+				}
+				ncov++;
+				l = at;
+			}
+			if (fsconfig_str(fsfd, "lowerdir+", l) < 0)
+				r = rung_err_sys(err, errno, "overlay lowerdir+ %s", l);
 		}
 	}
-	if (syscall(SYS_fsconfig, fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-		return rung_err_sys(err, errno, "overlay mount on %s", p->target);
-	unsigned attr = MOUNT_ATTR_NODEV | (p->read_only ? MOUNT_ATTR_RDONLY : 0);
+	if (r == 0 && syscall(SYS_fsconfig, fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		r = rung_err_sys(err, errno, "overlay mount on %s", p->target);
+	for (size_t i = 0; i < ncov; i++) {
+		if (umount2(covered[i], MNT_DETACH) < 0)
+			LOG_WARN("detach idmapped %s: %s", covered[i], strerror(errno));
+		rmdir(covered[i]);
+	}
+	if (r < 0)
+		return r;
+	unsigned attr = (p->flags & MS_NODEV ? MOUNT_ATTR_NODEV : 0) |
+			(p->flags & MS_NOSUID ? MOUNT_ATTR_NOSUID : 0) |
+			(p->flags & MS_NOEXEC ? MOUNT_ATTR_NOEXEC : 0) |
+			(p->flags & MS_RDONLY || p->read_only ? MOUNT_ATTR_RDONLY : 0);
 	cleanup_close int mfd = (int)syscall(SYS_fsmount, fsfd, FSMOUNT_CLOEXEC, attr);
 	if (mfd < 0)
 		return rung_err_sys(err, errno, "overlay fsmount");
@@ -109,9 +169,47 @@ static int apply_fsopen(const struct rfs_mount_plan *p, struct rung_err *err)
 	return 0;
 }
 
+int rfs_overlay_apply_idmapped(const struct rfs_mount_plan *p, int userns_fd,
+			       const char *scratch, struct rung_err *err)
+{
+	int r;
+	if (userns_fd < 0)
+		return rung_err_set(err, EBADF, "overlay: bad user namespace fd");
+	if (p->bind)
+		return rung_err_set(err, EINVAL, "overlay: an idmapped single-layer view needs an upper dir");
+	if ((r = check_path("scratch dir", scratch, err)) < 0)
+		return r;
+	if (strlen(scratch) > 200)
+		return rung_err_set(err, ENAMETOOLONG, "overlay scratch dir '%.64s...' too long",
+				    scratch);
+	r = apply_fsopen(p, userns_fd, scratch, err);
+	return r == -ENOSYS ? rung_err_set(err, ENOSYS, "overlay: fsopen unavailable") : r;
+}
+
+/* One read-only layer: a read-only, nodev, nosuid bind of it (overlayfs needs two lowers). */
+static int apply_bind(const struct rfs_mount_plan *p, struct rung_err *err)
+{
+	const char *src = p->data + strlen("lowerdir=");
+	cleanup_close int tfd = (int)syscall(SYS_open_tree, AT_FDCWD, src,
+					     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (tfd < 0)
+		return rung_err_sys(err, errno, "bind %s", src);
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY |
+					    (p->flags & MS_NODEV ? MOUNT_ATTR_NODEV : 0) |
+					    (p->flags & MS_NOSUID ? MOUNT_ATTR_NOSUID : 0) |
+					    (p->flags & MS_NOEXEC ? MOUNT_ATTR_NOEXEC : 0) };
+	if (syscall(SYS_mount_setattr, tfd, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
+		return rung_err_sys(err, errno, "make the bind of %s read-only", src);
+	if (syscall(SYS_move_mount, tfd, "", AT_FDCWD, p->target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return rung_err_sys(err, errno, "bind %s on %s", src, p->target);
+	return 0;
+}
+
 int rfs_overlay_apply(const struct rfs_mount_plan *p, struct rung_err *err)
 {
-	int r = apply_fsopen(p, err);
+	if (p->bind)
+		return apply_bind(p, err);
+	int r = apply_fsopen(p, -1, NULL, err);
 	if (r != -ENOSYS)
 		return r;
 	if (strlen(p->data) >= 4096)

@@ -33,6 +33,7 @@ struct reg {
 	char auth[MAX_TOKEN + 64]; /* "Authorization: ..." or "" */
 	char user[256], pass[256];
 	long timeout_s;
+	bool plain; /* plain HTTP allowed (loopback or insecure) */
 };
 
 /* One response. Bodies go to memory (mem_max) or to fd (hashing, bounded by limit). */
@@ -45,6 +46,8 @@ struct resp {
 	bool over;
 	int werr;
 	char www_auth[1024];
+	char content_digest[RFS_DIGEST_MAX]; /* Docker-Content-Digest, when sent */
+	bool blob;                           /* no total timeout: a low-speed limit instead */
 	const char *name;
 	rfs_progress_fn progress;
 	void *ud;
@@ -62,6 +65,15 @@ static size_t on_header(char *b, size_t sz, size_t n, void *ud)
 		while (e > v && (b[e - 1] == '\r' || b[e - 1] == '\n'))
 			e--;
 		snprintf(r->www_auth, sizeof(r->www_auth), "%.*s", (int)(e - v), b + v);
+	} else if (len > 22 && !strncasecmp(b, "Docker-Content-Digest:", 22)) {
+		size_t v = 22;
+		while (v < len && b[v] == ' ')
+			v++;
+		size_t e = len;
+		while (e > v && (b[e - 1] == '\r' || b[e - 1] == '\n' || b[e - 1] == ' '))
+			e--;
+		snprintf(r->content_digest, sizeof(r->content_digest), "%.*s",
+			 (int)(e - v < RFS_DIGEST_MAX - 1 ? e - v : RFS_DIGEST_MAX - 1), b + v);
 	}
 	return len;
 }
@@ -187,7 +199,12 @@ static int perform(struct reg *g, const char *url, const char *accept, struct re
 	curl_easy_setopt(g->c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(g->c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(g->c, CURLOPT_CONNECTTIMEOUT, 30L);
-	curl_easy_setopt(g->c, CURLOPT_TIMEOUT, g->timeout_s);
+	if (rs->blob) { /* big layers on slow links: give up only when it stalls */
+		curl_easy_setopt(g->c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+		curl_easy_setopt(g->c, CURLOPT_LOW_SPEED_TIME, g->timeout_s < 60 ? g->timeout_s : 60L);
+	} else {
+		curl_easy_setopt(g->c, CURLOPT_TIMEOUT, g->timeout_s);
+	}
 	curl_easy_setopt(g->c, CURLOPT_USERAGENT, "rung/0.1");
 	curl_easy_setopt(g->c, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(g->c, CURLOPT_HEADERDATA, rs);
@@ -274,6 +291,11 @@ static int get(struct reg *g, const char *path, const char *accept, struct resp 
 			struct rfs_www_auth wa;
 			if ((r = rfs_www_auth_parse(rs->www_auth, &wa, err)) < 0)
 				return rung_err_wrap(err, "GET %s: HTTP 401", url);
+			if (!g->plain && !strcasecmp(wa.scheme, "Bearer") &&
+			    strncmp(wa.realm, "https://", 8))
+				return rung_err_set(err, EACCES,
+						    "GET %s: token realm '%.100s' is not https", url,
+						    wa.realm);
 			if (!strcasecmp(wa.scheme, "Basic")) {
 				if (!g->user[0])
 					return rung_err_set(err, EACCES,
@@ -320,6 +342,13 @@ static int get_doc(struct reg *g, const char *kind, const char *ref, const char 
 	}
 	char hex[RUNG_SHA256_HEX_LEN + 1];
 	rung_sha256_hex(rs.mem ? rs.mem : "", rs.len, hex);
+	if (!strcmp(kind, "manifests") && rfs_digest_valid(rs.content_digest) &&
+	    strcmp(rs.content_digest + 7, hex)) {
+		free(rs.mem);
+		return rung_err_set(err, EBADMSG,
+				    "manifest %s: content has sha256:%s but the registry says %s", ref,
+				    hex, rs.content_digest);
+	}
 	if ((want_digest && strcmp(hex, want_digest + 7)) ||
 	    (want_size != UINT64_MAX && rs.len != want_size)) {
 		free(rs.mem);
@@ -348,7 +377,7 @@ static int get_layer(struct reg *g, struct rfs_store *s, struct rfs_stage *st,
 	if (fd < 0)
 		return rung_err_sys(err, errno, "stage download");
 	struct resp rs = { .fd = fd, .md = EVP_MD_CTX_new(), .limit = d->size, .name = d->digest,
-			   .progress = progress, .ud = ud };
+			   .progress = progress, .ud = ud, .blob = true };
 	if (!rs.md)
 		return rung_err_set(err, ENOMEM, "out of memory");
 	EVP_DigestInit_ex(rs.md, EVP_sha256(), NULL);
@@ -474,6 +503,7 @@ int rfs_image_pull(struct rfs_store *s, const char *refstr, const struct rfs_pul
 	const char *host = strcmp(pr.registry, "docker.io") ? pr.registry : "registry-1.docker.io";
 	bool plain = opts->insecure || is_loopback(host);
 	snprintf(g->base, sizeof(g->base), "%s://%s", plain ? "http" : "https", host);
+	g->plain = plain;
 	snprintf(g->repo, sizeof(g->repo), "%s", pr.repo);
 	const char *u = opts->username ? opts->username : getenv("RUNG_REGISTRY_USER");
 	const char *p = opts->password ? opts->password : getenv("RUNG_REGISTRY_PASSWORD");

@@ -30,21 +30,29 @@ void rfs_stage_end(struct rfs_store *s, struct rfs_stage *st);
 /* images/tmp debris of dead importers. */
 int rfs_stage_sweep(struct rfs_store *s, struct rung_err *err);
 
-/* A byte source that hashes (and optionally tees to another fd) as it is read. */
+/*
+ * A byte source that hashes (and optionally tees to another fd) what it reads. A reader
+ * thread does read + hash + tee (+ gzip/zstd decompression) into a small ring of buffers
+ * while the caller (libarchive, tar only) unpacks: the two halves run on two cores.
+ * rfs_src_read yields the decompressed stream.
+ */
+#define RFS_SRC_NBUF 4
 struct rfs_src {
 	int fd, tee_fd;
-	EVP_MD_CTX *md;
-	uint64_t done, total;
-	const char *name; /* for progress and errors */
-	rfs_progress_fn progress;
+	uint64_t done, total; /* raw (compressed) bytes read; exact after rfs_src_hex */
+	const char *name;     /* for progress and errors */
+	rfs_progress_fn progress; /* called on the consumer's thread */
 	void *ud;
-	unsigned char *buf;
-	int err; /* errno of a failed read/tee */
+	int err; /* errno of a failed read/tee/decompression */
+	char errmsg[160];
+	struct rfs_src_ring *ring;
 };
 int rfs_src_init(struct rfs_src *src, int fd, struct rung_err *err);
 void rfs_src_release(struct rfs_src *src);
+/* The next chunk (valid until the next call): >0 bytes, 0 at EOF, -1 on error (src->err). */
 ssize_t rfs_src_read(struct rfs_src *src, const void **out);
 int rfs_src_drain(struct rfs_src *src, struct rung_err *err);
+/* After EOF: the SHA-256 of everything read (and done = the exact byte count). */
 void rfs_src_hex(struct rfs_src *src, char out[65]);
 
 /* Unpack from a source (rfs_layer_unpack reads a plain fd through this). */

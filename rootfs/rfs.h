@@ -11,6 +11,8 @@
  *   tmp/                      staging; a dead importer's debris is removed by open and gc
  *
  * An image is identified by the digest of its linux/amd64 image manifest.
+ * A store handle holds only a path and a directory fd: threads and processes may share the
+ * store and import concurrently (they coordinate through flock on files under images/).
  */
 #ifndef RUNG_ROOTFS_RFS_H
 #define RUNG_ROOTFS_RFS_H
@@ -156,6 +158,9 @@ int rfs_www_auth_parse(const char *header, struct rfs_www_auth *out, struct rung
 int rfs_image_resolve(struct rfs_store *s, const char *ref, struct rfs_image_info *out,
 		      struct rung_err *err);
 
+/* Tag an image (by ref, as resolve takes it) with another name:tag. */
+int rfs_image_tag(struct rfs_store *s, const char *ref, const char *new_tag, struct rung_err *err);
+
 struct rfs_image_entry {
 	char ref[RFS_REF_MAX];
 	char digest[RFS_DIGEST_MAX];
@@ -226,13 +231,28 @@ struct rfs_mount_plan {
 	char source[16];  /* "overlay" */
 	char fstype[16];  /* "overlay" */
 	char target[4096];
-	unsigned long flags;
+	unsigned long flags; /* MS_NODEV | MS_NOSUID (| MS_RDONLY); MS_NOEXEC honoured too */
 	char data[RFS_MOUNT_DATA_MAX]; /* lowerdir=A:B,upperdir=U,workdir=W[,userxattr] */
 	bool read_only;   /* no upper: a read-only stack */
+	bool bind;        /* one layer, no upper (overlayfs refuses that): a read-only bind */
 };
-/* Pure. lowers top-most first (NULL-terminated, >= 1). upper and work may both be NULL. */
+/*
+ * Pure. lowers top-most first (NULL-terminated, >= 1). upper and work may both be NULL
+ * (a read-only view; with a single layer that is a read-only bind mount of it).
+ */
 int rfs_overlay_plan(const char *const *lowers, const char *upper, const char *work,
 		     const char *target, struct rfs_mount_plan *out, struct rung_err *err);
 int rfs_overlay_apply(const struct rfs_mount_plan *p, struct rung_err *err);
+/*
+ * The same, with every lower layer presented through an idmapped mount for userns_fd (an
+ * open /proc/PID/ns/user): on-disk uid N (the image's N) appears as that namespace's N, so
+ * one shared copy of a layer serves every sandbox's user namespace. Upper and work dirs are
+ * used as they are (the runtime owns them by the namespace's root). scratch: an existing
+ * private directory (e.g. the sandbox's state dir) where each layer's idmapped clone is
+ * attached while the overlay is created (overlayfs here does not take detached mounts);
+ * they are detached and their directories removed before return.
+ */
+int rfs_overlay_apply_idmapped(const struct rfs_mount_plan *p, int userns_fd,
+			       const char *scratch, struct rung_err *err);
 
 #endif

@@ -91,20 +91,38 @@ int rfs_stage_begin(struct rfs_store *s, struct rfs_stage *st, struct rung_err *
 	st->gc_fd = rfs_lock_take(s, RFS_LOCK_GC, LOCK_SH, err);
 	if (st->gc_fd < 0)
 		return st->gc_fd;
-	char path[64];
-	snprintf(path, sizeof(path), "tmp/imp-XXXXXX");
+	/* Made as "new-*", locked, then renamed "imp-*": the sweeper never sees an unlocked
+	 * live stage (it removes "new-*" only when old). */
 	cleanup_free char *full = NULL;
-	if (asprintf(&full, "%s/%s", s->root, path) < 0 || !mkdtemp(full)) {
+	if (asprintf(&full, "%s/tmp/new-XXXXXX", s->root) < 0 || !mkdtemp(full)) {
 		int e = full ? errno : ENOMEM;
 		rfs_stage_end(s, st);
 		return rung_err_sys(err, e, "create staging dir in %s/tmp", s->root);
 	}
-	snprintf(st->name, sizeof(st->name), "%s", strrchr(full, '/') + 1);
+	const char *base = strrchr(full, '/') + 1;
 	st->dfd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (st->dfd >= 0)
 		st->lock_fd = openat(st->dfd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (st->lock_fd < 0 || flock(st->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-		int e = errno;
+	char final[64];
+	snprintf(final, sizeof(final), "imp-%s", base + 4);
+	int e = 0;
+	if (st->lock_fd < 0 || flock(st->lock_fd, LOCK_EX | LOCK_NB) < 0)
+		e = errno;
+	if (!e) {
+		char from[96], to[96];
+		snprintf(from, sizeof(from), "tmp/%s", base);
+		snprintf(to, sizeof(to), "tmp/%s", final);
+		if (renameat(s->dfd, from, s->dfd, to) < 0)
+			e = errno;
+		else
+			snprintf(st->name, sizeof(st->name), "%s", final);
+	}
+	if (e) {
+		int tfd = openat(s->dfd, "tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (tfd >= 0) {
+			rung_rm_rf_at(tfd, base, NULL);
+			close(tfd);
+		}
 		rfs_stage_end(s, st);
 		return rung_err_sys(err, e, "lock staging dir %s", full);
 	}
@@ -140,6 +158,16 @@ int rfs_stage_sweep(struct rfs_store *s, struct rung_err *err)
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
+		if (!strncmp(de->d_name, "new-", 4)) { /* a stage that died before its lock */
+			struct stat st;
+			if (fstatat(tfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    time(NULL) - st.st_mtime > STALE_UNLOCKED_S) {
+				struct rung_err e = { 0 };
+				if (rung_rm_rf_at(tfd, de->d_name, &e) < 0)
+					LOG_WARN("remove %s: %s", de->d_name, e.msg);
+			}
+			continue;
+		}
 		char lock[300];
 		snprintf(lock, sizeof(lock), "%s/.lock", de->d_name);
 		int lfd = openat(tfd, lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);

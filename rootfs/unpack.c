@@ -11,7 +11,9 @@
  * setuid/setgid bits are stripped (counted); xattrs in the tar are never applied (a layer
  * must not plant trusted.overlay.* or security.capability).
  * Whiteouts: ".wh.NAME" becomes a 0:0 char device NAME; ".wh..wh..opq" sets
- * trusted.overlay.opaque=y on its directory.
+ * trusted.overlay.opaque=y on its directory. Unprivileged (a rootless store), ownership is
+ * left to the caller and opaque dirs get user.overlay.opaque=y instead: such layers are for
+ * overlays mounted with "userxattr" (0:0 whiteouts need no privilege).
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -35,7 +37,7 @@
 
 struct unpacker {
 	int rootfd;
-	bool chown_ok;
+	bool chown_ok;          /* root: keep the image's owners, trusted.overlay.* */
 	char cached_parent[4096]; /* parent path whose fd is cached_fd */
 	int cached_fd;
 	struct rfs_unpack_stats *stats;
@@ -222,7 +224,8 @@ static int do_whiteout(struct unpacker *u, int pfd, const char *leaf, const char
 		       struct rung_err *err)
 {
 	if (!strcmp(leaf, WH_OPAQUE)) {
-		if (fsetxattr(pfd, "trusted.overlay.opaque", "y", 1, 0) < 0)
+		const char *x = u->chown_ok ? "trusted.overlay.opaque" : "user.overlay.opaque";
+		if (fsetxattr(pfd, x, "y", 1, 0) < 0)
 			return rung_err_sys(err, errno, "layer entry '%.200s': set opaque xattr",
 					    entry);
 		u->stats->opaque_dirs++;
@@ -288,6 +291,11 @@ static int do_entry(struct unpacker *u, struct archive *a, struct archive_entry 
 	int r = clean_path(entry, entry, path, sizeof(path), err);
 	if (r < 0)
 		return r;
+	/* aufs bookkeeping (".wh..wh.plnk/...", ".wh..wh.aufs"): not content; skipped, as
+	 * Docker does. The opaque marker is the one ".wh..wh." name that means something. */
+	for (const char *c = path; c; c = strchr(c, '/'), c = c ? c + 1 : NULL)
+		if (!strncmp(c, ".wh..wh.", 8) && strcmp(c, WH_OPAQUE))
+			return 0;
 	mode_t type = archive_entry_filetype(e);
 	const char *hl = archive_entry_hardlink(e);
 	if ((uint64_t)archive_entry_uid(e) > MAX_ID || (uint64_t)archive_entry_gid(e) > MAX_ID ||
@@ -373,87 +381,12 @@ static int do_entry(struct unpacker *u, struct archive *a, struct archive_entry 
 	return rung_err_set(err, EPERM, "layer entry '%.200s': unsupported type", entry);
 }
 
-/* ---- sources ------------------------------------------------------------------------------ */
-
-int rfs_src_init(struct rfs_src *src, int fd, struct rung_err *err)
-{
-	memset(src, 0, sizeof(*src));
-	src->fd = fd;
-	src->tee_fd = -1;
-	src->buf = malloc(RFS_IO_BUF);
-	src->md = EVP_MD_CTX_new();
-	if (!src->buf || !src->md || !EVP_DigestInit_ex(src->md, EVP_sha256(), NULL)) {
-		rfs_src_release(src);
-		return rung_err_set(err, ENOMEM, "out of memory");
-	}
-	return 0;
-}
-
-void rfs_src_release(struct rfs_src *src)
-{
-	free(src->buf);
-	src->buf = NULL;
-	EVP_MD_CTX_free(src->md);
-	src->md = NULL;
-}
-
-ssize_t rfs_src_read(struct rfs_src *src, const void **out)
-{
-	ssize_t n;
-	do
-		n = read(src->fd, src->buf, RFS_IO_BUF);
-	while (n < 0 && errno == EINTR);
-	if (n < 0) {
-		src->err = errno;
-		return -1;
-	}
-	if (n > 0) {
-		EVP_DigestUpdate(src->md, src->buf, (size_t)n);
-		if (src->tee_fd >= 0) {
-			int r = rung_write_all(src->tee_fd, src->buf, (size_t)n);
-			if (r < 0) {
-				src->err = -r;
-				return -1;
-			}
-		}
-		src->done += (uint64_t)n;
-		if (src->progress)
-			src->progress(src->name ? src->name : "", src->done, src->total, src->ud);
-	}
-	*out = src->buf;
-	return n;
-}
-
-int rfs_src_drain(struct rfs_src *src, struct rung_err *err)
-{
-	const void *p;
-	ssize_t n;
-	while ((n = rfs_src_read(src, &p)) > 0)
-		;
-	if (n < 0)
-		return rung_err_sys(err, src->err, "read %s", src->name ? src->name : "layer");
-	return 0;
-}
-
-void rfs_src_hex(struct rfs_src *src, char out[65])
-{
-	static const char hex[] = "0123456789abcdef";
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned len = 0;
-	EVP_DigestFinal_ex(src->md, md, &len);
-	for (unsigned i = 0; i < len && i < 32; i++) {
-		out[2 * i] = hex[md[i] >> 4];
-		out[2 * i + 1] = hex[md[i] & 15];
-	}
-	out[64] = '\0';
-}
-
 static la_ssize_t src_cb(struct archive *a, void *ud, const void **buf)
 {
 	struct rfs_src *src = ud;
 	ssize_t n = rfs_src_read(src, buf);
 	if (n < 0)
-		archive_set_error(a, src->err, "read: %s", strerror(src->err));
+		archive_set_error(a, src->err, "%s", src->errmsg);
 	return n;
 }
 

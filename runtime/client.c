@@ -71,32 +71,50 @@ static int send_exec(int fd, const struct rung_exec_req *req, const struct rung_
 		     const char *const *image_env, uint32_t timeout_ms, uint64_t max_out,
 		     struct rung_err *err)
 {
-	/* env: defaults, then the spec's, then the request's (later entries win in the agent's
-	 * getenv, which returns the first match: so we put request first). */
-	char **env = NULL;
-	size_t n = 0;
-	const char *const *lists[3] = {req->env, (const char *const *)spec->env, image_env};
-	for (int l = 0; l < 3; l++)
-		for (const char *const *e = lists[l]; e && *e; e++)
-			n++;
-	env = calloc(n + 4, sizeof(char *));
-	if (!env)
-		return rung_err_set(err, ENOMEM, "out of memory");
-	size_t i = 0;
-	for (int l = 0; l < 3; l++)
-		for (const char *const *e = lists[l]; e && *e; e++)
-			env[i++] = (char *)*e;
+	/* env: the request's, then the spec's, then the image's, then the defaults; each KEY
+	 * once, the first wins. (Duplicates would make the winner depend on the program: getenv
+	 * takes the first match, a shell importing its environment the last.) */
 	const char *wd = spec->work_dir ? spec->work_dir : RT_DEFAULT_WORK_DIR;
 	char home[300];
 	snprintf(home, sizeof(home), "HOME=%s", wd);
-	env[i++] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-	env[i++] = home;
-	env[i++] = "LANG=C.UTF-8";
+	const char *const defaults[] = {
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", home,
+		"LANG=C.UTF-8", NULL};
+	const char *const *lists[4] = {req->env, (const char *const *)spec->env, image_env,
+				       defaults};
+	size_t n = 0, i = 0;
+	for (int l = 0; l < 4; l++)
+		for (const char *const *e = lists[l]; e && *e; e++)
+			n++;
+	char **env = calloc(n + 1, sizeof(char *));
+	if (!env)
+		return rung_err_set(err, ENOMEM, "out of memory");
+	for (int l = 0; l < 4; l++)
+		for (const char *const *e = lists[l]; e && *e; e++) {
+			const char *eq = strchr(*e, '=');
+			size_t klen = eq ? (size_t)(eq - *e) + 1 : strlen(*e);
+			bool dup = false;
+			for (size_t j = 0; j < i && !dup; j++)
+				dup = !strncmp(env[j], *e, klen);
+			if (!dup)
+				env[i++] = (char *)*e;
+		}
 	env[i] = NULL;
+	/* A relative cwd is relative to the work dir, as write_file/read_file paths are. */
+	char cwd[4096];
+	const char *xcwd = req->cwd ? req->cwd : wd;
+	if (xcwd[0] != '/') {
+		int cl = snprintf(cwd, sizeof(cwd), "%s/%s", wd, xcwd);
+		if (cl < 0 || (size_t)cl >= sizeof(cwd)) {
+			free(env);
+			return rung_err_set(err, ENAMETOOLONG, "cwd: too long");
+		}
+		xcwd = cwd;
+	}
 	struct rung_proto_exec x = {
 		.argv = (char **)req->argv,
 		.env = env,
-		.cwd = (char *)(req->cwd ? req->cwd : wd),
+		.cwd = (char *)xcwd,
 		.timeout_ms = timeout_ms,
 		.max_output = max_out,
 		.has_stdin = req->stdin_data != NULL,
@@ -128,6 +146,9 @@ int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spe
 	memset(res, 0, sizeof(*res));
 	if (!req->argv || !req->argv[0] || !req->argv[0][0])
 		return rung_err_set(err, EINVAL, "argv: at least one non-empty element required");
+	if (req->stdin_len > RUNG_PROTO_STDIN_MAX) /* the agent would drop the rest */
+		return rung_err_set(err, EFBIG, "stdin: %zu bytes exceeds the %u-byte limit",
+				    req->stdin_len, RUNG_PROTO_STDIN_MAX);
 	uint32_t timeout_ms = req->timeout_ms ? req->timeout_ms : spec->limits.exec_timeout_s * 1000;
 	uint64_t max_out = req->max_output ? req->max_output : spec->limits.output_bytes;
 	int r = send_exec(fd, req, spec, image_env, timeout_ms, max_out, err);

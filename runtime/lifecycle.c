@@ -225,11 +225,14 @@ int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *
 			   now >= act + (uint64_t)m.spec.idle_suspend_s * 1000) {
 			const struct rt_backend_ops *ops = rt_backend_get(m.iso);
 			struct rt_sandbox sb = {.router = r, .meta = m};
-			if (ops && ops->suspend(&sb, &e2) == 0) {
+			int busy = rt_store_busy(&r->store, m.id, true); /* <0: in flight */
+			if (busy >= 0 && ops && ops->suspend(&sb, &e2) == 0) {
 				m.state = RUNG_STATE_SUSPENDED;
 				if (rt_store_meta_write(&r->store, &m, &e2) == 0)
 					rep->suspended_idle++;
 			}
+			if (busy >= 0)
+				close(busy);
 		}
 		rt_meta_release(&m);
 		close(lock);

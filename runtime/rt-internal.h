@@ -72,6 +72,12 @@ int rt_store_alloc_uid(const struct rt_store *st, const char *id, uint32_t *base
 void rt_store_release_uid(const struct rt_store *st, const char *id, uint32_t base);
 void rt_store_touch_activity(const struct rt_store *st, const char *id);
 uint64_t rt_store_activity_ms(const struct rt_store *st, const char *id);
+/*
+ * In-flight operations (exec, write_file, read_file) hold a shared lock on the sandbox's
+ * "busy" file; an idle suspend takes it exclusive and non-blocking, and skips a busy sandbox.
+ * Returns the fd holding the lock, or -errno (-EWOULDBLOCK: busy).
+ */
+int rt_store_busy(const struct rt_store *st, const char *id, bool exclusive);
 
 /* ---- backends ---- */
 struct np_net;

@@ -69,7 +69,6 @@ static void child_main(struct child_ctx *c)
 {
 	struct rung_err err = {0};
 	char go;
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (rung_read_exact(c->go_fd, &go, 1) < 0 || go != 'g') {
 		rung_err_set(&err, EIO, "parent gave up during setup");
 		child_fail(c->err_fd, &err);
@@ -77,6 +76,11 @@ static void child_main(struct child_ctx *c)
 	close(c->go_fd);
 	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
 		rung_err_sys(&err, errno, "become root in the user namespace");
+		child_fail(c->err_fd, &err);
+	}
+	/* After the id change: a credential change clears the parent-death signal. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
+		rung_err_sys(&err, errno, "set the parent-death signal");
 		child_fail(c->err_fd, &err);
 	}
 	struct rung_limits lim = c->sb->meta.spec.limits;

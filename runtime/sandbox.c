@@ -241,6 +241,8 @@ int rung_exec(struct rung_sandbox *s, const struct rung_exec_req *req, struct ru
 	      struct rung_err *err)
 {
 	memset(res, 0, sizeof(*res));
+	/* in flight: no idle suspend until this returns */
+	cleanup_close int busy = rt_store_busy(&s->sb.router->store, s->sb.meta.id, false);
 	cleanup_close int fd = connect_agent(s, err);
 	if (fd < 0)
 		return fd;
@@ -278,6 +280,8 @@ int rung_write_file(struct rung_sandbox *s, const char *path, const void *data, 
 		return r;
 	if (mode & ~07777u)
 		return rung_err_set(err, EINVAL, "mode: %o out of range", mode);
+	/* in flight: no idle suspend until this returns */
+	cleanup_close int busy = rt_store_busy(&s->sb.router->store, s->sb.meta.id, false);
 	cleanup_close int fd = connect_agent(s, err);
 	if (fd < 0)
 		return fd;
@@ -291,6 +295,8 @@ int rung_read_file(struct rung_sandbox *s, const char *path, size_t max, char **
 	int r = sandbox_path(s, path, p, sizeof(p), err);
 	if (r < 0)
 		return r;
+	/* in flight: no idle suspend until this returns */
+	cleanup_close int busy = rt_store_busy(&s->sb.router->store, s->sb.meta.id, false);
 	cleanup_close int fd = connect_agent(s, err);
 	if (fd < 0)
 		return fd;

@@ -260,6 +260,23 @@ void rt_store_touch_activity(const struct rt_store *st, const char *id)
 	}
 }
 
+int rt_store_busy(const struct rt_store *st, const char *id, bool exclusive)
+{
+	char p[4096];
+	rt_store_path(st, id, "busy", p, sizeof(p));
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	while (flock(fd, exclusive ? LOCK_EX | LOCK_NB : LOCK_SH) < 0) {
+		if (errno == EINTR)
+			continue;
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
 uint64_t rt_store_activity_ms(const struct rt_store *st, const char *id)
 {
 	char p[4096];

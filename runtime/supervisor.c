@@ -60,8 +60,14 @@ static void self_dispose(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 	struct rt_store *st = &sb->router->store;
 	int lock = -1;
 	while ((lock = rt_store_lock_sandbox(st, sb->meta.id, false, true, NULL)) < 0) {
-		if (lock == -ENOENT)
-			return; /* someone disposed it already */
+		if (lock == -ENOENT) {
+			/* Its store entry is gone (removed without a dispose): nothing can reach
+			 * this sandbox any more, and the TTL has passed. Stop it. */
+			kill(sb->meta.init_pid, SIGKILL);
+			waitpid(sb->meta.init_pid, NULL, 0);
+			ops->teardown(sb);
+			_exit(0);
+		}
 		struct pollfd p = {.fd = sfd, .events = POLLIN};
 		if (poll(&p, 1, 50) > 0)
 			return; /* a disposer is signalling us: let the main loop handle it */
@@ -89,6 +95,11 @@ static void maybe_idle_suspend(struct rt_sandbox *sb, const struct rt_backend_op
 	int lock = rt_store_lock_sandbox(st, sb->meta.id, false, true, NULL);
 	if (lock < 0)
 		return;
+	int busy = rt_store_busy(st, sb->meta.id, true);
+	if (busy < 0) { /* an exec or file operation is in flight: not idle */
+		close(lock);
+		return;
+	}
 	struct rt_meta m;
 	struct rung_err err = {0};
 	if (rt_store_meta_read(st, sb->meta.id, &m, &err) == 0) {
@@ -103,6 +114,7 @@ static void maybe_idle_suspend(struct rt_sandbox *sb, const struct rt_backend_op
 		}
 		rt_meta_release(&m);
 	}
+	close(busy);
 	close(lock);
 }
 
@@ -361,12 +373,24 @@ fail:
 	return 1;
 }
 
+/* A zombie (dead, not yet reaped by whoever inherited it) is not alive. */
+static bool proc_is_zombie(pid_t pid)
+{
+	char p[64];
+	cleanup_free char *txt = NULL;
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	if (rung_file_load(AT_FDCWD, p, 4096, &txt, NULL, NULL) < 0)
+		return true;
+	const char *c = strrchr(txt, ')');
+	return !c || !c[1] || c[2] == 'Z' || c[2] == 'X';
+}
+
 bool rt_supervisor_alive(const struct rt_meta *m)
 {
 	if (m->sup_pid <= 0)
 		return false;
 	uint64_t st = rung_proc_starttime(m->sup_pid);
-	return st != 0 && st == m->sup_start;
+	return st != 0 && st == m->sup_start && !proc_is_zombie(m->sup_pid);
 }
 
 void rt_supervisor_stop(const struct rt_meta *m, unsigned grace_ms)

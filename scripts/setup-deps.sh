@@ -3,7 +3,7 @@
 # Usage: scripts/setup-deps.sh [build|test|vm]   (default: test, which includes build)
 set -eu
 BUILD="build-essential pkg-config clang make libseccomp-dev libcap-dev libnl-3-dev
- libnl-route-3-dev libnftables-dev libjansson-dev libmicrohttpd-dev libarchive-dev
+ libnl-route-3-dev libnftables-dev libnftnl-dev libmnl-dev libjansson-dev libmicrohttpd-dev libarchive-dev
  libssl-dev libcurl4-openssl-dev check linux-libc-dev busybox-static python3 uidmap"
 TEST="$BUILD bubblewrap hyperfine iproute2 nftables e2fsprogs cpio crun runc umoci skopeo
  docker-registry mmdebstrap qemu-system-x86 curl procps psmisc"

@@ -277,7 +277,9 @@ void cgt_case_freeze(const char *root)
 	uint64_t c3 = cgt_cpu_ns(c.pid);
 	fprintf(stderr, "cgroup freeze: frozen 400 ms: +%llu us CPU; thawed 400 ms: +%llu us\n",
 		(unsigned long long)(c1 - c0) / 1000, (unsigned long long)(c3 - c2) / 1000);
-	ck_assert_msg(c3 - c2 > 100000000, "thawed process ran only %llu ns",
+	/* Thawed it runs again: frozen it got < 2 ms in 400 ms; thawed, well over 20 ms even on
+	 * a loaded 2-core machine (a share, not a full CPU, is all we can count on). */
+	ck_assert_msg(c3 - c2 > 20000000, "thawed process ran only %llu ns",
 		      (unsigned long long)(c3 - c2));
 	/* Destroying a frozen group works too. */
 	ck_assert_msg(rt_cgroup_freeze(cg, true, &err) == 0, "%s", err.msg);

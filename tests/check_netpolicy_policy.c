@@ -116,9 +116,8 @@ START_TEST(test_match_name)
 	/* files.pypi.org matches an any-port entry too: any wins. */
 	ck_assert_int_eq(np_policy_match_name(&p, "files.pypi.org", &any, ports, 8, &np), 1);
 	ck_assert(any);
-	ck_assert_int_eq(np_policy_match_name(&p, "evil.org.pypi.org.attacker.net", &any, ports, 8,
-					      &np),
-			 0);
+	ck_assert_int_eq(
+	    np_policy_match_name(&p, "evil.org.pypi.org.attacker.net", &any, ports, 8, &np), 0);
 	np_policy_release(&p);
 }
 END_TEST
@@ -149,7 +148,8 @@ START_TEST(test_render)
 					"table inet rung_0123456789ab {"));
 	ck_assert_ptr_nonnull(strstr(t, "elements = { 192.0.2.0/24 }"));
 	ck_assert_ptr_nonnull(strstr(t, "elements = { 198.51.100.7/32 . 443 }"));
-	ck_assert_ptr_nonnull(strstr(t, "elements = { 2001:db8::/32 . 443 }"));
+	ck_assert_ptr_null(strstr(t, "2001:db8")); /* IPv6 is dropped wholesale, no v6 sets */
+	ck_assert_ptr_null(strstr(t, "set d4p"));  /* no host entry with a port: no such set */
 	ck_assert_ptr_nonnull(strstr(t, "iifname \"rg0123456789ab\" jump egress"));
 	ck_assert_ptr_nonnull(strstr(t, "iifname \"rg0123456789ab\" jump to_host"));
 	ck_assert_ptr_nonnull(strstr(t, "ip saddr != 10.213.0.2 drop"));
@@ -157,15 +157,40 @@ START_TEST(test_render)
 	ck_assert_ptr_nonnull(strstr(t, "ip daddr 10.213.0.1 udp dport 53 accept"));
 	ck_assert_ptr_nonnull(strstr(t, "meta l4proto tcp reject with tcp reset"));
 	ck_assert_ptr_nonnull(strstr(t, "reject with icmpx type admin-prohibited"));
-	ck_assert_ptr_nonnull(strstr(t, "ip saddr 10.213.0.2 oifname != \"rg0123456789ab\" masquerade"));
+	ck_assert_ptr_nonnull(
+	    strstr(t, "ip saddr 10.213.0.2 oifname != \"rg0123456789ab\" masquerade"));
 	ck_assert_ptr_nonnull(strstr(t, "meta nfproto ipv6 drop"));
-	ck_assert_ptr_nonnull(strstr(t, "set d4p {\n\t\ttype ipv4_addr . inet_service\n\t\tflags timeout\n\t}"));
+	ck_assert_ptr_nonnull(
+	    strstr(t, "set d4 {\n\t\ttype ipv4_addr\n\t\tflags timeout\n\t\tsize 4096\n\t}"));
 	/* DNS blocking comes before any accept in egress. */
 	char *eg = strstr(t, "chain egress");
 	ck_assert(strstr(eg, "th dport 53 jump deny") < strstr(eg, "ip daddr @s4 accept"));
 	/* the host-name entry never appears as an address: it is only in the dynamic sets */
 	ck_assert_ptr_null(strstr(t, "example.org"));
 	free(t);
+	/* a ported name entry gets the concatenated dynamic set and its rule */
+	const char *items2[] = {"*.pypi.org:443"};
+	struct np_policy p2;
+	ck_assert_int_eq(np_policy_parse(items2, 1, &p2, &err), 0);
+	t = np_policy_render(&p2, &rp, &err);
+	ck_assert_ptr_nonnull(strstr(
+	    t,
+	    "set d4p {\n\t\ttype ipv4_addr . inet_service\n\t\tflags timeout\n\t\tsize 4096\n\t}"));
+	ck_assert_ptr_nonnull(
+	    strstr(t, "meta l4proto { tcp, udp } ip daddr . th dport @d4p accept"));
+	ck_assert_ptr_null(strstr(t, "@d4 "));
+	ck_assert_ptr_null(strstr(t, "@s4"));
+	free(t);
+	np_policy_release(&p2);
+	/* create_only: no replace, so no delete */
+	rp.create_only = true;
+	t = np_policy_render(&p, &rp, &err);
+	ck_assert_ptr_nonnull(strstr(t, "create table inet rung_0123456789ab { comment "
+					"\"rung-np:feedbeef0000:sb-1\"; }\n"
+					"table inet rung_0123456789ab {\n"));
+	ck_assert_ptr_null(strstr(t, "delete table"));
+	free(t);
+	rp.create_only = false;
 	/* the empty policy has no table */
 	struct np_policy empty = {0};
 	ck_assert_ptr_null(np_policy_render(&empty, &rp, &err));

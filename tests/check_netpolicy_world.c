@@ -6,13 +6,13 @@
 #include <poll.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <stdbool.h>
 #include <unistd.h>
 
 #include "tests/np_dnsbuild.h"
@@ -94,19 +94,23 @@ void npw_addr(const struct np_world *w, int host, char *out, size_t len)
 struct zone_rec {
 	const char *name;
 	const char *cname; /* or NULL */
-	int host;          /* A 198.18.k.host */
+	int host;	   /* A 198.18.k.host */
 	uint32_t ttl;
+	const char *ip; /* or this A (never contacted: the proxy must refuse to open it) */
 };
 static const struct zone_rec zone[] = {
-	{"allowed.test", NULL, 10, 300},
-	{"denied.test", NULL, 11, 300},
-	{"b.test", NULL, 12, 300},
-	{"sub.test", NULL, 13, 300},
-	{"a.sub.test", NULL, 13, 300},
-	{"x.y.sub.test", NULL, 13, 300},
-	{"short.test", NULL, 14, 1},
-	{"cname.test", "far.elsewhere.test", 15, 300},
-	{"far.elsewhere.test", NULL, 15, 300},
+    {"allowed.test", NULL, 10, 300, NULL},
+    {"denied.test", NULL, 11, 300, NULL},
+    {"b.test", NULL, 12, 300, NULL},
+    {"sub.test", NULL, 13, 300, NULL},
+    {"a.sub.test", NULL, 13, 300, NULL},
+    {"x.y.sub.test", NULL, 13, 300, NULL},
+    {"short.test", NULL, 14, 1, NULL},
+    {"cname.test", "far.elsewhere.test", 15, 300, NULL},
+    {"far.elsewhere.test", NULL, 15, 300, NULL},
+    {"meta.test", NULL, 0, 300, "169.254.169.254"},
+    {"loop.test", NULL, 0, 300, "127.0.0.1"},
+    {"pool.test", NULL, 0, 300, "10.213.0.1"},
 };
 static const int server_hosts[] = {10, 11, 12, 13, 14, 15};
 #define N_HOSTS (sizeof(server_hosts) / sizeof(server_hosts[0]))
@@ -135,6 +139,8 @@ static void dns_answer(struct np_world *w, int fd)
 		dnsb_start(&d, m.id, 0x8180, m.qname, m.qtype, 0); /* NODATA */
 	} else {
 		uint8_t ip[4] = {198, 18, (uint8_t)w->k, (uint8_t)z->host};
+		if (z->ip)
+			inet_pton(AF_INET, z->ip, ip);
 		dnsb_start(&d, m.id, 0x8180, m.qname, m.qtype, z->cname ? 2 : 1);
 		if (z->cname) {
 			dnsb_rr_cname(&d, NULL, z->cname, z->ttl);
@@ -214,7 +220,8 @@ static void *server_thread(void *p)
 				ssize_t r = recvfrom(pf[i].fd, b, sizeof(b), MSG_DONTWAIT,
 						     (struct sockaddr *)&from, &fl);
 				if (r > 0)
-					sendto(pf[i].fd, b, (size_t)r, 0, (struct sockaddr *)&from, fl);
+					sendto(pf[i].fd, b, (size_t)r, 0, (struct sockaddr *)&from,
+					       fl);
 			}
 	}
 	for (int i = 1; i < n; i++)
@@ -223,10 +230,31 @@ static void *server_thread(void *p)
 	return NULL;
 }
 
+/* A 198.18.k.0/24 no route of the host uses yet (another test run may hold one). */
+static unsigned free_k(unsigned k)
+{
+	for (int tries = 0; tries < 200; tries++, k = 20 + (k - 20 + 1) % 200) {
+		FILE *f = fopen("/proc/net/route", "r");
+		if (!f)
+			return k;
+		char line[256];
+		bool used = false;
+		unsigned dst;
+		while (!used && fgets(line, sizeof(line), f))
+			if (sscanf(line, "%*s %x", &dst) == 1) /* little-endian hex */
+				used = (dst & 0xffff) == (18u << 8 | 198u) &&
+				       ((dst >> 16) & 0xff) == k;
+		fclose(f);
+		if (!used)
+			return k;
+	}
+	return k;
+}
+
 int npw_up(struct np_world *w)
 {
 	memset(w, 0, sizeof(*w));
-	w->k = 20 + (unsigned)getpid() % 200;
+	w->k = free_k(20 + (unsigned)getpid() % 200);
 	snprintf(w->veth, sizeof(w->veth), "npt%d", (int)getpid() % 10000000);
 	snprintf(w->net, sizeof(w->net), "198.18.%u.", w->k);
 	snprintf(w->upstream, sizeof(w->upstream), "198.18.%u.53:53", w->k);
@@ -485,7 +513,8 @@ int npw_dns(const char *server, const char *name, bool use_tcp, int timeout_ms, 
 			goto out;
 		}
 		uint8_t l2[2] = {(uint8_t)(q.n >> 8), (uint8_t)q.n};
-		if (send(fd, l2, 2, MSG_NOSIGNAL) != 2 || send(fd, q.b, q.n, MSG_NOSIGNAL) != (ssize_t)q.n) {
+		if (send(fd, l2, 2, MSG_NOSIGNAL) != 2 ||
+		    send(fd, q.b, q.n, MSG_NOSIGNAL) != (ssize_t)q.n) {
 			r = -errno;
 			goto out;
 		}

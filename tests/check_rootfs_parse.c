@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 
 #include "rootfs/rfs.h"
 #include "tests/testutil.h"
@@ -210,9 +211,18 @@ START_TEST(test_overlay_plan)
 	ck_assert_str_eq(p.fstype, "overlay");
 	ck_assert_str_eq(p.target, "/sb/root");
 	ck_assert(!p.read_only);
+	ck_assert_uint_eq(p.flags, MS_NODEV | MS_NOSUID);
 	ck_assert_int_eq(rfs_overlay_plan(lowers, NULL, NULL, "/sb/root", &p, &err), 0);
 	ck_assert(p.read_only);
+	ck_assert_uint_eq(p.flags, MS_NODEV | MS_NOSUID | MS_RDONLY);
 	ck_assert_str_eq(p.data, "lowerdir=/s/l/top:/s/l/mid:/s/l/base");
+	ck_assert(!p.bind);
+	/* One layer, no upper: overlayfs refuses that, so the plan is a read-only bind. */
+	ck_assert_int_eq(rfs_overlay_plan(lowers + 2, NULL, NULL, "/sb/root", &p, &err), 0);
+	ck_assert(p.bind && p.read_only);
+	ck_assert_str_eq(p.data, "lowerdir=/s/l/base");
+	ck_assert_int_eq(rfs_overlay_plan(lowers + 2, "/u", "/w", "/t", &p, &err), 0);
+	ck_assert(!p.bind);
 	ck_assert_int_eq(rfs_overlay_plan(lowers, "/u", NULL, "/t", &p, &err), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "together"));
 	const char *const bad[] = { "/a:b", NULL };

@@ -176,6 +176,7 @@ START_TEST(test_pull)
 	struct rung_err err = { 0 };
 	struct rfs_image_info info, r2;
 	struct prog pg = { 0 };
+	int fds = rung_test_count_fds();
 	char ref[256];
 	snprintf(ref, sizeof(ref), "%s:latest", g.name);
 	int r = rfs_image_pull(g.s, ref, NULL, on_progress, &pg, &info, &err);
@@ -210,6 +211,7 @@ START_TEST(test_pull)
 	ck_assert_int_eq(rfs_image_pull(g.s, ref, NULL, NULL, NULL, &r2, &err), -ENOENT);
 	ck_assert_msg(strstr(err.msg, "404"), "%s", err.msg);
 	ck_assert_int_eq(store_count(&g, "tmp"), 0);
+	ck_assert_int_eq(rung_test_count_fds(), fds);
 	rfs_image_info_release(&info);
 	reg_stop(&g);
 }
@@ -291,6 +293,129 @@ START_TEST(test_pull_tampered_blob)
 }
 END_TEST
 
+
+/*
+ * A minimal registry with Bearer auth, serving one OCI layout (tests the token dance and the
+ * index path: the tag answers with the layout's index.json). Forked; one request at a time.
+ */
+#define FAKE_TOKEN "tok-rung-123"
+
+static void http_reply(int c, int code, const char *extra, const char *ctype, const void *body,
+		       size_t len)
+{
+	char h[1024];
+	int n = snprintf(h, sizeof(h),
+			 "HTTP/1.1 %d X\r\nConnection: close\r\nContent-Length: %zu\r\n%s%s%s%s\r\n",
+			 code, len, ctype ? "Content-Type: " : "", ctype ? ctype : "",
+			 ctype ? "\r\n" : "", extra ? extra : "");
+	if (write(c, h, (size_t)n) != n)
+		return;
+	if (len && write(c, body, len) != (ssize_t)len)
+		return;
+}
+
+static void fake_serve(int lfd, const char *layout, int port, int *token_requests)
+{
+	for (;;) {
+		int c = accept(lfd, NULL, NULL);
+		if (c < 0)
+			continue;
+		char req[8192];
+		size_t got = 0;
+		while (got < sizeof(req) - 1 && !memmem(req, got, "\r\n\r\n", 4)) {
+			ssize_t n = read(c, req + got, sizeof(req) - 1 - got);
+			if (n <= 0)
+				break;
+			got += (size_t)n;
+		}
+		req[got] = '\0';
+		char path[2048] = "";
+		sscanf(req, "GET %2047s", path);
+		bool authed = strstr(req, "Authorization: Bearer " FAKE_TOKEN "\r\n") != NULL;
+		char chal[512];
+		snprintf(chal, sizeof(chal),
+			 "WWW-Authenticate: Bearer realm=\"http://127.0.0.1:%d/token\",service=\"fake\","
+			 "scope=\"repository:rung/busybox:pull\"\r\n",
+			 port);
+		static char body[4 << 20];
+		if (!strncmp(path, "/token?", 7)) {
+			(*token_requests)++;
+			bool ok = strstr(path, "service=fake") && strstr(path, "scope=repository%3Arung%2Fbusybox%3Apull");
+			const char *tok = "{\"token\":\"" FAKE_TOKEN "\"}";
+			if (ok)
+				http_reply(c, 200, NULL, "application/json", tok, strlen(tok));
+			else
+				http_reply(c, 400, NULL, NULL, "", 0);
+		} else if (!authed) {
+			http_reply(c, 401, chal, NULL, "", 0);
+		} else {
+			char file[4300] = "";
+			const char *ctype = NULL;
+			const char *m = "/v2/rung/busybox/manifests/", *b = "/v2/rung/busybox/blobs/sha256:";
+			if (!strcmp(path, "/v2/rung/busybox/manifests/latest")) {
+				snprintf(file, sizeof(file), "%s/index.json", layout);
+				ctype = "application/vnd.oci.image.index.v1+json";
+			} else if (!strncmp(path, m, strlen(m)) && !strncmp(path + strlen(m), "sha256:", 7)) {
+				snprintf(file, sizeof(file), "%s/blobs/sha256/%.64s", layout,
+					 path + strlen(m) + 7);
+				ctype = "application/vnd.oci.image.manifest.v1+json";
+			} else if (!strncmp(path, b, strlen(b))) {
+				snprintf(file, sizeof(file), "%s/blobs/sha256/%.64s", layout,
+					 path + strlen(b));
+			}
+			ssize_t n = file[0] ? tb_read(file, body, sizeof(body)) : -1;
+			if (n < 0)
+				http_reply(c, 404, NULL, NULL, "", 0);
+			else
+				http_reply(c, 200, NULL, ctype, body, (size_t)n);
+		}
+		close(c);
+	}
+}
+
+START_TEST(test_pull_bearer)
+{
+	RUNG_REQUIRE_ROOT();
+	char *tmp = rung_test_tmpdir("rfs-bearer");
+	char layout[4200], state[4200];
+	snprintf(layout, sizeof(layout), "%s/layout", tmp);
+	snprintf(state, sizeof(state), "%s/state", tmp);
+	tb_busybox_layout(layout, tmp, RFS_COMPRESS_ZSTD, "rung/busybox:latest");
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t l = sizeof(a);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(lfd, 16), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &l), 0);
+	int port = ntohs(a.sin_port);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		int n = 0;
+		fake_serve(lfd, layout, port, &n);
+		_exit(0);
+	}
+	close(lfd);
+	struct rfs_store *s;
+	struct rung_err err = { 0 };
+	ck_assert_msg(rfs_store_open(state, &s, &err) == 0, "%s", err.msg);
+	char ref[128];
+	snprintf(ref, sizeof(ref), "127.0.0.1:%d/rung/busybox:latest", port);
+	struct rfs_image_info info;
+	int r = rfs_image_pull(s, ref, NULL, NULL, NULL, &info, &err);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	ck_assert_msg(r == 0, "pull: %s", err.msg);
+	ck_assert_int_eq(info.n_layers, 2);
+	ck_assert_str_eq(info.config.working_dir, "/work");
+	rfs_image_info_release(&info);
+	rfs_store_free(s);
+	rung_rm_rf(tmp, &err);
+	free(tmp);
+}
+END_TEST
+
 START_TEST(test_www_auth_parse)
 {
 	struct rfs_www_auth w;
@@ -322,6 +447,7 @@ Suite *rootfs_pull_suite(void)
 	tcase_add_test(tc, test_pull);
 	tcase_add_test(tc, test_pull_basic_auth);
 	tcase_add_test(tc, test_pull_tampered_blob);
+	tcase_add_test(tc, test_pull_bearer);
 	suite_add_tcase(s, tc);
 	TCase *tp = tcase_create("www-auth");
 	tcase_set_timeout(tp, 10);

@@ -6,11 +6,13 @@
 #include <check.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,6 +78,7 @@ static void import_and_resolve(enum rfs_compress c)
 	RUNG_REQUIRE_ROOT();
 	struct env e;
 	env_init(&e, c);
+	int fds = rung_test_count_fds();
 	struct rfs_image_info info, r2;
 	import_ok(&e, e.layout, NULL, &info);
 	check_busybox_info(&info);
@@ -121,6 +124,10 @@ static void import_and_resolve(enum rfs_compress c)
 	ck_assert_str_eq(r2.digest, info.digest);
 	ck_assert_int_eq(count(&e, "tmp"), 0);
 	ck_assert_int_eq(count(&e, "layers/sha256"), 2);
+	uint64_t freed;
+	ck_assert_int_eq(rfs_store_gc(e.s, &freed, &err), 0);
+	ck_assert_int_eq(freed, 0);
+	ck_assert_int_eq(rung_test_count_fds(), fds); /* no fd leaked on any path above */
 	rfs_image_info_release(&r2);
 	rfs_image_info_release(&info);
 	env_done(&e);
@@ -182,7 +189,110 @@ START_TEST(test_overlay_mount)
 	ck_assert_int_eq(stat(p, &st), 0);
 	snprintf(p, sizeof(p), "%s/etc/new", dirs[0]);
 	ck_assert_int_ne(stat(p, &st), 0);
+	/* nosuid, nodev: visible in the mount's flags. */
+	struct statvfs sv;
+	ck_assert_int_eq(statvfs(merged, &sv), 0);
+	ck_assert(sv.f_flag & ST_NOSUID);
+	ck_assert(sv.f_flag & ST_NODEV);
+	ck_assert(!(sv.f_flag & ST_RDONLY));
 	ck_assert_int_eq(umount2(merged, MNT_DETACH), 0);
+	/* Read-only views: two layers (overlay) and one layer (a read-only bind). */
+	ck_assert_int_eq(rfs_overlay_plan((const char *const *)dirs, NULL, NULL, merged, &plan,
+					  &err),
+			 0);
+	ck_assert_msg(rfs_overlay_apply(&plan, &err) == 0, "%s", err.msg);
+	snprintf(p, sizeof(p), "%s/etc/motd", merged);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_lt(open(p, O_WRONLY), 0);
+	ck_assert_int_eq(errno, EROFS);
+	ck_assert_int_eq(umount2(merged, MNT_DETACH), 0);
+	ck_assert_int_eq(rfs_overlay_plan((const char *const *)dirs + 1, NULL, NULL, merged, &plan,
+					  &err),
+			 0);
+	ck_assert(plan.bind);
+	ck_assert_msg(rfs_overlay_apply(&plan, &err) == 0, "%s", err.msg);
+	snprintf(p, sizeof(p), "%s/etc/hostname", merged); /* the base layer alone has it */
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_lt(open(p, O_WRONLY), 0);
+	ck_assert_int_eq(errno, EROFS);
+	ck_assert_int_eq(statvfs(merged, &sv), 0);
+	ck_assert(sv.f_flag & ST_NOSUID);
+	ck_assert_int_eq(umount2(merged, MNT_DETACH), 0);
+	for (char **d = dirs; *d; d++)
+		free(*d);
+	free(dirs);
+	rfs_image_info_release(&info);
+	env_done(&e);
+}
+END_TEST
+
+START_TEST(test_overlay_idmapped)
+{
+	RUNG_REQUIRE_ROOT();
+	struct env e;
+	env_init(&e, RFS_COMPRESS_GZIP);
+	struct rfs_image_info info;
+	import_ok(&e, e.layout, NULL, &info);
+	struct rung_err err = { 0 };
+	char **dirs = NULL;
+	ck_assert_msg(rfs_image_layers(e.s, &info, &dirs, &err) == 0, "%s", err.msg);
+	/* A user namespace mapping 0..65535 to 100000..165535, held by a child. */
+	int sync_pipe[2];
+	ck_assert_int_eq(pipe(sync_pipe), 0);
+	pid_t kid = fork();
+	ck_assert_int_ge(kid, 0);
+	if (kid == 0) {
+		char c = unshare(CLONE_NEWUSER) == 0 ? 'k' : 'x';
+		if (write(sync_pipe[1], &c, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	char c = 0, p[4300];
+	ck_assert_int_eq(read(sync_pipe[0], &c, 1), 1);
+	ck_assert_int_eq(c, 'k');
+	static const char *const maps[] = { "uid_map", "gid_map" };
+	for (int i = 0; i < 2; i++) {
+		snprintf(p, sizeof(p), "/proc/%d/%s", kid, maps[i]);
+		int fd = open(p, O_WRONLY);
+		ck_assert_int_eq(write(fd, "0 100000 65536\n", 15), 15);
+		close(fd);
+	}
+	snprintf(p, sizeof(p), "/proc/%d/ns/user", kid);
+	int ufd = open(p, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(ufd, 0);
+	char merged[4200];
+	snprintf(merged, sizeof(merged), "%s/merged", e.tmp);
+	ck_assert_int_eq(mkdir(merged, 0755), 0);
+	struct rfs_mount_plan plan;
+	ck_assert_msg(rfs_overlay_plan((const char *const *)dirs, NULL, NULL, merged, &plan, &err) ==
+			      0,
+		      "%s", err.msg);
+	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	char scratch[4200];
+	snprintf(scratch, sizeof(scratch), "%s/scratch", e.tmp);
+	ck_assert_int_eq(mkdir(scratch, 0700), 0);
+	int mounts = rung_test_count_mounts();
+	int r = rfs_overlay_apply_idmapped(&plan, ufd, scratch, &err);
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	close(ufd);
+	ck_assert_msg(r == 0, "%s", err.msg);
+	ck_assert_int_eq(rung_test_count_mounts(), mounts + 1); /* only the overlay remains */
+	ck_assert_int_eq(tb_count_dir(scratch), 0);
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/bin/busybox", merged);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_eq(st.st_uid, 100000); /* image root, seen from the host */
+	ck_assert_int_eq(st.st_gid, 100000);
+	snprintf(p, sizeof(p), "%s/etc/hostname", merged); /* whiteouts still work */
+	ck_assert_int_ne(lstat(p, &st), 0);
+	/* The shared layer itself is unchanged. */
+	snprintf(p, sizeof(p), "%s/bin/busybox", dirs[1]);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_eq(st.st_uid, 0);
+	umount2(merged, MNT_DETACH);
 	for (char **d = dirs; *d; d++)
 		free(*d);
 	free(dirs);
@@ -401,6 +511,35 @@ START_TEST(test_import_docker_save)
 	ck_assert_str_eq(r2.digest, info.digest);
 	rfs_image_info_release(&r2);
 	rfs_image_info_release(&info);
+	/* The same as a `docker save` tarball, under another tag. */
+	char tarp[4300];
+	snprintf(tarp, sizeof(tarp), "%s/dsave.tar", e.tmp);
+	tb_tar_dir(dir, tarp);
+	import_ok(&e, tarp, "example/from-tar:1", &r2);
+	ck_assert_str_eq(r2.ref, "example/from-tar:1");
+	ck_assert_int_eq(r2.n_layers, 2);
+	ck_assert_int_eq(count(&e, "tmp"), 0);
+	rfs_image_info_release(&r2);
+	/* Newer docker save: <id>/layer.tar is a symlink into blobs/: followed while inside. */
+	char sym[4200], a1[4400], a2[4400];
+	snprintf(sym, sizeof(sym), "%s/dsave-sym", e.tmp);
+	make_docker_save(&e, sym, false);
+	snprintf(a1, sizeof(a1), "%s/blobs", sym);
+	ck_assert_int_eq(mkdir(a1, 0755), 0);
+	snprintf(a1, sizeof(a1), "%s/l2/layer.tar", sym);
+	snprintf(a2, sizeof(a2), "%s/blobs/l2.tar", sym);
+	ck_assert_int_eq(rename(a1, a2), 0);
+	ck_assert_int_eq(symlink("../blobs/l2.tar", a1), 0);
+	import_ok(&e, sym, "example/sym:1", &r2);
+	rfs_image_info_release(&r2);
+	/* ... but not out of the archive. */
+	snprintf(sym, sizeof(sym), "%s/dsave-out", e.tmp);
+	make_docker_save(&e, sym, false);
+	snprintf(a1, sizeof(a1), "%s/l2/layer.tar", sym);
+	ck_assert_int_eq(rename(a1, a2), 0); /* a2 (outside dsave-out) now holds the layer */
+	ck_assert_int_eq(symlink(a2, a1), 0);
+	ck_assert_int_lt(rfs_image_import(e.s, sym, "example/out:1", NULL, NULL, &r2, &err), 0);
+	ck_assert_msg(strstr(err.msg, "l2/layer.tar"), "%s", err.msg);
 	/* A layer that does not hash to its diff_id is refused, nothing left behind. */
 	char bad[4200];
 	snprintf(bad, sizeof(bad), "%s/dsave-bad", e.tmp);
@@ -420,34 +559,40 @@ START_TEST(test_concurrent_importers)
 	RUNG_REQUIRE_ROOT();
 	struct env e;
 	env_init(&e, RFS_COMPRESS_GZIP);
-	pid_t kids[2];
-	for (int k = 0; k < 2; k++) {
+	/* Two importers (same image, different tags) and a third process running open + gc. */
+	pid_t kids[3];
+	for (int k = 0; k < 3; k++) {
 		kids[k] = fork();
 		ck_assert_int_ge(kids[k], 0);
 		if (kids[k] == 0) {
-			struct rfs_store *s;
+			struct rfs_store *s = NULL;
 			struct rung_err err = { 0 };
 			char tag[64];
 			snprintf(tag, sizeof(tag), "rung/conc:%d", k);
 			int bad = 0;
-			for (int round = 0; round < 3 && !bad; round++) {
+			for (int round = 0; round < 4 && !bad; round++) {
 				struct rfs_image_info info;
-				bad = rfs_store_open(e.state, &s, &err) < 0 ||
-				      rfs_image_import(s, e.layout, tag, NULL, NULL, &info, &err) < 0;
-				if (!bad)
-					rfs_image_info_release(&info);
-				if (!bad)
-					rfs_store_free(s);
+				uint64_t freed;
+				bad = rfs_store_open(e.state, &s, &err) < 0;
+				if (!bad && k < 2) {
+					bad = rfs_image_import(s, e.layout, tag, NULL, NULL, &info, &err) < 0;
+					if (!bad)
+						rfs_image_info_release(&info);
+				} else if (!bad) {
+					bad = rfs_store_gc(s, &freed, &err) < 0;
+				}
+				rfs_store_free(s);
+				s = NULL;
 			}
 			if (bad)
-				fprintf(stderr, "importer %d: %s\n", k, err.msg);
+				fprintf(stderr, "process %d: %s\n", k, err.msg);
 			_exit(bad);
 		}
 	}
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 3; k++) {
 		int st;
 		ck_assert_int_eq(waitpid(kids[k], &st, 0), kids[k]);
-		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "importer %d failed", k);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "process %d failed", k);
 	}
 	struct rfs_image_entry *list;
 	size_t n;
@@ -503,6 +648,41 @@ START_TEST(test_remove_leases_gc)
 }
 END_TEST
 
+START_TEST(test_layers_rebuilt)
+{
+	RUNG_REQUIRE_ROOT();
+	struct env e;
+	env_init(&e, RFS_COMPRESS_GZIP);
+	struct rfs_image_info info;
+	import_ok(&e, e.layout, NULL, &info);
+	struct rung_err err = { 0 };
+	char p[4300];
+	snprintf(p, sizeof(p), "%s/images/layers/sha256/%s", e.state, info.layers[0] + 7);
+	ck_assert_int_eq(rung_rm_rf(p, &err), 0);
+	char **dirs = NULL;
+	ck_assert_msg(rfs_image_layers(e.s, &info, &dirs, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(dirs[1], p);
+	char q[4400];
+	struct stat st;
+	snprintf(q, sizeof(q), "%s/bin/busybox", p);
+	ck_assert_int_eq(stat(q, &st), 0);
+	for (char **d = dirs; *d; d++)
+		free(*d);
+	free(dirs);
+	/* A stored blob corrupted on disk is caught when its layer is rebuilt. */
+	ck_assert_int_eq(rung_rm_rf(p, &err), 0);
+	snprintf(q, sizeof(q), "%s/images/blobs/sha256/%s", e.state, info.layers[0] + 7);
+	int fd = open(q, O_WRONLY | O_APPEND);
+	ck_assert_int_eq(write(fd, "junk", 4), 4);
+	close(fd);
+	ck_assert_int_eq(rfs_image_layers(e.s, &info, &dirs, &err), -EBADMSG);
+	ck_assert_msg(strstr(err.msg, info.layers[0]), "%s", err.msg);
+	ck_assert_int_ne(stat(p, &st), 0);
+	rfs_image_info_release(&info);
+	env_done(&e);
+}
+END_TEST
+
 START_TEST(test_staging_debris)
 {
 	RUNG_REQUIRE_ROOT();
@@ -526,9 +706,12 @@ START_TEST(test_staging_debris)
 	ck_assert_msg(rfs_store_open(e.state, &s2, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(count(&e, "tmp"), 1); /* the live one stays */
 	close(lfd);
+	snprintf(p, sizeof(p), "%s/images/repositories.json.tmp.99999", e.state);
+	close(open(p, O_CREAT | O_WRONLY, 0600));
 	uint64_t freed;
 	ck_assert_msg(rfs_store_gc(s2, &freed, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(count(&e, "tmp"), 0);
+	ck_assert_int_ne(access(p, F_OK), 0);
 	rfs_store_free(s2);
 	env_done(&e);
 }
@@ -539,7 +722,7 @@ START_TEST(test_inspect_list)
 	RUNG_REQUIRE_ROOT();
 	struct env e;
 	env_init(&e, RFS_COMPRESS_GZIP);
-	struct rfs_image_info info;
+	struct rfs_image_info info, info2;
 	import_ok(&e, e.layout, NULL, &info);
 	struct rung_err err = { 0 };
 	char *js = NULL;
@@ -550,7 +733,33 @@ START_TEST(test_inspect_list)
 	ck_assert_ptr_nonnull(strstr(js, "rung/busybox:latest"));
 	free(js);
 	ck_assert_int_eq(rfs_image_inspect(e.s, "nope", &js, &err), -ENOENT);
-	ck_assert_int_eq(rfs_store_open("relative/dir", &e.s, &err) < 0, 1);
+	/* Tag, then list shows both names of one image. */
+	ck_assert_msg(rfs_image_tag(e.s, "rung/busybox", "docker.io/library/bb:1", &err) == 0, "%s",
+		      err.msg);
+	ck_assert_int_eq(rfs_image_tag(e.s, "nope", "x:1", &err), -ENOENT);
+	ck_assert_int_eq(rfs_image_tag(e.s, "rung/busybox", "BAD:1", &err), -EINVAL);
+	struct rfs_image_entry *list;
+	size_t n;
+	ck_assert_msg(rfs_image_list(e.s, &list, &n, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(n, 2);
+	ck_assert_str_eq(list[0].ref, "bb:1");
+	ck_assert_str_eq(list[1].ref, "rung/busybox:latest");
+	ck_assert_str_eq(list[0].digest, list[1].digest);
+	ck_assert_int_eq(list[0].size, info.size);
+	free(list);
+	/* Removing one of two tags while leased is fine: the image stays reachable. */
+	ck_assert_int_eq(rfs_image_lease_add(e.s, info.digest, "sbx-2", &err), 0);
+	ck_assert_msg(rfs_image_remove(e.s, "bb:1", NULL, NULL, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(rfs_image_remove(e.s, "rung/busybox", NULL, NULL, &err), -EBUSY);
+	char byd[128];
+	snprintf(byd, sizeof(byd), "@%s", info.digest);
+	ck_assert_int_eq(rfs_image_remove(e.s, byd, NULL, NULL, &err), -EBUSY);
+	ck_assert_int_eq(rfs_image_lease_remove(e.s, info.digest, "sbx-2", &err), 0);
+	ck_assert_msg(rfs_image_remove(e.s, byd, NULL, NULL, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(rfs_image_resolve(e.s, "rung/busybox", &info2, &err), -ENOENT);
+	struct rfs_store *s2 = NULL;
+	ck_assert_int_eq(rfs_store_open("relative/dir", &s2, &err), -EINVAL);
+	ck_assert_ptr_null(s2);
 	ck_assert_ptr_nonnull(strstr(err.msg, "absolute"));
 	rfs_image_info_release(&info);
 	env_done(&e);
@@ -567,12 +776,14 @@ Suite *rootfs_store_suite(void)
 	tcase_add_test(tc, test_import_oci_gzip);
 	tcase_add_test(tc, test_import_oci_zstd);
 	tcase_add_test(tc, test_overlay_mount);
+	tcase_add_test(tc, test_overlay_idmapped);
 	tcase_add_test(tc, test_digest_mismatch);
 	tcase_add_test(tc, test_size_mismatch);
 	tcase_add_test(tc, test_import_layout_tarball);
 	tcase_add_test(tc, test_import_docker_save);
 	tcase_add_test(tc, test_concurrent_importers);
 	tcase_add_test(tc, test_remove_leases_gc);
+	tcase_add_test(tc, test_layers_rebuilt);
 	tcase_add_test(tc, test_staging_debris);
 	tcase_add_test(tc, test_inspect_list);
 	suite_add_tcase(s, tc);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -285,6 +286,9 @@ START_TEST(test_whiteouts)
 	tb_file(a, "opq/.wh..wh..opq", "", 0644);
 	tb_file(a, "opq/kept", "new", 0644);
 	tb_file(a, "deep/dir/.wh.gone", "", 0644); /* parents missing from the tar */
+	tb_dir(a, ".wh..wh.plnk/", 0700);               /* aufs bookkeeping: skipped */
+	tb_file(a, ".wh..wh.plnk/123.456", "x", 0644);
+	tb_file(a, ".wh..wh.aufs", "", 0644);
 	tb_close(a);
 	struct rung_err err = { 0 };
 	struct rfs_unpack_stats st;
@@ -305,6 +309,50 @@ START_TEST(test_whiteouts)
 	snprintf(p, sizeof(p), "%s/deep/dir/gone", f.root);
 	ck_assert_int_eq(lstat(p, &sb), 0);
 	ck_assert(S_ISCHR(sb.st_mode));
+	ck_assert_int_eq(tb_count_dir(f.root), 3); /* etc, opq, deep: nothing from aufs */
+	fx_done(&f);
+}
+END_TEST
+
+/* A rootless store: whiteouts still work, opaque dirs use user.overlay.opaque. */
+START_TEST(test_unprivileged)
+{
+	RUNG_REQUIRE_ROOT();
+	struct fixture f;
+	fx_init(&f);
+	struct archive *a = tb_open(f.tar);
+	tb_dir(a, "etc/", 0755);
+	tb_file(a, "etc/.wh.hostname", "", 0644);
+	tb_dir(a, "opq/", 0755);
+	tb_file(a, "opq/.wh..wh..opq", "", 0644);
+	tb_file_owned(a, "owned", "x", 0644, 1234, 1234);
+	tb_close(a);
+	ck_assert_int_eq(chown(f.root, 65534, 65534), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct rung_err err = { 0 };
+		if (setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(2);
+		int r = fx_unpack(&f, NULL, &err);
+		if (r < 0)
+			fprintf(stderr, "unprivileged unpack: %s\n", err.msg);
+		_exit(r < 0 ? 1 : 0);
+	}
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "unprivileged unpack failed");
+	char p[4200], v[8];
+	struct stat sb;
+	snprintf(p, sizeof(p), "%s/etc/hostname", f.root);
+	ck_assert_int_eq(lstat(p, &sb), 0);
+	ck_assert(S_ISCHR(sb.st_mode) && sb.st_rdev == makedev(0, 0));
+	snprintf(p, sizeof(p), "%s/opq", f.root);
+	ck_assert_int_eq(getxattr(p, "user.overlay.opaque", v, sizeof(v)), 1);
+	ck_assert_int_lt(getxattr(p, "trusted.overlay.opaque", v, sizeof(v)), 0);
+	snprintf(p, sizeof(p), "%s/owned", f.root);
+	ck_assert_int_eq(lstat(p, &sb), 0);
+	ck_assert_int_eq(sb.st_uid, 65534); /* ownership left to the caller */
 	fx_done(&f);
 }
 END_TEST
@@ -365,6 +413,7 @@ Suite *rootfs_unpack_suite(void)
 	tcase_add_test(tc, test_ids);
 	tcase_add_test(tc, test_whiteouts);
 	tcase_add_test(tc, test_replace_symlink_with_file);
+	tcase_add_test(tc, test_unprivileged);
 	tcase_add_test(tc, test_garbage);
 	suite_add_tcase(s, tc);
 	return s;

@@ -163,3 +163,34 @@ ssize_t tb_read(const char *path, char *buf, size_t n)
 		buf[r] = '\0';
 	return r;
 }
+
+void tb_tar_dir(const char *dir, const char *out)
+{
+	struct archive *disk = archive_read_disk_new();
+	struct archive *a = tb_open(out);
+	ck_assert_int_eq(archive_read_disk_open(disk, dir), ARCHIVE_OK);
+	struct archive_entry *e;
+	size_t skip = strlen(dir);
+	while (archive_read_next_header2(disk, e = archive_entry_new()) == ARCHIVE_OK) {
+		const char *src = archive_entry_sourcepath(e);
+		archive_read_disk_descend(disk);
+		if (strlen(src) <= skip) {
+			archive_entry_free(e);
+			continue;
+		}
+		archive_entry_set_pathname(e, src + skip + 1);
+		ck_assert_int_eq(archive_write_header(a, e), ARCHIVE_OK);
+		if (archive_entry_filetype(e) == AE_IFREG) {
+			int fd = open(src, O_RDONLY);
+			char buf[65536];
+			ssize_t n;
+			while ((n = read(fd, buf, sizeof(buf))) > 0)
+				ck_assert_int_eq(archive_write_data(a, buf, (size_t)n), n);
+			close(fd);
+		}
+		archive_entry_free(e);
+	}
+	archive_entry_free(e);
+	archive_read_free(disk);
+	tb_close(a);
+}

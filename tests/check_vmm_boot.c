@@ -308,6 +308,9 @@ START_TEST(args_parse)
 	ck_assert_ptr_nonnull(strstr(err.msg, "needs a value"));
 	char *badmem[] = {"rung-vmm", "--mem", "12x"};
 	ck_assert_int_eq(vmm_args_parse(3, badmem, &cfg, &err), -EINVAL);
+	char *probe[] = {"rung-vmm", "--probe"};
+	ck_assert_int_eq(vmm_args_parse(2, probe, &cfg, &err), 0);
+	ck_assert(cfg.probe);
 	char *help[] = {"rung-vmm", "--help"};
 	ck_assert_int_eq(vmm_args_parse(2, help, &cfg, &err), 0);
 	ck_assert(cfg.help);

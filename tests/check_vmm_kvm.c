@@ -154,6 +154,52 @@ START_TEST(vmm_bad_kernel_exit_status)
 }
 END_TEST
 
+static bool cpuinfo_has_hw_virt(void)
+{
+	char *s = NULL;
+	size_t n;
+	int fd = open("/proc/cpuinfo", O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(rung_read_fd_all(fd, 1 << 22, &s, &n, NULL), 0);
+	close(fd);
+	bool r = strstr(s, " vmx") || strstr(s, " svm");
+	free(s);
+	return r;
+}
+
+START_TEST(vmm_probe_matches_host)
+{
+	char vmm[512], elog[] = "/tmp/rung-vmm-probe-XXXXXX";
+	snprintf(vmm, sizeof(vmm), "%s/rung-vmm", rung_test_build_dir());
+	int efd = mkstemp(elog);
+	ck_assert_int_ge(efd, 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(efd, 2);
+		char *argv[] = {vmm, "--probe", NULL};
+		char *envp[] = {NULL};
+		execve(vmm, argv, envp);
+		_exit(127);
+	}
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	char buf[512] = {0};
+	ck_assert_int_ge(pread(efd, buf, sizeof(buf) - 1, 0), 0);
+	close(efd);
+	unlink(elog);
+	ck_assert_msg(WIFEXITED(st), "probe died: %d", st);
+	if (!cpuinfo_has_hw_virt()) {
+		ck_assert_int_eq(WEXITSTATUS(st), 1);
+		ck_assert_ptr_nonnull(strstr(buf, "neither VMX nor SVM"));
+	} else if (access("/dev/kvm", R_OK | W_OK) != 0) {
+		ck_assert_int_eq(WEXITSTATUS(st), 1);
+		ck_assert_ptr_nonnull(strstr(buf, "/dev/kvm"));
+	} else {
+		ck_assert_msg(WEXITSTATUS(st) == 0, "hardware KVM here, but the probe says: %s", buf);
+	}
+}
+END_TEST
+
 Suite *vmm_kvm_suite(void)
 {
 	Suite *s = suite_create("vmm_kvm");
@@ -165,6 +211,7 @@ Suite *vmm_kvm_suite(void)
 	TCase *cli = tcase_create("cli");
 	tcase_set_timeout(cli, 20);
 	tcase_add_test(cli, vmm_bad_kernel_exit_status);
+	tcase_add_test(cli, vmm_probe_matches_host);
 	suite_add_tcase(s, cli);
 	return s;
 }

@@ -19,12 +19,12 @@
 
 struct np_world {
 	int inet_fd;
-	unsigned k;          /* third octet of 198.18.k.0/24 */
-	char veth[16];       /* host end of the inet link */
-	char net[16];        /* "198.18.k." */
-	char upstream[32];   /* "198.18.k.53:53" */
+	unsigned k;	   /* third octet of 198.18.k.0/24 */
+	char veth[16];	   /* host end of the inet link */
+	char net[16];	   /* "198.18.k." */
+	char upstream[32]; /* "198.18.k.53:53" */
 	pthread_t srv;
-	int stop_fd;         /* eventfd: stops the server thread */
+	int stop_fd;		/* eventfd: stops the server thread */
 	atomic_int dns_queries; /* queries the upstream DNS server has seen */
 	bool up;
 };

@@ -24,6 +24,8 @@ void tb_busybox_tar(const char *path);
 /* An OCI layout of the busybox image into dir, with an extra layer if extra_tar. */
 void tb_busybox_layout(const char *dir, const char *tmpdir, enum rfs_compress c,
 		       const char *tag);
+/* A tar of everything under dir (paths relative to dir). */
+void tb_tar_dir(const char *dir, const char *out);
 /* Counts entries of a directory (not . and ..), -1 if it cannot be read. */
 int tb_count_dir(const char *path);
 /* Whole-file read into a static-size buffer; returns length or -1. */

@@ -45,6 +45,14 @@ int main(int argc, char **argv)
 		fputs(vmm_usage, stdout);
 		return 0;
 	}
+	if (cfg.probe) {
+		if (vmm_probe(&cfg, &err) < 0) {
+			fprintf(stderr, "rung-vmm: probe: %s\n", err.msg);
+			return 1;
+		}
+		fprintf(stderr, "rung-vmm: probe: ok\n");
+		return 0;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	struct vmm_vm *vm = vmm_vm_create(&cfg, &err);
 	if (!vm) {

@@ -20,6 +20,7 @@
 #include "vmm/vm-internal.h"
 
 #define KICK_SIGNAL SIGUSR1
+#define HALT_QUIET_MS 2000 /* no exit for this long before a vCPU is asked if it halted */
 
 void vmm_vm_end(struct vmm_vm *vm, enum vmm_exit reason, const char *fmt, ...)
 {
@@ -134,6 +135,7 @@ int vmm_vcpu_create(struct vmm_vm *vm, unsigned id, struct rung_err *err)
 	c->vm = vm;
 	c->id = id;
 	c->dead = -1;
+	c->last_exit_ms = rung_now_ms();
 	c->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, (unsigned long)id);
 	if (c->fd < 0)
 		return rung_err_sys(err, errno, "KVM_CREATE_VCPU %u", id);
@@ -166,6 +168,13 @@ static void handle_io(struct vmm_vcpu *c)
 			vmm_vm_end(vm, VMM_EXIT_REBOOT, "i8042 reset");
 		} else if (out && port == 0xcf9 && run->io.size == 1 && (*data & 0x4)) {
 			vmm_vm_end(vm, VMM_EXIT_REBOOT, "port 0xcf9 reset");
+		} else if (!out && port == 0x64) {
+			/* i8042 status 0x01: input buffer empty, so Linux's reboot=k path writes
+			 * the reset at once (with 0xff it polls 65536 times, an exit each); output
+			 * buffer "full" forever, so its i8042 driver finds no controller at once
+			 * (with 0x00 it waits 10000 polls for a CTR that never comes). */
+			memset(data, 0, run->io.size);
+			data[0] = 0x01;
 		} else if (!out) {
 			memset(data, 0xff, run->io.size);
 		}
@@ -228,11 +237,20 @@ static int probe_dead(struct vmm_vcpu *c)
 bool vmm_vcpus_probe_halt(struct vmm_vm *vm)
 {
 	bool all = true, halted = false;
+	uint64_t now = rung_now_ms();
 	for (unsigned i = 0; i < vm->ncpus; i++) {
 		int d = __atomic_load_n(&vm->vcpu[i].dead, __ATOMIC_ACQUIRE);
 		all = all && d > 0;
 		halted = halted || d == 2;
 	}
+	/* Only a guest whose every vCPU has sat in KVM_RUN without an exit for a while can
+	 * have halted for good: a guest that is busy is never interrupted by probes. */
+	for (unsigned i = 0; i < vm->ncpus; i++)
+		if (now - __atomic_load_n(&vm->vcpu[i].last_exit_ms, __ATOMIC_ACQUIRE) < HALT_QUIET_MS) {
+			for (unsigned k = 0; k < vm->ncpus; k++)
+				__atomic_store_n(&vm->vcpu[k].dead, -1, __ATOMIC_RELEASE);
+			return false;
+		}
 	for (unsigned i = 0; i < vm->ncpus; i++) {
 		struct vmm_vcpu *c = &vm->vcpu[i];
 		if (!c->started)
@@ -287,6 +305,7 @@ static void *vcpu_thread(void *arg)
 			vmm_vm_end(vm, VMM_EXIT_ERROR, "vcpu %u: KVM_RUN: %s", c->id, strerror(errno));
 			break;
 		}
+		__atomic_store_n(&c->last_exit_ms, rung_now_ms(), __ATOMIC_RELEASE);
 		handle_exit(c);
 	}
 	vmm_serial_flush(&vm->serial);

@@ -15,6 +15,7 @@ struct vmm_vcpu {
 	bool started;
 	bool probe;    /* the VMM thread asks: are you halted for good? (atomic) */
 	int dead;      /* answer: -1 unknown, 0 no, 1 never started, 2 halted with IF=0 */
+	uint64_t last_exit_ms; /* when KVM_RUN last returned (atomic) */
 };
 
 struct vmm_vm {

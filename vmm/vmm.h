@@ -125,7 +125,7 @@ struct vmm_config {
 	uint32_t vsock_port;
 	uint64_t guest_cid;
 	int vsock_fd, kvm_fd; /* -1 unless handed in (--vsock-fd, --kvm-fd) */
-	bool no_seccomp, help, serial_timestamps;
+	bool no_seccomp, help, serial_timestamps, probe;
 };
 /* Pure: parse argv (argv[0] is the program). help set: print usage, nothing else checked. */
 int vmm_args_parse(int argc, char *const *argv, struct vmm_config *cfg, struct rung_err *err);
@@ -330,6 +330,8 @@ const char *vmm_exit_name(enum vmm_exit e);
 int vmm_exit_status(enum vmm_exit e);
 
 struct vmm_vm;
+/* Can this host's KVM run our guests? 0, or why not (see probe.c). */
+int vmm_probe(const struct vmm_config *cfg, struct rung_err *err);
 struct vmm_vm *vmm_vm_create(const struct vmm_config *cfg, struct rung_err *err);
 /* Runs until the guest or the control socket ends the VM. Returns the exit reason. */
 enum vmm_exit vmm_vm_run(struct vmm_vm *vm, struct rung_err *err);

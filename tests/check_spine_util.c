@@ -1,0 +1,224 @@
+/* tests/check_spine_util.c: see check_spine_util.h. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tests/check_spine_util.h"
+#include "tests/testutil.h"
+
+/* The tcase's base dir: set by the unchecked setup in the runner, read by the forked tests. */
+static char base_dir[PATH_MAX];
+
+const char *spine_base(void) { return base_dir; }
+
+void spine_base_setup(void)
+{
+	char *d = rung_test_tmpdir("spine");
+	if (!d) {
+		base_dir[0] = '\0';
+		return;
+	}
+	snprintf(base_dir, sizeof(base_dir), "%s", d);
+	free(d);
+}
+
+static void agent_path(char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/rung-agent", rung_test_build_dir());
+}
+
+/* Dispose every sandbox of one state dir. */
+static void sweep_state_dir(const char *dir)
+{
+	char ap[PATH_MAX];
+	agent_path(ap, sizeof(ap));
+	struct rung_router_opts o = {.state_dir = dir, .agent_path = ap};
+	struct rung_router *r = NULL;
+	struct rung_err err = {0};
+	if (rung_router_new(&o, &r, &err) < 0)
+		return;
+	struct rung_sandbox_info *v = NULL;
+	size_t n = 0;
+	if (rung_list(r, NULL, NULL, &v, &n, &err) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			fprintf(stderr, "spine teardown: disposing leftover sandbox %s in %s\n",
+				v[i].id, dir);
+			rung_dispose(r, v[i].id, NULL, &err);
+		}
+		free(v);
+	}
+	rung_router_free(r);
+}
+
+void spine_base_teardown(void)
+{
+	if (!base_dir[0])
+		return;
+	DIR *d = opendir(base_dir);
+	if (d) {
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			if (de->d_name[0] == '.')
+				continue;
+			char p[PATH_MAX + 300];
+			snprintf(p, sizeof(p), "%s/%s", base_dir, de->d_name);
+			struct stat st;
+			if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+				sweep_state_dir(p);
+		}
+		closedir(d);
+	}
+	struct rung_err err = {0};
+	if (rung_rm_rf(base_dir, &err) < 0)
+		fprintf(stderr, "spine teardown: rm -rf %s: %s\n", base_dir, err.msg);
+	base_dir[0] = '\0';
+}
+
+struct rung_router *spine_router(char **state_dir)
+{
+	ck_assert_msg(base_dir[0], "no base dir (fixture failed)");
+	char *p;
+	ck_assert_int_ge(asprintf(&p, "%s/state-XXXXXX", base_dir), 0);
+	ck_assert_ptr_nonnull(mkdtemp(p));
+	chmod(p, 0711);
+	char ap[PATH_MAX];
+	agent_path(ap, sizeof(ap));
+	struct rung_router_opts o = {.state_dir = p, .agent_path = ap};
+	struct rung_router *r = NULL;
+	struct rung_err err = {0};
+	ck_assert_msg(rung_router_new(&o, &r, &err) == 0, "%s", err.msg);
+	if (state_dir)
+		*state_dir = p;
+	else
+		free(p);
+	return r;
+}
+
+struct rung_sandbox *spine_acquire(struct rung_router *r, const char *scope, const char *thread,
+				   const char *kind, const struct rung_spec *spec, bool *created)
+{
+	struct rung_spec def;
+	if (!spec) {
+		rung_spec_init(&def);
+		def.kind = strdup(kind);
+		spec = &def;
+	}
+	struct rung_key key = {scope, thread, "agent"};
+	struct rung_sandbox *sb = NULL;
+	bool c = false;
+	struct rung_err err = {0};
+	int rc = rung_acquire(r, &key, spec, &sb, &c, &err);
+	if (spec == &def)
+		rung_spec_release(&def);
+	ck_assert_msg(rc == 0, "acquire %s/%s: %s", scope, thread, err.msg);
+	if (created)
+		*created = c;
+	return sb;
+}
+
+int spine_sh(struct rung_sandbox *sb, const char *script, struct rung_exec_res *res)
+{
+	const char *argv[] = {"/bin/sh", "-c", script, NULL};
+	struct rung_exec_req req = {.argv = argv, .timeout_ms = 30000};
+	struct rung_err err = {0};
+	int rc = rung_exec(sb, &req, res, &err);
+	ck_assert_msg(rc == 0, "exec '%s': %s", script, err.msg);
+	return res->exit_code;
+}
+
+char *spine_sh_ok(struct rung_sandbox *sb, const char *script)
+{
+	struct rung_exec_res res;
+	int code = spine_sh(sb, script, &res);
+	ck_assert_msg(code == 0, "'%s' exited %d (signal %d): %s", script, code, res.signal,
+		      res.errout);
+	char *out = res.out;
+	res.out = NULL;
+	rung_exec_res_release(&res);
+	return out;
+}
+
+void spine_meta(struct rung_router *r, const char *id, struct rt_meta *m)
+{
+	struct rung_err err = {0};
+	ck_assert_msg(rt_store_meta_read(&r->store, id, m, &err) == 0, "%s", err.msg);
+}
+
+bool spine_pid_alive(pid_t pid)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	char *txt = spine_slurp(p, NULL);
+	if (!txt)
+		return false;
+	char *c = strrchr(txt, ')');
+	bool alive = c && c[1] && c[2] != 'Z' && c[2] != 'X';
+	free(txt);
+	return alive;
+}
+
+bool spine_wait_gone(pid_t pid, unsigned ms)
+{
+	for (unsigned t = 0; t <= ms; t += 20) {
+		if (!spine_pid_alive(pid))
+			return true;
+		usleep(20000);
+	}
+	return false;
+}
+
+int spine_count_cmdline(const char *needle)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		char p[300];
+		size_t len = 0;
+		snprintf(p, sizeof(p), "/proc/%s/cmdline", de->d_name);
+		char *c = spine_slurp(p, &len);
+		if (!c)
+			continue;
+		for (size_t i = 0; i < len; i++)
+			if (!c[i])
+				c[i] = ' ';
+		if (strstr(c, needle) && spine_pid_alive(atoi(de->d_name)))
+			n++;
+		free(c);
+	}
+	closedir(d);
+	return n;
+}
+
+int spine_store_entries(const char *state_dir)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/sandboxes", state_dir);
+	DIR *d = opendir(p);
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+char *spine_slurp(const char *path, size_t *len)
+{
+	char *out = NULL;
+	struct rung_err err = {0};
+	if (rung_file_load(AT_FDCWD, path, 64 << 20, &out, len, &err) < 0)
+		return NULL;
+	return out;
+}
