@@ -69,9 +69,16 @@ results=$OUT/l1-console.log
 # (no svm/vmx in cpuinfo; SeaBIOS runs, the kernel never prints): only trust /dev/kvm
 # when the CPU advertises hardware virtualisation. RUNG_VM_DIRECT=1/0 forces either way.
 direct=${RUNG_VM_DIRECT:-}
+# rung-vmm --probe boots a tiny long-mode guest to its first I/O exit: the real test.
 if [ -z "$direct" ]; then
 	direct=0
-	[ -c /dev/kvm ] && grep -qwE 'svm|vmx' /proc/cpuinfo && direct=1
+	if [ -c /dev/kvm ] && grep -qwE 'svm|vmx' /proc/cpuinfo; then
+		if [ -n "$VMM" ] && [ -x "$VMM" ]; then
+			"$VMM" --probe >/dev/null 2>&1 && direct=1
+		else
+			direct=1
+		fi
+	fi
 fi
 if [ "$direct" = 1 ]; then
 	log "host has /dev/kvm: running the tests directly"
