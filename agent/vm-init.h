@@ -1,10 +1,92 @@
-/* agent/vm-init.h: set up a VM guest as rung-agent's init and open its vsock listener. */
+/*
+ * agent/vm-init.h: rung-agent's guest bring-up on the vm rung.
+ *
+ * When rung-agent is pid 1 of a rung-vmm guest (the /init of the initramfs, no
+ * --listen-fd), main() calls agent_vm_init(). It mounts /proc, /sys, /dev, waits for the
+ * image disk (/dev/vda, shared READ-ONLY by every sandbox of that image) and the
+ * per-sandbox upper disk (/dev/vdb, ext4, persistent), mounts an overlayfs of the two
+ * and moves into it (chdir + mount --move + chroot), with /proc, /sys, /dev (plus
+ * /dev/pts, /dev/shm) usable inside. Writes reach the upper disk within about a second
+ * (ext4 commit=1, vm.dirty_expire/writeback 1 s), so a VM stopped without a sync loses at
+ * most the last second; a host that stops a VM whose upper disk it keeps still runs
+ * `sync` in the guest first. It sets the hostname, PATH, HOME and umask and
+ * returns a listening AF_VSOCK stream socket on port 1024 (VMADDR_CID_ANY), which
+ * rung-vmm bridges to its --vsock-uds Unix socket on the host.
+ *
+ * Optional kernel command line keys (rung-vmm --cmdline), all strict: an unknown
+ * "rung.*" key or a bad value is an error naming it.
+ *   rung.root=/dev/vda      image disk (read-only ext4)
+ *   rung.upper=/dev/vdb     upper disk (ext4), or "tmpfs" for a throwaway upper
+ *   rung.fstype=ext4        filesystem of both disks
+ *   rung.hostname=rung      guest hostname
+ *   rung.port=1024          vsock port to listen on
+ *   rung.wait_ms=5000       how long to wait for the disks to appear
+ *
+ * Plan, then apply: agent_vm_opts_parse() and agent_vm_plan_build() are pure and tested
+ * without root; agent_vm_plan_apply() makes the syscalls.
+ */
 #ifndef RUNG_AGENT_VM_INIT_H
 #define RUNG_AGENT_VM_INIT_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "common/err.h"
 
-/* Mount the guest's filesystems, move into the sandbox root, return a listening vsock fd. */
+#define AGENT_VM_PORT 1024
+#define AGENT_VM_PATH_MAX 64
+#define AGENT_VM_DATA_MAX 192
+#define AGENT_VM_STEPS_MAX 40
+
+struct agent_vm_opts {
+	char root_dev[AGENT_VM_PATH_MAX];  /* "/dev/vda" */
+	char upper_dev[AGENT_VM_PATH_MAX]; /* "/dev/vdb", or "" for a tmpfs upper */
+	char fstype[16];                   /* "ext4" */
+	char hostname[64];                 /* "rung" */
+	uint32_t port;                     /* 1024 */
+	uint32_t wait_ms;                  /* 5000 */
+};
+
+enum agent_vm_step_kind {
+	AGENT_VM_MKDIR,  /* mkdir target, mode; an existing directory is fine */
+	AGENT_VM_MOUNT,  /* mount source on target (fstype, flags, data) */
+	AGENT_VM_WAIT,   /* wait until target (a device node) exists, up to wait_ms */
+	AGENT_VM_MOVE,   /* mount --move source target */
+	AGENT_VM_SWITCH, /* chdir target; mount --move . /; chroot .; chdir / */
+	AGENT_VM_WRITE,  /* write data to the existing file target (a sysctl) */
+};
+
+struct agent_vm_step {
+	enum agent_vm_step_kind kind;
+	char source[AGENT_VM_PATH_MAX];
+	char target[AGENT_VM_PATH_MAX];
+	char fstype[16];
+	unsigned long flags;
+	char data[AGENT_VM_DATA_MAX]; /* MOUNT: options; WRITE: the bytes */
+	unsigned mode;    /* MKDIR */
+	int ebusy_ok;     /* MOUNT: already mounted (devtmpfs automount) is fine */
+};
+
+struct agent_vm_plan {
+	struct agent_vm_step steps[AGENT_VM_STEPS_MAX];
+	size_t n;
+	uint32_t wait_ms;
+};
+
+/* Pure: defaults, then "rung.*" keys from a kernel command line (NULL: defaults only). */
+int agent_vm_opts_parse(const char *cmdline, struct agent_vm_opts *o, struct rung_err *err);
+/* Pure: the mount plan for opts. */
+int agent_vm_plan_build(const struct agent_vm_opts *o, struct agent_vm_plan *p,
+			struct rung_err *err);
+/* Makes the syscalls of a plan, in order; the error names the step that failed. */
+int agent_vm_plan_apply(const struct agent_vm_plan *p, struct rung_err *err);
+/* Listening AF_VSOCK SOCK_STREAM socket on (VMADDR_CID_ANY, port), CLOEXEC. */
+int agent_vm_listen(uint32_t port, struct rung_err *err);
+
+/*
+ * All of the above for pid 1: parse /proc/cmdline, apply the plan, set hostname and
+ * environment, and return the listening vsock fd in *listen_fd. Returns 0 or -errno.
+ */
 int agent_vm_init(int *listen_fd, struct rung_err *err);
 
 #endif

@@ -7,7 +7,7 @@ BUILD="build-essential pkg-config clang make libseccomp-dev libcap-dev libnl-3-d
  libssl-dev libcurl4-openssl-dev check linux-libc-dev busybox-static python3 uidmap"
 TEST="$BUILD bubblewrap hyperfine iproute2 nftables e2fsprogs cpio crun runc umoci skopeo
  docker-registry mmdebstrap qemu-system-x86 curl procps psmisc"
-VM="$TEST linux-source-6.1 bc flex bison libelf-dev xz-utils kmod"
+VM="$TEST linux-source-6.1 bc flex bison libelf-dev xz-utils kmod lz4"
 case "${1:-test}" in
 build) want=$BUILD ;; test) want=$TEST ;; vm) want=$VM ;;
 *) echo "usage: $0 [build|test|vm]" >&2; exit 2 ;;

@@ -1,0 +1,301 @@
+/* tests/check_agent_vminit.c: agent/vm-init.c (the vm rung's guest bring-up). */
+#include <check.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/vm-init.h"
+#include "common/util.h"
+#include "tests/testutil.h"
+
+static const struct agent_vm_step *find(const struct agent_vm_plan *p,
+					enum agent_vm_step_kind kind, const char *target)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->steps[i].kind == kind && !strcmp(p->steps[i].target, target))
+			return &p->steps[i];
+	return NULL;
+}
+
+static size_t index_of(const struct agent_vm_plan *p, const struct agent_vm_step *s)
+{
+	return (size_t)(s - p->steps);
+}
+
+START_TEST(test_opts_defaults)
+{
+	struct agent_vm_opts o;
+	struct rung_err err = { 0 };
+	ck_assert_int_eq(agent_vm_opts_parse(NULL, &o, &err), 0);
+	ck_assert_str_eq(o.root_dev, "/dev/vda");
+	ck_assert_str_eq(o.upper_dev, "/dev/vdb");
+	ck_assert_str_eq(o.fstype, "ext4");
+	ck_assert_str_eq(o.hostname, "rung");
+	ck_assert_uint_eq(o.port, AGENT_VM_PORT);
+	ck_assert_uint_eq(o.wait_ms, 5000);
+}
+END_TEST
+
+START_TEST(test_opts_cmdline)
+{
+	struct agent_vm_opts o;
+	struct rung_err err = { 0 };
+	const char *cl = "console=ttyS0 quiet panic=-1 virtio_mmio.device=4K@0xd0000000:5 "
+			 "rung.upper=tmpfs rung.hostname=sb-1.local rung.port=2000 "
+			 "rung.wait_ms=0 rung.root=/dev/vdc\n";
+	ck_assert_int_eq(agent_vm_opts_parse(cl, &o, &err), 0);
+	ck_assert_str_eq(o.root_dev, "/dev/vdc");
+	ck_assert_str_eq(o.upper_dev, "");
+	ck_assert_str_eq(o.hostname, "sb-1.local");
+	ck_assert_uint_eq(o.port, 2000);
+	ck_assert_uint_eq(o.wait_ms, 0);
+}
+END_TEST
+
+static void bad(const char *cl, const char *needle)
+{
+	struct agent_vm_opts o;
+	struct rung_err err = { 0 };
+	ck_assert_int_eq(agent_vm_opts_parse(cl, &o, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, needle), "'%s': message '%s' lacks '%s'", cl, err.msg,
+		      needle);
+}
+
+START_TEST(test_opts_errors)
+{
+	bad("rung.bogus=1", "unknown key rung.bogus");
+	bad("rung.root=/etc/passwd", "rung.root must be a /dev/ path");
+	bad("rung.root=/dev/../etc/shadow", "rung.root");
+	bad("rung.root=/dev/vda,upperdir=/x", "bad value for rung.root");
+	bad("rung.upper=/dev/vdb:x", "bad value for rung.upper");
+	bad("rung.fstype=ext4,errors=panic", "bad value for rung.fstype");
+	bad("rung.hostname=a/b", "bad value for rung.hostname");
+	bad("rung.hostname=", "bad value for rung.hostname");
+	bad("rung.port=0", "rung.port must be");
+	bad("rung.port=99999999999", "rung.port must be");
+	bad("rung.wait_ms=-1", "rung.wait_ms must be");
+	bad("rung.port", "rung.port needs a value");
+	char longcl[5000];
+	memset(longcl, 'a', sizeof(longcl) - 1);
+	longcl[sizeof(longcl) - 1] = '\0';
+	struct agent_vm_opts o;
+	struct rung_err err = { 0 };
+	ck_assert_int_eq(agent_vm_opts_parse(longcl, &o, &err), -E2BIG);
+	ck_assert_ptr_nonnull(strstr(err.msg, "longer than"));
+}
+END_TEST
+
+START_TEST(test_plan_disks)
+{
+	struct agent_vm_opts o;
+	struct agent_vm_plan p;
+	struct rung_err err = { 0 };
+	ck_assert_int_eq(agent_vm_opts_parse("rung.wait_ms=250", &o, &err), 0);
+	ck_assert_int_eq(agent_vm_plan_build(&o, &p, &err), 0);
+	ck_assert_uint_eq(p.wait_ms, 250);
+
+	const struct agent_vm_step *wa = find(&p, AGENT_VM_WAIT, "/dev/vda");
+	const struct agent_vm_step *wb = find(&p, AGENT_VM_WAIT, "/dev/vdb");
+	const struct agent_vm_step *lower = find(&p, AGENT_VM_MOUNT, "/rung/lower");
+	const struct agent_vm_step *upper = find(&p, AGENT_VM_MOUNT, "/rung/upper");
+	const struct agent_vm_step *ovl = find(&p, AGENT_VM_MOUNT, "/rung/root");
+	ck_assert_ptr_nonnull(wa);
+	ck_assert_ptr_nonnull(wb);
+	ck_assert_ptr_nonnull(lower);
+	ck_assert_ptr_nonnull(upper);
+	ck_assert_ptr_nonnull(ovl);
+	/* The image disk is shared by every sandbox: it must be mounted read-only. */
+	ck_assert_str_eq(lower->source, "/dev/vda");
+	ck_assert_str_eq(lower->fstype, "ext4");
+	ck_assert(lower->flags & MS_RDONLY);
+	ck_assert_str_eq(upper->source, "/dev/vdb");
+	ck_assert(!(upper->flags & MS_RDONLY));
+	ck_assert_str_eq(upper->data, "noinit_itable,commit=1");
+	const struct agent_vm_step *wb_ = find(&p, AGENT_VM_WRITE, "/proc/sys/vm/dirty_expire_centisecs");
+	ck_assert_ptr_nonnull(wb_);
+	ck_assert_str_eq(wb_->data, "100");
+	ck_assert_str_eq(ovl->fstype, "overlay");
+	ck_assert_str_eq(ovl->data,
+			 "lowerdir=/rung/lower,upperdir=/rung/upper/upper,workdir=/rung/upper/work");
+	/* Order: wait before mounting, disks before the overlay, upper/work dirs in between. */
+	ck_assert_uint_lt(index_of(&p, wa), index_of(&p, lower));
+	ck_assert_uint_lt(index_of(&p, wb), index_of(&p, upper));
+	const struct agent_vm_step *mk = find(&p, AGENT_VM_MKDIR, "/rung/upper/work");
+	ck_assert_ptr_nonnull(mk);
+	ck_assert_uint_lt(index_of(&p, upper), index_of(&p, mk));
+	ck_assert_uint_lt(index_of(&p, mk), index_of(&p, ovl));
+	/* /proc, /sys and /dev move into the new root before the switch, which is last. */
+	static const char *const mv[] = { "/rung/root/proc", "/rung/root/sys", "/rung/root/dev" };
+	for (size_t i = 0; i < 3; i++) {
+		const struct agent_vm_step *m = find(&p, AGENT_VM_MOVE, mv[i]);
+		ck_assert_msg(m != NULL, "no move to %s", mv[i]);
+		ck_assert_uint_lt(index_of(&p, ovl), index_of(&p, m));
+	}
+	const struct agent_vm_step *pts = find(&p, AGENT_VM_MOUNT, "/rung/root/dev/pts");
+	ck_assert_ptr_nonnull(pts);
+	ck_assert_uint_gt(index_of(&p, pts), index_of(&p, find(&p, AGENT_VM_MOVE, mv[2])));
+	ck_assert_int_eq(p.steps[p.n - 1].kind, AGENT_VM_SWITCH);
+	ck_assert_str_eq(p.steps[p.n - 1].target, "/rung/root");
+	const struct agent_vm_step *tmp = find(&p, AGENT_VM_MKDIR, "/rung/root/tmp");
+	ck_assert_ptr_nonnull(tmp);
+	ck_assert_uint_eq(tmp->mode, 01777);
+	const struct agent_vm_step *dev = find(&p, AGENT_VM_MOUNT, "/dev");
+	ck_assert_ptr_nonnull(dev);
+	ck_assert_int_eq(dev->ebusy_ok, 1);
+}
+END_TEST
+
+START_TEST(test_plan_tmpfs_upper)
+{
+	struct agent_vm_opts o;
+	struct agent_vm_plan p;
+	struct rung_err err = { 0 };
+	ck_assert_int_eq(agent_vm_opts_parse("rung.upper=tmpfs", &o, &err), 0);
+	ck_assert_int_eq(agent_vm_plan_build(&o, &p, &err), 0);
+	ck_assert_ptr_null(find(&p, AGENT_VM_WAIT, "/dev/vdb"));
+	const struct agent_vm_step *upper = find(&p, AGENT_VM_MOUNT, "/rung/upper");
+	ck_assert_ptr_nonnull(upper);
+	ck_assert_str_eq(upper->fstype, "tmpfs");
+}
+END_TEST
+
+START_TEST(test_plan_rejects_bad_opts)
+{
+	struct agent_vm_opts o;
+	struct agent_vm_plan p;
+	struct rung_err err = { 0 };
+	ck_assert_int_eq(agent_vm_opts_parse(NULL, &o, &err), 0);
+	strcpy(o.root_dev, "/dev/vda,lowerdir=/");
+	ck_assert_int_eq(agent_vm_plan_build(&o, &p, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "vm plan: "));
+	ck_assert_ptr_nonnull(strstr(err.msg, "rung.root"));
+}
+END_TEST
+
+START_TEST(test_apply_wait_timeout)
+{
+	struct agent_vm_plan p = { .n = 1, .wait_ms = 30 };
+	p.steps[0].kind = AGENT_VM_WAIT;
+	strcpy(p.steps[0].target, "/dev/rung-test-no-such-disk");
+	struct rung_err err = { 0 };
+	uint64_t t0 = rung_now_ms();
+	ck_assert_int_eq(agent_vm_plan_apply(&p, &err), -ENODEV);
+	ck_assert_uint_ge(rung_now_ms() - t0, 30);
+	ck_assert_ptr_nonnull(strstr(err.msg, "vm init step 0"));
+	ck_assert_ptr_nonnull(strstr(err.msg, "/dev/rung-test-no-such-disk did not appear"));
+}
+END_TEST
+
+static struct agent_vm_step *step(struct agent_vm_plan *p, enum agent_vm_step_kind k,
+				  const char *src, const char *tgt)
+{
+	struct agent_vm_step *s = &p->steps[p->n++];
+	memset(s, 0, sizeof(*s));
+	s->kind = k;
+	strcpy(s->source, src);
+	strcpy(s->target, tgt);
+	return s;
+}
+
+/*
+ * Apply mkdir/mount/move/switch for real, in a private mount namespace chrooted into a
+ * fresh tmpfs (so the plan's absolute paths never touch the host). Runs in Check's fork.
+ */
+START_TEST(test_apply_switch_root)
+{
+	RUNG_REQUIRE_ROOT();
+	char *dir = rung_test_tmpdir("vminit");
+	ck_assert_ptr_nonnull(dir);
+	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	ck_assert_int_eq(mount("tmpfs", dir, "tmpfs", 0, "mode=0755"), 0);
+	ck_assert_int_eq(chdir(dir), 0);
+	ck_assert_int_eq(chroot("."), 0);
+	ck_assert_int_eq(chdir("/"), 0);
+
+	struct agent_vm_plan p = { .wait_ms = 10 };
+	struct agent_vm_step *s;
+	step(&p, AGENT_VM_MKDIR, "", "/old")->mode = 0755;
+	s = step(&p, AGENT_VM_MOUNT, "tmpfs", "/old");
+	strcpy(s->fstype, "tmpfs");
+	step(&p, AGENT_VM_MKDIR, "", "/new")->mode = 0755;
+	s = step(&p, AGENT_VM_MOUNT, "tmpfs", "/new");
+	strcpy(s->fstype, "tmpfs");
+	step(&p, AGENT_VM_MKDIR, "", "/new/old")->mode = 0755;
+	step(&p, AGENT_VM_MOVE, "/old", "/new/old");
+	step(&p, AGENT_VM_MKDIR, "", "/new/tmp")->mode = 01777;
+	step(&p, AGENT_VM_WAIT, "", "/new/tmp");
+	/* A sysctl-like knob in the old root, read back through an fd opened before. */
+	int fd = open("/knob", O_CREAT | O_RDONLY, 0644);
+	ck_assert_int_ge(fd, 0);
+	strcpy(step(&p, AGENT_VM_WRITE, "", "/knob")->data, "100");
+	step(&p, AGENT_VM_SWITCH, "", "/new");
+	ck_assert_int_eq(mkdir("/marker-outside", 0755), 0);
+	struct rung_err err = { 0 };
+	int r = agent_vm_plan_apply(&p, &err);
+	ck_assert_msg(r == 0, "apply: %s", err.msg);
+	struct stat st;
+	ck_assert_int_eq(stat("/old", &st), 0);            /* the moved mount is inside */
+	ck_assert_int_eq(stat("/marker-outside", &st), -1); /* the old root is gone */
+	ck_assert_int_eq(stat("/tmp", &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 01777);
+	char buf[8] = { 0 };
+	ck_assert_int_eq(pread(fd, buf, sizeof(buf) - 1, 0), 3);
+	close(fd);
+	ck_assert_str_eq(buf, "100");
+	/* Nothing to clean up on the host: every mount lives in this process's namespace. */
+	free(dir);
+}
+END_TEST
+
+START_TEST(test_apply_mount_error_names_step)
+{
+	struct agent_vm_plan p = { .n = 1 };
+	p.steps[0].kind = AGENT_VM_MOUNT;
+	strcpy(p.steps[0].source, "/dev/rung-test-none");
+	strcpy(p.steps[0].target, "/nonexistent-rung-test-dir");
+	strcpy(p.steps[0].fstype, "ext4");
+	struct rung_err err = { 0 };
+	ck_assert_int_lt(agent_vm_plan_apply(&p, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "vm init step 0: mount /dev/rung-test-none on "
+					      "/nonexistent-rung-test-dir"));
+}
+END_TEST
+
+START_TEST(test_apply_write_missing)
+{
+	struct agent_vm_plan p = { .n = 1 };
+	p.steps[0].kind = AGENT_VM_WRITE;
+	strcpy(p.steps[0].target, "/proc/sys/rung-test-no-such-knob");
+	strcpy(p.steps[0].data, "1");
+	struct rung_err err = { 0 };
+	ck_assert_int_eq(agent_vm_plan_apply(&p, &err), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err.msg, "vm init step 0: open /proc/sys/rung-test-no-such-knob"));
+}
+END_TEST
+
+Suite *agent_vminit_suite(void)
+{
+	Suite *s = suite_create("agent_vminit");
+	TCase *tc = tcase_create("plan");
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, test_opts_defaults);
+	tcase_add_test(tc, test_opts_cmdline);
+	tcase_add_test(tc, test_opts_errors);
+	tcase_add_test(tc, test_plan_disks);
+	tcase_add_test(tc, test_plan_tmpfs_upper);
+	tcase_add_test(tc, test_plan_rejects_bad_opts);
+	tcase_add_test(tc, test_apply_wait_timeout);
+	tcase_add_test(tc, test_apply_mount_error_names_step);
+	tcase_add_test(tc, test_apply_write_missing);
+	suite_add_tcase(s, tc);
+	TCase *tr = tcase_create("apply");
+	tcase_set_timeout(tr, 10);
+	tcase_set_tags(tr, "root");
+	tcase_add_test(tr, test_apply_switch_root);
+	suite_add_tcase(s, tr);
+	return s;
+}

@@ -1,0 +1,52 @@
+#!/bin/sh
+# vmm/guest/fetch-l1-kernel.sh: fetch and cache the L1 kernel of the nested-KVM test stage.
+#
+# The L1 guest (booted by QEMU TCG with an AMD SVM CPU model) runs Debian's cloud kernel,
+# whose kvm, kvm-amd, virtio and vhost-vsock modules load there (it has no 9p). Prints the unpacked directory:
+#   <dir>/vmlinuz, <dir>/modules/*.ko (flat), <dir>/modules.order (insmod order),
+#   <dir>/version
+# Cache: ${RUNG_CACHE_DIR:-/var/cache/rung}/l1-kernel-<version>/ (reused when present).
+# Version: $RUNG_L1_KERNEL, else what `apt-cache depends linux-image-cloud-amd64` names.
+set -eu
+cache=${RUNG_CACHE_DIR:-/var/cache/rung}
+pkg=${RUNG_L1_KERNEL:-}
+if [ -z "$pkg" ]; then
+	# Reuse any cached one first: the stage must not depend on the mirror once primed.
+	for d in "$cache"/l1-kernel-*/; do
+		[ -f "$d/vmlinuz" ] && { echo "${d%/}"; exit 0; }
+	done
+	pkg=$(apt-cache depends linux-image-cloud-amd64 | sed -n 's/.*Depends: \(linux-image-[^ ]*-cloud-amd64\).*/\1/p' | head -1)
+	[ -n "$pkg" ] || { echo "fetch-l1-kernel: cannot resolve linux-image-cloud-amd64 (apt-get update?)" >&2; exit 1; }
+fi
+ver=${pkg#linux-image-}
+out=$cache/l1-kernel-$ver
+[ -f "$out/vmlinuz" ] && { echo "$out"; exit 0; }
+mkdir -p "$cache"
+exec 9>"$cache/l1-kernel.lock"
+flock 9
+[ -f "$out/vmlinuz" ] && { echo "$out"; exit 0; }
+tmp=$out.tmp.$$
+rm -rf "$tmp" && mkdir -p "$tmp/deb" "$tmp/modules"
+trap 'rm -rf "$tmp"' EXIT
+(cd "$tmp/deb" && apt-get download -q "$pkg" >&2)
+dpkg -x "$tmp"/deb/*.deb "$tmp/x"
+cp "$tmp/x/boot/vmlinuz-$ver" "$tmp/vmlinuz"
+kd=$tmp/x/lib/modules/$ver/kernel
+# Modules L1 loads, in dependency order (resolved with modinfo): KVM (AMD, nested), the
+# virtio-pci disk that carries the test payload, and vhost-vsock for the QEMU baseline.
+: >"$tmp/modules.order"
+add() { # module name (recursive: keep f and d local)
+	local f d
+	grep -qx "$1" "$tmp/modules.order" && return 0
+	f=$(find "$kd" -name "$1.ko" -o -name "$1.ko.xz" | head -1)
+	[ -n "$f" ] || { echo "fetch-l1-kernel: module $1 not in $pkg" >&2; exit 1; }
+	for d in $(modinfo -F depends "$f" | tr ',' ' '); do add "$d"; done
+	case "$f" in *.xz) xz -dc "$f" >"$tmp/modules/$1.ko" ;; *) cp "$f" "$tmp/modules/$1.ko" ;; esac
+	echo "$1" >>"$tmp/modules.order"
+}
+for m in kvm-amd virtio_pci virtio_blk vhost_vsock; do add "$m"; done
+echo "$ver" >"$tmp/version"
+rm -rf "$tmp/deb" "$tmp/x"
+mv "$tmp" "$out"
+trap - EXIT
+echo "$out"

@@ -1,0 +1,37 @@
+#!/bin/busybox sh
+# vmm/guest/l1-init.sh: /init of the L1 guest of the nested-KVM test stage (run-l1.sh).
+# Loads kvm-amd (nested=1), virtio-pci/blk and vhost-vsock, mounts the read-only payload
+# disk (/dev/vda), and runs rung/l1-tests.sh chrooted into it. Kernel command line:
+#   vmtest_driver=rung-vmm|qemu   vmtest_bench=N   vmtest_shell=1 (debug: a shell at the end)
+/bin/busybox mkdir -p /proc /sys /dev /p /bin
+/bin/busybox mount -t proc proc /proc
+/bin/busybox mount -t sysfs sys /sys
+/bin/busybox mount -t devtmpfs dev /dev
+/bin/busybox --install -s /bin
+export PATH=/bin
+echo "L1-READY uptime $(cut -d' ' -f1 /proc/uptime) nproc $(grep -c ^processor /proc/cpuinfo) svm $(grep -cw svm /proc/cpuinfo)"
+for m in $(cat /modules.order); do
+	opt=""; [ "$m" = kvm-amd ] && opt="nested=1"
+	insmod "/modules/$m.ko" $opt || echo "L1 insmod $m FAILED"
+done
+[ -c /dev/kvm ] && echo "L1 /dev/kvm present (kvm_amd nested=$(cat /sys/module/kvm_amd/parameters/nested 2>/dev/null))" || echo "L1 /dev/kvm ABSENT"
+i=0; while [ ! -b /dev/vda ] && [ $i -lt 100 ]; do usleep 100000; i=$((i + 1)); done
+mount -o ro /dev/vda /p || echo "L1 cannot mount payload /dev/vda"
+mount -t proc proc /p/proc && mount -t sysfs sys /p/sys && mount -o bind /dev /p/dev &&
+	mount -t tmpfs -o size=1400m tmp /p/tmp
+for a in $(cat /proc/cmdline); do
+	case "$a" in
+	vmtest_driver=*) export VMTEST_DRIVER=${a#*=} ;;
+	vmtest_bench=*) export VMTEST_BENCH=${a#*=} ;;
+	vmtest_only_bench=*) export VMTEST_ONLY_BENCH=${a#*=} ;;
+	vmtest_trace=1) export VMTEST_TRACE=1 ;;
+	vmtest_verbose=1) export VMTEST_VERBOSE=1 VMTEST_CMDLINE=loglevel=7 ;;
+	vmtest_only=*) export VMTEST_ONLY=$(echo "${a#*=}" | tr , " ") ;;
+	vmtest_shell=1) SHELL_=1 ;;
+	esac
+done
+echo "L1 tests start uptime $(cut -d' ' -f1 /proc/uptime)"
+chroot /p /bin/sh /rung/l1-tests.sh
+echo "L1-DONE rc=$? uptime $(cut -d' ' -f1 /proc/uptime)"
+[ "${SHELL_:-0}" = 1 ] && setsid cttyhack sh
+poweroff -f

@@ -1,0 +1,311 @@
+#!/bin/sh
+# vmm/guest/l1-tests.sh: the vm-rung tests, run where /dev/kvm works (inside the L1 guest of
+# run-l1.sh, or directly on a host with /dev/kvm). busybox sh; no bashisms.
+#
+# Layout under $P (the payload root; "" inside L1): rung/bin/{rung-vmm,rung-vmtest},
+# rung/guest/{bzImage,initramfs.cpio.gz,base.img}; usr/bin/qemu-system-x86_64 for the
+# baseline. Scratch in $W. Output: one line per test,
+#   VMTEST PASS|FAIL|SKIP <name> <detail>
+# then "VMTEST-SUMMARY <n> passed, <n> failed, <n> skipped", and VMBENCH lines.
+# Env: VMTEST_DRIVER=rung-vmm|qemu (default: rung-vmm if present, else qemu, so that the
+# guest side is proven even before rung-vmm boots), VMTEST_BENCH=N boots per VMM (0: none),
+# VMTEST_ONLY="boot panic ..." runs only those tests (debugging), VMTEST_ONLY_BENCH=1.
+set -u
+[ "${VMTEST_TRACE:-0}" = 1 ] && set -x
+P=${RUNG_VM_PAYLOAD:-}
+W=${RUNG_VM_SCRATCH:-/tmp/rung-vmtest}
+B=$P/rung/bin G=$P/rung/guest
+VMM=$B/rung-vmm VT=$B/rung-vmtest QEMU=$P/usr/bin/qemu-system-x86_64
+K=$G/bzImage I=$G/initramfs.cpio.gz BASE=$G/base.img
+MEM=256
+SERIAL_CAP=262144
+npass=0 nfail=0 nskip=0
+mkdir -p "$W"
+
+now() { echo "$EPOCHREALTIME"; }
+ms_since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%d", (b - a) * 1000 }'; }
+pass() { npass=$((npass + 1)); echo "VMTEST PASS $*"; }
+fail() { nfail=$((nfail + 1)); echo "VMTEST FAIL $*"; }
+skip() { nskip=$((nskip + 1)); echo "VMTEST SKIP $*"; }
+
+driver=${VMTEST_DRIVER:-}
+[ -n "$driver" ] || { [ -x "$VMM" ] && driver=rung-vmm || driver=qemu; }
+
+# vm_start ID UPPER DRIVER [EXTRA_CMDLINE]: boot in the background; addr in $W/ID.addr.
+vm_start() {
+	id=$1 upper=$2 drv=$3 extra=${4:-}
+	rm -f "$W/$id.sock" "$W/$id.ctl" "$W/$id.serial"
+	case $drv in
+	rung-vmm)
+		"$VMM" --kernel "$K" --initrd "$I" --disk "$BASE,ro" --disk "$upper" --mem $MEM \
+			--cpus 1 --cmdline "${VMTEST_CMDLINE:-quiet} $extra" --serial-log "$W/$id.serial" --serial-cap $SERIAL_CAP \
+			--vsock-uds "$W/$id.sock" --control "$W/$id.ctl" >"$W/$id.out" 2>&1 &
+		echo "$W/$id.sock" >"$W/$id.addr" ;;
+	qemu)
+		# microvm: the first virtio-blk-device given is vda.
+		"$QEMU" -M microvm,acpi=off -enable-kvm -cpu host -m $MEM -smp 1 -nodefaults \
+			-no-user-config -nographic -no-reboot -L "$P/usr/share/qemu" \
+			-serial "file:$W/$id.serial" -kernel "$K" -initrd "$I" \
+			-append "console=ttyS0 ${VMTEST_CMDLINE:-quiet} panic=-1 $extra" \
+			-drive "id=b,file=$BASE,format=raw,if=none,readonly=on" -device virtio-blk-device,drive=b \
+			-drive "id=u,file=$upper,format=raw,if=none" -device virtio-blk-device,drive=u \
+			-device vhost-vsock-device,guest-cid=3 >"$W/$id.out" 2>&1 &
+		echo "vsock:3:1024" >"$W/$id.addr" ;;
+	esac
+	echo $! >"$W/$id.pid"
+}
+vm_addr() { cat "$W/$1.addr"; }
+# vm_wait ID TIMEOUT_MS: until the agent answers PING; fails early if the VMM exits.
+vm_wait() {
+	vw_end=$(awk -v a="$(now)" -v t="$2" 'BEGIN { printf "%.3f", a + t / 1000 }')
+	while :; do
+		"$VT" wait "$(vm_addr "$1")" 2000 >/dev/null 2>"$W/$1.wait" && return 0
+		vm_alive "$1" || { echo "VMM exited before the agent was ready" >>"$W/$1.wait"; return 1; }
+		awk -v a="$(now)" -v e="$vw_end" 'BEGIN { exit !(a < e) }' || return 1
+	done
+}
+# A VMM that exited stays a zombie until this shell waits for it: kill -0 is not enough.
+vm_alive() {
+	va_st=$(cut -d')' -f2 "/proc/$(cat "$W/$1.pid")/stat" 2>/dev/null | cut -d' ' -f2)
+	[ -n "$va_st" ] && [ "$va_st" != Z ]
+}
+# vm_stop ID: SIGTERM, then SIGKILL after 5 s; sets vm_rc to the exit status.
+vm_stop() {
+	pid=$(cat "$W/$1.pid")
+	kill -TERM "$pid" 2>/dev/null
+	vs_i=0
+	while vm_alive "$1" && [ $vs_i -lt 50 ]; do usleep 100000; vs_i=$((vs_i + 1)); done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid"
+	vm_rc=$?
+}
+# vm_wait_exit ID SECONDS: wait for the VMM to exit on its own; vm_rc, or 255 if it hung.
+vm_wait_exit() {
+	pid=$(cat "$W/$1.pid") ve_i=0
+	while vm_alive "$1" && [ $ve_i -lt $(($2 * 10)) ]; do usleep 100000; ve_i=$((ve_i + 1)); done
+	if vm_alive "$1"; then kill -KILL "$pid"; wait "$pid"; vm_rc=255; return; fi
+	wait "$pid"
+	vm_rc=$?
+}
+vexec() { id=$1; shift; "$VT" exec "$(vm_addr "$id")" -t 20000 "$@"; }
+upper() { rm -f "$1"; "$P/rung/mkdisk.sh" upper "$1" 256 >/dev/null; }
+dump() { echo "---- $1 (last lines of $2)"; tail -n 15 "$2" 2>/dev/null | sed 's/^/    /'; }
+
+
+echo "VMTEST driver=$driver kernel=$(wc -c <"$K") initramfs=$(wc -c <"$I") base=$(wc -c <"$BASE")"
+base_sum=$(sha256sum "$BASE" | cut -d' ' -f1)
+booted=0
+
+# boot: to agent-ready; exec: stdout, exit code, stdin, python; env; files; the image intact.
+t_boot() {
+	upper "$W/u1.img"
+	t0=$(now)
+	vm_start a "$W/u1.img" $driver
+	if vm_wait a 60000; then
+		pass "boot agent-ready in $(ms_since "$t0") ms"
+		booted=1
+		[ "${VMTEST_VERBOSE:-0}" = 1 ] && { echo "---- serial"; sed "s/^/    /" "$W/a.serial"; }
+	else
+		fail "boot: $(tail -n 1 "$W/a.wait")"; dump serial "$W/a.serial"; dump vmm "$W/a.out"
+		vm_stop a
+	fi
+}
+t_exec() {
+	out=$(vexec a -- /bin/echo hello-from-l2)
+	[ "$out" = hello-from-l2 ] && pass "exec echo" || fail "exec echo: got '$out'"
+	vexec a -- /bin/sh -c 'exit 7'; rc=$?
+	[ $rc = 7 ] && pass "exec exit code 7" || fail "exec exit code: got $rc"
+	out=$(vexec a -i "abc" -- /bin/sh -c 'tr a-z A-Z')
+	[ "$out" = ABC ] && pass "exec stdin" || fail "exec stdin: got '$out'"
+	out=$(vexec a -- /usr/bin/python3 -c 'print(2+2)' 2>&1)
+	[ "$out" = 4 ] && pass "python3 -c print(2+2)" || fail "python3: got '$out'"
+	out=$(vexec a -- /bin/sh -c 'grep -c "^overlay / overlay" /proc/mounts; hostname; echo $PATH; test -c /dev/null && test -d /proc/self && test -w /tmp && test -c /dev/ptmx && echo ok' 2>&1)
+	exp=$(printf '1\nrung\n/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nok')
+	[ "$out" = "$exp" ] && pass "guest env (overlay root, hostname, PATH, /proc /dev /tmp)" ||
+		fail "guest env: got '$out'"
+}
+t_files() {
+	vexec a -i "persist-me" -- /bin/sh -c 'cat > /work/f.txt && echo changed >> /etc/hostname'
+	out=$(vexec a -- /bin/cat /work/f.txt)
+	[ "$out" = persist-me ] && pass "write/read file" || fail "write/read file: got '$out'"
+	# What the runtime must do before it stops a VM whose upper disk it keeps: sync. The
+	# guest init's 1 s writeback is the safety net for a stop without one (tested below).
+	vexec a -- /bin/sync
+	vexec a -i "unsynced" -- /bin/sh -c 'cat > /work/nosync.txt'
+	sleep 4
+	vm_stop a
+	[ "$(sha256sum "$BASE" | cut -d' ' -f1)" = "$base_sum" ] && pass "base image unchanged" ||
+		fail "base image was modified"
+}
+# restart: a new VM on the same upper disk sees the files (warm re-acquire); then pause.
+t_restart() {
+	vm_start b "$W/u1.img" $driver
+	if vm_wait b 60000; then
+		out=$(vexec b -- /bin/sh -c 'cat /work/f.txt; echo; tail -n 1 /etc/hostname')
+		[ "$out" = "$(printf 'persist-me\nchanged')" ] && pass "files persist across VM restart" ||
+			fail "persistence: got '$out'"
+		out=$(vexec b -- /bin/cat /work/nosync.txt 2>&1)
+		[ "$out" = unsynced ] && pass "a write 4 s before an unclean stop (no sync) survives" ||
+			fail "unsynced write lost across an unclean stop: got '$out'"
+		t_pause
+	else
+		fail "restart with the same upper disk did not boot: $(tail -n 1 "$W/b.wait")"
+		dump serial "$W/b.serial"; dump vmm "$W/b.out"
+	fi
+	vm_stop b
+}
+t_pause() {
+	if [ $driver != rung-vmm ]; then
+		skip "pause/resume: needs rung-vmm's --control socket (driver $driver)"
+		return
+	fi
+	r1=$("$VT" ctl "$W/b.ctl" pause)
+	if "$VT" wait "$(vm_addr b)" 1500 >/dev/null 2>&1; then
+		fail "pause: the agent still answers while paused ($r1)"
+		return
+	fi
+	r2=$("$VT" ctl "$W/b.ctl" status)
+	r3=$("$VT" ctl "$W/b.ctl" resume)
+	if "$VT" wait "$(vm_addr b)" 10000 >/dev/null; then
+		out=$(vexec b -- /bin/cat /work/f.txt)
+		[ "$out" = persist-me ] && pass "pause blocks the agent, resume restores it ($r1 / $r2 / $r3)" ||
+			fail "after resume: got '$out'"
+	else fail "resume: agent does not answer ($r1 / $r2 / $r3)"; fi
+}
+# panic: the VMM exits with a reason, never hangs.
+t_panic() {
+	upper "$W/u2.img"
+	vm_start c "$W/u2.img" $driver
+	if ! vm_wait c 60000; then
+		fail "panic: guest did not boot: $(tail -n 1 "$W/c.wait")"
+		dump serial "$W/c.serial"; dump vmm "$W/c.out"; vm_stop c; return
+	fi
+	vexec c -- /bin/sh -c 'echo c > /proc/sysrq-trigger' >/dev/null 2>&1
+	vm_wait_exit c 20
+	if [ $vm_rc = 255 ]; then
+		fail "panic: VMM still running 20 s after the guest panicked"
+		dump serial "$W/c.serial"; dump vmm "$W/c.out"
+	elif grep -q "Kernel panic" "$W/c.serial"; then
+		pass "guest panic: VMM exited with status $vm_rc: $(tail -n 1 "$W/c.out")"
+	else
+		fail "panic: VMM exited ($vm_rc) but no panic in the serial log"; dump serial "$W/c.serial"
+	fi
+}
+# flood: the serial log stays bounded (rung-vmm --serial-cap) and the agent responsive.
+# The agent kills what an exec leaves behind, so the flood is one long exec in the background.
+t_flood() {
+	[ -f "$W/u2.img" ] || upper "$W/u2.img"
+	# The smallest cap rung-vmm takes, so that the flood (a few KiB/s under nested KVM)
+	# certainly passes it; the guest counts what it wrote.
+	SERIAL_CAP=4096
+	vm_start d "$W/u2.img" $driver
+	SERIAL_CAP=262144
+	if ! vm_wait d 60000; then
+		fail "flood: guest did not boot: $(tail -n 1 "$W/d.wait")"
+		dump serial "$W/d.serial"; dump vmm "$W/d.out"; vm_stop d; return
+	fi
+	vexec d -t 60000 -- /bin/sh -c 'l=0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789ab
+		n=0; end=$(($(date +%s) + 12))
+		while [ $(date +%s) -lt $end ]; do
+			for i in 1 2 3 4 5 6 7 8; do echo $l; done > /dev/ttyS0; n=$((n + 8 * ${#l} + 8))
+		done; echo $n' >"$W/d.flood" 2>&1 &
+	flood=$!
+	sleep 6
+	t0=$(now)
+	if "$VT" wait "$(vm_addr d)" 10000 >/dev/null; then
+		pass "agent answers within $(ms_since "$t0") ms during a console flood"
+	else fail "agent unresponsive during a console flood"; fi
+	wait $flood
+	wrote=$(tail -n 1 "$W/d.flood")
+	sz=$(wc -c <"$W/d.serial")
+	if [ $driver = rung-vmm ]; then
+		if [ "$wrote" -le 8192 ] 2>/dev/null; then
+			fail "flood too slow to test the cap: the guest wrote only '$wrote' bytes"
+		elif [ "$sz" -le 8192 ]; then
+			pass "serial log bounded: guest wrote $wrote bytes, log holds $sz (cap 4096)"
+		else
+			fail "serial log $sz bytes after the guest wrote $wrote (cap 4096)"
+		fi
+	else
+		skip "serial log bound: QEMU's file chardev has none ($sz bytes written)"
+	fi
+	vm_stop d
+}
+# garbage: nonsense in every virtio-mmio device's registers; the VMM survives or exits
+# cleanly, never hangs or dies by a signal. Device order is reversed so the vsock device
+# (the agent's channel) is poked last.
+t_garbage() {
+	[ -f "$W/u2.img" ] || upper "$W/u2.img"
+	vm_start e "$W/u2.img" $driver
+	if ! vm_wait e 60000; then
+		fail "virtio garbage: guest did not boot: $(tail -n 1 "$W/e.wait")"
+		dump serial "$W/e.serial"; dump vmm "$W/e.out"; vm_stop e; return
+	fi
+	vexec e -t 30000 -- /bin/sh -c 'set -e; n=0
+		for d in $(tr " " "\n" < /proc/cmdline | sed -n "s/^virtio_mmio.device=.*@\(0x[0-9a-fA-F]*\):.*/\1/p" | sort -r); do
+			for off in 0x030 0x038 0x080 0x084 0x090 0x094 0x0a0 0x0a4 0x044 0x070 0x050; do
+				devmem $(printf "0x%x" $((d + off))) 32 0xffffffff
+			done
+			devmem $(printf "0x%x" $((d + 0x050))) 32 0x7fff
+			n=$((n + 1))
+		done; echo "poked $n devices"' >"$W/e.poke" 2>&1
+	sleep 3
+	poked=$(tail -n 1 "$W/e.poke")
+	"$VT" wait "$(vm_addr e)" 3000 >/dev/null 2>&1 && ans=yes || ans=no
+	if vm_alive e; then
+		vm_stop e
+		[ $vm_rc -lt 128 ] || [ $vm_rc = 143 ] &&
+			pass "virtio garbage: VMM survived (guest said '$poked', agent answers: $ans), stopped with $vm_rc" ||
+			fail "virtio garbage: VMM died by signal ($vm_rc)"
+	else
+		wait "$(cat "$W/e.pid")"; vm_rc=$?
+		[ $vm_rc -lt 128 ] && pass "virtio garbage: VMM exited cleanly ($vm_rc: $(tail -n 1 "$W/e.out"); guest said '$poked')" ||
+			{ fail "virtio garbage: VMM crashed (status $vm_rc)"; dump vmm "$W/e.out"; }
+	fi
+}
+
+want() { [ -z "${VMTEST_ONLY:-}" ] || case " $VMTEST_ONLY " in *" $1 "*) true ;; *) false ;; esac; }
+if [ "${VMTEST_ONLY_BENCH:-0}" != 1 ]; then
+	want boot && t_boot
+	if [ $booted = 1 ]; then
+		want exec && t_exec
+		t_files
+		want restart && t_restart
+	fi
+	want panic && t_panic
+	want flood && t_flood
+	want garbage && t_garbage
+	echo "VMTEST-SUMMARY $npass passed, $nfail failed, $nskip skipped"
+fi
+
+# Benchmark (bench/vm-boot.sh reads these lines): VMM start -> agent PONG, per VMM.
+n=${VMTEST_BENCH:-0}
+[ "$n" -gt 0 ] || exit 0
+rss_beyond_guest() { # pid: KiB of RSS outside the guest-memory mapping (MEM MiB)
+	awk -v want=$((MEM * 1024)) '
+		/^[0-9a-f]+-[0-9a-f]+ / { split($1, r, "-"); cur = 0 }
+		/^Size:/ { cur = ($2 >= want && $2 <= want + 4096) }
+		/^Rss:/ { if (cur) g += $2; else o += $2 }
+		END { print o, g }' "/proc/$1/smaps"
+}
+for drv in rung-vmm qemu; do
+	[ $drv = rung-vmm ] && [ ! -x "$VMM" ] && { echo "VMBENCH $drv absent"; continue; }
+	upper "$W/ub.img"
+	bi=0 times=""
+	while [ $bi -lt "$n" ]; do
+		t0=$(now)
+		vm_start bench "$W/ub.img" $drv
+		if vm_wait bench 60000; then
+			t=$(ms_since "$t0"); times="$times $t"
+			echo "VMBENCH $drv sample_ms $t"
+			[ $bi = 0 ] && set -- $(rss_beyond_guest "$(cat "$W/bench.pid")") &&
+				echo "VMBENCH $drv rss_beyond_guest_kib $1 guest_rss_kib $2"
+		else
+			echo "VMBENCH $drv boot $bi failed"; dump serial "$W/bench.serial"
+		fi
+		vm_stop bench
+		bi=$((bi + 1))
+	done
+	echo "VMBENCH $drv ready_ms$times"
+done
+exit 0
