@@ -275,6 +275,8 @@ if [ "${VMTEST_ONLY_BENCH:-0}" != 1 ]; then
 	want panic && t_panic
 	want flood && t_flood
 	want garbage && t_garbage
+	# the runtime end to end: rung run --isolation vm ... (l1-rung.sh, from payload-rung.sh)
+	if want rung && [ -f "$P/rung/l1-rung.sh" ]; then . "$P/rung/l1-rung.sh"; fi
 	echo "VMTEST-SUMMARY $npass passed, $nfail failed, $nskip skipped"
 fi
 

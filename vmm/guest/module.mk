@@ -26,10 +26,10 @@ vm-initramfs: $(VM_OUT)/initramfs.cpio.gz
 # Rebuilt every time (the agent may be an override); cheap.
 .PHONY: $(VM_OUT)/initramfs.cpio.gz
 
-VM_STAGE_ENV = KERNEL="$$(sh vmm/guest/build-kernel.sh)" INITRAMFS=$(VM_OUT)/initramfs.cpio.gz \
+VM_STAGE_ENV = RUNG_BUILD=$(CURDIR)/$(B) KERNEL="$$(sh vmm/guest/build-kernel.sh)" INITRAMFS=$(VM_OUT)/initramfs.cpio.gz \
 	VMTEST=$(VM_OUT)/rung-vmtest VMM=$(VM_VMM) OUT=$(VM_OUT)
 
-check-vm: $(VM_OUT)/initramfs.cpio.gz $(VM_OUT)/rung-vmtest $(VM_VMM)
+check-vm: $(VM_OUT)/initramfs.cpio.gz $(VM_OUT)/rung-vmtest $(VM_VMM) $(B)/rung $(B)/rfs-tool
 	@sh scripts/setup-deps.sh vm
 	@sh vmm/guest/build-kernel.sh >/dev/null
 	@$(VM_STAGE_ENV) sh vmm/guest/run-l1.sh
