@@ -123,7 +123,7 @@ setup:
 clean:
 	rm -rf $(B)
 
--include $(wildcard */module.mk)
+-include $(wildcard */module.mk */*/module.mk)
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
 
 .PHONY: all demo check check-unit test-python-image check-fuzz check-layers fuzz setup clean

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
 #include "agent/vm-init.h"
@@ -33,8 +34,8 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			listen_fd = (int)v;
-		} else if (!strncmp(argv[i], "rung.", 5) || strchr(argv[i], '=')) {
-			continue; /* kernel command-line leftovers when we are a VM's init */
+		} else if (getpid() == 1) {
+			continue; /* a VM's init: the kernel hands us its unknown parameters */
 		} else {
 			usage(stderr);
 			return 2;
