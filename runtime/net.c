@@ -56,7 +56,11 @@ int rt_net_setup(struct rt_sandbox *sb, int *netns_fd, char **resolv, struct run
 		np_policy_release(&pol);
 		return fd;
 	}
-	struct np_config cfg = {.state_dir = sb->router->store.root};
+	/* RUNG_NET_POOL: the IPv4 pool the /30s come from (default netpolicy's 10.213.0.0/16),
+	 * e.g. to keep concurrent test runs or two stores on one host apart. */
+	const char *pool = getenv("RUNG_NET_POOL");
+	struct np_config cfg = {.state_dir = sb->router->store.root,
+				.pool = pool && *pool ? pool : NULL};
 	struct np_net *net = NULL;
 	r = np_sandbox_up(&cfg, sb->meta.id, fd, &pol, &net, err);
 	np_policy_release(&pol);
