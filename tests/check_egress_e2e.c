@@ -30,9 +30,31 @@ START_TEST(t_allowlist_matrix)
 	snprintf(cidr, sizeof(cidr), "%s:8080", a12);
 	struct rung_spec s;
 	eg_spec(&s, "egress", P("allowed.test", cidr));
-	struct rung_router *r = spine_router(NULL);
+	char *state;
+	struct rung_router *r = spine_router(&state);
 	struct rung_sandbox *sb = spine_acquire(r, "eg", "matrix", "egress", &s, NULL);
 	rung_spec_release(&s);
+
+	/* This test process is multi-threaded (the world's server thread), so the supervisor was
+	 * re-exec'd (`rung __supervise`) with a clean environment: it must still have been given
+	 * the DNS upstream and the pool (else the proxy would ask the host's resolver). */
+	struct rt_meta m;
+	spine_meta(r, rung_sandbox_id(sb), &m);
+	char path[64];
+	size_t len = 0;
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)m.sup_pid);
+	char *cl = spine_slurp(path, &len);
+	ck_assert_msg(cl && len > 5 && !strcmp(cl + strlen(cl) + 1, "__supervise"),
+		      "supervisor not re-exec'd: %s", cl ? cl : "?");
+	free(cl);
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)m.sup_pid);
+	char *env = spine_slurp(path, &len), want_env[96];
+	snprintf(want_env, sizeof(want_env), "RUNG_DNS_UPSTREAM=%s", w.upstream);
+	ck_assert_ptr_nonnull(env);
+	ck_assert_ptr_nonnull(memmem(env, len, want_env, strlen(want_env) + 1));
+	ck_assert_ptr_nonnull(memmem(env, len, "RUNG_NET_POOL=10.214.", 21));
+	free(env);
+	rt_meta_release(&m);
 
 	/* Before any lookup the allowed name's address is closed (sets are filled by the proxy). */
 	snprintf(pr[0], sizeof(pr[0]), "tcp %s 80", a10);
@@ -120,8 +142,9 @@ START_TEST(t_allowlist_matrix)
 	eg_expect(out, "ifaces", "eth0,lo", 0);
 	free(out);
 
-	rung_sandbox_close(sb);
+	eg_dispose(r, sb, state);
 	rung_router_free(r);
+	free(state);
 	npw_down(&w);
 }
 END_TEST
@@ -138,7 +161,8 @@ START_TEST(t_cidr_and_dns_bypass)
 	EG_IP(&w, 53, a53);
 	struct rung_spec s;
 	eg_spec(&s, "egress", P(net));
-	struct rung_router *r = spine_router(NULL);
+	char *state;
+	struct rung_router *r = spine_router(&state);
 	struct rung_sandbox *sb = spine_acquire(r, "eg", "cidr", "egress", &s, NULL);
 	rung_spec_release(&s);
 	int q0 = atomic_load(&w.dns_queries);
@@ -158,8 +182,9 @@ START_TEST(t_cidr_and_dns_bypass)
 	ck_assert_int_eq(eg_ping_from(init, a11), 0);
 	snprintf(p4, sizeof(p4), "%s100", w.net);
 	ck_assert_int_eq(eg_ping_from(init, p4), -EHOSTUNREACH);
-	rung_sandbox_close(sb);
+	eg_dispose(r, sb, state);
 	rung_router_free(r);
+	free(state);
 	npw_down(&w);
 }
 END_TEST
@@ -177,7 +202,8 @@ START_TEST(t_two_sandboxes)
 	struct rung_spec sa, sbs;
 	eg_spec(&sa, "egress", P("allowed.test"));
 	eg_spec(&sbs, "egress", P("b.test"));
-	struct rung_router *r = spine_router(NULL);
+	char *state;
+	struct rung_router *r = spine_router(&state);
 	struct rung_sandbox *a = spine_acquire(r, "eg", "two-a", "egress", &sa, NULL);
 	struct rung_sandbox *b = spine_acquire(r, "eg", "two-b", "egress", &sbs, NULL);
 	rung_spec_release(&sa);
@@ -208,9 +234,10 @@ START_TEST(t_two_sandboxes)
 	ck_assert_msg(strstr(xb, a12) && !strstr(xb, a10), "table of b:\n%s", xb);
 	free(xa);
 	free(xb);
-	rung_sandbox_close(a);
-	rung_sandbox_close(b);
+	eg_dispose(r, a, state);
+	eg_dispose(r, b, state);
 	rung_router_free(r);
+	free(state);
 	npw_down(&w);
 }
 END_TEST
@@ -225,7 +252,8 @@ START_TEST(t_rules_locked)
 	snprintf(t10, sizeof(t10), "tcp %s 80", a10);
 	struct rung_spec s;
 	eg_spec(&s, "egress", P("allowed.test"));
-	struct rung_router *r = spine_router(NULL);
+	char *state;
+	struct rung_router *r = spine_router(&state);
 	struct rung_sandbox *sb = spine_acquire(r, "eg", "locked", "egress", &s, NULL);
 	rung_spec_release(&s);
 	char v[16], t[32];
@@ -260,8 +288,9 @@ START_TEST(t_rules_locked)
 	eg_expect(out, t10, "ok hello", 0);
 	free(out);
 	ck_assert(eg_link_exists(v));
-	rung_sandbox_close(sb);
+	eg_dispose(r, sb, state);
 	rung_router_free(r);
+	free(state);
 	npw_down(&w);
 }
 END_TEST
@@ -293,7 +322,7 @@ START_TEST(t_empty_allowlist)
 	free(out);
 	eg_assert_net(state, rung_sandbox_id(sb), false);
 	ck_assert_int_eq(eg_lease_count(state), 0);
-	rung_sandbox_close(sb);
+	eg_dispose(r, sb, state);
 	rung_router_free(r);
 	free(state);
 	npw_down(&w);

@@ -255,6 +255,16 @@ void eg_assert_net(const char *state, const char *id, bool want)
 		      want ? "missing" : "still there");
 }
 
+void eg_dispose(struct rung_router *r, struct rung_sandbox *sb, const char *state)
+{
+	char id[80];
+	snprintf(id, sizeof(id), "%s", rung_sandbox_id(sb));
+	rung_sandbox_close(sb);
+	struct rung_err err = {0};
+	ck_assert_msg(rung_dispose(r, id, NULL, &err) == 0, "dispose %s: %s", id, err.msg);
+	eg_assert_net(state, id, false);
+}
+
 pid_t eg_init_pid(struct rung_router *r, const char *id)
 {
 	struct rt_meta m;

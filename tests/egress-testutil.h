@@ -56,6 +56,9 @@ int eg_lease_count(const char *state);
 /* veth, table and lease of id all present (want true) / all absent (want false): asserts. */
 void eg_assert_net(const char *state, const char *id, bool want);
 
+/* Close the handle, dispose the sandbox (asserts), and assert its veth, table, lease are gone. */
+void eg_dispose(struct rung_router *r, struct rung_sandbox *sb, const char *state);
+
 /* The sandbox's pid 1 (from the store). */
 pid_t eg_init_pid(struct rung_router *r, const char *id);
 /* ICMP echo from inside the sandbox's netns (host side, CAP_NET_RAW): npw_ping's result. */
