@@ -219,6 +219,13 @@ char *eg_table_text(const char *table, bool terse)
 	return out;
 }
 
+char *eg_table_text_all(void)
+{
+	char *out = NULL;
+	ck_assert_msg(nft_cmd("list ruleset", true, &out) == 0, "nft: list ruleset failed");
+	return out;
+}
+
 bool eg_lease_exists(const char *state, const char *id)
 {
 	char v[16], t[32], h[13], p[4200];

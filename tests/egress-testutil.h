@@ -51,6 +51,8 @@ bool eg_link_exists(const char *name);
 bool eg_table_exists(const char *table);
 /* `list table inet <table>` through libnftables (terse: without set elements); malloc'd. */
 char *eg_table_text(const char *table, bool terse);
+/* `list ruleset` (terse), every table on the host; malloc'd. */
+char *eg_table_text_all(void);
 bool eg_lease_exists(const char *state, const char *id);
 int eg_lease_count(const char *state);
 /* veth, table and lease of id all present (want true) / all absent (want false): asserts. */
