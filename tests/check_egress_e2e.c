@@ -276,6 +276,11 @@ START_TEST(t_rules_locked)
 		struct rung_exec_res res;
 		int code = spine_sh(sb, attempts[i], &res);
 		ck_assert_msg(code != 0, "`%s` succeeded inside the sandbox", attempts[i]);
+		/* refused for lack of privilege, not for want of a binary */
+		const char *e = res.errout ? res.errout : "";
+		ck_assert_msg(strstr(e, "Operation not permitted") || strstr(e, "Read-only file system") ||
+				      strstr(e, "Permission denied"),
+			      "`%s` failed for another reason: %s", attempts[i], e);
 		rung_exec_res_release(&res);
 	}
 	char *after = eg_table_text(t, true);
