@@ -42,8 +42,8 @@ static double median_ms(uint64_t *v, int n)
 }
 
 /* acquire + exec /bin/true, then dispose; microseconds of each. */
-static int cycle(struct rung_router *r, const struct rung_spec *s, const char *thread,
-		 uint64_t *up, uint64_t *down, struct rung_err *err)
+static int cycle(struct rung_router *r, const struct rung_spec *s, const char *thread, uint64_t *up,
+		 uint64_t *down, struct rung_err *err)
 {
 	struct rung_key k = {.scope = "bench-egress", .thread = thread, .agent = "a"};
 	struct rung_sandbox *sb = NULL;
@@ -100,14 +100,15 @@ int main(int argc, char **argv)
 	with.egress_allow = calloc(5, sizeof(char *));
 	for (int i = 0; allow[i]; i++)
 		with.egress_allow[i] = strdup(allow[i]);
-	uint64_t *up0 = calloc((size_t)n, 8), *up1 = calloc((size_t)n, 8), *d0 = calloc((size_t)n, 8),
-		 *d1 = calloc((size_t)n, 8);
+	uint64_t *up0 = calloc((size_t)n, 8), *up1 = calloc((size_t)n, 8),
+		 *d0 = calloc((size_t)n, 8), *d1 = calloc((size_t)n, 8);
 	int64_t *diff = calloc((size_t)n, 8);
 	int rc = 0;
 	/* a warm-up round of each: page cache, lazily built library state */
 	char t[64];
 	uint64_t u, d;
-	if (cycle(r, &none, "warm-0", &u, &d, &err) < 0 || cycle(r, &with, "warm-1", &u, &d, &err) < 0)
+	if (cycle(r, &none, "warm-0", &u, &d, &err) < 0 ||
+	    cycle(r, &with, "warm-1", &u, &d, &err) < 0)
 		rc = 1;
 	for (int i = 0; i < n && !rc; i++) {
 		snprintf(t, sizeof(t), "none-%d", i);

@@ -46,7 +46,8 @@ static void cli(struct cli_run *res, const char *const *args)
 	pid_t p = fork();
 	ck_assert_int_ge(p, 0);
 	if (p == 0) {
-		int i = open("/dev/null", O_RDONLY), o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600),
+		int i = open("/dev/null", O_RDONLY),
+		    o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600),
 		    x = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		if (i < 0 || o < 0 || x < 0 || dup2(i, 0) < 0 || dup2(o, 1) < 0 || dup2(x, 2) < 0)
 			_exit(126);

@@ -15,7 +15,8 @@
 #include "tests/egress-testutil.h"
 #include "tests/testutil.h"
 
-#define P(...) (const char *const[]){__VA_ARGS__, NULL}
+#define P(...)                                                                                     \
+	(const char *const[]) { __VA_ARGS__, NULL }
 
 /* sh -c script inside; returns the exit code, res holds output and duration. */
 static int sh(struct rung_sandbox *sb, const char *script, struct rung_exec_res *res)

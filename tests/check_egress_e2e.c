@@ -15,7 +15,8 @@
 #include "tests/egress-testutil.h"
 #include "tests/testutil.h"
 
-#define P(...) (const char *const[]){__VA_ARGS__, NULL}
+#define P(...)                                                                                     \
+	(const char *const[]) { __VA_ARGS__, NULL }
 
 /* allow = [an allowed name, a CIDR with a port]: the headline matrix. */
 START_TEST(t_allowlist_matrix)
@@ -261,16 +262,16 @@ START_TEST(t_rules_locked)
 	char *before = eg_table_text(t, true);
 	free(spine_sh_ok(sb, "test \"$(id -u)\" = 0"));
 	static const char *const attempts[] = {
-		"/usr/sbin/nft flush ruleset",
-		"/usr/sbin/nft add table inet mine",
-		"/usr/sbin/nft 'add rule inet filter output accept'",
-		"/usr/sbin/ip link set eth0 down",
-		"/usr/sbin/ip addr add 10.9.9.9/32 dev eth0",
-		"/usr/sbin/ip route replace default dev eth0",
-		"/usr/sbin/ip link add x0 type veth peer name x1",
-		"/usr/sbin/ip -6 addr add 2001:db8::5/64 dev eth0",
-		"echo 0 > /proc/sys/net/ipv6/conf/eth0/disable_ipv6",
-		"echo 0 > /proc/sys/net/ipv4/ip_forward",
+	    "/usr/sbin/nft flush ruleset",
+	    "/usr/sbin/nft add table inet mine",
+	    "/usr/sbin/nft 'add rule inet filter output accept'",
+	    "/usr/sbin/ip link set eth0 down",
+	    "/usr/sbin/ip addr add 10.9.9.9/32 dev eth0",
+	    "/usr/sbin/ip route replace default dev eth0",
+	    "/usr/sbin/ip link add x0 type veth peer name x1",
+	    "/usr/sbin/ip -6 addr add 2001:db8::5/64 dev eth0",
+	    "echo 0 > /proc/sys/net/ipv6/conf/eth0/disable_ipv6",
+	    "echo 0 > /proc/sys/net/ipv4/ip_forward",
 	};
 	for (size_t i = 0; i < sizeof(attempts) / sizeof(attempts[0]); i++) {
 		struct rung_exec_res res;
@@ -278,8 +279,9 @@ START_TEST(t_rules_locked)
 		ck_assert_msg(code != 0, "`%s` succeeded inside the sandbox", attempts[i]);
 		/* refused for lack of privilege, not for want of a binary */
 		const char *e = res.errout ? res.errout : "";
-		ck_assert_msg(strstr(e, "Operation not permitted") || strstr(e, "Read-only file system") ||
-				      strstr(e, "Permission denied"),
+		ck_assert_msg(strstr(e, "Operation not permitted") ||
+				  strstr(e, "Read-only file system") ||
+				  strstr(e, "Permission denied"),
 			      "`%s` failed for another reason: %s", attempts[i], e);
 		rung_exec_res_release(&res);
 	}

@@ -23,7 +23,8 @@
 #include "tests/egress-testutil.h"
 #include "tests/testutil.h"
 
-#define P(...) (const char *const[]){__VA_ARGS__, NULL}
+#define P(...)                                                                                     \
+	(const char *const[]) { __VA_ARGS__, NULL }
 
 /* dispose, and gc of a sandbox whose supervisor was SIGKILLed, remove veth, table and lease. */
 START_TEST(t_dispose_and_gc)
@@ -213,8 +214,9 @@ static unsigned long long proc_start(const char *pid)
 	char *c = strrchr(buf, ')');
 	unsigned long long st = 0;
 	/* fields after ")": state(3) ... starttime(22) */
-	if (!c || sscanf(c + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
-				"%*d %*d %*d %llu",
+	if (!c || sscanf(c + 2,
+			 "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+			 "%*d %*d %*d %llu",
 			 &st) != 1)
 		return 0;
 	return st;
