@@ -116,7 +116,7 @@ START_TEST(t_ctr_allowlist)
 	expect_fail(sb, "grep eth0 /proc/net/if_inet6", NULL, 0);
 	/* Root inside cannot touch its interface, routes or sysctls; the host table is intact. */
 	char v[16], t[32];
-	eg_names(rung_sandbox_id(sb), v, t, NULL);
+	eg_names(ct_state(), rung_sandbox_id(sb), v, t, NULL);
 	char *before = eg_table_text(t, true);
 	expect_ok(sb, "id -u", "0");
 	expect_fail(sb, "/bin/busybox ip link set eth0 down", NULL, 0);

@@ -210,8 +210,8 @@ START_TEST(t_two_sandboxes)
 	rung_spec_release(&sa);
 	rung_spec_release(&sbs);
 	char va[16], ta[32], vb[16], tb[32];
-	eg_names(rung_sandbox_id(a), va, ta, NULL);
-	eg_names(rung_sandbox_id(b), vb, tb, NULL);
+	eg_names(state, rung_sandbox_id(a), va, ta, NULL);
+	eg_names(state, rung_sandbox_id(b), vb, tb, NULL);
 	ck_assert_str_ne(va, vb);
 	ck_assert_str_ne(ta, tb);
 
@@ -258,7 +258,7 @@ START_TEST(t_rules_locked)
 	struct rung_sandbox *sb = spine_acquire(r, "eg", "locked", "egress", &s, NULL);
 	rung_spec_release(&s);
 	char v[16], t[32];
-	eg_names(rung_sandbox_id(sb), v, t, NULL);
+	eg_names(state, rung_sandbox_id(sb), v, t, NULL);
 	char *before = eg_table_text(t, true);
 	free(spine_sh_ok(sb, "test \"$(id -u)\" = 0"));
 	static const char *const attempts[] = {

@@ -61,7 +61,7 @@ START_TEST(t_dispose_and_gc)
 	ck_assert_msg(spine_wait_gone(init, 3000), "sandbox pid 1 outlived its supervisor");
 	/* Nobody tore the network down: the table and the lease are debris now. */
 	char v[16], t[32];
-	eg_names(idb, v, t, NULL);
+	eg_names(state, idb, v, t, NULL);
 	ck_assert(eg_table_exists(t));
 	ck_assert(eg_lease_exists(state, idb));
 	struct rung_gc_report rep;
@@ -72,6 +72,50 @@ START_TEST(t_dispose_and_gc)
 	ck_assert_int_eq(eg_lease_count(state), 0);
 	rung_router_free(r);
 	free(state);
+	npw_down(&w);
+}
+END_TEST
+
+/*
+ * Two stores on one host (two daemons, two users' RUNG_STATE_DIR, two test runs) give the same
+ * key and kind the same sandbox id: their networks must still be apart. Both acquire, each
+ * gets its own veth and table, and disposing one leaves the other's network whole.
+ */
+START_TEST(t_two_stores)
+{
+	struct np_world w;
+	EG_WORLD(&w);
+	char *s1, *s2, t10[96];
+	snprintf(t10, sizeof(t10), "tcp %s10 80", w.net);
+	struct rung_router *r1 = spine_router(&s1), *r2 = spine_router(&s2);
+	struct rung_spec s;
+	eg_spec(&s, "egress", P("allowed.test"));
+	struct rung_sandbox *a = spine_acquire(r1, "eg", "same", "egress", &s, NULL);
+	struct rung_sandbox *b = spine_acquire(r2, "eg", "same", "egress", &s, NULL);
+	rung_spec_release(&s);
+	ck_assert_str_eq(rung_sandbox_id(a), rung_sandbox_id(b)); /* the premise */
+	char va[16], ta[32], vb[16], tb[32];
+	eg_names(s1, rung_sandbox_id(a), va, ta, NULL);
+	eg_names(s2, rung_sandbox_id(b), vb, tb, NULL);
+	ck_assert_str_ne(va, vb);
+	ck_assert_str_ne(ta, tb);
+	eg_assert_net(s1, rung_sandbox_id(a), true);
+	eg_assert_net(s2, rung_sandbox_id(b), true);
+	eg_dispose(r1, a, s1);
+	eg_assert_net(s2, rung_sandbox_id(b), true);
+	char *out = eg_py(b, P("dns allowed.test", t10));
+	eg_expect(out, t10, "ok hello", 0);
+	free(out);
+	/* gc in the first store takes nothing of the second's. */
+	struct rung_gc_report rep;
+	struct rung_err err = {0};
+	ck_assert_msg(rung_gc(r1, &rep, &err) == 0, "%s", err.msg);
+	eg_assert_net(s2, rung_sandbox_id(b), true);
+	eg_dispose(r2, b, s2);
+	rung_router_free(r1);
+	rung_router_free(r2);
+	free(s1);
+	free(s2);
 	npw_down(&w);
 }
 END_TEST
@@ -96,7 +140,7 @@ START_TEST(t_suspend_resume)
 	eg_expect(out, t13, "refused", 1000);
 	free(out);
 	char v[16], t[32];
-	eg_names(rung_sandbox_id(sb), v, t, NULL);
+	eg_names(state, rung_sandbox_id(sb), v, t, NULL);
 	char *before = eg_table_text(t, true);
 
 	struct rung_err err = {0};
@@ -333,6 +377,7 @@ Suite *egress_life_suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_unchecked_fixture(tc, spine_base_setup, spine_base_teardown);
 	tcase_add_test(tc, t_dispose_and_gc);
+	tcase_add_test(tc, t_two_stores);
 	tcase_add_test(tc, t_suspend_resume);
 	tcase_add_test(tc, t_inspect);
 	tcase_add_test(tc, t_leak_cycles);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/digest.h"
@@ -175,10 +176,18 @@ void eg_expect(const char *out, const char *probe, const char *want, int max_ms)
 			      probe, buf, ms, max_ms);
 }
 
-void eg_names(const char *id, char veth[16], char table[32], char hash[13])
+void eg_names(const char *state, const char *id, char veth[16], char table[32], char hash[13])
 {
-	char h[RUNG_SHA256_HEX_LEN + 1];
-	rung_sha256_hex(id, strlen(id), h);
+	/* runtime/net.c: netpolicy knows the sandbox by sha256("rung-net-v1:<dev>:<ino>:<id>")
+	 * of its store; netpolicy/lease.c: the names are 12 hex of sha256 of that. */
+	struct stat st;
+	ck_assert_msg(stat(state, &st) == 0, "stat %s", state);
+	char key[256], nid[RUNG_SHA256_HEX_LEN + 1], h[RUNG_SHA256_HEX_LEN + 1];
+	snprintf(key, sizeof(key), "rung-net-v1:%lx:%lx:%s", (unsigned long)st.st_dev,
+		 (unsigned long)st.st_ino, id);
+	rung_sha256_hex(key, strlen(key), nid);
+	nid[32] = '\0';
+	rung_sha256_hex(nid, strlen(nid), h);
 	snprintf(veth, 16, "rg%.12s", h);
 	snprintf(table, 32, "rung_%.12s", h);
 	if (hash)
@@ -229,7 +238,7 @@ char *eg_table_text_all(void)
 bool eg_lease_exists(const char *state, const char *id)
 {
 	char v[16], t[32], h[13], p[4200];
-	eg_names(id, v, t, h);
+	eg_names(state, id, v, t, h);
 	snprintf(p, sizeof(p), "%s/net/leases/%s", state, h);
 	return access(p, F_OK) == 0;
 }
@@ -253,7 +262,7 @@ int eg_lease_count(const char *state)
 void eg_assert_net(const char *state, const char *id, bool want)
 {
 	char v[16], t[32];
-	eg_names(id, v, t, NULL);
+	eg_names(state, id, v, t, NULL);
 	ck_assert_msg(eg_link_exists(v) == want, "veth %s of %s: %s", v, id,
 		      want ? "missing" : "still there");
 	ck_assert_msg(eg_table_exists(t) == want, "table inet %s of %s: %s", t, id,

@@ -45,8 +45,8 @@ const char *eg_res(const char *out, const char *probe, char *buf, size_t len, in
 /* Assert the result of probe starts with want (and took < max_ms when max_ms > 0). */
 void eg_expect(const char *out, const char *probe, const char *want, int max_ms);
 
-/* Names derived from a sandbox id (netpolicy/lease.c): veth "rg<12hex>", table "rung_<12hex>". */
-void eg_names(const char *id, char veth[16], char table[32], char hash[13]);
+/* The host-wide names of a sandbox of store state: veth "rg<12hex>", table "rung_<12hex>". */
+void eg_names(const char *state, const char *id, char veth[16], char table[32], char hash[13]);
 bool eg_link_exists(const char *name);
 bool eg_table_exists(const char *table);
 /* `list table inet <table>` through libnftables (terse: without set elements); malloc'd. */
