@@ -237,10 +237,19 @@ char *eg_table_text_all(void)
 
 bool eg_lease_exists(const char *state, const char *id)
 {
+	/* <state>/net/leases/<hash> (or "<hash>-<slot>", the netpol branch's layout) */
 	char v[16], t[32], h[13], p[4200];
 	eg_names(state, id, v, t, h);
-	snprintf(p, sizeof(p), "%s/net/leases/%s", state, h);
-	return access(p, F_OK) == 0;
+	snprintf(p, sizeof(p), "%s/net/leases", state);
+	DIR *d = opendir(p);
+	if (!d)
+		return false;
+	bool found = false;
+	struct dirent *de;
+	while (!found && (de = readdir(d)))
+		found = !strncmp(de->d_name, h, 12) && (!de->d_name[12] || de->d_name[12] == '-');
+	closedir(d);
+	return found;
 }
 
 int eg_lease_count(const char *state)
