@@ -9,14 +9,13 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/digest.h"
-#include "common/util.h"
 #include "tests/check_spine_util.h"
 #include "tests/egress-testutil.h"
 #include "tests/testutil.h"
@@ -80,21 +79,6 @@ static void cli_release(struct cli_run *r)
 		cli(res, a_);                                                                      \
 	} while (0)
 
-/* Tables anywhere on the host whose comment carries this store's netpolicy tag. */
-static int store_tables(const char *state)
-{
-	char real[PATH_MAX], h[RUNG_SHA256_HEX_LEN + 1], tag[32], *all = NULL;
-	ck_assert_ptr_nonnull(realpath(state, real));
-	rung_sha256_hex(real, strlen(real), h);
-	snprintf(tag, sizeof(tag), "rung-np:%.12s:", h);
-	all = eg_table_text_all();
-	int n = 0;
-	for (const char *p = all; (p = strstr(p, tag)); p++)
-		n++;
-	free(all);
-	return n;
-}
-
 START_TEST(t_cli_run_allow)
 {
 	struct np_world w;
@@ -129,7 +113,7 @@ START_TEST(t_cli_run_allow)
 	/* rung run disposed its sandbox: nothing of its network is left. */
 	ck_assert_int_eq(spine_store_entries(sd), 0);
 	ck_assert_int_eq(eg_lease_count(sd), 0);
-	ck_assert_int_eq(store_tables(sd), 0);
+	ck_assert_int_eq(eg_store_tables(sd), 0);
 
 	/* No --allow: no network at all. */
 	CLI(&r, "--state-dir", sd, "run", "--", "/usr/bin/python3", "-c", eg_probe_py, "ifaces",
@@ -163,7 +147,7 @@ START_TEST(t_cli_inspect)
 	json_decref(j);
 	cli_release(&r);
 	eg_assert_net(sd, id, true);
-	ck_assert_int_eq(store_tables(sd), 1);
+	ck_assert_int_eq(eg_store_tables(sd), 1);
 
 	CLI(&r, "--state-dir", sd, "inspect", id);
 	ck_assert_msg(r.status == 0, "inspect: %s", r.err);
@@ -191,7 +175,49 @@ START_TEST(t_cli_inspect)
 	ck_assert_msg(r.status == 0, "dispose: %s", r.err);
 	cli_release(&r);
 	eg_assert_net(sd, id, false);
-	ck_assert_int_eq(store_tables(sd), 0);
+	ck_assert_int_eq(eg_store_tables(sd), 0);
+	npw_down(&w);
+}
+END_TEST
+
+/* `rung gc` removes the network of a sandbox whose supervisor was SIGKILLed. */
+START_TEST(t_cli_gc)
+{
+	struct np_world w;
+	EG_WORLD(&w);
+	char sd[PATH_MAX];
+	snprintf(sd, sizeof(sd), "%s/eg-cli-%d", spine_base(), (int)getpid());
+	struct cli_run r;
+	CLI(&r, "--state-dir", sd, "--json", "acquire", "--scope", "s", "--thread", "gc", "--agent",
+	    "a", "--allow", "allowed.test");
+	ck_assert_msg(r.status == 0, "acquire: %s", r.err);
+	json_error_t je;
+	json_t *j = json_loads(r.out, 0, &je);
+	ck_assert_msg(j != NULL, "not JSON: %s", r.out);
+	char id[80];
+	snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(j, "id")));
+	json_decref(j);
+	cli_release(&r);
+	CLI(&r, "--state-dir", sd, "inspect", id);
+	j = json_loads(r.out, 0, &je);
+	ck_assert_msg(j != NULL, "not JSON: %s", r.out);
+	pid_t sup = (pid_t)json_integer_value(json_object_get(j, "supervisor_pid"));
+	json_decref(j);
+	cli_release(&r);
+	ck_assert_int_gt(sup, 1);
+	eg_assert_net(sd, id, true);
+	ck_assert_int_eq(kill(sup, SIGKILL), 0);
+	ck_assert_msg(spine_wait_gone(sup, 3000), "supervisor survived SIGKILL");
+	char v[16], t[32];
+	eg_names(sd, id, v, t, NULL);
+	ck_assert(eg_table_exists(t)); /* nobody tore it down */
+	ck_assert(eg_lease_exists(sd, id));
+	CLI(&r, "--state-dir", sd, "gc");
+	ck_assert_msg(r.status == 0, "gc: %s", r.err);
+	cli_release(&r);
+	eg_assert_net(sd, id, false);
+	ck_assert_int_eq(eg_store_tables(sd), 0);
+	ck_assert_int_eq(spine_store_entries(sd), 0);
 	npw_down(&w);
 }
 END_TEST
@@ -205,6 +231,7 @@ Suite *egress_cli_suite(void)
 	tcase_add_unchecked_fixture(tc, spine_base_setup, spine_base_teardown);
 	tcase_add_test(tc, t_cli_run_allow);
 	tcase_add_test(tc, t_cli_inspect);
+	tcase_add_test(tc, t_cli_gc);
 	suite_add_tcase(s, tc);
 	return s;
 }

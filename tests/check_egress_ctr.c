@@ -6,11 +6,13 @@
  * sandbox cannot send it). Tagged "net".
  */
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime/rt-internal.h"
 #include "tests/container-testutil.h"
 #include "tests/egress-testutil.h"
 #include "tests/testutil.h"
@@ -176,6 +178,66 @@ START_TEST(t_ctr_empty_and_freeze)
 }
 END_TEST
 
+/* gc after a SIGKILLed supervisor, then 50 acquire/dispose cycles: nothing is left behind. */
+#define CTR_CYCLES 50
+
+START_TEST(t_ctr_gc_and_leak)
+{
+	CT_REQUIRE();
+	struct np_world w;
+	EG_WORLD(&w);
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd),
+		 "/bin/busybox nslookup allowed.test && /bin/busybox nc -w 3 %s10 80 </dev/null",
+		 w.net);
+	struct rung_router *r = ct_router(NULL);
+	const char *const allow[] = {"allowed.test", NULL};
+
+	struct rung_sandbox *k = acquire(r, "killed", allow);
+	char id[80];
+	snprintf(id, sizeof(id), "%s", rung_sandbox_id(k));
+	rung_sandbox_close(k);
+	struct rt_meta m;
+	struct rung_err err = {0};
+	ck_assert_msg(rt_store_meta_read(&r->store, id, &m, &err) == 0, "%s", err.msg);
+	pid_t sup = m.sup_pid;
+	rt_meta_release(&m);
+	ck_assert_int_eq(kill(sup, SIGKILL), 0);
+	for (int i = 0; i < 150 && kill(sup, 0) == 0; i++)
+		usleep(20000);
+	struct rung_gc_report rep;
+	ck_assert_msg(rung_gc(r, &rep, &err) == 0, "gc: %s", err.msg);
+	ck_assert_uint_eq(rep.disposed_dead, 1);
+	eg_assert_net(ct_state(), id, false);
+	ck_assert(!ct_cg_exists_any(id));
+
+	/* warm-up: lazily opened library state is not a leak */
+	eg_dispose(r, acquire(r, "warm", allow), ct_state());
+	int fds0 = rung_test_count_fds(), mounts0 = rung_test_count_mounts();
+	uint64_t t0 = ct_now_us();
+	for (int i = 0; i < CTR_CYCLES; i++) {
+		char agent[32];
+		snprintf(agent, sizeof(agent), "leak-%d", i);
+		struct rung_sandbox *sb = acquire(r, agent, allow);
+		snprintf(id, sizeof(id), "%s", rung_sandbox_id(sb));
+		if (i % 10 == 0)
+			expect_ok(sb, cmd, "hello");
+		eg_dispose(r, sb, ct_state());
+		ck_assert(!ct_cg_exists_any(id));
+	}
+	uint64_t dt = ct_now_us() - t0;
+	fprintf(stderr, "egress_ctr leak: %d cycles in %lu ms\n", CTR_CYCLES,
+		(unsigned long)(dt / 1000));
+	ck_assert_int_eq(eg_lease_count(ct_state()), 0);
+	ck_assert_int_eq(eg_store_tables(ct_state()), 0);
+	ck_assert_int_eq(rung_test_count_fds(), fds0);
+	ck_assert_int_eq(rung_test_count_mounts(), mounts0);
+	ck_assert_int_eq(ct_count_store_procs(ct_state()), 0);
+	rung_router_free(r);
+	npw_down(&w);
+}
+END_TEST
+
 Suite *egress_ctr_suite(void)
 {
 	Suite *s = suite_create("egress_ctr");
@@ -185,6 +247,7 @@ Suite *egress_ctr_suite(void)
 	tcase_add_unchecked_fixture(tc, ct_setup, ct_teardown);
 	tcase_add_test(tc, t_ctr_allowlist);
 	tcase_add_test(tc, t_ctr_empty_and_freeze);
+	tcase_add_test(tc, t_ctr_gc_and_leak);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -2,6 +2,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <net/if.h>
 #include <nftables/libnftables.h>
 #include <sched.h>
@@ -233,6 +234,20 @@ char *eg_table_text_all(void)
 	char *out = NULL;
 	ck_assert_msg(nft_cmd("list ruleset", true, &out) == 0, "nft: list ruleset failed");
 	return out;
+}
+
+int eg_store_tables(const char *state)
+{
+	char real[PATH_MAX], h[RUNG_SHA256_HEX_LEN + 1], tag[32];
+	ck_assert_ptr_nonnull(realpath(state, real));
+	rung_sha256_hex(real, strlen(real), h);
+	snprintf(tag, sizeof(tag), "rung-np:%.12s:", h); /* netpolicy/lease.c */
+	char *all = eg_table_text_all();
+	int n = 0;
+	for (const char *p = all; (p = strstr(p, tag)); p++)
+		n++;
+	free(all);
+	return n;
 }
 
 bool eg_lease_exists(const char *state, const char *id)

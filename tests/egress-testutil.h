@@ -53,6 +53,8 @@ bool eg_table_exists(const char *table);
 char *eg_table_text(const char *table, bool terse);
 /* `list ruleset` (terse), every table on the host; malloc'd. */
 char *eg_table_text_all(void);
+/* nft tables on the host whose comment carries this store's netpolicy tag. */
+int eg_store_tables(const char *state);
 bool eg_lease_exists(const char *state, const char *id);
 int eg_lease_count(const char *state);
 /* veth, table and lease of id all present (want true) / all absent (want false): asserts. */
