@@ -104,10 +104,10 @@ START_TEST(t_cli_run_allow)
 	eg_expect(r.out, t10b, "ok hello", 0);
 	eg_expect(r.out, "dns denied.test", "rcode=5", 0);
 	eg_expect(r.out, "gai denied.test", "gaierror", 0);
-	eg_expect(r.out, t11, "refused", 1000);
+	eg_expect(r.out, t11, "refused", EG_FAST_MS);
 	eg_expect(r.out, t12, "ok hello", 0);
-	eg_expect(r.out, t12b, "refused", 1000);
-	eg_expect(r.out, d53, "unreach", 1000);
+	eg_expect(r.out, t12b, "refused", EG_FAST_MS);
+	eg_expect(r.out, d53, "unreach", EG_FAST_MS);
 	eg_expect(r.out, "ifaces", "eth0,lo", 0);
 	cli_release(&r);
 	/* rung run disposed its sandbox: nothing of its network is left. */
@@ -120,7 +120,7 @@ START_TEST(t_cli_run_allow)
 	    t10, "gai allowed.test");
 	ck_assert_msg(r.status == 0, "rung run exited %d: %s", r.status, r.err);
 	eg_expect(r.out, "ifaces", "lo", 0);
-	eg_expect(r.out, t10, "netunreach", 1000);
+	eg_expect(r.out, t10, "netunreach", EG_FAST_MS);
 	eg_expect(r.out, "gai allowed.test", "gaierror", 0);
 	cli_release(&r);
 	ck_assert_int_eq(eg_lease_count(sd), 0);

@@ -96,17 +96,17 @@ START_TEST(t_ctr_allowlist)
 	expect_fail(sb, "/bin/busybox nslookup denied.test", "REFUSED", 0);
 	expect_fail(sb, "/bin/busybox nslookup nosuch.test", "REFUSED", 0);
 	snprintf(cmd, sizeof(cmd), "/bin/busybox nc -w 3 %s 80 </dev/null", a11);
-	expect_fail(sb, cmd, "refused", 1000);
+	expect_fail(sb, cmd, "refused", EG_FAST_MS);
 	/* The CIDR rule with its port: 8080 works, 80 is refused. */
 	snprintf(cmd, sizeof(cmd), "/bin/busybox nc -w 3 %s12 8080 </dev/null", w.net);
 	expect_ok(sb, cmd, "hello");
 	snprintf(cmd, sizeof(cmd), "/bin/busybox nc -w 3 %s12 80 </dev/null", w.net);
-	expect_fail(sb, cmd, "refused", 1000);
+	expect_fail(sb, cmd, "refused", EG_FAST_MS);
 	/* DNS straight to another resolver (the world's own server) never reaches it. */
 	int q0 = atomic_load(&w.dns_queries);
 	snprintf(cmd, sizeof(cmd), "/bin/busybox timeout 4 /bin/busybox nslookup allowed.test %s53",
 		 w.net);
-	expect_fail(sb, cmd, "No route to host", 2000); /* ICMP admin-prohibited, at once */
+	expect_fail(sb, cmd, "No route to host", EG_FAST_MS); /* ICMP admin-prohibited, at once */
 	ck_assert_int_eq(atomic_load(&w.dns_queries), q0);
 	/* ICMP: an opened address answers, a denied one is prohibited. */
 	pid_t init = eg_init_pid(r, rung_sandbox_id(sb));
@@ -153,7 +153,7 @@ START_TEST(t_ctr_empty_and_freeze)
 	rung_exec_res_release(&res);
 	expect_ok(none, "/bin/busybox ip -o link", "lo");
 	snprintf(cmd, sizeof(cmd), "/bin/busybox nc -w 3 %s10 80 </dev/null", w.net);
-	expect_fail(none, cmd, "unreachable", 1000);
+	expect_fail(none, cmd, "unreachable", EG_FAST_MS);
 	eg_assert_net(ct_state(), rung_sandbox_id(none), false);
 	eg_dispose(r, none, ct_state());
 
@@ -170,7 +170,7 @@ START_TEST(t_ctr_empty_and_freeze)
 	snprintf(cmd, sizeof(cmd), "/bin/busybox nc -w 3 %s13 80 </dev/null", w.net);
 	expect_ok(sb, cmd, "hello");
 	snprintf(cmd, sizeof(cmd), "/bin/busybox nc -w 3 %s11 80 </dev/null", w.net);
-	expect_fail(sb, cmd, "refused", 1000);
+	expect_fail(sb, cmd, "refused", EG_FAST_MS);
 	eg_dispose(r, sb, ct_state());
 	ck_assert_int_eq(eg_lease_count(ct_state()), 0);
 	rung_router_free(r);

@@ -60,7 +60,7 @@ START_TEST(t_allowlist_matrix)
 	/* Before any lookup the allowed name's address is closed (sets are filled by the proxy). */
 	snprintf(pr[0], sizeof(pr[0]), "tcp %s 80", a10);
 	char *out = eg_py(sb, P(pr[0]));
-	eg_expect(out, pr[0], "refused", 1000);
+	eg_expect(out, pr[0], "refused", EG_FAST_MS);
 	free(out);
 
 	/* The allowed name resolves (through the proxy, via resolv.conf) and is reachable. */
@@ -96,9 +96,9 @@ START_TEST(t_allowlist_matrix)
 	snprintf(pr[6], sizeof(pr[6]), "tcp %s 8080", a11);
 	snprintf(pr[7], sizeof(pr[7]), "udp %s 9000", a11);
 	out = eg_py(sb, P(pr[5], pr[6], pr[7]));
-	eg_expect(out, pr[5], "refused", 1000);
-	eg_expect(out, pr[6], "refused", 1000);
-	eg_expect(out, pr[7], "unreach", 1000);
+	eg_expect(out, pr[5], "refused", EG_FAST_MS);
+	eg_expect(out, pr[6], "refused", EG_FAST_MS);
+	eg_expect(out, pr[7], "unreach", EG_FAST_MS);
 	free(out);
 
 	/* The CIDR rule with a port: that port works, the host's other ports and UDP do not. */
@@ -107,8 +107,8 @@ START_TEST(t_allowlist_matrix)
 	snprintf(pr[7], sizeof(pr[7]), "udp %s 9000", a12);
 	out = eg_py(sb, P(pr[5], pr[6], pr[7]));
 	eg_expect(out, pr[5], "ok hello", 0);
-	eg_expect(out, pr[6], "refused", 1000);
-	eg_expect(out, pr[7], "unreach", 1000);
+	eg_expect(out, pr[6], "refused", EG_FAST_MS);
+	eg_expect(out, pr[7], "unreach", EG_FAST_MS);
 	free(out);
 
 	/* DNS to any other resolver (the world's server itself) is blocked, and never reached. */
@@ -116,8 +116,8 @@ START_TEST(t_allowlist_matrix)
 	snprintf(pr[8], sizeof(pr[8]), "dns allowed.test %s", a53);
 	snprintf(pr[9], sizeof(pr[9]), "dns allowed.test %s", a10);
 	out = eg_py(sb, P(pr[8], pr[9]));
-	eg_expect(out, pr[8], "unreach", 1000);
-	eg_expect(out, pr[9], "unreach", 1000); /* even at an opened address */
+	eg_expect(out, pr[8], "unreach", EG_FAST_MS);
+	eg_expect(out, pr[9], "unreach", EG_FAST_MS); /* even at an opened address */
 	free(out);
 	ck_assert_int_eq(atomic_load(&w.dns_queries), q0);
 
@@ -174,8 +174,8 @@ START_TEST(t_cidr_and_dns_bypass)
 	char *out = eg_py(sb, P(p1, p2, p3, p4, "dns allowed.test"));
 	eg_expect(out, p1, "ok hello", 0);
 	eg_expect(out, p2, "ok", 0);
-	eg_expect(out, p3, "unreach", 1000);
-	eg_expect(out, p4, "refused", 1000); /* outside the range: reset, not routed out */
+	eg_expect(out, p3, "unreach", EG_FAST_MS);
+	eg_expect(out, p4, "refused", EG_FAST_MS); /* outside the range: reset, not routed out */
 	eg_expect(out, "dns allowed.test", "rcode=5", 0); /* no name is listed */
 	free(out);
 	ck_assert_int_eq(atomic_load(&w.dns_queries), q0);
@@ -218,16 +218,16 @@ START_TEST(t_two_sandboxes)
 	char *out = eg_py(a, P("dns allowed.test", "dns b.test", t10, t12));
 	eg_expect(out, "dns b.test", "rcode=5", 0);
 	eg_expect(out, t10, "ok hello", 0);
-	eg_expect(out, t12, "refused", 1000);
+	eg_expect(out, t12, "refused", EG_FAST_MS);
 	free(out);
 	out = eg_py(b, P("dns b.test", "dns allowed.test", t12, t10));
 	eg_expect(out, "dns allowed.test", "rcode=5", 0);
 	eg_expect(out, t12, "ok hello", 0);
-	eg_expect(out, t10, "refused", 1000); /* a's opening is not b's */
+	eg_expect(out, t10, "refused", EG_FAST_MS); /* a's opening is not b's */
 	free(out);
 	out = eg_py(a, P(t10, t12)); /* and b's is not a's */
 	eg_expect(out, t10, "ok hello", 0);
-	eg_expect(out, t12, "refused", 1000);
+	eg_expect(out, t12, "refused", EG_FAST_MS);
 	free(out);
 	/* The proxy wrote each answer only into its own sandbox's set. */
 	char *xa = eg_table_text(ta, false), *xb = eg_table_text(tb, false);
@@ -322,8 +322,8 @@ START_TEST(t_empty_allowlist)
 	char b[128];
 	eg_res(out, "ifaces", b, sizeof(b), NULL);
 	ck_assert_str_eq(b, "lo");
-	eg_expect(out, t10, "netunreach", 1000);
-	eg_expect(out, d53, "netunreach", 1000);
+	eg_expect(out, t10, "netunreach", EG_FAST_MS);
+	eg_expect(out, d53, "netunreach", EG_FAST_MS);
 	eg_expect(out, "dns allowed.test", "errno2", 0); /* resolv.conf: no nameserver */
 	eg_expect(out, "gai allowed.test", "gaierror", 0);
 	free(out);

@@ -137,7 +137,7 @@ START_TEST(t_suspend_resume)
 	snprintf(t13, sizeof(t13), "tcp %s13 80", w.net);
 	char *out = eg_py(sb, P("dns allowed.test", t10, t13));
 	eg_expect(out, t10, "ok hello", 0);
-	eg_expect(out, t13, "refused", 1000);
+	eg_expect(out, t13, "refused", EG_FAST_MS);
 	free(out);
 	char v[16], t[32];
 	eg_names(state, rung_sandbox_id(sb), v, t, NULL);
@@ -157,7 +157,7 @@ START_TEST(t_suspend_resume)
 	eg_expect(out, "dns a.sub.test", "rcode=0", 0);
 	eg_expect(out, t13, "ok hello", 0);
 	eg_expect(out, "dns denied.test", "rcode=5", 0);
-	eg_expect(out, t11, "refused", 1000);
+	eg_expect(out, t11, "refused", EG_FAST_MS);
 	free(out);
 	eg_dispose(r, sb, state);
 	rung_router_free(r);
