@@ -2,8 +2,9 @@
  * tests/check_egress_e2e.c: the egress allowlist (issue 4) end to end through rung, on the
  * process rung: real sandboxes acquired through the public API, probes run inside them, the
  * test internet of tests/np_world.h (nothing else is contacted). Tagged "net".
- * The lifecycle (dispose, gc, suspend, leaks, inspect, CLI) is in check_egress_life.c, the
- * container rung in check_egress_ctr.c.
+ * The lifecycle (dispose, gc, suspend, two stores, leaks, inspect) is in check_egress_life.c,
+ * the CLI in check_egress_cli.c, the daemon in check_egress_serve.c, the container rung in
+ * check_egress_ctr.c.
  */
 #include <check.h>
 #include <stdio.h>
