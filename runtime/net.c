@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "netpolicy/np.h"
 #include "runtime/rt-internal.h"
@@ -38,6 +39,28 @@ static int new_netns(struct rung_err *err)
 	return fd;
 }
 
+/*
+ * The id netpolicy knows a sandbox by. Its names (veth "rg<hash>", table "rung_<hash>") are
+ * host-wide and derive from this id alone, but a sandbox id is the same in two stores for the
+ * same key and kind: so the store's identity (its inode, as for cgroups) goes in. Otherwise a
+ * second store's sandbox fails to create ("veth exists"), and disposing one store's sandbox
+ * removes the other's veth and nft table.
+ */
+static int net_id(const struct rung_router *r, const char *id, char out[RT_ID_LEN + 1],
+		  struct rung_err *err)
+{
+	struct stat st;
+	if (stat(r->store.root, &st) < 0)
+		return rung_err_sys(err, errno, "stat state dir %s", r->store.root);
+	char key[256], hex[65];
+	snprintf(key, sizeof(key), "rung-net-v1:%lx:%lx:%s", (unsigned long)st.st_dev,
+		 (unsigned long)st.st_ino, id);
+	rt_label_of(key, hex);
+	memcpy(out, hex, RT_ID_LEN);
+	out[RT_ID_LEN] = '\0';
+	return 0;
+}
+
 int rt_net_setup(struct rt_sandbox *sb, int *netns_fd, char **resolv, struct rung_err *err)
 {
 	*netns_fd = -1;
@@ -48,7 +71,11 @@ int rt_net_setup(struct rt_sandbox *sb, int *netns_fd, char **resolv, struct run
 	size_t n = 0;
 	while (sb->meta.spec.egress_allow[n])
 		n++;
-	int r = np_policy_parse((const char *const *)sb->meta.spec.egress_allow, n, &pol, err);
+	char nid[RT_ID_LEN + 1];
+	int r = net_id(sb->router, sb->meta.id, nid, err);
+	if (r < 0)
+		return r;
+	r = np_policy_parse((const char *const *)sb->meta.spec.egress_allow, n, &pol, err);
 	if (r < 0)
 		return rung_err_wrap(err, "egress_allow");
 	cleanup_close int fd = new_netns(err);
@@ -56,16 +83,20 @@ int rt_net_setup(struct rt_sandbox *sb, int *netns_fd, char **resolv, struct run
 		np_policy_release(&pol);
 		return fd;
 	}
-	struct np_config cfg = {.state_dir = sb->router->store.root};
+	/* RUNG_NET_POOL: the IPv4 pool the /30s come from (default netpolicy's 10.213.0.0/16),
+	 * e.g. to keep concurrent test runs or two stores on one host apart. */
+	const char *pool = getenv("RUNG_NET_POOL");
+	struct np_config cfg = {.state_dir = sb->router->store.root,
+				.pool = pool && *pool ? pool : NULL};
 	struct np_net *net = NULL;
-	r = np_sandbox_up(&cfg, sb->meta.id, fd, &pol, &net, err);
+	r = np_sandbox_up(&cfg, nid, fd, &pol, &net, err);
 	np_policy_release(&pol);
 	if (r < 0)
 		return r;
 	*resolv = np_sandbox_resolv_conf(net);
 	if (!*resolv) {
 		np_net_free(net);
-		np_sandbox_down(sb->router->store.root, sb->meta.id, NULL);
+		np_sandbox_down(sb->router->store.root, nid, NULL);
 		return rung_err_set(err, ENOMEM, "out of memory");
 	}
 	sb->net = net;
@@ -95,14 +126,26 @@ void rt_net_teardown(struct rt_sandbox *sb)
 	struct rung_err err = {0};
 	np_net_free(sb->net);
 	sb->net = NULL;
+	char nid[RT_ID_LEN + 1];
 	if (rt_net_wanted(&sb->meta.spec) &&
-	    np_sandbox_down(sb->router->store.root, sb->meta.id, &err) < 0)
+	    (net_id(sb->router, sb->meta.id, nid, &err) < 0 ||
+	     np_sandbox_down(sb->router->store.root, nid, &err) < 0))
 		LOG_WARN("sandbox %s network teardown: %s", sb->meta.id, err.msg);
 }
 
 int rt_net_gc(struct rung_router *r, const char *const *live, size_t n, struct rung_err *err)
 {
-	return np_gc(r->store.root, live, n, err);
+	cleanup_free char *ids = calloc(n ? n : 1, RT_ID_LEN + 1);
+	cleanup_free const char **v = calloc(n ? n : 1, sizeof(char *));
+	if (!ids || !v)
+		return rung_err_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		int rc = net_id(r, live[i], ids + i * (RT_ID_LEN + 1), err);
+		if (rc < 0)
+			return rc;
+		v[i] = ids + i * (RT_ID_LEN + 1);
+	}
+	return np_gc(r->store.root, v, n, err);
 }
 
 json_t *rt_net_describe(const struct rung_spec *s)

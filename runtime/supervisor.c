@@ -269,6 +269,33 @@ static int handoff_memfd(const struct rt_sandbox *sb, struct rung_err *err)
 	return fd;
 }
 
+/* What the supervisor's network setup reads from the environment (runtime/net.c, netpolicy). */
+#define RT_SUP_ENV_N 2
+static const char *const sup_env_names[RT_SUP_ENV_N] = {"RUNG_DNS_UPSTREAM", "RUNG_NET_POOL"};
+
+/* "NAME=value" for each of them that is set, into out (NULL-terminated); one buffer. */
+static int sup_env(char **out, char **buf)
+{
+	size_t len = 0, n = 0;
+	for (size_t i = 0; i < RT_SUP_ENV_N; i++) {
+		const char *v = getenv(sup_env_names[i]);
+		if (v)
+			len += strlen(sup_env_names[i]) + strlen(v) + 2;
+	}
+	char *b = *buf = malloc(len + 1);
+	if (!b)
+		return -ENOMEM;
+	for (size_t i = 0; i < RT_SUP_ENV_N; i++) {
+		const char *v = getenv(sup_env_names[i]);
+		if (!v)
+			continue;
+		out[n++] = b;
+		b += sprintf(b, "%s=%s", sup_env_names[i], v) + 1;
+	}
+	out[n] = NULL;
+	return 0;
+}
+
 /*
  * Fork (twice, setsid) the supervisor. From a multi-threaded caller (the daemon) the child
  * re-execs `rung __supervise` instead of running on in a copy of the caller's memory: no
@@ -280,6 +307,14 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 	int p[2], handoff = -1;
 	if (multi_threaded() && (handoff = handoff_memfd(sb, err)) < 0)
 		return handoff;
+	/* The re-exec'd supervisor gets a clean environment, except the settings the network
+	 * setup reads (built here: no allocation between fork and exec). */
+	char *envp[1 + RT_SUP_ENV_N + 1] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+	cleanup_free char *env_bufs = NULL;
+	if (handoff >= 0 && sup_env(envp + 1, &env_bufs) < 0) {
+		close(handoff);
+		return rung_err_set(err, ENOMEM, "out of memory");
+	}
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		if (handoff >= 0)
 			close(handoff);
@@ -308,7 +343,6 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 		} else {
 			syscall(SYS_close_range, 5, ~0U, 0);
 			char *argv[] = {"rung", "__supervise", NULL};
-			char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 			execve(sb->router->rung_path, argv, envp);
 			rung_err_sys(&msg.err, errno, "exec %s __supervise", sb->router->rung_path);
 		}
