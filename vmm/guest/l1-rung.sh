@@ -26,7 +26,7 @@ else
 		echo "persist me" | "$R" write "$id" notes/a.txt
 		got=$("$R" exec "$id" -- cat /work/notes/a.txt 2>&1)
 		[ "$got" = "persist me" ] && pass rung-files-vm "write_file + exec cat" || fail rung-files-vm "got '$got'"
-		"$R" exec "$id" -- sh -c 'echo installed > /usr/local/marker' >/dev/null 2>&1
+		"$R" exec "$id" -- sh -c 'mkdir -p /usr/local && echo installed > /usr/local/marker' >"$W/rung-mark.err" 2>&1
 		id2=$("$R" acquire --isolation vm --image rung/vmtest:py --memory 256M --kind e2e --scope l1 --thread t --agent a 2>/dev/null)
 		got=$("$R" exec "$id" -- cat /usr/local/marker 2>&1)
 		[ "$id2" = "$id" ] && [ "$got" = installed ] && pass rung-warm-vm "same id, image write kept" || fail rung-warm-vm "id2=$id2 got='$got'"
