@@ -8,7 +8,7 @@ set -eu
 [ $# = 2 ] || { echo "usage: $0 busybox|python DIR" >&2; exit 2; }
 kind=$1 d=$2
 rm -rf "$d" && mkdir -p "$d"
-for x in bin sbin etc proc sys dev tmp root work usr/bin usr/sbin usr/lib; do mkdir -p "$d/$x"; done
+for x in bin sbin etc proc sys dev tmp root work usr/bin usr/sbin usr/lib usr/local/bin; do mkdir -p "$d/$x"; done
 chmod 1777 "$d/tmp"
 chmod 700 "$d/root"
 cp /bin/busybox "$d/bin/busybox"
