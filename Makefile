@@ -126,6 +126,7 @@ clean:
 -include $(wildcard */module.mk */*/module.mk)
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
 
+.SECONDARY:
 .PHONY: all demo check check-unit test-python-image check-fuzz check-layers fuzz setup clean
 
 # --- benchmarks (bench/README.md) ------------------------------------------------------------
