@@ -52,6 +52,7 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 	};
 	cleanup_free char *resolv = NULL;
 	int netns = -1;
+	rung_trace("process: dirs made");
 	int r = rt_net_setup(sb, &netns, &resolv, err);
 	if (r < 0)
 		return r;

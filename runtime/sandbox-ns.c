@@ -74,6 +74,7 @@ static void child_main(struct child_ctx *c)
 		child_fail(c->err_fd, &err);
 	}
 	close(c->go_fd);
+	rung_trace("child: go");
 	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
 		rung_err_sys(&err, errno, "become root in the user namespace");
 		child_fail(c->err_fd, &err);
@@ -95,6 +96,7 @@ static void child_main(struct child_ctx *c)
 	if ((c->np->netns_fd < 0 && lo_up(&err) < 0) || rt_root_apply(c->plan, c->np->root, &err) < 0 ||
 	    sethostname("rung", 4) < 0 || rt_rlimits_apply(&lim, &err) < 0)
 		child_fail(c->err_fd, err.code ? &err : (rung_err_sys(&err, errno, "setup"), &err));
+	rung_trace("child: root ready");
 	/* fds: 0-2 /dev/null, 3 the listening socket, then the error pipe and the agent. */
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
@@ -120,6 +122,7 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 		struct rung_err *err)
 {
 	struct rt_mount_plan plan;
+	rung_trace("ns: begin");
 	int r = rt_root_plan(np->root_params, &plan, err);
 	if (r < 0)
 		return r;
@@ -129,6 +132,7 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 	pid_t pid = -1;
 	if ((r = rt_seccomp_build(&c.bpf, &c.bpf_len, err)) < 0)
 		goto out;
+	rung_trace("ns: seccomp built");
 	c.agent_fd = open(sb->router->agent_path, O_PATH | O_CLOEXEC);
 	if (c.agent_fd < 0) {
 		r = rung_err_sys(err, errno, "open %s", sb->router->agent_path);
@@ -171,6 +175,7 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 		close(errp[0]);
 		child_main(&c);
 	}
+	rung_trace("ns: cloned");
 	close(gop[0]);
 	gop[0] = -1;
 	close(errp[1]);
@@ -183,6 +188,7 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 		goto kill;
 	if (np->on_child && (r = np->on_child(sb, pid, np->ud, err)) < 0)
 		goto kill;
+	rung_trace("ns: ids mapped");
 	if (write(gop[1], "g", 1) != 1) {
 		r = rung_err_sys(err, errno, "start the sandbox");
 		goto kill;
@@ -202,6 +208,7 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 		r = rung_err_set(err, EIO, "sandbox setup: short status read");
 		goto kill;
 	}
+	rung_trace("ns: agent exec'd");
 	r = pid;
 	goto out;
 kill:

@@ -66,6 +66,7 @@ static int create_locked(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 	close(g);
 	if (r < 0)
 		return r;
+	rung_trace("acquire: uid allocated");
 	/* No metadata until the sandbox runs: a crash before leaves a directory without it,
 	 * which gc removes as debris. */
 	sb->meta.created_ms = sb->meta.last_used_ms = rung_wall_ms();
@@ -76,6 +77,7 @@ static int create_locked(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 		ops->cleanup(sb); /* e.g. the image lease taken by prepare */
 		return r;
 	}
+	rung_trace("acquire: supervisor ready");
 	sb->meta.sup_pid = started.sup_pid;
 	sb->meta.sup_start = started.sup_start;
 	sb->meta.init_pid = started.init_pid;
@@ -85,6 +87,7 @@ static int create_locked(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 		return r;
 	}
 	rt_store_touch_activity(st, sb->meta.id);
+	rung_trace("acquire: meta written");
 	return 0;
 }
 
@@ -95,6 +98,7 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 	enum rung_isolation iso;
 	if ((rc = rt_key_validate(key, err)) < 0 || (rc = rung_router_pick(r, spec, &iso, err)) < 0)
 		return rc;
+	rung_trace("acquire: begin");
 	const struct rt_backend_ops *ops = rt_backend_get(iso);
 	struct rung_sandbox *s = sandbox_new(r, err);
 	if (!s)
@@ -108,6 +112,7 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 		rung_sandbox_close(s);
 		return lock;
 	}
+	rung_trace("acquire: locked");
 	struct rt_meta old;
 	struct rung_err e2 = {0};
 	bool have_old = rt_store_meta_read(&r->store, sb->meta.id, &old, &e2) == 0;
@@ -241,11 +246,13 @@ int rung_exec(struct rung_sandbox *s, const struct rung_exec_req *req, struct ru
 	      struct rung_err *err)
 {
 	memset(res, 0, sizeof(*res));
+	rung_trace("exec: begin");
 	/* in flight: no idle suspend until this returns */
 	cleanup_close int busy = rt_store_busy(&s->sb.router->store, s->sb.meta.id, false);
 	cleanup_close int fd = connect_agent(s, err);
 	if (fd < 0)
 		return fd;
+	rung_trace("exec: connected");
 	const struct rt_backend_ops *ops = rt_backend_get(s->sb.meta.iso);
 	uint64_t oom0 = 0, oom1 = 0;
 	bool oom_known = ops && ops->oom_kills && ops->oom_kills(&s->sb, &oom0) == 0;
@@ -254,6 +261,7 @@ int rung_exec(struct rung_sandbox *s, const struct rung_exec_req *req, struct ru
 	if (r == 0 && oom_known && ops->oom_kills(&s->sb, &oom1) == 0 && oom1 > oom0)
 		res->oom = true;
 	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id);
+	rung_trace("exec: done");
 	return r;
 }
 

@@ -158,10 +158,13 @@ static void supervise(struct rt_sandbox *sb, const struct rt_backend_ops *ops, i
 			}
 		} else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
 			/* dispose: the caller holds the lock and removes the directory */
+			rung_trace("supervisor: stop requested");
 			ops->resume(sb, NULL); /* a frozen sandbox cannot die */
 			kill(sb->meta.init_pid, SIGKILL);
 			waitpid(sb->meta.init_pid, NULL, 0);
+			rung_trace("supervisor: pid 1 reaped");
 			ops->teardown(sb);
+			rung_trace("supervisor: torn down");
 			_exit(0);
 		}
 	}
@@ -201,6 +204,7 @@ static void supervisor_main(struct rt_sandbox *sb, const struct rt_backend_ops *
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
 
+	rung_trace("supervisor: started");
 	rt_store_path(&sb->router->store, sb->meta.id, "agent.sock", path, sizeof(path));
 	int lfd = listen_unix(path, &msg.err);
 	int r = lfd;
@@ -222,6 +226,7 @@ static void supervisor_main(struct rt_sandbox *sb, const struct rt_backend_ops *
 		rung_write_all(sync, &msg, sizeof(msg));
 		_exit(1);
 	}
+	rung_trace("supervisor: sandbox started");
 	msg.ok = 1;
 	msg.st.sup_pid = getpid();
 	msg.st.sup_start = rung_proc_starttime(getpid());
@@ -278,6 +283,7 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 			struct rt_started *out, struct rung_err *err)
 {
 	int p[2], handoff = -1;
+	rung_trace("spawn: begin");
 	if (multi_threaded() && (handoff = handoff_memfd(sb, err)) < 0)
 		return handoff;
 	if (pipe2(p, O_CLOEXEC) < 0) {
@@ -319,6 +325,7 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 	if (handoff >= 0)
 		close(handoff);
 	waitpid(pid, NULL, 0);
+	rung_trace("spawn: intermediate reaped");
 	struct sync_msg msg;
 	int r = rung_read_exact(p[0], &msg, sizeof(msg));
 	close(p[0]);
@@ -407,7 +414,9 @@ void rt_supervisor_stop(const struct rt_meta *m, unsigned grace_ms)
 	}
 	syscall(SYS_pidfd_send_signal, pfd, SIGTERM, NULL, 0);
 	struct pollfd p = {.fd = pfd, .events = POLLIN};
-	if (poll(&p, 1, (int)grace_ms) <= 0) {
+	int pr = poll(&p, 1, (int)grace_ms);
+	rung_trace("stop: supervisor exited");
+	if (pr <= 0) {
 		syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
 		if (m->init_pid > 0)
 			kill(m->init_pid, SIGKILL);
