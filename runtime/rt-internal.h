@@ -113,6 +113,9 @@ struct rt_backend_ops {
 	const char *name;
 	enum rung_isolation iso;
 	unsigned caps; /* what it offers */
+	/* SIGKILL of pid 1 ends the sandbox even while it is suspended (SIGSTOP, not a freezer
+	 * or paused vCPUs): a stop need not resume it first. */
+	bool kill_ends_suspended;
 	/* Is it usable on this host? Fills err with why not. */
 	bool (*available)(const struct rung_router *r, struct rung_err *err);
 	/* Optional, in the creating process before the supervisor: resolve what the sandbox

@@ -159,7 +159,8 @@ static void supervise(struct rt_sandbox *sb, const struct rt_backend_ops *ops, i
 		} else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
 			/* dispose: the caller holds the lock and removes the directory */
 			rung_trace("supervisor: stop requested");
-			ops->resume(sb, NULL); /* a frozen sandbox cannot die */
+			if (!ops->kill_ends_suspended)
+				ops->resume(sb, NULL); /* a frozen sandbox cannot die */
 			kill(sb->meta.init_pid, SIGKILL);
 			waitpid(sb->meta.init_pid, NULL, 0);
 			rung_trace("supervisor: pid 1 reaped");
