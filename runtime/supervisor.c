@@ -325,11 +325,12 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 	close(p[1]);
 	if (handoff >= 0)
 		close(handoff);
-	waitpid(pid, NULL, 0);
-	rung_trace("spawn: intermediate reaped");
+	/* The report first: the intermediate has exited by the time it comes (or EOF says the
+	 * supervisor never started), so reaping it then costs no extra wake-up. */
 	struct sync_msg msg;
 	int r = rung_read_exact(p[0], &msg, sizeof(msg));
 	close(p[0]);
+	waitpid(pid, NULL, 0);
 	if (r < 0)
 		return rung_err_set(err, EIO, "sandbox supervisor died during setup");
 	if (!msg.ok) {
