@@ -1,10 +1,12 @@
 /* cli/cmd-sandbox.c: run, acquire, exec, write, read, run-code. */
 #include <fcntl.h>
 #include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
+#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,7 +19,9 @@ static int stream_out(void *ud, enum rung_stream s, const void *data, size_t len
 	return rung_write_all(s == RUNG_STDOUT ? 1 : 2, data, len) < 0 ? 0 : 0;
 }
 
-int cli_exec_and_report(struct cli *c, struct rung_sandbox *sb, struct rung_exec_req *req)
+/* interrupted (optional): set by run_interruptible's watcher when a signal ended the run. */
+static int exec_and_report(struct cli *c, struct rung_sandbox *sb, struct rung_exec_req *req,
+			   const int *interrupted)
 {
 	struct rung_exec_res res;
 	struct rung_err err = {0};
@@ -25,8 +29,11 @@ int cli_exec_and_report(struct cli *c, struct rung_sandbox *sb, struct rung_exec
 		req->on_output = stream_out;
 		req->no_collect = true;
 	}
-	if (rung_exec(sb, req, &res, &err) < 0)
+	if (rung_exec(sb, req, &res, &err) < 0) {
+		if (interrupted && __atomic_load_n(interrupted, __ATOMIC_ACQUIRE))
+			return 1; /* the watcher disposed the sandbox under the exec: not an error */
 		return cli_fail(c, &err);
+	}
 	int status = res.exit_code >= 0 ? res.exit_code : 128 + res.signal;
 	if (res.timed_out)
 		status = 124;
@@ -50,6 +57,11 @@ int cli_exec_and_report(struct cli *c, struct rung_sandbox *sb, struct rung_exec
 		fprintf(stderr, "rung: output truncated at the sandbox's output limit\n");
 	rung_exec_res_release(&res);
 	return status;
+}
+
+int cli_exec_and_report(struct cli *c, struct rung_sandbox *sb, struct rung_exec_req *req)
+{
+	return exec_and_report(c, sb, req, NULL);
 }
 
 /* One exec option at argv[*i]: 1 consumed (with its value), 0 not an exec option, -1 error. */
@@ -88,49 +100,72 @@ static int exec_opt(const char *cmd, int argc, char **argv, int *i, struct rung_
 }
 
 /*
- * `rung run` must never leave its sandbox behind: the exec runs in a child while we wait for
- * it or for SIGINT/SIGTERM/SIGHUP; a signal kills the child (closing its connection makes the
- * agent kill the command), and the caller then disposes the sandbox.
+ * `rung run` must never leave its sandbox behind. SIGINT/SIGTERM/SIGHUP are blocked from
+ * before acquire; while the exec runs, a watcher thread waits for them on a signalfd and, when
+ * one comes, disposes the sandbox itself: that kills the command (and everything it started)
+ * and ends the exec. (A thread, not a forked child running the exec: no copy of the process
+ * and no extra wake-ups on every run.)
  */
-static int run_interruptible(struct cli *c, struct rung_sandbox *sb, struct rung_exec_req *req)
+struct run_watch {
+	struct rung_router *r;
+	const char *id;
+	int sfd;     /* signalfd of the held signals */
+	int stop[2]; /* the exec is over: the watcher returns */
+	int sig;     /* the signal that interrupted the run (atomic), 0 if none */
+};
+
+static void *run_watch_main(void *ud)
 {
-	sigset_t set, old;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &set, &old);
-	fflush(stdout);
-	pid_t child = fork();
-	if (child < 0) {
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		return cli_exec_and_report(c, sb, req);
-	}
-	if (child == 0) {
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		int st = cli_exec_and_report(c, sb, req);
-		fflush(stdout);
-		_exit(st);
-	}
-	int status = 1, sig = 0;
+	struct run_watch *w = ud;
+	struct pollfd p[2] = {{.fd = w->sfd, .events = POLLIN}, {.fd = w->stop[0], .events = POLLIN}};
 	for (;;) {
-		if (sigwait(&set, &sig) != 0)
+		if (poll(p, 2, -1) < 0)
 			continue;
-		int st;
-		if (sig == SIGCHLD) {
-			if (waitpid(child, &st, WNOHANG) != child)
-				continue;
-			status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-			break;
-		}
-		kill(child, SIGKILL);
-		waitpid(child, NULL, 0);
-		fprintf(stderr, "rung: interrupted by signal %d; disposing the sandbox\n", sig);
-		status = 128 + sig;
-		break;
+		if (p[1].revents)
+			return NULL;
+		struct signalfd_siginfo si;
+		if (!(p[0].revents & POLLIN) || read(w->sfd, &si, sizeof(si)) != sizeof(si))
+			continue;
+		__atomic_store_n(&w->sig, (int)si.ssi_signo, __ATOMIC_RELEASE);
+		fprintf(stderr, "rung: interrupted by signal %d; disposing the sandbox\n",
+			(int)si.ssi_signo);
+		struct rung_err err = {0};
+		if (rung_dispose(w->r, w->id, NULL, &err) < 0)
+			fprintf(stderr, "rung: dispose %s: %s\n", w->id, err.msg);
+		return NULL;
 	}
-	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Returns the exec's status; *disposed is set when the watcher disposed the sandbox. */
+static int run_interruptible(struct cli *c, struct rung_router *r, struct rung_sandbox *sb,
+			     struct rung_exec_req *req, const sigset_t *held, bool *disposed)
+{
+	struct run_watch w = {.r = r, .id = rung_sandbox_id(sb), .sfd = -1, .stop = {-1, -1}};
+	pthread_t tid;
+	*disposed = false;
+	w.sfd = signalfd(-1, held, SFD_CLOEXEC);
+	if (w.sfd < 0 || pipe2(w.stop, O_CLOEXEC) < 0 ||
+	    pthread_create(&tid, NULL, run_watch_main, &w) != 0) {
+		/* No watcher: the signals stay held and the caller disposes after the exec. */
+		if (w.sfd >= 0)
+			close(w.sfd);
+		if (w.stop[0] >= 0) {
+			close(w.stop[0]);
+			close(w.stop[1]);
+		}
+		return exec_and_report(c, sb, req, NULL);
+	}
+	int status = exec_and_report(c, sb, req, &w.sig);
+	if (write(w.stop[1], "x", 1) < 0) {
+	}
+	pthread_join(tid, NULL);
+	close(w.sfd);
+	close(w.stop[0]);
+	close(w.stop[1]);
+	if (w.sig) {
+		*disposed = true;
+		status = 128 + w.sig;
+	}
 	return status;
 }
 
@@ -215,8 +250,11 @@ int cli_cmd_run(struct cli *c, int argc, char **argv)
 	req.argv = (const char *const *)argv + cmd_at;
 	if (!req.timeout_ms)
 		req.timeout_ms = so.spec.limits.exec_timeout_s * 1000;
-	int status = anonymous ? run_interruptible(c, sb, &req) : cli_exec_and_report(c, sb, &req);
-	if (anonymous && rung_dispose(r, rung_sandbox_id(sb), NULL, &err) < 0)
+	bool disposed = false;
+	int status = anonymous ? run_interruptible(c, r, sb, &req, &hold, &disposed)
+			       : cli_exec_and_report(c, sb, &req);
+	fflush(stdout);
+	if (anonymous && !disposed && rung_dispose(r, rung_sandbox_id(sb), NULL, &err) < 0)
 		fprintf(stderr, "rung: dispose %s: %s\n", rung_sandbox_id(sb), err.msg);
 	if (anonymous)
 		sigprocmask(SIG_SETMASK, &prev, NULL);
