@@ -2,13 +2,48 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/rt-internal.h"
 
+/*
+ * Which meta.json sb.meta was read from (or written as): every write replaces the file (a
+ * new inode), so while stat() still shows this identity, sb.meta is what the store says and
+ * an operation need not read and parse the file again.
+ */
+struct meta_ident {
+	bool valid;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtim;
+};
+
 struct rung_sandbox {
 	struct rt_sandbox sb;
+	struct meta_ident ident;
 };
+
+static bool meta_ident_get(const struct rt_store *st, const char *id, struct meta_ident *out)
+{
+	char p[4096];
+	struct stat s;
+	rt_store_path(st, id, "meta.json", p, sizeof(p));
+	out->valid = stat(p, &s) == 0;
+	out->dev = s.st_dev;
+	out->ino = s.st_ino;
+	out->size = s.st_size;
+	out->mtim = s.st_mtim;
+	return out->valid;
+}
+
+static bool meta_ident_same(const struct meta_ident *a, const struct meta_ident *b)
+{
+	return a->valid && b->valid && a->dev == b->dev && a->ino == b->ino &&
+	       a->size == b->size && a->mtim.tv_sec == b->mtim.tv_sec &&
+	       a->mtim.tv_nsec == b->mtim.tv_nsec;
+}
 
 static struct rung_sandbox *sandbox_new(struct rung_router *r, struct rung_err *err)
 {
@@ -91,6 +126,12 @@ static int create_locked(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 	return 0;
 }
 
+/* With the sandbox lock held, right after writing sb->meta: remember the file's identity. */
+static void meta_ident_written(struct rung_sandbox *s)
+{
+	meta_ident_get(&s->sb.router->store, s->sb.meta.id, &s->ident);
+}
+
 int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct rung_spec *spec,
 		 struct rung_sandbox **out, bool *created, struct rung_err *err)
 {
@@ -148,6 +189,7 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 				rung_sandbox_close(s);
 				return rc;
 			}
+			meta_ident_written(s);
 			*created = false;
 			*out = s;
 			return 0;
@@ -172,6 +214,7 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 		rung_sandbox_close(s);
 		return rc;
 	}
+	meta_ident_written(s);
 	*created = true;
 	*out = s;
 	return 0;
@@ -184,6 +227,9 @@ int rung_sandbox_open(struct rung_router *r, const char *id, const char *scope,
 	struct rung_sandbox *s = sandbox_new(r, err);
 	if (!s)
 		return -ENOMEM;
+	/* The identity before the read: a write in between makes it stale, never wrong. */
+	if (rt_id_valid(id))
+		meta_ident_get(&r->store, id, &s->ident);
 	if ((rc = rt_store_meta_read(&r->store, id, &s->sb.meta, err)) < 0) {
 		rung_sandbox_close(s);
 		return rc;
@@ -205,14 +251,24 @@ int rung_sandbox_open(struct rung_router *r, const char *id, const char *scope,
 static int connect_agent(struct rung_sandbox *s, struct rung_err *err)
 {
 	struct rt_meta *m = &s->sb.meta;
-	struct rt_meta now;
-	/* Re-read: another process may have suspended or disposed it since we opened it. */
-	int r = rt_store_meta_read(&s->sb.router->store, m->id, &now, err);
-	if (r < 0)
-		return r;
-	enum rung_state st = now.state;
-	bool alive = rt_supervisor_alive(&now);
-	rt_meta_release(&now);
+	enum rung_state st;
+	bool alive;
+	/* Another process may have suspended or disposed it since we opened it: re-read the
+	 * metadata, unless the file is still the one sb.meta came from. */
+	struct meta_ident cur;
+	if (meta_ident_get(&s->sb.router->store, m->id, &cur) &&
+	    meta_ident_same(&cur, &s->ident)) {
+		st = m->state;
+		alive = rt_supervisor_alive(m);
+	} else {
+		struct rt_meta now;
+		int r = rt_store_meta_read(&s->sb.router->store, m->id, &now, err);
+		if (r < 0)
+			return r;
+		st = now.state;
+		alive = rt_supervisor_alive(&now);
+		rt_meta_release(&now);
+	}
 	if (!alive)
 		return rung_err_set(err, EBADFD, "sandbox %s is not running (its supervisor is gone; "
 				    "acquire it again or run `rung gc`)", m->id);
@@ -222,7 +278,6 @@ static int connect_agent(struct rung_sandbox *s, struct rung_err *err)
 		return rung_err_set(err, EBADFD, "sandbox %s is %s", m->id, rung_state_name(st));
 	char sock[4096];
 	rt_store_path(&s->sb.router->store, m->id, "agent.sock", sock, sizeof(sock));
-	rt_store_touch_activity(&s->sb.router->store, m->id);
 	return rt_agent_connect(sock, err);
 }
 
@@ -293,7 +348,9 @@ int rung_write_file(struct rung_sandbox *s, const char *path, const void *data, 
 	cleanup_close int fd = connect_agent(s, err);
 	if (fd < 0)
 		return fd;
-	return rt_agent_write_file(fd, p, data, len, mode ? mode : 0644, err);
+	r = rt_agent_write_file(fd, p, data, len, mode ? mode : 0644, err);
+	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id);
+	return r;
 }
 
 int rung_read_file(struct rung_sandbox *s, const char *path, size_t max, char **data, size_t *len,
@@ -308,7 +365,9 @@ int rung_read_file(struct rung_sandbox *s, const char *path, size_t max, char **
 	cleanup_close int fd = connect_agent(s, err);
 	if (fd < 0)
 		return fd;
-	return rt_agent_read_file(fd, p, max ? max : (64u << 20), data, len, err);
+	r = rt_agent_read_file(fd, p, max ? max : (64u << 20), data, len, err);
+	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id);
+	return r;
 }
 
 int rung_run_code(struct rung_sandbox *s, const char *language, const char *code,
@@ -344,6 +403,7 @@ static int set_suspended(struct rung_sandbox *s, bool suspend, struct rung_err *
 				   err);
 	if (r < 0)
 		return r;
+	meta_ident_written(s); /* what we just read, under the lock */
 	if (!rt_supervisor_alive(&s->sb.meta))
 		return rung_err_set(err, EBADFD, "sandbox %s is not running", s->sb.meta.id);
 	const struct rt_backend_ops *ops = rt_backend_get(s->sb.meta.iso);
@@ -356,7 +416,12 @@ static int set_suspended(struct rung_sandbox *s, bool suspend, struct rung_err *
 	s->sb.meta.state = want;
 	if (!suspend)
 		rt_store_touch_activity(st, s->sb.meta.id);
-	return rt_store_meta_write(st, &s->sb.meta, err);
+	r = rt_store_meta_write(st, &s->sb.meta, err);
+	if (r == 0)
+		meta_ident_written(s);
+	else
+		s->ident.valid = false;
+	return r;
 }
 
 int rung_suspend(struct rung_sandbox *s, struct rung_err *err)

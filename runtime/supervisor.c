@@ -382,24 +382,35 @@ fail:
 	return 1;
 }
 
-/* A zombie (dead, not yet reaped by whoever inherited it) is not alive. */
-static bool proc_is_zombie(pid_t pid)
+/*
+ * The process's start time (field 22 of /proc/PID/stat, against pid reuse), or 0 when it is
+ * gone or a zombie (dead, not yet reaped by whoever inherited it): one read of its stat.
+ */
+static uint64_t live_starttime(pid_t pid)
 {
-	char p[64];
-	cleanup_free char *txt = NULL;
+	char p[64], buf[1024];
 	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	if (rung_file_load(AT_FDCWD, p, 4096, &txt, NULL, NULL) < 0)
-		return true;
-	const char *c = strrchr(txt, ')');
-	return !c || !c[1] || c[2] == 'Z' || c[2] == 'X';
+	cleanup_close int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	const char *c = strrchr(buf, ')'); /* comm may hold spaces and parens */
+	if (!c || !c[1] || !c[2] || c[2] == 'Z' || c[2] == 'X')
+		return 0;
+	c++; /* the space before field 3 (state) */
+	for (int field = 3; field < 22; field++) /* to the space before field 22, starttime */
+		if (!(c = strchr(c + 1, ' ')))
+			return 0;
+	return strtoull(c + 1, NULL, 10);
 }
 
 bool rt_supervisor_alive(const struct rt_meta *m)
 {
 	if (m->sup_pid <= 0)
 		return false;
-	uint64_t st = rung_proc_starttime(m->sup_pid);
-	return st != 0 && st == m->sup_start && !proc_is_zombie(m->sup_pid);
+	uint64_t st = live_starttime(m->sup_pid);
+	return st != 0 && st == m->sup_start;
 }
 
 void rt_supervisor_stop(const struct rt_meta *m, unsigned grace_ms)
