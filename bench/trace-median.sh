@@ -6,6 +6,7 @@
 set -eu
 n=$1; shift
 T=$(mktemp /tmp/rung-trace-XXXXXX)
+chmod 0666 "$T" # the sandbox child (an unprivileged host uid) appends to it too
 ALL=$(mktemp /tmp/rung-trace-all-XXXXXX)
 i=0
 while [ "$i" -lt "$n" ]; do

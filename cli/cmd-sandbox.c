@@ -13,10 +13,14 @@
 #include "cli/cli.h"
 #include "common/util.h"
 
+/* ud: a bool set when our stdout or stderr is a pipe nobody reads any more. */
 static int stream_out(void *ud, enum rung_stream s, const void *data, size_t len)
 {
-	(void)ud;
-	return rung_write_all(s == RUNG_STDOUT ? 1 : 2, data, len) < 0 ? 0 : 0;
+	if (rung_write_all(s == RUNG_STDOUT ? 1 : 2, data, len) == -EPIPE) {
+		*(bool *)ud = true;
+		return -1; /* cancel: closing the connection makes the agent kill the command */
+	}
+	return 0; /* other write errors: the command runs on, its output is lost */
 }
 
 /* interrupted (optional): set by run_interruptible's watcher when a signal ended the run. */
@@ -25,13 +29,17 @@ static int exec_and_report(struct cli *c, struct rung_sandbox *sb, struct rung_e
 {
 	struct rung_exec_res res;
 	struct rung_err err = {0};
+	bool broken_pipe = false;
 	if (!c->json) {
 		req->on_output = stream_out;
+		req->ud = &broken_pipe;
 		req->no_collect = true;
 	}
 	if (rung_exec(sb, req, &res, &err) < 0) {
 		if (interrupted && __atomic_load_n(interrupted, __ATOMIC_ACQUIRE))
 			return 1; /* the watcher disposed the sandbox under the exec: not an error */
+		if (broken_pipe) /* (only with SIGPIPE ignored) as if SIGPIPE had ended us */
+			return 128 + SIGPIPE;
 		return cli_fail(c, &err);
 	}
 	int status = res.exit_code >= 0 ? res.exit_code : 128 + res.signal;
@@ -155,7 +163,12 @@ static int run_interruptible(struct cli *c, struct rung_router *r, struct rung_s
 		}
 		return exec_and_report(c, sb, req, NULL);
 	}
+	/* A write to the agent's socket after the watcher disposed the sandbox, or to a stdout
+	 * pipe nobody reads, must fail with EPIPE rather than end us before the dispose. */
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
+	sigaction(SIGPIPE, &ign, &old_pipe);
 	int status = exec_and_report(c, sb, req, &w.sig);
+	sigaction(SIGPIPE, &old_pipe, NULL);
 	if (write(w.stop[1], "x", 1) < 0) {
 	}
 	pthread_join(tid, NULL);
