@@ -24,12 +24,12 @@
 
 struct spawn_ctx {
 	char *const *argv, *const *envp, *const *sh_argv; /* sh_argv[1] is filled per try */
-	const char *path;  /* the PATH searched (from envp, else the default) */
+	const char *path; /* the PATH searched (from envp, else the default) */
 	const char *cwd;
 	int in, out, errfd;
-	int err;           /* written by the child: errno of the failed step */
+	int err; /* written by the child: errno of the failed step */
 	bool cwd_failed;
-	char buf[4096];    /* the child's candidate path */
+	char buf[4096]; /* the child's candidate path */
 };
 
 static void try_exec(struct spawn_ctx *s, const char *file)
@@ -135,15 +135,20 @@ pid_t agent_spawn(const struct rung_proto_exec *x, int in, int out, int errfd, i
 	sh_argv[0] = (char *)"/bin/sh";
 	for (size_t i = 1; i < na; i++)
 		sh_argv[i + 1] = x->argv[i];
-	struct spawn_ctx s = {.argv = x->argv, .envp = envp, .sh_argv = sh_argv,
-			      .path = path ? path : DEFAULT_PATH, .cwd = x->cwd,
-			      .in = in, .out = out, .errfd = errfd};
+	struct spawn_ctx s = {.argv = x->argv,
+			      .envp = envp,
+			      .sh_argv = sh_argv,
+			      .path = path ? path : DEFAULT_PATH,
+			      .cwd = x->cwd,
+			      .in = in,
+			      .out = out,
+			      .errfd = errfd};
 	/* No signal handler may run in the child on memory it shares with us. */
 	sigset_t all, old;
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	pid_t pid = clone(child_main, (char *)stack + STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD,
-			  &s);
+	pid_t pid =
+	    clone(child_main, (char *)stack + STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, &s);
 	int e = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	munmap(stack, STACK_SIZE);

@@ -111,8 +111,8 @@ int main(int argc, char **argv)
 	}
 	total = rung_now_us() - t0;
 	qsort(lat, (size_t)n, sizeof(*lat), cmp);
-	printf("host_spawn_median_us %llu\nhost_spawns_per_s %.0f\n", (unsigned long long)lat[n / 2],
-	       n / (total / 1e6));
+	printf("host_spawn_median_us %llu\nhost_spawns_per_s %.0f\n",
+	       (unsigned long long)lat[n / 2], n / (total / 1e6));
 	rung_dispose(r, rung_sandbox_id(sb), NULL, &err);
 	rung_sandbox_close(sb);
 	rung_spec_release(&spec);
