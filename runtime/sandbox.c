@@ -121,7 +121,10 @@ static int create_locked(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 		rt_supervisor_stop(&sb->meta, 2000);
 		return r;
 	}
-	rt_store_touch_activity(st, sb->meta.id);
+	rt_store_touch_activity(st, sb->meta.id, true);
+	int busy = rt_store_busy(st, sb->meta.id, true); /* create it, under the lock */
+	if (busy >= 0)
+		close(busy);
 	rung_trace("acquire: meta written");
 	return 0;
 }
@@ -184,7 +187,7 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 			}
 			sb->meta.last_used_ms = rung_wall_ms();
 			rc = rt_store_meta_write(&r->store, &sb->meta, err);
-			rt_store_touch_activity(&r->store, sb->meta.id);
+			rt_store_touch_activity(&r->store, sb->meta.id, true);
 			if (rc < 0) {
 				rung_sandbox_close(s);
 				return rc;
@@ -315,7 +318,7 @@ int rung_exec(struct rung_sandbox *s, const struct rung_exec_req *req, struct ru
 	int r = rt_agent_exec(fd, req, &s->sb.meta.spec, (const char *const *)ienv, res, err);
 	if (r == 0 && oom_known && ops->oom_kills(&s->sb, &oom1) == 0 && oom1 > oom0)
 		res->oom = true;
-	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id);
+	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id, false);
 	rung_trace("exec: done");
 	return r;
 }
@@ -349,7 +352,7 @@ int rung_write_file(struct rung_sandbox *s, const char *path, const void *data, 
 	if (fd < 0)
 		return fd;
 	r = rt_agent_write_file(fd, p, data, len, mode ? mode : 0644, err);
-	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id);
+	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id, false);
 	return r;
 }
 
@@ -366,7 +369,7 @@ int rung_read_file(struct rung_sandbox *s, const char *path, size_t max, char **
 	if (fd < 0)
 		return fd;
 	r = rt_agent_read_file(fd, p, max ? max : (64u << 20), data, len, err);
-	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id);
+	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id, false);
 	return r;
 }
 
@@ -415,7 +418,7 @@ static int set_suspended(struct rung_sandbox *s, bool suspend, struct rung_err *
 		return r;
 	s->sb.meta.state = want;
 	if (!suspend)
-		rt_store_touch_activity(st, s->sb.meta.id);
+		rt_store_touch_activity(st, s->sb.meta.id, true);
 	r = rt_store_meta_write(st, &s->sb.meta, err);
 	if (r == 0)
 		meta_ident_written(s);
