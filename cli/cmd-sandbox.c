@@ -112,14 +112,21 @@ static int exec_opt(const char *cmd, int argc, char **argv, int *i, struct rung_
  * before acquire; while the exec runs, a watcher thread waits for them on a signalfd and, when
  * one comes, disposes the sandbox itself: that kills the command (and everything it started)
  * and ends the exec. (A thread, not a forked child running the exec: no copy of the process
- * and no extra wake-ups on every run.)
+ * and no extra wake-ups on every run.) Once the exec is over, whoever of the two moves
+ * `state` first wins: the watcher (it disposes) or the main thread (it disposes, while the
+ * watcher winds down beside it; a signal that comes too late is reported in `late`).
  */
+enum { RUN_EXEC, RUN_SIGNALED, RUN_DONE };
 struct run_watch {
 	struct rung_router *r;
 	const char *id;
 	int sfd;     /* signalfd of the held signals */
 	int stop[2]; /* the exec is over: the watcher returns */
+	int state;   /* RUN_* (atomic) */
 	int sig;     /* the signal that interrupted the run (atomic), 0 if none */
+	int late;    /* a signal that came after the exec was over (read after the join) */
+	bool running;
+	pthread_t tid;
 };
 
 static void *run_watch_main(void *ud)
@@ -129,57 +136,81 @@ static void *run_watch_main(void *ud)
 	for (;;) {
 		if (poll(p, 2, -1) < 0)
 			continue;
+		struct signalfd_siginfo si;
+		if ((p[0].revents & POLLIN) && read(w->sfd, &si, sizeof(si)) == sizeof(si)) {
+			int expect = RUN_EXEC;
+			if (!__atomic_compare_exchange_n(&w->state, &expect, RUN_SIGNALED, false,
+							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+				w->late = (int)si.ssi_signo;
+				return NULL;
+			}
+			__atomic_store_n(&w->sig, (int)si.ssi_signo, __ATOMIC_RELEASE);
+			fprintf(stderr, "rung: interrupted by signal %d; disposing the sandbox\n",
+				(int)si.ssi_signo);
+			struct rung_err err = {0};
+			if (rung_dispose(w->r, w->id, NULL, &err) < 0)
+				fprintf(stderr, "rung: dispose %s: %s\n", w->id, err.msg);
+			return NULL;
+		}
 		if (p[1].revents)
 			return NULL;
-		struct signalfd_siginfo si;
-		if (!(p[0].revents & POLLIN) || read(w->sfd, &si, sizeof(si)) != sizeof(si))
-			continue;
-		__atomic_store_n(&w->sig, (int)si.ssi_signo, __ATOMIC_RELEASE);
-		fprintf(stderr, "rung: interrupted by signal %d; disposing the sandbox\n",
-			(int)si.ssi_signo);
-		struct rung_err err = {0};
-		if (rung_dispose(w->r, w->id, NULL, &err) < 0)
-			fprintf(stderr, "rung: dispose %s: %s\n", w->id, err.msg);
-		return NULL;
 	}
 }
 
-/* Returns the exec's status; *disposed is set when the watcher disposed the sandbox. */
-static int run_interruptible(struct cli *c, struct rung_router *r, struct rung_sandbox *sb,
-			     struct rung_exec_req *req, const sigset_t *held, bool *disposed)
+static void run_watch_start(struct run_watch *w, struct rung_router *r, const char *id,
+			    const sigset_t *held)
 {
-	struct run_watch w = {.r = r, .id = rung_sandbox_id(sb), .sfd = -1, .stop = {-1, -1}};
-	pthread_t tid;
-	*disposed = false;
-	w.sfd = signalfd(-1, held, SFD_CLOEXEC);
-	if (w.sfd < 0 || pipe2(w.stop, O_CLOEXEC) < 0 ||
-	    pthread_create(&tid, NULL, run_watch_main, &w) != 0) {
-		/* No watcher: the signals stay held and the caller disposes after the exec. */
-		if (w.sfd >= 0)
-			close(w.sfd);
-		if (w.stop[0] >= 0) {
-			close(w.stop[0]);
-			close(w.stop[1]);
-		}
-		return exec_and_report(c, sb, req, NULL);
+	*w = (struct run_watch){.r = r, .id = id, .sfd = -1, .stop = {-1, -1}};
+	w->sfd = signalfd(-1, held, SFD_CLOEXEC);
+	if (w->sfd >= 0 && pipe2(w->stop, O_CLOEXEC) == 0 &&
+	    pthread_create(&w->tid, NULL, run_watch_main, w) == 0) {
+		w->running = true;
+		return;
 	}
+	/* No watcher: the signals stay held, and the caller disposes after the exec. */
+	if (w->sfd >= 0)
+		close(w->sfd);
+	if (w->stop[0] >= 0) {
+		close(w->stop[0]);
+		close(w->stop[1]);
+	}
+}
+
+/* The exec's status; *disposed: the watcher disposed (or is disposing) the sandbox. */
+static int run_watch_exec(struct cli *c, struct rung_sandbox *sb, struct rung_exec_req *req,
+			  struct run_watch *w, bool *disposed)
+{
+	*disposed = false;
+	if (!w->running)
+		return exec_and_report(c, sb, req, NULL);
 	/* A write to the agent's socket after the watcher disposed the sandbox, or to a stdout
 	 * pipe nobody reads, must fail with EPIPE rather than end us before the dispose. */
 	struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
 	sigaction(SIGPIPE, &ign, &old_pipe);
-	int status = exec_and_report(c, sb, req, &w.sig);
+	int status = exec_and_report(c, sb, req, &w->sig);
 	sigaction(SIGPIPE, &old_pipe, NULL);
-	if (write(w.stop[1], "x", 1) < 0) {
+	int expect = RUN_EXEC;
+	if (!__atomic_compare_exchange_n(&w->state, &expect, RUN_DONE, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		*disposed = true; /* the watcher has it: run_watch_end waits for it */
+		return 128 + __atomic_load_n(&w->sig, __ATOMIC_ACQUIRE);
 	}
-	pthread_join(tid, NULL);
-	close(w.sfd);
-	close(w.stop[0]);
-	close(w.stop[1]);
-	if (w.sig) {
-		*disposed = true;
-		status = 128 + w.sig;
+	if (write(w->stop[1], "x", 1) < 0) {
 	}
 	return status;
+}
+
+/* After the dispose: wait for the watcher. Returns a signal that came too late, or 0. */
+static int run_watch_end(struct run_watch *w)
+{
+	if (!w->running)
+		return 0;
+	pthread_join(w->tid, NULL);
+	close(w->sfd);
+	close(w->stop[0]);
+	close(w->stop[1]);
+	w->running = false;
+	return w->late;
 }
 
 int cli_cmd_run(struct cli *c, int argc, char **argv)
@@ -264,11 +295,22 @@ int cli_cmd_run(struct cli *c, int argc, char **argv)
 	if (!req.timeout_ms)
 		req.timeout_ms = so.spec.limits.exec_timeout_s * 1000;
 	bool disposed = false;
-	int status = anonymous ? run_interruptible(c, r, sb, &req, &hold, &disposed)
-			       : cli_exec_and_report(c, sb, &req);
+	struct run_watch w;
+	int status;
+	if (anonymous) {
+		run_watch_start(&w, r, rung_sandbox_id(sb), &hold);
+		status = run_watch_exec(c, sb, &req, &w, &disposed);
+	} else {
+		status = cli_exec_and_report(c, sb, &req);
+	}
 	fflush(stdout);
 	if (anonymous && !disposed && rung_dispose(r, rung_sandbox_id(sb), NULL, &err) < 0)
 		fprintf(stderr, "rung: dispose %s: %s\n", rung_sandbox_id(sb), err.msg);
+	if (anonymous) {
+		int late = run_watch_end(&w);
+		if (late && !disposed) /* held until now, it would have ended us: the same code */
+			status = 128 + late;
+	}
 	if (anonymous)
 		sigprocmask(SIG_SETMASK, &prev, NULL);
 	rung_sandbox_close(sb);
