@@ -14,6 +14,13 @@ int agent_write_file(int fd, const struct rung_frame *req, struct rung_err *err)
 int agent_read_file(int fd, const struct rung_frame *req, struct rung_err *err);
 /* Open path for the agent, confined to the root. flags as openat; mkdirs: create parents. */
 int agent_open_confined(const char *path, int flags, mode_t mode, int mkdirs, struct rung_err *err);
+/*
+ * Start x's command (new session, default signal dispositions, stdio from in/out/errfd, in
+ * x->cwd, PATH searched as execvp does) without copying our memory. Returns its pid, or -1
+ * with errno when no process could be made. *exec_err: 0, the errno of a failed exec, or
+ * minus the errno of a failed chdir to x->cwd (the child has then exited with 127).
+ */
+pid_t agent_spawn(const struct rung_proto_exec *x, int in, int out, int errfd, int *exec_err);
 /* Kill every descendant of this process (it is a child subreaper) and reap them. */
 void agent_kill_descendants(void);
 /* Accept loop on a listening socket; forks a handler per connection; reaps children. */

@@ -3,7 +3,6 @@
  * every process the command starts (setsid daemons included) stays its descendant; when the
  * command ends, times out, or the host goes away, all of them are killed: nothing survives.
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -16,93 +15,6 @@
 
 #define CHUNK 65536
 #define STDIN_MAX RUNG_PROTO_STDIN_MAX
-
-extern char **environ;
-
-struct proc_ent {
-	pid_t pid, ppid;
-};
-
-static int list_procs(struct proc_ent **out)
-{
-	DIR *d = opendir("/proc");
-	if (!d)
-		return -errno;
-	size_t n = 0, cap = 64;
-	struct proc_ent *v = malloc(cap * sizeof(*v));
-	struct dirent *de;
-	while (v && (de = readdir(d))) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		char path[300], buf[512];
-		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t len = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		buf[len] = 0;
-		char *p = strrchr(buf, ')');
-		int ppid;
-		if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
-			continue;
-		if (n == cap) {
-			struct proc_ent *nv = realloc(v, (cap *= 2) * sizeof(*v));
-			if (!nv)
-				break;
-			v = nv;
-		}
-		v[n].pid = atoi(de->d_name);
-		v[n++].ppid = ppid;
-	}
-	closedir(d);
-	*out = v;
-	return v ? (int)n : -ENOMEM;
-}
-
-void agent_kill_descendants(void)
-{
-	pid_t self = getpid();
-	for (int round = 0; round < 10000; round++) {
-		struct proc_ent *v = NULL;
-		int n = list_procs(&v);
-		int killed = 0;
-		if (n > 0) {
-			/* Mark descendants of self: repeat until no new ones (tree depth). */
-			char *mark = calloc((size_t)n, 1);
-			for (int changed = 1; mark && changed;) {
-				changed = 0;
-				for (int i = 0; i < n; i++) {
-					if (mark[i])
-						continue;
-					bool child = v[i].ppid == self;
-					for (int j = 0; !child && j < n; j++)
-						child = mark[j] && v[j].pid == v[i].ppid;
-					if (child) {
-						mark[i] = 1;
-						changed = 1;
-					}
-				}
-			}
-			for (int i = 0; mark && i < n; i++)
-				if (mark[i] && kill(v[i].pid, SIGKILL) == 0)
-					killed++;
-			free(mark);
-		}
-		free(v);
-		while (waitpid(-1, NULL, WNOHANG) > 0)
-			;
-		if (!killed) {
-			/* No living descendants; reap stragglers and stop. */
-			while (waitpid(-1, NULL, WNOHANG) > 0)
-				;
-			return;
-		}
-		usleep(round < 10 ? 200 : 2000);
-	}
-}
 
 struct out_stream {
 	int fd;
@@ -145,44 +57,6 @@ static int send_text(int sock, uint8_t type, const char *msg)
 	return r;
 }
 
-static void child_exec(const struct rung_proto_exec *x, int in, int out, int errfd, int status)
-{
-	setsid();
-	for (int s = 1; s < 32; s++)
-		signal(s, SIG_DFL);
-	sigset_t all;
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-	dup2(in, 0);
-	dup2(out, 1);
-	dup2(errfd, 2);
-	int e = 0;
-	if (x->cwd && chdir(x->cwd) < 0)
-		e = errno;
-	if (!e) {
-		char *empty[] = {NULL};
-		environ = x->env ? x->env : empty;
-		if (!getenv("PATH"))
-			setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 1);
-		execvp(x->argv[0], x->argv);
-		e = errno;
-	}
-	int tagged = x->cwd && e && access(x->cwd, F_OK) < 0 ? -e : e; /* <0: the cwd failed */
-	if (write(status, &tagged, sizeof(tagged)) < 0) {
-	}
-	_exit(127);
-}
-
-/* Wait for the exec status pipe: 0 if exec succeeded, else the (tagged) errno. */
-static int exec_status(int fd)
-{
-	int e = 0;
-	ssize_t n;
-	while ((n = read(fd, &e, sizeof(e))) < 0 && errno == EINTR)
-		;
-	return n == sizeof(e) ? e : 0;
-}
-
 int agent_exec(int sock, const struct rung_frame *req, struct rung_err *err)
 {
 	struct rung_proto_exec x;
@@ -192,8 +66,8 @@ int agent_exec(int sock, const struct rung_frame *req, struct rung_err *err)
 	uint64_t t0 = rung_now_us();
 	uint64_t cap = x.max_output ? x.max_output : 16u << 20;
 	uint64_t deadline = x.timeout_ms ? rung_now_ms() + x.timeout_ms : 0;
-	int pin[2] = {-1, -1}, pout[2], perr[2], pst[2];
-	if (pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0 || pipe2(pst, O_CLOEXEC) < 0) {
+	int pin[2] = {-1, -1}, pout[2], perr[2];
+	if (pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0) {
 		rung_proto_exec_release(&x);
 		return rung_err_sys(err, errno, "pipe");
 	}
@@ -202,19 +76,20 @@ int agent_exec(int sock, const struct rung_frame *req, struct rung_err *err)
 		rung_proto_exec_release(&x);
 		return rung_err_sys(err, errno, "stdin");
 	}
-	pid_t pid = fork();
-	if (pid < 0) {
-		rung_proto_exec_release(&x);
-		return rung_err_sys(err, errno, "fork");
-	}
-	if (pid == 0)
-		child_exec(&x, pin[0], pout[1], perr[1], pst[1]);
+	int st_err = 0;
+	pid_t pid = agent_spawn(&x, pin[0], pout[1], perr[1], &st_err);
 	close(pin[0]);
 	close(pout[1]);
 	close(perr[1]);
-	close(pst[1]);
-	int st_err = exec_status(pst[0]);
-	close(pst[0]);
+	if (pid < 0) {
+		int e = errno;
+		close(pout[0]);
+		close(perr[0]);
+		if (pin[1] >= 0)
+			close(pin[1]);
+		rung_proto_exec_release(&x);
+		return rung_err_sys(err, e, "start the command");
+	}
 	if (st_err) {
 		char msg[600];
 		snprintf(msg, sizeof(msg), "rung: %s: %s: %s\n",

@@ -1,11 +1,15 @@
 /*
  * bench/exec-rate.c: sequential warm execs through the library (rung_exec), the path the daemon
- * and any library user take. Prints the median round trip and execs per second.
+ * and any library user take. Prints the median round trip and execs per second, and, as the
+ * floor to read them against, the same for posix_spawn + waitpid of /bin/true on the host
+ * (no sandbox, no agent): on a 2-core host that is ~1 ms already.
  * usage: exec-rate STATE_DIR N
  */
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "common/util.h"
 #include "rung/rung.h"
@@ -92,6 +96,23 @@ int main(int argc, char **argv)
 	printf("warm_exec_median_us %llu\nwarm_exec_p99_us %llu\nwarm_execs_per_s %.0f\n",
 	       (unsigned long long)lat[n / 2], (unsigned long long)lat[(n * 99) / 100],
 	       n / (total / 1e6));
+	/* The floor: the same command started and waited for on the host, as often. */
+	extern char **environ;
+	t0 = rung_now_us();
+	for (int i = 0; i < n; i++) {
+		pid_t pid;
+		uint64_t a = rung_now_us();
+		if (posix_spawn(&pid, "/bin/true", NULL, NULL, (char *const *)argv_true, environ) ||
+		    waitpid(pid, NULL, 0) != pid) {
+			fprintf(stderr, "host spawn of /bin/true failed\n");
+			return 1;
+		}
+		lat[i] = rung_now_us() - a;
+	}
+	total = rung_now_us() - t0;
+	qsort(lat, (size_t)n, sizeof(*lat), cmp);
+	printf("host_spawn_median_us %llu\nhost_spawns_per_s %.0f\n",
+	       (unsigned long long)lat[n / 2], n / (total / 1e6));
 	rung_dispose(r, rung_sandbox_id(sb), NULL, &err);
 	rung_sandbox_close(sb);
 	rung_spec_release(&spec);

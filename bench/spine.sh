@@ -1,9 +1,12 @@
 #!/bin/sh
 # Benchmark for issue 2 (the spine): run from the repository root, as root:  sh bench/spine.sh
-# Measures in ONE run, so ratios compare like with like on a noisy machine:
+# Measures in ONE run, so ratios compare like with like on a noisy machine (hyperfine, then the
+# same commands interleaved round by round, bench/interleave.py):
 #   cold:  `rung run -- /bin/true` (acquire + exec + dispose)  vs  bwrap with the same namespaces
 #   warm:  `rung exec ID -- /bin/true` (CLI round trip to a live sandbox)  vs  bwrap cold
 #   rate:  sequential warm execs through the library (bench/exec-rate)
+#   floors: /bin/true and `rung --version` started bare (a CLI exec costs at least both)
+# RUNG_TRACE=/abs/file on any of these prints phase timestamps (bench/trace-median.sh).
 set -eu
 cd "$(dirname "$0")/.."
 make -s build/rung build/rung-agent build/bench/exec-rate >/dev/null
@@ -16,7 +19,8 @@ ID=$("$R" --state-dir "$ST" acquire --scope bench --thread warm --agent bench)
 hyperfine -N -w 5 -r "$RUNS" --export-json "$ST/hf.json" \
 	-n rung-run-cold "$R --state-dir $ST run -- /bin/true" \
 	-n bwrap-cold "$BWRAP" \
-	-n rung-exec-warm "$R --state-dir $ST exec $ID -- /bin/true" >/dev/null
+	-n rung-exec-warm "$R --state-dir $ST exec $ID -- /bin/true" \
+	-n true /bin/true -n rung-version "$R --version" >/dev/null
 python3 - "$ST/hf.json" <<'PY'
 import json, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
@@ -25,6 +29,20 @@ for k, v in med.items():
     print(f"{k:16s} median {v:7.2f} ms")
 print(f"ratio cold  rung run / bwrap      = {med['rung-run-cold']/med['bwrap-cold']:.2f}x  (target <= 1.0)")
 print(f"ratio warm  rung exec / bwrap cold = {med['rung-exec-warm']/med['bwrap-cold']:.2f}x  (target <= 0.2)")
+print(f"floors: /bin/true {med['true']:.2f} ms, rung --version {med['rung-version']:.2f} ms (a CLI exec is both)")
+PY
+echo "interleaved, $RUNS rounds (each round runs each command once: the same load for all):"
+python3 bench/interleave.py "$RUNS" "rung-run-cold=$R --state-dir $ST run -- /bin/true" \
+	"bwrap-cold=$(command -v bwrap) ${BWRAP#bwrap }" "rung-exec-warm=$R --state-dir $ST exec $ID -- /bin/true" \
+	true=/bin/true "rung-version=$R --version" >"$ST/il.txt"
+python3 - "$ST/il.txt" <<'PY'
+import sys
+m = {l.split()[0]: [float(x) for x in l.split()[1:]] for l in open(sys.argv[1])}
+for k, (med, p25, p75) in m.items():
+    print(f"{k:16s} median {med:7.2f} ms  (p25 {p25:.2f}, p75 {p75:.2f})")
+cold, bw, warm = m["rung-run-cold"][0], m["bwrap-cold"][0], m["rung-exec-warm"][0]
+print(f"ratio cold  rung run / bwrap      = {cold / bw:.2f}x  (target <= 1.0)")
+print(f"ratio warm  rung exec / bwrap cold = {warm / bw:.2f}x  (target <= 0.2)")
 PY
 RUNG_AGENT=$PWD/build/rung-agent "$PWD/build/bench/exec-rate" "$ST" "${EXECS:-2000}"
-echo "(target: >= 1000 warm execs/s)"
+echo "(target: >= 1000 warm execs/s; host_spawn_* is /bin/true started on the host, no sandbox: the floor)"

@@ -1,32 +1,47 @@
 /* cli/cmd-sandbox.c: run, acquire, exec, write, read, run-code. */
 #include <fcntl.h>
 #include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
+#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/util.h"
 
+/* ud: a bool set when our stdout or stderr is a pipe nobody reads any more. */
 static int stream_out(void *ud, enum rung_stream s, const void *data, size_t len)
 {
-	(void)ud;
-	return rung_write_all(s == RUNG_STDOUT ? 1 : 2, data, len) < 0 ? 0 : 0;
+	if (rung_write_all(s == RUNG_STDOUT ? 1 : 2, data, len) == -EPIPE) {
+		*(bool *)ud = true;
+		return -1; /* cancel: closing the connection makes the agent kill the command */
+	}
+	return 0; /* other write errors: the command runs on, its output is lost */
 }
 
-int cli_exec_and_report(struct cli *c, struct rung_sandbox *sb, struct rung_exec_req *req)
+/* interrupted (optional): set by run_interruptible's watcher when a signal ended the run. */
+static int exec_and_report(struct cli *c, struct rung_sandbox *sb, struct rung_exec_req *req,
+			   const int *interrupted)
 {
 	struct rung_exec_res res;
 	struct rung_err err = {0};
+	bool broken_pipe = false;
 	if (!c->json) {
 		req->on_output = stream_out;
+		req->ud = &broken_pipe;
 		req->no_collect = true;
 	}
-	if (rung_exec(sb, req, &res, &err) < 0)
+	if (rung_exec(sb, req, &res, &err) < 0) {
+		if (interrupted && __atomic_load_n(interrupted, __ATOMIC_ACQUIRE))
+			return 1; /* the watcher disposed the sandbox under the exec: not an error */
+		if (broken_pipe) /* (only with SIGPIPE ignored) as if SIGPIPE had ended us */
+			return 128 + SIGPIPE;
 		return cli_fail(c, &err);
+	}
 	int status = res.exit_code >= 0 ? res.exit_code : 128 + res.signal;
 	if (res.timed_out)
 		status = 124;
@@ -50,6 +65,11 @@ int cli_exec_and_report(struct cli *c, struct rung_sandbox *sb, struct rung_exec
 		fprintf(stderr, "rung: output truncated at the sandbox's output limit\n");
 	rung_exec_res_release(&res);
 	return status;
+}
+
+int cli_exec_and_report(struct cli *c, struct rung_sandbox *sb, struct rung_exec_req *req)
+{
+	return exec_and_report(c, sb, req, NULL);
 }
 
 /* One exec option at argv[*i]: 1 consumed (with its value), 0 not an exec option, -1 error. */
@@ -88,50 +108,109 @@ static int exec_opt(const char *cmd, int argc, char **argv, int *i, struct rung_
 }
 
 /*
- * `rung run` must never leave its sandbox behind: the exec runs in a child while we wait for
- * it or for SIGINT/SIGTERM/SIGHUP; a signal kills the child (closing its connection makes the
- * agent kill the command), and the caller then disposes the sandbox.
+ * `rung run` must never leave its sandbox behind. SIGINT/SIGTERM/SIGHUP are blocked from
+ * before acquire; while the exec runs, a watcher thread waits for them on a signalfd and, when
+ * one comes, disposes the sandbox itself: that kills the command (and everything it started)
+ * and ends the exec. (A thread, not a forked child running the exec: no copy of the process
+ * and no extra wake-ups on every run.) Once the exec is over, whoever of the two moves
+ * `state` first wins: the watcher (it disposes) or the main thread (it disposes, while the
+ * watcher winds down beside it; a signal that comes too late is reported in `late`).
  */
-static int run_interruptible(struct cli *c, struct rung_sandbox *sb, struct rung_exec_req *req)
+enum { RUN_EXEC, RUN_SIGNALED, RUN_DONE };
+struct run_watch {
+	struct rung_router *r;
+	const char *id;
+	int sfd;     /* signalfd of the held signals */
+	int stop[2]; /* the exec is over: the watcher returns */
+	int state;   /* RUN_* (atomic) */
+	int sig;     /* the signal that interrupted the run (atomic), 0 if none */
+	int late;    /* a signal that came after the exec was over (read after the join) */
+	bool running;
+	pthread_t tid;
+};
+
+static void *run_watch_main(void *ud)
 {
-	sigset_t set, old;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &set, &old);
-	fflush(stdout);
-	pid_t child = fork();
-	if (child < 0) {
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		return cli_exec_and_report(c, sb, req);
-	}
-	if (child == 0) {
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		int st = cli_exec_and_report(c, sb, req);
-		fflush(stdout);
-		_exit(st);
-	}
-	int status = 1, sig = 0;
+	struct run_watch *w = ud;
+	struct pollfd p[2] = {{.fd = w->sfd, .events = POLLIN}, {.fd = w->stop[0], .events = POLLIN}};
 	for (;;) {
-		if (sigwait(&set, &sig) != 0)
+		if (poll(p, 2, -1) < 0)
 			continue;
-		int st;
-		if (sig == SIGCHLD) {
-			if (waitpid(child, &st, WNOHANG) != child)
-				continue;
-			status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-			break;
+		struct signalfd_siginfo si;
+		if ((p[0].revents & POLLIN) && read(w->sfd, &si, sizeof(si)) == sizeof(si)) {
+			int expect = RUN_EXEC;
+			if (!__atomic_compare_exchange_n(&w->state, &expect, RUN_SIGNALED, false,
+							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+				w->late = (int)si.ssi_signo;
+				return NULL;
+			}
+			__atomic_store_n(&w->sig, (int)si.ssi_signo, __ATOMIC_RELEASE);
+			fprintf(stderr, "rung: interrupted by signal %d; disposing the sandbox\n",
+				(int)si.ssi_signo);
+			struct rung_err err = {0};
+			if (rung_dispose(w->r, w->id, NULL, &err) < 0)
+				fprintf(stderr, "rung: dispose %s: %s\n", w->id, err.msg);
+			return NULL;
 		}
-		kill(child, SIGKILL);
-		waitpid(child, NULL, 0);
-		fprintf(stderr, "rung: interrupted by signal %d; disposing the sandbox\n", sig);
-		status = 128 + sig;
-		break;
+		if (p[1].revents)
+			return NULL;
 	}
-	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+static void run_watch_start(struct run_watch *w, struct rung_router *r, const char *id,
+			    const sigset_t *held)
+{
+	*w = (struct run_watch){.r = r, .id = id, .sfd = -1, .stop = {-1, -1}};
+	w->sfd = signalfd(-1, held, SFD_CLOEXEC);
+	if (w->sfd >= 0 && pipe2(w->stop, O_CLOEXEC) == 0 &&
+	    pthread_create(&w->tid, NULL, run_watch_main, w) == 0) {
+		w->running = true;
+		return;
+	}
+	/* No watcher: the signals stay held, and the caller disposes after the exec. */
+	if (w->sfd >= 0)
+		close(w->sfd);
+	if (w->stop[0] >= 0) {
+		close(w->stop[0]);
+		close(w->stop[1]);
+	}
+}
+
+/* The exec's status; *disposed: the watcher disposed (or is disposing) the sandbox. */
+static int run_watch_exec(struct cli *c, struct rung_sandbox *sb, struct rung_exec_req *req,
+			  struct run_watch *w, bool *disposed)
+{
+	*disposed = false;
+	if (!w->running)
+		return exec_and_report(c, sb, req, NULL);
+	/* A write to the agent's socket after the watcher disposed the sandbox, or to a stdout
+	 * pipe nobody reads, must fail with EPIPE rather than end us before the dispose. */
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
+	sigaction(SIGPIPE, &ign, &old_pipe);
+	int status = exec_and_report(c, sb, req, &w->sig);
+	sigaction(SIGPIPE, &old_pipe, NULL);
+	int expect = RUN_EXEC;
+	if (!__atomic_compare_exchange_n(&w->state, &expect, RUN_DONE, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		*disposed = true; /* the watcher has it: run_watch_end waits for it */
+		return 128 + __atomic_load_n(&w->sig, __ATOMIC_ACQUIRE);
+	}
+	if (write(w->stop[1], "x", 1) < 0) {
+	}
 	return status;
+}
+
+/* After the dispose: wait for the watcher. Returns a signal that came too late, or 0. */
+static int run_watch_end(struct run_watch *w)
+{
+	if (!w->running)
+		return 0;
+	pthread_join(w->tid, NULL);
+	close(w->sfd);
+	close(w->stop[0]);
+	close(w->stop[1]);
+	w->running = false;
+	return w->late;
 }
 
 int cli_cmd_run(struct cli *c, int argc, char **argv)
@@ -215,9 +294,23 @@ int cli_cmd_run(struct cli *c, int argc, char **argv)
 	req.argv = (const char *const *)argv + cmd_at;
 	if (!req.timeout_ms)
 		req.timeout_ms = so.spec.limits.exec_timeout_s * 1000;
-	int status = anonymous ? run_interruptible(c, sb, &req) : cli_exec_and_report(c, sb, &req);
-	if (anonymous && rung_dispose(r, rung_sandbox_id(sb), NULL, &err) < 0)
+	bool disposed = false;
+	struct run_watch w;
+	int status;
+	if (anonymous) {
+		run_watch_start(&w, r, rung_sandbox_id(sb), &hold);
+		status = run_watch_exec(c, sb, &req, &w, &disposed);
+	} else {
+		status = cli_exec_and_report(c, sb, &req);
+	}
+	fflush(stdout);
+	if (anonymous && !disposed && rung_dispose(r, rung_sandbox_id(sb), NULL, &err) < 0)
 		fprintf(stderr, "rung: dispose %s: %s\n", rung_sandbox_id(sb), err.msg);
+	if (anonymous) {
+		int late = run_watch_end(&w);
+		if (late && !disposed) /* held until now, it would have ended us: the same code */
+			status = 128 + late;
+	}
 	if (anonymous)
 		sigprocmask(SIG_SETMASK, &prev, NULL);
 	rung_sandbox_close(sb);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/log.h"
 
 static void usage_all(FILE *f)
 {
@@ -59,6 +60,7 @@ static int take_globals(struct cli *c, int *argc, char **argv)
 int main(int argc, char **argv)
 {
 	struct cli c = {0};
+	rung_trace("cli: main");
 	if (argc == 2 && !strcmp(argv[1], "__supervise"))
 		return rung_supervisor_main();
 	if (take_globals(&c, &argc, argv) < 0)
@@ -82,6 +84,7 @@ int main(int argc, char **argv)
 			return cli_print_help(cmd->name);
 		int r = cmd->run(&c, argc - 1, argv + 1);
 		rung_router_free(c.router);
+		rung_trace("cli: done");
 		return r;
 	}
 	fprintf(stderr, "rung: unknown command '%s' (see: rung --help)\n", argv[1]);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/log.h"
 
 struct rung_router *cli_router(struct cli *c)
 {
@@ -16,6 +17,7 @@ struct rung_router *cli_router(struct cli *c)
 		cli_fail(c, &err);
 		return NULL;
 	}
+	rung_trace("cli: router ready");
 	return c->router;
 }
 

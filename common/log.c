@@ -1,5 +1,9 @@
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 
@@ -40,5 +44,28 @@ void rung_log(enum rung_log_level lvl, const char *func, const char *fmt, ...)
 		log_sink(lvl, line, log_sink_data);
 	else
 		fprintf(stderr, "%s\n", line);
+	errno = e;
+}
+
+void rung_trace(const char *phase)
+{
+	const char *t = getenv("RUNG_TRACE");
+	if (!t || !*t || !strcmp(t, "0"))
+		return;
+	int e = errno;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	char line[256];
+	int n = snprintf(line, sizeof(line), "rung-trace %llu %d %s\n",
+			 (unsigned long long)ts.tv_sec * 1000000ull +
+				 (unsigned long long)ts.tv_nsec / 1000,
+			 (int)getpid(), phase);
+	if (n > 0 && (size_t)n >= sizeof(line))
+		n = sizeof(line) - 1;
+	int fd = t[0] == '/' ? open(t, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600) : 2;
+	if (fd >= 0 && n > 0 && write(fd, line, (size_t)n) < 0) {
+	}
+	if (fd > 2)
+		close(fd);
 	errno = e;
 }

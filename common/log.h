@@ -16,6 +16,14 @@ void rung_log_set_sink(rung_log_sink_fn fn, void *data);
 void rung_log(enum rung_log_level lvl, const char *func, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/*
+ * Phase trace for performance work: with RUNG_TRACE=1 (stderr) or RUNG_TRACE=/abs/file
+ * (appended), prints "rung-trace <CLOCK_MONOTONIC us> <pid> <phase>" at phase boundaries.
+ * All processes share the clock, so deltas across the CLI, supervisor and sandbox line up
+ * (bench/trace.sh sorts and diffs them). Without RUNG_TRACE it costs one getenv.
+ */
+void rung_trace(const char *phase);
+
 #define LOG_ERR(...) rung_log(RUNG_LOG_ERR, __func__, __VA_ARGS__)
 #define LOG_WARN(...) rung_log(RUNG_LOG_WARN, __func__, __VA_ARGS__)
 #define LOG_INFO(...) rung_log(RUNG_LOG_INFO, __func__, __VA_ARGS__)

@@ -422,9 +422,11 @@ int rfs_image_layers(struct rfs_store *s, const struct rfs_image_info *info, cha
 		return rung_err_set(err, ENOMEM, "out of memory");
 	for (size_t i = 0; i < info->n_layers; i++) {
 		const char *d = info->layers[info->n_layers - 1 - i];
-		int r = rfs_layer_ensure(s, d, err);
-		if (r < 0)
-			return r;
+		if (!rfs_layer_present(s, d))
+			return rung_err_set(err, ENOENT,
+					    "image %s: layer %s is not unpacked in the store (import "
+					    "or pull the image again to restore it)",
+					    info->digest, d);
 		if (asprintf(&v[i], "%s/layers/sha256/%s", s->root, d + 7) < 0) {
 			v[i] = NULL;
 			return rung_err_set(err, ENOMEM, "out of memory");

@@ -99,25 +99,6 @@ int rfs_layer_ingest_staged(struct rfs_store *s, struct rfs_stage *st, const cha
 	return ingest(s, st, fd, d->digest, d->size, false, staged, NULL, NULL, err);
 }
 
-int rfs_layer_ensure(struct rfs_store *s, const char *digest, struct rung_err *err)
-{
-	if (rfs_layer_present(s, digest))
-		return 0;
-	char rel[128];
-	rfs_blob_relpath(digest, rel, sizeof(rel));
-	cleanup_close int fd = openat(s->dfd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	struct stat sb;
-	if (fd < 0 || fstat(fd, &sb) < 0)
-		return rung_err_sys(err, errno, "layer %s: blob missing from the store", digest);
-	struct rfs_stage st;
-	int r = rfs_stage_begin(s, &st, err);
-	if (r < 0)
-		return r;
-	r = ingest(s, &st, fd, digest, (uint64_t)sb.st_size, false, NULL, NULL, NULL, err);
-	rfs_stage_end(s, &st);
-	return r;
-}
-
 /* ---- chown shift ---------------------------------------------------------------------------- */
 
 static int shift_tree(int dfd, uid_t base, int depth, struct rung_err *err)

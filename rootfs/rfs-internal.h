@@ -78,8 +78,6 @@ int rfs_layer_ingest(struct rfs_store *s, struct rfs_stage *st, int fd, const st
 /* The same for a blob already downloaded into the stage (file name staged). */
 int rfs_layer_ingest_staged(struct rfs_store *s, struct rfs_stage *st, const char *staged,
 			    const struct rfs_desc *d, struct rung_err *err);
-/* Unpack an already-stored layer blob (when its directory is missing). */
-int rfs_layer_ensure(struct rfs_store *s, const char *digest, struct rung_err *err);
 
 /* Tags. */
 int rfs_tag_set(struct rfs_store *s, const char *key, const char *digest, struct rung_err *err);

@@ -188,8 +188,11 @@ int rfs_image_lease_remove(struct rfs_store *s, const char *digest, const char *
 			   struct rung_err *err);
 
 /*
- * The unpacked layer directories (absolute paths, top-most first, NULL-terminated),
- * unpacking any that are missing. They are read-only: share them, never write to them.
+ * The unpacked layer directories (absolute paths, top-most first, NULL-terminated). They are
+ * read-only: share them, never write to them. A layer that is not unpacked (a damaged store:
+ * import and pull commit an image only with every layer unpacked) is -ENOENT naming it;
+ * importing or pulling the image again unpacks it. This never unpacks, so a program that
+ * only starts sandboxes does not link libarchive (and does not load it at every start).
  */
 int rfs_image_layers(struct rfs_store *s, const struct rfs_image_info *info, char ***lower_dirs,
 		     struct rung_err *err);

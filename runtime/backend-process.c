@@ -52,6 +52,7 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 	};
 	cleanup_free char *resolv = NULL;
 	int netns = -1;
+	rung_trace("process: dirs made");
 	int r = rt_net_setup(sb, &netns, &resolv, err);
 	if (r < 0)
 		return r;
@@ -90,6 +91,7 @@ const struct rt_backend_ops rt_backend_process = {
 	.name = "process",
 	.iso = RUNG_ISO_PROCESS,
 	.caps = RUNG_CAP_EXEC | RUNG_CAP_RUN_CODE | RUNG_CAP_FS_PERSIST,
+	.kill_ends_suspended = true, /* SIGKILL wakes stopped processes */
 	.available = process_available,
 	.start = process_start,
 	.teardown = process_teardown,

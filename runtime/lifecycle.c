@@ -11,6 +11,7 @@ static int dispose_locked(struct rung_router *r, struct rt_meta *m, bool have_me
 {
 	char dir[4096];
 	rt_store_path(&r->store, id, NULL, dir, sizeof(dir));
+	rung_trace("dispose: locked");
 	if (have_meta) {
 		rt_supervisor_stop(m, 3000);
 		const struct rt_backend_ops *ops = rt_backend_get(m->iso);
@@ -22,11 +23,13 @@ static int dispose_locked(struct rung_router *r, struct rt_meta *m, bool have_me
 	}
 	if (have_meta)
 		rt_store_release_uid(&r->store, id, m->uid_base);
+	rung_trace("dispose: stopped");
 	int g = rt_store_lock_global(&r->store, err);
 	if (g < 0)
 		return g;
 	int rc = rung_rm_rf(dir, err);
 	close(g);
+	rung_trace("dispose: removed");
 	return rc < 0 ? rung_err_wrap(err, "dispose %s", id) : 0;
 }
 

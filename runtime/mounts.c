@@ -141,10 +141,18 @@ oom:
 
 /* ---- apply -------------------------------------------------------------------------------- */
 
+/*
+ * Most targets sit in a directory that exists already (the plan makes /etc before its files):
+ * one mkdir/open, and the whole path (rung_mkdir_p: a mkdir per component of the host path
+ * down to the new root, then a stat) only when that fails for a missing parent.
+ */
 static int mkdir_in(const char *root, const char *dst, struct rung_err *err)
 {
 	char p[4096];
+	struct stat st;
 	snprintf(p, sizeof(p), "%s%s", root, dst);
+	if (mkdir(p, 0755) == 0 || (errno == EEXIST && lstat(p, &st) == 0 && S_ISDIR(st.st_mode)))
+		return 0;
 	return rung_mkdir_p(p, 0755, err);
 }
 
@@ -152,13 +160,16 @@ static int touch_in(const char *root, const char *dst, struct rung_err *err)
 {
 	char p[4096];
 	snprintf(p, sizeof(p), "%s%s", root, dst);
-	char *slash = strrchr(p, '/');
-	*slash = '\0';
-	int r = rung_mkdir_p(p, 0755, err);
-	*slash = '/';
-	if (r < 0)
-		return r;
 	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0 && errno == ENOENT) {
+		char *slash = strrchr(p, '/');
+		*slash = '\0';
+		int r = rung_mkdir_p(p, 0755, err);
+		*slash = '/';
+		if (r < 0)
+			return r;
+		fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	}
 	if (fd < 0)
 		return rung_err_sys(err, errno, "create %s", p);
 	close(fd);

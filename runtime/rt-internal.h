@@ -70,12 +70,15 @@ int rt_store_ids(const struct rt_store *st, char ***ids, struct rung_err *err);
 int rt_store_alloc_uid(const struct rt_store *st, const char *id, uint32_t *base,
 		       struct rung_err *err);
 void rt_store_release_uid(const struct rt_store *st, const char *id, uint32_t base);
-void rt_store_touch_activity(const struct rt_store *st, const char *id);
+/* create: only with the sandbox lock held. Without it, a dispose may be removing the
+ * directory: re-creating the file there would leave it behind (rm -rf: not empty). */
+void rt_store_touch_activity(const struct rt_store *st, const char *id, bool create);
 uint64_t rt_store_activity_ms(const struct rt_store *st, const char *id);
 /*
  * In-flight operations (exec, write_file, read_file) hold a shared lock on the sandbox's
  * "busy" file; an idle suspend takes it exclusive and non-blocking, and skips a busy sandbox.
- * Returns the fd holding the lock, or -errno (-EWOULDBLOCK: busy).
+ * Returns the fd holding the lock, or -errno (-EWOULDBLOCK: busy). Exclusive callers hold the
+ * sandbox lock and create the file if needed; shared ones never create it.
  */
 int rt_store_busy(const struct rt_store *st, const char *id, bool exclusive);
 
@@ -113,6 +116,9 @@ struct rt_backend_ops {
 	const char *name;
 	enum rung_isolation iso;
 	unsigned caps; /* what it offers */
+	/* SIGKILL of pid 1 ends the sandbox even while it is suspended (SIGSTOP, not a freezer
+	 * or paused vCPUs): a stop need not resume it first. */
+	bool kill_ends_suspended;
 	/* Is it usable on this host? Fills err with why not. */
 	bool (*available)(const struct rung_router *r, struct rung_err *err);
 	/* Optional, in the creating process before the supervisor: resolve what the sandbox

@@ -65,6 +65,24 @@ static void child_fail(int fd, const struct rung_err *e)
 	_exit(127);
 }
 
+/* The seccomp filter, which the parent builds while we build our root: a u32 length, then
+ * the BPF, on the go pipe. */
+static int read_filter(struct child_ctx *c, struct rung_err *err)
+{
+	uint32_t len;
+	if (rung_read_exact(c->go_fd, &len, sizeof(len)) < 0 || !len || len > (1u << 20) ||
+	    len % 8)
+		return rung_err_set(err, EIO, "parent gave up during setup (no seccomp filter)");
+	c->bpf = malloc(len);
+	if (!c->bpf)
+		return rung_err_set(err, ENOMEM, "out of memory");
+	if (rung_read_exact(c->go_fd, c->bpf, len) < 0)
+		return rung_err_set(err, EIO, "parent gave up during setup (short seccomp filter)");
+	c->bpf_len = len;
+	close(c->go_fd);
+	return 0;
+}
+
 static void child_main(struct child_ctx *c)
 {
 	struct rung_err err = {0};
@@ -73,7 +91,7 @@ static void child_main(struct child_ctx *c)
 		rung_err_set(&err, EIO, "parent gave up during setup");
 		child_fail(c->err_fd, &err);
 	}
-	close(c->go_fd);
+	rung_trace("child: go");
 	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
 		rung_err_sys(&err, errno, "become root in the user namespace");
 		child_fail(c->err_fd, &err);
@@ -95,6 +113,9 @@ static void child_main(struct child_ctx *c)
 	if ((c->np->netns_fd < 0 && lo_up(&err) < 0) || rt_root_apply(c->plan, c->np->root, &err) < 0 ||
 	    sethostname("rung", 4) < 0 || rt_rlimits_apply(&lim, &err) < 0)
 		child_fail(c->err_fd, err.code ? &err : (rung_err_sys(&err, errno, "setup"), &err));
+	rung_trace("child: root ready");
+	if (read_filter(c, &err) < 0)
+		child_fail(c->err_fd, &err);
 	/* fds: 0-2 /dev/null, 3 the listening socket, then the error pipe and the agent. */
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
@@ -120,6 +141,7 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 		struct rung_err *err)
 {
 	struct rt_mount_plan plan;
+	rung_trace("ns: begin");
 	int r = rt_root_plan(np->root_params, &plan, err);
 	if (r < 0)
 		return r;
@@ -127,8 +149,6 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 			      .agent_fd = -1};
 	int gop[2] = {-1, -1}, errp[2] = {-1, -1};
 	pid_t pid = -1;
-	if ((r = rt_seccomp_build(&c.bpf, &c.bpf_len, err)) < 0)
-		goto out;
 	c.agent_fd = open(sb->router->agent_path, O_PATH | O_CLOEXEC);
 	if (c.agent_fd < 0) {
 		r = rung_err_sys(err, errno, "open %s", sb->router->agent_path);
@@ -171,6 +191,7 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 		close(errp[0]);
 		child_main(&c);
 	}
+	rung_trace("ns: cloned");
 	close(gop[0]);
 	gop[0] = -1;
 	close(errp[1]);
@@ -183,10 +204,22 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 		goto kill;
 	if (np->on_child && (r = np->on_child(sb, pid, np->ud, err)) < 0)
 		goto kill;
+	rung_trace("ns: ids mapped");
 	if (write(gop[1], "g", 1) != 1) {
 		r = rung_err_sys(err, errno, "start the sandbox");
 		goto kill;
 	}
+	/* The seccomp filter is built now, while the child builds its root (it needs the
+	 * filter only at the end): still in this process, before any untrusted input. */
+	if ((r = rt_seccomp_build(&c.bpf, &c.bpf_len, err)) < 0)
+		goto kill;
+	uint32_t blen = (uint32_t)c.bpf_len;
+	if (rung_write_all(gop[1], &blen, sizeof(blen)) < 0 ||
+	    rung_write_all(gop[1], c.bpf, c.bpf_len) < 0) {
+		r = rung_err_sys(err, errno, "send the seccomp filter");
+		goto kill;
+	}
+	rung_trace("ns: seccomp sent");
 	if (np->after_go && (r = np->after_go(sb, pid, np->ud, err)) < 0)
 		goto kill;
 	struct rung_err cerr;
@@ -202,6 +235,7 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 		r = rung_err_set(err, EIO, "sandbox setup: short status read");
 		goto kill;
 	}
+	rung_trace("ns: agent exec'd");
 	r = pid;
 	goto out;
 kill:

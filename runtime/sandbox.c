@@ -2,13 +2,48 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/rt-internal.h"
 
+/*
+ * Which meta.json sb.meta was read from (or written as): every write replaces the file (a
+ * new inode), so while stat() still shows this identity, sb.meta is what the store says and
+ * an operation need not read and parse the file again.
+ */
+struct meta_ident {
+	bool valid;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtim;
+};
+
 struct rung_sandbox {
 	struct rt_sandbox sb;
+	struct meta_ident ident;
 };
+
+static bool meta_ident_get(const struct rt_store *st, const char *id, struct meta_ident *out)
+{
+	char p[4096];
+	struct stat s;
+	rt_store_path(st, id, "meta.json", p, sizeof(p));
+	out->valid = stat(p, &s) == 0;
+	out->dev = s.st_dev;
+	out->ino = s.st_ino;
+	out->size = s.st_size;
+	out->mtim = s.st_mtim;
+	return out->valid;
+}
+
+static bool meta_ident_same(const struct meta_ident *a, const struct meta_ident *b)
+{
+	return a->valid && b->valid && a->dev == b->dev && a->ino == b->ino &&
+	       a->size == b->size && a->mtim.tv_sec == b->mtim.tv_sec &&
+	       a->mtim.tv_nsec == b->mtim.tv_nsec;
+}
 
 static struct rung_sandbox *sandbox_new(struct rung_router *r, struct rung_err *err)
 {
@@ -66,6 +101,7 @@ static int create_locked(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 	close(g);
 	if (r < 0)
 		return r;
+	rung_trace("acquire: uid allocated");
 	/* No metadata until the sandbox runs: a crash before leaves a directory without it,
 	 * which gc removes as debris. */
 	sb->meta.created_ms = sb->meta.last_used_ms = rung_wall_ms();
@@ -76,6 +112,7 @@ static int create_locked(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 		ops->cleanup(sb); /* e.g. the image lease taken by prepare */
 		return r;
 	}
+	rung_trace("acquire: supervisor ready");
 	sb->meta.sup_pid = started.sup_pid;
 	sb->meta.sup_start = started.sup_start;
 	sb->meta.init_pid = started.init_pid;
@@ -84,8 +121,18 @@ static int create_locked(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 		rt_supervisor_stop(&sb->meta, 2000);
 		return r;
 	}
-	rt_store_touch_activity(st, sb->meta.id);
+	rt_store_touch_activity(st, sb->meta.id, true);
+	int busy = rt_store_busy(st, sb->meta.id, true); /* create it, under the lock */
+	if (busy >= 0)
+		close(busy);
+	rung_trace("acquire: meta written");
 	return 0;
+}
+
+/* With the sandbox lock held, right after writing sb->meta: remember the file's identity. */
+static void meta_ident_written(struct rung_sandbox *s)
+{
+	meta_ident_get(&s->sb.router->store, s->sb.meta.id, &s->ident);
 }
 
 int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct rung_spec *spec,
@@ -95,6 +142,7 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 	enum rung_isolation iso;
 	if ((rc = rt_key_validate(key, err)) < 0 || (rc = rung_router_pick(r, spec, &iso, err)) < 0)
 		return rc;
+	rung_trace("acquire: begin");
 	const struct rt_backend_ops *ops = rt_backend_get(iso);
 	struct rung_sandbox *s = sandbox_new(r, err);
 	if (!s)
@@ -108,6 +156,7 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 		rung_sandbox_close(s);
 		return lock;
 	}
+	rung_trace("acquire: locked");
 	struct rt_meta old;
 	struct rung_err e2 = {0};
 	bool have_old = rt_store_meta_read(&r->store, sb->meta.id, &old, &e2) == 0;
@@ -138,11 +187,12 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 			}
 			sb->meta.last_used_ms = rung_wall_ms();
 			rc = rt_store_meta_write(&r->store, &sb->meta, err);
-			rt_store_touch_activity(&r->store, sb->meta.id);
+			rt_store_touch_activity(&r->store, sb->meta.id, true);
 			if (rc < 0) {
 				rung_sandbox_close(s);
 				return rc;
 			}
+			meta_ident_written(s);
 			*created = false;
 			*out = s;
 			return 0;
@@ -167,6 +217,7 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 		rung_sandbox_close(s);
 		return rc;
 	}
+	meta_ident_written(s);
 	*created = true;
 	*out = s;
 	return 0;
@@ -179,6 +230,9 @@ int rung_sandbox_open(struct rung_router *r, const char *id, const char *scope,
 	struct rung_sandbox *s = sandbox_new(r, err);
 	if (!s)
 		return -ENOMEM;
+	/* The identity before the read: a write in between makes it stale, never wrong. */
+	if (rt_id_valid(id))
+		meta_ident_get(&r->store, id, &s->ident);
 	if ((rc = rt_store_meta_read(&r->store, id, &s->sb.meta, err)) < 0) {
 		rung_sandbox_close(s);
 		return rc;
@@ -200,14 +254,24 @@ int rung_sandbox_open(struct rung_router *r, const char *id, const char *scope,
 static int connect_agent(struct rung_sandbox *s, struct rung_err *err)
 {
 	struct rt_meta *m = &s->sb.meta;
-	struct rt_meta now;
-	/* Re-read: another process may have suspended or disposed it since we opened it. */
-	int r = rt_store_meta_read(&s->sb.router->store, m->id, &now, err);
-	if (r < 0)
-		return r;
-	enum rung_state st = now.state;
-	bool alive = rt_supervisor_alive(&now);
-	rt_meta_release(&now);
+	enum rung_state st;
+	bool alive;
+	/* Another process may have suspended or disposed it since we opened it: re-read the
+	 * metadata, unless the file is still the one sb.meta came from. */
+	struct meta_ident cur;
+	if (meta_ident_get(&s->sb.router->store, m->id, &cur) &&
+	    meta_ident_same(&cur, &s->ident)) {
+		st = m->state;
+		alive = rt_supervisor_alive(m);
+	} else {
+		struct rt_meta now;
+		int r = rt_store_meta_read(&s->sb.router->store, m->id, &now, err);
+		if (r < 0)
+			return r;
+		st = now.state;
+		alive = rt_supervisor_alive(&now);
+		rt_meta_release(&now);
+	}
 	if (!alive)
 		return rung_err_set(err, EBADFD, "sandbox %s is not running (its supervisor is gone; "
 				    "acquire it again or run `rung gc`)", m->id);
@@ -217,7 +281,6 @@ static int connect_agent(struct rung_sandbox *s, struct rung_err *err)
 		return rung_err_set(err, EBADFD, "sandbox %s is %s", m->id, rung_state_name(st));
 	char sock[4096];
 	rt_store_path(&s->sb.router->store, m->id, "agent.sock", sock, sizeof(sock));
-	rt_store_touch_activity(&s->sb.router->store, m->id);
 	return rt_agent_connect(sock, err);
 }
 
@@ -241,11 +304,13 @@ int rung_exec(struct rung_sandbox *s, const struct rung_exec_req *req, struct ru
 	      struct rung_err *err)
 {
 	memset(res, 0, sizeof(*res));
+	rung_trace("exec: begin");
 	/* in flight: no idle suspend until this returns */
 	cleanup_close int busy = rt_store_busy(&s->sb.router->store, s->sb.meta.id, false);
 	cleanup_close int fd = connect_agent(s, err);
 	if (fd < 0)
 		return fd;
+	rung_trace("exec: connected");
 	const struct rt_backend_ops *ops = rt_backend_get(s->sb.meta.iso);
 	uint64_t oom0 = 0, oom1 = 0;
 	bool oom_known = ops && ops->oom_kills && ops->oom_kills(&s->sb, &oom0) == 0;
@@ -253,7 +318,8 @@ int rung_exec(struct rung_sandbox *s, const struct rung_exec_req *req, struct ru
 	int r = rt_agent_exec(fd, req, &s->sb.meta.spec, (const char *const *)ienv, res, err);
 	if (r == 0 && oom_known && ops->oom_kills(&s->sb, &oom1) == 0 && oom1 > oom0)
 		res->oom = true;
-	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id);
+	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id, false);
+	rung_trace("exec: done");
 	return r;
 }
 
@@ -285,7 +351,9 @@ int rung_write_file(struct rung_sandbox *s, const char *path, const void *data, 
 	cleanup_close int fd = connect_agent(s, err);
 	if (fd < 0)
 		return fd;
-	return rt_agent_write_file(fd, p, data, len, mode ? mode : 0644, err);
+	r = rt_agent_write_file(fd, p, data, len, mode ? mode : 0644, err);
+	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id, false);
+	return r;
 }
 
 int rung_read_file(struct rung_sandbox *s, const char *path, size_t max, char **data, size_t *len,
@@ -300,7 +368,9 @@ int rung_read_file(struct rung_sandbox *s, const char *path, size_t max, char **
 	cleanup_close int fd = connect_agent(s, err);
 	if (fd < 0)
 		return fd;
-	return rt_agent_read_file(fd, p, max ? max : (64u << 20), data, len, err);
+	r = rt_agent_read_file(fd, p, max ? max : (64u << 20), data, len, err);
+	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id, false);
+	return r;
 }
 
 int rung_run_code(struct rung_sandbox *s, const char *language, const char *code,
@@ -336,6 +406,7 @@ static int set_suspended(struct rung_sandbox *s, bool suspend, struct rung_err *
 				   err);
 	if (r < 0)
 		return r;
+	meta_ident_written(s); /* what we just read, under the lock */
 	if (!rt_supervisor_alive(&s->sb.meta))
 		return rung_err_set(err, EBADFD, "sandbox %s is not running", s->sb.meta.id);
 	const struct rt_backend_ops *ops = rt_backend_get(s->sb.meta.iso);
@@ -347,8 +418,13 @@ static int set_suspended(struct rung_sandbox *s, bool suspend, struct rung_err *
 		return r;
 	s->sb.meta.state = want;
 	if (!suspend)
-		rt_store_touch_activity(st, s->sb.meta.id);
-	return rt_store_meta_write(st, &s->sb.meta, err);
+		rt_store_touch_activity(st, s->sb.meta.id, true);
+	r = rt_store_meta_write(st, &s->sb.meta, err);
+	if (r == 0)
+		meta_ident_written(s);
+	else
+		s->ident.valid = false;
+	return r;
 }
 
 int rung_suspend(struct rung_sandbox *s, struct rung_err *err)

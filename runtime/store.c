@@ -249,11 +249,11 @@ void rt_store_release_uid(const struct rt_store *st, const char *id, uint32_t ba
 		unlink(name);
 }
 
-void rt_store_touch_activity(const struct rt_store *st, const char *id)
+void rt_store_touch_activity(const struct rt_store *st, const char *id, bool create)
 {
 	char p[4096];
 	rt_store_path(st, id, "activity", p, sizeof(p));
-	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = open(p, O_WRONLY | (create ? O_CREAT : 0) | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd >= 0) {
 		futimens(fd, NULL);
 		close(fd);
@@ -264,7 +264,9 @@ int rt_store_busy(const struct rt_store *st, const char *id, bool exclusive)
 {
 	char p[4096];
 	rt_store_path(st, id, "busy", p, sizeof(p));
-	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* Shared holders (exec, files) run without the sandbox lock: a dispose may be removing
+	 * the directory, so they never create the file (acquire does, under the lock). */
+	int fd = open(p, O_RDWR | (exclusive ? O_CREAT : 0) | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
 	while (flock(fd, exclusive ? LOCK_EX | LOCK_NB : LOCK_SH) < 0) {

@@ -158,10 +158,14 @@ static void supervise(struct rt_sandbox *sb, const struct rt_backend_ops *ops, i
 			}
 		} else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
 			/* dispose: the caller holds the lock and removes the directory */
-			ops->resume(sb, NULL); /* a frozen sandbox cannot die */
+			rung_trace("supervisor: stop requested");
+			if (!ops->kill_ends_suspended)
+				ops->resume(sb, NULL); /* a frozen sandbox cannot die */
 			kill(sb->meta.init_pid, SIGKILL);
 			waitpid(sb->meta.init_pid, NULL, 0);
+			rung_trace("supervisor: pid 1 reaped");
 			ops->teardown(sb);
+			rung_trace("supervisor: torn down");
 			_exit(0);
 		}
 	}
@@ -201,6 +205,7 @@ static void supervisor_main(struct rt_sandbox *sb, const struct rt_backend_ops *
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
 
+	rung_trace("supervisor: started");
 	rt_store_path(&sb->router->store, sb->meta.id, "agent.sock", path, sizeof(path));
 	int lfd = listen_unix(path, &msg.err);
 	int r = lfd;
@@ -222,6 +227,7 @@ static void supervisor_main(struct rt_sandbox *sb, const struct rt_backend_ops *
 		rung_write_all(sync, &msg, sizeof(msg));
 		_exit(1);
 	}
+	rung_trace("supervisor: sandbox started");
 	msg.ok = 1;
 	msg.st.sup_pid = getpid();
 	msg.st.sup_start = rung_proc_starttime(getpid());
@@ -305,6 +311,7 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 			struct rt_started *out, struct rung_err *err)
 {
 	int p[2], handoff = -1;
+	rung_trace("spawn: begin");
 	if (multi_threaded() && (handoff = handoff_memfd(sb, err)) < 0)
 		return handoff;
 	/* The re-exec'd supervisor gets a clean environment, except the settings the network
@@ -352,10 +359,12 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 	close(p[1]);
 	if (handoff >= 0)
 		close(handoff);
-	waitpid(pid, NULL, 0);
+	/* The report first: the intermediate has exited by the time it comes (or EOF says the
+	 * supervisor never started), so reaping it then costs no extra wake-up. */
 	struct sync_msg msg;
 	int r = rung_read_exact(p[0], &msg, sizeof(msg));
 	close(p[0]);
+	waitpid(pid, NULL, 0);
 	if (r < 0)
 		return rung_err_set(err, EIO, "sandbox supervisor died during setup");
 	if (!msg.ok) {
@@ -407,24 +416,35 @@ fail:
 	return 1;
 }
 
-/* A zombie (dead, not yet reaped by whoever inherited it) is not alive. */
-static bool proc_is_zombie(pid_t pid)
+/*
+ * The process's start time (field 22 of /proc/PID/stat, against pid reuse), or 0 when it is
+ * gone or a zombie (dead, not yet reaped by whoever inherited it): one read of its stat.
+ */
+static uint64_t live_starttime(pid_t pid)
 {
-	char p[64];
-	cleanup_free char *txt = NULL;
+	char p[64], buf[1024];
 	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	if (rung_file_load(AT_FDCWD, p, 4096, &txt, NULL, NULL) < 0)
-		return true;
-	const char *c = strrchr(txt, ')');
-	return !c || !c[1] || c[2] == 'Z' || c[2] == 'X';
+	cleanup_close int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	const char *c = strrchr(buf, ')'); /* comm may hold spaces and parens */
+	if (!c || !c[1] || !c[2] || c[2] == 'Z' || c[2] == 'X')
+		return 0;
+	c++; /* the space before field 3 (state) */
+	for (int field = 3; field < 22; field++) /* to the space before field 22, starttime */
+		if (!(c = strchr(c + 1, ' ')))
+			return 0;
+	return strtoull(c + 1, NULL, 10);
 }
 
 bool rt_supervisor_alive(const struct rt_meta *m)
 {
 	if (m->sup_pid <= 0)
 		return false;
-	uint64_t st = rung_proc_starttime(m->sup_pid);
-	return st != 0 && st == m->sup_start && !proc_is_zombie(m->sup_pid);
+	uint64_t st = live_starttime(m->sup_pid);
+	return st != 0 && st == m->sup_start;
 }
 
 void rt_supervisor_stop(const struct rt_meta *m, unsigned grace_ms)
@@ -441,7 +461,9 @@ void rt_supervisor_stop(const struct rt_meta *m, unsigned grace_ms)
 	}
 	syscall(SYS_pidfd_send_signal, pfd, SIGTERM, NULL, 0);
 	struct pollfd p = {.fd = pfd, .events = POLLIN};
-	if (poll(&p, 1, (int)grace_ms) <= 0) {
+	int pr = poll(&p, 1, (int)grace_ms);
+	rung_trace("stop: supervisor exited");
+	if (pr <= 0) {
 		syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
 		if (m->init_pid > 0)
 			kill(m->init_pid, SIGKILL);

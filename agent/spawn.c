@@ -1,0 +1,264 @@
+/*
+ * agent/spawn.c: start an exec's command, and kill what is left of it.
+ *
+ * The command is started posix_spawn-style: clone(CLONE_VM | CLONE_VFORK) on a stack of its
+ * own, so neither the handler's memory is copied nor does the handler wait for a status pipe:
+ * it resumes when the child has exec'd (or failed, leaving its errno in shared memory). The
+ * child only makes system calls (no malloc, no stdio, no environ changes): everything it
+ * needs is prepared by the parent first. PATH search follows execvp: each element in turn,
+ * EACCES remembered, a file without a #! line (ENOEXEC) run by /bin/sh.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "agent/agent.h"
+
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define STACK_SIZE (64 * 1024)
+
+struct spawn_ctx {
+	char *const *argv, *const *envp, *const *sh_argv; /* sh_argv[1] is filled per try */
+	const char *path; /* the PATH searched (from envp, else the default) */
+	const char *cwd;
+	int in, out, errfd;
+	int err; /* written by the child: errno of the failed step */
+	bool cwd_failed;
+	char buf[4096]; /* the child's candidate path */
+};
+
+static void try_exec(struct spawn_ctx *s, const char *file)
+{
+	execve(file, s->argv, s->envp);
+	if (errno == ENOEXEC) { /* as execvp: a script without #! runs under /bin/sh */
+		char **sa = (char **)s->sh_argv;
+		sa[1] = (char *)file;
+		execve("/bin/sh", sa, s->envp);
+		errno = ENOEXEC;
+	}
+}
+
+static int child_main(void *ud)
+{
+	struct spawn_ctx *s = ud;
+	setsid();
+	/* execve keeps ignored signals ignored (the agent inherits SIGHUP ignored and ignores
+	 * SIGPIPE itself): the command starts with every disposition at its default. */
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	for (int sig = 1; sig < 32; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &dfl, NULL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (dup2(s->in, 0) < 0 || dup2(s->out, 1) < 0 || dup2(s->errfd, 2) < 0) {
+		s->err = errno;
+		_exit(127);
+	}
+	if (s->cwd && chdir(s->cwd) < 0) {
+		s->err = errno;
+		s->cwd_failed = true;
+		_exit(127);
+	}
+	const char *file = s->argv[0];
+	if (strchr(file, '/')) {
+		try_exec(s, file);
+		s->err = errno;
+		_exit(127);
+	}
+	size_t flen = strlen(file);
+	bool eacces = false;
+	int last = ENOENT;
+	for (const char *p = s->path;; p++) {
+		const char *end = strchrnul(p, ':');
+		size_t dlen = (size_t)(end - p);
+		if (dlen + flen + 2 <= sizeof(s->buf)) {
+			if (dlen) { /* an empty element is the current directory */
+				memcpy(s->buf, p, dlen);
+				s->buf[dlen++] = '/';
+			}
+			memcpy(s->buf + dlen, file, flen + 1);
+			try_exec(s, s->buf);
+			last = errno;
+			if (errno == EACCES)
+				eacces = true;
+			else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE &&
+				 errno != ENODEV && errno != ETIMEDOUT)
+				break; /* as execvp: a real error ends the search */
+		}
+		if (!*end)
+			break;
+		p = end;
+	}
+	s->err = eacces && (last == ENOENT || last == ENOTDIR) ? EACCES : last;
+	_exit(127);
+}
+
+static const char *env_path(char *const *env)
+{
+	for (; env && *env; env++)
+		if (!strncmp(*env, "PATH=", 5))
+			return *env + 5;
+	return NULL;
+}
+
+pid_t agent_spawn(const struct rung_proto_exec *x, int in, int out, int errfd, int *exec_err)
+{
+	*exec_err = 0;
+	size_t ne = 0, na = 0;
+	while (x->env && x->env[ne])
+		ne++;
+	while (x->argv[na])
+		na++;
+	/* envp: the request's, plus a default PATH when it has none (the command sees it too,
+	 * as it did when the search used setenv). */
+	const char *path = env_path(x->env);
+	cleanup_free char **envp = calloc(ne + 2, sizeof(char *));
+	cleanup_free char **sh_argv = calloc(na + 2, sizeof(char *));
+	void *stack = mmap(NULL, STACK_SIZE, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (!envp || !sh_argv || stack == MAP_FAILED) {
+		if (stack != MAP_FAILED)
+			munmap(stack, STACK_SIZE);
+		errno = ENOMEM;
+		return -1;
+	}
+	for (size_t i = 0; i < ne; i++)
+		envp[i] = x->env[i];
+	if (!path)
+		envp[ne] = (char *)"PATH=" DEFAULT_PATH;
+	sh_argv[0] = (char *)"/bin/sh";
+	for (size_t i = 1; i < na; i++)
+		sh_argv[i + 1] = x->argv[i];
+	struct spawn_ctx s = {.argv = x->argv,
+			      .envp = envp,
+			      .sh_argv = sh_argv,
+			      .path = path ? path : DEFAULT_PATH,
+			      .cwd = x->cwd,
+			      .in = in,
+			      .out = out,
+			      .errfd = errfd};
+	/* No signal handler may run in the child on memory it shares with us. */
+	sigset_t all, old;
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+	pid_t pid =
+	    clone(child_main, (char *)stack + STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, &s);
+	int e = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	munmap(stack, STACK_SIZE);
+	if (pid < 0) {
+		errno = e;
+		return -1;
+	}
+	if (s.err) /* the child has exited 127: reaped with the others */
+		*exec_err = s.cwd_failed ? -s.err : s.err;
+	return pid;
+}
+
+/* ---- killing what an exec left ------------------------------------------------------------ */
+
+struct proc_ent {
+	pid_t pid, ppid;
+};
+
+static int list_procs(struct proc_ent **out)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return -errno;
+	size_t n = 0, cap = 64;
+	struct proc_ent *v = malloc(cap * sizeof(*v));
+	struct dirent *de;
+	while (v && (de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		char path[300], buf[512];
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = 0;
+		char *p = strrchr(buf, ')');
+		int ppid;
+		if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
+			continue;
+		if (n == cap) {
+			struct proc_ent *nv = realloc(v, (cap *= 2) * sizeof(*v));
+			if (!nv)
+				break;
+			v = nv;
+		}
+		v[n].pid = atoi(de->d_name);
+		v[n++].ppid = ppid;
+	}
+	closedir(d);
+	*out = v;
+	return v ? (int)n : -ENOMEM;
+}
+
+/* Reap every child that has exited; true when no child at all is left. */
+static bool reap_all(void)
+{
+	for (;;) {
+		pid_t w = waitpid(-1, NULL, WNOHANG);
+		if (w > 0)
+			continue;
+		return w < 0 && errno == ECHILD;
+	}
+}
+
+void agent_kill_descendants(void)
+{
+	/* We are a child subreaper: every descendant is a child of ours or below one, and an
+	 * orphan is re-parented to us before its parent becomes reapable. So once no child is
+	 * left (ECHILD), no descendant is: the /proc walk below is for when some are. */
+	if (reap_all())
+		return;
+	pid_t self = getpid();
+	for (int round = 0; round < 10000; round++) {
+		struct proc_ent *v = NULL;
+		int n = list_procs(&v);
+		int killed = 0;
+		if (n > 0) {
+			/* Mark descendants of self: repeat until no new ones (tree depth). */
+			char *mark = calloc((size_t)n, 1);
+			for (int changed = 1; mark && changed;) {
+				changed = 0;
+				for (int i = 0; i < n; i++) {
+					if (mark[i])
+						continue;
+					bool child = v[i].ppid == self;
+					for (int j = 0; !child && j < n; j++)
+						child = mark[j] && v[j].pid == v[i].ppid;
+					if (child) {
+						mark[i] = 1;
+						changed = 1;
+					}
+				}
+			}
+			for (int i = 0; mark && i < n; i++)
+				if (mark[i] && kill(v[i].pid, SIGKILL) == 0)
+					killed++;
+			free(mark);
+		}
+		free(v);
+		if (reap_all())
+			return;
+		if (!killed) {
+			/* No living descendants (zombies only, reaped above): stop. */
+			reap_all();
+			return;
+		}
+		usleep(round < 10 ? 200 : 2000);
+	}
+}
