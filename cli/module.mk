@@ -12,5 +12,5 @@ CLI_STATIC_OK := $(strip $(foreach l,$(CLI_STATIC_LIBS),\
 	$(if $(filter /%,$(shell $(CC) -print-file-name=lib$(l).a)),,missing)))
 ifeq ($(CLI_STATIC_OK),)
 $(B)/rung: LDLIBS := -Wl,-Bstatic $(addprefix -l,$(CLI_STATIC_LIBS)) -Wl,-Bdynamic \
-	$(shell pkg-config --libs libnftables jansson 2>/dev/null) -ldl -lpthread
+	$(shell pkg-config --libs libnftables jansson libnftnl libmnl 2>/dev/null) -ldl -lpthread
 endif
