@@ -137,6 +137,18 @@ static void supervise(struct rt_sandbox *sb, const struct rt_backend_ops *ops, i
 		if (p[1].fd >= 0)
 			rt_net_serve(sb); /* DNS answers, and expiry of stale queries */
 		if (n == 0 || (n > 0 && !(p[0].revents & POLLIN))) {
+			struct stat dst;
+			if (n == 0 && stat(sb->dir, &dst) < 0 && errno == ENOENT) {
+				/* Its store entry was removed without a dispose (a test's temp
+				 * dir, a hand-cleaned store): nothing can reach this sandbox any
+				 * more. Stop it now rather than at its TTL. */
+				LOG_WARN("sandbox %s: store entry gone: stopping", sb->meta.id);
+				ops->resume(sb, NULL);
+				kill(sb->meta.init_pid, SIGKILL);
+				waitpid(sb->meta.init_pid, NULL, 0);
+				ops->teardown(sb);
+				_exit(0);
+			}
 			if (spec->idle_suspend_s)
 				maybe_idle_suspend(sb, ops);
 			continue;
