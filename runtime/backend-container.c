@@ -76,32 +76,7 @@ static bool container_available(const struct rung_router *r, struct rung_err *er
 
 static int container_prepare(struct rt_sandbox *sb, struct rung_err *err)
 {
-	const struct rung_spec *s = &sb->meta.spec;
-	if (!s->image)
-		return rung_err_set(err, EINVAL, "image: required for the container rung");
-	struct rfs_store *st = NULL;
-	struct rfs_image_info info = {0};
-	int r = rfs_store_open(sb->router->store.root, &st, err);
-	if (r == 0)
-		r = rfs_image_resolve(st, s->image, &info, err);
-	if (r == 0)
-		r = rfs_image_lease_add(st, info.digest, sb->meta.id, err);
-	if (r < 0) {
-		rfs_image_info_release(&info);
-		rfs_store_free(st);
-		return rung_err_wrap(err, "image %s", s->image);
-	}
-	json_t *env = json_array();
-	for (char **e = info.config.env; e && *e; e++)
-		json_array_append_new(env, json_string(*e));
-	json_t *b = json_pack("{s:s, s:s, s:o}", "image", s->image, "image_digest", info.digest,
-			      "image_env", env);
-	if (sb->meta.backend)
-		json_decref(sb->meta.backend);
-	sb->meta.backend = b;
-	rfs_image_info_release(&info);
-	rfs_store_free(st);
-	return b ? 0 : rung_err_set(err, ENOMEM, "out of memory");
+	return rt_image_lease(sb, "container", NULL, err);
 }
 
 struct ctr_ctx {
@@ -299,12 +274,7 @@ static int container_resume(struct rt_sandbox *sb, struct rung_err *err)
 static void container_cleanup(struct rt_sandbox *sb)
 {
 	container_teardown(sb);
-	const char *digest = json_string_value(json_object_get(sb->meta.backend, "image_digest"));
-	struct rfs_store *st = NULL;
-	struct rung_err err = {0};
-	if (digest && rfs_store_open(sb->router->store.root, &st, &err) == 0)
-		rfs_image_lease_remove(st, digest, sb->meta.id, &err);
-	rfs_store_free(st);
+	rt_image_release(sb);
 }
 
 static int container_oom_kills(struct rt_sandbox *sb, uint64_t *n)

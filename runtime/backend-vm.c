@@ -119,44 +119,25 @@ static bool vm_available(const struct rung_router *r, struct rung_err *err)
 
 static int vm_prepare(struct rt_sandbox *sb, struct rung_err *err)
 {
-	const struct rung_spec *s = &sb->meta.spec;
-	if (!s->image)
-		return rung_err_set(err, EINVAL, "image: required for the vm rung");
-	if (rt_net_wanted(s))
+	if (rt_net_wanted(&sb->meta.spec))
 		return rung_err_set(err, ENOTSUP,
 				    "egress_allow: the vm rung has no network device yet; only an "
 				    "empty allowlist (no network) is supported");
-	struct rfs_store *st = NULL;
-	struct rfs_image_info info = {0};
 	char **lowers = NULL;
 	char disk[4096];
-	int r = rfs_store_open(sb->router->store.root, &st, err);
-	if (r == 0)
-		r = rfs_image_resolve(st, s->image, &info, err);
-	if (r == 0)
-		r = rfs_image_layers(st, &info, &lowers, err);
-	if (r == 0)
-		r = rt_vm_base_disk(sb->router->store.root, info.digest, lowers, disk, sizeof(disk),
-				    err);
-	if (r == 0)
-		r = rfs_image_lease_add(st, info.digest, sb->meta.id, err);
+	int r = rt_image_lease(sb, "vm", &lowers, err);
+	if (r < 0)
+		return r;
+	const char *digest = json_string_value(json_object_get(sb->meta.backend, "image_digest"));
+	r = rt_vm_base_disk(sb->router->store.root, digest, lowers, disk, sizeof(disk), err);
 	rung_strvfreep(&lowers);
+	if (r == 0 && json_object_set_new(sb->meta.backend, "base_disk", json_string(disk)) < 0)
+		r = rung_err_set(err, ENOMEM, "out of memory");
 	if (r < 0) {
-		rfs_image_info_release(&info);
-		rfs_store_free(st);
-		return rung_err_wrap(err, "image %s", s->image);
+		rt_image_release(sb);
+		return rung_err_wrap(err, "image %s", sb->meta.spec.image);
 	}
-	json_t *env = json_array();
-	for (char **e = info.config.env; e && *e; e++)
-		json_array_append_new(env, json_string(*e));
-	json_t *b = json_pack("{s:s, s:s, s:o, s:s}", "image", s->image, "image_digest",
-			      info.digest, "image_env", env, "base_disk", disk);
-	if (sb->meta.backend)
-		json_decref(sb->meta.backend);
-	sb->meta.backend = b;
-	rfs_image_info_release(&info);
-	rfs_store_free(st);
-	return b ? 0 : rung_err_set(err, ENOMEM, "out of memory");
+	return 0;
 }
 
 struct jail {
@@ -366,12 +347,7 @@ static void vm_teardown(struct rt_sandbox *sb)
 
 static void vm_cleanup(struct rt_sandbox *sb)
 {
-	const char *digest = json_string_value(json_object_get(sb->meta.backend, "image_digest"));
-	struct rfs_store *st = NULL;
-	struct rung_err err = {0};
-	if (digest && rfs_store_open(sb->router->store.root, &st, &err) == 0)
-		rfs_image_lease_remove(st, digest, sb->meta.id, &err);
-	rfs_store_free(st);
+	rt_image_release(sb);
 }
 
 const struct rt_backend_ops rt_backend_vm = {

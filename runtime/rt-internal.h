@@ -142,6 +142,11 @@ extern const struct rt_backend_ops rt_backend_process;
 extern const struct rt_backend_ops rt_backend_container;
 extern const struct rt_backend_ops rt_backend_vm;
 const struct rt_backend_ops *rt_backend_get(enum rung_isolation iso);
+/* The image-based rungs (image.c): resolve the spec's image, lease it to the sandbox and record
+ * {image, image_digest, image_env} in meta.backend (and, with lowers, its unpacked layers, top
+ * first); release the lease. */
+int rt_image_lease(struct rt_sandbox *sb, const char *rung, char ***lowers, struct rung_err *err);
+void rt_image_release(struct rt_sandbox *sb);
 /* vm rung disks (vm-disk.c): a per-sandbox sparse ext4 upper disk (kept if present), and
  * the read-only ext4 base disk of an image, built once per digest from its layers. */
 int rt_vm_upper_disk(const char *path, uint64_t bytes, uid_t owner, struct rung_err *err);
