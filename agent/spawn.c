@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -49,10 +50,17 @@ static int child_main(void *ud)
 	setsid();
 	/* execve keeps ignored signals ignored (the agent inherits SIGHUP ignored and ignores
 	 * SIGPIPE itself): the command starts with every disposition at its default. */
-	struct sigaction dfl = {.sa_handler = SIG_DFL};
-	for (int sig = 1; sig < 32; sig++)
+	/* Every signal, real-time ones included: the raw call, since libc refuses to touch the two
+	 * it reserves for itself (32, 33), which a parent may still have left ignored. */
+	struct {
+		void (*handler)(int);
+		unsigned long flags;
+		void (*restorer)(void);
+		uint64_t mask;
+	} dfl = {.handler = SIG_DFL};
+	for (int sig = 1; sig <= 64; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
-			sigaction(sig, &dfl, NULL);
+			syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
