@@ -650,6 +650,9 @@ END_TEST
 
 START_TEST(test_layers_rebuilt)
 {
+	/* The runtime's path never unpacks (libarchive stays out of it): a layer whose unpacked
+	 * directory is gone is -ENOENT naming the layer, and importing the image again restores
+	 * it from its blob. */
 	RUNG_REQUIRE_ROOT();
 	struct env e;
 	env_init(&e, RFS_COMPRESS_GZIP);
@@ -660,6 +663,11 @@ START_TEST(test_layers_rebuilt)
 	snprintf(p, sizeof(p), "%s/images/layers/sha256/%s", e.state, info.layers[0] + 7);
 	ck_assert_int_eq(rung_rm_rf(p, &err), 0);
 	char **dirs = NULL;
+	ck_assert_int_eq(rfs_image_layers(e.s, &info, &dirs, &err), -ENOENT);
+	ck_assert_msg(strstr(err.msg, info.layers[0]) && strstr(err.msg, "import"), "%s", err.msg);
+	struct rfs_image_info again;
+	import_ok(&e, e.layout, NULL, &again);
+	rfs_image_info_release(&again);
 	ck_assert_msg(rfs_image_layers(e.s, &info, &dirs, &err) == 0, "%s", err.msg);
 	ck_assert_str_eq(dirs[1], p);
 	char q[4400];
@@ -669,15 +677,6 @@ START_TEST(test_layers_rebuilt)
 	for (char **d = dirs; *d; d++)
 		free(*d);
 	free(dirs);
-	/* A stored blob corrupted on disk is caught when its layer is rebuilt. */
-	ck_assert_int_eq(rung_rm_rf(p, &err), 0);
-	snprintf(q, sizeof(q), "%s/images/blobs/sha256/%s", e.state, info.layers[0] + 7);
-	int fd = open(q, O_WRONLY | O_APPEND);
-	ck_assert_int_eq(write(fd, "junk", 4), 4);
-	close(fd);
-	ck_assert_int_eq(rfs_image_layers(e.s, &info, &dirs, &err), -EBADMSG);
-	ck_assert_msg(strstr(err.msg, info.layers[0]), "%s", err.msg);
-	ck_assert_int_ne(stat(p, &st), 0);
 	rfs_image_info_release(&info);
 	env_done(&e);
 }
