@@ -8,17 +8,27 @@
 
 #include "cli/cli.h"
 
+/* [--scope S] [--thread T]: 0, or the usage-error exit status. */
+static int scope_opts(const char *cmd, int argc, char **argv, const char **scope,
+		      const char **thread)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--scope") && i + 1 < argc)
+			*scope = argv[++i];
+		else if (!strcmp(argv[i], "--thread") && i + 1 < argc)
+			*thread = argv[++i];
+		else
+			return cli_usage_error(cmd, "unexpected '%s'", argv[i]);
+	}
+	return 0;
+}
+
 CLI_CMD(ls)
 {
 	const char *scope = NULL, *thread = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--scope") && i + 1 < argc)
-			scope = argv[++i];
-		else if (!strcmp(argv[i], "--thread") && i + 1 < argc)
-			thread = argv[++i];
-		else
-			return cli_usage_error("ls", "unexpected '%s'", argv[i]);
-	}
+	int u = scope_opts("ls", argc, argv, &scope, &thread);
+	if (u)
+		return u;
 	if (thread && !scope)
 		return cli_usage_error("ls", "--thread needs --scope");
 	struct rung_router *r = cli_router(c);
@@ -118,14 +128,9 @@ CLI_CMD(dispose)
 CLI_CMD(dispose_scope)
 {
 	const char *scope = NULL, *thread = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--scope") && i + 1 < argc)
-			scope = argv[++i];
-		else if (!strcmp(argv[i], "--thread") && i + 1 < argc)
-			thread = argv[++i];
-		else
-			return cli_usage_error("dispose-scope", "unexpected '%s'", argv[i]);
-	}
+	int u = scope_opts("dispose-scope", argc, argv, &scope, &thread);
+	if (u)
+		return u;
 	if (!scope)
 		return cli_usage_error("dispose-scope", "--scope is required");
 	struct rung_router *r = cli_router(c);

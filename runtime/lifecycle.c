@@ -69,26 +69,16 @@ int rung_dispose_scope(struct rung_router *r, const char *scope, const char *thr
 {
 	if (!scope || !*scope)
 		return rung_err_set(err, EINVAL, "scope: required");
-	char sl[65], tl[65];
-	rt_label_of(scope, sl);
-	if (thread)
-		rt_label_of(thread, tl);
-	cleanup_strv char **ids = NULL;
-	int n = rt_store_ids(&r->store, &ids, err);
-	if (n < 0)
-		return n;
-	size_t done = 0;
+	/* The same label match as rung_list; rung_dispose re-checks the scope under the lock. */
+	struct rung_sandbox_info *v = NULL;
+	size_t n = 0, done = 0;
+	int rc = rung_list(r, scope, thread, &v, &n, err);
+	if (rc < 0)
+		return rc;
 	int first_err = 0;
-	for (int i = 0; i < n; i++) {
-		struct rt_meta m;
+	for (size_t i = 0; i < n; i++) {
 		struct rung_err e2 = {0};
-		if (rt_store_meta_read(&r->store, ids[i], &m, &e2) < 0)
-			continue;
-		bool match = labels_match(&m, sl, thread ? tl : NULL);
-		rt_meta_release(&m);
-		if (!match)
-			continue;
-		int rc = rung_dispose(r, ids[i], scope, &e2);
+		rc = rung_dispose(r, v[i].id, scope, &e2);
 		if (rc == 0)
 			done++;
 		else if (rc != -ENOENT && !first_err) {
@@ -96,6 +86,7 @@ int rung_dispose_scope(struct rung_router *r, const char *scope, const char *thr
 			*err = e2;
 		}
 	}
+	free(v);
 	if (n_disposed)
 		*n_disposed = done;
 	return first_err;
