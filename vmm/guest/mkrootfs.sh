@@ -21,13 +21,8 @@ busybox) ;;
 python)
 	py=/usr/bin/python3.11
 	[ -x $py ] || { echo "mkrootfs: $py missing (apt-get install python3.11)" >&2; exit 1; }
-	copy_with_libs() { # absolute path of a binary: copy it and every library ldd names
-		mkdir -p "$d$(dirname "$1")" && cp -L "$1" "$d$1"
-		for l in $(ldd "$1" | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p'); do
-			[ -e "$d$l" ] || { mkdir -p "$d$(dirname "$l")" && cp -L "$l" "$d$l"; }
-		done
-	}
-	copy_with_libs $py
+	. "$(dirname "$0")/copy-libs.sh"
+	copy_with_libs "$d" $py
 	ln -sf python3.11 "$d/usr/bin/python3"
 	tar -C / -cf - --exclude='__pycache__' --exclude='usr/lib/python3.11/test' \
 		--exclude='usr/lib/python3.11/idlelib' --exclude='usr/lib/python3.11/tkinter' \

@@ -11,12 +11,7 @@
 set -eu
 P=$1 BUILD=$2 BASEIMG=$3
 here=$(cd "$(dirname "$0")" && pwd)
-copy_with_libs() { # ROOT BINARY
-	mkdir -p "$1$(dirname "$2")" && cp -L "$2" "$1$2"
-	for l in $(ldd "$2" 2>/dev/null | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p'); do
-		[ -e "$1$l" ] || { mkdir -p "$1$(dirname "$l")" && cp -L "$l" "$1$l"; }
-	done
-}
+. "$here/copy-libs.sh"
 mkdir -p "$P/rung/bin"
 copy_with_libs "$P" "$(readlink -f "$BUILD/rung")"
 cp "$BUILD/rung" "$BUILD/rung-agent" "$P/rung/bin/"

@@ -22,12 +22,7 @@ OUT=$(cd "$OUT" && pwd)
 log() { echo "check-vm: $*" >&2; }
 t_start=$(date +%s)
 
-copy_with_libs() { # ROOT BINARY: copy BINARY and the libraries ldd names under ROOT
-	mkdir -p "$1$(dirname "$2")" && cp -L "$2" "$1$2"
-	for l in $(ldd "$2" 2>/dev/null | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p'); do
-		[ -e "$1$l" ] || { mkdir -p "$1$(dirname "$l")" && cp -L "$l" "$1$l"; }
-	done
-}
+. "$here/copy-libs.sh"
 
 # --- the guest's base image (python + busybox), rebuilt when its inputs change ------------
 stamp=$(cat "$here/mkrootfs.sh" "$here/mkdisk.sh" /usr/bin/python3.11 | sha256sum | cut -c1-16)
