@@ -148,93 +148,78 @@ static int common_field(const char *k, json_t *v, struct srv_exec *x, bool *hand
 	return 0;
 }
 
-int srv_exec_body_parse(const char *body, size_t len, struct srv_exec *out, struct rung_err *err)
+static int exec_field(const char *k, json_t *v, struct srv_exec *x, struct rung_err *err)
 {
-	memset(out, 0, sizeof(*out));
+	if (!strcmp(k, "argv"))
+		return get_argv(v, &x->argv, err);
+	if (!strcmp(k, "cwd"))
+		return json_is_null(v) ? 0 : get_str(v, "cwd", SRV_MAX_PATH, &x->cwd, err);
+	if (!strcmp(k, "env"))
+		return json_is_null(v) ? 0 : get_env(v, &x->env, err);
+	if (strcmp(k, "stdin"))
+		return rung_err_set(err, EINVAL, "%s: unknown field", k);
+	if (json_is_null(v))
+		return 0;
+	if (!json_is_string(v))
+		return rung_err_set(err, EINVAL, "stdin: must be a string");
+	x->stdin_len = json_string_length(v);
+	x->stdin_data = malloc(x->stdin_len + 1);
+	if (!x->stdin_data)
+		return rung_err_set(err, ENOMEM, "out of memory");
+	memcpy(x->stdin_data, json_string_value(v), x->stdin_len + 1);
+	return 0;
+}
+
+static int code_field(const char *k, json_t *v, struct srv_exec *x, struct rung_err *err)
+{
+	if (!strcmp(k, "language"))
+		return get_str(v, "language", 32, &x->language, err);
+	if (!strcmp(k, "code"))
+		return get_str(v, "code", SRV_MAX_JSON_BODY, &x->code, err);
+	return rung_err_set(err, EINVAL, "%s: unknown field", k);
+}
+
+/* The exec and run-code bodies: the common fields, then the route's own. */
+static int parse_body(const char *body, size_t len,
+		      int (*field)(const char *, json_t *, struct srv_exec *, struct rung_err *),
+		      struct srv_exec *x, struct rung_err *err)
+{
+	memset(x, 0, sizeof(*x));
 	cleanup_json json_t *j = NULL;
 	int r = load_object(body, len, &j, err);
 	if (r < 0)
 		return r;
-	struct srv_exec x = {0};
 	const char *k;
 	json_t *v;
 	json_object_foreach(j, k, v)
 	{
 		bool handled;
-		if ((r = common_field(k, v, &x, &handled, err)) < 0)
-			goto fail;
-		if (handled)
-			continue;
-		if (!strcmp(k, "argv"))
-			r = get_argv(v, &x.argv, err);
-		else if (!strcmp(k, "cwd"))
-			r = json_is_null(v) ? 0 : get_str(v, "cwd", SRV_MAX_PATH, &x.cwd, err);
-		else if (!strcmp(k, "env"))
-			r = json_is_null(v) ? 0 : get_env(v, &x.env, err);
-		else if (!strcmp(k, "stdin")) {
-			if (json_is_null(v))
-				continue;
-			if (!json_is_string(v)) {
-				r = rung_err_set(err, EINVAL, "stdin: must be a string");
-				goto fail;
-			}
-			x.stdin_len = json_string_length(v);
-			x.stdin_data = malloc(x.stdin_len + 1);
-			if (!x.stdin_data) {
-				r = rung_err_set(err, ENOMEM, "out of memory");
-				goto fail;
-			}
-			memcpy(x.stdin_data, json_string_value(v), x.stdin_len + 1);
-		} else
-			r = rung_err_set(err, EINVAL, "%s: unknown field", k);
-		if (r < 0)
-			goto fail;
+		if ((r = common_field(k, v, x, &handled, err)) < 0 ||
+		    (!handled && (r = field(k, v, x, err)) < 0)) {
+			srv_exec_release(x);
+			return r;
+		}
 	}
-	if (!x.argv) {
-		r = rung_err_set(err, EINVAL, "argv: required");
-		goto fail;
-	}
-	*out = x;
 	return 0;
-fail:
-	srv_exec_release(&x);
+}
+
+int srv_exec_body_parse(const char *body, size_t len, struct srv_exec *out, struct rung_err *err)
+{
+	int r = parse_body(body, len, exec_field, out, err);
+	if (r == 0 && !out->argv) {
+		srv_exec_release(out);
+		r = rung_err_set(err, EINVAL, "argv: required");
+	}
 	return r;
 }
 
 int srv_code_body_parse(const char *body, size_t len, struct srv_exec *out, struct rung_err *err)
 {
-	memset(out, 0, sizeof(*out));
-	cleanup_json json_t *j = NULL;
-	int r = load_object(body, len, &j, err);
-	if (r < 0)
-		return r;
-	struct srv_exec x = {0};
-	const char *k;
-	json_t *v;
-	json_object_foreach(j, k, v)
-	{
-		bool handled;
-		if ((r = common_field(k, v, &x, &handled, err)) < 0)
-			goto fail;
-		if (handled)
-			continue;
-		if (!strcmp(k, "language"))
-			r = get_str(v, "language", 32, &x.language, err);
-		else if (!strcmp(k, "code"))
-			r = get_str(v, "code", SRV_MAX_JSON_BODY, &x.code, err);
-		else
-			r = rung_err_set(err, EINVAL, "%s: unknown field", k);
-		if (r < 0)
-			goto fail;
+	int r = parse_body(body, len, code_field, out, err);
+	if (r == 0 && (!out->language || !out->code)) {
+		r = rung_err_set(err, EINVAL, "%s: required", out->language ? "code" : "language");
+		srv_exec_release(out);
 	}
-	if (!x.language || !x.code) {
-		r = rung_err_set(err, EINVAL, "%s: required", x.language ? "code" : "language");
-		goto fail;
-	}
-	*out = x;
-	return 0;
-fail:
-	srv_exec_release(&x);
 	return r;
 }
 
