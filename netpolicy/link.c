@@ -1,9 +1,11 @@
-/* netpolicy/link.c: veth, addresses, routes, sysctls, through libnl-route-3 (no `ip`). */
+/* netpolicy/link.c: veth or tap, addresses, routes, sysctls, through libnl-route-3 (no `ip`). */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/if.h>
+#include <linux/if_tun.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -175,7 +177,9 @@ static int wait_oper_up(struct nl_sock *sk, const char *name, struct rung_err *e
 		int r = rtnl_link_get_kernel(sk, 0, name, &l);
 		if (r < 0)
 			return rung_err_set(err, nl2errno(r), "link %s: %s", name, nl_geterror(r));
-		if (rtnl_link_get_operstate(l) == IF_OPER_UP)
+		uint8_t st = rtnl_link_get_operstate(l);
+		if (st == IF_OPER_UP ||
+		    (st == IF_OPER_UNKNOWN && (rtnl_link_get_flags(l) & IFF_LOWER_UP)))
 			return 0;
 		if (rung_now_ms() > deadline)
 			return rung_err_set(err, ETIMEDOUT,
@@ -253,29 +257,17 @@ static int sandbox_side_fn(void *arg, struct rung_err *err)
 	return wait_oper_up(sk, NP_PEER_IFNAME, err);
 }
 
-int np_link_up(const struct np_names *nm, const char *id, int netns_fd, const struct np_lease *l,
-	       struct rung_err *err)
+/*
+ * The host end, once the link nm->veth exists: no IPv6, the owner's alias, up, the /30's host
+ * address, and the clash check against every other route.
+ */
+static int host_end_up(struct nl_sock *sk, const struct np_names *nm, const char *id,
+		       const struct np_lease *l, struct rung_err *err)
 {
-	cleanup_nlsock struct nl_sock *sk = NULL;
-	int r = sock_open(&sk, err);
-	if (r < 0)
-		return r;
-	cleanup_rtnl_link struct rtnl_link *veth = rtnl_link_veth_alloc();
-	if (!veth)
-		return rung_err_set(err, ENOMEM, "rtnl_link_veth_alloc");
-	rtnl_link_set_name(veth, nm->veth);
-	struct rtnl_link *peer = rtnl_link_veth_get_peer(veth);
-	rtnl_link_set_name(peer, NP_PEER_IFNAME);
-	rtnl_link_set_ns_fd(peer, netns_fd);
-	rtnl_link_put(peer);
-	/* PLATFORM.md: IFF_UP in the create request fails; up comes in a second request. */
-	r = rtnl_link_add(sk, veth, NLM_F_CREATE | NLM_F_EXCL);
-	if (r < 0)
-		return rung_err_set(err, nl2errno(r), "create veth %s: %s", nm->veth,
-				    nl_geterror(r));
 	char path[128], alias[200];
 	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/disable_ipv6", nm->veth);
-	if ((r = np_sysctl_write(path, "1", err)) < 0)
+	int r = np_sysctl_write(path, "1", err);
+	if (r < 0)
 		return r;
 	/* The alias names the owner, so gc can tell our orphans from other state dirs' links. */
 	snprintf(alias, sizeof(alias), "%s:%s", nm->tag, id);
@@ -301,11 +293,59 @@ int np_link_up(const struct np_names *nm, const char *id, int netns_fd, const st
 		return rung_err_set(err, EADDRINUSE, "%s/30: taken by another interface meanwhile",
 				    t);
 	}
-	if ((r = np_sysctl_write("/proc/sys/net/ipv4/ip_forward", "1", err)) < 0)
+	return np_sysctl_write("/proc/sys/net/ipv4/ip_forward", "1", err);
+}
+
+int np_link_up(const struct np_names *nm, const char *id, int netns_fd, const struct np_lease *l,
+	       struct rung_err *err)
+{
+	cleanup_nlsock struct nl_sock *sk = NULL;
+	int r = sock_open(&sk, err);
+	if (r < 0)
+		return r;
+	cleanup_rtnl_link struct rtnl_link *veth = rtnl_link_veth_alloc();
+	if (!veth)
+		return rung_err_set(err, ENOMEM, "rtnl_link_veth_alloc");
+	rtnl_link_set_name(veth, nm->veth);
+	struct rtnl_link *peer = rtnl_link_veth_get_peer(veth);
+	rtnl_link_set_name(peer, NP_PEER_IFNAME);
+	rtnl_link_set_ns_fd(peer, netns_fd);
+	rtnl_link_put(peer);
+	/* PLATFORM.md: IFF_UP in the create request fails; up comes in a second request. */
+	r = rtnl_link_add(sk, veth, NLM_F_CREATE | NLM_F_EXCL);
+	if (r < 0)
+		return rung_err_set(err, nl2errno(r), "create veth %s: %s", nm->veth,
+				    nl_geterror(r));
+	if ((r = host_end_up(sk, nm, id, l, err)) < 0)
 		return r;
 	if ((r = in_netns(netns_fd, sandbox_side_fn, (void *)l, err)) < 0)
 		return r;
 	return wait_oper_up(sk, nm->veth, err);
+}
+
+/*
+ * A tap has no rtnetlink "create": TUNSETIFF on /dev/net/tun makes it, owned by that fd (not
+ * persistent: it goes when the last fd to it closes). IFF_TUN_EXCL: never attach to a device
+ * of that name that already exists.
+ */
+int np_tap_up(const struct np_names *nm, const char *id, const struct np_lease *l, int *tap_fd,
+	      struct rung_err *err)
+{
+	*tap_fd = -1;
+	cleanup_close int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return rung_err_sys(err, errno, "open /dev/net/tun");
+	struct ifreq ifr = {.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_TUN_EXCL};
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", nm->veth);
+	if (ioctl(fd, TUNSETIFF, &ifr) < 0)
+		return rung_err_sys(err, errno, "create tap %s", nm->veth);
+	cleanup_nlsock struct nl_sock *sk = NULL;
+	int r = sock_open(&sk, err);
+	if (r < 0 || (r = host_end_up(sk, nm, id, l, err)) < 0 ||
+	    (r = wait_oper_up(sk, nm->veth, err)) < 0)
+		return r;
+	*tap_fd = rung_steal_fd(&fd);
+	return 0;
 }
 
 int np_link_del(const char *veth, struct rung_err *err)

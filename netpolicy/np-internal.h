@@ -40,6 +40,9 @@ int np_pool_parse(const char *pool, uint32_t *base, uint32_t *slots, struct rung
 /* link.c: libnl plumbing. */
 int np_link_up(const struct np_names *nm, const char *id, int netns_fd, const struct np_lease *l,
 	       struct rung_err *err);
+/* A VM's host end instead of a veth: a tap (its fd in *tap_fd) with the host end's setup. */
+int np_tap_up(const struct np_names *nm, const char *id, const struct np_lease *l, int *tap_fd,
+	      struct rung_err *err);
 int np_link_del(const char *veth, struct rung_err *err);
 /* Loopback up only (no network). */
 int np_netns_lo_only(int netns_fd, struct rung_err *err);

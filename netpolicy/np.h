@@ -31,6 +31,9 @@
  *     clients may send several queries per connection (answered as they come back); those go
  *     upstream over UDP with EDNS0 (4096). The proxy is single-threaded: only its owner's
  *     thread may call np_net_proxy_*().
+ * For a VM (np_config.tap), the host end is a tap instead of a veth: same name, same table, same
+ * address plan and proxy, in the host netns, with no netns of its own; the VMM gets the tap's fd
+ * and the guest behind it takes the sandbox address with the host end as gateway and DNS server.
  * Nothing here runs a program: links go through libnl-route-3, the table through libnftables
  * (nft_run_cmd_from_buffer), the proxy's set elements through libnftnl (one nfnetlink batch:
  * libnftables would re-read every table on the host for each answer).
@@ -138,12 +141,14 @@ struct np_config {
 	uint32_t ttl_cap_s;   /* 0: 3600 */
 	np_audit_fn audit;    /* optional */
 	void *audit_data;
+	bool tap; /* a VM's network: a tap (np_net_tap_fd) instead of a veth into a netns */
 };
 
 struct np_net; /* opaque; owned by the supervisor for the sandbox's lifetime */
 
 struct np_net_info {
 	bool has_network;  /* false: empty allowlist, loopback only */
+	bool tap;	   /* the host end is a tap (np_config.tap), not a veth */
 	char veth[16];	   /* host end */
 	char table[32];	   /* nft table (inet family) */
 	char host_ip[16];  /* host end = gateway = DNS proxy */
@@ -158,11 +163,18 @@ int np_id_check(const char *id, struct rung_err *err);
 
 /*
  * Sets up the sandbox's network in netns_fd (see the top of this file) and, when the policy is
- * not empty, starts its DNS proxy. On failure everything done so far is undone.
+ * not empty, starts its DNS proxy. On failure everything done so far is undone. With cfg->tap,
+ * netns_fd is not used (pass -1) and an empty policy sets up nothing at all.
  */
 int np_sandbox_up(const struct np_config *cfg, const char *id, int netns_fd,
 		  const struct np_policy *p, struct np_net **out, struct rung_err *err);
 void np_net_info(const struct np_net *n, struct np_net_info *out);
+/*
+ * With np_config.tap: the tap's fd (IFF_TAP | IFF_NO_PI: plain Ethernet frames; close-on-exec),
+ * owned by n; else -1. The tap is not persistent: it goes when its last fd closes (or at
+ * np_sandbox_down). Frames written to it enter the host as if from the sandbox.
+ */
+int np_net_tap_fd(const struct np_net *n);
 /* The proxy's pollable fd (POLLIN), or -1 when the sandbox has no network. */
 int np_net_proxy_fd(const struct np_net *n);
 /* Serve whatever is ready (never blocks) and expire stale queries. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "common/util.h"
 #include "netpolicy/np-internal.h"
@@ -23,6 +24,7 @@ struct np_net {
 	 * not land on the setup path.
 	 */
 	struct nft_ctx *nft;
+	int tap_fd; /* np_config.tap: the VM's side of the host end; -1 otherwise */
 };
 
 static void fmt_sockaddr(const struct sockaddr_storage *ss, char *out, size_t len)
@@ -69,15 +71,16 @@ int np_sandbox_up(const struct np_config *cfg, const char *id, int netns_fd,
 		return r;
 	if (!cfg || !cfg->state_dir || !*cfg->state_dir)
 		return rung_err_set(err, EINVAL, "np_config.state_dir: required");
-	if (netns_fd < 0)
+	if (netns_fd < 0 && !cfg->tap)
 		return rung_err_set(err, EBADF, "netns fd: not open");
 	struct np_net *n = calloc(1, sizeof(*n));
 	if (!n)
 		return rung_err_set(err, ENOMEM, "out of memory");
+	n->tap_fd = -1;
 	snprintf(n->id, sizeof(n->id), "%s", id);
 	snprintf(n->state_dir, sizeof(n->state_dir), "%s", cfg->state_dir);
-	if (!p || p->n == 0) { /* no network at all: loopback only, no veth */
-		if ((r = np_netns_lo_only(netns_fd, err)) < 0) {
+	if (!p || p->n == 0) { /* no network at all: loopback only, no veth (a VM: no device) */
+		if (!cfg->tap && (r = np_netns_lo_only(netns_fd, err)) < 0) {
 			free(n);
 			return rung_err_wrap(err, "sandbox %s", id);
 		}
@@ -146,7 +149,8 @@ int np_sandbox_up(const struct np_config *cfg, const char *id, int netns_fd,
 	pp.listen.sin_family = AF_INET;
 	pp.listen.sin_port = htons(53);
 	for (int attempt = 0;; attempt++) {
-		r = np_link_up(&n->nm, id, netns_fd, &n->lease, err);
+		r = cfg->tap ? np_tap_up(&n->nm, id, &n->lease, &n->tap_fd, err)
+			     : np_link_up(&n->nm, id, netns_fd, &n->lease, err);
 		t3 = rung_now_us();
 		if (r == 0) {
 			/* our proxy's address taken is a clash too (a store without this check) */
@@ -158,6 +162,9 @@ int np_sandbox_up(const struct np_config *cfg, const char *id, int netns_fd,
 		/* a clash with another state dir: give the subnet up, wait a little, lease again */
 		LOG_INFO("sandbox %s: %s; leasing again", id, err->msg);
 		struct rung_err e2;
+		if (n->tap_fd >= 0)
+			close(n->tap_fd);
+		n->tap_fd = -1;
 		np_link_del(n->nm.veth, &e2);
 		np_lease_release(cfg->state_dir, &n->nm, &e2);
 		uint16_t jitter;
@@ -190,6 +197,7 @@ void np_net_info(const struct np_net *n, struct np_net_info *o)
 	o->has_network = n->policy.n > 0;
 	if (!o->has_network)
 		return;
+	o->tap = n->tap_fd >= 0;
 	snprintf(o->veth, sizeof(o->veth), "%s", n->nm.veth);
 	snprintf(o->table, sizeof(o->table), "%s", n->nm.table);
 	inet_ntop(AF_INET, n->lease.host_ip, o->host_ip, sizeof(o->host_ip));
@@ -200,6 +208,8 @@ void np_net_info(const struct np_net *n, struct np_net_info *o)
 	o->t_link_us = n->t_us[2];
 	o->t_proxy_us = n->t_us[3];
 }
+
+int np_net_tap_fd(const struct np_net *n) { return n ? n->tap_fd : -1; }
 
 int np_net_proxy_fd(const struct np_net *n) { return n && n->proxy ? np_proxy_fd(n->proxy) : -1; }
 
@@ -219,6 +229,8 @@ void np_net_free(struct np_net *n)
 		return;
 	np_proxy_free(n->proxy);
 	np_nft_free(n->nft);
+	if (n->tap_fd >= 0)
+		close(n->tap_fd);
 	np_policy_release(&n->policy);
 	free(n);
 }
