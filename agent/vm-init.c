@@ -1,4 +1,5 @@
 /* agent/vm-init.c: rung-agent as pid 1 of a vm-rung guest (see vm-init.h). */
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -95,6 +96,15 @@ static int apply_key(struct agent_vm_opts *o, const char *key, const char *val,
 		return set_u32(&o->port, key, val, 1, UINT32_MAX - 1, err);
 	if (!strcmp(key, "rung.wait_ms"))
 		return set_u32(&o->wait_ms, key, val, 0, 600000, err);
+	if (!strcmp(key, "rung.dns")) {
+		struct in_addr a;
+		if (strlen(val) >= sizeof(o->dns) || inet_pton(AF_INET, val, &a) != 1)
+			return rung_err_set(err, EINVAL,
+					    "kernel command line: rung.dns must be an IPv4 address, "
+					    "got '%.32s'", val);
+		strcpy(o->dns, val);
+		return 0;
+	}
 	return rung_err_set(err, EINVAL, "kernel command line: unknown key %.64s", key);
 }
 
@@ -176,8 +186,10 @@ int agent_vm_plan_build(const struct agent_vm_opts *o, struct agent_vm_plan *p,
 	p->wait_ms = o->wait_ms;
 	/* Re-validate: a hand-built opts gets the same checks as a parsed one. */
 	char line[512];
-	snprintf(line, sizeof(line), "rung.root=%s rung.upper=%s rung.fstype=%s rung.hostname=%s",
-		 o->root_dev, o->upper_dev[0] ? o->upper_dev : "tmpfs", o->fstype, o->hostname);
+	snprintf(line, sizeof(line),
+		 "rung.root=%s rung.upper=%s rung.fstype=%s rung.hostname=%s%s%s", o->root_dev,
+		 o->upper_dev[0] ? o->upper_dev : "tmpfs", o->fstype, o->hostname,
+		 o->dns[0] ? " rung.dns=" : "", o->dns);
 	if (agent_vm_opts_parse(line, &chk, &e2) < 0)
 		return rung_err_set(err, EINVAL, "vm plan: %s", e2.msg);
 
@@ -222,6 +234,22 @@ int agent_vm_plan_build(const struct agent_vm_opts *o, struct agent_vm_plan *p,
 	add_mount(p, "shm", NEWROOT "/dev/shm", "tmpfs", nosuid_nodev, "mode=1777");
 	add_mkdir(p, NEWROOT "/tmp", 01777);
 	add_mkdir(p, NEWROOT "/root", 0700);
+	if (o->dns[0]) {
+		/* The sandbox's only resolver, the egress proxy: a file in the initramfs, bound
+		 * read-only over the image's /etc/resolv.conf (which the guest kernel configured
+		 * eth0 for, from rung-vmm's ip= parameter). */
+		struct agent_vm_step *f = add(p, AGENT_VM_CREATE, NULL, "/resolv.conf");
+		if (f)
+			snprintf(f->data, sizeof(f->data),
+				 "# rung: the egress allowlist DNS proxy; other resolvers are "
+				 "blocked\nnameserver %s\noptions attempts:2 timeout:2\n",
+				 o->dns);
+		add_mkdir(p, NEWROOT "/etc", 0755);
+		add(p, AGENT_VM_TOUCH, NULL, NEWROOT "/etc/resolv.conf");
+		add_mount(p, "/resolv.conf", NEWROOT "/etc/resolv.conf", "", MS_BIND, NULL);
+		add_mount(p, "none", NEWROOT "/etc/resolv.conf", "",
+			  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	}
 	if (!add(p, AGENT_VM_SWITCH, NULL, NEWROOT))
 		return rung_err_set(err, E2BIG, "vm plan: more than %d steps", AGENT_VM_STEPS_MAX);
 	return 0;
@@ -269,6 +297,23 @@ static int apply_step(const struct agent_vm_step *s, uint32_t wait_ms, struct ru
 		cleanup_close int fd = open(s->target, O_WRONLY | O_CLOEXEC);
 		if (fd < 0)
 			return rung_err_sys(err, errno, "open %s", s->target);
+		int r = rung_write_all(fd, s->data, strlen(s->data));
+		if (r < 0)
+			return rung_err_sys(err, -r, "write %s", s->target);
+		return 0;
+	}
+	case AGENT_VM_CREATE:
+	case AGENT_VM_TOUCH: {
+		int fl = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
+		cleanup_close int fd = open(s->target, fl | (s->kind == AGENT_VM_CREATE ? O_TRUNC : 0),
+					    0644);
+		if (fd < 0 && errno == ELOOP) { /* a symlink (maybe dangling): a file instead */
+			if (unlink(s->target) < 0)
+				return rung_err_sys(err, errno, "unlink %s", s->target);
+			fd = open(s->target, fl, 0644);
+		}
+		if (fd < 0)
+			return rung_err_sys(err, errno, "create %s", s->target);
 		int r = rung_write_all(fd, s->data, strlen(s->data));
 		if (r < 0)
 			return rung_err_sys(err, -r, "write %s", s->target);

@@ -21,6 +21,9 @@
  *   rung.hostname=rung      guest hostname
  *   rung.port=1024          vsock port to listen on
  *   rung.wait_ms=5000       how long to wait for the disks to appear
+ *   rung.dns=A.B.C.D        the sandbox has egress: its DNS server (the host's allowlist
+ *                           proxy), bound read-only over the image's /etc/resolv.conf
+ *                           (eth0 itself is configured by the kernel, from ip=)
  *
  * Plan, then apply: agent_vm_opts_parse() and agent_vm_plan_build() are pure and tested
  * without root; agent_vm_plan_apply() makes the syscalls.
@@ -36,7 +39,7 @@
 #define AGENT_VM_PORT 1024
 #define AGENT_VM_PATH_MAX 64
 #define AGENT_VM_DATA_MAX 192
-#define AGENT_VM_STEPS_MAX 40
+#define AGENT_VM_STEPS_MAX 48
 
 struct agent_vm_opts {
 	char root_dev[AGENT_VM_PATH_MAX];  /* "/dev/vda" */
@@ -45,6 +48,7 @@ struct agent_vm_opts {
 	char hostname[64];                 /* "rung" */
 	uint32_t port;                     /* 1024 */
 	uint32_t wait_ms;                  /* 5000 */
+	char dns[16];                      /* "" (no network), or the DNS server's IPv4 */
 };
 
 enum agent_vm_step_kind {
@@ -54,6 +58,8 @@ enum agent_vm_step_kind {
 	AGENT_VM_MOVE,   /* mount --move source target */
 	AGENT_VM_SWITCH, /* chdir target; mount --move . /; chroot .; chdir / */
 	AGENT_VM_WRITE,  /* write data to the existing file target (a sysctl) */
+	AGENT_VM_CREATE, /* create or replace the regular file target with data (0644) */
+	AGENT_VM_TOUCH,  /* target exists as a regular file afterwards (a symlink is replaced) */
 };
 
 struct agent_vm_step {

@@ -5,7 +5,9 @@
  * mount, pid, net, ipc and uts namespaces, chrooted into a directory holding only the kernel,
  * the initramfs and the two disks, as the sandbox's unprivileged uid with every capability
  * dropped and no_new_privs; /dev/kvm and the agent socket come in as open fds; rung-vmm itself
- * installs a seccomp filter per thread.
+ * installs a seccomp filter per thread. With an egress allowlist the VM gets one virtio-net
+ * device: its frames go to a tap in the host netns (fd 7) behind the sandbox's netpolicy table,
+ * and the guest kernel configures eth0 from the ip= parameter.
  */
 #include <fcntl.h>
 #include <grp.h>
@@ -119,10 +121,6 @@ static bool vm_available(const struct rung_router *r, struct rung_err *err)
 
 static int vm_prepare(struct rt_sandbox *sb, struct rung_err *err)
 {
-	if (rt_net_wanted(&sb->meta.spec))
-		return rung_err_set(err, ENOTSUP,
-				    "egress_allow: the vm rung has no network device yet; only an "
-				    "empty allowlist (no network) is supported");
 	char **lowers = NULL;
 	char disk[4096];
 	int r = rt_image_lease(sb, "vm", &lowers, err);
@@ -144,6 +142,7 @@ struct jail {
 	char dir[4096];
 	const char *src[4]; /* kernel, initrd, base disk, upper disk */
 	int vmm_fd, kvm_fd, listen_fd;
+	const struct rt_vm_net *net; /* tap_fd -1: no network device */
 	uid_t uid;
 	char mem[16], cpus[8];
 	int err_fd;
@@ -175,25 +174,40 @@ static void jail_child(struct jail *j)
 	}
 	if (chdir(j->dir) < 0 || chroot(".") < 0 || chdir("/") < 0)
 		jail_fail(j->err_fd, (rung_err_sys(&err, errno, "chroot %s", j->dir), &err));
-	/* fds: 0-2 /dev/null-ish (closed), 3 agent socket, 4 /dev/kvm, 5 error pipe, 6 vmm */
-	if (dup2(j->listen_fd, 3) < 0 || dup2(j->kvm_fd, 4) < 0 || dup2(j->err_fd, 5) < 0 ||
-	    dup2(j->vmm_fd, 6) < 0)
-		jail_fail(j->err_fd, (rung_err_sys(&err, errno, "arrange fds"), &err));
+	/* fds: 0-2 closed, 3 agent socket, 4 /dev/kvm, 5 error pipe, 6 vmm, 7 the tap. Every
+	 * source goes above them first, so that no dup2 overwrites another source. */
+	int src[5] = {j->listen_fd, j->kvm_fd, j->err_fd, j->vmm_fd, j->net->tap_fd};
+	int nfd = j->net->tap_fd >= 0 ? 5 : 4;
+	for (int i = 0; i < nfd; i++)
+		if ((src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16)) < 0)
+			jail_fail(j->err_fd, (rung_err_sys(&err, errno, "arrange fds"), &err));
+	j->err_fd = src[2];
+	for (int i = 0; i < nfd; i++)
+		if (dup2(src[i], 3 + i) < 0)
+			jail_fail(j->err_fd, (rung_err_sys(&err, errno, "arrange fds"), &err));
 	j->err_fd = 5;
 	fcntl(5, F_SETFD, FD_CLOEXEC);
 	fcntl(6, F_SETFD, FD_CLOEXEC);
-	syscall(SYS_close_range, 7, ~0U, 0);
+	syscall(SYS_close_range, 3 + nfd, ~0U, 0);
 	for (cap_value_t c = 0; c <= CAP_LAST_CAP; c++)
 		cap_drop_bound(c);
 	if (setgroups(0, NULL) < 0 || setresgid(j->uid, j->uid, j->uid) < 0 ||
 	    setresuid(j->uid, j->uid, j->uid) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		jail_fail(j->err_fd, (rung_err_sys(&err, errno, "drop privileges"), &err));
-	char *argv[] = {"rung-vmm",   "--kernel",     "/bzImage",      "--initrd",
-			"/initrd",    "--disk",       "/base.ext4,ro", "--disk",
-			"/upper.ext4", "--mem",       j->mem,          "--cpus",
-			j->cpus,      "--serial-log", "/console.log",  "--vsock-fd",
-			"3",          "--kvm-fd",     "4",             "--control",
-			"/control.sock", NULL};
+	char *argv[32] = {"rung-vmm",   "--kernel",     "/bzImage",      "--initrd",
+			  "/initrd",    "--disk",       "/base.ext4,ro", "--disk",
+			  "/upper.ext4", "--mem",       j->mem,          "--cpus",
+			  j->cpus,      "--serial-log", "/console.log",  "--vsock-fd",
+			  "3",          "--kvm-fd",     "4",             "--control",
+			  "/control.sock"};
+	int argc = 21;
+	if (j->net->tap_fd >= 0) {
+		char *more[] = {"--net-fd", "7", "--net-mac", (char *)j->net->mac,
+				"--cmdline", (char *)j->net->cmdline};
+		for (size_t i = 0; i < RUNG_ARRAY_SIZE(more); i++)
+			argv[argc++] = more[i];
+	}
+	argv[argc] = NULL;
 	char *envp[] = {NULL};
 	syscall(SYS_execveat, 6, "", argv, envp, AT_EMPTY_PATH);
 	jail_fail(j->err_fd, (rung_err_sys(&err, errno, "exec rung-vmm"), &err));
@@ -243,8 +257,11 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 			return rung_err_sys(err, errno, "create %s", p);
 		close(fd);
 	}
+	struct rt_vm_net net;
+	if ((r = rt_net_setup_vm(sb, &net, err)) < 0)
+		return r;
 	struct jail j = {.src = {kernel, initrd, base, upper}, .listen_fd = listen_fd,
-			 .uid = sb->meta.uid_base};
+			 .uid = sb->meta.uid_base, .net = &net};
 	snprintf(j.dir, sizeof(j.dir), "%s", jail);
 	unsigned cpus = (s->limits.cpus_milli + 999) / 1000;
 	snprintf(j.cpus, sizeof(j.cpus), "%u", cpus < 1 ? 1 : cpus > 4 ? 4 : cpus);
@@ -292,6 +309,8 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 	}
 	r = pid;
 out:
+	if (r < 0)
+		rt_net_teardown(sb);
 	if (ep[0] >= 0)
 		close(ep[0]);
 	if (ep[1] >= 0)
@@ -342,11 +361,13 @@ static int vm_resume(struct rt_sandbox *sb, struct rung_err *err)
 
 static void vm_teardown(struct rt_sandbox *sb)
 {
-	(void)sb; /* the VMM's namespaces die with it; the disks stay until dispose */
+	/* the VMM's namespaces die with it; the disks stay until dispose; the network is ours */
+	rt_net_teardown(sb);
 }
 
 static void vm_cleanup(struct rt_sandbox *sb)
 {
+	rt_net_teardown(sb);
 	rt_image_release(sb);
 }
 

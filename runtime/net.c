@@ -4,7 +4,8 @@
  * its other namespaces). A non-empty one gets a network namespace owned by the HOST's user
  * namespace (so nothing inside holds CAP_NET_ADMIN over it), plumbed and filtered by
  * netpolicy/: a veth, a default-deny nft table in the host namespace, and a DNS proxy that the
- * supervisor serves for the sandbox's lifetime.
+ * supervisor serves for the sandbox's lifetime. The vm rung gets the same policy with a tap in
+ * the host netns instead of the veth (rung-vmm's virtio-net writes the guest's frames to it).
  */
 #include <fcntl.h>
 #include <sched.h>
@@ -61,46 +62,75 @@ static int net_id(const struct rung_router *r, const char *id, char out[RT_ID_LE
 	return 0;
 }
 
-int rt_net_setup(struct rt_sandbox *sb, int *netns_fd, char **resolv, struct rung_err *err)
+/* The policy up, in netns_fd (or, netns_fd < 0, as a tap): sb->net and its netpolicy id. */
+static int net_up(struct rt_sandbox *sb, int netns_fd, char nid[RT_ID_LEN + 1],
+		  struct rung_err *err)
 {
-	*netns_fd = -1;
-	*resolv = NULL;
-	if (!rt_net_wanted(&sb->meta.spec))
-		return 0;
 	struct np_policy pol;
 	size_t n = 0;
 	while (sb->meta.spec.egress_allow[n])
 		n++;
-	char nid[RT_ID_LEN + 1];
 	int r = net_id(sb->router, sb->meta.id, nid, err);
 	if (r < 0)
 		return r;
 	r = np_policy_parse((const char *const *)sb->meta.spec.egress_allow, n, &pol, err);
 	if (r < 0)
 		return rung_err_wrap(err, "egress_allow");
-	cleanup_close int fd = new_netns(err);
-	if (fd < 0) {
-		np_policy_release(&pol);
-		return fd;
-	}
 	/* RUNG_NET_POOL: the IPv4 pool the /30s come from (default netpolicy's 10.213.0.0/16),
 	 * e.g. to keep concurrent test runs or two stores on one host apart. */
 	const char *pool = getenv("RUNG_NET_POOL");
 	struct np_config cfg = {.state_dir = sb->router->store.root,
-				.pool = pool && *pool ? pool : NULL};
-	struct np_net *net = NULL;
-	r = np_sandbox_up(&cfg, nid, fd, &pol, &net, err);
+				.pool = pool && *pool ? pool : NULL,
+				.tap = netns_fd < 0};
+	r = np_sandbox_up(&cfg, nid, netns_fd, &pol, &sb->net, err);
 	np_policy_release(&pol);
+	return r;
+}
+
+int rt_net_setup(struct rt_sandbox *sb, int *netns_fd, char **resolv, struct rung_err *err)
+{
+	*netns_fd = -1;
+	*resolv = NULL;
+	if (!rt_net_wanted(&sb->meta.spec))
+		return 0;
+	char nid[RT_ID_LEN + 1];
+	cleanup_close int fd = new_netns(err);
+	if (fd < 0)
+		return fd;
+	int r = net_up(sb, fd, nid, err);
 	if (r < 0)
 		return r;
-	*resolv = np_sandbox_resolv_conf(net);
+	*resolv = np_sandbox_resolv_conf(sb->net);
 	if (!*resolv) {
-		np_net_free(net);
+		np_net_free(sb->net);
+		sb->net = NULL;
 		np_sandbox_down(sb->router->store.root, nid, NULL);
 		return rung_err_set(err, ENOMEM, "out of memory");
 	}
-	sb->net = net;
 	*netns_fd = rung_steal_fd(&fd);
+	return 0;
+}
+
+int rt_net_setup_vm(struct rt_sandbox *sb, struct rt_vm_net *out, struct rung_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	out->tap_fd = -1;
+	if (!rt_net_wanted(&sb->meta.spec))
+		return 0;
+	char nid[RT_ID_LEN + 1];
+	int r = net_up(sb, -1, nid, err);
+	if (r < 0)
+		return r;
+	struct np_net_info info;
+	np_net_info(sb->net, &info);
+	out->tap_fd = np_net_tap_fd(sb->net);
+	/* locally administered unicast, stable per sandbox: 02:72 + 4 bytes of the net id */
+	snprintf(out->mac, sizeof(out->mac), "02:72:%.2s:%.2s:%.2s:%.2s", nid, nid + 2, nid + 4,
+		 nid + 6);
+	/* the guest kernel configures eth0 itself (CONFIG_IP_PNP); rung-agent writes resolv.conf */
+	snprintf(out->cmdline, sizeof(out->cmdline),
+		 "ip=%s::%s:255.255.255.252::eth0:off:%s rung.dns=%s", info.sb_ip, info.host_ip,
+		 info.host_ip, info.host_ip);
 	return 0;
 }
 

@@ -96,6 +96,16 @@ bool rt_net_wanted(const struct rung_spec *s);
 /* In the supervisor: a non-empty allowlist gets a host-owned netns + policy (fd returned,
  * -1 when the sandbox makes its own loopback-only netns) and resolv.conf text. */
 int rt_net_setup(struct rt_sandbox *sb, int *netns_fd, char **resolv, struct rung_err *err);
+/* In the supervisor, for the vm rung: with an allowlist, a tap behind the same policy, plus
+ * what the guest needs (a MAC for rung-vmm, kernel parameters: ip=... and rung.dns=...);
+ * tap_fd -1 and nothing else without (the VM gets no network device). The fd belongs to
+ * sb->net (closed by rt_net_teardown). */
+struct rt_vm_net {
+	int tap_fd;
+	char mac[18];
+	char cmdline[160];
+};
+int rt_net_setup_vm(struct rt_sandbox *sb, struct rt_vm_net *out, struct rung_err *err);
 int rt_net_poll_fd(const struct rt_sandbox *sb);
 int rt_net_timeout_ms(const struct rt_sandbox *sb);
 void rt_net_serve(struct rt_sandbox *sb);

@@ -78,6 +78,9 @@ START_TEST(test_opts_errors)
 	bad("rung.port=99999999999", "rung.port must be");
 	bad("rung.wait_ms=-1", "rung.wait_ms must be");
 	bad("rung.port", "rung.port needs a value");
+	bad("rung.dns=10.0.0.1;rm", "rung.dns must be an IPv4 address");
+	bad("rung.dns=::1", "rung.dns must be an IPv4 address");
+	bad("rung.dns=10.0.0.1.1", "rung.dns must be an IPv4 address");
 	char longcl[5000];
 	memset(longcl, 'a', sizeof(longcl) - 1);
 	longcl[sizeof(longcl) - 1] = '\0';
@@ -200,6 +203,44 @@ static struct agent_vm_step *step(struct agent_vm_plan *p, enum agent_vm_step_ki
 	return s;
 }
 
+/* With rung.dns, resolv.conf is a file of the initramfs bound read-only over the image's. */
+START_TEST(test_plan_dns)
+{
+	struct agent_vm_opts o;
+	struct agent_vm_plan p;
+	struct rung_err err = { 0 };
+	ck_assert_int_eq(agent_vm_opts_parse("ip=10.1.0.2::10.1.0.1:255.255.255.252::eth0:off "
+					     "rung.dns=10.1.0.1", &o, &err), 0);
+	ck_assert_str_eq(o.dns, "10.1.0.1");
+	ck_assert_int_eq(agent_vm_plan_build(&o, &p, &err), 0);
+	const struct agent_vm_step *c = find(&p, AGENT_VM_CREATE, "/resolv.conf");
+	ck_assert_ptr_nonnull(c);
+	ck_assert_ptr_nonnull(strstr(c->data, "\nnameserver 10.1.0.1\n"));
+	const struct agent_vm_step *t = find(&p, AGENT_VM_TOUCH, "/rung/root/etc/resolv.conf");
+	ck_assert_ptr_nonnull(t);
+	const struct agent_vm_step *sw = find(&p, AGENT_VM_SWITCH, "/rung/root");
+	size_t bind = 0, ro = 0;
+	for (size_t i = 0; i < p.n; i++)
+		if (p.steps[i].kind == AGENT_VM_MOUNT &&
+		    !strcmp(p.steps[i].target, "/rung/root/etc/resolv.conf")) {
+			if (p.steps[i].flags & MS_REMOUNT) {
+				ck_assert(p.steps[i].flags & MS_RDONLY);
+				ro = i;
+			} else {
+				ck_assert_str_eq(p.steps[i].source, "/resolv.conf");
+				bind = i;
+			}
+		}
+	/* create, then touch the target, bind, read-only, all before the switch */
+	ck_assert(index_of(&p, c) < bind && index_of(&p, t) < bind && bind < ro);
+	ck_assert(ro < index_of(&p, sw));
+	/* without rung.dns: no network, no resolv.conf step */
+	ck_assert_int_eq(agent_vm_opts_parse(NULL, &o, &err), 0);
+	ck_assert_int_eq(agent_vm_plan_build(&o, &p, &err), 0);
+	ck_assert_ptr_null(find(&p, AGENT_VM_CREATE, "/resolv.conf"));
+}
+END_TEST
+
 /*
  * Apply mkdir/mount/move/switch for real, in a private mount namespace chrooted into a
  * fresh tmpfs (so the plan's absolute paths never touch the host). Runs in Check's fork.
@@ -251,6 +292,43 @@ START_TEST(test_apply_switch_root)
 }
 END_TEST
 
+/* CREATE + TOUCH (over a dangling symlink) + the read-only bind, for real, as for resolv.conf. */
+START_TEST(test_apply_resolv_bind)
+{
+	RUNG_REQUIRE_ROOT();
+	char *dir = rung_test_tmpdir("vminit-dns");
+	ck_assert_ptr_nonnull(dir);
+	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	ck_assert_int_eq(mount("tmpfs", dir, "tmpfs", 0, "mode=0755"), 0);
+	ck_assert_int_eq(chdir(dir), 0);
+	ck_assert_int_eq(chroot("."), 0);
+	ck_assert_int_eq(chdir("/"), 0);
+	ck_assert_int_eq(mkdir("/etc", 0755), 0);
+	ck_assert_int_eq(symlink("../run/systemd/resolve/stub-resolv.conf", "/etc/resolv.conf"), 0);
+
+	struct agent_vm_plan p = { .wait_ms = 10 };
+	strcpy(step(&p, AGENT_VM_CREATE, "", "/resolv.conf")->data, "nameserver 10.1.0.1\n");
+	step(&p, AGENT_VM_TOUCH, "", "/etc/resolv.conf");
+	struct agent_vm_step *s = step(&p, AGENT_VM_MOUNT, "/resolv.conf", "/etc/resolv.conf");
+	s->flags = MS_BIND;
+	s = step(&p, AGENT_VM_MOUNT, "none", "/etc/resolv.conf");
+	s->flags = MS_BIND | MS_REMOUNT | MS_RDONLY;
+	struct rung_err err = { 0 };
+	int r = agent_vm_plan_apply(&p, &err);
+	ck_assert_msg(r == 0, "apply: %s", err.msg);
+	char buf[64] = { 0 };
+	int fd = open("/etc/resolv.conf", O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_gt(read(fd, buf, sizeof(buf) - 1), 0);
+	close(fd);
+	ck_assert_str_eq(buf, "nameserver 10.1.0.1\n");
+	ck_assert_int_eq(open("/etc/resolv.conf", O_WRONLY), -1); /* read-only, even for root */
+	ck_assert_int_eq(errno, EROFS);
+	free(dir);
+}
+END_TEST
+
 START_TEST(test_apply_mount_error_names_step)
 {
 	struct agent_vm_plan p = { .n = 1 };
@@ -288,6 +366,7 @@ Suite *agent_vminit_suite(void)
 	tcase_add_test(tc, test_plan_disks);
 	tcase_add_test(tc, test_plan_tmpfs_upper);
 	tcase_add_test(tc, test_plan_rejects_bad_opts);
+	tcase_add_test(tc, test_plan_dns);
 	tcase_add_test(tc, test_apply_wait_timeout);
 	tcase_add_test(tc, test_apply_mount_error_names_step);
 	tcase_add_test(tc, test_apply_write_missing);
@@ -296,6 +375,7 @@ Suite *agent_vminit_suite(void)
 	tcase_set_timeout(tr, 10);
 	tcase_set_tags(tr, "root");
 	tcase_add_test(tr, test_apply_switch_root);
+	tcase_add_test(tr, test_apply_resolv_bind);
 	suite_add_tcase(s, tr);
 	return s;
 }
