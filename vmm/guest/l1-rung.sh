@@ -47,4 +47,26 @@ else
 		"$R" dispose "$id"
 		pgrep -f "rung-vmm" >/dev/null && fail rung-dispose-vm "a rung-vmm still runs" || pass rung-dispose-vm "VMM gone, store entry gone: $(ls "$S/sandboxes" | wc -l) left"
 	fi
+	# The egress allowlist on the vm rung: the vm_egress Check suite (a test internet in a
+	# netns, a guest whose virtio-net frames reach it through a tap behind the netpolicy table).
+	C=$P/rung/bin/check_rung
+	if [ ! -x "$C" ]; then
+		skip rung-egress-vm "no check_rung in the payload"
+	else
+		S2=$W/rung-store-egress
+		rm -rf "$S2" && cp -a "$P/rung/store" "$S2" && chmod 0711 "$S2"
+		mkdir -p "$W/ck" && rm -f "$W/ck/skips.log"
+		t0=$(now)
+		RUNG_TEST_VM_STORE=$S2 RUNG_BUILD_DIR=$W/ck "$C" vm_egress >"$W/vm-egress.log" 2>&1
+		rc=$?
+		res=$(grep -E '^[0-9]+%: Checks' "$W/vm-egress.log" | tail -n 1)
+		if [ "$rc" = 0 ] && ! grep -q 'skipped' "$W/vm-egress.log" && [ -n "$res" ]; then
+			pass rung-egress-vm "vm_egress suite ($res) in $(ms_since "$t0") ms: allowed name reachable through the tap, everything else refused, no device without an allowlist"
+		else
+			fail rung-egress-vm "rc=$rc $(grep -E 'Checks|:F:|:E:|skip' "$W/vm-egress.log" | tr '\n' ' ' | cut -c1-600)"
+			[ "${VMTEST_VERBOSE:-0}" = 1 ] && cat "$W/vm-egress.log"
+		fi
+		left=$(ls /sys/class/net | grep '^rg' | tr '\n' ' ')
+		[ -z "$left" ] || fail rung-egress-vm-leak "a tap is left: $left"
+	fi
 fi
