@@ -10,7 +10,7 @@
  * dropped and counted, never trusted, and always given back so the queue keeps moving.
  */
 #include <fcntl.h>
-#include <linux/if.h>
+#include <net/if.h>
 #include <linux/if_tun.h>
 #include <linux/virtio_net.h>
 #include <stdio.h>
@@ -59,6 +59,9 @@ int vmm_net_tap_open(const char *name, struct rung_err *err)
 	if (!*name || strlen(name) >= sizeof(ifr.ifr_name))
 		return rung_err_set(err, EINVAL, "--net-tap: bad interface name \"%.40s\"", name);
 	strcpy(ifr.ifr_name, name);
+	if (!if_nametoindex(name)) /* as root, TUNSETIFF would create it: attach only */
+		return rung_err_sys(err, errno == ENXIO ? ENODEV : errno,
+				    "--net-tap %s: no such interface", name);
 	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
 	cleanup_close int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
