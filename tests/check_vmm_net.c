@@ -6,6 +6,9 @@
 #include <net/if.h>
 #include <linux/if_tun.h>
 #include <linux/virtio_net.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
@@ -467,6 +470,102 @@ START_TEST(net_seccomp_no_tunsetiff)
 }
 END_TEST
 
+static void ifreq_ioctl(int sock, unsigned long req, struct ifreq *ifr, const char *what)
+{
+	if (ioctl(sock, req, ifr) < 0)
+		ck_abort_msg("%s %s: %s", what, ifr->ifr_name, strerror(errno));
+}
+
+/* A real tap (in a private netns): --net-tap attaches to it, a guest ARP request goes out
+ * through TX and the host kernel's ARP reply comes back through RX, one frame each. */
+START_TEST(net_real_tap_arp)
+{
+	RUNG_REQUIRE_ROOT();
+	ck_assert_int_eq(unshare(CLONE_NEWNET), 0); /* this forked test process only */
+	const char *name = "rvtest0";
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, name);
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+	int mk = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	if (mk < 0)
+		RUNG_SKIP("no /dev/net/tun");
+	ifreq_ioctl(mk, TUNSETIFF, &ifr, "TUNSETIFF");
+	ck_assert_int_eq(ioctl(mk, TUNSETPERSIST, 1), 0);
+	close(mk);
+	int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(sock, 0);
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ifr.ifr_addr;
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, name);
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htonl(0x0a630001); /* 10.99.0.1 */
+	ifreq_ioctl(sock, SIOCSIFADDR, &ifr, "SIOCSIFADDR");
+	sin->sin_addr.s_addr = htonl(0xfffffffc);
+	ifreq_ioctl(sock, SIOCSIFNETMASK, &ifr, "SIOCSIFNETMASK");
+	ifreq_ioctl(sock, SIOCGIFFLAGS, &ifr, "SIOCGIFFLAGS");
+	ifr.ifr_flags |= IFF_UP;
+	ifreq_ioctl(sock, SIOCSIFFLAGS, &ifr, "SIOCSIFFLAGS");
+	close(sock);
+
+	struct rung_err err = {0};
+	int fd = vmm_net_tap_open(name, &err);
+	ck_assert_msg(fd >= 0, "%s", err.msg);
+	ck_assert_int_eq(fcntl(fd, F_GETFL) & O_NONBLOCK, O_NONBLOCK);
+	ck_assert_int_eq(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	struct nfix f;
+	memset(&f, 0, sizeof(f));
+	f.peer = -1;
+	ck_assert_int_eq(vmm_net_init(&f.n, fd, test_mac, NULL), 0);
+	ck_assert_int_eq(fake_guest_init(&f.g, &vmm_net_ops, &f.n), 0);
+	f.n.t = &f.g.t;
+	ck_assert(fake_driver_init(&f.g, FEATS) & VIRTIO_CONFIG_S_DRIVER_OK);
+	vmm_net_process(&f.n);
+	for (unsigned i = 0; i < 8; i++)
+		rx_post(&f, 2048, 0);
+	vmm_net_process(&f.n); /* drops nothing: whatever the kernel sent already is delivered */
+
+	/* who-has 10.99.0.1 tell 10.99.0.2, from the guest's MAC */
+	uint8_t arp[42] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+	memcpy(arp + 6, test_mac, 6);
+	static const uint8_t body[] = {0x08, 0x06, 0, 1, 0x08, 0x00, 6, 4, 0, 1};
+	memcpy(arp + 12, body, sizeof(body));
+	memcpy(arp + 22, test_mac, 6);
+	memcpy(arp + 28, (uint8_t[]){10, 99, 0, 2}, 4);
+	memcpy(arp + 38, (uint8_t[]){10, 99, 0, 1}, 4);
+	uint64_t at = TX_BASE;
+	memset(gmem(&f, at, HDR), 0, HDR);
+	memcpy(gmem(&f, at + HDR, sizeof(arp)), arp, sizeof(arp));
+	struct fake_desc d = {at, HDR + sizeof(arp), false};
+	fake_post(&f.g, TXQ, &d, 1);
+	fake_wr(&f.g, VIRTIO_MMIO_QUEUE_NOTIFY, TXQ);
+	ck_assert_uint_eq(f.n.st.tx_frames, 1);
+
+	bool got_reply = false;
+	for (unsigned tries = 0; tries < 40 && !got_reply; tries++) {
+		struct pollfd p = {.fd = vmm_net_poll_fd(&f.n), .events = POLLIN};
+		ck_assert_int_ge(p.fd, 0);
+		poll(&p, 1, 50);
+		vmm_net_process(&f.n);
+		struct vring_used *u = fake_used(&f.g, RXQ);
+		while (u->idx != f.rx_seen) {
+			struct virtio_net_hdr_v1 h;
+			uint8_t fr[2048];
+			uint32_t len = rx_used(&f, &h, fr, sizeof(fr));
+			ck_assert_uint_eq(h.num_buffers, 1);
+			rx_post(&f, 2048, 0);
+			if (len >= HDR + 42 && fr[12] == 0x08 && fr[13] == 0x06 && fr[21] == 2 &&
+			    !memcmp(fr, test_mac, 6) && !memcmp(fr + 28, (uint8_t[]){10, 99, 0, 1}, 4))
+				got_reply = true;
+		}
+	}
+	ck_assert_msg(got_reply, "no ARP reply from the host kernel (rx_frames %llu)",
+		      (unsigned long long)f.n.st.rx_frames);
+	vmm_net_destroy(&f.n);
+	fake_guest_free(&f.g);
+}
+END_TEST
+
 Suite *vmm_net_suite(void)
 {
 	Suite *s = suite_create("vmm_net");
@@ -482,6 +581,11 @@ Suite *vmm_net_suite(void)
 	tcase_add_test(tc, net_args);
 	tcase_add_test(tc, net_tap_open_errors);
 	tcase_add_test(tc, net_seccomp_no_tunsetiff);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("real-tap");
+	tcase_set_tags(tc, "net");
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, net_real_tap_arp);
 	suite_add_tcase(s, tc);
 	return s;
 }
