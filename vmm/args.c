@@ -13,12 +13,15 @@ const char vmm_usage[] =
 	"                --cpus N(1-4) [--cmdline EXTRA] --serial-log PATH --vsock-uds PATH\n"
 	"                [--vsock-port PORT] [--control PATH] [--serial-cap BYTES]\n"
 	"                [--vsock-fd FD] [--kvm-fd FD]\n"
+	"                [--net-fd FD | --net-tap NAME] [--net-mac XX:XX:XX:XX:XX:XX]\n"
 	"                [--serial-timestamps] [--no-seccomp] [--help]\n"
 	"       rung-vmm --probe [--kvm-fd FD]\n"
 	"Boots a Linux bzImage under KVM. Each connection to --vsock-uds is bridged to a new\n"
 	"vsock connection to guest CID 3, port --vsock-port (default 1024). --control accepts\n"
 	"the lines pause, resume, stop, status. A jailer may hand in the listening agent socket\n"
 	"(--vsock-fd, instead of --vsock-uds) and an open /dev/kvm (--kvm-fd).\n"
+	"--net-fd (an open tap, IFF_TAP|IFF_NO_PI) or --net-tap (attach to an existing tap) adds\n"
+	"a virtio-net device; --net-mac sets its address (default: a random local unicast one).\n"
 	"Exit status: 0 guest reboot/poweroff or stop, 3 guest triple fault/shutdown,\n"
 	"1 internal error, 2 usage.\n"
 	"--probe: exit 0 iff this host's KVM runs a long-mode guest to its first I/O exit\n"
@@ -77,7 +80,7 @@ int vmm_args_parse(int argc, char *const *argv, struct vmm_config *cfg, struct r
 	cfg->vsock_port = 1024;
 	cfg->guest_cid = 3;
 	cfg->serial_cap = 1u << 20;
-	cfg->vsock_fd = cfg->kvm_fd = -1;
+	cfg->vsock_fd = cfg->kvm_fd = cfg->net_fd = -1;
 	bool have_mem = false, have_cpus = false;
 	for (int i = 1; i < argc; i++) {
 		char name[32];
@@ -135,6 +138,15 @@ int vmm_args_parse(int argc, char *const *argv, struct vmm_config *cfg, struct r
 		} else if (!strcmp(name, "--kvm-fd")) {
 			if (VAL() == 0 && (r = parse_num(name, v, 3, 65535, &n, err)) == 0)
 				cfg->kvm_fd = (int)n;
+		} else if (!strcmp(name, "--net-fd")) {
+			if (VAL() == 0 && (r = parse_num(name, v, 3, 65535, &n, err)) == 0)
+				cfg->net_fd = (int)n;
+		} else if (!strcmp(name, "--net-tap")) {
+			if (VAL() == 0)
+				cfg->net_tap = v;
+		} else if (!strcmp(name, "--net-mac")) {
+			if (VAL() == 0 && (r = vmm_net_mac_parse(v, cfg->net_mac, err)) == 0)
+				cfg->net_mac_set = true;
 		} else if (!strcmp(name, "--vsock-port")) {
 			if (VAL() == 0 && (r = parse_num(name, v, 1, 0xfffffffeu, &n, err)) == 0)
 				cfg->vsock_port = (uint32_t)n;
@@ -168,6 +180,13 @@ int vmm_args_parse(int argc, char *const *argv, struct vmm_config *cfg, struct r
 		return rung_err_set(err, EINVAL, "--vsock-uds and --vsock-fd: give one");
 	if (cfg->vsock_fd >= 0 && cfg->vsock_fd == cfg->kvm_fd)
 		return rung_err_set(err, EINVAL, "--vsock-fd and --kvm-fd: the same fd");
+	if (cfg->net_fd >= 0 && cfg->net_tap)
+		return rung_err_set(err, EINVAL, "--net-fd and --net-tap: give one");
+	if (cfg->net_fd >= 0 && (cfg->net_fd == cfg->vsock_fd || cfg->net_fd == cfg->kvm_fd))
+		return rung_err_set(err, EINVAL, "--net-fd %d: also given as --vsock-fd or --kvm-fd",
+				    cfg->net_fd);
+	if (cfg->net_mac_set && cfg->net_fd < 0 && !cfg->net_tap)
+		return rung_err_set(err, EINVAL, "--net-mac: needs --net-fd or --net-tap");
 	return 0;
 }
 

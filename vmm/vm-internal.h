@@ -36,6 +36,8 @@ struct vmm_vm {
 	unsigned nblk;
 	struct vmm_vsock vsock;
 	bool vsock_ok;
+	struct vmm_net net;
+	bool net_ok;
 	void *vcpu_bpf, *vmm_bpf;
 	size_t vcpu_bpf_len, vmm_bpf_len;
 	/* run state, under run_lock */

@@ -68,6 +68,31 @@ static int add_virtio(struct vmm_vm *vm, const struct vmm_virtio_dev_ops *ops, v
 	return 0;
 }
 
+/* The tap is opened (or taken over) here, before any seccomp filter: no TUNSETIFF later. */
+static int setup_net(struct vmm_vm *vm, struct rung_err *err)
+{
+	const struct vmm_config *cfg = &vm->cfg;
+	int fd = cfg->net_fd, r;
+	if (fd < 0 && !cfg->net_tap)
+		return 0;
+	if (fd >= 0 && (rung_fd_set_nonblock(fd, 1) < 0 || rung_fd_set_cloexec(fd, 1) < 0))
+		return rung_err_sys(err, errno, "--net-fd %d", fd);
+	if (fd < 0 && (fd = vmm_net_tap_open(cfg->net_tap, err)) < 0)
+		return fd;
+	uint8_t mac[6];
+	if (cfg->net_mac_set)
+		memcpy(mac, cfg->net_mac, 6);
+	else
+		vmm_net_mac_default(rung_now_us() ^ ((uint64_t)getpid() << 40), mac);
+	r = vmm_net_init(&vm->net, fd, mac, err); /* owns fd from here, even on failure */
+	vm->net_ok = true;
+	if (r < 0)
+		return r;
+	LOG_INFO("virtio-net: mac %02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3],
+		 mac[4], mac[5]);
+	return add_virtio(vm, &vmm_net_ops, &vm->net, &vm->net.t, err);
+}
+
 static int setup_devices(struct vmm_vm *vm, struct rung_err *err)
 {
 	const struct vmm_config *cfg = &vm->cfg;
@@ -86,7 +111,9 @@ static int setup_devices(struct vmm_vm *vm, struct rung_err *err)
 	if ((r = vmm_vsock_init(&vm->vsock, cfg->guest_cid, cfg->vsock_port, err)) < 0)
 		return r;
 	vm->vsock_ok = true;
-	return add_virtio(vm, &vmm_vsock_ops, &vm->vsock, &vm->vsock.t, err);
+	if ((r = add_virtio(vm, &vmm_vsock_ops, &vm->vsock, &vm->vsock.t, err)) < 0)
+		return r;
+	return setup_net(vm, err); /* last: the slots and IRQs of the others never move */
 }
 
 static int read_file(const char *path, size_t max, char **out, size_t *len, struct rung_err *err)
@@ -139,6 +166,7 @@ struct vmm_vm *vmm_vm_create(const struct vmm_config *cfg, struct rung_err *err)
 	vm->kvm_fd = vm->vm_fd = vm->exit_fd = vm->sig_fd = -1;
 	vm->vsock_listen_fd = vm->control_fd = -1;
 	vm->vsock.kick_fd = -1;
+	vm->net.kick_fd = vm->net.tap_fd = -1;
 	for (unsigned i = 0; i < VMM_MAX_CPUS; i++)
 		vm->vcpu[i].fd = -1;
 	pthread_mutex_init(&vm->run_lock, NULL);
@@ -199,6 +227,10 @@ void vmm_vm_destroy(struct vmm_vm *vm)
 	}
 	if (vm->vsock_ok)
 		vmm_vsock_destroy(&vm->vsock);
+	if (vm->net_ok)
+		vmm_net_destroy(&vm->net);
+	else if (vm->cfg.net_fd >= 0)
+		close(vm->cfg.net_fd); /* handed in, never taken over */
 	for (unsigned i = 0; i < vm->nvirtio; i++)
 		vmm_virtio_destroy(&vm->virtio[i]);
 	for (unsigned i = 0; i < vm->nblk; i++)
@@ -311,7 +343,9 @@ static void event_loop(struct vmm_vm *vm)
 	struct ctl_conn ctl[CTL_CONNS];
 	for (unsigned i = 0; i < CTL_CONNS; i++)
 		ctl[i].fd = -1;
-	enum { P_EXIT, P_SIG, P_VLISTEN, P_KICK, P_CLISTEN, P_CTL, P_CONN = P_CTL + CTL_CONNS };
+	enum { P_EXIT, P_SIG, P_VLISTEN, P_KICK, P_NKICK, P_TAP, P_CLISTEN, P_CTL,
+	       P_CONN = P_CTL + CTL_CONNS };
+	struct vmm_net *net = vm->net_ok && vm->net.t ? &vm->net : NULL;
 	struct pollfd pfd[P_CONN + VMM_VSOCK_MAX_CONNS];
 	uint64_t next_probe = rung_now_ms() + HALT_PROBE_MS;
 	unsigned halt_rounds = 0;
@@ -327,6 +361,13 @@ static void event_loop(struct vmm_vm *vm)
 		pfd[P_SIG] = (struct pollfd){.fd = vm->sig_fd, .events = POLLIN};
 		pfd[P_VLISTEN] = (struct pollfd){.fd = paused ? -1 : vm->vsock_listen_fd, .events = POLLIN};
 		pfd[P_KICK] = (struct pollfd){.fd = paused ? -1 : vm->vsock.kick_fd, .events = POLLIN};
+		pfd[P_NKICK] = (struct pollfd){.fd = paused || !net ? -1 : net->kick_fd, .events = POLLIN};
+		pfd[P_TAP] = (struct pollfd){.fd = -1, .events = POLLIN};
+		if (net && !paused) {
+			pthread_mutex_lock(&net->t->lock);
+			pfd[P_TAP].fd = vmm_net_poll_fd(net);
+			pthread_mutex_unlock(&net->t->lock);
+		}
 		pfd[P_CLISTEN] = (struct pollfd){.fd = vm->control_fd, .events = POLLIN};
 		for (unsigned i = 0; i < CTL_CONNS; i++)
 			pfd[P_CTL + i] = (struct pollfd){.fd = ctl[i].fd, .events = POLLIN};
@@ -383,6 +424,14 @@ static void event_loop(struct vmm_vm *vm)
 			uint64_t v;
 			if (read(vm->vsock.kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 				PLOG_WARN("vsock kick");
+		}
+		if (net && (pfd[P_NKICK].revents || pfd[P_TAP].revents)) {
+			uint64_t v;
+			if (pfd[P_NKICK].revents && read(net->kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				PLOG_WARN("net kick");
+			if (pfd[P_TAP].revents & (POLLERR | POLLHUP | POLLNVAL))
+				vmm_net_tap_hup(net);
+			vmm_net_process(net);
 		}
 		if (pfd[P_VLISTEN].revents)
 			accept_vsock(vm);

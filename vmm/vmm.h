@@ -125,6 +125,10 @@ struct vmm_config {
 	uint32_t vsock_port;
 	uint64_t guest_cid;
 	int vsock_fd, kvm_fd; /* -1 unless handed in (--vsock-fd, --kvm-fd) */
+	int net_fd;           /* --net-fd: an open tap, -1 if none */
+	const char *net_tap;  /* --net-tap: an existing tap to attach to */
+	uint8_t net_mac[6];   /* --net-mac, valid when net_mac_set */
+	bool net_mac_set;
 	bool no_seccomp, help, serial_timestamps, probe;
 };
 /* Pure: parse argv (argv[0] is the program). help set: print usage, nothing else checked. */
@@ -282,6 +286,51 @@ void vmm_vsock_host_hup(struct vmm_vsock *vs, unsigned i);
 /* poll() interest for connection i: -1 when its fd is not to be polled at all, else an
  * event mask (0: only hang-ups, which poll always reports). */
 int vmm_vsock_poll_events(const struct vmm_vsock *vs, unsigned i);
+
+/* ---- virtio-net (one tap fd: plain Ethernet frames, IFF_TAP | IFF_NO_PI) ---------------- */
+#define VMM_NET_HDR_LEN 12     /* struct virtio_net_hdr_v1 (VERSION_1, no offloads) */
+#define VMM_NET_MIN_FRAME 14
+#define VMM_NET_MAX_FRAME 1518 /* 1514 + a VLAN tag */
+#define VMM_NET_RX_BUDGET 64   /* frames per RX pass: the loop must serve vsock and control too */
+struct vmm_net_stats {
+	uint64_t tx_frames, tx_malformed, tx_dropped; /* dropped: the tap did not take it */
+	uint64_t rx_frames, rx_dropped, rx_bad_chain; /* dropped: the frame did not fit the chain */
+};
+struct vmm_net {
+	int tap_fd;            /* owned */
+	int kick_fd;           /* eventfd: the guest posted RX buffers (or reset) */
+	uint8_t mac[6];
+	struct vmm_virtio *t;  /* set by the caller after vmm_virtio_init */
+	bool rx_starved, reset_pending, tap_dead;
+	struct vmm_net_stats st;
+};
+enum vmm_net_tx { VMM_NET_TX_SENT, VMM_NET_TX_MALFORMED, VMM_NET_TX_DROPPED };
+enum vmm_net_rx {
+	VMM_NET_RX_NONE,      /* no frame waiting (or the tap is gone): give the chain back unused */
+	VMM_NET_RX_DELIVERED, /* *used_len = 12 + frame */
+	VMM_NET_RX_DROPPED,   /* a frame too big for the chain was read and dropped */
+	VMM_NET_RX_BAD_CHAIN, /* the chain can never hold a frame: push it back with len 0 */
+};
+extern const struct vmm_virtio_dev_ops vmm_net_ops;
+/* Takes ownership of tap_fd (non-blocking). */
+int vmm_net_init(struct vmm_net *n, int tap_fd, const uint8_t mac[6], struct rung_err *err);
+void vmm_net_destroy(struct vmm_net *n);
+/* Opens /dev/net/tun and attaches to the EXISTING tap name (IFF_TAP | IFF_NO_PI). */
+int vmm_net_tap_open(const char *name, struct rung_err *err);
+/* Pure: "XX:XX:XX:XX:XX:XX" -> mac; multicast and all-zero are refused (naming --net-mac). */
+int vmm_net_mac_parse(const char *s, uint8_t mac[6], struct rung_err *err);
+/* Pure: a unicast, locally administered address derived from seed (pid, time). */
+void vmm_net_mac_default(uint64_t seed, uint8_t mac[6]);
+/* One TX chain -> one frame written to the tap (counted in st). Lock held. */
+enum vmm_net_tx vmm_net_tx_chain(struct vmm_net *n, const struct vmm_chain *c);
+/* One RX chain <- at most one frame read from the tap (counted in st). Lock held. */
+enum vmm_net_rx vmm_net_rx_chain(struct vmm_net *n, const struct vmm_chain *c, uint32_t *used_len);
+/* One RX pass (up to VMM_NET_RX_BUDGET frames); takes the transport lock. */
+void vmm_net_process(struct vmm_net *n);
+/* Lock held: the fd to poll for POLLIN (the guest has RX buffers, the tap works), else -1. */
+int vmm_net_poll_fd(const struct vmm_net *n);
+/* poll() reported an error/hang-up on the tap: stop polling it. Takes the lock. */
+void vmm_net_tap_hup(struct vmm_net *n);
 
 /* ---- 16550 UART -------------------------------------------------------------------------- */
 #define VMM_SERIAL_BASE 0x3f8

@@ -5,21 +5,27 @@
 # whose kvm, kvm-amd, virtio and vhost-vsock modules load there (it has no 9p). Prints the unpacked directory:
 #   <dir>/vmlinuz, <dir>/modules/*.ko (flat), <dir>/modules.order (insmod order),
 #   <dir>/version
-# Cache: ${RUNG_CACHE_DIR:-/var/cache/rung}/l1-kernel-<version>/ (reused when present).
+# Cache: ${RUNG_CACHE_DIR:-/var/cache/rung}/l1-kernel-<version>-m<hash of MODULES>/ (reused
+# when present; a cache made for another module list is not).
 # Version: $RUNG_L1_KERNEL, else what `apt-cache depends linux-image-cloud-amd64` names.
 set -eu
+# Modules L1 loads (their dependencies are added, in order): KVM (AMD, nested), the
+# virtio-pci disk that carries the test payload, vhost-vsock for the QEMU baseline, tun for
+# the virtio-net test's tap. Add to this list; the cache key follows it.
+MODULES="kvm-amd virtio_pci virtio_blk vhost_vsock tun"
+mhash=$(echo "$MODULES" | sha256sum | cut -c1-8)
 cache=${RUNG_CACHE_DIR:-/var/cache/rung}
 pkg=${RUNG_L1_KERNEL:-}
 if [ -z "$pkg" ]; then
 	# Reuse any cached one first: the stage must not depend on the mirror once primed.
-	for d in "$cache"/l1-kernel-*/; do
+	for d in "$cache"/l1-kernel-*-m"$mhash"/; do
 		[ -f "$d/vmlinuz" ] && { echo "${d%/}"; exit 0; }
 	done
 	pkg=$(apt-cache depends linux-image-cloud-amd64 | sed -n 's/.*Depends: \(linux-image-[^ ]*-cloud-amd64\).*/\1/p' | head -1)
 	[ -n "$pkg" ] || { echo "fetch-l1-kernel: cannot resolve linux-image-cloud-amd64 (apt-get update?)" >&2; exit 1; }
 fi
 ver=${pkg#linux-image-}
-out=$cache/l1-kernel-$ver
+out=$cache/l1-kernel-$ver-m$mhash
 [ -f "$out/vmlinuz" ] && { echo "$out"; exit 0; }
 mkdir -p "$cache"
 exec 9>"$cache/l1-kernel.lock"
@@ -32,8 +38,7 @@ trap 'rm -rf "$tmp"' EXIT
 dpkg -x "$tmp"/deb/*.deb "$tmp/x"
 cp "$tmp/x/boot/vmlinuz-$ver" "$tmp/vmlinuz"
 kd=$tmp/x/lib/modules/$ver/kernel
-# Modules L1 loads, in dependency order (resolved with modinfo): KVM (AMD, nested), the
-# virtio-pci disk that carries the test payload, and vhost-vsock for the QEMU baseline.
+# MODULES, in dependency order (resolved with modinfo).
 : >"$tmp/modules.order"
 add() { # module name (recursive: keep f and d local)
 	local f d
@@ -44,7 +49,7 @@ add() { # module name (recursive: keep f and d local)
 	case "$f" in *.xz) xz -dc "$f" >"$tmp/modules/$1.ko" ;; *) cp "$f" "$tmp/modules/$1.ko" ;; esac
 	echo "$1" >>"$tmp/modules.order"
 }
-for m in kvm-amd virtio_pci virtio_blk vhost_vsock; do add "$m"; done
+for m in $MODULES; do add "$m"; done
 echo "$ver" >"$tmp/version"
 rm -rf "$tmp/deb" "$tmp/x"
 mv "$tmp" "$out"

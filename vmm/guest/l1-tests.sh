@@ -19,6 +19,7 @@ VMM=$B/rung-vmm VT=$B/rung-vmtest QEMU=$P/usr/bin/qemu-system-x86_64
 K=$G/bzImage I=$G/initramfs.cpio.gz BASE=$G/base.img
 MEM=256
 SERIAL_CAP=262144
+VMM_EXTRA="" # more rung-vmm arguments for the next vm_start (word-split; no spaces inside)
 npass=0 nfail=0 nskip=0
 mkdir -p "$W"
 
@@ -39,7 +40,7 @@ vm_start() {
 	rung-vmm)
 		"$VMM" --kernel "$K" --initrd "$I" --disk "$BASE,ro" --disk "$upper" --mem $MEM \
 			--cpus 1 --cmdline "${VMTEST_CMDLINE:-quiet} $extra" --serial-log "$W/$id.serial" --serial-cap $SERIAL_CAP \
-			--vsock-uds "$W/$id.sock" --control "$W/$id.ctl" >"$W/$id.out" 2>&1 &
+			--vsock-uds "$W/$id.sock" --control "$W/$id.ctl" $VMM_EXTRA >"$W/$id.out" 2>&1 &
 		echo "$W/$id.sock" >"$W/$id.addr" ;;
 	qemu)
 		# microvm: the first virtio-blk-device given is vda.
@@ -264,6 +265,40 @@ t_garbage() {
 	fi
 }
 
+# net-ping: a tap in L1 (10.99.0.1/30) attached to rung-vmm's virtio-net (--net-tap); the
+# guest kernel configures eth0 from ip= and answers ICMP echo itself.
+t_net_ping() {
+	if [ $driver != rung-vmm ]; then
+		skip "net-ping: needs rung-vmm --net-tap (driver $driver)"
+		return
+	fi
+	[ -c /dev/net/tun ] || { fail "net-ping: no /dev/net/tun in L1 (tun module not loaded?)"; return; }
+	tunctl -d rvtap0 >/dev/null 2>&1
+	if ! tunctl -t rvtap0 >"$W/tap.out" 2>&1 || ! ip addr add 10.99.0.1/30 dev rvtap0 ||
+		! ip link set rvtap0 up; then
+		fail "net-ping: cannot set up tap rvtap0: $(tail -n 1 "$W/tap.out")"
+		tunctl -d rvtap0 >/dev/null 2>&1
+		return
+	fi
+	[ -f "$W/u2.img" ] || upper "$W/u2.img"
+	VMM_EXTRA="--net-tap rvtap0"
+	vm_start f "$W/u2.img" $driver "ip=10.99.0.2::10.99.0.1:255.255.255.252::eth0:off"
+	VMM_EXTRA=""
+	if ! vm_wait f 60000; then
+		fail "net-ping: guest did not boot: $(tail -n 1 "$W/f.wait")"
+		dump serial "$W/f.serial"; dump vmm "$W/f.out"
+	elif ping -c 3 -W 2 10.99.0.2 >"$W/f.ping" 2>&1; then
+		pass "net-ping: 3/3 echo replies from the guest over virtio-net ($(grep round-trip "$W/f.ping"))"
+	else
+		fail "net-ping: $(grep -E 'transmitted|bad' "$W/f.ping" | tail -n 1)"
+		dump ping "$W/f.ping"; dump serial "$W/f.serial"; dump vmm "$W/f.out"
+		ip -s link show rvtap0 | sed 's/^/    /'
+	fi
+	vm_stop f
+	[ $vm_rc -lt 128 ] || [ $vm_rc = 143 ] || fail "net-ping: VMM died by signal ($vm_rc)"
+	tunctl -d rvtap0 >/dev/null 2>&1
+}
+
 want() { [ -z "${VMTEST_ONLY:-}" ] || case " $VMTEST_ONLY " in *" $1 "*) true ;; *) false ;; esac; }
 if [ "${VMTEST_ONLY_BENCH:-0}" != 1 ]; then
 	want boot && t_boot
@@ -275,6 +310,7 @@ if [ "${VMTEST_ONLY_BENCH:-0}" != 1 ]; then
 	want panic && t_panic
 	want flood && t_flood
 	want garbage && t_garbage
+	want net-ping && t_net_ping
 	# the runtime end to end: rung run --isolation vm ... (l1-rung.sh, from payload-rung.sh)
 	if want rung && [ -f "$P/rung/l1-rung.sh" ]; then . "$P/rung/l1-rung.sh"; fi
 	echo "VMTEST-SUMMARY $npass passed, $nfail failed, $nskip skipped"
