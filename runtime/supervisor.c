@@ -287,31 +287,27 @@ static int handoff_memfd(const struct rt_sandbox *sb, struct rung_err *err)
 	return fd;
 }
 
-/* What the supervisor's network setup reads from the environment (runtime/net.c, netpolicy). */
-#define RT_SUP_ENV_N 2
-static const char *const sup_env_names[RT_SUP_ENV_N] = {"RUNG_DNS_UPSTREAM", "RUNG_NET_POOL"};
-
-/* "NAME=value" for each of them that is set, into out (NULL-terminated); one buffer. */
-static int sup_env(char **out, char **buf)
+/*
+ * The re-exec'd supervisor's environment: PATH, and the caller's RUNG_* settings, which are
+ * the runtime's own knobs read in the supervisor (the DNS upstream and the pool, the guest
+ * kernel and initramfs, the boot timeout, the uid registry, the cgroup root, tracing). A
+ * NULL-terminated array pointing into environ (valid in the forked child too), or NULL.
+ */
+static char **sup_env(void)
 {
-	size_t len = 0, n = 0;
-	for (size_t i = 0; i < RT_SUP_ENV_N; i++) {
-		const char *v = getenv(sup_env_names[i]);
-		if (v)
-			len += strlen(sup_env_names[i]) + strlen(v) + 2;
-	}
-	char *b = *buf = malloc(len + 1);
-	if (!b)
-		return -ENOMEM;
-	for (size_t i = 0; i < RT_SUP_ENV_N; i++) {
-		const char *v = getenv(sup_env_names[i]);
-		if (!v)
-			continue;
-		out[n++] = b;
-		b += sprintf(b, "%s=%s", sup_env_names[i], v) + 1;
-	}
-	out[n] = NULL;
-	return 0;
+	size_t n = 0;
+	for (char **e = environ; *e; e++)
+		n += !strncmp(*e, "RUNG_", 5);
+	char **v = calloc(n + 2, sizeof(char *));
+	if (!v)
+		return NULL;
+	size_t k = 0;
+	v[k++] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+	for (char **e = environ; *e && k < n + 1; e++)
+		if (!strncmp(*e, "RUNG_", 5))
+			v[k++] = *e;
+	v[k] = NULL;
+	return v;
 }
 
 /*
@@ -326,11 +322,10 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 	rung_trace("spawn: begin");
 	if (multi_threaded() && (handoff = handoff_memfd(sb, err)) < 0)
 		return handoff;
-	/* The re-exec'd supervisor gets a clean environment, except the settings the network
-	 * setup reads (built here: no allocation between fork and exec). */
-	char *envp[1 + RT_SUP_ENV_N + 1] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
-	cleanup_free char *env_bufs = NULL;
-	if (handoff >= 0 && sup_env(envp + 1, &env_bufs) < 0) {
+	/* The re-exec'd supervisor gets a clean environment, except rung's own settings (built
+	 * here: no allocation between fork and exec). */
+	cleanup_free char **envp = NULL;
+	if (handoff >= 0 && !(envp = sup_env())) {
 		close(handoff);
 		return rung_err_set(err, ENOMEM, "out of memory");
 	}

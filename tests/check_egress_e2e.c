@@ -34,7 +34,11 @@ START_TEST(t_allowlist_matrix)
 	eg_spec(&s, "egress", P("allowed.test", cidr));
 	char *state;
 	struct rung_router *r = spine_router(&state);
+	setenv("RUNG_VM_KERNEL", "/nonexistent/for-the-env-check", 1); /* read by the vm rung */
+	setenv("NOT_RUNG_SECRET", "x", 1);
 	struct rung_sandbox *sb = spine_acquire(r, "eg", "matrix", "egress", &s, NULL);
+	unsetenv("RUNG_VM_KERNEL");
+	unsetenv("NOT_RUNG_SECRET");
 	rung_spec_release(&s);
 
 	/* This test process is multi-threaded (the world's server thread), so the supervisor was
@@ -55,6 +59,9 @@ START_TEST(t_allowlist_matrix)
 	ck_assert_ptr_nonnull(env);
 	ck_assert_ptr_nonnull(memmem(env, len, want_env, strlen(want_env) + 1));
 	ck_assert_ptr_nonnull(memmem(env, len, "RUNG_NET_POOL=10.214.", 21));
+	/* every rung setting passes (the guest kernel's path, ...), nothing else does */
+	ck_assert_ptr_nonnull(memmem(env, len, "RUNG_VM_KERNEL=/nonexistent/for-the-env-check", 45));
+	ck_assert_ptr_null(memmem(env, len, "NOT_RUNG_SECRET", 15));
 	free(env);
 	rt_meta_release(&m);
 
