@@ -193,7 +193,8 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 				return rc;
 			}
 			meta_ident_written(s);
-			*created = false;
+			if (created)
+				*created = false;
 			*out = s;
 			return 0;
 		}
@@ -218,7 +219,8 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 		return rc;
 	}
 	meta_ident_written(s);
-	*created = true;
+	if (created)
+		*created = true;
 	*out = s;
 	return 0;
 }

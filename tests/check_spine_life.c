@@ -100,6 +100,17 @@ START_TEST(test_warm_reuse)
 	ck_assert_ptr_nonnull(strstr(err.msg, "different spec"));
 	ck_assert_ptr_null(d);
 	rung_spec_release(&s);
+	/* created is optional, on the warm path and on the create path */
+	s = spec_k("shell");
+	ck_assert_int_eq(rung_acquire(r, &key, &s, &d, NULL, &err), 0);
+	ck_assert_str_eq(rung_sandbox_id(d), rung_sandbox_id(c));
+	rung_sandbox_close(d);
+	struct rung_key key2 = {"warm", "t2", "agent"};
+	ck_assert_int_eq(rung_acquire(r, &key2, &s, &d, NULL, &err), 0);
+	ck_assert_str_ne(rung_sandbox_id(d), rung_sandbox_id(c));
+	ck_assert_int_eq(rung_dispose(r, rung_sandbox_id(d), NULL, &err), 0);
+	rung_sandbox_close(d);
+	rung_spec_release(&s);
 
 	/* Scoped access: another scope does not see it. */
 	ck_assert_int_eq(rung_sandbox_open(r, rung_sandbox_id(a), "other-scope", &d, &err),

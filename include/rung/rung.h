@@ -119,7 +119,8 @@ int rung_router_pick(struct rung_router *r, const struct rung_spec *spec,
 
 struct rung_sandbox; /* a handle; closing it does not stop the sandbox */
 
-/* get-or-create. *created tells which. The same key+kind with another spec is an error. */
+/* get-or-create. *created tells which (created may be NULL). The same key+kind with another
+ * spec is an error. */
 int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct rung_spec *spec,
 		 struct rung_sandbox **out, bool *created, struct rung_err *err);
 /*

@@ -64,6 +64,7 @@ else
 			pass rung-egress-vm "vm_egress suite ($res) in $(ms_since "$t0") ms: allowed name reachable through the tap, everything else refused, no device without an allowlist"
 		else
 			fail rung-egress-vm "rc=$rc $(grep -E 'Checks|:F:|:E:|skip' "$W/vm-egress.log" | tr '\n' ' ' | cut -c1-600)"
+			dmesg | grep -iE 'segfault|trap' | tail -n 3
 			[ "${VMTEST_VERBOSE:-0}" = 1 ] && cat "$W/vm-egress.log"
 		fi
 		left=$(ls /sys/class/net | grep '^rg' | tr '\n' ' ')
