@@ -54,8 +54,16 @@ static void sweep_state_dir(const char *dir)
 	rung_router_free(r);
 }
 
+bool spine_vm(void)
+{
+	const char *r = getenv("RUNG_TEST_RUNG");
+	return r && !strcmp(r, "vm");
+}
+
 void spine_base_teardown(void)
 {
+	if (spine_vm() && getenv("RUNG_TEST_VM_STORE"))
+		sweep_state_dir(getenv("RUNG_TEST_VM_STORE"));
 	if (!base_dir[0])
 		return;
 	DIR *d = opendir(base_dir);
@@ -81,6 +89,17 @@ void spine_base_teardown(void)
 struct rung_router *spine_router(char **state_dir)
 {
 	ck_assert_msg(base_dir[0], "no base dir (fixture failed)");
+	if (spine_vm()) { /* the one store that holds the vm test image */
+		const char *vs = getenv("RUNG_TEST_VM_STORE");
+		ck_assert_msg(vs && *vs, "RUNG_TEST_RUNG=vm needs $RUNG_TEST_VM_STORE");
+		struct rung_router_opts o = {.state_dir = vs};
+		struct rung_router *r = NULL;
+		struct rung_err err = {0};
+		ck_assert_msg(rung_router_new(&o, &r, &err) == 0, "%s", err.msg);
+		if (state_dir)
+			*state_dir = strdup(vs);
+		return r;
+	}
 	char *p;
 	ck_assert_int_ge(asprintf(&p, "%s/state-XXXXXX", base_dir), 0);
 	ck_assert_ptr_nonnull(mkdtemp(p));
@@ -101,18 +120,26 @@ struct rung_router *spine_router(char **state_dir)
 struct rung_sandbox *spine_acquire(struct rung_router *r, const char *scope, const char *thread,
 				   const char *kind, const struct rung_spec *spec, bool *created)
 {
-	struct rung_spec def;
-	if (!spec) {
+	struct rung_spec def, vm;
+	bool own = !spec;
+	if (own) {
 		rung_spec_init(&def);
 		def.kind = strdup(kind);
 		spec = &def;
+	}
+	if (spine_vm() && !spec->image) { /* the same test, on the vm rung (a shallow copy) */
+		vm = *spec;
+		vm.image = (char *)SPINE_VM_IMAGE;
+		vm.isolation = RUNG_ISO_VM;
+		vm.limits.memory_bytes = 256ull << 20;
+		spec = &vm;
 	}
 	struct rung_key key = {scope, thread, "agent"};
 	struct rung_sandbox *sb = NULL;
 	bool c = false;
 	struct rung_err err = {0};
 	int rc = rung_acquire(r, &key, spec, &sb, &c, &err);
-	if (spec == &def)
+	if (own)
 		rung_spec_release(&def);
 	ck_assert_msg(rc == 0, "acquire %s/%s: %s", scope, thread, err.msg);
 	if (created)

@@ -13,6 +13,14 @@
 
 #include "runtime/rt-internal.h"
 
+/*
+ * RUNG_TEST_RUNG=vm (with RUNG_TEST_VM_STORE, a store holding SPINE_VM_IMAGE): the protocol-
+ * level suites run on the vm rung (the nested stage does, in L1): spine_router opens that
+ * store and spine_acquire turns an image-less spec into a vm spec of that image.
+ */
+#define SPINE_VM_IMAGE "rung/vmtest:py"
+bool spine_vm(void);
+
 void spine_base_setup(void);
 void spine_base_teardown(void);
 /* The tcase's base directory (valid between the fixtures). */

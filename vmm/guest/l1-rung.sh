@@ -70,4 +70,19 @@ else
 		left=$(ls /sys/class/net | grep '^rg' | tr '\n' ' ')
 		[ -z "$left" ] || fail rung-egress-vm-leak "a tap is left: $left"
 	fi
+	# The protocol-level suite of the other rungs (exec, output caps, exit codes, stdin,
+	# cancel, run_code, env, cwd, files, concurrency) on the vm rung.
+	if [ -x "$C" ]; then
+		rm -f "$W/ck/skips.log"
+		t0=$(now)
+		RUNG_TEST_RUNG=vm RUNG_TEST_VM_STORE=$S2 RUNG_BUILD_DIR=$W/ck "$C" spine_exec >"$W/spine-exec.log" 2>&1
+		rc=$?
+		res=$(grep -E '^[0-9]+%: Checks' "$W/spine-exec.log" | tail -n 1)
+		if [ "$rc" = 0 ] && ! grep -q 'skipped' "$W/spine-exec.log" && [ -n "$res" ]; then
+			pass rung-protocol-vm "spine_exec suite on the vm rung ($res) in $(ms_since "$t0") ms"
+		else
+			fail rung-protocol-vm "rc=$rc $(grep -E 'Checks|:F:|:E:|skip' "$W/spine-exec.log" | tr '\n' ' ' | cut -c1-800)"
+			[ "${VMTEST_VERBOSE:-0}" = 1 ] && cat "$W/spine-exec.log"
+		fi
+	fi
 fi

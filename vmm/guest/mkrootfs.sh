@@ -3,7 +3,7 @@
 # (what an unpacked OCI image would be; the runtime gets these from rootfs/ instead).
 #   busybox  busybox-static with its applets linked in /bin, /etc/passwd, /work
 #   python   busybox plus the host's /usr/bin/python3.11 with its shared libraries and
-#            standard library (no test suite, no tkinter/idle)
+#            standard library (no test suite, no tkinter/idle), and coreutils' printenv
 set -eu
 [ $# = 2 ] || { echo "usage: $0 busybox|python DIR" >&2; exit 2; }
 kind=$1 d=$2
@@ -24,6 +24,7 @@ python)
 	. "$(dirname "$0")/copy-libs.sh"
 	copy_with_libs "$d" $py
 	ln -sf python3.11 "$d/usr/bin/python3"
+	copy_with_libs "$d" /usr/bin/printenv # busybox has none; the protocol tests use it
 	tar -C / -cf - --exclude='__pycache__' --exclude='usr/lib/python3.11/test' \
 		--exclude='usr/lib/python3.11/idlelib' --exclude='usr/lib/python3.11/tkinter' \
 		--exclude='usr/lib/python3.11/ensurepip' --exclude='usr/lib/python3.11/lib2to3' \
