@@ -107,16 +107,20 @@ static bool vm_available(const struct rung_router *r, struct rung_err *err)
 {
 	char kernel[4096], initrd[4096];
 	guest_paths(r, kernel, initrd, sizeof(kernel));
+	/* KVM first: without it, nothing else matters (and the guest files are worth building) */
 	const char *need[][2] = {{"/dev/kvm", "KVM (/dev/kvm)"},
 				 {r->vmm_path, "rung-vmm"},
 				 {kernel, "the guest kernel (make guest-kernel)"},
 				 {initrd, "the guest initramfs (make vm-initramfs)"}};
-	for (size_t i = 0; i < RUNG_ARRAY_SIZE(need); i++)
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(need); i++) {
 		if (access(need[i][0], R_OK) < 0) {
 			rung_err_sys(err, errno, "%s at %s", need[i][1], need[i][0]);
 			return false;
 		}
-	return kvm_works(r, err);
+		if (i == 1 && !kvm_works(r, err))
+			return false;
+	}
+	return true;
 }
 
 static int vm_prepare(struct rt_sandbox *sb, struct rung_err *err)
