@@ -130,9 +130,11 @@ static int vm_prepare(struct rt_sandbox *sb, struct rung_err *err)
 	int r = rt_image_lease(sb, "vm", &lowers, err);
 	if (r < 0)
 		return r;
+	rung_trace("vm: image leased");
 	const char *digest = json_string_value(json_object_get(sb->meta.backend, "image_digest"));
 	r = rt_vm_base_disk(sb->router->store.root, digest, lowers, disk, sizeof(disk), err);
 	rung_strvfreep(&lowers);
+	rung_trace("vm: base disk ready");
 	if (r == 0 && json_object_set_new(sb->meta.backend, "base_disk", json_string(disk)) < 0)
 		r = rung_err_set(err, ENOMEM, "out of memory");
 	if (r < 0) {
@@ -250,6 +252,7 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 	int r = rt_vm_upper_disk(upper, s->limits.disk_bytes, sb->meta.uid_base, err);
 	if (r < 0)
 		return r;
+	rung_trace("vm: upper disk ready");
 	rt_store_path(st, sb->meta.id, "jail", jail, sizeof(jail));
 	if ((mkdir(jail, 0700) < 0 && errno != EEXIST) ||
 	    chown(jail, sb->meta.uid_base, sb->meta.uid_base) < 0)
@@ -264,6 +267,7 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 	struct rt_vm_net net;
 	if ((r = rt_net_setup_vm(sb, &net, err)) < 0)
 		return r;
+	rung_trace("vm: network ready");
 	struct jail j = {.src = {kernel, initrd, base, upper}, .listen_fd = listen_fd,
 			 .uid = sb->meta.uid_base, .net = &net};
 	snprintf(j.dir, sizeof(j.dir), "%s", jail);
@@ -300,6 +304,7 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 		waitpid(pid, NULL, 0);
 		goto out;
 	}
+	rung_trace("vm: rung-vmm started in its jail");
 	char sock[4096];
 	rt_store_path(st, sb->meta.id, "agent.sock", sock, sizeof(sock));
 	unsigned boot_ms = 60000;
@@ -311,6 +316,7 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 		waitpid(pid, NULL, 0);
 		goto out;
 	}
+	rung_trace("vm: agent ready");
 	r = pid;
 out:
 	if (r < 0)
