@@ -140,6 +140,31 @@ static int send_exec(int fd, const struct rung_exec_req *req, const struct rung_
 	return rung_frame_write(fd, RUNG_MSG_STDIN_EOF, NULL, 0, err);
 }
 
+/*
+ * Until the agent has something to say (0), or the watched fd's peer hung up (-ECANCELED: the
+ * caller's connection closing makes the agent kill what the exec started), or the deadline
+ * passed (0: rung_frame_read then reports the timeout).
+ */
+static int wait_agent_or_hangup(int agent, int watched, uint64_t deadline, struct rung_err *err)
+{
+	for (;;) {
+		struct pollfd p[2] = {{.fd = agent, .events = POLLIN},
+				      {.fd = watched, .events = POLLRDHUP}};
+		uint64_t now = rung_now_ms();
+		int left = now >= deadline ? 0 : (int)(deadline - now > 60000 ? 60000 : deadline - now);
+		int n = poll(p, 2, left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return rung_err_sys(err, errno, "poll");
+		if (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL))
+			return rung_err_set(err, ECANCELED, "the caller went away (fd %d hung up)",
+					    watched);
+		if (n > 0 || rung_now_ms() >= deadline)
+			return 0;
+	}
+}
+
 int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
 		  const char *const *image_env, struct rung_exec_res *res, struct rung_err *err)
 {
@@ -159,6 +184,10 @@ int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spe
 	bool collect = !(req->on_output && req->no_collect);
 	for (;;) {
 		struct rung_frame f;
+		if (req->watch_fd && (r = wait_agent_or_hangup(fd, req->cancel_fd, deadline, err)) < 0) {
+			rung_exec_res_release(res);
+			return rung_err_wrap(err, "exec");
+		}
 		if ((r = rung_frame_read(fd, &f, deadline, err)) < 0) {
 			rung_exec_res_release(res);
 			return rung_err_wrap(err, "exec");

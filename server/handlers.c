@@ -188,6 +188,14 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 		}
 		struct rung_exec_req q;
 		srv_exec_req_fill(&x, &q);
+		/* A client that goes away mid-exec cancels it (its processes are killed), as a
+		 * streamed exec is when its writes fail: nobody is left to read the result. */
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (ci) {
+			q.watch_fd = true;
+			q.cancel_fd = ci->connect_fd;
+		}
 		__attribute__((cleanup(exec_resp))) struct rung_exec_res res = {0};
 		for (int tries = 0; tries < 2; tries++) {
 			rung_exec_res_release(&res);

@@ -5,6 +5,7 @@
  */
 #include <dirent.h>
 
+#include "common/util.h"
 #include "tests/server_testlib.h"
 
 #define KEYHDR1 "X-Rung-Thread: t1\r\nX-Rung-Agent: agent1\r\n"
@@ -116,6 +117,45 @@ START_TEST(restart_mid_exec)
 	char id2[65];
 	srvt_acquire(t.sock[0], TOK_A, "t1", NULL, id2);
 	ck_assert_str_eq(id, id2);
+	srvt_teardown(&t);
+}
+END_TEST
+
+/* A client that hangs up mid-exec cancels it: the command is killed, not left to its timeout. */
+START_TEST(client_gone_cancels_exec)
+{
+	struct srvt t;
+	srvt_setup(&t, NULL);
+	srvt_start(&t, 0, NULL);
+	char id[65], path[256], marker[32], body[160], needle[64];
+	srvt_acquire(t.sock[0], TOK_A, "t1", NULL, id);
+	snprintf(marker, sizeof(marker), "58.%d", (int)(getpid() % 100000)); /* seconds */
+	snprintf(body, sizeof(body), "{\"argv\":[\"sleep\",\"%s\"],\"timeout\":60}", marker);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	snprintf(needle, sizeof(needle), "sleep %s", marker);
+	int fd = srvt_unix_connect(t.sock[0]);
+	char *req;
+	ck_assert_int_gt(asprintf(&req,
+				  "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " TOK_A
+				  "\r\nContent-Length: %zu\r\n\r\n%s",
+				  path, strlen(body), body),
+			 0);
+	send(fd, req, strlen(req), MSG_NOSIGNAL);
+	free(req);
+	for (int i = 0; i < 300 && count_procs_with(needle) == 0; i++)
+		usleep(10000);
+	ck_assert_int_eq(count_procs_with(needle), 1);
+	uint64_t t0 = rung_now_ms();
+	close(fd);
+	while (count_procs_with(needle) > 0 && rung_now_ms() - t0 < 5000)
+		usleep(10000);
+	ck_assert_msg(count_procs_with(needle) == 0, "the exec outlived its client by 5 s");
+	/* the sandbox is fine afterwards */
+	struct srvt_resp r =
+	    srvt_req(t.sock[0], "POST", path, TOK_A, NULL, "{\"argv\":[\"echo\",\"after\"]}");
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_ptr_nonnull(strstr(r.body, "\"stdout\":\"after\\n\""));
+	srvt_resp_free(&r);
 	srvt_teardown(&t);
 }
 END_TEST
@@ -405,6 +445,7 @@ Suite *server_life_suite(void)
 	TCase *tc = tcase_create("daemon");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, restart_mid_exec);
+	tcase_add_test(tc, client_gone_cancels_exec);
 	tcase_add_test(tc, sweeper);
 	tcase_add_test(tc, multi_replica);
 	tcase_add_test(tc, refuses_bad_config);

@@ -151,6 +151,11 @@ struct rung_exec_req {
 	rung_output_fn on_output;     /* optional streaming */
 	void *ud;
 	bool no_collect;              /* with on_output: do not also collect into the result */
+	/* Optional, with watch_fd: an fd whose peer hanging up (POLLHUP, POLLRDHUP, POLLERR:
+	 * e.g. a daemon's client connection) cancels the exec with -ECANCELED; everything it
+	 * started is killed. */
+	bool watch_fd;
+	int cancel_fd;
 };
 
 struct rung_exec_res {
