@@ -241,14 +241,10 @@ START_TEST(test_plan_dns)
 }
 END_TEST
 
-/*
- * Apply mkdir/mount/move/switch for real, in a private mount namespace chrooted into a
- * fresh tmpfs (so the plan's absolute paths never touch the host). Runs in Check's fork.
- */
-START_TEST(test_apply_switch_root)
+/* A private mount namespace chrooted into a fresh tmpfs: absolute paths never touch the host. */
+static void scratch_root(const char *tag)
 {
-	RUNG_REQUIRE_ROOT();
-	char *dir = rung_test_tmpdir("vminit");
+	char *dir = rung_test_tmpdir(tag);
 	ck_assert_ptr_nonnull(dir);
 	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
 	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
@@ -256,6 +252,17 @@ START_TEST(test_apply_switch_root)
 	ck_assert_int_eq(chdir(dir), 0);
 	ck_assert_int_eq(chroot("."), 0);
 	ck_assert_int_eq(chdir("/"), 0);
+	free(dir);
+}
+
+/*
+ * Apply mkdir/mount/move/switch for real, in a private mount namespace chrooted into a
+ * fresh tmpfs (so the plan's absolute paths never touch the host). Runs in Check's fork.
+ */
+START_TEST(test_apply_switch_root)
+{
+	RUNG_REQUIRE_ROOT();
+	scratch_root("vminit");
 
 	struct agent_vm_plan p = { .wait_ms = 10 };
 	struct agent_vm_step *s;
@@ -288,7 +295,6 @@ START_TEST(test_apply_switch_root)
 	close(fd);
 	ck_assert_str_eq(buf, "100");
 	/* Nothing to clean up on the host: every mount lives in this process's namespace. */
-	free(dir);
 }
 END_TEST
 
@@ -296,14 +302,7 @@ END_TEST
 START_TEST(test_apply_resolv_bind)
 {
 	RUNG_REQUIRE_ROOT();
-	char *dir = rung_test_tmpdir("vminit-dns");
-	ck_assert_ptr_nonnull(dir);
-	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
-	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
-	ck_assert_int_eq(mount("tmpfs", dir, "tmpfs", 0, "mode=0755"), 0);
-	ck_assert_int_eq(chdir(dir), 0);
-	ck_assert_int_eq(chroot("."), 0);
-	ck_assert_int_eq(chdir("/"), 0);
+	scratch_root("vminit-dns");
 	ck_assert_int_eq(mkdir("/etc", 0755), 0);
 	ck_assert_int_eq(symlink("../run/systemd/resolve/stub-resolv.conf", "/etc/resolv.conf"), 0);
 
@@ -325,7 +324,6 @@ START_TEST(test_apply_resolv_bind)
 	ck_assert_str_eq(buf, "nameserver 10.1.0.1\n");
 	ck_assert_int_eq(open("/etc/resolv.conf", O_WRONLY), -1); /* read-only, even for root */
 	ck_assert_int_eq(errno, EROFS);
-	free(dir);
 }
 END_TEST
 

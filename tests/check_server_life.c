@@ -47,6 +47,22 @@ static int count_in(const char *body, const char *needle)
 	return n;
 }
 
+/* POST an exec on a raw connection and leave it in flight; returns the connection. */
+static int exec_in_flight(const char *sock, const char *id, const char *body)
+{
+	char path[256], *req;
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	int fd = srvt_unix_connect(sock);
+	ck_assert_int_gt(asprintf(&req,
+				  "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " TOK_A
+				  "\r\nContent-Length: %zu\r\n\r\n%s",
+				  path, strlen(body), body),
+			 0);
+	send(fd, req, strlen(req), MSG_NOSIGNAL);
+	free(req);
+	return fd;
+}
+
 START_TEST(restart_mid_exec)
 {
 	struct srvt t;
@@ -68,16 +84,7 @@ START_TEST(restart_mid_exec)
 	snprintf(marker, sizeof(marker), "7.%d", (int)(getpid() % 100000));
 	char body[128];
 	snprintf(body, sizeof(body), "{\"argv\":[\"sleep\",\"%s\"]}", marker);
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
-	int fd = srvt_unix_connect(t.sock[0]);
-	char *req;
-	ck_assert_int_gt(asprintf(&req,
-				  "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " TOK_A
-				  "\r\nContent-Length: %zu\r\n\r\n%s",
-				  path, strlen(body), body),
-			 0);
-	send(fd, req, strlen(req), MSG_NOSIGNAL);
-	free(req);
+	int fd = exec_in_flight(t.sock[0], id, body);
 	char needle[64];
 	snprintf(needle, sizeof(needle), "sleep %s", marker);
 	for (int i = 0; i < 200 && count_procs_with(needle) == 0; i++)
@@ -133,15 +140,7 @@ START_TEST(client_gone_cancels_exec)
 	snprintf(body, sizeof(body), "{\"argv\":[\"sleep\",\"%s\"],\"timeout\":60}", marker);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
 	snprintf(needle, sizeof(needle), "sleep %s", marker);
-	int fd = srvt_unix_connect(t.sock[0]);
-	char *req;
-	ck_assert_int_gt(asprintf(&req,
-				  "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " TOK_A
-				  "\r\nContent-Length: %zu\r\n\r\n%s",
-				  path, strlen(body), body),
-			 0);
-	send(fd, req, strlen(req), MSG_NOSIGNAL);
-	free(req);
+	int fd = exec_in_flight(t.sock[0], id, body);
 	for (int i = 0; i < 300 && count_procs_with(needle) == 0; i++)
 		usleep(10000);
 	ck_assert_int_eq(count_procs_with(needle), 1);

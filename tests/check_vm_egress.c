@@ -70,16 +70,6 @@ static struct rung_router *vm_router(char *why, size_t n)
 			RUNG_SKIP(why_);                                                           \
 	} while (0)
 
-/* The test internet, and the runtime pointed at its DNS server and a pool of its own. */
-static void world_up(struct np_world *w)
-{
-	ck_assert_msg(npw_up(w) == 0, "could not bring the test world up");
-	char pool[32];
-	snprintf(pool, sizeof(pool), "10.214.%d.0/24", (int)(getpid() % 250));
-	setenv("RUNG_DNS_UPSTREAM", w->upstream, 1);
-	setenv("RUNG_NET_POOL", pool, 1);
-}
-
 static struct rung_sandbox *vm_acquire(struct rung_router *r, const char *thread,
 				       const char *const *allow)
 {
@@ -102,7 +92,7 @@ START_TEST(t_vm_allowlist)
 	struct rung_router *r;
 	VM_ROUTER(r);
 	struct np_world w;
-	world_up(&w);
+	eg_world_start(&w);
 	char a10[32], a11[32], a12[32], a53[32], cidr[48], pr[12][96];
 	EG_IP(&w, 10, a10);
 	EG_IP(&w, 11, a11);
@@ -162,7 +152,7 @@ START_TEST(t_vm_no_network)
 	struct rung_router *r;
 	VM_ROUTER(r);
 	struct np_world w;
-	world_up(&w);
+	eg_world_start(&w);
 	char a10[32], pr[96];
 	EG_IP(&w, 10, a10);
 	snprintf(pr, sizeof(pr), "tcp %s 80", a10);

@@ -31,6 +31,8 @@
 
 /* Brings the world up and sets RUNG_DNS_UPSTREAM / RUNG_NET_POOL; false + why if it cannot. */
 bool eg_world_up(struct np_world *w, char *why, size_t n);
+/* The same without eg_world_up's host checks (root, the host's python3 for the probes). */
+void eg_world_start(struct np_world *w);
 #define EG_WORLD(w)                                                                                \
 	do {                                                                                       \
 		char why_[256];                                                                    \

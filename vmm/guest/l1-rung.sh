@@ -47,42 +47,38 @@ else
 		"$R" dispose "$id"
 		pgrep -f "rung-vmm" >/dev/null && fail rung-dispose-vm "a rung-vmm still runs" || pass rung-dispose-vm "VMM gone, store entry gone: $(ls "$S/sandboxes" | wc -l) left"
 	fi
-	# The egress allowlist on the vm rung: the vm_egress Check suite (a test internet in a
-	# netns, a guest whose virtio-net frames reach it through a tap behind the netpolicy table).
+	# Check suites of check_rung, run here on the vm rung (the store copy $S2).
 	C=$P/rung/bin/check_rung
+	S2=$W/rung-store-egress
+	# ck_suite TEST SUITE WHAT [VAR=VALUE...]: run one suite; pass/fail with its summary line.
+	ck_suite() {
+		cs_test=$1 cs_suite=$2 cs_what=$3
+		shift 3
+		rm -f "$W/ck/skips.log"
+		cs_t0=$(now)
+		env "$@" RUNG_TEST_VM_STORE="$S2" RUNG_BUILD_DIR="$W/ck" "$C" "$cs_suite" >"$W/$cs_suite.log" 2>&1
+		cs_rc=$?
+		cs_res=$(grep -E '^[0-9]+%: Checks' "$W/$cs_suite.log" | tail -n 1)
+		if [ "$cs_rc" = 0 ] && ! grep -q 'skipped' "$W/$cs_suite.log" && [ -n "$cs_res" ]; then
+			pass "$cs_test" "$cs_suite suite ($cs_res) in $(ms_since "$cs_t0") ms: $cs_what"
+		else
+			fail "$cs_test" "rc=$cs_rc $(grep -E 'Checks|:F:|:E:|skip' "$W/$cs_suite.log" | tr '\n' ' ' | cut -c1-800)"
+			dmesg | grep -iE 'segfault|trap' | tail -n 3
+			[ "${VMTEST_VERBOSE:-0}" = 1 ] && cat "$W/$cs_suite.log"
+		fi
+	}
 	if [ ! -x "$C" ]; then
 		skip rung-egress-vm "no check_rung in the payload"
 	else
-		S2=$W/rung-store-egress
 		rm -rf "$S2" && cp -a "$P/rung/store" "$S2" && chmod 0711 "$S2"
-		mkdir -p "$W/ck" && rm -f "$W/ck/skips.log"
-		t0=$(now)
-		RUNG_TEST_VM_STORE=$S2 RUNG_BUILD_DIR=$W/ck "$C" vm_egress >"$W/vm-egress.log" 2>&1
-		rc=$?
-		res=$(grep -E '^[0-9]+%: Checks' "$W/vm-egress.log" | tail -n 1)
-		if [ "$rc" = 0 ] && ! grep -q 'skipped' "$W/vm-egress.log" && [ -n "$res" ]; then
-			pass rung-egress-vm "vm_egress suite ($res) in $(ms_since "$t0") ms: allowed name reachable through the tap, everything else refused, no device without an allowlist"
-		else
-			fail rung-egress-vm "rc=$rc $(grep -E 'Checks|:F:|:E:|skip' "$W/vm-egress.log" | tr '\n' ' ' | cut -c1-600)"
-			dmesg | grep -iE 'segfault|trap' | tail -n 3
-			[ "${VMTEST_VERBOSE:-0}" = 1 ] && cat "$W/vm-egress.log"
-		fi
+		mkdir -p "$W/ck"
+		# The egress allowlist on the vm rung: a test internet in a netns, a guest whose
+		# virtio-net frames reach it through a tap behind the netpolicy table.
+		ck_suite rung-egress-vm vm_egress "allowed name reachable through the tap, everything else refused, no device without an allowlist"
 		left=$(ls /sys/class/net | grep '^rg' | tr '\n' ' ')
 		[ -z "$left" ] || fail rung-egress-vm-leak "a tap is left: $left"
-	fi
-	# The protocol-level suite of the other rungs (exec, output caps, exit codes, stdin,
-	# cancel, run_code, env, cwd, files, concurrency) on the vm rung.
-	if [ -x "$C" ]; then
-		rm -f "$W/ck/skips.log"
-		t0=$(now)
-		RUNG_TEST_RUNG=vm RUNG_TEST_VM_STORE=$S2 RUNG_BUILD_DIR=$W/ck "$C" spine_exec >"$W/spine-exec.log" 2>&1
-		rc=$?
-		res=$(grep -E '^[0-9]+%: Checks' "$W/spine-exec.log" | tail -n 1)
-		if [ "$rc" = 0 ] && ! grep -q 'skipped' "$W/spine-exec.log" && [ -n "$res" ]; then
-			pass rung-protocol-vm "spine_exec suite on the vm rung ($res) in $(ms_since "$t0") ms"
-		else
-			fail rung-protocol-vm "rc=$rc $(grep -E 'Checks|:F:|:E:|skip' "$W/spine-exec.log" | tr '\n' ' ' | cut -c1-800)"
-			[ "${VMTEST_VERBOSE:-0}" = 1 ] && cat "$W/spine-exec.log"
-		fi
+		# The protocol-level suite of the other rungs (exec, output caps, exit codes,
+		# stdin, cancel, run_code, env, cwd, files, concurrency) on the vm rung.
+		ck_suite rung-protocol-vm spine_exec "the process rung's protocol suite, on the vm rung" RUNG_TEST_RUNG=vm
 	fi
 fi
