@@ -33,7 +33,7 @@ int main(int argc, char **argv)
 	snprintf(skips, sizeof(skips), "%s/skips.log", rung_test_build_dir());
 	unlink(skips);
 	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_NORMAL);
+	srunner_run_all(sr, CK_ENV); /* CK_VERBOSITY=verbose lists every test; default normal */
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	FILE *f = fopen(skips, "r");

@@ -45,7 +45,15 @@ else
 		left=$("$R" exec "$id" -- sh -c 'ps | grep -c "[s]leep 60"' 2>&1)
 		[ "$rc" = 124 ] && [ "$left" = 0 ] && pass rung-timeout-vm "124, nothing left" || fail rung-timeout-vm "rc=$rc left=$left"
 		"$R" dispose "$id"
-		pgrep -f "rung-vmm" >/dev/null && fail rung-dispose-vm "a rung-vmm still runs" || pass rung-dispose-vm "VMM gone, store entry gone: $(ls "$S/sandboxes" | wc -l) left"
+		# (busybox has no pgrep: pidof finds the VMM by its name)
+		left=$(ls "$S/sandboxes" | wc -l)
+		if pidof rung-vmm >/dev/null; then
+			fail rung-dispose-vm "a rung-vmm still runs: $(pidof rung-vmm)"
+		elif [ "$left" != 0 ]; then
+			fail rung-dispose-vm "$left store entries left"
+		else
+			pass rung-dispose-vm "VMM gone, store entry gone"
+		fi
 	fi
 	# Check suites of check_rung, run here on the vm rung (the store copy $S2).
 	C=$P/rung/bin/check_rung
@@ -56,7 +64,9 @@ else
 		shift 3
 		rm -f "$W/ck/skips.log"
 		cs_t0=$(now)
-		env "$@" RUNG_TEST_VM_STORE="$S2" RUNG_BUILD_DIR="$W/ck" "$C" "$cs_suite" >"$W/$cs_suite.log" 2>&1
+		# bounded: a hang is a failure with its log, not a stage that never reports
+		timeout -s KILL 360 env "$@" CK_VERBOSITY=verbose RUNG_TEST_VM_STORE="$S2" RUNG_BUILD_DIR="$W/ck" \
+			"$C" "$cs_suite" >"$W/$cs_suite.log" 2>&1
 		cs_rc=$?
 		cs_res=$(grep -E '^[0-9]+%: Checks' "$W/$cs_suite.log" | tail -n 1)
 		if [ "$cs_rc" = 0 ] && ! grep -q 'skipped' "$W/$cs_suite.log" && [ -n "$cs_res" ]; then
@@ -64,7 +74,7 @@ else
 		else
 			fail "$cs_test" "rc=$cs_rc $(grep -E 'Checks|:F:|:E:|skip' "$W/$cs_suite.log" | tr '\n' ' ' | cut -c1-800)"
 			dmesg | grep -iE 'segfault|trap' | tail -n 3
-			[ "${VMTEST_VERBOSE:-0}" = 1 ] && cat "$W/$cs_suite.log"
+			if [ "${VMTEST_VERBOSE:-0}" = 1 ]; then cat "$W/$cs_suite.log"; else dump "$cs_suite" "$W/$cs_suite.log"; fi
 		fi
 	}
 	if [ ! -x "$C" ]; then
