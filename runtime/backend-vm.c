@@ -219,6 +219,33 @@ static void jail_child(struct jail *j)
 	jail_fail(j->err_fd, (rung_err_sys(&err, errno, "exec rung-vmm"), &err));
 }
 
+/*
+ * The last line the guest printed, for an error message: guest-controlled bytes, so printable
+ * ASCII only, and opened without following links (the jail dir belongs to the sandbox's uid).
+ */
+static void console_tail(const char *jail, char *out, size_t len)
+{
+	char path[4200], buf[4096];
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "%s/console.log", jail);
+	cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return;
+	off_t at = st.st_size > (off_t)sizeof(buf) - 1 ? st.st_size - (off_t)sizeof(buf) + 1 : 0;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, at);
+	if (n <= 0)
+		return;
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		n--;
+	buf[n] = '\0';
+	const char *line = strrchr(buf, '\n') ? strrchr(buf, '\n') + 1 : buf;
+	size_t k = 0;
+	for (; *line && k + 1 < len; line++)
+		out[k++] = *line >= 0x20 && *line < 0x7f ? *line : '?';
+	out[k] = '\0';
+}
+
 static int wait_ready(const char *sock, pid_t vmm, unsigned timeout_ms, struct rung_err *err)
 {
 	uint64_t end = rung_now_ms() + timeout_ms;
@@ -314,6 +341,10 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 	if ((r = wait_ready(sock, pid, boot_ms, err)) < 0) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
+		char last[160];
+		console_tail(jail, last, sizeof(last));
+		if (last[0])
+			rung_err_wrap(err, "guest console's last line: \"%s\"", last);
 		goto out;
 	}
 	rung_trace("vm: agent ready");

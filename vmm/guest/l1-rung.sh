@@ -65,7 +65,9 @@ else
 		rm -f "$W/ck/skips.log"
 		cs_t0=$(now)
 		# bounded: a hang is a failure with its log, not a stage that never reports
-		timeout -s KILL 360 env "$@" CK_VERBOSITY=verbose RUNG_TEST_VM_STORE="$S2" RUNG_BUILD_DIR="$W/ck" \
+		# a guest that never gets ready fails its test well within the test's own timeout
+		timeout -s KILL 360 env "$@" CK_VERBOSITY=verbose RUNG_VM_BOOT_TIMEOUT_MS=45000 \
+			RUNG_TEST_VM_STORE="$S2" RUNG_BUILD_DIR="$W/ck" \
 			"$C" "$cs_suite" >"$W/$cs_suite.log" 2>&1
 		cs_rc=$?
 		cs_res=$(grep -E '^[0-9]+%: Checks' "$W/$cs_suite.log" | tail -n 1)
