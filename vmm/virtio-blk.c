@@ -130,27 +130,9 @@ static void blk_config_read(void *dev, uint64_t off, void *data, unsigned len)
 		memcpy(data, (uint8_t *)&cfg + off, len < sizeof(cfg) - off ? len : sizeof(cfg) - off);
 }
 
-static void blk_notify(struct vmm_virtio *t, unsigned q)
-{
-	struct vmm_blk *b = t->dev;
-	struct vmm_vq *vq = vmm_virtio_queue(t, q);
-	struct vmm_chain c;
-	struct rung_err err = {0};
-	bool used = false;
-	int r;
-	if (!vq)
-		return;
-	while ((r = vmm_vq_pop(vq, t->mem, &c, &err)) == 1) {
-		uint32_t n = vmm_blk_handle(b, &c);
-		if (vmm_vq_push(vq, t->mem, c.head, n, &err) < 0)
-			break;
-		used = true;
-	}
-	if (r < 0)
-		vmm_virtio_fail(t, err.msg);
-	if (used)
-		vmm_virtio_signal_used(t, q);
-}
+static uint32_t blk_chain(void *b, const struct vmm_chain *c) { return vmm_blk_handle(b, c); }
+
+static void blk_notify(struct vmm_virtio *t, unsigned q) { vmm_virtio_drain(t, q, 0, blk_chain, t->dev); }
 
 const struct vmm_virtio_dev_ops vmm_blk_ops = {
 	.name = "virtio-blk",

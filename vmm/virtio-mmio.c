@@ -82,6 +82,29 @@ void vmm_virtio_signal_used(struct vmm_virtio *t, unsigned q)
 	pulse(t);
 }
 
+void vmm_virtio_drain(struct vmm_virtio *t, unsigned q, unsigned max,
+		      uint32_t (*handle)(void *ctx, const struct vmm_chain *c), void *ctx)
+{
+	struct vmm_vq *vq = vmm_virtio_queue(t, q);
+	struct vmm_chain c;
+	struct rung_err err = {0};
+	bool used = false;
+	int r = 0;
+	if (!vq)
+		return;
+	for (unsigned n = 0; !max || n < max; n++) {
+		if ((r = vmm_vq_pop(vq, t->mem, &c, &err)) <= 0)
+			break;
+		if ((r = vmm_vq_push(vq, t->mem, c.head, handle(ctx, &c), &err)) < 0)
+			break;
+		used = true;
+	}
+	if (r < 0)
+		vmm_virtio_fail(t, err.msg);
+	if (used)
+		vmm_virtio_signal_used(t, q);
+}
+
 void vmm_virtio_fail(struct vmm_virtio *t, const char *why)
 {
 	LOG_WARN("virtio %s: device needs reset: %s", t->ops->name, why);

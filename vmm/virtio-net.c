@@ -245,34 +245,17 @@ static void kick(struct vmm_net *n)
 		LOG_WARN("virtio-net: kick: %s", strerror(errno));
 }
 
-static void tx_notify(struct vmm_virtio *t)
+/* TX chains are only read: used length 0, whatever became of the frame. */
+static uint32_t tx_chain(void *n, const struct vmm_chain *c)
 {
-	struct vmm_net *n = t->dev;
-	struct vmm_vq *vq = vmm_virtio_queue(t, TXQ);
-	struct vmm_chain c;
-	struct rung_err err = {0};
-	bool used = false;
-	int r;
-	if (!vq)
-		return;
-	while ((r = vmm_vq_pop(vq, t->mem, &c, &err)) == 1) {
-		vmm_net_tx_chain(n, &c);
-		if (vmm_vq_push(vq, t->mem, c.head, 0, &err) < 0) {
-			r = -1;
-			break;
-		}
-		used = true;
-	}
-	if (r < 0)
-		vmm_virtio_fail(t, err.msg);
-	if (used)
-		vmm_virtio_signal_used(t, TXQ);
+	vmm_net_tx_chain(n, c);
+	return 0;
 }
 
 static void net_notify(struct vmm_virtio *t, unsigned q)
 {
 	if (q == TXQ)
-		tx_notify(t);
+		vmm_virtio_drain(t, TXQ, 0, tx_chain, t->dev);
 	else if (q == RXQ)
 		kick(t->dev);
 }

@@ -445,10 +445,16 @@ out:
 	return used;
 }
 
+/* TX chains are only read: used length 0. */
+static uint32_t tx_chain(void *vs, const struct vmm_chain *ch)
+{
+	tx_packet(vs, ch);
+	return 0;
+}
+
 void vmm_vsock_process(struct vmm_vsock *vs)
 {
 	struct vmm_virtio *t = vs->t;
-	struct rung_err err = {0};
 	pthread_mutex_lock(&t->lock);
 	if (vs->reset_pending) {
 		for (unsigned i = 0; i < VMM_VSOCK_MAX_CONNS; i++)
@@ -457,26 +463,7 @@ void vmm_vsock_process(struct vmm_vsock *vs)
 		vs->reset_pending = false;
 	}
 	vs->rx_starved = false;
-	struct vmm_vq *tx = vmm_virtio_queue(t, TXQ);
-	if (tx) {
-		struct vmm_chain ch;
-		bool used = false;
-		int r;
-		for (unsigned n = 0; n < MAX_PKTS_PER_PASS; n++) {
-			if ((r = vmm_vq_pop(tx, t->mem, &ch, &err)) <= 0)
-				break;
-			tx_packet(vs, &ch);
-			if (vmm_vq_push(tx, t->mem, ch.head, 0, &err) < 0) {
-				r = -1;
-				break;
-			}
-			used = true;
-		}
-		if (r < 0)
-			vmm_virtio_fail(t, err.msg);
-		if (used)
-			vmm_virtio_signal_used(t, TXQ);
-	}
+	vmm_virtio_drain(t, TXQ, MAX_PKTS_PER_PASS, tx_chain, vs);
 	for (unsigned i = 0; i < VMM_VSOCK_MAX_CONNS; i++) {
 		struct vmm_vsock_conn *c = &vs->conns[i];
 		if (c->state == VS_FREE)

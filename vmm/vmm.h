@@ -213,6 +213,13 @@ void vmm_virtio_write(struct vmm_virtio *t, uint64_t off, const void *data, unsi
 struct vmm_vq *vmm_virtio_queue(struct vmm_virtio *t, unsigned q);
 /* For devices, lock held: raise the used-buffer interrupt (if the driver wants one). */
 void vmm_virtio_signal_used(struct vmm_virtio *t, unsigned q);
+/*
+ * For devices, lock held: pop the chains the driver made available on queue q (at most max;
+ * 0: all), give each to handle, which returns the bytes it wrote for the guest, and push it
+ * back used with that length; one interrupt at the end. A broken ring fails the device.
+ */
+void vmm_virtio_drain(struct vmm_virtio *t, unsigned q, unsigned max,
+		      uint32_t (*handle)(void *ctx, const struct vmm_chain *c), void *ctx);
 /* For devices, lock held: the guest broke the device's rules; stop it until reset. */
 void vmm_virtio_fail(struct vmm_virtio *t, const char *why);
 bool vmm_virtio_running(const struct vmm_virtio *t);
