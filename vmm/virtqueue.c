@@ -108,27 +108,19 @@ bool vmm_vq_want_irq(const struct vmm_vq *vq, const struct vmm_mem *m)
 	return !(__atomic_load_n(&avail->flags, __ATOMIC_RELAXED) & VRING_AVAIL_F_NO_INTERRUPT);
 }
 
+/* Copies through the iovecs vmm_chain_iov gives: one walk of the segments, not two. */
 static size_t chain_copy(const struct vmm_chain *c, bool write, size_t off, void *buf,
 			 const void *src, size_t len)
 {
+	struct iovec iov[VMM_VQ_MAX_SIZE];
+	unsigned k = vmm_chain_iov(c, write, off, len, iov, VMM_VQ_MAX_SIZE);
 	size_t done = 0;
-	for (unsigned i = 0; i < c->n && done < len; i++) {
-		const struct vmm_chain_seg *s = &c->seg[i];
-		if (s->write != write)
-			continue;
-		if (off >= s->len) {
-			off -= s->len;
-			continue;
-		}
-		size_t n = s->len - off;
-		if (n > len - done)
-			n = len - done;
+	for (unsigned i = 0; i < k; i++) {
 		if (write)
-			memcpy(s->hva + off, (const uint8_t *)src + done, n);
+			memcpy(iov[i].iov_base, (const uint8_t *)src + done, iov[i].iov_len);
 		else
-			memcpy((uint8_t *)buf + done, s->hva + off, n);
-		done += n;
-		off = 0;
+			memcpy((uint8_t *)buf + done, iov[i].iov_base, iov[i].iov_len);
+		done += iov[i].iov_len;
 	}
 	return done;
 }
