@@ -221,7 +221,12 @@ int np_lease_acquire(const char *state_dir, const char *pool, const char *id,
 			    "pool %s: no free /30 (all leased or overlapping host routes)", pool);
 }
 
-int np_lease_release(const char *state_dir, const struct np_names *nm, struct rung_err *err)
+/* Calls fn for each lease file of the state dir (none if the dir does not exist yet); fn's
+ * first error is returned, after the walk. */
+static int leases_walk(const char *state_dir,
+		       int (*fn)(int dfd, const char *dir, const char *name, const char *hash,
+				 void *data, struct rung_err *err),
+		       void *data, struct rung_err *err)
 {
 	char dir[PATH_MAX];
 	if ((size_t)snprintf(dir, sizeof(dir), "%s/net/leases", state_dir) >= sizeof(dir))
@@ -237,34 +242,49 @@ int np_lease_release(const char *state_dir, const struct np_names *nm, struct ru
 	while ((de = readdir(d))) {
 		char hash[13];
 		uint32_t idx;
-		if (!lease_name(de->d_name, hash, &idx) || strcmp(hash, nm->hash))
+		if (!lease_name(de->d_name, hash, &idx))
 			continue;
-		if (unlinkat(dfd, de->d_name, 0) < 0 && errno != ENOENT && !first)
-			first = rung_err_sys(err, errno, "unlink %s/%s", dir, de->d_name);
+		int r = fn(dfd, dir, de->d_name, hash, data, err);
+		if (r < 0 && !first)
+			first = r;
 	}
 	return first;
+}
+
+static int release_one(int dfd, const char *dir, const char *name, const char *hash, void *nm,
+		       struct rung_err *err)
+{
+	if (strcmp(hash, ((const struct np_names *)nm)->hash))
+		return 0;
+	if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
+		return rung_err_sys(err, errno, "unlink %s/%s", dir, name);
+	return 0;
+}
+
+int np_lease_release(const char *state_dir, const struct np_names *nm, struct rung_err *err)
+{
+	return leases_walk(state_dir, release_one, (void *)nm, err);
+}
+
+struct foreach_ctx {
+	void (*fn)(const char *id, const char *hash, void *);
+	void *data;
+};
+
+static int report_one(int dfd, const char *dir, const char *name, const char *hash, void *p,
+		      struct rung_err *err)
+{
+	struct foreach_ctx *c = p;
+	char lid[160];
+	if (lease_read_id(dfd, name, lid, sizeof(lid)) < 0)
+		lid[0] = '\0'; /* unreadable: still reported, with no id */
+	c->fn(lid, hash, c->data);
+	return 0;
 }
 
 int np_lease_foreach(const char *state_dir, void (*fn)(const char *id, const char *hash, void *),
 		     void *data, struct rung_err *err)
 {
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s/net/leases", state_dir);
-	cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return errno == ENOENT ? 0 : rung_err_sys(err, errno, "open %s", dir);
-	cleanup_dir DIR *d = opendir_at(dfd);
-	if (!d)
-		return rung_err_sys(err, errno, "opendir %s", dir);
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		char hash[13], lid[160];
-		uint32_t idx;
-		if (!lease_name(de->d_name, hash, &idx))
-			continue;
-		if (lease_read_id(dfd, de->d_name, lid, sizeof(lid)) < 0)
-			lid[0] = '\0'; /* unreadable: still reported, with no id */
-		fn(lid, hash, data);
-	}
-	return 0;
+	struct foreach_ctx c = {fn, data};
+	return leases_walk(state_dir, report_one, &c, err);
 }
