@@ -207,3 +207,74 @@ int np_dns_reply_rcode(const uint8_t *query, size_t qlen, const struct np_dns_ms
 	memset(out + 6, 0, 6);
 	return (int)q->qend;
 }
+
+/* Writes name (dotted, "" = root) uncompressed at out[*o]; false when it does not fit. */
+static bool put_name(uint8_t *out, size_t *o, size_t max, const char *name)
+{
+	while (*name) {
+		const char *dot = strchr(name, '.');
+		size_t l = dot ? (size_t)(dot - name) : strlen(name);
+		if (l == 0 || l > 63 || *o + 1 + l > max)
+			return false;
+		out[(*o)++] = (uint8_t)l;
+		memcpy(out + *o, name, l);
+		*o += l;
+		name += l + (dot ? 1 : 0);
+	}
+	if (*o + 1 > max)
+		return false;
+	out[(*o)++] = 0;
+	return true;
+}
+
+static bool put16(uint8_t *out, size_t *o, size_t max, uint16_t v)
+{
+	if (*o + 2 > max)
+		return false;
+	out[(*o)++] = (uint8_t)(v >> 8);
+	out[(*o)++] = (uint8_t)v;
+	return true;
+}
+
+int np_dns_reply_keep(const uint8_t *buf, size_t len, const struct np_dns_msg *m,
+		      const bool *keep, uint8_t *out, size_t out_max)
+{
+	if (m->qend > len || m->qend > out_max || m->qend < DNS_HDR)
+		return -EMSGSIZE;
+	memcpy(out, buf, m->qend); /* header and the question exactly as they came */
+	size_t o = m->qend;
+	uint16_t kept = 0;
+	for (size_t i = 0; i < m->n_answers; i++) {
+		const struct np_dns_rr *rr = &m->answers[i];
+		bool addr = (rr->type == T_A && rr->rdlen == 4) ||
+			    (rr->type == T_AAAA && rr->rdlen == 16);
+		if (!keep[i] || (!addr && rr->type != T_CNAME) ||
+		    (size_t)rr->rdoff + rr->rdlen > len)
+			continue;
+		bool ok = put_name(out, &o, out_max, rr->name) && put16(out, &o, out_max, rr->type) &&
+			  put16(out, &o, out_max, rr->klass) &&
+			  put16(out, &o, out_max, (uint16_t)(rr->ttl >> 16)) &&
+			  put16(out, &o, out_max, (uint16_t)rr->ttl);
+		if (ok && addr) {
+			ok = put16(out, &o, out_max, rr->rdlen) && o + rr->rdlen <= out_max;
+			if (ok) {
+				memcpy(out + o, buf + rr->rdoff, rr->rdlen);
+				o += rr->rdlen;
+			}
+		} else if (ok) { /* CNAME: the target, uncompressed (its pointers are gone) */
+			size_t at = o;
+			ok = put16(out, &o, out_max, 0) && put_name(out, &o, out_max, rr->target);
+			if (ok) {
+				out[at] = (uint8_t)((o - at - 2) >> 8);
+				out[at + 1] = (uint8_t)(o - at - 2);
+			}
+		}
+		if (!ok)
+			return -EMSGSIZE;
+		kept++;
+	}
+	out[6] = (uint8_t)(kept >> 8);
+	out[7] = (uint8_t)kept;
+	memset(out + 8, 0, 4); /* no authority, no additional section */
+	return (int)o;
+}

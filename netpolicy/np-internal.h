@@ -95,11 +95,25 @@ struct np_proxy_params {
 	void *audit_data;
 };
 /*
- * Pure: may a DNS answer open this IPv4 address (network order)? Never: 0/8, loopback,
- * link-local (cloud metadata 169.254.169.254), multicast, reserved/broadcast, the pool (other
- * sandboxes, the gateway). Explicit CIDR entries are not subject to this.
+ * addr.c. Pure: may a DNS answer open this IPv4 address (network order)? Never: 0/8, RFC 1918,
+ * 100.64/10, loopback, 168.63.129.16, link-local (169.254.169.254), 192.0.0/24, 198.18/15,
+ * 224/3 (multicast, 240/4, broadcast), the pool (other sandboxes, the gateway). Explicit CIDR
+ * entries are not subject to this. np_addr6_dns_openable: the IPv6 equivalents (IPv6 is not
+ * opened today; its AAAA records are filtered from answers the same way).
  */
 bool np_addr_dns_openable(const uint8_t a[4], uint32_t pool_base, uint32_t pool_mask);
+bool np_addr6_dns_openable(const uint8_t a[16]);
+/* The host's own addresses (getifaddrs in the caller's netns), re-read at most once a second. */
+#define NP_HOSTADDRS_MAX 256
+#define NP_HOSTADDRS_TTL_MS 1000
+struct np_hostaddrs {
+	uint64_t at_ms; /* 0: never read */
+	size_t n4, n6;
+	uint8_t a4[NP_HOSTADDRS_MAX][4];
+	uint8_t a6[NP_HOSTADDRS_MAX][16];
+};
+int np_hostaddrs_refresh(struct np_hostaddrs *h, struct rung_err *err);
+bool np_hostaddrs_has(const struct np_hostaddrs *h, int family, const uint8_t *a);
 int np_proxy_new(const struct np_proxy_params *pp, struct np_proxy **out, struct rung_err *err);
 int np_proxy_fd(const struct np_proxy *p);
 int np_proxy_handle(struct np_proxy *p, struct rung_err *err);

@@ -239,5 +239,13 @@ size_t np_dns_answer_addrs(const uint8_t *buf, size_t len, const struct np_dns_m
 /* Builds a header+question-only reply with rcode (REFUSED=5, SERVFAIL=2) to query q. */
 int np_dns_reply_rcode(const uint8_t *query, size_t qlen, const struct np_dns_msg *q, int rcode,
 		       uint8_t *out, size_t out_max);
+/*
+ * Rebuilds reply buf (parsed into m) with only the answers i whose keep[i] is set (A, AAAA and
+ * CNAME records; names written uncompressed), the header and question as they came, and no
+ * authority or additional section (answers past NP_DNS_MAX_RR are dropped too). Returns the
+ * length written to out, or -EMSGSIZE.
+ */
+int np_dns_reply_keep(const uint8_t *buf, size_t len, const struct np_dns_msg *m,
+		      const bool *keep, uint8_t *out, size_t out_max);
 
 #endif

@@ -60,6 +60,7 @@ struct np_proxy {
 	void *audit_data;
 	int epfd, udp, tcp, up;
 	struct np_nfsock *nf;
+	struct np_hostaddrs host;
 	uint64_t serial;
 	struct pending pend[MAX_PENDING];
 	struct conn conns[MAX_CONNS];
@@ -260,12 +261,29 @@ static int open_addrs(struct np_proxy *p, const struct pending *pd, int fam, uin
 	return r;
 }
 
-bool np_addr_dns_openable(const uint8_t a[4], uint32_t pool_base, uint32_t pool_mask)
+/*
+ * Marks the answers this sandbox may be told: an A or AAAA record pointing at a non-public or
+ * host address is dropped (addr.c). Returns how many were dropped, or -errno.
+ */
+static int answers_keep(struct np_proxy *p, const uint8_t *buf, const struct np_dns_msg *m,
+			bool *keep, struct rung_err *err)
 {
-	uint32_t h = (uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 | (uint32_t)a[2] << 8 | a[3];
-	if (a[0] == 0 || a[0] == 127 || a[0] >= 224 || (a[0] == 169 && a[1] == 254))
-		return false;
-	return pool_mask == 0 || (h & pool_mask) != (pool_base & pool_mask);
+	int r = np_hostaddrs_refresh(&p->host, err);
+	if (r < 0)
+		return r;
+	int dropped = 0;
+	for (size_t i = 0; i < m->n_answers; i++) {
+		const struct np_dns_rr *rr = &m->answers[i];
+		const uint8_t *a = buf + rr->rdoff;
+		keep[i] = true;
+		if (rr->type == 1 && rr->rdlen == 4)
+			keep[i] = np_addr_dns_openable(a, p->pool_base, p->pool_mask) &&
+				  !np_hostaddrs_has(&p->host, 4, a);
+		else if (rr->type == 28 && rr->rdlen == 16)
+			keep[i] = np_addr6_dns_openable(a) && !np_hostaddrs_has(&p->host, 6, a);
+		dropped += !keep[i];
+	}
+	return dropped;
 }
 
 static void on_upstream(struct np_proxy *p)
@@ -291,6 +309,31 @@ static void on_upstream(struct np_proxy *p)
 		free(m);
 		return;
 	}
+	buf[0] = (uint8_t)(pd->client_id >> 8);
+	buf[1] = (uint8_t)pd->client_id;
+	/*
+	 * What is answered is what is opened: records pointing at non-public or host addresses
+	 * are taken out of the reply (it is rebuilt, as it is when answers were left unparsed);
+	 * when that leaves no address of the asked type, the whole answer is REFUSED.
+	 */
+	uint8_t out[UDP_MAX];
+	bool keep[NP_DNS_MAX_RR];
+	int dropped = answers_keep(p, buf, m, keep, &e);
+	if (dropped > 0 || (dropped == 0 && m->ancount > m->n_answers)) {
+		int len = np_dns_reply_keep(buf, (size_t)n, m, keep, out, sizeof(out));
+		if (len < 0 || np_dns_parse(out, (size_t)len, m, &e) < 0) {
+			dropped = rung_err_set(&e, EMSGSIZE, "the filtered answer does not fit");
+		} else {
+			memcpy(buf, out, (size_t)len);
+			n = len;
+		}
+	}
+	if (dropped < 0) {
+		LOG_WARN("sandbox %s: %s: %s", p->id, pd->qname, e.msg);
+		audit(p, pd->qname, pd->qtype, "servfail", "answer not filtered");
+		reply_rcode(p, buf, (size_t)n, m, 2, &pd->client, pd->conn, pd->conn_serial);
+		goto done;
+	}
 	uint8_t(*a4)[16] = calloc(MAX_ADDRS * 2, 16);
 	if (!a4) {
 		free(m);
@@ -298,25 +341,24 @@ static void on_upstream(struct np_proxy *p)
 	}
 	uint8_t(*a6)[16] = a4 + MAX_ADDRS;
 	uint32_t t4, t6;
-	size_t n4 = np_dns_answer_addrs(buf, (size_t)n, m, 4, a4, MAX_ADDRS, &t4), kept = 0;
-	for (size_t i = 0; i < n4; i++) /* a name never opens loopback, metadata, the pool... */
-		if (np_addr_dns_openable(a4[i], p->pool_base, p->pool_mask))
-			memmove(a4[kept++], a4[i], 16);
-	size_t filtered = n4 - kept;
-	n4 = kept;
+	size_t n4 = np_dns_answer_addrs(buf, (size_t)n, m, 4, a4, MAX_ADDRS, &t4);
 	size_t n6 = np_dns_answer_addrs(buf, (size_t)n, m, 6, a6, MAX_ADDRS, &t6);
 	uint32_t ttl = n4 && n6 ? (t4 < t6 ? t4 : t6) : n4 ? t4 : t6;
 	if (ttl < p->floor_s)
 		ttl = p->floor_s;
 	if (ttl > p->cap_s)
 		ttl = p->cap_s;
-	buf[0] = (uint8_t)(pd->client_id >> 8);
-	buf[1] = (uint8_t)pd->client_id;
 	char extra[96];
-	snprintf(extra, sizeof(extra), "v4=%zu v6=%zu ttl=%u%s", n4, n6, ttl,
-		 filtered ? " filtered=yes" : "");
-	/* IPv6 is disabled in the sandbox: AAAA answers are relayed but open nothing. */
-	if (open_addrs(p, pd, 4, a4, n4, ttl, &e) < 0) {
+	snprintf(extra, sizeof(extra), "v4=%zu v6=%zu ttl=%u", n4, n6, ttl);
+	if (dropped)
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), " filtered=%d",
+			 dropped);
+	if (dropped && !(pd->qtype == 1 ? n4 : pd->qtype == 28 ? n6 : 1)) {
+		/* nothing public left: a refusal, not an empty (NODATA) answer */
+		audit(p, pd->qname, pd->qtype, "refuse", extra);
+		reply_rcode(p, buf, (size_t)n, m, 5, &pd->client, pd->conn, pd->conn_serial);
+	} else if (open_addrs(p, pd, 4, a4, n4, ttl, &e) < 0) {
+		/* IPv6 is disabled in the sandbox: AAAA answers are relayed but open nothing. */
 		/* Not opened, so not answered: the client must not get an address it can't use. */
 		LOG_WARN("sandbox %s: %s: %s", p->id, pd->qname, e.msg);
 		audit(p, pd->qname, pd->qtype, "servfail", "nft insert failed");
@@ -325,9 +367,10 @@ static void on_upstream(struct np_proxy *p)
 		audit(p, pd->qname, pd->qtype, "allow", extra);
 		reply(p, &pd->client, pd->conn, pd->conn_serial, buf, (size_t)n);
 	}
+	free(a4);
+done:
 	pd->used = false;
 	conn_done(p, pd->conn, pd->conn_serial);
-	free(a4);
 	free(m);
 }
 
