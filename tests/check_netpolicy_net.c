@@ -212,7 +212,9 @@ END_TEST
 START_TEST(test_other_resolvers_blocked)
 {
 	REQUIRE_NET();
-	static const char *const allow[] = {"allowed.test", "198.18.0.0/15"};
+	char range[32];
+	snprintf(range, sizeof(range), "%s0/24", npt_W.net);
+	const char *const allow[] = {"allowed.test", range};
 	struct npt_sb s;
 	npt_sb_up(&s, "t-dns", allow, 2);
 	char up[32], ip[32];
@@ -244,32 +246,91 @@ static char *list_set(const char *table, const char *set)
 	return out;
 }
 
+/*
+ * The world also serves the private and cloud-internal addresses, for this sandbox only (a
+ * policy route from its address on the host; nothing else on the host routes there), so an
+ * address the proxy wrongly opened would really connect instead of leaving the machine.
+ */
+static const char *const private_ips[] = {"10.1.2.3", "192.168.1.1", "100.100.100.200",
+					  "168.63.129.16", "198.18.0.10"};
+#define N_PRIVATE (sizeof(private_ips) / sizeof(private_ips[0]))
+
+static void private_routes(const struct npt_sb *s, bool add)
+{
+	unsigned table = 4242 + npt_W.k;
+	char gw[32];
+	npw_addr(&npt_W, 2, gw, sizeof(gw));
+	for (size_t i = 0; i < N_PRIVATE; i++) {
+		if (add) {
+			ck_assert_int_eq(npw_ip(npt_W.inet_fd, "addr add %s/32 dev eth0",
+						private_ips[i]), 0);
+			ck_assert_int_eq(npw_ip(-1, "route add %s/32 via %s dev %s table %u",
+						private_ips[i], gw, npt_W.veth, table), 0);
+		} else {
+			npw_ip(-1, "route del %s/32 table %u", private_ips[i], table);
+		}
+	}
+	if (add)
+		ck_assert_int_eq(npw_ip(-1, "rule add from %s/32 lookup %u priority 4242",
+					s->info.sb_ip, table), 0);
+	else
+		npw_ip(-1, "rule del from %s/32 lookup %u priority 4242", s->info.sb_ip, table);
+}
+
 START_TEST(test_dns_never_opens_special_addresses)
 {
 	REQUIRE_NET();
 	static const char *const allow[] = {"*.test"};
 	struct npt_sb s;
 	npt_sb_up(&s, "t-special", allow, 1);
+	private_routes(&s, true);
 	char ip[32];
-	/* the answers are relayed, but metadata/loopback/pool addresses are not opened */
-	ck_assert_int_eq(npt_sb_resolve(&s, "meta.test", ip), 0);
-	ck_assert_str_eq(ip, "169.254.169.254");
-	ck_assert_int_eq(npt_sb_resolve(&s, "loop.test", ip), 0);
-	ck_assert_int_eq(npt_sb_resolve(&s, "pool.test", ip), 0);
-	ck_assert_int_eq(npt_sb_resolve(&s, "allowed.test", ip), 0);
+	/*
+	 * An allowed name (one whose DNS someone else runs) answering a non-public or host
+	 * address: the answer is REFUSED and nothing is opened. Each address is tried first: it
+	 * really is served, so only the missing set element stops the connection.
+	 */
+	static const char *const names[] = {"ten.test",   "rfc.test",   "cgnat.test",
+					    "azure.test", "bench.test", "deep.test",
+					    "self.test",  "meta.test",  "loop.test", "pool.test"};
+	int rc[sizeof(names) / sizeof(names[0])];
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		rc[i] = npt_sb_resolve(&s, names[i], ip);
+	int conn[N_PRIVATE];
+	for (size_t i = 0; i < N_PRIVATE; i++)
+		conn[i] = npt_sb_probe(&s, npt_p_tcp, private_ips[i], 80, NULL);
 	char *set = list_set(s.info.table, "d4");
+	private_routes(&s, false);
+	for (size_t i = 0; i < N_PRIVATE; i++)
+		ck_assert_msg(conn[i] == -ECONNREFUSED, "%s:80 from the sandbox: %d",
+			      private_ips[i], conn[i]);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		ck_assert_msg(rc[i] == 5, "%s: rcode %d, want REFUSED", names[i], rc[i]);
+	/* a public-looking address is still opened, from the same answer as a private one */
+	ck_assert_int_eq(npt_sb_resolve(&s, "mixed.test", ip), 0);
+	npt_want_ip(ip, 12);
+	ck_assert_int_eq(npt_sb_tcp(&s, 12, 80, NULL), 0);
+	ck_assert_int_eq(npt_sb_resolve(&s, "allowed.test", ip), 0);
+	ck_assert_int_eq(npt_sb_tcp(&s, 10, 80, NULL), 0);
+	free(set);
+	set = list_set(s.info.table, "d4");
 	ck_assert_ptr_nonnull(set);
-	ck_assert_ptr_null(strstr(set, "169.254"));
-	ck_assert_ptr_null(strstr(set, "127.0.0.1"));
-	ck_assert_ptr_null(strstr(set, "10.213."));
+	static const char *const never[] = {"10.1.2.3", "192.168.", "100.100.", "168.63.",
+					    "198.18.", "169.254", "127.0.0.1", "10.213."};
+	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+		ck_assert_msg(!strstr(set, never[i]), "%s opened: %s", never[i], set);
 	char want[32];
+	npw_addr(&npt_W, 1, want, sizeof(want));
+	strcat(want, " "); /* the host's own address, not .10 .. .19 */
+	ck_assert_msg(!strstr(set, want), "host address opened: %s", set);
 	npw_addr(&npt_W, 10, want, sizeof(want));
 	ck_assert_ptr_nonnull(strstr(set, want));
 	free(set);
-	char *line = strstr(npt_audit_buf, "q=meta.test type=1 decision=allow v4=0 ");
+	char *line = strstr(npt_audit_buf, "q=ten.test type=1 decision=refuse v4=0 ");
 	ck_assert_ptr_nonnull(line);
-	char *f = strstr(line, "filtered=yes");
+	char *f = strstr(line, "filtered=1");
 	ck_assert(f != NULL && f < strchr(line, '\n'));
+	ck_assert_ptr_nonnull(strstr(npt_audit_buf, "q=mixed.test type=1 decision=allow v4=1 "));
 	npt_sb_down(&s);
 }
 END_TEST

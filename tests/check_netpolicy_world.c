@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -94,23 +95,34 @@ void npw_addr(const struct np_world *w, int host, char *out, size_t len)
 struct zone_rec {
 	const char *name;
 	const char *cname; /* or NULL */
-	int host;	   /* A 198.18.k.host */
+	int host;	   /* A <world net>.host */
 	uint32_t ttl;
-	const char *ip; /* or this A (never contacted: the proxy must refuse to open it) */
+	const char *ip;	 /* or this A (never contacted: the proxy must refuse to open it) */
+	const char *ip2; /* and a second A, or NULL */
 };
 static const struct zone_rec zone[] = {
-    {"allowed.test", NULL, 10, 300, NULL},
-    {"denied.test", NULL, 11, 300, NULL},
-    {"b.test", NULL, 12, 300, NULL},
-    {"sub.test", NULL, 13, 300, NULL},
-    {"a.sub.test", NULL, 13, 300, NULL},
-    {"x.y.sub.test", NULL, 13, 300, NULL},
-    {"short.test", NULL, 14, 1, NULL},
-    {"cname.test", "far.elsewhere.test", 15, 300, NULL},
-    {"far.elsewhere.test", NULL, 15, 300, NULL},
-    {"meta.test", NULL, 0, 300, "169.254.169.254"},
-    {"loop.test", NULL, 0, 300, "127.0.0.1"},
-    {"pool.test", NULL, 0, 300, "10.213.0.1"},
+    {"allowed.test", NULL, 10, 300, NULL, NULL},
+    {"denied.test", NULL, 11, 300, NULL, NULL},
+    {"b.test", NULL, 12, 300, NULL, NULL},
+    {"sub.test", NULL, 13, 300, NULL, NULL},
+    {"a.sub.test", NULL, 13, 300, NULL, NULL},
+    {"x.y.sub.test", NULL, 13, 300, NULL, NULL},
+    {"short.test", NULL, 14, 1, NULL, NULL},
+    {"cname.test", "far.elsewhere.test", 15, 300, NULL, NULL},
+    {"far.elsewhere.test", NULL, 15, 300, NULL, NULL},
+    {"meta.test", NULL, 0, 300, "169.254.169.254", NULL},
+    {"loop.test", NULL, 0, 300, "127.0.0.1", NULL},
+    {"pool.test", NULL, 0, 300, "10.213.0.1", NULL},
+    /* not public: an allowed name must not open these (issue 10, item 6) */
+    {"ten.test", NULL, 0, 300, "10.1.2.3", NULL},
+    {"rfc.test", NULL, 0, 300, "192.168.1.1", NULL},
+    {"cgnat.test", NULL, 0, 300, "100.100.100.200", NULL},
+    {"azure.test", NULL, 0, 300, "168.63.129.16", NULL},
+    {"bench.test", NULL, 0, 300, "198.18.0.10", NULL},
+    {"self.test", NULL, 1, 300, NULL, NULL}, /* the host's end of the world's link */
+    {"deep.test", "inner.elsewhere.test", 0, 300, "192.168.1.1", NULL},
+    {"inner.elsewhere.test", NULL, 0, 300, "192.168.1.1", NULL},
+    {"mixed.test", NULL, 12, 300, NULL, "10.1.2.3"}, /* one public, one private */
 };
 static const int server_hosts[] = {10, 11, 12, 13, 14, 15};
 #define N_HOSTS (sizeof(server_hosts) / sizeof(server_hosts[0]))
@@ -138,16 +150,20 @@ static void dns_answer(struct np_world *w, int fd)
 	} else if (m.qtype != 1) {
 		dnsb_start(&d, m.id, 0x8180, m.qname, m.qtype, 0); /* NODATA */
 	} else {
-		uint8_t ip[4] = {198, 18, (uint8_t)w->k, (uint8_t)z->host};
-		if (z->ip)
-			inet_pton(AF_INET, z->ip, ip);
-		dnsb_start(&d, m.id, 0x8180, m.qname, m.qtype, z->cname ? 2 : 1);
+		char a[32];
+		uint8_t ip[4], ip2[4];
+		npw_addr(w, z->host, a, sizeof(a));
+		inet_pton(AF_INET, z->ip ? z->ip : a, ip);
+		dnsb_start(&d, m.id, 0x8180, m.qname, m.qtype,
+			   (uint16_t)((z->cname ? 2 : 1) + (z->ip2 ? 1 : 0)));
 		if (z->cname) {
 			dnsb_rr_cname(&d, NULL, z->cname, z->ttl);
 			dnsb_rr_a(&d, z->cname, ip, z->ttl);
 		} else {
 			dnsb_rr_a(&d, NULL, ip, z->ttl);
 		}
+		if (z->ip2 && inet_pton(AF_INET, z->ip2, ip2) == 1)
+			dnsb_rr_a(&d, NULL, ip2, z->ttl);
 	}
 	sendto(fd, d.b, d.n, 0, (struct sockaddr *)&from, fl);
 }
@@ -230,35 +246,63 @@ static void *server_thread(void *p)
 	return NULL;
 }
 
-/* A 198.18.k.0/24 no route of the host uses yet (another test run may hold one). */
-static unsigned free_k(unsigned k)
+/*
+ * The world's /24s: public-looking ranges (a DNS answer may open them) that are not routed on
+ * the internet (documentation nets, RFC 5737; the retired 6to4 relay net, RFC 7526). Each run
+ * holds one under an flock for the world's life and skips one that a host route already uses.
+ */
+static const char *const world_nets[] = {"198.51.100.", "203.0.113.", "192.88.99.", "192.0.2."};
+#define N_NETS (sizeof(world_nets) / sizeof(world_nets[0]))
+
+static bool net_routed(const char *net)
 {
-	for (int tries = 0; tries < 200; tries++, k = 20 + (k - 20 + 1) % 200) {
-		FILE *f = fopen("/proc/net/route", "r");
-		if (!f)
-			return k;
-		char line[256];
-		bool used = false;
-		unsigned dst;
-		while (!used && fgets(line, sizeof(line), f))
-			if (sscanf(line, "%*s %x", &dst) == 1) /* little-endian hex */
-				used = (dst & 0xffff) == (18u << 8 | 198u) &&
-				       ((dst >> 16) & 0xff) == k;
-		fclose(f);
-		if (!used)
-			return k;
+	char a[32];
+	struct in_addr in;
+	snprintf(a, sizeof(a), "%s0", net);
+	inet_pton(AF_INET, a, &in);
+	FILE *f = fopen("/proc/net/route", "r");
+	if (!f)
+		return false;
+	char line[256];
+	bool used = false;
+	unsigned dst, mask;
+	while (!used && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*s %x %*x %*x %*x %*x %*x %x", &dst, &mask) == 2 && mask)
+			used = (in.s_addr & mask) == (dst & mask); /* both network order */
+	fclose(f);
+	return used;
+}
+
+static int take_net(struct np_world *w)
+{
+	for (int tries = 0; tries < 1200; tries++) { /* two minutes */
+		for (unsigned k = 0; k < N_NETS; k++) {
+			char path[64];
+			snprintf(path, sizeof(path), "/run/lock/rung-npw-%u.lock", k);
+			int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+			if (fd < 0)
+				return -1;
+			if (flock(fd, LOCK_EX | LOCK_NB) == 0 && !net_routed(world_nets[k])) {
+				w->k = k;
+				w->lock_fd = fd;
+				return 0;
+			}
+			close(fd);
+		}
+		usleep(100 * 1000);
 	}
-	return k;
+	return -1;
 }
 
 int npw_up(struct np_world *w)
 {
 	memset(w, 0, sizeof(*w));
-	w->k = free_k(20 + (unsigned)getpid() % 200);
+	w->stop_fd = w->lock_fd = w->inet_fd = -1;
+	if (take_net(w) < 0)
+		return -1;
 	snprintf(w->veth, sizeof(w->veth), "npt%d", (int)getpid() % 10000000);
-	snprintf(w->net, sizeof(w->net), "198.18.%u.", w->k);
-	snprintf(w->upstream, sizeof(w->upstream), "198.18.%u.53:53", w->k);
-	w->stop_fd = -1;
+	snprintf(w->net, sizeof(w->net), "%s", world_nets[w->k]);
+	snprintf(w->upstream, sizeof(w->upstream), "%s53:53", w->net);
 	w->inet_fd = npw_netns_new();
 	if (w->inet_fd < 0)
 		return -1;
@@ -308,6 +352,9 @@ void npw_down(struct np_world *w)
 	if (w->inet_fd >= 0)
 		close(w->inet_fd);
 	w->inet_fd = -1;
+	if (w->lock_fd >= 0)
+		close(w->lock_fd);
+	w->lock_fd = -1;
 }
 
 /* ---- the supervisor's loop ---- */

@@ -1,7 +1,7 @@
 /*
  * tests/egress-testutil.h: helpers for the end-to-end egress suites (egress_e2e, egress_ctr).
  *
- * The test "internet" is tests/np_world.h (a netns on 198.18.k.0/24 with a DNS server, TCP
+ * The test "internet" is tests/np_world.h (a netns on a public-looking /24 with a DNS server, TCP
  * banners on :80/:8080, UDP echo on :9000 at .10-.15); nothing else is ever contacted. The
  * sandboxes are real ones, acquired through include/rung/rung.h; the runtime gets the world's
  * DNS server as its upstream (RUNG_DNS_UPSTREAM) and a /24 of its own (RUNG_NET_POOL), so that
@@ -40,7 +40,7 @@ void eg_world_start(struct np_world *w);
 			RUNG_SKIP(why_);                                                           \
 	} while (0)
 
-/* "198.18.k.<host>" into a static-free caller buffer. */
+/* "<world net>.<host>" into a static-free caller buffer. */
 #define EG_IP(w, host, buf) npw_addr(w, host, buf, sizeof(buf))
 
 /* A process-rung spec (kind) with the given allowlist (NULL-terminated, may be empty). */

@@ -2,7 +2,8 @@
  * tests/np_world.h: a self-contained "internet" for the netpolicy tests and bench.
  *
  * An `inet` network namespace (held only by an fd, so it dies with the test process) joined to
- * the host by a veth "npt<pid>" on 198.18.<k>.0/24 (benchmark range). Inside it, a thread
+ * the host by a veth "npt<pid>" on a public-looking, unrouted /24 (RFC 5737 and 7526 nets, one
+ * per concurrent run, held under an flock). Inside it, a thread
  * serves: DNS on .53:53 (a fixed test zone), TCP banners on :80 and :8080, UDP echo on :9000,
  * on the addresses .10 .. .14. Sandboxes are further fd-only netns; client probes run in a
  * forked child that joined the sandbox netns and report one int back.
@@ -19,10 +20,11 @@
 
 struct np_world {
 	int inet_fd;
-	unsigned k;	   /* third octet of 198.18.k.0/24 */
+	unsigned k;	   /* which of the world's /24s */
+	int lock_fd;	   /* holds that /24 for this run */
 	char veth[16];	   /* host end of the inet link */
-	char net[16];	   /* "198.18.k." */
-	char upstream[32]; /* "198.18.k.53:53" */
+	char net[16];	   /* "A.B.C." */
+	char upstream[32]; /* "A.B.C.53:53" */
 	pthread_t srv;
 	int stop_fd;		/* eventfd: stops the server thread */
 	atomic_int dns_queries; /* queries the upstream DNS server has seen */
@@ -35,7 +37,7 @@ int npw_netns_new(void);
 int npw_ip(int netns_fd, const char *args_fmt, ...) __attribute__((format(printf, 2, 3)));
 int npw_up(struct np_world *w);
 void npw_down(struct np_world *w);
-/* "198.18.k.<host>" */
+/* "A.B.C.<host>" */
 void npw_addr(const struct np_world *w, int host, char *out, size_t len);
 
 /* The proxy's event loop in a thread (what the supervisor does). */
