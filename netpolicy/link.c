@@ -293,7 +293,7 @@ static int host_end_up(struct nl_sock *sk, const struct np_names *nm, const char
 		return rung_err_set(err, EADDRINUSE, "%s/30: taken by another interface meanwhile",
 				    t);
 	}
-	return np_sysctl_write("/proc/sys/net/ipv4/ip_forward", "1", err);
+	return np_forward_enable(NULL, err);
 }
 
 int np_link_up(const struct np_names *nm, const char *id, int netns_fd, const struct np_lease *l,

@@ -201,6 +201,17 @@ int np_sandbox_down(const char *state_dir, const char *id, struct rung_err *err)
  */
 int np_gc(const char *state_dir, const char *const *live_ids, size_t n_live, struct rung_err *err);
 
+/*
+ * Turns on IPv4 forwarding in the caller's netns (what egress needs). When it was off, first
+ * installs table inet NP_FORWARD_GUARD, which drops forwarded packets that neither enter nor
+ * leave a rung interface ("rg*"), so the host routes nothing but rung's own traffic; *guarded
+ * (may be NULL) says whether it did. When it was on already, nothing is added (forward.c).
+ */
+#define NP_FORWARD_GUARD "rung_forward_guard"
+int np_forward_enable(bool *guarded, struct rung_err *err);
+/* The guard's nft script (for tests and docs). */
+const char *np_forward_guard_text(void);
+
 /* ---- DNS messages (pure; exposed for the proxy's tests and the fuzzer) ------------------ */
 
 #define NP_DNS_MAX_RR 64
