@@ -51,6 +51,40 @@ START_TEST(test_answers_and_cname_chain)
 }
 END_TEST
 
+/* The proxy's rebuilt reply: the kept records only, names uncompressed, still parseable. */
+START_TEST(test_reply_keep)
+{
+	static const uint8_t pub[4] = {198, 51, 100, 10}, priv[4] = {10, 1, 2, 3};
+	struct dnsb d;
+	dnsb_start(&d, 9, 0x8180, "A.Example.org", 1, 4);
+	dnsb_rr_cname(&d, NULL, "cdn.other.net", 300);
+	dnsb_rr_a(&d, "cdn.other.net", priv, 120);
+	dnsb_rr_a(&d, "cdn.other.net", pub, 60);
+	dnsb_rr_a(&d, NULL, priv, 60);
+	struct rung_err err = {0};
+	ck_assert_int_eq(np_dns_parse(d.b, d.n, &m, &err), 0);
+	bool keep[4] = {true, false, true, false};
+	uint8_t out[1500];
+	int n = np_dns_reply_keep(d.b, d.n, &m, keep, out, sizeof(out));
+	ck_assert_int_gt(n, 0);
+	ck_assert(!memcmp(out + 12, d.b + 12, m.qend - 12)); /* the question as it came */
+	ck_assert_uint_eq(out[6] << 8 | out[7], 2);
+	ck_assert_uint_eq(out[8] | out[9] | out[10] | out[11], 0);
+	ck_assert_int_eq(np_dns_parse(out, (size_t)n, &m, &err), 0);
+	ck_assert_uint_eq(m.n_answers, 2);
+	ck_assert_str_eq(m.qname, "a.example.org");
+	ck_assert_str_eq(m.answers[0].target, "cdn.other.net");
+	ck_assert_uint_eq(m.answers[0].ttl, 300);
+	uint8_t addrs[8][16];
+	uint32_t ttl;
+	ck_assert_uint_eq(np_dns_answer_addrs(out, (size_t)n, &m, 4, addrs, 8, &ttl), 1);
+	ck_assert(!memcmp(addrs[0], pub, 4));
+	ck_assert_uint_eq(ttl, 60);
+	/* too small a buffer: refused, never truncated */
+	ck_assert_int_eq(np_dns_reply_keep(d.b, d.n, &m, keep, out, m.qend + 4), -EMSGSIZE);
+}
+END_TEST
+
 START_TEST(test_hostile)
 {
 	struct rung_err err = {0};
@@ -120,6 +154,7 @@ Suite *netpolicy_dns_suite(void)
 	tcase_set_timeout(tc, 10);
 	tcase_add_test(tc, test_query);
 	tcase_add_test(tc, test_answers_and_cname_chain);
+	tcase_add_test(tc, test_reply_keep);
 	tcase_add_test(tc, test_hostile);
 	suite_add_tcase(s, tc);
 	return s;
