@@ -232,6 +232,8 @@ struct rt_limits_applied; /* rlimits */
 int rt_rlimits_apply(const struct rung_limits *l, struct rung_err *err);
 /* seccomp: build (parent, before untrusted input) then load (child). */
 int rt_seccomp_build(void **bpf, size_t *len, struct rung_err *err);
+/* The x86_64 number of a syscall name; -EINVAL naming it when libseccomp cannot resolve it. */
+int rt_seccomp_resolve(const char *name, struct rung_err *err);
 int rt_seccomp_load(const void *bpf, size_t len, struct rung_err *err);
 /* Drop every capability, clear the bounding set, lock securebits, no_new_privs. */
 int rt_caps_drop_all(struct rung_err *err);
