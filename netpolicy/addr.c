@@ -9,6 +9,7 @@
  */
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
@@ -70,6 +71,23 @@ bool np_addr6_dns_openable(const uint8_t a[16])
 	return a[0] != 0xff; /* multicast */
 }
 
+/* Appends addr (len bytes) to *arr (n used, cap allocated); false when out of memory. */
+static bool push(void *arr, size_t *n, size_t *cap, const void *addr, size_t len)
+{
+	uint8_t **a = arr;
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 16;
+		uint8_t *m = realloc(*a, c * len);
+		if (!m)
+			return false;
+		*a = m;
+		*cap = c;
+	}
+	memcpy(*a + *n * len, addr, len);
+	(*n)++;
+	return true;
+}
+
 int np_hostaddrs_refresh(struct np_hostaddrs *h, struct rung_err *err)
 {
 	uint64_t now = rung_now_ms();
@@ -79,23 +97,31 @@ int np_hostaddrs_refresh(struct np_hostaddrs *h, struct rung_err *err)
 	if (getifaddrs(&ifa) < 0)
 		return rung_err_sys(err, errno, "getifaddrs (the host's own addresses)");
 	h->n4 = h->n6 = 0;
-	for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+	bool ok = true;
+	for (struct ifaddrs *i = ifa; i && ok; i = i->ifa_next) {
 		if (!i->ifa_addr)
 			continue;
-		if (i->ifa_addr->sa_family == AF_INET && h->n4 < NP_HOSTADDRS_MAX)
-			memcpy(h->a4[h->n4++], &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
-		else if (i->ifa_addr->sa_family == AF_INET6 && h->n6 < NP_HOSTADDRS_MAX)
-			memcpy(h->a6[h->n6++], &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+		if (i->ifa_addr->sa_family == AF_INET)
+			ok = push(&h->a4, &h->n4, &h->cap4,
+				  &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+		else if (i->ifa_addr->sa_family == AF_INET6)
+			ok = push(&h->a6, &h->n6, &h->cap6,
+				  &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
 	}
-	bool full = h->n4 == NP_HOSTADDRS_MAX || h->n6 == NP_HOSTADDRS_MAX;
 	freeifaddrs(ifa);
-	if (full) { /* cannot tell them all apart: open nothing rather than guess */
+	if (!ok) { /* cannot tell them all apart: open nothing rather than guess */
 		h->at_ms = 0;
-		return rung_err_set(err, E2BIG, "the host has more than %d addresses",
-				    NP_HOSTADDRS_MAX);
+		return rung_err_set(err, ENOMEM, "out of memory (the host's own addresses)");
 	}
 	h->at_ms = now ? now : 1;
 	return 0;
+}
+
+void np_hostaddrs_release(struct np_hostaddrs *h)
+{
+	free(h->a4);
+	free(h->a6);
+	memset(h, 0, sizeof(*h));
 }
 
 bool np_hostaddrs_has(const struct np_hostaddrs *h, int family, const uint8_t *a)

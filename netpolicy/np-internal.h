@@ -104,15 +104,15 @@ struct np_proxy_params {
 bool np_addr_dns_openable(const uint8_t a[4], uint32_t pool_base, uint32_t pool_mask);
 bool np_addr6_dns_openable(const uint8_t a[16]);
 /* The host's own addresses (getifaddrs in the caller's netns), re-read at most once a second. */
-#define NP_HOSTADDRS_MAX 256
 #define NP_HOSTADDRS_TTL_MS 1000
 struct np_hostaddrs {
 	uint64_t at_ms; /* 0: never read */
-	size_t n4, n6;
-	uint8_t a4[NP_HOSTADDRS_MAX][4];
-	uint8_t a6[NP_HOSTADDRS_MAX][16];
+	size_t n4, n6, cap4, cap6;
+	uint8_t (*a4)[4];
+	uint8_t (*a6)[16];
 };
 int np_hostaddrs_refresh(struct np_hostaddrs *h, struct rung_err *err);
+void np_hostaddrs_release(struct np_hostaddrs *h);
 bool np_hostaddrs_has(const struct np_hostaddrs *h, int family, const uint8_t *a);
 int np_proxy_new(const struct np_proxy_params *pp, struct np_proxy **out, struct rung_err *err);
 int np_proxy_fd(const struct np_proxy *p);

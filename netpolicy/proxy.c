@@ -506,6 +506,7 @@ void np_proxy_free(struct np_proxy *p)
 	if (p->epfd >= 0)
 		close(p->epfd);
 	np_nfsock_close(p->nf);
+	np_hostaddrs_release(&p->host);
 	free(p);
 }
 
