@@ -335,10 +335,8 @@ static void on_upstream(struct np_proxy *p)
 		goto done;
 	}
 	uint8_t(*a4)[16] = calloc(MAX_ADDRS * 2, 16);
-	if (!a4) {
-		free(m);
-		return;
-	}
+	if (!a4)
+		goto done; /* given up like a timed-out query */
 	uint8_t(*a6)[16] = a4 + MAX_ADDRS;
 	uint32_t t4, t6;
 	size_t n4 = np_dns_answer_addrs(buf, (size_t)n, m, 4, a4, MAX_ADDRS, &t4);
@@ -358,8 +356,10 @@ static void on_upstream(struct np_proxy *p)
 		audit(p, pd->qname, pd->qtype, "refuse", extra);
 		reply_rcode(p, buf, (size_t)n, m, 5, &pd->client, pd->conn, pd->conn_serial);
 	} else if (open_addrs(p, pd, 4, a4, n4, ttl, &e) < 0) {
-		/* IPv6 is disabled in the sandbox: AAAA answers are relayed but open nothing. */
-		/* Not opened, so not answered: the client must not get an address it can't use. */
+		/*
+		 * Not opened, so not answered: the client must not get an address it can't use.
+		 * (IPv6 is disabled in the sandbox: AAAA answers are relayed but open nothing.)
+		 */
 		LOG_WARN("sandbox %s: %s: %s", p->id, pd->qname, e.msg);
 		audit(p, pd->qname, pd->qtype, "servfail", "nft insert failed");
 		reply_rcode(p, buf, (size_t)n, m, 2, &pd->client, pd->conn, pd->conn_serial);
