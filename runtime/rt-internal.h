@@ -228,8 +228,8 @@ int rt_root_plan(const struct rt_root_params *p, struct rt_mount_plan *out, stru
 /* Apply in the sandbox's mount namespace: build under newroot, pivot_root into it. */
 int rt_root_apply(const struct rt_mount_plan *p, const char *newroot, struct rung_err *err);
 
-struct rt_limits_applied; /* rlimits */
-int rt_rlimits_apply(const struct rung_limits *l, struct rung_err *err);
+/* nofile, core, memlock, msgqueue (the spec's limits are a cgroup's and a filesystem's) */
+int rt_rlimits_apply(struct rung_err *err);
 /* seccomp: build (parent, before untrusted input) then load (child). */
 int rt_seccomp_build(void **bpf, size_t *len, struct rung_err *err);
 int rt_seccomp_load(const void *bpf, size_t len, struct rung_err *err);

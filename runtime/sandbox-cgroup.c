@@ -1,0 +1,174 @@
+/*
+ * runtime/sandbox-cgroup.c: the cgroup of a process or container sandbox (see
+ * sandbox-cgroup.h), and the sweep of groups whose sandbox is gone.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "runtime/sandbox-cgroup.h"
+
+const char *rt_cgroup_root(void)
+{
+	const char *r = getenv("RUNG_CGROUP_ROOT");
+	return r && *r ? r : "/sys/fs/cgroup";
+}
+
+void rt_sandbox_cgroup_limits(const struct rung_limits *l, struct rt_cgroup_limits *out)
+{
+	*out = (struct rt_cgroup_limits){.memory_bytes = l->memory_bytes,
+					 .cpu_millis = l->cpus_milli,
+					 .pids_max = l->pids};
+}
+
+/*
+ * Sandbox cgroups are "rung-<store>/<id>": <store> names the state dir by its inode (so any
+ * path to it gives the same name). Two stores on one host then never share a cgroup (the
+ * same key and kind give the same id in both), and one store's gc never takes another
+ * store's live sandboxes for orphans and kills them. (Not below "rung/": older rung
+ * sweepers destroy every group there that their own store does not know.)
+ */
+static int store_tag(const struct rung_router *r, char tag[17], struct rung_err *err)
+{
+	struct stat st;
+	if (stat(r->store.root, &st) < 0)
+		return rung_err_sys(err, errno, "stat state dir %s", r->store.root);
+	char key[64], hex[65];
+	snprintf(key, sizeof(key), "%lx:%lx", (unsigned long)st.st_dev, (unsigned long)st.st_ino);
+	rt_label_of(key, hex);
+	memcpy(tag, hex, 16);
+	tag[16] = '\0';
+	return 0;
+}
+
+int rt_sandbox_cgroup_open(const struct rt_sandbox *sb, struct rt_cgroup **out,
+			   struct rung_err *err)
+{
+	char name[96], tag[17];
+	int r = store_tag(sb->router, tag, err);
+	if (r < 0)
+		return r;
+	snprintf(name, sizeof(name), "rung-%s/%s", tag, sb->meta.id);
+	return rt_cgroup_open(rt_cgroup_root(), name, out, err);
+}
+
+/* Is any swap active on the host? (/proc/swaps: a header line, then one line per area) */
+static bool host_has_swap(void)
+{
+	cleanup_free char *txt = NULL;
+	if (rung_file_load(AT_FDCWD, "/proc/swaps", 1 << 16, &txt, NULL, NULL) < 0)
+		return false;
+	char *nl = strchr(txt, '\n');
+	return nl && nl[1] != '\0';
+}
+
+/* With swap on, a memory limit holds only if swap is limited too (memsw / swap.max). */
+static int swap_check(const struct rt_cgroup *cg, struct rung_err *err)
+{
+	if (!host_has_swap())
+		return 0;
+	bool v2 = rt_cgroup_version(cg) == RT_CGROUP_V2;
+	const char *file = v2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes";
+	char p[4096];
+	snprintf(p, sizeof(p), "%s/%s", rt_cgroup_dir(cg, RT_CGCTL_MEMORY), file);
+	if (access(p, F_OK) == 0)
+		return 0;
+	return rung_err_set(err, ENOTSUP,
+			    "limits.memory cannot be enforced: the host has swap on but no swap "
+			    "accounting (%s missing; boot with swapaccount=1 or turn swap off)",
+			    p);
+}
+
+int rt_sandbox_cgroup_create(const struct rt_sandbox *sb, struct rt_cgroup **out,
+			     struct rung_err *err)
+{
+	struct rt_cgroup *cg = NULL;
+	struct rt_cgroup_limits lim;
+	rt_sandbox_cgroup_limits(&sb->meta.spec.limits, &lim);
+	int r = rt_sandbox_cgroup_open(sb, &cg, err);
+	if (r == 0 && (r = rt_cgroup_create(cg, &lim, err)) == 0)
+		r = swap_check(cg, err);
+	if (r < 0) {
+		struct rung_err e2 = {0};
+		if (cg)
+			rt_cgroup_destroy(cg, &e2);
+		rt_cgroup_free(cg);
+		return rung_err_wrap(err, "cgroup");
+	}
+	*out = cg;
+	return 0;
+}
+
+void rt_sandbox_cgroup_destroy(const struct rt_sandbox *sb)
+{
+	struct rt_cgroup *cg = NULL;
+	struct rung_err err = {0};
+	if (rt_sandbox_cgroup_open(sb, &cg, &err) == 0 && rt_cgroup_destroy(cg, &err) < 0)
+		LOG_WARN("sandbox %s: cgroup: %s", sb->meta.id, err.msg);
+	rt_cgroup_free(cg);
+}
+
+int rt_sandbox_cgroup_freeze(const struct rt_sandbox *sb, bool frozen, struct rung_err *err)
+{
+	struct rt_cgroup *cg = NULL;
+	int r = rt_sandbox_cgroup_open(sb, &cg, err);
+	if (r == 0)
+		r = rt_cgroup_freeze(cg, frozen, err);
+	rt_cgroup_free(cg);
+	return r;
+}
+
+int rt_sandbox_oom_kills(struct rt_sandbox *sb, uint64_t *n)
+{
+	struct rt_cgroup *cg = NULL;
+	struct rt_cgroup_stats stats;
+	struct rung_err err = {0};
+	int r = rt_sandbox_cgroup_open(sb, &cg, &err);
+	if (r == 0)
+		r = rt_cgroup_stats(cg, &stats, &err);
+	rt_cgroup_free(cg);
+	if (r == 0)
+		*n = stats.oom_kills;
+	return r;
+}
+
+static bool id_live(const char *id, void *data)
+{
+	struct rung_router *r = data;
+	struct rt_meta m;
+	struct rung_err err = {0};
+	if (rt_store_meta_read(&r->store, id, &m, &err) < 0)
+		return false;
+	bool alive = rt_supervisor_alive(&m);
+	rt_meta_release(&m);
+	return alive;
+}
+
+/* The groups of every cgroup-limited rung (process and container) of this store. */
+int rt_container_gc(struct rung_router *r, bool store_empty, struct rung_err *err)
+{
+	enum rt_cgroup_version v;
+	bool hybrid;
+	struct rung_err e2 = {0};
+	if (rt_cgroup_detect(rt_cgroup_root(), &v, &hybrid, &e2) < 0)
+		return 0; /* no cgroups here: nothing of ours either */
+	char parent[32], tag[17];
+	int rc = store_tag(r, tag, err);
+	if (rc < 0)
+		return rc;
+	snprintf(parent, sizeof(parent), "rung-%s", tag); /* this store's sandboxes only */
+	rc = rt_cgroup_gc(rt_cgroup_root(), parent, id_live, r, err);
+	struct rt_cgroup *pcg = NULL;
+	if (rc >= 0 && store_empty && rt_cgroup_open(rt_cgroup_root(), parent, &pcg, &e2) == 0) {
+		/* No sandbox left: drop the store's (now empty) group. A plain rmdir, which the
+		 * kernel refuses while any group is below it. */
+		for (int c = 0; c < RT_CGCTL__COUNT; c++) {
+			const char *d = rt_cgroup_dir(pcg, (enum rt_cgroup_ctl)c);
+			if (d)
+				rmdir(d);
+		}
+		rt_cgroup_free(pcg);
+	}
+	return rc;
+}
