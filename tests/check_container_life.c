@@ -8,17 +8,43 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "tests/container-testutil.h"
 #include "tests/testutil.h"
 
 static void spec_free(struct rung_spec *s) { rung_spec_release(s); }
+
+/* debugfs -R CMD IMG (read-only): its stdout (malloc'd), or NULL. */
+static char *debugfs(const char *img, const char *cmd)
+{
+	int p[2];
+	ck_assert_int_eq(pipe(p), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 1);
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 2);
+		execl("/sbin/debugfs", "debugfs", "-R", cmd, img, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	char *out = NULL;
+	size_t len;
+	struct rung_err err = {0};
+	rung_read_fd_all(p[0], 1 << 20, &out, &len, &err);
+	close(p[0]);
+	waitpid(pid, NULL, 0);
+	return out;
+}
 
 static bool wait_until(bool (*pred)(const char *), const char *arg, unsigned ms)
 {
@@ -72,16 +98,22 @@ START_TEST(test_image_root)
 	ck_assert_uint_ge(host0, 200000000ul);
 	ck_assert_uint_eq(len, 65536);
 	free(out);
-	/* Writes land in the upper dir, owned by the sandbox's host uid; the shared layers
-	 * are never written (copy-up and whiteouts instead). */
-	free(ct_sh(sb, "echo changed > /etc/image-release && rm /bin/yes && echo w > /work/f"));
+	/* Writes land in the upper dir, on the sandbox's own disk image, owned by the sandbox's
+	 * host uid; the shared layers are never written (copy-up and whiteouts instead). */
+	free(ct_sh(sb, "echo changed > /etc/image-release && rm /bin/yes && echo w > /work/f && "
+		       "sync"));
 	char p[4400];
-	struct stat st;
-	snprintf(p, sizeof(p), "%s/sandboxes/%s/upper/work/f", ct_state(), rung_sandbox_id(sb));
-	ck_assert_msg(stat(p, &st) == 0, "%s: missing", p);
-	ck_assert_uint_eq(st.st_uid, host0);
-	snprintf(p, sizeof(p), "%s/sandboxes/%s/upper/bin/yes", ct_state(), rung_sandbox_id(sb));
-	ck_assert_msg(lstat(p, &st) == 0 && S_ISCHR(st.st_mode), "%s: no whiteout", p);
+	snprintf(p, sizeof(p), "%s/sandboxes/%s/disk.img", ct_state(), rung_sandbox_id(sb));
+	char *f = debugfs(p, "stat /upper/work/f");
+	char want[64];
+	snprintf(want, sizeof(want), "User: %9lu", host0);
+	ck_assert_msg(f && strstr(f, "Type: regular") && strstr(f, want), "%s: /upper/work/f: %s", p,
+		      f ? f : "(debugfs failed)");
+	free(f);
+	f = debugfs(p, "stat /upper/bin/yes");
+	ck_assert_msg(f && strstr(f, "Type: character special"), "%s: no whiteout: %s", p,
+		      f ? f : "(debugfs failed)");
+	free(f);
 	out = ct_sh(sb, "cat /etc/image-release; test -e /bin/yes || echo no-yes");
 	ck_assert_str_eq(out, "changed\nno-yes\n");
 	free(out);
