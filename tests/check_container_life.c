@@ -23,29 +23,6 @@
 
 static void spec_free(struct rung_spec *s) { rung_spec_release(s); }
 
-/* debugfs -R CMD IMG (read-only): its stdout (malloc'd), or NULL. */
-static char *debugfs(const char *img, const char *cmd)
-{
-	int p[2];
-	ck_assert_int_eq(pipe(p), 0);
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(p[1], 1);
-		int null = open("/dev/null", O_WRONLY);
-		dup2(null, 2);
-		execl("/sbin/debugfs", "debugfs", "-R", cmd, img, (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	char *out = NULL;
-	size_t len;
-	struct rung_err err = {0};
-	rung_read_fd_all(p[0], 1 << 20, &out, &len, &err);
-	close(p[0]);
-	waitpid(pid, NULL, 0);
-	return out;
-}
-
 static bool wait_until(bool (*pred)(const char *), const char *arg, unsigned ms)
 {
 	for (unsigned i = 0; i < ms / 20; i++) {
@@ -104,13 +81,13 @@ START_TEST(test_image_root)
 		       "sync"));
 	char p[4400];
 	snprintf(p, sizeof(p), "%s/sandboxes/%s/disk.img", ct_state(), rung_sandbox_id(sb));
-	char *f = debugfs(p, "stat /upper/work/f");
+	char *f = ct_debugfs(p, "stat /upper/work/f");
 	char want[64];
 	snprintf(want, sizeof(want), "User: %9lu", host0);
 	ck_assert_msg(f && strstr(f, "Type: regular") && strstr(f, want), "%s: /upper/work/f: %s", p,
 		      f ? f : "(debugfs failed)");
 	free(f);
-	f = debugfs(p, "stat /upper/bin/yes");
+	f = ct_debugfs(p, "stat /upper/bin/yes");
 	ck_assert_msg(f && strstr(f, "Type: character special"), "%s: no whiteout: %s", p,
 		      f ? f : "(debugfs failed)");
 	free(f);

@@ -390,7 +390,11 @@ START_TEST(test_file_tricks)
 	struct rung_err err = {0};
 	const char *id = rung_sandbox_id(f.sb);
 	char work[8192], meta[8300], hostlink[8300], marker[64];
-	snprintf(work, sizeof(work), "%s/sandboxes/%s/work", f.dir, id);
+	struct rt_meta fm;
+	spine_meta(f.r, id, &fm);
+	/* the work dir as the host reaches it (it is on the sandbox's own disk) */
+	snprintf(work, sizeof(work), "/proc/%d/root/work", (int)fm.init_pid);
+	rt_meta_release(&fm);
 	snprintf(meta, sizeof(meta), "%s/sandboxes/%s/meta.json", f.dir, id);
 	snprintf(marker, sizeof(marker), "/rung-escape-%d", (int)getpid());
 	/* The host's root entry in /etc/passwd (home /root) tells host from sandbox content. */
