@@ -96,11 +96,12 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 	if (r < 0)
 		return r;
 	c.disk_fd = r;
+	rung_trace("process: disk mounted");
 	if ((r = rt_sandbox_cgroup_create(sb, &c.cg, err)) < 0) {
 		close(c.disk_fd);
 		return r;
 	}
-	rung_trace("process: disk and cgroup made");
+	rung_trace("process: cgroup made");
 	cleanup_free char *resolv = NULL;
 	int netns = -1;
 	r = rt_net_setup(sb, &netns, &resolv, err);

@@ -16,7 +16,7 @@
 #include "common/err.h"
 
 /* mkfs.ext4 (execve, never a shell). from_dir: "-d DIR" (or NULL). scratch: one sandbox's
- * writable space: no reserved blocks, no journal (no jbd2 thread per sandbox). */
+ * writable space: no reserved blocks, no journal (no jbd2 thread per sandbox), no resize inode. */
 int rt_mkfs_ext4(const char *img, uint64_t bytes, const char *from_dir, bool scratch,
 		 struct rung_err *err);
 /* Can this host give a sandbox a disk limit? -ENOTSUP naming the missing facility (the loop
