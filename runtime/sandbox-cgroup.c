@@ -122,14 +122,11 @@ int rt_sandbox_cgroup_freeze(const struct rt_sandbox *sb, bool frozen, struct ru
 int rt_sandbox_oom_kills(struct rt_sandbox *sb, uint64_t *n)
 {
 	struct rt_cgroup *cg = NULL;
-	struct rt_cgroup_stats stats;
 	struct rung_err err = {0};
 	int r = rt_sandbox_cgroup_open(sb, &cg, &err);
 	if (r == 0)
-		r = rt_cgroup_stats(cg, &stats, &err);
+		r = rt_cgroup_oom_kills(cg, n, &err);
 	rt_cgroup_free(cg);
-	if (r == 0)
-		*n = stats.oom_kills;
 	return r;
 }
 
