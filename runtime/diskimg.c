@@ -5,9 +5,11 @@
  * is mounted with fsopen/fsmount, so it is attached nowhere on the host.
  */
 #include <dirent.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
@@ -268,6 +270,19 @@ int rt_sandbox_disk_mount(const struct rt_sandbox *sb, struct rung_err *err)
 	char img[4096];
 	rt_store_path(&sb->router->store, sb->meta.id, "disk.img", img, sizeof(img));
 	int r = rt_disk_check(err);
+	/* The same image mounted twice (through two loop devices) would corrupt it: a previous
+	 * run's mount goes with its mount namespace, and its loop device right after. */
+	char real[PATH_MAX];
+	if (r == 0 && realpath(img, real)) {
+		int busy = 0;
+		for (int i = 0; i < 100 && (busy = rt_disk_loops_under(real)) > 0; i++)
+			usleep(20000);
+		if (busy > 0)
+			r = rung_err_set(err, EBUSY,
+					 "limits.disk: %s is still attached to a loop device (a "
+					 "previous run of this sandbox still holds it)",
+					 img);
+	}
 	bool fresh = false;
 	if (r == 0 && (r = rt_disk_image(sb->router->store.root, img,
 					 sb->meta.spec.limits.disk_bytes, err)) > 0) {

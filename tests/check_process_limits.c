@@ -5,10 +5,11 @@
  * group's peak stays under the limit. --cpus throttles two busy loops; pids.max stops a fork
  * bomb; --disk is a size-limited filesystem: many files past it get ENOSPC and the host
  * image never grows past it. The disk's loop device is released on dispose and when the
- * supervisor is killed. A limit the host cannot enforce refuses the spec. The v2 plan of a
+ * supervisor is killed; a restart never mounts an image that a previous mount still holds. A limit the host cannot enforce refuses the spec. The v2 plan of a
  * sandbox group is checked against a fake cgroup2 tree. Tagged "root".
  */
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -385,12 +386,57 @@ START_TEST(test_disk_released)
 	struct rung_gc_report rep;
 	ck_assert_msg(rung_gc(r, &rep, &err) == 0, "%s", err.msg); /* removes the dead one */
 	ck_assert_int_eq(spine_store_entries(state), 0);
+	struct rt_cgroup *cg = cg_of(r, rung_sandbox_id(b)); /* and its cgroup */
+	for (int c = 0; c < RT_CGCTL__COUNT; c++) {
+		const char *d = rt_cgroup_dir(cg, (enum rt_cgroup_ctl)c);
+		ck_assert_msg(!d || access(d, F_OK) < 0, "%s is left", d);
+	}
+	rt_cgroup_free(cg);
 	ck_assert_int_eq(rung_test_count_mounts(), mounts0);
 	rung_sandbox_close(a);
 	rung_sandbox_close(b);
 	rung_spec_release(&s);
 	rung_router_free(r);
 	free(state);
+}
+END_TEST
+
+/* A restart never mounts the image a second time while a previous mount still lives (two
+ * ext4 mounts of one image, through two loop devices, would corrupt it): a host fd held
+ * open on the old work dir keeps it alive, and the restart is refused until it goes. */
+START_TEST(test_disk_no_double_mount)
+{
+	RUNG_REQUIRE_ROOT();
+	struct rung_router *r = spine_router(NULL);
+	struct rung_spec s = spec_k("dbl");
+	s.limits.disk_bytes = 32 * MIB;
+	struct rung_sandbox *sb = acquire(r, "dbl", &s);
+	free(spine_sh_ok(sb, "echo kept > /work/k"));
+	struct rt_meta m;
+	spine_meta(r, rung_sandbox_id(sb), &m);
+	char p[128];
+	snprintf(p, sizeof(p), "/proc/%d/root/work", (int)m.init_pid);
+	int hold = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(hold, 0);
+	kill(m.init_pid, SIGKILL);
+	ck_assert(spine_wait_gone(m.sup_pid, 10000));
+	rt_meta_release(&m);
+	rung_sandbox_close(sb);
+	struct rung_key key = {"lim", "dbl", "agent"};
+	struct rung_err err = {0};
+	sb = NULL;
+	int rc = rung_acquire(r, &key, &s, &sb, NULL, &err);
+	fprintf(stderr, "process disk held by the host: restart: %d %s\n", rc, err.msg);
+	ck_assert_int_eq(rc, -EBUSY);
+	ck_assert_ptr_nonnull(strstr(err.msg, "still attached to a loop device"));
+	close(hold);
+	sb = acquire(r, "dbl", &s);
+	char *out = spine_sh_ok(sb, "cat /work/k");
+	ck_assert_str_eq(out, "kept\n");
+	free(out);
+	rung_sandbox_close(sb);
+	rung_spec_release(&s);
+	rung_router_free(r);
 }
 END_TEST
 
@@ -542,6 +588,7 @@ Suite *process_limits_suite(void)
 	add(s, "fork_bomb", test_fork_bomb, true);
 	add(s, "disk_enospc", test_disk_enospc, true);
 	add(s, "disk_released", test_disk_released, true);
+	add(s, "disk_no_double_mount", test_disk_no_double_mount, true);
 	add(s, "refuse", test_refuse_unenforceable, true);
 	add(s, "v2_fake_plan", test_v2_fake_plan, false);
 	add(s, "inspect", test_inspect_limits, true);
