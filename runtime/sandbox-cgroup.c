@@ -182,8 +182,12 @@ json_t *rt_limits_describe(const struct rung_limits *l, enum rung_isolation iso)
 		  "CFS quota; pids.max) and a sparse ext4 image on a loop device for the writable "
 		  "storage (disk: ENOSPC past it); /tmp and /dev/shm are tmpfs of a fixed size, "
 		  "charged to the cgroup";
+	/* the vm rung gives whole vCPUs, 1..4 (backend-vm.c): that is what it shows */
+	unsigned vcpus = (l->cpus_milli + 999) / 1000;
+	double cpus = iso == RUNG_ISO_VM ? (vcpus < 1 ? 1 : vcpus > 4 ? 4 : vcpus)
+					 : l->cpus_milli / 1000.0;
 	json_t *o = json_pack("{s:I, s:f, s:I, s:I, s:s}", "memory", (json_int_t)l->memory_bytes,
-			      "cpus", l->cpus_milli / 1000.0, "pids", (json_int_t)l->pids, "disk",
+			      "cpus", cpus, "pids", (json_int_t)l->pids, "disk",
 			      (json_int_t)l->disk_bytes, "enforced_by", by);
 	if (o && iso != RUNG_ISO_VM)
 		json_object_set_new(o, "tmpfs", json_pack("{s:I, s:I}", "/tmp", (json_int_t)tmp,
