@@ -189,14 +189,18 @@ struct hog {
 static void *hog_main(void *p)
 {
 	struct hog *h = p;
+	/* `times` then prints the CPU time the loops used (user, system of the waited-for) */
 	const char *const argv[] = {"sh", "-c",
-				    "(while :; do :; done) & (while :; do :; done) & sleep 4", NULL};
+				    "timeout 4 sh -c 'while :; do :; done' & "
+				    "timeout 4 sh -c 'while :; do :; done' & wait; times",
+				    NULL};
 	struct rung_exec_req q = {.argv = argv, .timeout_ms = 10000};
 	h->rc = rung_exec(h->sb, &q, &h->res, &h->err);
 	return NULL;
 }
 
-/* --cpus 0.1: two busy loops use about 0.1 CPU, measured from the host over 2 s. */
+/* --cpus 0.1: two busy loops use about 0.1 CPU, measured from the host (the cgroup's CPU
+ * time over 2 s) and inside (the loops' own CPU time over their 4 s). */
 START_TEST(test_cpus)
 {
 	RUNG_REQUIRE_ROOT();
@@ -222,6 +226,14 @@ START_TEST(test_cpus)
 	fprintf(stderr, "process cpus 0.1: two busy loops used %.3f CPUs over %.2f s\n", share,
 		(t1 - t0) / 1e6);
 	ck_assert_msg(h.rc == 0, "the exec failed: %s", h.err.msg);
+	unsigned um, sm;
+	double us, ss;
+	char *l2 = h.res.out ? strchr(h.res.out, '\n') : NULL;
+	ck_assert_msg(l2 && sscanf(l2 + 1, "%um%lfs %um%lfs", &um, &us, &sm, &ss) == 4,
+		      "times: %s", h.res.out ? h.res.out : "(none)");
+	double inside = (um * 60 + us + sm * 60 + ss) / 4.0;
+	fprintf(stderr, "process cpus 0.1: inside, the loops used %.3f CPUs over 4 s\n", inside);
+	ck_assert_msg(inside < 0.35, "two busy loops under --cpus 0.1 used %.3f CPUs", inside);
 	rung_exec_res_release(&h.res);
 	ck_assert_msg(share < 0.35, "two busy loops under --cpus 0.1 used %.3f CPUs", share);
 	ck_assert_msg(share > 0.01, "the loops barely ran (%.3f CPUs): nothing measured", share);
