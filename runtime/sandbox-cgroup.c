@@ -53,31 +53,37 @@ int rt_sandbox_cgroup_open(const struct rt_sandbox *sb, struct rt_cgroup **out,
 	return rt_cgroup_open(rt_cgroup_root(), name, out, err);
 }
 
-/* Is any swap active on the host? (/proc/swaps: a header line, then one line per area) */
-static bool host_has_swap(void)
+/* Does this /proc/swaps text list a swap area? (a header line, then one line per area) */
+static bool swaps_listed(const char *txt)
 {
-	cleanup_free char *txt = NULL;
-	if (rung_file_load(AT_FDCWD, "/proc/swaps", 1 << 16, &txt, NULL, NULL) < 0)
-		return false;
-	char *nl = strchr(txt, '\n');
+	const char *nl = txt ? strchr(txt, '\n') : NULL;
 	return nl && nl[1] != '\0';
 }
 
-/* With swap on, a memory limit holds only if swap is limited too (memsw / swap.max). */
-static int swap_check(const struct rt_cgroup *cg, struct rung_err *err)
+int rt_sandbox_swap_check(const struct rt_cgroup *cg, const char *swaps, struct rung_err *err)
 {
-	if (!host_has_swap())
+	if (!swaps_listed(swaps))
 		return 0;
 	bool v2 = rt_cgroup_version(cg) == RT_CGROUP_V2;
 	const char *file = v2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes";
+	const char *d = rt_cgroup_dir(cg, RT_CGCTL_MEMORY);
 	char p[4096];
-	snprintf(p, sizeof(p), "%s/%s", rt_cgroup_dir(cg, RT_CGCTL_MEMORY), file);
-	if (access(p, F_OK) == 0)
+	snprintf(p, sizeof(p), "%s/%s", d ? d : rt_cgroup_name(cg), file);
+	if (d && access(p, F_OK) == 0)
 		return 0;
 	return rung_err_set(err, ENOTSUP,
 			    "limits.memory cannot be enforced: the host has swap on but no swap "
 			    "accounting (%s missing; boot with swapaccount=1 or turn swap off)",
 			    p);
+}
+
+/* With swap on, a memory limit holds only if swap is limited too (memsw / swap.max). */
+static int swap_check(const struct rt_cgroup *cg, struct rung_err *err)
+{
+	cleanup_free char *txt = NULL;
+	if (rung_file_load(AT_FDCWD, "/proc/swaps", 1 << 16, &txt, NULL, NULL) < 0)
+		return 0;
+	return rt_sandbox_swap_check(cg, txt, err);
 }
 
 int rt_sandbox_cgroup_create(const struct rt_sandbox *sb, struct rt_cgroup **out,

@@ -22,6 +22,10 @@ int rt_sandbox_cgroup_open(const struct rt_sandbox *sb, struct rt_cgroup **out,
  */
 int rt_sandbox_cgroup_create(const struct rt_sandbox *sb, struct rt_cgroup **out,
 			     struct rung_err *err);
+/* After the group is made: with swap listed in swaps (the text of /proc/swaps), a memory limit
+ * needs the group's swap limit file (v1 memory.memsw.limit_in_bytes, v2 memory.swap.max);
+ * -ENOTSUP naming it when it is missing. */
+int rt_sandbox_swap_check(const struct rt_cgroup *cg, const char *swaps, struct rung_err *err);
 /* Kill what is left and remove the group (idempotent; logs a failure). */
 void rt_sandbox_cgroup_destroy(const struct rt_sandbox *sb);
 int rt_sandbox_cgroup_freeze(const struct rt_sandbox *sb, bool frozen, struct rung_err *err);

@@ -546,6 +546,44 @@ START_TEST(test_v2_fake_plan)
 }
 END_TEST
 
+/* With swap on and no swap accounting, a memory limit is refused (swap would bypass it). */
+START_TEST(test_swap_without_accounting)
+{
+	char *root = rung_test_tmpdir("cgv1");
+	static const char *const h[] = {"memory", "cpu", "pids", "freezer"};
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(h); i++) {
+		char p[4200];
+		snprintf(p, sizeof(p), "%s/%s", root, h[i]);
+		ck_assert_int_eq(mkdir(p, 0755), 0);
+		snprintf(p, sizeof(p), "%s/%s/cgroup.procs", root, h[i]);
+		FILE *f = fopen(p, "w");
+		ck_assert_ptr_nonnull(f);
+		fclose(f);
+	}
+	struct rt_cgroup *cg = NULL;
+	struct rung_err err = {0};
+	ck_assert_msg(rt_cgroup_open(root, "rung-x/y", &cg, &err) == 0, "%s", err.msg);
+	struct rt_cgroup_limits lim = {.memory_bytes = 64 * MIB};
+	ck_assert_msg(rt_cgroup_create(cg, &lim, &err) == 0, "%s", err.msg);
+	const char *none = "Filename\tType\tSize\tUsed\tPriority\n";
+	const char *some = "Filename\tType\tSize\tUsed\tPriority\n"
+			   "/swapfile\tfile\t1048572\t0\t-2\n";
+	ck_assert_int_eq(rt_sandbox_swap_check(cg, none, &err), 0);
+	/* the fake tree's memsw file exists once the plan wrote it: take it away */
+	char p[4300];
+	snprintf(p, sizeof(p), "%s/memory.memsw.limit_in_bytes", rt_cgroup_dir(cg, RT_CGCTL_MEMORY));
+	ck_assert_int_eq(access(p, F_OK), 0);
+	ck_assert_int_eq(rt_sandbox_swap_check(cg, some, &err), 0);
+	ck_assert_int_eq(unlink(p), 0);
+	ck_assert_int_eq(rt_sandbox_swap_check(cg, some, &err), -ENOTSUP);
+	ck_assert_ptr_nonnull(strstr(err.msg, "limits.memory"));
+	ck_assert_ptr_nonnull(strstr(err.msg, "memory.memsw.limit_in_bytes missing"));
+	rt_cgroup_free(cg);
+	rung_rm_rf(root, &err);
+	free(root);
+}
+END_TEST
+
 /* inspect shows the effective limits and what enforces each. */
 START_TEST(test_inspect_limits)
 {
@@ -603,6 +641,7 @@ Suite *process_limits_suite(void)
 	add(s, "disk_no_double_mount", test_disk_no_double_mount, true);
 	add(s, "refuse", test_refuse_unenforceable, true);
 	add(s, "v2_fake_plan", test_v2_fake_plan, false);
+	add(s, "swap_refused", test_swap_without_accounting, false);
 	add(s, "inspect", test_inspect_limits, true);
 	return s;
 }
