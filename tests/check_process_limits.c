@@ -5,8 +5,10 @@
  * group's peak stays under the limit. --cpus throttles two busy loops; pids.max stops a fork
  * bomb; --disk is a size-limited filesystem: many files past it get ENOSPC and the host
  * image never grows past it. The disk's loop device is released on dispose and when the
- * supervisor is killed; a restart never mounts an image that a previous mount still holds. A limit the host cannot enforce refuses the spec. The v2 plan of a
- * sandbox group is checked against a fake cgroup2 tree. Tagged "root".
+ * supervisor is killed; a restart never mounts an image that a previous mount still holds.
+ * A limit the host cannot enforce (no controller, no loop device, swap on without swap
+ * accounting) refuses the spec. The v2 plan of a sandbox group is checked against a fake
+ * cgroup2 tree. Tagged "root" (the fake-tree cases need no root).
  */
 #include <check.h>
 #include <errno.h>
