@@ -2,8 +2,9 @@
  * runtime/backend-container.c: the `container` rung. Everything the process rung does, with
  * an OCI image as the root: the image's unpacked layers (shared, read-only, never copied) are
  * idmapped into the sandbox's uid range and stacked under a per-sandbox overlayfs upper dir
- * that persists until dispose; memory, cpu and pids limits through the cgroup layer (v1 or
- * v2); suspend/resume through the freezer.
+ * that persists until dispose, on the sandbox's own size-limited disk (limits.disk, see
+ * diskimg.h); memory, cpu and pids limits through the cgroup layer (v1 or v2);
+ * suspend/resume through the freezer.
  */
 #include <fcntl.h>
 #include <sched.h>
@@ -14,8 +15,8 @@
 #include <sys/syscall.h>
 
 #include "rootfs/rfs.h"
-#include "runtime/cgroup.h"
-#include "runtime/rt-internal.h"
+#include "runtime/diskimg.h"
+#include "runtime/sandbox-cgroup.h"
 #include "runtime/sandbox-ns.h"
 
 #ifndef OPEN_TREE_CLONE
@@ -25,42 +26,6 @@
 #define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
 #endif
 
-static const char *cgroup_root(void)
-{
-	const char *r = getenv("RUNG_CGROUP_ROOT");
-	return r && *r ? r : "/sys/fs/cgroup";
-}
-
-/*
- * Sandbox cgroups are "rung-<store>/<id>": <store> names the state dir by its inode (so any
- * path to it gives the same name). Two stores on one host then never share a cgroup (the
- * same key and kind give the same id in both), and one store's gc never takes another
- * store's live sandboxes for orphans and kills them. (Not below "rung/": older rung
- * sweepers destroy every group there that their own store does not know.)
- */
-static int store_tag(const struct rung_router *r, char tag[17], struct rung_err *err)
-{
-	struct stat st;
-	if (stat(r->store.root, &st) < 0)
-		return rung_err_sys(err, errno, "stat state dir %s", r->store.root);
-	char key[64], hex[65];
-	snprintf(key, sizeof(key), "%lx:%lx", (unsigned long)st.st_dev, (unsigned long)st.st_ino);
-	rt_label_of(key, hex);
-	memcpy(tag, hex, 16);
-	tag[16] = '\0';
-	return 0;
-}
-
-static int cgroup_of(const struct rt_sandbox *sb, struct rt_cgroup **out, struct rung_err *err)
-{
-	char name[96], tag[17];
-	int r = store_tag(sb->router, tag, err);
-	if (r < 0)
-		return r;
-	snprintf(name, sizeof(name), "rung-%s/%s", tag, sb->meta.id);
-	return rt_cgroup_open(cgroup_root(), name, out, err);
-}
-
 static bool container_available(const struct rung_router *r, struct rung_err *err)
 {
 	if (access(r->agent_path, X_OK) < 0) {
@@ -69,7 +34,7 @@ static bool container_available(const struct rung_router *r, struct rung_err *er
 	}
 	enum rt_cgroup_version v;
 	bool hybrid;
-	if (rt_cgroup_detect(cgroup_root(), &v, &hybrid, err) < 0)
+	if (rt_cgroup_detect(rt_cgroup_root(), &v, &hybrid, err) < 0)
 		return false;
 	return true;
 }
@@ -83,6 +48,7 @@ struct ctr_ctx {
 	struct rt_sandbox *sb;
 	char **lowers;         /* unpacked layers, top-most first */
 	struct rt_cgroup *cg;
+	int disk_fd;           /* the detached mount of the sandbox's disk (upper, ovlwork) */
 };
 
 /* In the supervisor, once the sandbox's pid 1 exists (ids mapped, still waiting): build its
@@ -131,9 +97,10 @@ static int ctr_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct run
 		else if (!(mnt[i] = strdup(p)))
 			r = rung_err_set(err, ENOMEM, "out of memory");
 	}
-	char upper[4096], work[4096], root[4096];
-	rt_store_path(&sb->router->store, sb->meta.id, "upper", upper, sizeof(upper));
-	rt_store_path(&sb->router->store, sb->meta.id, "ovlwork", work, sizeof(work));
+	char disk[4096], upper[4200], work[4200], root[4096];
+	rt_store_path(&sb->router->store, sb->meta.id, "disk", disk, sizeof(disk));
+	snprintf(upper, sizeof(upper), "%s/upper", disk);
+	snprintf(work, sizeof(work), "%s/ovlwork", disk);
 	rt_store_path(&sb->router->store, sb->meta.id, "root", root, sizeof(root));
 	struct rfs_mount_plan plan;
 	if (r == 0)
@@ -142,6 +109,10 @@ static int ctr_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct run
 	if (r == 0 && setns(mntns, CLONE_NEWNS) < 0)
 		r = rung_err_sys(err, errno, "enter the sandbox's mount namespace");
 	else if (r == 0) {
+		/* the size-limited disk first: upper and ovlwork live on it */
+		if (syscall(SYS_move_mount, c->disk_fd, "", AT_FDCWD, disk,
+			    MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			r = rung_err_sys(err, errno, "attach the sandbox's disk at %s", disk);
 		for (size_t i = 0; i < n && r == 0; i++)
 			if (syscall(SYS_move_mount, tfd[i], "", AT_FDCWD, mnt[i],
 				    MOVE_MOUNT_F_EMPTY_PATH) < 0)
@@ -180,7 +151,7 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 		return rung_err_set(err, EINVAL, "container metadata lacks the image digest");
 	struct rfs_store *st = NULL;
 	struct rfs_image_info info = {0};
-	struct ctr_ctx c = {.sb = sb};
+	struct ctr_ctx c = {.sb = sb, .disk_fd = -1};
 	char ref[100], p[4096];
 	snprintf(ref, sizeof(ref), "@%s", digest);
 	int r = rfs_store_open(sb->router->store.root, &st, err);
@@ -192,22 +163,25 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 	rfs_store_free(st);
 	if (r < 0)
 		return rung_err_wrap(err, "image %s", s->image);
-	static const char *const dirs[] = {"upper", "ovlwork", "root", "lower"};
+	static const char *const dirs[] = {"disk", "root", "lower"};
 	for (size_t i = 0; i < RUNG_ARRAY_SIZE(dirs) && r == 0; i++) {
 		rt_store_path(&sb->router->store, sb->meta.id, dirs[i], p, sizeof(p));
-		if (mkdir(p, i == 0 ? 0755 : 0700) < 0 && errno != EEXIST)
+		if (mkdir(p, 0700) < 0 && errno != EEXIST)
 			r = rung_err_sys(err, errno, "mkdir %s", p);
-		/* the upper dir is the sandbox root's "/": its root owns it */
-		if (r == 0 && i == 0 && chown(p, sb->meta.uid_base, sb->meta.uid_base) < 0)
-			r = rung_err_sys(err, errno, "chown %s", p);
 	}
-	struct rt_cgroup_limits lim = {.memory_bytes = s->limits.memory_bytes,
-				       .cpu_millis = s->limits.cpus_milli,
-				       .pids_max = s->limits.pids};
+	/* upper and ovlwork live on the sandbox's disk (limits.disk); the upper dir is the
+	 * sandbox root's "/": its root owns it */
+	if (r == 0 && (r = rt_sandbox_disk_mount(sb, err)) >= 0) {
+		c.disk_fd = r;
+		r = 0;
+		if ((mkdirat(c.disk_fd, "upper", 0755) < 0 && errno != EEXIST) ||
+		    fchownat(c.disk_fd, "upper", sb->meta.uid_base, sb->meta.uid_base,
+			     AT_SYMLINK_NOFOLLOW) < 0 ||
+		    (mkdirat(c.disk_fd, "ovlwork", 0700) < 0 && errno != EEXIST))
+			r = rung_err_sys(err, errno, "limits.disk: make upper and ovlwork");
+	}
 	if (r == 0)
-		r = cgroup_of(sb, &c.cg, err);
-	if (r == 0 && (r = rt_cgroup_create(c.cg, &lim, err)) < 0)
-		rung_err_wrap(err, "cgroup");
+		r = rt_sandbox_cgroup_create(sb, &c.cg, err);
 	cleanup_free char *resolv = NULL;
 	int netns = -1;
 	if (r == 0)
@@ -223,12 +197,14 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 			.resolv_conf = resolv,
 		};
 		struct rt_ns_params np = {.root = p, .root_params = &rp, .netns_fd = netns,
-					  .cgroup_limits = true, .on_child = ctr_on_child,
+					  .on_child = ctr_on_child,
 					  .after_go = ctr_after_go, .ud = &c};
 		r = rt_ns_start(sb, &np, listen_fd, err);
 	}
 	if (netns >= 0)
 		close(netns);
+	if (c.disk_fd >= 0)
+		close(c.disk_fd); /* the sandbox's mount namespace holds it now */
 	if (r < 0) {
 		struct rung_err e2 = {0};
 		if (c.cg)
@@ -243,91 +219,24 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 static void container_teardown(struct rt_sandbox *sb)
 {
 	rt_net_teardown(sb);
-	struct rt_cgroup *cg = NULL;
-	struct rung_err err = {0};
-	if (cgroup_of(sb, &cg, &err) == 0 && rt_cgroup_destroy(cg, &err) < 0)
-		LOG_WARN("sandbox %s: cgroup: %s", sb->meta.id, err.msg);
-	rt_cgroup_free(cg);
-}
-
-static int container_freeze(struct rt_sandbox *sb, bool frozen, struct rung_err *err)
-{
-	struct rt_cgroup *cg = NULL;
-	int r = cgroup_of(sb, &cg, err);
-	if (r == 0)
-		r = rt_cgroup_freeze(cg, frozen, err);
-	rt_cgroup_free(cg);
-	return r;
+	rt_sandbox_cgroup_destroy(sb);
 }
 
 static int container_suspend(struct rt_sandbox *sb, struct rung_err *err)
 {
-	return container_freeze(sb, true, err);
+	return rt_sandbox_cgroup_freeze(sb, true, err);
 }
 
 static int container_resume(struct rt_sandbox *sb, struct rung_err *err)
 {
 	struct rung_err e2 = {0};
-	return container_freeze(sb, false, err ? err : &e2);
+	return rt_sandbox_cgroup_freeze(sb, false, err ? err : &e2);
 }
 
 static void container_cleanup(struct rt_sandbox *sb)
 {
 	container_teardown(sb);
 	rt_image_release(sb);
-}
-
-static int container_oom_kills(struct rt_sandbox *sb, uint64_t *n)
-{
-	struct rt_cgroup *cg = NULL;
-	struct rt_cgroup_stats stats;
-	struct rung_err err = {0};
-	int r = cgroup_of(sb, &cg, &err);
-	if (r == 0)
-		r = rt_cgroup_stats(cg, &stats, &err);
-	rt_cgroup_free(cg);
-	if (r == 0)
-		*n = stats.oom_kills;
-	return r;
-}
-
-static bool id_live(const char *id, void *data)
-{
-	struct rung_router *r = data;
-	struct rt_meta m;
-	struct rung_err err = {0};
-	if (rt_store_meta_read(&r->store, id, &m, &err) < 0)
-		return false;
-	bool alive = rt_supervisor_alive(&m);
-	rt_meta_release(&m);
-	return alive;
-}
-
-int rt_container_gc(struct rung_router *r, bool store_empty, struct rung_err *err)
-{
-	enum rt_cgroup_version v;
-	bool hybrid;
-	struct rung_err e2 = {0};
-	if (rt_cgroup_detect(cgroup_root(), &v, &hybrid, &e2) < 0)
-		return 0; /* no cgroups here: nothing of ours either */
-	char parent[32], tag[17];
-	int rc = store_tag(r, tag, err);
-	if (rc < 0)
-		return rc;
-	snprintf(parent, sizeof(parent), "rung-%s", tag); /* this store's sandboxes only */
-	rc = rt_cgroup_gc(cgroup_root(), parent, id_live, r, err);
-	struct rt_cgroup *pcg = NULL;
-	if (rc >= 0 && store_empty && rt_cgroup_open(cgroup_root(), parent, &pcg, &e2) == 0) {
-		/* No sandbox left: drop the store's (now empty) group. A plain rmdir, which the
-		 * kernel refuses while any group is below it. */
-		for (int c = 0; c < RT_CGCTL__COUNT; c++) {
-			const char *d = rt_cgroup_dir(pcg, (enum rt_cgroup_ctl)c);
-			if (d)
-				rmdir(d);
-		}
-		rt_cgroup_free(pcg);
-	}
-	return rc;
 }
 
 const struct rt_backend_ops rt_backend_container = {
@@ -341,5 +250,5 @@ const struct rt_backend_ops rt_backend_container = {
 	.suspend = container_suspend,
 	.resume = container_resume,
 	.cleanup = container_cleanup,
-	.oom_kills = container_oom_kills,
+	.oom_kills = rt_sandbox_oom_kills,
 };

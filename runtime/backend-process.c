@@ -2,7 +2,10 @@
  * runtime/backend-process.c: the `process` rung. Namespaces (user, pid, mount, net, ipc, uts,
  * cgroup), root in the sandbox mapped to an unprivileged host uid range of its own, a
  * pivot_root into a private root (host system dirs read-only, persistent work dir), seccomp,
- * no capabilities, no_new_privs and rlimits. Its pid 1 is rung-agent.
+ * no capabilities, no_new_privs. Its limits: a cgroup (v1 or v2) for memory (swap off; shm,
+ * memfd and tmpfs pages count), cpus and pids, and a size-limited disk (diskimg.h) for the
+ * work dir; /tmp and /dev/shm are tmpfs, bounded by size= and charged to the cgroup. Its
+ * pid 1 is rung-agent.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -12,13 +15,15 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "runtime/rt-internal.h"
+#include "runtime/diskimg.h"
+#include "runtime/sandbox-cgroup.h"
 #include "runtime/sandbox-ns.h"
 
 static bool process_available(const struct rung_router *r, struct rung_err *err)
@@ -30,6 +35,44 @@ static bool process_available(const struct rung_router *r, struct rung_err *err)
 	return true;
 }
 
+struct proc_ctx {
+	struct rt_cgroup *cg;
+	int disk_fd; /* the detached mount of the work dir's disk */
+};
+
+/* Once pid 1 exists (ids mapped, still waiting): attach the work disk at the host path of the
+ * work dir inside its mount namespace, where the root plan binds it from. Only that
+ * namespace ever holds the mount: when it dies, so do the mount and its loop device. */
+static int proc_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err)
+{
+	struct proc_ctx *c = ud;
+	char p[4096];
+	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)child);
+	cleanup_close int mntns = open(p, O_RDONLY | O_CLOEXEC);
+	cleanup_close int self = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	if (mntns < 0 || self < 0)
+		return rung_err_sys(err, errno, "open the sandbox's mount namespace");
+	rt_store_path(&sb->router->store, sb->meta.id, "work", p, sizeof(p));
+	if (setns(mntns, CLONE_NEWNS) < 0)
+		return rung_err_sys(err, errno, "enter the sandbox's mount namespace");
+	int r = 0;
+	if (move_mount(c->disk_fd, "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		r = rung_err_sys(err, errno, "attach the sandbox's disk at %s", p);
+	if (setns(self, CLONE_NEWNS) < 0 && r == 0)
+		r = rung_err_sys(err, errno, "leave the sandbox's mount namespace");
+	return r;
+}
+
+/* While pid 1 builds its root: put it in its cgroup, before rung-agent serves, so every
+ * process it ever starts is born inside. */
+static int proc_after_go(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err)
+{
+	(void)sb;
+	struct proc_ctx *c = ud;
+	int r = rt_cgroup_enter(c->cg, child, err);
+	return r < 0 ? rung_err_wrap(err, "cgroup") : 0;
+}
+
 static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 {
 	char work[4096], root[4096];
@@ -37,8 +80,6 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 	rt_store_path(&sb->router->store, sb->meta.id, "root", root, sizeof(root));
 	if (mkdir(work, 0700) < 0 && errno != EEXIST)
 		return rung_err_sys(err, errno, "mkdir %s", work);
-	if (chown(work, sb->meta.uid_base, sb->meta.uid_base) < 0)
-		return rung_err_sys(err, errno, "chown %s", work);
 	if (mkdir(root, 0755) < 0 && errno != EEXIST)
 		return rung_err_sys(err, errno, "mkdir %s", root);
 	const struct rung_spec *s = &sb->meta.spec;
@@ -50,26 +91,44 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 								  : 256ull << 20,
 		.host_system = true,
 	};
-	cleanup_free char *resolv = NULL;
-	int netns = -1;
-	rung_trace("process: dirs made");
-	int r = rt_net_setup(sb, &netns, &resolv, err);
+	struct proc_ctx c = {.disk_fd = -1};
+	int r = rt_sandbox_disk_mount(sb, err);
 	if (r < 0)
 		return r;
-	rp.resolv_conf = resolv;
-	struct rt_ns_params np = {.root = root, .root_params = &rp, .netns_fd = netns};
-	r = rt_ns_start(sb, &np, listen_fd, err);
+	c.disk_fd = r;
+	rung_trace("process: disk mounted");
+	if ((r = rt_sandbox_cgroup_create(sb, &c.cg, err)) < 0) {
+		close(c.disk_fd);
+		return r;
+	}
+	rung_trace("process: cgroup made");
+	cleanup_free char *resolv = NULL;
+	int netns = -1;
+	r = rt_net_setup(sb, &netns, &resolv, err);
+	if (r == 0) {
+		rp.resolv_conf = resolv;
+		struct rt_ns_params np = {.root = root, .root_params = &rp, .netns_fd = netns,
+					  .on_child = proc_on_child, .after_go = proc_after_go,
+					  .ud = &c};
+		r = rt_ns_start(sb, &np, listen_fd, err);
+	}
 	if (netns >= 0)
 		close(netns);
-	if (r < 0)
+	close(c.disk_fd); /* the sandbox's mount namespace holds it now */
+	if (r < 0) {
+		struct rung_err e2 = {0};
+		rt_cgroup_destroy(c.cg, &e2);
 		rt_net_teardown(sb);
+	}
+	rt_cgroup_free(c.cg);
 	return r;
 }
 
 static void process_teardown(struct rt_sandbox *sb)
 {
-	/* mounts and namespaces die with the sandbox's processes; the network is ours */
+	/* mounts (the disk with them) and namespaces die with the sandbox's processes */
 	rt_net_teardown(sb);
+	rt_sandbox_cgroup_destroy(sb);
 }
 
 static int process_suspend(struct rt_sandbox *sb, struct rung_err *err)
@@ -84,7 +143,7 @@ static int process_resume(struct rt_sandbox *sb, struct rung_err *err)
 
 static void process_cleanup(struct rt_sandbox *sb)
 {
-	rt_net_teardown(sb);
+	process_teardown(sb);
 }
 
 const struct rt_backend_ops rt_backend_process = {
@@ -98,5 +157,5 @@ const struct rt_backend_ops rt_backend_process = {
 	.suspend = process_suspend,
 	.resume = process_resume,
 	.cleanup = process_cleanup,
-	.oom_kills = NULL,
+	.oom_kills = rt_sandbox_oom_kills,
 };

@@ -33,18 +33,19 @@ int rt_caps_drop_all(struct rung_err *err)
 	return 0;
 }
 
-int rt_rlimits_apply(const struct rung_limits *l, struct rung_err *err)
+/* Fixed hygiene limits only. The spec's limits are a cgroup's (memory, cpus, pids) and a
+ * size-limited filesystem's (disk): an rlimit at the same value would only trip first
+ * (ENOMEM instead of an OOM kill, EAGAIN before pids.max, SIGXFSZ instead of ENOSPC), and
+ * none of them bounds the sandbox as a whole. */
+int rt_rlimits_apply(struct rung_err *err)
 {
 	struct {
 		int res;
 		rlim_t v;
 		const char *name;
 	} lim[] = {
-		{RLIMIT_NPROC, l->pids, "nproc"}, /* per host uid: each sandbox has its own */
 		{RLIMIT_NOFILE, 4096, "nofile"},
 		{RLIMIT_CORE, 0, "core"},
-		{RLIMIT_FSIZE, l->disk_bytes, "fsize"},
-		{RLIMIT_DATA, l->memory_bytes, "data"},
 		{RLIMIT_MEMLOCK, 64 << 10, "memlock"},
 		{RLIMIT_MSGQUEUE, 0, "msgqueue"},
 	};

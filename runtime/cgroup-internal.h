@@ -24,6 +24,8 @@ struct rt_cgroup_ops {
 	int (*freeze)(const struct rt_cgroup *cg, bool frozen, struct rung_err *err);
 	int (*kill_all)(const struct rt_cgroup *cg, struct rung_err *err);
 	int (*stats)(const struct rt_cgroup *cg, struct rt_cgroup_stats *out, struct rung_err *err);
+	/* Only stats' oom_kills (read around every exec: a file or two, not all of them). */
+	int (*oom_kills)(const struct rt_cgroup *cg, uint64_t *out, struct rung_err *err);
 	/* The distinct group directories (v1: one per hierarchy; v2: one). */
 	size_t (*dirs)(const struct rt_cgroup *cg, const char *out[RT_CGCTL__COUNT]);
 };

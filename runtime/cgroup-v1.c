@@ -297,6 +297,13 @@ static int v1_stats(const struct rt_cgroup *cg, struct rt_cgroup_stats *st, stru
 	return 0;
 }
 
+static int v1_oom_kills(const struct rt_cgroup *cg, uint64_t *out, struct rung_err *err)
+{
+	*out = 0;
+	const char *d = cg->dir[RT_CGCTL_MEMORY];
+	return d ? sum_key_tree(d, "memory.oom_control", "oom_kill", out, 0, err) : 0;
+}
+
 const struct rt_cgroup_ops rt_cgroup_v1_ops = {
     .name = "cgroup v1",
     .probe = v1_probe,
@@ -305,5 +312,6 @@ const struct rt_cgroup_ops rt_cgroup_v1_ops = {
     .freeze = v1_freeze,
     .kill_all = v1_kill_all,
     .stats = v1_stats,
+    .oom_kills = v1_oom_kills,
     .dirs = v1_dirs,
 };

@@ -211,6 +211,13 @@ static int v2_stats(const struct rt_cgroup *cg, struct rt_cgroup_stats *st, stru
 	return 0;
 }
 
+static int v2_oom_kills(const struct rt_cgroup *cg, uint64_t *out, struct rung_err *err)
+{
+	*out = 0;
+	return cg->has[RT_CGCTL_MEMORY] ? opt_key(cg->dir[0], "memory.events", "oom_kill", out, err)
+					: 0;
+}
+
 const struct rt_cgroup_ops rt_cgroup_v2_ops = {
     .name = "cgroup v2",
     .probe = v2_probe,
@@ -219,5 +226,6 @@ const struct rt_cgroup_ops rt_cgroup_v2_ops = {
     .freeze = v2_freeze,
     .kill_all = v2_kill_all,
     .stats = v2_stats,
+    .oom_kills = v2_oom_kills,
     .dirs = v2_dirs,
 };

@@ -344,6 +344,12 @@ int rt_cgroup_stats(const struct rt_cgroup *cg, struct rt_cgroup_stats *out, str
 	return r < 0 ? rung_err_wrap(err, "cgroup %s: stats", cg->name) : 0;
 }
 
+int rt_cgroup_oom_kills(const struct rt_cgroup *cg, uint64_t *out, struct rung_err *err)
+{
+	int r = rt_cgroup_managers[cg->version]->oom_kills(cg, out, err);
+	return r < 0 ? rung_err_wrap(err, "cgroup %s: oom kills", cg->name) : 0;
+}
+
 int rt_cgroup_pids(const struct rt_cgroup *cg, pid_t **out, size_t *n, struct rung_err *err)
 {
 	const char *dirs[RT_CGCTL__COUNT];

@@ -173,6 +173,8 @@ int rt_cgroup_kill_all(const struct rt_cgroup *cg, struct rung_err *err);
 /* The pids in the group and its sub-groups (v1: union over controllers). *out malloc'd. */
 int rt_cgroup_pids(const struct rt_cgroup *cg, pid_t **out, size_t *n, struct rung_err *err);
 int rt_cgroup_stats(const struct rt_cgroup *cg, struct rt_cgroup_stats *out, struct rung_err *err);
+/* Just stats' oom_kills (cheap enough to read around every exec). */
+int rt_cgroup_oom_kills(const struct rt_cgroup *cg, uint64_t *out, struct rung_err *err);
 /* kill_all, then rmdir the group and its sub-groups in every hierarchy. Idempotent. */
 int rt_cgroup_destroy(const struct rt_cgroup *cg, struct rung_err *err);
 

@@ -170,6 +170,11 @@ int rung_inspect(struct rung_router *r, const char *id, const char *scope, char 
 		"files_persist_until_dispose", true,
 		"note",
 		net ? "egress is limited to the allowlist" : "empty allowlist: it cannot exfiltrate");
+	/* the effective limits, each of them enforced (see rt_limits_describe) */
+	if (o && json_object_set_new(o, "limits", rt_limits_describe(&m.spec.limits, m.iso)) < 0) {
+		json_decref(o);
+		o = NULL;
+	}
 	rt_meta_release(&m);
 	if (!o)
 		return rung_err_set(err, ENOMEM, "inspect: cannot build JSON");

@@ -162,6 +162,9 @@ void rt_image_release(struct rt_sandbox *sb);
 int rt_vm_upper_disk(const char *path, uint64_t bytes, uid_t owner, struct rung_err *err);
 int rt_vm_base_disk(const char *state_dir, const char *digest, char **lowers, char *out,
 		    size_t out_len, struct rung_err *err);
+/* The effective limits of a sandbox as JSON (inspect): memory, cpus, pids, disk, tmpfs sizes
+ * and what enforces them on its rung (sandbox-cgroup.c). */
+json_t *rt_limits_describe(const struct rung_limits *l, enum rung_isolation iso);
 /* Remove cgroups of this store's sandboxes that are gone; returns how many. store_empty:
  * the store has no sandbox left, so its own top group goes too (when empty). */
 int rt_container_gc(struct rung_router *r, bool store_empty, struct rung_err *err);
@@ -228,8 +231,8 @@ int rt_root_plan(const struct rt_root_params *p, struct rt_mount_plan *out, stru
 /* Apply in the sandbox's mount namespace: build under newroot, pivot_root into it. */
 int rt_root_apply(const struct rt_mount_plan *p, const char *newroot, struct rung_err *err);
 
-struct rt_limits_applied; /* rlimits */
-int rt_rlimits_apply(const struct rung_limits *l, struct rung_err *err);
+/* nofile, core, memlock, msgqueue (the spec's limits are a cgroup's and a filesystem's) */
+int rt_rlimits_apply(struct rung_err *err);
 /* seccomp: build (parent, before untrusted input) then load (child). */
 int rt_seccomp_build(void **bpf, size_t *len, struct rung_err *err);
 /* The x86_64 number of a syscall name; -EINVAL naming it when libseccomp cannot resolve it. */

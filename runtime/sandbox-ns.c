@@ -101,17 +101,9 @@ static void child_main(struct child_ctx *c)
 		rung_err_sys(&err, errno, "set the parent-death signal");
 		child_fail(c->err_fd, &err);
 	}
-	struct rung_limits lim = c->sb->meta.spec.limits;
-	struct rlimit hard;
-	if (c->np->cgroup_limits) { /* as high as allowed without CAP_SYS_RESOURCE */
-		lim.memory_bytes = getrlimit(RLIMIT_DATA, &hard) == 0 ? hard.rlim_max : RLIM_INFINITY;
-		lim.pids = getrlimit(RLIMIT_NPROC, &hard) == 0 && hard.rlim_max < UINT32_MAX
-				   ? (uint32_t)hard.rlim_max
-				   : UINT32_MAX;
-	}
 	/* Our own netns (no egress) needs lo up; a host-owned one was set up by netpolicy. */
 	if ((c->np->netns_fd < 0 && lo_up(&err) < 0) || rt_root_apply(c->plan, c->np->root, &err) < 0 ||
-	    sethostname("rung", 4) < 0 || rt_rlimits_apply(&lim, &err) < 0)
+	    sethostname("rung", 4) < 0 || rt_rlimits_apply(&err) < 0)
 		child_fail(c->err_fd, err.code ? &err : (rung_err_sys(&err, errno, "setup"), &err));
 	rung_trace("child: root ready");
 	if (read_filter(c, &err) < 0)

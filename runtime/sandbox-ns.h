@@ -8,9 +8,6 @@ struct rt_ns_params {
 	const char *root;                       /* host dir the new root is built on */
 	const struct rt_root_params *root_params;
 	int netns_fd;                           /* join this netns instead of a new one; -1: new */
-	/* memory and pids are enforced by a cgroup: no RLIMIT_DATA/RLIMIT_NPROC at the same
-	 * values, which would trip first (ENOMEM instead of an OOM kill, EAGAIN before pids.max) */
-	bool cgroup_limits;
 	/* Called in the parent once the child exists, before it proceeds (cgroups, veth). */
 	int (*on_child)(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err);
 	/* Optional: called in the parent right after the child was let go, while it builds its

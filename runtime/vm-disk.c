@@ -15,53 +15,8 @@
 #include <sys/wait.h>
 
 #include "rootfs/rfs.h"
+#include "runtime/diskimg.h"
 #include "runtime/rt-internal.h"
-
-static const char *const mkfs_paths[] = {"/sbin/mkfs.ext4", "/usr/sbin/mkfs.ext4"};
-
-/* Run mkfs.ext4 (never through a shell). extra: "-d DIR" or NULL. */
-static int run_mkfs(const char *img, uint64_t bytes, const char *from_dir, struct rung_err *err)
-{
-	const char *mkfs = NULL;
-	for (size_t i = 0; i < RUNG_ARRAY_SIZE(mkfs_paths); i++)
-		if (access(mkfs_paths[i], X_OK) == 0)
-			mkfs = mkfs_paths[i];
-	if (!mkfs)
-		return rung_err_set(err, ENOENT, "mkfs.ext4 not found (package e2fsprogs)");
-	char size[32];
-	snprintf(size, sizeof(size), "%lluk", (unsigned long long)(bytes >> 10));
-	const char *argv[12];
-	int n = 0;
-	argv[n++] = mkfs;
-	argv[n++] = "-q";
-	argv[n++] = "-F";
-	argv[n++] = "-E";
-	argv[n++] = "lazy_itable_init=1,lazy_journal_init=1";
-	if (from_dir) {
-		argv[n++] = "-d";
-		argv[n++] = from_dir;
-	}
-	argv[n++] = img;
-	argv[n++] = size;
-	argv[n] = NULL;
-	pid_t pid = fork();
-	if (pid < 0)
-		return rung_err_sys(err, errno, "fork");
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-		dup2(null, 0);
-		dup2(null, 1);
-		char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-		execve(mkfs, (char **)argv, envp);
-		_exit(127);
-	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		return rung_err_set(err, EIO, "mkfs.ext4 %s failed (status 0x%x)", img, st);
-	return 0;
-}
 
 int rt_vm_upper_disk(const char *path, uint64_t bytes, uid_t owner, struct rung_err *err)
 {
@@ -76,7 +31,7 @@ int rt_vm_upper_disk(const char *path, uint64_t bytes, uid_t owner, struct rung_
 	close(fd);
 	if (r < 0)
 		return rung_err_sys(err, -r, "size %s", tmp);
-	if ((r = run_mkfs(tmp, bytes, NULL, err)) < 0 || chown(tmp, owner, owner) < 0 ||
+	if ((r = rt_mkfs_ext4(tmp, bytes, NULL, false, err)) < 0 || chown(tmp, owner, owner) < 0 ||
 	    rename(tmp, path) < 0) {
 		if (r == 0)
 			r = rung_err_sys(err, errno, "install %s", path);
@@ -111,7 +66,7 @@ static int build_base(char **lowers, const char *mnt, const char *img, struct ru
 	if (nftw(mnt, add_size, 64, FTW_PHYS) < 0)
 		return rung_err_sys(err, errno, "measure %s", mnt);
 	uint64_t size = tree_bytes + tree_bytes / 4 + (64ull << 20);
-	return run_mkfs(img, size, mnt, err);
+	return rt_mkfs_ext4(img, size, mnt, false, err);
 }
 
 int rt_vm_base_disk(const char *state_dir, const char *digest, char **lowers, char *out,

@@ -8,13 +8,16 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "tests/container-testutil.h"
 #include "tests/testutil.h"
 
@@ -72,16 +75,22 @@ START_TEST(test_image_root)
 	ck_assert_uint_ge(host0, 200000000ul);
 	ck_assert_uint_eq(len, 65536);
 	free(out);
-	/* Writes land in the upper dir, owned by the sandbox's host uid; the shared layers
-	 * are never written (copy-up and whiteouts instead). */
-	free(ct_sh(sb, "echo changed > /etc/image-release && rm /bin/yes && echo w > /work/f"));
+	/* Writes land in the upper dir, on the sandbox's own disk image, owned by the sandbox's
+	 * host uid; the shared layers are never written (copy-up and whiteouts instead). */
+	free(ct_sh(sb, "echo changed > /etc/image-release && rm /bin/yes && echo w > /work/f && "
+		       "sync"));
 	char p[4400];
-	struct stat st;
-	snprintf(p, sizeof(p), "%s/sandboxes/%s/upper/work/f", ct_state(), rung_sandbox_id(sb));
-	ck_assert_msg(stat(p, &st) == 0, "%s: missing", p);
-	ck_assert_uint_eq(st.st_uid, host0);
-	snprintf(p, sizeof(p), "%s/sandboxes/%s/upper/bin/yes", ct_state(), rung_sandbox_id(sb));
-	ck_assert_msg(lstat(p, &st) == 0 && S_ISCHR(st.st_mode), "%s: no whiteout", p);
+	snprintf(p, sizeof(p), "%s/sandboxes/%s/disk.img", ct_state(), rung_sandbox_id(sb));
+	char *f = ct_debugfs(p, "stat /upper/work/f");
+	char want[64];
+	snprintf(want, sizeof(want), "User: %9lu", host0);
+	ck_assert_msg(f && strstr(f, "Type: regular") && strstr(f, want), "%s: /upper/work/f: %s", p,
+		      f ? f : "(debugfs failed)");
+	free(f);
+	f = ct_debugfs(p, "stat /upper/bin/yes");
+	ck_assert_msg(f && strstr(f, "Type: character special"), "%s: no whiteout: %s", p,
+		      f ? f : "(debugfs failed)");
+	free(f);
 	out = ct_sh(sb, "cat /etc/image-release; test -e /bin/yes || echo no-yes");
 	ck_assert_str_eq(out, "changed\nno-yes\n");
 	free(out);

@@ -2,7 +2,8 @@
  * tests/check_container_limits.c: resource faults inside a container sandbox are contained
  * and reported. Memory past the limit OOM-kills inside the sandbox only (ExecResult.oom, and
  * "oom": true from `rung --json run`); a fork bomb stops at pids.max; a CPU hog is throttled
- * to its share, measured from the host through the cgroup files. During each fault a second
+ * to its share, measured from the host through the cgroup files; writes past --disk get
+ * ENOSPC on the sandbox's own filesystem. During each fault a second
  * sandbox keeps serving execs and the host keeps starting processes. Tagged "root".
  */
 #include <check.h>
@@ -17,6 +18,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include "runtime/diskimg.h"
 #include "tests/container-testutil.h"
 #include "tests/testutil.h"
 
@@ -350,6 +354,50 @@ START_TEST(test_cpu_hog)
 }
 END_TEST
 
+/* --disk 32M: the overlay's upper dir is on the sandbox's own 32 MiB filesystem. Four 12 MiB
+ * files (no single-file limit stops them), in the work dir and in the image's /etc, get
+ * ENOSPC; the host image never holds more; the loop device goes with the sandbox. */
+START_TEST(test_disk)
+{
+	CT_REQUIRE();
+	struct rung_router *r = ct_router(NULL);
+	struct rung_spec s;
+	ct_spec(&s, NULL);
+	s.limits.disk_bytes = 32ull << 20;
+	struct rung_sandbox *sb = ct_acquire(r, "lim", "disk", &s, NULL);
+	char id[65], dir[4200], img[4300];
+	snprintf(id, sizeof(id), "%s", rung_sandbox_id(sb));
+	snprintf(dir, sizeof(dir), "%s/sandboxes/%s/", ct_state(), id);
+	snprintf(img, sizeof(img), "%sdisk.img", dir);
+	char *out = ct_sh(sb, "for i in 1 2; do dd if=/dev/zero of=/work/f$i bs=1M count=12 2>&1 "
+			      "| grep -o 'No space left'; done; for i in 3 4; do dd if=/dev/zero "
+			      "of=/etc/f$i bs=1M count=12 2>&1 | grep -o 'No space left'; done; "
+			      "echo total $(cat /work/f* /etc/f* | wc -c)");
+	fprintf(stderr, "container disk 32M: %s", out);
+	ck_assert_ptr_nonnull(strstr(out, "No space left"));
+	unsigned long long total = 0;
+	ck_assert(strstr(out, "total ") && sscanf(strstr(out, "total "), "total %llu", &total) == 1);
+	ck_assert_uint_le(total, 32ull << 20);
+	ck_assert_uint_ge(total, 20ull << 20);
+	free(out);
+	ck_assert_int_eq(rt_disk_loops_under(dir), 1);
+	struct stat st;
+	ck_assert_int_eq(stat(img, &st), 0);
+	fprintf(stderr, "container disk 32M: host image holds %lld KiB\n",
+		(long long)st.st_blocks / 2);
+	ck_assert_int_le((long long)st.st_blocks * 512, 33ll << 20);
+	rung_sandbox_close(sb);
+	struct rung_err err = {0};
+	ck_assert_msg(rung_dispose(r, id, NULL, &err) == 0, "%s", err.msg);
+	int loops = -1;
+	for (int i = 0; i < 250 && (loops = rt_disk_loops_under(dir)) != 0; i++)
+		usleep(20000);
+	ck_assert_int_eq(loops, 0);
+	rung_spec_release(&s);
+	rung_router_free(r);
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t)
 {
 	TCase *tc = tcase_create(name);
@@ -367,5 +415,6 @@ Suite *container_limits_suite(void)
 	add(s, "oom_cli", test_oom_cli_json);
 	add(s, "fork_bomb", test_fork_bomb);
 	add(s, "cpu_hog", test_cpu_hog);
+	add(s, "disk", test_disk);
 	return s;
 }

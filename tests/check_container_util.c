@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -449,6 +450,29 @@ int ct_count_store_procs(const char *state)
 	}
 	free(v);
 	return count;
+}
+
+/* debugfs -R CMD IMG (read-only): its stdout (malloc'd), or NULL. */
+char *ct_debugfs(const char *img, const char *cmd)
+{
+	int p[2];
+	ck_assert_int_eq(pipe(p), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 1);
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 2);
+		execl("/sbin/debugfs", "debugfs", "-R", cmd, img, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	char *out = NULL;
+	size_t len;
+	struct rung_err err = {0};
+	rung_read_fd_all(p[0], 1 << 20, &out, &len, &err);
+	close(p[0]);
+	waitpid(pid, NULL, 0);
+	return out;
 }
 
 uint64_t ct_now_us(void)

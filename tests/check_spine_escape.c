@@ -51,10 +51,16 @@ START_TEST(test_host_files_hidden)
 	ck_assert_msg(
 	    rung_write_file(other, "/work/secret-b7e1.txt", "TOPSECRET-b7e1", 14, 0600, &err) == 0,
 	    "%s", err.msg);
+	/* The work dir is on the other sandbox's own disk image, mounted only in its mount
+	 * namespace: the host reaches it through its pid 1's root, never at a host path. */
 	char w2[8192];
-	snprintf(w2, sizeof(w2), "%s/sandboxes/%s/work", f.dir, rung_sandbox_id(other));
+	snprintf(w2, sizeof(w2), "%s/sandboxes/%s/disk.img", f.dir, rung_sandbox_id(other));
+	struct rt_meta om;
+	spine_meta(f.r, rung_sandbox_id(other), &om);
 	char host_secret[8300];
-	snprintf(host_secret, sizeof(host_secret), "%s/secret-b7e1.txt", w2);
+	snprintf(host_secret, sizeof(host_secret), "/proc/%d/root/work/secret-b7e1.txt",
+		 (int)om.init_pid);
+	rt_meta_release(&om);
 	ck_assert_msg(access(host_secret, F_OK) == 0, "the secret is not where expected");
 
 	char script[32768];
@@ -336,7 +342,7 @@ START_TEST(test_privileges)
 	free(st);
 	/* A file root creates inside belongs to that host uid. */
 	char owned[8192];
-	snprintf(owned, sizeof(owned), "%s/sandboxes/%s/work/owned", f.dir, rung_sandbox_id(f.sb));
+	snprintf(owned, sizeof(owned), "/proc/%d/root/work/owned", (int)m.init_pid);
 	struct stat sst;
 	ck_assert_int_eq(stat(owned, &sst), 0);
 	ck_assert_uint_eq(sst.st_uid, m.uid_base);
@@ -384,7 +390,11 @@ START_TEST(test_file_tricks)
 	struct rung_err err = {0};
 	const char *id = rung_sandbox_id(f.sb);
 	char work[8192], meta[8300], hostlink[8300], marker[64];
-	snprintf(work, sizeof(work), "%s/sandboxes/%s/work", f.dir, id);
+	struct rt_meta fm;
+	spine_meta(f.r, id, &fm);
+	/* the work dir as the host reaches it (it is on the sandbox's own disk) */
+	snprintf(work, sizeof(work), "/proc/%d/root/work", (int)fm.init_pid);
+	rt_meta_release(&fm);
 	snprintf(meta, sizeof(meta), "%s/sandboxes/%s/meta.json", f.dir, id);
 	snprintf(marker, sizeof(marker), "/rung-escape-%d", (int)getpid());
 	/* The host's root entry in /etc/passwd (home /root) tells host from sandbox content. */

@@ -51,6 +51,11 @@ static void sweep_state_dir(const char *dir)
 		}
 		free(v);
 	}
+	/* an emptied test store also drops its cgroup parent (rung-<store>), which the process
+	 * and container rungs create; the vm test store is shared: left alone */
+	struct rung_gc_report rep;
+	if (!spine_vm())
+		rung_gc(r, &rep, &err);
 	rung_router_free(r);
 }
 

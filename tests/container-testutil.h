@@ -76,4 +76,8 @@ int ct_count_leases(const char *state);
 int ct_count_store_procs(const char *state);
 uint64_t ct_now_us(void);
 
+/* debugfs -R CMD IMG (read-only, e.g. a sandbox's disk.img after a sync inside): its
+ * stdout (malloc'd), or NULL. */
+char *ct_debugfs(const char *img, const char *cmd);
+
 #endif

@@ -1,0 +1,41 @@
+/*
+ * runtime/diskimg.h: a sandbox's size-limited writable storage (the `limits.disk` of the process
+ * and container rungs): a sparse ext4 image in the sandbox's store directory, attached to a loop
+ * device (LO_FLAGS_AUTOCLEAR) and mounted as a detached mount (fsopen/fsmount) that only the
+ * sandbox's mount namespace ever holds. When that namespace dies the filesystem is unmounted
+ * and the kernel frees the loop device: a crash leaks neither a mount nor a loop device.
+ * Writing past the size gets ENOSPC inside; the host file never grows past it.
+ */
+#ifndef RUNG_RT_DISKIMG_H
+#define RUNG_RT_DISKIMG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+
+/* mkfs.ext4 (execve, never a shell). from_dir: "-d DIR" (or NULL). scratch: one sandbox's
+ * writable space: no reserved blocks, no journal (no jbd2 thread per sandbox), no resize inode. */
+int rt_mkfs_ext4(const char *img, uint64_t bytes, const char *from_dir, bool scratch,
+		 struct rung_err *err);
+/* Can this host give a sandbox a disk limit? -ENOTSUP naming the missing facility (the loop
+ * control device, RUNG_LOOP_CONTROL overrides its path; or mkfs.ext4). */
+int rt_disk_check(struct rung_err *err);
+/*
+ * Make path a sparse ext4 of bytes (kept if it exists: files persist until dispose). A blank
+ * template per size is built once under <state_dir>/disks (mkfs is ~100 ms of fsyncs) and
+ * copied sparsely (holes stay holes). Returns 1 when it made the image, 0 when it was there.
+ */
+int rt_disk_image(const char *state_dir, const char *path, uint64_t bytes, struct rung_err *err);
+/* Attach img to a free loop device and mount it nosuid,nodev as a detached mount whose root
+ * belongs to owner. Returns the mount fd (for move_mount). */
+int rt_disk_mount(const char *img, uid_t owner, struct rung_err *err);
+/* The sandbox's disk (<sandbox dir>/disk.img, limits.disk bytes), made if needed and mounted:
+ * the mount fd, its root owned by the sandbox's root. */
+struct rt_sandbox;
+int rt_sandbox_disk_mount(const struct rt_sandbox *sb, struct rung_err *err);
+/* How many loop devices have a backing file whose path starts with prefix. */
+int rt_disk_loops_under(const char *prefix);
+
+#endif

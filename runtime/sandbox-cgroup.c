@@ -1,0 +1,204 @@
+/*
+ * runtime/sandbox-cgroup.c: the cgroup of a process or container sandbox (see
+ * sandbox-cgroup.h), and the sweep of groups whose sandbox is gone.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "runtime/sandbox-cgroup.h"
+
+const char *rt_cgroup_root(void)
+{
+	const char *r = getenv("RUNG_CGROUP_ROOT");
+	return r && *r ? r : "/sys/fs/cgroup";
+}
+
+void rt_sandbox_cgroup_limits(const struct rung_limits *l, struct rt_cgroup_limits *out)
+{
+	*out = (struct rt_cgroup_limits){.memory_bytes = l->memory_bytes,
+					 .cpu_millis = l->cpus_milli,
+					 .pids_max = l->pids};
+}
+
+/*
+ * Sandbox cgroups are "rung-<store>/<id>": <store> names the state dir by its inode (so any
+ * path to it gives the same name). Two stores on one host then never share a cgroup (the
+ * same key and kind give the same id in both), and one store's gc never takes another
+ * store's live sandboxes for orphans and kills them. (Not below "rung/": older rung
+ * sweepers destroy every group there that their own store does not know.)
+ */
+static int store_tag(const struct rung_router *r, char tag[17], struct rung_err *err)
+{
+	struct stat st;
+	if (stat(r->store.root, &st) < 0)
+		return rung_err_sys(err, errno, "stat state dir %s", r->store.root);
+	char key[64], hex[65];
+	snprintf(key, sizeof(key), "%lx:%lx", (unsigned long)st.st_dev, (unsigned long)st.st_ino);
+	rt_label_of(key, hex);
+	memcpy(tag, hex, 16);
+	tag[16] = '\0';
+	return 0;
+}
+
+int rt_sandbox_cgroup_open(const struct rt_sandbox *sb, struct rt_cgroup **out,
+			   struct rung_err *err)
+{
+	char name[96], tag[17];
+	int r = store_tag(sb->router, tag, err);
+	if (r < 0)
+		return r;
+	snprintf(name, sizeof(name), "rung-%s/%s", tag, sb->meta.id);
+	return rt_cgroup_open(rt_cgroup_root(), name, out, err);
+}
+
+/* Does this /proc/swaps text list a swap area? (a header line, then one line per area) */
+static bool swaps_listed(const char *txt)
+{
+	const char *nl = txt ? strchr(txt, '\n') : NULL;
+	return nl && nl[1] != '\0';
+}
+
+int rt_sandbox_swap_check(const struct rt_cgroup *cg, const char *swaps, struct rung_err *err)
+{
+	if (!swaps_listed(swaps))
+		return 0;
+	bool v2 = rt_cgroup_version(cg) == RT_CGROUP_V2;
+	const char *file = v2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes";
+	const char *d = rt_cgroup_dir(cg, RT_CGCTL_MEMORY);
+	char p[4096];
+	snprintf(p, sizeof(p), "%s/%s", d ? d : rt_cgroup_name(cg), file);
+	if (d && access(p, F_OK) == 0)
+		return 0;
+	return rung_err_set(err, ENOTSUP,
+			    "limits.memory cannot be enforced: the host has swap on but no swap "
+			    "accounting (%s missing; boot with swapaccount=1 or turn swap off)",
+			    p);
+}
+
+/* With swap on, a memory limit holds only if swap is limited too (memsw / swap.max). */
+static int swap_check(const struct rt_cgroup *cg, struct rung_err *err)
+{
+	cleanup_free char *txt = NULL;
+	if (rung_file_load(AT_FDCWD, "/proc/swaps", 1 << 16, &txt, NULL, NULL) < 0)
+		return 0;
+	return rt_sandbox_swap_check(cg, txt, err);
+}
+
+int rt_sandbox_cgroup_create(const struct rt_sandbox *sb, struct rt_cgroup **out,
+			     struct rung_err *err)
+{
+	struct rt_cgroup *cg = NULL;
+	struct rt_cgroup_limits lim;
+	rt_sandbox_cgroup_limits(&sb->meta.spec.limits, &lim);
+	int r = rt_sandbox_cgroup_open(sb, &cg, err);
+	if (r == 0 && (r = rt_cgroup_create(cg, &lim, err)) == 0)
+		r = swap_check(cg, err);
+	if (r < 0) {
+		struct rung_err e2 = {0};
+		if (cg)
+			rt_cgroup_destroy(cg, &e2);
+		rt_cgroup_free(cg);
+		return rung_err_wrap(err, "cgroup");
+	}
+	*out = cg;
+	return 0;
+}
+
+void rt_sandbox_cgroup_destroy(const struct rt_sandbox *sb)
+{
+	struct rt_cgroup *cg = NULL;
+	struct rung_err err = {0};
+	if (rt_sandbox_cgroup_open(sb, &cg, &err) == 0 && rt_cgroup_destroy(cg, &err) < 0)
+		LOG_WARN("sandbox %s: cgroup: %s", sb->meta.id, err.msg);
+	rt_cgroup_free(cg);
+}
+
+int rt_sandbox_cgroup_freeze(const struct rt_sandbox *sb, bool frozen, struct rung_err *err)
+{
+	struct rt_cgroup *cg = NULL;
+	int r = rt_sandbox_cgroup_open(sb, &cg, err);
+	if (r == 0)
+		r = rt_cgroup_freeze(cg, frozen, err);
+	rt_cgroup_free(cg);
+	return r;
+}
+
+int rt_sandbox_oom_kills(struct rt_sandbox *sb, uint64_t *n)
+{
+	struct rt_cgroup *cg = NULL;
+	struct rung_err err = {0};
+	int r = rt_sandbox_cgroup_open(sb, &cg, &err);
+	if (r == 0)
+		r = rt_cgroup_oom_kills(cg, n, &err);
+	rt_cgroup_free(cg);
+	return r;
+}
+
+static bool id_live(const char *id, void *data)
+{
+	struct rung_router *r = data;
+	struct rt_meta m;
+	struct rung_err err = {0};
+	if (rt_store_meta_read(&r->store, id, &m, &err) < 0)
+		return false;
+	bool alive = rt_supervisor_alive(&m);
+	rt_meta_release(&m);
+	return alive;
+}
+
+/* The groups of every cgroup-limited rung (process and container) of this store. */
+int rt_container_gc(struct rung_router *r, bool store_empty, struct rung_err *err)
+{
+	enum rt_cgroup_version v;
+	bool hybrid;
+	struct rung_err e2 = {0};
+	if (rt_cgroup_detect(rt_cgroup_root(), &v, &hybrid, &e2) < 0)
+		return 0; /* no cgroups here: nothing of ours either */
+	char parent[32], tag[17];
+	int rc = store_tag(r, tag, err);
+	if (rc < 0)
+		return rc;
+	snprintf(parent, sizeof(parent), "rung-%s", tag); /* this store's sandboxes only */
+	rc = rt_cgroup_gc(rt_cgroup_root(), parent, id_live, r, err);
+	struct rt_cgroup *pcg = NULL;
+	if (rc >= 0 && store_empty && rt_cgroup_open(rt_cgroup_root(), parent, &pcg, &e2) == 0) {
+		/* No sandbox left: drop the store's (now empty) group. A plain rmdir, which the
+		 * kernel refuses while any group is below it. */
+		for (int c = 0; c < RT_CGCTL__COUNT; c++) {
+			const char *d = rt_cgroup_dir(pcg, (enum rt_cgroup_ctl)c);
+			if (d)
+				rmdir(d);
+		}
+		rt_cgroup_free(pcg);
+	}
+	return rc;
+}
+
+json_t *rt_limits_describe(const struct rung_limits *l, enum rung_isolation iso)
+{
+	uint64_t tmp = l->disk_bytes < (256ull << 20) ? l->disk_bytes : 256ull << 20;
+	const char *by =
+	    iso == RUNG_ISO_VM
+		? "guest RAM (memory), whole vCPUs rounded up, at most 4 (cpus), the guest "
+		  "kernel's own process table (pids: not limited), the size of the sparse ext4 "
+		  "upper disk (disk)"
+		: "a cgroup (memory with swap off, counting shm, memfd and tmpfs pages; cpus as a "
+		  "CFS quota; pids.max) and a sparse ext4 image on a loop device for the writable "
+		  "storage (disk: ENOSPC past it); /tmp and /dev/shm are tmpfs of a fixed size, "
+		  "charged to the cgroup";
+	/* the vm rung gives whole vCPUs, 1..4 (backend-vm.c): that is what it shows */
+	unsigned vcpus = (l->cpus_milli + 999) / 1000;
+	double cpus = iso == RUNG_ISO_VM ? (vcpus < 1 ? 1 : vcpus > 4 ? 4 : vcpus)
+					 : l->cpus_milli / 1000.0;
+	json_t *o = json_pack("{s:I, s:f, s:I, s:I, s:s}", "memory", (json_int_t)l->memory_bytes,
+			      "cpus", cpus, "pids", (json_int_t)l->pids, "disk",
+			      (json_int_t)l->disk_bytes, "enforced_by", by);
+	if (o && iso != RUNG_ISO_VM)
+		json_object_set_new(o, "tmpfs", json_pack("{s:I, s:I}", "/tmp", (json_int_t)tmp,
+							  "/dev/shm", (json_int_t)(64ull << 20)));
+	if (o && iso == RUNG_ISO_VM)
+		json_object_set_new(o, "pids", json_null());
+	return o ? o : json_null();
+}

@@ -1,0 +1,34 @@
+/*
+ * runtime/sandbox-cgroup.h: a sandbox's cgroup, shared by the process and container rungs.
+ * Sandbox groups are "rung-<store>/<id>" under the cgroup root (RUNG_CGROUP_ROOT, default
+ * /sys/fs/cgroup), with the spec's memory (swap off), cpu and pids limits.
+ */
+#ifndef RUNG_RT_SANDBOX_CGROUP_H
+#define RUNG_RT_SANDBOX_CGROUP_H
+
+#include "runtime/cgroup.h"
+#include "runtime/rt-internal.h"
+
+const char *rt_cgroup_root(void);
+/* Pure: the cgroup limits that enforce a spec's limits (every one of them finite). */
+void rt_sandbox_cgroup_limits(const struct rung_limits *l, struct rt_cgroup_limits *out);
+/* The sandbox's group (nothing created). */
+int rt_sandbox_cgroup_open(const struct rt_sandbox *sb, struct rt_cgroup **out,
+			   struct rung_err *err);
+/*
+ * Open and create the group with the spec's limits. A limit the host cannot enforce (no
+ * controller; swap on without swap accounting) is refused with -ENOTSUP and an error naming
+ * the limit and what is missing; nothing is left behind then.
+ */
+int rt_sandbox_cgroup_create(const struct rt_sandbox *sb, struct rt_cgroup **out,
+			     struct rung_err *err);
+/* After the group is made: with swap listed in swaps (the text of /proc/swaps), a memory limit
+ * needs the group's swap limit file (v1 memory.memsw.limit_in_bytes, v2 memory.swap.max);
+ * -ENOTSUP naming it when it is missing. */
+int rt_sandbox_swap_check(const struct rt_cgroup *cg, const char *swaps, struct rung_err *err);
+/* Kill what is left and remove the group (idempotent; logs a failure). */
+void rt_sandbox_cgroup_destroy(const struct rt_sandbox *sb);
+int rt_sandbox_cgroup_freeze(const struct rt_sandbox *sb, bool frozen, struct rung_err *err);
+int rt_sandbox_oom_kills(struct rt_sandbox *sb, uint64_t *n);
+
+#endif
