@@ -216,16 +216,34 @@ int rt_store_alloc_uid(const struct rt_store *st, const char *id, uint32_t *base
 	cleanup_close int dfd = open(uid_registry(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 || flock(dfd, LOCK_EX) < 0)
 		return rung_err_sys(err, errno, "lock the uid registry %s", uid_registry());
-	for (uint32_t slot = 0; slot < RT_UID_SLOTS; slot++) {
+	/* A restarted sandbox gets its old range back when it can: its kept files (work dir,
+	 * upper dir, disk image) are owned by it. So: the slot it still holds, else the one it
+	 * had (*base; e.g. after a reboot emptied the registry) if free, else the first free
+	 * one. A new sandbox (*base 0) takes the first slot that is free or its own. */
+	bool restart = *base >= RT_UID_BASE0;
+	uint32_t had = restart ? (*base - RT_UID_BASE0) / RT_UID_RANGE : RT_UID_SLOTS;
+	uint32_t mine_at = RT_UID_SLOTS, free_at = RT_UID_SLOTS;
+	for (uint32_t slot = 0; slot < RT_UID_SLOTS && mine_at == RT_UID_SLOTS; slot++) {
 		char name[16];
 		snprintf(name, sizeof(name), "%u", slot);
 		cleanup_free char *txt = NULL;
+		bool is_free;
 		if (rung_file_load(dfd, name, 8192, &txt, NULL, NULL) == 0) {
-			if (strcmp(txt, mine) && !slot_owner_gone(txt))
-				continue; /* taken */
-		} else if (errno != ENOENT) {
-			continue;
+			if (!strcmp(txt, mine))
+				mine_at = slot;
+			is_free = slot_owner_gone(txt);
+		} else {
+			is_free = errno == ENOENT;
 		}
+		if (is_free && (free_at == RT_UID_SLOTS || slot == had))
+			free_at = slot;
+		if (!restart && free_at != RT_UID_SLOTS)
+			break;
+	}
+	uint32_t slot = mine_at != RT_UID_SLOTS ? mine_at : free_at;
+	if (slot != RT_UID_SLOTS) {
+		char name[16];
+		snprintf(name, sizeof(name), "%u", slot);
 		if ((r = rung_write_file_replace(dfd, name, mine, (size_t)len, 0600, err)) < 0)
 			return r;
 		*base = RT_UID_BASE0 + slot * RT_UID_RANGE;

@@ -566,8 +566,13 @@ START_TEST(test_reacquire_after_crash)
 	RUNG_REQUIRE_ROOT();
 	struct rung_router *r = spine_router(NULL);
 	struct rung_err err = {0};
+	/* A sandbox made first and disposed before the crash leaves a lower uid range free:
+	 * the restart must still get its own range back (its kept files are owned by it). */
+	struct rung_sandbox *first = spine_acquire(r, "crash-first", "t", "k", NULL, NULL);
 	struct rung_sandbox *sb = spine_acquire(r, "crash", "t", "k", NULL, NULL);
 	ck_assert_int_eq(rung_write_file(sb, "keep.txt", "kept", 4, 0, &err), 0);
+	ck_assert_int_eq(rung_dispose(r, rung_sandbox_id(first), NULL, &err), 0);
+	rung_sandbox_close(first);
 	struct rt_meta m;
 	spine_meta(r, rung_sandbox_id(sb), &m);
 	ck_assert_int_eq(kill(m.sup_pid, SIGKILL), 0);
@@ -584,6 +589,7 @@ START_TEST(test_reacquire_after_crash)
 	struct rt_meta m2;
 	spine_meta(r, rung_sandbox_id(sb), &m2);
 	ck_assert_int_ne(m2.sup_pid, m.sup_pid);
+	ck_assert_uint_eq(m2.uid_base, m.uid_base);
 	rt_meta_release(&m);
 	rt_meta_release(&m2);
 	ck_assert_int_eq(rung_dispose(r, rung_sandbox_id(sb), NULL, &err), 0);
