@@ -57,14 +57,18 @@ START_TEST(test_timeout_kills_daemons)
 	fx_open(&f, NULL);
 	char needle[64], script[1024];
 	snprintf(needle, sizeof(needle), "sleep %d", 600000 + (int)(getpid() % 100000));
-	/* A setsid'd shell whose child double-forks a daemon, plus plain children. */
+	/* A setsid'd shell whose child double-forks a daemon, plus plain children. The script
+	 * waits (bounded) until its four background sleeps run, not a fixed time: on a loaded
+	 * machine 0.3 s was sometimes too short for the last fork. */
 	snprintf(script, sizeof(script),
-		 "setsid sh -c '(%s &); (setsid %s &); exec %s' & %s & sleep 0.3; "
+		 "setsid sh -c '(%s &); (setsid %s &); exec %s' & %s & i=0; "
+		 "while [ $(ps -eo args= | grep -c '^%s') -lt 4 ] && [ $i -lt 40 ]; do "
+		 "sleep 0.05; i=$((i+1)); done; "
 		 "echo started $(ps -eo args= | grep -c '^%s'); exec %s",
-		 needle, needle, needle, needle, needle, needle);
+		 needle, needle, needle, needle, needle, needle, needle);
 	ck_assert_int_eq(spine_count_cmdline(needle), 0);
 	/* a nested guest (the vm rung in the test stage) needs seconds for the script's own ps */
-	uint32_t tmo = spine_vm() ? 8000 : 1500;
+	uint32_t tmo = spine_vm() ? 8000 : 3000;
 	const char *argv[] = {"/bin/sh", "-c", script, NULL};
 	struct watch w = {.needle = needle, .seen = -1};
 	struct rung_exec_req req = {
