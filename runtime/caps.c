@@ -4,6 +4,7 @@
 #include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "runtime/rt-internal.h"
 
@@ -30,6 +31,44 @@ int rt_caps_drop_all(struct rung_err *err)
 	cap_free(empty);
 	if (r < 0)
 		return rung_err_sys(err, errno, "drop capabilities");
+	return 0;
+}
+
+int rt_caps_drop_agent(struct rung_err *err)
+{
+	static const cap_value_t keep[] = {CAP_SETUID, CAP_SETGID, CAP_KILL};
+	/* Root does not regain capabilities on execve, and changing uid keeps the ones held;
+	 * ambient raise stays possible until the agent has cleared its inheritable set. */
+	unsigned bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+			SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED;
+	if (cap_set_secbits(bits) < 0)
+		return rung_err_sys(err, errno, "set securebits");
+	cap_t c = cap_init();
+	if (!c)
+		return rung_err_sys(err, errno, "cap_init");
+	int r = 0;
+	if (cap_set_flag(c, CAP_PERMITTED, RUNG_ARRAY_SIZE(keep), keep, CAP_SET) < 0 ||
+	    cap_set_flag(c, CAP_EFFECTIVE, RUNG_ARRAY_SIZE(keep), keep, CAP_SET) < 0 ||
+	    cap_set_flag(c, CAP_INHERITABLE, RUNG_ARRAY_SIZE(keep), keep, CAP_SET) < 0 ||
+	    cap_set_proc(c) < 0)
+		r = rung_err_sys(err, errno, "keep the agent's capabilities");
+	cap_free(c);
+	if (r < 0)
+		return r;
+	if (cap_reset_ambient() < 0)
+		return rung_err_sys(err, errno, "clear ambient capabilities");
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(keep); i++)
+		if (cap_set_ambient(keep[i], CAP_SET) < 0)
+			return rung_err_sys(err, errno, "raise ambient capability %d", (int)keep[i]);
+	for (cap_value_t v = 0; v <= CAP_LAST_CAP; v++)
+		if (cap_drop_bound(v) < 0 && errno != EINVAL)
+			return rung_err_sys(err, errno, "drop capability %d from the bounding set",
+					    (int)v);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return rung_err_sys(err, errno, "no_new_privs");
+	if (setresgid(RUNG_AGENT_UID, RUNG_AGENT_UID, RUNG_AGENT_UID) < 0 ||
+	    setresuid(RUNG_AGENT_UID, RUNG_AGENT_UID, RUNG_AGENT_UID) < 0)
+		return rung_err_sys(err, errno, "become the agent uid %d", RUNG_AGENT_UID);
 	return 0;
 }
 

@@ -127,7 +127,7 @@ static void child_main(struct child_ctx *c)
 	fcntl(4, F_SETFD, FD_CLOEXEC);
 	fcntl(5, F_SETFD, FD_CLOEXEC);
 	syscall(SYS_close_range, 6, ~0U, 0);
-	if (rt_caps_drop_all(&err) < 0 || rt_seccomp_load(c->bpf, c->bpf_len, &err) < 0)
+	if (rt_caps_drop_agent(&err) < 0 || rt_seccomp_load(c->bpf, c->bpf_len, &err) < 0)
 		child_fail(c->err_fd, &err);
 	char *argv[] = {"rung-agent", "--listen-fd", "3", NULL};
 	char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -201,6 +201,12 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 	if ((r = write_proc(pid, "uid_map", map, err)) < 0 ||
 	    (r = write_proc(pid, "setgroups", "deny", err)) < 0 ||
 	    (r = write_proc(pid, "gid_map", map, err)) < 0)
+		goto kill;
+	/* Pin pid 1's OOM score (and, as we have CAP_SYS_RESOURCE, the floor its children may
+	 * return to): the sandbox cannot make its agent the OOM victim, and cannot raise the
+	 * value either, as the agent runs as another uid (agent/privs.c). Commands reset theirs
+	 * to 0 (agent/spawn.c). */
+	if ((r = write_proc(pid, "oom_score_adj", "-1000", err)) < 0)
 		goto kill;
 	if (np->on_child && (r = np->on_child(sb, pid, np->ud, err)) < 0)
 		goto kill;
