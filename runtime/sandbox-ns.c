@@ -206,8 +206,17 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 	 * return to): the sandbox cannot make its agent the OOM victim, and cannot raise the
 	 * value either, as the agent runs as another uid (agent/privs.c). Commands reset theirs
 	 * to 0 (agent/spawn.c). */
-	if ((r = write_proc(pid, "oom_score_adj", "-1000", err)) < 0)
-		goto kill;
+	struct rung_err oerr;
+	if (write_proc(pid, "oom_score_adj", "-1000", &oerr) < 0) {
+		if (oerr.code != EACCES) {
+			*err = oerr;
+			r = -oerr.code;
+			goto kill;
+		}
+		/* Lowering needs CAP_SYS_RESOURCE, which this host's root may lack: the agent
+		 * keeps the score it inherited, which the sandbox still cannot raise. */
+		LOG_INFO("no CAP_SYS_RESOURCE: the agent's oom_score_adj stays as inherited");
+	}
 	if (np->on_child && (r = np->on_child(sb, pid, np->ud, err)) < 0)
 		goto kill;
 	rung_trace("ns: ids mapped");
