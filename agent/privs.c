@@ -6,8 +6,9 @@
  * and saved uid is the agent's, so a command (uid 0, no capability) fails the kernel's checks
  * for kill, ptrace, process_vm_*, prlimit and /proc/<pid>/{mem,fd,environ}; they stay dumpable,
  * so their /proc files are owned by the agent uid and a command cannot write their
- * oom_score_adj either. Their fsuid/fsgid is 0: the files write_file creates are root's, as a
- * command's are. Raw system calls: the agent is static and links no libcap.
+ * oom_score_adj either. A handler's fsuid/fsgid is 0: the files write_file creates are root's,
+ * as a command's are. (pid 1 keeps its file ids: changing them would clear the parent-death
+ * signal the supervisor's clone set.) Raw system calls: the agent is static and links no libcap.
  */
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -72,14 +73,16 @@ int agent_privs_settle(struct rung_err *err)
 		return rung_err_set(err, EPERM,
 				    "rung-agent must start as uid %d (it runs as %d): a command could "
 				    "otherwise signal it", RUNG_AGENT_UID, (int)getuid());
-	int r = caps_keep_only(err);
-	if (r < 0)
-		return r;
+	return caps_keep_only(err);
+}
+
+int agent_privs_handler(struct rung_err *err)
+{
 	setfsgid(0);
 	setfsuid(0);
 	if ((int)setfsuid((uid_t)-1) != 0 || (int)setfsgid((gid_t)-1) != 0)
-		return rung_err_set(err, EPERM, "set the agent's file ids to 0");
-	/* A credential change made us non-dumpable, which would hand our /proc files to the
+		return rung_err_set(err, EPERM, "set the handler's file ids to 0");
+	/* The id change made us non-dumpable, which would hand our /proc files to the
 	 * namespace's root (the command's uid): dumpable, they are the agent uid's. */
 	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
 		return rung_err_sys(err, errno, "set dumpable");

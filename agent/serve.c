@@ -98,6 +98,7 @@ int agent_serve(int listen_fd)
 	sigprocmask(SIG_BLOCK, &chld, NULL);
 	int sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
 	struct handlers h = {0};
+	pid_t self = getpid();
 	for (;;) {
 		struct signalfd_siginfo si;
 		while (sfd >= 0 && read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
@@ -122,7 +123,15 @@ int agent_serve(int listen_fd)
 				close(sfd);
 			sigprocmask(SIG_UNBLOCK, &chld, NULL);
 			prctl(PR_SET_NAME, "rung-agent-h");
+			struct rung_err perr;
+			/* File ids 0 first: changing them clears the parent-death signal. */
+			if (agent_privs_handler(&perr) < 0) {
+				rung_proto_error_send(c, &perr);
+				_exit(1);
+			}
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() != self)
+				_exit(1); /* pid 1 is gone already */
 			/* Orphans of this request's processes re-parent to us, not to pid 1. */
 			prctl(PR_SET_CHILD_SUBREAPER, 1);
 			signal(SIGPIPE, SIG_IGN);

@@ -129,6 +129,11 @@ static void child_main(struct child_ctx *c)
 	syscall(SYS_close_range, 6, ~0U, 0);
 	if (rt_caps_drop_agent(&err) < 0 || rt_seccomp_load(c->bpf, c->bpf_len, &err) < 0)
 		child_fail(c->err_fd, &err);
+	/* Becoming the agent uid cleared the parent-death signal: set it again. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
+		rung_err_sys(&err, errno, "set the parent-death signal");
+		child_fail(c->err_fd, &err);
+	}
 	char *argv[] = {"rung-agent", "--listen-fd", "3", NULL};
 	char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 			"LANG=C.UTF-8", NULL};

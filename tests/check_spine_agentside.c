@@ -103,7 +103,7 @@ START_TEST(test_agent_untouchable)
 		ck_assert_uint_eq(ru, m.uid_base + RUNG_AGENT_UID);
 		ck_assert_uint_eq(eu, m.uid_base + RUNG_AGENT_UID);
 		ck_assert_uint_eq(su, m.uid_base + RUNG_AGENT_UID);
-		ck_assert_uint_eq(fu, m.uid_base);
+		ck_assert_uint_eq(fu, m.uid_base + RUNG_AGENT_UID); /* handlers: 0 */
 		/* CAP_KILL, CAP_SETGID, CAP_SETUID; nothing else, nothing inheritable */
 		ck_assert_ptr_nonnull(strstr(st, "CapEff:\t00000000000000e0"));
 		ck_assert_ptr_nonnull(strstr(st, "CapInh:\t0000000000000000"));
