@@ -30,7 +30,8 @@
 
 /* Run from inside (sh -c), with the python above at /tmp/ptrace-probe.py when python3 exists:
  * every agent-side pid is stopped, has its oom_score_adj raised, its environ and fds read,
- * ptrace'd; last, SIGKILLed. */
+ * ptrace'd; root-owned kernel knobs (core_pattern, sysrq-trigger) are written; last, every
+ * agent-side pid is SIGKILLed. */
 #define AGENTSIDE_PROBE_SH                                                                        \
 	"n=0; pids=\n"                                                                            \
 	"for d in /proc/[0-9]*; do\n"                                                             \
@@ -50,6 +51,9 @@
 	"    python3 /tmp/ptrace-probe.py $p || echo \"BAD: ptrace $p\"\n"                        \
 	"  fi\n"                                                                                  \
 	"done\n"                                                                                  \
+	"(echo '|/bin/false' > /proc/sys/kernel/core_pattern) 2>/dev/null &&"                    \
+	" echo \"BAD: wrote core_pattern\"\n"                                                     \
+	"(echo h > /proc/sysrq-trigger) 2>/dev/null && echo \"BAD: wrote sysrq-trigger\"\n"       \
 	"for p in $pids; do kill -9 $p 2>/dev/null && echo \"BAD: SIGKILL $p\"; done\n"           \
 	"echo \"agents $n\"; echo \"own oom_score_adj $(cat /proc/self/oom_score_adj)\"\n"
 
