@@ -11,13 +11,13 @@
  * signal the supervisor's clone set.) Raw system calls: the agent is static and links no libcap.
  */
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <grp.h>
 
 #include "agent/agent.h"
 
@@ -56,7 +56,8 @@ int agent_privs_vm_drop(struct rung_err *err)
 		return rung_err_sys(err, errno, "set securebits");
 	for (int c = 0; c <= CAP_LAST_CAP; c++)
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
-			return rung_err_sys(err, errno, "drop capability %d from the bounding set", c);
+			return rung_err_sys(err, errno, "drop capability %d from the bounding set",
+					    c);
 	if (setgroups(0, NULL) < 0)
 		return rung_err_sys(err, errno, "clear supplementary groups");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -70,9 +71,11 @@ int agent_privs_vm_drop(struct rung_err *err)
 int agent_privs_settle(struct rung_err *err)
 {
 	if (getuid() != RUNG_AGENT_UID || geteuid() != RUNG_AGENT_UID)
-		return rung_err_set(err, EPERM,
-				    "rung-agent must start as uid %d (it runs as %d): a command could "
-				    "otherwise signal it", RUNG_AGENT_UID, (int)getuid());
+		return rung_err_set(
+		    err, EPERM,
+		    "rung-agent must start as uid %d (it runs as %d): a command could "
+		    "otherwise signal it",
+		    RUNG_AGENT_UID, (int)getuid());
 	return caps_keep_only(err);
 }
 

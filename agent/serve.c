@@ -2,8 +2,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/signalfd.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -135,7 +135,8 @@ int agent_serve(int listen_fd)
 			/* Orphans of this request's processes re-parent to us, not to pid 1. */
 			prctl(PR_SET_CHILD_SUBREAPER, 1);
 			signal(SIGPIPE, SIG_IGN);
-			signal(SIGXFSZ, SIG_IGN); /* write_file past RLIMIT_FSIZE: an error, not death */
+			/* write_file past RLIMIT_FSIZE: an error, not death */
+			signal(SIGXFSZ, SIG_IGN);
 			agent_handle(c);
 			agent_kill_descendants();
 			_exit(0);

@@ -56,7 +56,8 @@ static int refill(struct rt_agent_io *io, struct rung_err *err)
 		if (r < 0)
 			return r;
 		if (io->out.oom)
-			return rung_err_set(err, ENOMEM, "out of memory queueing data for the agent");
+			return rung_err_set(err, ENOMEM,
+					    "out of memory queueing data for the agent");
 		if (r == 0)
 			io->refill_done = true;
 	}
@@ -107,9 +108,11 @@ static int read_some(struct rt_agent_io *io, struct rung_err *err)
 		}
 		if (n == 0) {
 			if (io->hdr_got == 0)
-				return rung_err_set(err, ECONNRESET, "the agent closed the connection");
+				return rung_err_set(err, ECONNRESET,
+						    "the agent closed the connection");
 			if (io->hdr_got < RUNG_FRAME_HDR)
-				return rung_err_set(err, EPROTO, "truncated frame header (%zu of %d bytes)",
+				return rung_err_set(err, EPROTO,
+						    "truncated frame header (%zu of %d bytes)",
 						    io->hdr_got, RUNG_FRAME_HDR);
 			return rung_err_set(err, EPROTO, "truncated frame: %zu of %u payload bytes",
 					    io->pay_got, io->len);
@@ -123,8 +126,8 @@ static int read_some(struct rt_agent_io *io, struct rung_err *err)
 				return r;
 			io->pay_got = 0;
 			if (io->len && !(io->payload = malloc(io->len + 1)))
-				return rung_err_set(err, ENOMEM, "out of memory for a %u-byte frame",
-						    io->len);
+				return rung_err_set(err, ENOMEM,
+						    "out of memory for a %u-byte frame", io->len);
 		} else {
 			io->pay_got += (size_t)n;
 		}
@@ -146,7 +149,8 @@ int rt_agent_io_next(struct rt_agent_io *io, struct rung_frame *f, struct rung_e
 		uint64_t now = rung_now_ms();
 		if (now >= io->deadline)
 			return rung_err_set(err, ETIMEDOUT,
-					    "the agent did not finish within %u ms (%s)", io->timeout_ms,
+					    "the agent did not finish within %u ms (%s)",
+					    io->timeout_ms,
 					    pending || !io->refill_done ? "still sending to it"
 									: "waiting for its answer");
 		int n = poll(p, io->cancel_fd >= 0 ? 2 : 1, (int)(io->deadline - now));
@@ -154,7 +158,8 @@ int rt_agent_io_next(struct rt_agent_io *io, struct rung_frame *f, struct rung_e
 			return rung_err_sys(err, errno, "poll the agent connection");
 		if (n <= 0)
 			continue;
-		if (io->cancel_fd >= 0 && (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)))
+		if (io->cancel_fd >= 0 &&
+		    (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)))
 			return rung_err_set(err, ECANCELED, "the caller went away (fd %d hung up)",
 					    io->cancel_fd);
 		if (pending && (p[0].revents & (POLLOUT | POLLERR | POLLHUP)))

@@ -21,7 +21,7 @@ typedef int (*rt_agent_io_refill_fn)(void *ud, struct rung_buf *out, struct rung
 
 struct rt_agent_io {
 	int fd;
-	int cancel_fd;     /* -1: none; its peer hanging up cancels with -ECANCELED */
+	int cancel_fd;	   /* -1: none; its peer hanging up cancels with -ECANCELED */
 	uint64_t deadline; /* CLOCK_MONOTONIC ms, absolute */
 	unsigned timeout_ms;
 	rt_agent_io_refill_fn refill;

@@ -66,7 +66,8 @@ int rt_caps_drop_agent(struct rung_err *err)
 		return rung_err_sys(err, errno, "clear ambient capabilities");
 	for (int i = 0; i < n; i++)
 		if (cap_set_ambient(keep[i], CAP_SET) < 0)
-			return rung_err_sys(err, errno, "raise ambient capability %d", (int)keep[i]);
+			return rung_err_sys(err, errno, "raise ambient capability %d",
+					    (int)keep[i]);
 	for (cap_value_t v = 0; v <= CAP_LAST_CAP; v++)
 		if (cap_drop_bound(v) < 0 && errno != EINVAL)
 			return rung_err_sys(err, errno, "drop capability %d from the bounding set",

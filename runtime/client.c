@@ -73,9 +73,9 @@ static int append_out(char **buf, size_t *len, size_t *cap, const void *d, size_
 	return 0;
 }
 
-static int queue_exec(struct rt_agent_io *io, const struct rung_exec_req *req, const struct rung_spec *spec,
-		     const char *const *image_env, uint32_t timeout_ms, uint64_t max_out,
-		     struct rung_err *err)
+static int queue_exec(struct rt_agent_io *io, const struct rung_exec_req *req,
+		      const struct rung_spec *spec, const char *const *image_env,
+		      uint32_t timeout_ms, uint64_t max_out, struct rung_err *err)
 {
 	/* env: the request's, then the spec's, then the image's, then the defaults; each KEY
 	 * once, the first wins. (Duplicates would make the winner depend on the program: getenv
@@ -184,8 +184,8 @@ int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spe
 	/* One deadline for the whole exec, stdin included: the command's timeout plus a grace
 	 * for the agent to report. The caller hanging up cancels it in every phase. */
 	struct rt_agent_io io;
-	int r = rt_agent_io_init(&io, fd, timeout_ms + GRACE_MS, req->watch_fd ? req->cancel_fd : -1,
-				 err);
+	int r = rt_agent_io_init(&io, fd, timeout_ms + GRACE_MS,
+				 req->watch_fd ? req->cancel_fd : -1, err);
 	struct data_src in = {.p = req->stdin_data,
 			      .len = req->stdin_len,
 			      .type = RUNG_MSG_STDIN,
@@ -345,7 +345,8 @@ int rt_agent_write_file(int fd, const char *path, const void *data, size_t len, 
 		r = file_result(&f, &got, err);
 		rung_frame_release(&f);
 		if (r == 0 && (!io.refill_done || io.out_off < io.out.len))
-			r = rung_err_set(err, EPROTO, "the agent answered before all data was sent");
+			r = rung_err_set(err, EPROTO,
+					 "the agent answered before all data was sent");
 	}
 	rt_agent_io_release(&io);
 	if (r < 0)

@@ -178,8 +178,11 @@ START_TEST(test_exec_reads_while_writing_stdin)
 	ck_assert_ptr_nonnull(in);
 	memset(in, 'i', IN_BYTES);
 	const char *argv[] = {"cat", NULL};
-	struct rung_exec_req req = {.argv = argv, .stdin_data = in, .stdin_len = IN_BYTES,
-				    .timeout_ms = 20000, .max_output = 64u << 20};
+	struct rung_exec_req req = {.argv = argv,
+				    .stdin_data = in,
+				    .stdin_len = IN_BYTES,
+				    .timeout_ms = 20000,
+				    .max_output = 64u << 20};
 	struct rung_spec spec = {0};
 	struct rung_exec_res res;
 	struct rung_err err = {0};
@@ -213,8 +216,12 @@ START_TEST(test_exec_cancel_while_sending_stdin)
 	char *in = calloc(1, len);
 	ck_assert_ptr_nonnull(in);
 	const char *argv[] = {"cat", NULL};
-	struct rung_exec_req req = {.argv = argv, .stdin_data = in, .stdin_len = len,
-				    .timeout_ms = 60000, .watch_fd = true, .cancel_fd = cv[0]};
+	struct rung_exec_req req = {.argv = argv,
+				    .stdin_data = in,
+				    .stdin_len = len,
+				    .timeout_ms = 60000,
+				    .watch_fd = true,
+				    .cancel_fd = cv[0]};
 	struct rung_spec spec = {0};
 	struct rung_exec_res res;
 	struct rung_err err = {0};

@@ -98,8 +98,8 @@ START_TEST(test_agent_untouchable)
 		char *st = spine_slurp(p, NULL);
 		ck_assert_ptr_nonnull(st);
 		unsigned ru, eu, su, fu;
-		ck_assert_int_eq(sscanf(strstr(st, "\nUid:"), "\nUid: %u %u %u %u", &ru, &eu, &su, &fu),
-				 4);
+		ck_assert_int_eq(
+		    sscanf(strstr(st, "\nUid:"), "\nUid: %u %u %u %u", &ru, &eu, &su, &fu), 4);
 		ck_assert_uint_eq(ru, m.uid_base + RUNG_AGENT_UID);
 		ck_assert_uint_eq(eu, m.uid_base + RUNG_AGENT_UID);
 		ck_assert_uint_eq(su, m.uid_base + RUNG_AGENT_UID);
@@ -116,8 +116,10 @@ START_TEST(test_agent_untouchable)
 		if (host_has_sys_resource())
 			ck_assert_str_eq(adj, "-1000\n");
 		else
-			fprintf(stderr, "test_agent_untouchable: this root lacks CAP_SYS_RESOURCE: "
-					"the agent keeps oom_score_adj %s", adj);
+			fprintf(stderr,
+				"test_agent_untouchable: this root lacks CAP_SYS_RESOURCE: "
+				"the agent keeps oom_score_adj %s",
+				adj);
 		free(adj);
 		rt_meta_release(&m);
 	}
