@@ -1,4 +1,8 @@
-/* runtime/caps.c: no capabilities (libcap), locked securebits, no_new_privs; rlimits. */
+/*
+ * runtime/caps.c: the sandbox's pid 1 becomes the agent uid with only CAP_SETUID, CAP_SETGID
+ * and CAP_KILL (libcap; the commands it starts get none), locked securebits, an empty bounding
+ * set, no_new_privs; rlimits.
+ */
 #include <linux/securebits.h>
 #include <stdlib.h>
 #include <sys/capability.h>
@@ -7,32 +11,6 @@
 #include <unistd.h>
 
 #include "runtime/rt-internal.h"
-
-int rt_caps_drop_all(struct rung_err *err)
-{
-	/* Root in the sandbox's user namespace must not regain capabilities on execve. */
-	unsigned bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-			SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
-			SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
-	if (cap_set_secbits(bits) < 0)
-		return rung_err_sys(err, errno, "set securebits");
-	if (cap_reset_ambient() < 0)
-		return rung_err_sys(err, errno, "clear ambient capabilities");
-	for (cap_value_t c = 0; c <= CAP_LAST_CAP; c++)
-		if (cap_drop_bound(c) < 0 && errno != EINVAL)
-			return rung_err_sys(err, errno, "drop capability %d from the bounding set",
-					    (int)c);
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return rung_err_sys(err, errno, "no_new_privs");
-	cap_t empty = cap_init();
-	if (!empty)
-		return rung_err_sys(err, errno, "cap_init");
-	int r = cap_set_proc(empty);
-	cap_free(empty);
-	if (r < 0)
-		return rung_err_sys(err, errno, "drop capabilities");
-	return 0;
-}
 
 static int caps_set(const cap_value_t *keep, int n, bool all_else, struct rung_err *err)
 {

@@ -235,10 +235,9 @@ int rt_rlimits_apply(const struct rung_limits *l, struct rung_err *err);
 /* seccomp: build (parent, before untrusted input) then load (child). */
 int rt_seccomp_build(void **bpf, size_t *len, struct rung_err *err);
 int rt_seccomp_load(const void *bpf, size_t len, struct rung_err *err);
-/* Drop every capability, clear the bounding set, lock securebits, no_new_privs. */
-int rt_caps_drop_all(struct rung_err *err);
-/* The same, but become RUNG_AGENT_UID keeping only CAP_SETUID, CAP_SETGID and CAP_KILL across
- * the execve of rung-agent (as ambient capabilities, which the agent then clears). */
+/* Clear the bounding set, lock securebits, no_new_privs, and become RUNG_AGENT_UID keeping only
+ * CAP_SETUID, CAP_SETGID and CAP_KILL across the execve of rung-agent (as ambient capabilities,
+ * which the agent then clears; the commands it starts as uid 0 get none). */
 int rt_caps_drop_agent(struct rung_err *err);
 
 #endif
