@@ -5,7 +5,8 @@
  *   rung-agent or a handler (they run as another uid), and the sandbox keeps working;
  * - nothing survives an exec even when its handler dies: `sleep & kill -9 $PPID`, and a
  *   handler killed from outside (pid 1 kills what is not below a live handler);
- * - the agent's OOM score is pinned, a command's is the default.
+ * - the agent's OOM score is pinned, a command's is the default;
+ * - a write_file past the disk limit is an error, not a dead handler.
  * Tagged "root".
  */
 #include <check.h>
@@ -241,6 +242,33 @@ START_TEST(test_orphans_of_a_killed_handler_die)
 }
 END_TEST
 
+/* A write_file past the sandbox's disk limit is an error the agent reports, not the death of
+ * its handler (RLIMIT_FSIZE sends SIGXFSZ, which used to kill it). */
+START_TEST(test_write_past_disk_limit)
+{
+	RUNG_REQUIRE_ROOT();
+	struct rung_spec spec;
+	rung_spec_init(&spec);
+	spec.kind = strdup("disk");
+	spec.limits.disk_bytes = 16u << 20;
+	struct fx f;
+	f.r = spine_router(NULL);
+	f.sb = spine_acquire(f.r, "agentside", "disk", "k", &spec, NULL);
+	size_t len = 20u << 20;
+	char *data = calloc(1, len);
+	ck_assert_ptr_nonnull(data);
+	struct rung_err err = {0};
+	int r = rung_write_file(f.sb, "big.bin", data, len, 0644, &err);
+	free(data);
+	ck_assert_int_lt(r, 0);
+	ck_assert_msg(!strstr(err.msg, "closed the connection"), "the handler died: %s", err.msg);
+	ck_assert_msg(strstr(err.msg, "big.bin"), "no path in: %s", err.msg);
+	still_works(f.sb);
+	fx_close(&f);
+	rung_spec_release(&spec);
+}
+END_TEST
+
 Suite *spine_agentside_suite(void)
 {
 	Suite *s = suite_create("spine_agentside");
@@ -250,6 +278,7 @@ Suite *spine_agentside_suite(void)
 	tcase_add_unchecked_fixture(tc, spine_base_setup, spine_base_teardown);
 	tcase_add_test(tc, test_agent_untouchable);
 	tcase_add_test(tc, test_orphans_of_a_killed_handler_die);
+	tcase_add_test(tc, test_write_past_disk_limit);
 	suite_add_tcase(s, tc);
 	return s;
 }
