@@ -49,8 +49,12 @@ static void handlers_add(struct handlers *h, pid_t pid)
 	if (h->n == h->cap) {
 		size_t nc = h->cap ? h->cap * 2 : 16;
 		pid_t *np = realloc(h->pid, nc * sizeof(*np));
-		if (!np)
-			return; /* untracked: its end triggers a sweep, which then spares nothing */
+		if (!np) {
+			/* Untracked, a sweep would take it for an orphan: end it now instead
+			 * (the host sees its connection close). */
+			kill(pid, SIGKILL);
+			return;
+		}
 		h->pid = np;
 		h->cap = nc;
 	}
