@@ -23,6 +23,14 @@ int agent_open_confined(const char *path, int flags, mode_t mode, int mkdirs, st
 pid_t agent_spawn(const struct rung_proto_exec *x, int in, int out, int errfd, int *exec_err);
 /* Kill every descendant of this process (it is a child subreaper) and reap them. */
 void agent_kill_descendants(void);
+/* pid 1: kill every process below us that is not below one of the live handlers. */
+void agent_kill_orphans(const pid_t *handlers, size_t n);
+/* Privileges (privs.c): a VM's init drops from real root to the agent uid; then every agent
+ * keeps only what it needs (CAP_SETUID, CAP_SETGID, CAP_KILL); a handler takes fsuid/fsgid 0
+ * and stays dumpable. */
+int agent_privs_vm_drop(struct rung_err *err);
+int agent_privs_settle(struct rung_err *err);
+int agent_privs_handler(struct rung_err *err);
 /* Accept loop on a listening socket; forks a handler per connection; reaps children. */
 int agent_serve(int listen_fd);
 

@@ -42,20 +42,21 @@ int main(int argc, char **argv)
 		}
 	}
 	prctl(PR_SET_NAME, "rung-agent");
-	/* The sandbox's code runs as our uid: without this it could open /proc/1/mem (or a
-	 * handler's) and take the agent over, e.g. to let processes outlive an exec's timeout.
-	 * Non-dumpable, only CAP_SYS_PTRACE in our namespace (nobody here) can. Handlers inherit
-	 * it; the commands they exec are dumpable again. */
-	prctl(PR_SET_DUMPABLE, 0);
 	if (listen_fd < 0) {
 		if (getpid() != 1) {
 			usage(stderr);
 			return 2;
 		}
-		if (agent_vm_init(&listen_fd, &err) < 0) {
+		if (agent_vm_init(&listen_fd, &err) < 0 || agent_privs_vm_drop(&err) < 0) {
 			fprintf(stderr, "rung-agent: vm init: %s\n", err.msg);
 			return 1;
 		}
+	}
+	/* The command runs as uid 0 without capabilities, we as the agent uid (agent/privs.c):
+	 * it can neither signal nor ptrace us or a handler, nor write our /proc files. */
+	if (agent_privs_settle(&err) < 0) {
+		fprintf(stderr, "rung-agent: %s\n", err.msg);
+		return 1;
 	}
 	/* pid 1 ignores signals it has no handler for; make that explicit for the ones we get. */
 	signal(SIGPIPE, SIG_IGN);

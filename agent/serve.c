@@ -1,7 +1,9 @@
 /* agent/serve.c: the accept loop and per-connection dispatch. */
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -37,16 +39,79 @@ void agent_handle(int fd)
 	rung_frame_release(&f);
 }
 
+struct handlers {
+	pid_t *pid;
+	size_t n, cap;
+};
+
+static void handlers_add(struct handlers *h, pid_t pid)
+{
+	if (h->n == h->cap) {
+		size_t nc = h->cap ? h->cap * 2 : 16;
+		pid_t *np = realloc(h->pid, nc * sizeof(*np));
+		if (!np) {
+			/* Untracked, a sweep would take it for an orphan: end it now instead
+			 * (the host sees its connection close). */
+			kill(pid, SIGKILL);
+			return;
+		}
+		h->pid = np;
+		h->cap = nc;
+	}
+	h->pid[h->n++] = pid;
+}
+
+static bool handlers_remove(struct handlers *h, pid_t pid)
+{
+	for (size_t i = 0; i < h->n; i++)
+		if (h->pid[i] == pid) {
+			h->pid[i] = h->pid[--h->n];
+			return true;
+		}
+	return false;
+}
+
+/*
+ * Reap whatever exited. A handler that ended cleanly killed everything its exec started; one
+ * that did not (killed, e.g. by the OOM killer), or any other child of ours (an orphan
+ * re-parented to pid 1), means processes of an exec may have outlived their handler: nothing
+ * survives an exec, so every process not below a live handler is killed.
+ */
+static void reap(struct handlers *h)
+{
+	bool sweep = false;
+	int st;
+	pid_t w;
+	while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+		if (!handlers_remove(h, w) || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			sweep = true;
+	if (sweep) {
+		agent_kill_orphans(h->pid, h->n);
+		while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+			handlers_remove(h, w);
+	}
+}
+
 int agent_serve(int listen_fd)
 {
 	rung_fd_set_cloexec(listen_fd, 1);
+	/* SIGCHLD wakes the loop: a handler's death is acted on at once, not at the next poll. */
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	int sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+	struct handlers h = {0};
+	pid_t self = getpid();
 	for (;;) {
-		/* Reap whatever exited: handlers and any orphan re-parented to pid 1. */
-		while (waitpid(-1, NULL, WNOHANG) > 0)
+		struct signalfd_siginfo si;
+		while (sfd >= 0 && read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 			;
-		struct pollfd p = {.fd = listen_fd, .events = POLLIN};
-		int r = poll(&p, 1, 1000);
-		if (r <= 0)
+		reap(&h);
+		struct pollfd p[2] = {{.fd = listen_fd, .events = POLLIN},
+				      {.fd = sfd, .events = POLLIN}};
+		int r = poll(p, sfd >= 0 ? 2 : 1, 1000);
+		if (r <= 0 || !(p[0].revents & POLLIN))
 			continue;
 		int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0) {
@@ -58,15 +123,30 @@ int agent_serve(int listen_fd)
 		pid_t pid = fork();
 		if (pid == 0) {
 			close(listen_fd);
+			if (sfd >= 0)
+				close(sfd);
+			sigprocmask(SIG_UNBLOCK, &chld, NULL);
 			prctl(PR_SET_NAME, "rung-agent-h");
+			struct rung_err perr;
+			/* File ids 0 first: changing them clears the parent-death signal. */
+			if (agent_privs_handler(&perr) < 0) {
+				rung_proto_error_send(c, &perr);
+				_exit(1);
+			}
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() != self)
+				_exit(1); /* pid 1 is gone already */
 			/* Orphans of this request's processes re-parent to us, not to pid 1. */
 			prctl(PR_SET_CHILD_SUBREAPER, 1);
 			signal(SIGPIPE, SIG_IGN);
+			/* write_file past RLIMIT_FSIZE: an error, not death */
+			signal(SIGXFSZ, SIG_IGN);
 			agent_handle(c);
 			agent_kill_descendants();
 			_exit(0);
 		}
+		if (pid > 0)
+			handlers_add(&h, pid);
 		close(c);
 	}
 }

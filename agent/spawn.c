@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "agent/agent.h"
@@ -28,6 +29,7 @@ struct spawn_ctx {
 	const char *path; /* the PATH searched (from envp, else the default) */
 	const char *cwd;
 	int in, out, errfd;
+	bool as_root; /* we are the agent uid: the command runs as uid 0 */
 	int err; /* written by the child: errno of the failed step */
 	bool cwd_failed;
 	char buf[4096]; /* the child's candidate path */
@@ -48,6 +50,24 @@ static int child_main(void *ud)
 {
 	struct spawn_ctx *s = ud;
 	setsid();
+	if (s->as_root) {
+		/* The agent side's uid is not the command's (agent/privs.c). Our capabilities go
+		 * at execve: root gains none (SECBIT_NOROOT), and none are inheritable. */
+		if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
+			s->err = errno;
+			_exit(127);
+		}
+		/* The id change made the memory we share with the handler non-dumpable, which
+		 * would give the handler's /proc files to uid 0: undo it before anything runs. */
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	}
+	/* The agent side's OOM score is pinned low; the command's is the default. (A vfork
+	 * child's write does not reach the handler that shares its memory.) */
+	int ofd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (ofd >= 0) {
+		(void)!write(ofd, "0", 1);
+		close(ofd);
+	}
 	/* execve keeps ignored signals ignored (the agent inherits SIGHUP ignored and ignores
 	 * SIGPIPE itself): the command starts with every disposition at its default. */
 	/* Every signal, real-time ones included: the raw call, since libc refuses to touch the two
@@ -150,7 +170,8 @@ pid_t agent_spawn(const struct rung_proto_exec *x, int in, int out, int errfd, i
 			      .cwd = x->cwd,
 			      .in = in,
 			      .out = out,
-			      .errfd = errfd};
+			      .errfd = errfd,
+			      .as_root = getuid() != 0};
 	/* No signal handler may run in the child on memory it shares with us. */
 	sigset_t all, old;
 	sigfillset(&all);
@@ -198,8 +219,9 @@ static int list_procs(struct proc_ent **out)
 		buf[len] = 0;
 		char *p = strrchr(buf, ')');
 		int ppid;
-		if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
-			continue;
+		char state;
+		if (!p || sscanf(p + 1, " %c %d", &state, &ppid) != 2 || state == 'Z')
+			continue; /* a zombie is dead already: reaping it is what is left */
 		if (n == cap) {
 			struct proc_ent *nv = realloc(v, (cap *= 2) * sizeof(*v));
 			if (!nv)
@@ -225,6 +247,48 @@ static bool reap_all(void)
 	}
 }
 
+static bool spared(pid_t pid, const pid_t *spare, size_t nspare)
+{
+	for (size_t i = 0; i < nspare; i++)
+		if (spare[i] == pid)
+			return true;
+	return false;
+}
+
+/* SIGKILL every descendant of ours except the spared children and their descendants; returns
+ * how many were signalled. */
+static int kill_round(const pid_t *spare, size_t nspare)
+{
+	pid_t self = getpid();
+	struct proc_ent *v = NULL;
+	int n = list_procs(&v);
+	int killed = 0;
+	if (n > 0) {
+		/* Mark descendants of self: repeat until no new ones (tree depth). */
+		char *mark = calloc((size_t)n, 1);
+		for (int changed = 1; mark && changed;) {
+			changed = 0;
+			for (int i = 0; i < n; i++) {
+				if (mark[i])
+					continue;
+				bool child = v[i].ppid == self && !spared(v[i].pid, spare, nspare);
+				for (int j = 0; !child && j < n; j++)
+					child = mark[j] && v[j].pid == v[i].ppid;
+				if (child) {
+					mark[i] = 1;
+					changed = 1;
+				}
+			}
+		}
+		for (int i = 0; mark && i < n; i++)
+			if (mark[i] && kill(v[i].pid, SIGKILL) == 0)
+				killed++;
+		free(mark);
+	}
+	free(v);
+	return killed;
+}
+
 void agent_kill_descendants(void)
 {
 	/* We are a child subreaper: every descendant is a child of ours or below one, and an
@@ -232,34 +296,8 @@ void agent_kill_descendants(void)
 	 * left (ECHILD), no descendant is: the /proc walk below is for when some are. */
 	if (reap_all())
 		return;
-	pid_t self = getpid();
 	for (int round = 0; round < 10000; round++) {
-		struct proc_ent *v = NULL;
-		int n = list_procs(&v);
-		int killed = 0;
-		if (n > 0) {
-			/* Mark descendants of self: repeat until no new ones (tree depth). */
-			char *mark = calloc((size_t)n, 1);
-			for (int changed = 1; mark && changed;) {
-				changed = 0;
-				for (int i = 0; i < n; i++) {
-					if (mark[i])
-						continue;
-					bool child = v[i].ppid == self;
-					for (int j = 0; !child && j < n; j++)
-						child = mark[j] && v[j].pid == v[i].ppid;
-					if (child) {
-						mark[i] = 1;
-						changed = 1;
-					}
-				}
-			}
-			for (int i = 0; mark && i < n; i++)
-				if (mark[i] && kill(v[i].pid, SIGKILL) == 0)
-					killed++;
-			free(mark);
-		}
-		free(v);
+		int killed = kill_round(NULL, 0);
 		if (reap_all())
 			return;
 		if (!killed) {
@@ -269,4 +307,13 @@ void agent_kill_descendants(void)
 		}
 		usleep(round < 10 ? 200 : 2000);
 	}
+}
+
+void agent_kill_orphans(const pid_t *handlers, size_t n)
+{
+	/* Our children that are not handlers are orphans of a handler that died (an exec's
+	 * processes whose subreaper was killed): they and all below them go. Killing one
+	 * re-parents its children to us, hence the rounds. */
+	for (int round = 0; round < 10000 && kill_round(handlers, n) > 0; round++)
+		usleep(round < 10 ? 200 : 2000);
 }

@@ -178,6 +178,7 @@ int agent_vm_plan_build(const struct agent_vm_opts *o, struct agent_vm_plan *p,
 			struct rung_err *err)
 {
 	static const char *const moved[] = { "/proc", "/sys", "/dev" };
+	static const char *const proc_ro[] = { NEWROOT "/proc/sys", NEWROOT "/proc/sysrq-trigger" };
 	const unsigned long nosuid_nodev = MS_NOSUID | MS_NODEV;
 	struct rung_err e2;
 	struct agent_vm_opts chk;
@@ -199,7 +200,9 @@ int agent_vm_plan_build(const struct agent_vm_opts *o, struct agent_vm_plan *p,
 		if (w)
 			snprintf(w->data, sizeof(w->data), "%s", sysctls[i][1]);
 	}
-	add_mount(p, "sysfs", "/sys", "sysfs", nosuid_nodev | MS_NOEXEC, NULL);
+	/* Read-only: the command runs as uid 0 without capabilities (agent/privs.c), and many
+	 * root-owned kernel knobs check nothing but the file mode. */
+	add_mount(p, "sysfs", "/sys", "sysfs", nosuid_nodev | MS_NOEXEC | MS_RDONLY, NULL);
 	struct agent_vm_step *dev = add_mount(p, "devtmpfs", "/dev", "devtmpfs", MS_NOSUID,
 					      "mode=0755");
 	if (dev)
@@ -228,6 +231,16 @@ int agent_vm_plan_build(const struct agent_vm_opts *o, struct agent_vm_plan *p,
 		snprintf(t, sizeof(t), NEWROOT "%s", moved[i]);
 		add_mkdir(p, t, 0755);
 		add(p, AGENT_VM_MOVE, moved[i], t);
+	}
+	/* Likewise /proc/sys (kernel.core_pattern would run a helper as full root) and
+	 * /proc/sysrq-trigger (which kills every process but init). */
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(proc_ro); i++) {
+		struct agent_vm_step *b = add(p, AGENT_VM_MOUNT, proc_ro[i], proc_ro[i]);
+		struct agent_vm_step *ro = add(p, AGENT_VM_MOUNT, "none", proc_ro[i]);
+		if (b && ro) {
+			b->flags = MS_BIND;
+			ro->flags = MS_BIND | MS_REMOUNT | MS_RDONLY | nosuid_nodev | MS_NOEXEC;
+		}
 	}
 	add_mount(p, "devpts", NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
 		  "newinstance,ptmxmode=0666,mode=0620");

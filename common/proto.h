@@ -28,6 +28,13 @@
 #define RUNG_PROTO_MAX_ARGS 4096
 #define RUNG_PROTO_MAX_STR 65536
 #define RUNG_PROTO_STDIN_MAX (64u << 20) /* an exec's stdin, in all */
+/*
+ * Inside every sandbox, rung-agent and its handlers run as this uid and gid (fsuid/fsgid 0,
+ * so the files they write are root's, as the command's are), holding only CAP_SETUID,
+ * CAP_SETGID and CAP_KILL; commands run as uid 0 with no capability at all. A command can
+ * therefore not signal, ptrace or write /proc files of the agent side.
+ */
+#define RUNG_AGENT_UID 65533
 
 enum rung_msg {
 	RUNG_MSG_PING = 1,

@@ -1,16 +1,18 @@
 /*
  * runtime/client.c: the host side of the agent protocol, one piece of code for all three rungs.
- * Everything the agent sends is untrusted: frames are validated, output is bounded, and a
- * silent agent cannot hang the host past the exec deadline.
+ * Everything the agent sends is untrusted: frames are validated, output is bounded, and every
+ * operation has one absolute deadline over non-blocking, interleaved I/O (agent-io.c): an
+ * agent that stops reading, stays silent or trickles frames cannot hold a host thread past it.
  */
-#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "runtime/agent-io.h"
 #include "runtime/rt-internal.h"
 
 #define GRACE_MS 5000 /* past the exec timeout, how long the host waits for the agent */
+#define CHUNK 65536
 
 int rt_agent_connect(const char *sock_path, struct rung_err *err)
 {
@@ -31,11 +33,15 @@ int rt_agent_connect(const char *sock_path, struct rung_err *err)
 
 int rt_agent_ping(int fd, unsigned timeout_ms, struct rung_err *err)
 {
-	int r = rung_frame_write(fd, RUNG_MSG_PING, NULL, 0, err);
-	if (r < 0)
-		return r;
+	struct rt_agent_io io;
 	struct rung_frame f;
-	if ((r = rung_frame_read(fd, &f, rung_now_ms() + timeout_ms, err)) < 0)
+	int r = rt_agent_io_init(&io, fd, timeout_ms, -1, err);
+	if (r == 0)
+		r = rt_agent_io_queue(&io, RUNG_MSG_PING, NULL, err);
+	if (r == 0)
+		r = rt_agent_io_next(&io, &f, err);
+	rt_agent_io_release(&io);
+	if (r < 0)
 		return rung_err_wrap(err, "agent ping");
 	uint8_t t = f.type;
 	rung_frame_release(&f);
@@ -67,9 +73,9 @@ static int append_out(char **buf, size_t *len, size_t *cap, const void *d, size_
 	return 0;
 }
 
-static int send_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
-		     const char *const *image_env, uint32_t timeout_ms, uint64_t max_out,
-		     struct rung_err *err)
+static int queue_exec(struct rt_agent_io *io, const struct rung_exec_req *req,
+		      const struct rung_spec *spec, const char *const *image_env,
+		      uint32_t timeout_ms, uint64_t max_out, struct rung_err *err)
 {
 	/* env: the request's, then the spec's, then the image's, then the defaults; each KEY
 	 * once, the first wins. (Duplicates would make the winner depend on the program: getenv
@@ -122,47 +128,46 @@ static int send_exec(int fd, const struct rung_exec_req *req, const struct rung_
 	struct rung_buf b = {0};
 	rung_proto_exec_encode(&x, &b);
 	free(env);
-	int r = rung_frame_write_buf(fd, RUNG_MSG_EXEC, &b, err);
+	int r = rt_agent_io_queue(io, RUNG_MSG_EXEC, &b, err);
 	rung_buf_release(&b);
-	if (r < 0 || !req->stdin_data)
-		return r;
-	const char *p = req->stdin_data;
-	for (size_t off = 0; off < req->stdin_len;) {
-		size_t c = req->stdin_len - off > 65536 ? 65536 : req->stdin_len - off;
-		struct rung_buf sb = {0};
-		rung_buf_put_bytes(&sb, RUNG_TAG_DATA, p + off, c);
-		r = rung_frame_write_buf(fd, RUNG_MSG_STDIN, &sb, err);
-		rung_buf_release(&sb);
-		if (r < 0)
-			return r;
-		off += c;
-	}
-	return rung_frame_write(fd, RUNG_MSG_STDIN_EOF, NULL, 0, err);
+	return r;
 }
 
-/*
- * Until the agent has something to say (0), or the watched fd's peer hung up (-ECANCELED: the
- * caller's connection closing makes the agent kill what the exec started), or the deadline
- * passed (0: rung_frame_read then reports the timeout).
- */
-static int wait_agent_or_hangup(int agent, int watched, uint64_t deadline, struct rung_err *err)
+/* Data sent in FRAME_TYPE frames of CHUNK bytes, then one END frame (none: 0). */
+struct data_src {
+	const char *p;
+	size_t len, off;
+	uint8_t type, end_type;
+};
+
+static int data_refill(void *ud, struct rung_buf *out, struct rung_err *err)
 {
-	for (;;) {
-		struct pollfd p[2] = {{.fd = agent, .events = POLLIN},
-				      {.fd = watched, .events = POLLRDHUP}};
-		uint64_t now = rung_now_ms();
-		int left = now >= deadline ? 0 : (int)(deadline - now > 60000 ? 60000 : deadline - now);
-		int n = poll(p, 2, left);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return rung_err_sys(err, errno, "poll");
-		if (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL))
-			return rung_err_set(err, ECANCELED, "the caller went away (fd %d hung up)",
-					    watched);
-		if (n > 0 || rung_now_ms() >= deadline)
-			return 0;
+	(void)err;
+	struct data_src *d = ud;
+	uint8_t hdr[RUNG_FRAME_HDR];
+	/* A few chunks per refill: fewer wake-ups, still bounded memory. */
+	for (int i = 0; i < 4 && d->off < d->len; i++) {
+		size_t c = d->len - d->off > CHUNK ? CHUNK : d->len - d->off;
+		struct rung_buf b = {0};
+		rung_buf_put_bytes(&b, RUNG_TAG_DATA, d->p + d->off, c);
+		if (b.oom) {
+			rung_buf_release(&b);
+			out->oom = true;
+			return -ENOMEM;
+		}
+		rung_frame_hdr_encode(hdr, d->type, (uint32_t)b.len);
+		rung_buf_append(out, hdr, sizeof(hdr));
+		rung_buf_append(out, b.data, b.len);
+		rung_buf_release(&b);
+		d->off += c;
 	}
+	if (d->off < d->len)
+		return 1;
+	if (d->end_type) {
+		rung_frame_hdr_encode(hdr, d->end_type, 0);
+		rung_buf_append(out, hdr, sizeof(hdr));
+	}
+	return 0;
 }
 
 int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
@@ -176,19 +181,31 @@ int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spe
 				    req->stdin_len, RUNG_PROTO_STDIN_MAX);
 	uint32_t timeout_ms = req->timeout_ms ? req->timeout_ms : spec->limits.exec_timeout_s * 1000;
 	uint64_t max_out = req->max_output ? req->max_output : spec->limits.output_bytes;
-	int r = send_exec(fd, req, spec, image_env, timeout_ms, max_out, err);
-	if (r < 0)
+	/* One deadline for the whole exec, stdin included: the command's timeout plus a grace
+	 * for the agent to report. The caller hanging up cancels it in every phase. */
+	struct rt_agent_io io;
+	int r = rt_agent_io_init(&io, fd, timeout_ms + GRACE_MS,
+				 req->watch_fd ? req->cancel_fd : -1, err);
+	struct data_src in = {.p = req->stdin_data,
+			      .len = req->stdin_len,
+			      .type = RUNG_MSG_STDIN,
+			      .end_type = RUNG_MSG_STDIN_EOF};
+	if (r == 0 && (r = queue_exec(&io, req, spec, image_env, timeout_ms, max_out, err)) == 0 &&
+	    req->stdin_data) {
+		io.refill = data_refill;
+		io.ud = &in;
+		io.refill_done = false;
+	}
+	if (r < 0) {
+		rt_agent_io_release(&io);
 		return rung_err_wrap(err, "exec");
-	uint64_t deadline = rung_now_ms() + timeout_ms + GRACE_MS;
+	}
 	size_t cap_o = 0, cap_e = 0;
 	bool collect = !(req->on_output && req->no_collect);
 	for (;;) {
 		struct rung_frame f;
-		if (req->watch_fd && (r = wait_agent_or_hangup(fd, req->cancel_fd, deadline, err)) < 0) {
-			rung_exec_res_release(res);
-			return rung_err_wrap(err, "exec");
-		}
-		if ((r = rung_frame_read(fd, &f, deadline, err)) < 0) {
+		if ((r = rt_agent_io_next(&io, &f, err)) < 0) {
+			rt_agent_io_release(&io);
 			rung_exec_res_release(res);
 			return rung_err_wrap(err, "exec");
 		}
@@ -220,11 +237,13 @@ int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spe
 			}
 			rung_frame_release(&f);
 			if (r < 0) {
+				rt_agent_io_release(&io);
 				rung_exec_res_release(res);
 				return rung_err_wrap(err, "exec output");
 			}
 			continue;
 		}
+		rt_agent_io_release(&io);
 		if (f.type == RUNG_MSG_ERROR) {
 			rung_proto_error_decode(f.payload, f.len, err);
 			rung_frame_release(&f);
@@ -268,62 +287,68 @@ void rung_exec_res_release(struct rung_exec_res *res)
 	res->out_len = res->err_len = 0;
 }
 
-static int file_req(int fd, uint8_t type, const char *path, unsigned mode, uint64_t size,
-		    struct rung_err *err)
+static int file_req(struct rt_agent_io *io, uint8_t type, const char *path, unsigned mode,
+		    uint64_t size, struct rung_err *err)
 {
 	struct rung_buf b = {0};
 	rung_buf_put_str(&b, RUNG_TAG_PATH, path);
 	rung_buf_put_u64(&b, RUNG_TAG_MODE, mode);
 	rung_buf_put_u64(&b, RUNG_TAG_SIZE, size);
-	int r = rung_frame_write_buf(fd, type, &b, err);
+	int r = rt_agent_io_queue(io, type, &b, err);
 	rung_buf_release(&b);
 	return r;
 }
 
-/* Wait for RESULT (or ERROR). */
-static int wait_result(int fd, uint64_t *size, struct rung_err *err)
+unsigned rt_agent_file_timeout_ms(uint64_t size)
 {
-	struct rung_frame f;
-	int r = rung_frame_read(fd, &f, rung_now_ms() + 120000, err);
-	if (r < 0)
-		return r;
-	if (f.type == RUNG_MSG_ERROR) {
-		r = rung_proto_error_decode(f.payload, f.len, err);
-	} else if (f.type == RUNG_MSG_RESULT) {
-		struct rung_tlv_iter it;
-		uint16_t tag;
-		const uint8_t *v;
-		uint32_t l;
-		rung_tlv_init(&it, f.payload, f.len);
-		while ((r = rung_tlv_next(&it, &tag, &v, &l, err)) > 0)
-			if (tag == RUNG_TAG_SIZE && (r = rung_tlv_u64(v, l, size, err)) < 0)
-				break;
-	} else {
-		r = rung_err_set(err, EPROTO, "unexpected frame type %u from agent", f.type);
-	}
-	rung_frame_release(&f);
+	/* A minute, plus a second per 16 MiB (1 GiB, the largest file: 2 min 4 s). */
+	return 60000u + (unsigned)(size >> 24) * 1000u;
+}
+
+/* RESULT (its size) or ERROR. */
+static int file_result(const struct rung_frame *f, uint64_t *size, struct rung_err *err)
+{
+	int r;
+	if (f->type == RUNG_MSG_ERROR)
+		return rung_proto_error_decode(f->payload, f->len, err);
+	if (f->type != RUNG_MSG_RESULT)
+		return rung_err_set(err, EPROTO, "unexpected frame type %u from agent", f->type);
+	struct rung_tlv_iter it;
+	uint16_t tag;
+	const uint8_t *v;
+	uint32_t l;
+	rung_tlv_init(&it, f->payload, f->len);
+	while ((r = rung_tlv_next(&it, &tag, &v, &l, err)) > 0)
+		if (tag == RUNG_TAG_SIZE && (r = rung_tlv_u64(v, l, size, err)) < 0)
+			break;
 	return r;
 }
 
 int rt_agent_write_file(int fd, const char *path, const void *data, size_t len, unsigned mode,
-			struct rung_err *err)
+			unsigned timeout_ms, struct rung_err *err)
 {
-	int r = file_req(fd, RUNG_MSG_WRITE_FILE, path, mode, len, err);
-	const char *p = data;
-	for (size_t off = 0; r == 0 && off < len;) {
-		size_t c = len - off > 65536 ? 65536 : len - off;
-		struct rung_buf b = {0};
-		rung_buf_put_bytes(&b, RUNG_TAG_DATA, p + off, c);
-		r = rung_frame_write_buf(fd, RUNG_MSG_FILE_DATA, &b, err);
-		rung_buf_release(&b);
-		off += c;
+	struct rt_agent_io io;
+	struct data_src src = {.p = data,
+			       .len = len,
+			       .type = RUNG_MSG_FILE_DATA,
+			       .end_type = RUNG_MSG_FILE_END};
+	int r = rt_agent_io_init(&io, fd, timeout_ms, -1, err);
+	if (r == 0 && (r = file_req(&io, RUNG_MSG_WRITE_FILE, path, mode, len, err)) == 0) {
+		io.refill = data_refill;
+		io.ud = &src;
+		io.refill_done = false;
 	}
-	if (r == 0)
-		r = rung_frame_write(fd, RUNG_MSG_FILE_END, NULL, 0, err);
 	uint64_t got = 0;
-	int wr = wait_result(fd, &got, err);
-	if (wr < 0) /* the agent's answer explains a failed write best */
-		return rung_err_wrap(err, "write_file %s", path);
+	struct rung_frame f;
+	if (r == 0 && (r = rt_agent_io_next(&io, &f, err)) == 0) {
+		/* An answer before all data went out is an ERROR (or a broken agent). */
+		r = file_result(&f, &got, err);
+		rung_frame_release(&f);
+		if (r == 0 && (!io.refill_done || io.out_off < io.out.len))
+			r = rung_err_set(err, EPROTO,
+					 "the agent answered before all data was sent");
+	}
+	rt_agent_io_release(&io);
 	if (r < 0)
 		return rung_err_wrap(err, "write_file %s", path);
 	if (got != len)
@@ -333,17 +358,18 @@ int rt_agent_write_file(int fd, const char *path, const void *data, size_t len, 
 }
 
 int rt_agent_read_file(int fd, const char *path, size_t max, char **data, size_t *len,
-		       struct rung_err *err)
+		       unsigned timeout_ms, struct rung_err *err)
 {
-	int r = file_req(fd, RUNG_MSG_READ_FILE, path, 0, max, err);
-	if (r < 0)
-		return rung_err_wrap(err, "read_file %s", path);
+	struct rt_agent_io io;
+	int r = rt_agent_io_init(&io, fd, timeout_ms, -1, err);
+	if (r == 0)
+		r = file_req(&io, RUNG_MSG_READ_FILE, path, 0, max, err);
 	char *buf = NULL;
 	size_t n = 0, cap = 0;
 	bool trunc = false;
-	for (;;) {
+	while (r == 0) {
 		struct rung_frame f;
-		if ((r = rung_frame_read(fd, &f, rung_now_ms() + 120000, err)) < 0)
+		if ((r = rt_agent_io_next(&io, &f, err)) < 0)
 			break;
 		if (f.type == RUNG_MSG_FILE_DATA) {
 			struct rung_tlv_iter it;
@@ -356,26 +382,16 @@ int rt_agent_read_file(int fd, const char *path, size_t max, char **data, size_t
 				    append_out(&buf, &n, &cap, v, l, max, &trunc) < 0)
 					r = rung_err_set(err, ENOMEM, "out of memory");
 			rung_frame_release(&f);
-			if (r < 0)
-				break;
-			if (trunc) {
+			if (r == 0 && trunc)
 				r = rung_err_set(err, EFBIG, "agent sent more than %zu bytes", max);
-				break;
-			}
 			continue;
 		}
-		if (f.type == RUNG_MSG_RESULT) {
-			rung_frame_release(&f);
-			r = 0;
-			break;
-		}
-		if (f.type == RUNG_MSG_ERROR)
-			r = rung_proto_error_decode(f.payload, f.len, err);
-		else
-			r = rung_err_set(err, EPROTO, "unexpected frame type %u from agent", f.type);
+		uint64_t size = 0;
+		r = file_result(&f, &size, err);
 		rung_frame_release(&f);
 		break;
 	}
+	rt_agent_io_release(&io);
 	if (r < 0) {
 		free(buf);
 		return rung_err_wrap(err, "read_file %s", path);

@@ -192,10 +192,12 @@ int rt_agent_connect(const char *sock_path, struct rung_err *err);
 /* image_env: the image's own environment (under the spec's), or NULL. */
 int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
 		  const char *const *image_env, struct rung_exec_res *res, struct rung_err *err);
+/* File operations: timeout_ms bounds the whole operation (rt_agent_file_timeout_ms(size)). */
 int rt_agent_write_file(int fd, const char *path, const void *data, size_t len, unsigned mode,
-			struct rung_err *err);
+			unsigned timeout_ms, struct rung_err *err);
 int rt_agent_read_file(int fd, const char *path, size_t max, char **data, size_t *len,
-		       struct rung_err *err);
+		       unsigned timeout_ms, struct rung_err *err);
+unsigned rt_agent_file_timeout_ms(uint64_t size);
 int rt_agent_ping(int fd, unsigned timeout_ms, struct rung_err *err);
 
 /* ---- process-rung building blocks (ns.c, mounts.c, seccomp.c, caps.c) ---- */
@@ -238,7 +240,9 @@ int rt_seccomp_build(void **bpf, size_t *len, struct rung_err *err);
 /* The x86_64 number of a syscall name; -EINVAL naming it when libseccomp cannot resolve it. */
 int rt_seccomp_resolve(const char *name, struct rung_err *err);
 int rt_seccomp_load(const void *bpf, size_t len, struct rung_err *err);
-/* Drop every capability, clear the bounding set, lock securebits, no_new_privs. */
-int rt_caps_drop_all(struct rung_err *err);
+/* Clear the bounding set, lock securebits, no_new_privs, and become RUNG_AGENT_UID keeping only
+ * CAP_SETUID, CAP_SETGID and CAP_KILL across the execve of rung-agent (as ambient capabilities,
+ * which the agent then clears; the commands it starts as uid 0 get none). */
+int rt_caps_drop_agent(struct rung_err *err);
 
 #endif

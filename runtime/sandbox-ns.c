@@ -119,8 +119,13 @@ static void child_main(struct child_ctx *c)
 	fcntl(4, F_SETFD, FD_CLOEXEC);
 	fcntl(5, F_SETFD, FD_CLOEXEC);
 	syscall(SYS_close_range, 6, ~0U, 0);
-	if (rt_caps_drop_all(&err) < 0 || rt_seccomp_load(c->bpf, c->bpf_len, &err) < 0)
+	if (rt_caps_drop_agent(&err) < 0 || rt_seccomp_load(c->bpf, c->bpf_len, &err) < 0)
 		child_fail(c->err_fd, &err);
+	/* Becoming the agent uid cleared the parent-death signal: set it again. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
+		rung_err_sys(&err, errno, "set the parent-death signal");
+		child_fail(c->err_fd, &err);
+	}
 	char *argv[] = {"rung-agent", "--listen-fd", "3", NULL};
 	char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 			"LANG=C.UTF-8", NULL};
@@ -194,6 +199,21 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 	    (r = write_proc(pid, "setgroups", "deny", err)) < 0 ||
 	    (r = write_proc(pid, "gid_map", map, err)) < 0)
 		goto kill;
+	/* Pin pid 1's OOM score (and, as we have CAP_SYS_RESOURCE, the floor its children may
+	 * return to): the sandbox cannot make its agent the OOM victim, and cannot raise the
+	 * value either, as the agent runs as another uid (agent/privs.c). Commands reset theirs
+	 * to 0 (agent/spawn.c). */
+	struct rung_err oerr;
+	if (write_proc(pid, "oom_score_adj", "-1000", &oerr) < 0) {
+		if (oerr.code != EACCES) {
+			*err = oerr;
+			r = -oerr.code;
+			goto kill;
+		}
+		/* Lowering needs CAP_SYS_RESOURCE, which this host's root may lack: the agent
+		 * keeps the score it inherited, which the sandbox still cannot raise. */
+		LOG_INFO("no CAP_SYS_RESOURCE: the agent's oom_score_adj stays as inherited");
+	}
 	if (np->on_child && (r = np->on_child(sb, pid, np->ud, err)) < 0)
 		goto kill;
 	rung_trace("ns: ids mapped");

@@ -353,7 +353,8 @@ int rung_write_file(struct rung_sandbox *s, const char *path, const void *data, 
 	cleanup_close int fd = connect_agent(s, err);
 	if (fd < 0)
 		return fd;
-	r = rt_agent_write_file(fd, p, data, len, mode ? mode : 0644, err);
+	r = rt_agent_write_file(fd, p, data, len, mode ? mode : 0644, rt_agent_file_timeout_ms(len),
+				err);
 	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id, false);
 	return r;
 }
@@ -370,7 +371,8 @@ int rung_read_file(struct rung_sandbox *s, const char *path, size_t max, char **
 	cleanup_close int fd = connect_agent(s, err);
 	if (fd < 0)
 		return fd;
-	r = rt_agent_read_file(fd, p, max ? max : (64u << 20), data, len, err);
+	max = max ? max : (64u << 20);
+	r = rt_agent_read_file(fd, p, max, data, len, rt_agent_file_timeout_ms(max), err);
 	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id, false);
 	return r;
 }

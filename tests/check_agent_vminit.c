@@ -137,6 +137,23 @@ START_TEST(test_plan_disks)
 		ck_assert_msg(m != NULL, "no move to %s", mv[i]);
 		ck_assert_uint_lt(index_of(&p, ovl), index_of(&p, m));
 	}
+	/* The command is uid 0 without capabilities: root-owned kernel knobs are read-only. */
+	ck_assert(find(&p, AGENT_VM_MOUNT, "/sys")->flags & MS_RDONLY);
+	static const char *const ro[] = { "/rung/root/proc/sys", "/rung/root/proc/sysrq-trigger" };
+	for (size_t i = 0; i < 2; i++) {
+		size_t bind = p.n, remount = p.n;
+		for (size_t k = 0; k < p.n; k++) {
+			if (p.steps[k].kind != AGENT_VM_MOUNT || strcmp(p.steps[k].target, ro[i]))
+				continue;
+			if (p.steps[k].flags == MS_BIND && !strcmp(p.steps[k].source, ro[i]))
+				bind = k;
+			else if (p.steps[k].flags & MS_REMOUNT)
+				remount = k;
+		}
+		ck_assert_msg(bind < remount && remount < p.n, "%s is not bound read-only", ro[i]);
+		ck_assert(p.steps[remount].flags & MS_RDONLY);
+		ck_assert_uint_gt(bind, index_of(&p, find(&p, AGENT_VM_MOVE, mv[0])));
+	}
 	const struct agent_vm_step *pts = find(&p, AGENT_VM_MOUNT, "/rung/root/dev/pts");
 	ck_assert_ptr_nonnull(pts);
 	ck_assert_uint_gt(index_of(&p, pts), index_of(&p, find(&p, AGENT_VM_MOVE, mv[2])));

@@ -333,12 +333,14 @@ START_TEST(test_privileges)
 	ck_assert_ptr_nonnull(uid);
 	unsigned ru, eu, su, fu;
 	ck_assert_int_eq(sscanf(uid, "\nUid: %u %u %u %u", &ru, &eu, &su, &fu), 4);
-	ck_assert_uint_eq(ru, m.uid_base);
-	ck_assert_uint_eq(eu, m.uid_base);
-	ck_assert_uint_eq(su, m.uid_base);
+	/* pid 1 (rung-agent) runs as the agent uid, not the command's (agent/privs.c) */
+	ck_assert_uint_eq(ru, m.uid_base + RUNG_AGENT_UID);
+	ck_assert_uint_eq(eu, m.uid_base + RUNG_AGENT_UID);
+	ck_assert_uint_eq(su, m.uid_base + RUNG_AGENT_UID);
 	ck_assert_ptr_nonnull(strstr(st, "NoNewPrivs:\t1"));
 	ck_assert_ptr_nonnull(strstr(st, "Seccomp:\t2"));
-	ck_assert_ptr_nonnull(strstr(st, "CapEff:\t0000000000000000"));
+	ck_assert_ptr_nonnull(strstr(st, "CapEff:\t00000000000000e0")); /* KILL, SETGID, SETUID */
+	ck_assert_ptr_nonnull(strstr(st, "CapBnd:\t0000000000000000"));
 	free(st);
 	/* A file root creates inside belongs to that host uid. */
 	char owned[8192];

@@ -92,5 +92,8 @@ else
 		# The protocol-level suite of the other rungs (exec, output caps, exit codes,
 		# stdin, cancel, run_code, env, cwd, files, concurrency) on the vm rung.
 		ck_suite rung-protocol-vm spine_exec "the process rung's protocol suite, on the vm rung" RUNG_TEST_RUNG=vm
+		# The command against the guest's agent side (kill, ptrace, oom_score_adj, kernel
+		# knobs; orphans of a dead handler).
+		ck_suite rung-agentside-vm spine_agentside "the agent side is out of the command's reach, on the vm rung" RUNG_TEST_RUNG=vm
 	fi
 fi
