@@ -208,6 +208,9 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 		rt_meta_release(&old);
 	}
 	sb->meta.iso = iso;
+	/* What every later operation is checked against (rung_router_pick verified the rung
+	 * offers it and, when deployed, that the policy allows it). */
+	sb->meta.granted = spec->requires & ops->caps;
 	if ((rc = spec_copy(spec, &sb->meta.spec, err)) < 0 ||
 	    (rc = create_locked(sb, ops, err)) < 0) {
 		rung_err_wrap(err, "create %s sandbox", rung_isolation_name(iso));
@@ -302,10 +305,10 @@ static char **image_env(const struct rt_meta *m)
 	return v;
 }
 
-int rung_exec(struct rung_sandbox *s, const struct rung_exec_req *req, struct rung_exec_res *res,
-	      struct rung_err *err)
+/* An exec whose capability the caller has checked (exec, or run_code's language). */
+static int exec_checked(struct rung_sandbox *s, const struct rung_exec_req *req,
+			struct rung_exec_res *res, struct rung_err *err)
 {
-	memset(res, 0, sizeof(*res));
 	rung_trace("exec: begin");
 	/* in flight: no idle suspend until this returns */
 	cleanup_close int busy = rt_store_busy(&s->sb.router->store, s->sb.meta.id, false);
@@ -317,12 +320,24 @@ int rung_exec(struct rung_sandbox *s, const struct rung_exec_req *req, struct ru
 	uint64_t oom0 = 0, oom1 = 0;
 	bool oom_known = ops && ops->oom_kills && ops->oom_kills(&s->sb, &oom0) == 0;
 	cleanup_strv char **ienv = image_env(&s->sb.meta);
-	int r = rt_agent_exec(fd, req, &s->sb.meta.spec, (const char *const *)ienv, res, err);
+	/* A request may ask for less output than the sandbox's limit, never for more. */
+	struct rung_exec_req q = *req;
+	if (!q.max_output || q.max_output > s->sb.meta.spec.limits.output_bytes)
+		q.max_output = s->sb.meta.spec.limits.output_bytes;
+	int r = rt_agent_exec(fd, &q, &s->sb.meta.spec, (const char *const *)ienv, res, err);
 	if (r == 0 && oom_known && ops->oom_kills(&s->sb, &oom1) == 0 && oom1 > oom0)
 		res->oom = true;
 	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id, false);
 	rung_trace("exec: done");
 	return r;
+}
+
+int rung_exec(struct rung_sandbox *s, const struct rung_exec_req *req, struct rung_exec_res *res,
+	      struct rung_err *err)
+{
+	memset(res, 0, sizeof(*res));
+	int r = rt_op_check(&s->sb.meta, RT_OP_EXEC, err);
+	return r < 0 ? r : exec_checked(s, req, res, err);
 }
 
 /* Relative paths are relative to the work dir. */
@@ -348,6 +363,8 @@ int rung_write_file(struct rung_sandbox *s, const char *path, const void *data, 
 		return r;
 	if (mode & ~07777u)
 		return rung_err_set(err, EINVAL, "mode: %o out of range", mode);
+	if ((r = rt_op_check(&s->sb.meta, RT_OP_WRITE_FILE, err)) < 0)
+		return r;
 	/* in flight: no idle suspend until this returns */
 	cleanup_close int busy = rt_store_busy(&s->sb.router->store, s->sb.meta.id, false);
 	cleanup_close int fd = connect_agent(s, err);
@@ -381,20 +398,25 @@ int rung_run_code(struct rung_sandbox *s, const char *language, const char *code
 	static const char *const py[] = {"python3", "-", NULL};
 	static const char *const sh[] = {"/bin/sh", "-s", NULL};
 	const char *const *argv;
+	enum rt_op op;
+	memset(res, 0, sizeof(*res));
 	if (!language || !code)
 		return rung_err_set(err, EINVAL, "run_code: language and code are required");
 	if (!strcmp(language, "python") || !strcmp(language, "python3"))
-		argv = py;
+		argv = py, op = RT_OP_RUN_CODE;
 	else if (!strcmp(language, "sh"))
-		argv = sh;
+		argv = sh, op = RT_OP_RUN_SHELL; /* a shell: as much as exec */
 	else
 		return rung_err_set(err, EINVAL, "language: '%.32s' is not supported (python, sh)",
 				    language);
+	int r = rt_op_check(&s->sb.meta, op, err);
+	if (r < 0)
+		return r;
 	struct rung_exec_req req = opts ? *opts : (struct rung_exec_req){0};
 	req.argv = argv;
 	req.stdin_data = code;
 	req.stdin_len = strlen(code);
-	return rung_exec(s, &req, res, err);
+	return exec_checked(s, &req, res, err);
 }
 
 static int set_suspended(struct rung_sandbox *s, bool suspend, struct rung_err *err)

@@ -147,7 +147,7 @@ struct rung_exec_req {
 	const void *stdin_data;       /* optional */
 	size_t stdin_len;
 	uint32_t timeout_ms;          /* 0: the spec's exec timeout */
-	uint64_t max_output;          /* per stream; 0: the spec's output limit */
+	uint64_t max_output;          /* per stream; 0 (or more than the spec allows): the spec's limit */
 	rung_output_fn on_output;     /* optional streaming */
 	void *ud;
 	bool no_collect;              /* with on_output: do not also collect into the result */
