@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 __all__ = [
     "Isolation", "SandboxSpec", "SandboxKey", "ExecResult", "ExecChunk", "ExecStream",
     "Sandbox", "SandboxBackend", "RungError", "Unauthorized", "NotFound", "BadRequest",
-    "Forbidden", "Conflict", "PayloadTooLarge",
+    "Forbidden", "Conflict", "PayloadTooLarge", "TooManyRequests",
 ]
 
 
@@ -94,6 +94,7 @@ class ExecResult:
     def from_json(cls, d: Mapping[str, Any], out: bytes | None = None,
                   err: bytes | None = None) -> "ExecResult":
         def raw(key: str) -> bytes:
+            # One encoding per stream: JSON text, or (not UTF-8, or control-heavy) base64.
             if key + "_b64" in d:
                 return base64.b64decode(d[key + "_b64"])
             return d.get(key, "").encode()
@@ -130,10 +131,12 @@ class NotFound(RungError): pass
 class BadRequest(RungError): pass
 class Conflict(RungError): pass
 class PayloadTooLarge(RungError): pass
+class TooManyRequests(RungError): pass  # the scope is at its limit (429): retry later
 
 
 _ERRORS = {"unauthorized": Unauthorized, "forbidden": Forbidden, "not_found": NotFound,
-           "bad_request": BadRequest, "conflict": Conflict, "payload_too_large": PayloadTooLarge}
+           "bad_request": BadRequest, "conflict": Conflict, "payload_too_large": PayloadTooLarge,
+           "too_many_requests": TooManyRequests}
 
 
 class _UnixHTTPConnection(http.client.HTTPConnection):
