@@ -392,25 +392,51 @@ int rung_read_file(struct rung_sandbox *s, const char *path, size_t max, char **
 	return r;
 }
 
-int rung_run_code(struct rung_sandbox *s, const char *language, const char *code,
-		  const struct rung_exec_req *opts, struct rung_exec_res *res, struct rung_err *err)
+/* run_code's languages: the argv each runs, and the operation it counts as. */
+static int language_op(const char *language, enum rt_op *op, const char *const **argv,
+		       struct rung_err *err)
 {
 	static const char *const py[] = {"python3", "-", NULL};
 	static const char *const sh[] = {"/bin/sh", "-s", NULL};
+	if (!strcmp(language, "python") || !strcmp(language, "python3"))
+		*argv = py, *op = RT_OP_RUN_CODE;
+	else if (!strcmp(language, "sh"))
+		*argv = sh, *op = RT_OP_RUN_SHELL; /* a shell: as much as exec */
+	else
+		return rung_err_set(err, EINVAL, "language: '%.32s' is not supported (python, sh)",
+				    language);
+	return 0;
+}
+
+int rung_sandbox_allows(const struct rung_sandbox *s, const char *op, const char *language,
+			struct rung_err *err)
+{
+	enum rt_op o;
+	const char *const *argv;
+	int r = 0;
+	if (!op)
+		return rung_err_set(err, EINVAL, "op: required");
+	if (!strcmp(op, "exec"))
+		o = RT_OP_EXEC;
+	else if (!strcmp(op, "write_file"))
+		o = RT_OP_WRITE_FILE;
+	else if (!strcmp(op, "run_code"))
+		r = language_op(language ? language : "", &o, &argv, err);
+	else
+		return rung_err_set(err, EINVAL, "op: unknown operation '%.32s'", op);
+	return r < 0 ? r : rt_op_check(&s->sb.meta, o, err);
+}
+
+int rung_run_code(struct rung_sandbox *s, const char *language, const char *code,
+		  const struct rung_exec_req *opts, struct rung_exec_res *res, struct rung_err *err)
+{
 	const char *const *argv;
 	enum rt_op op;
 	memset(res, 0, sizeof(*res));
 	if (!language || !code)
 		return rung_err_set(err, EINVAL, "run_code: language and code are required");
-	if (!strcmp(language, "python") || !strcmp(language, "python3"))
-		argv = py, op = RT_OP_RUN_CODE;
-	else if (!strcmp(language, "sh"))
-		argv = sh, op = RT_OP_RUN_SHELL; /* a shell: as much as exec */
-	else
-		return rung_err_set(err, EINVAL, "language: '%.32s' is not supported (python, sh)",
-				    language);
-	int r = rt_op_check(&s->sb.meta, op, err);
-	if (r < 0)
+	int r = language_op(language, &op, &argv, err);
+	if (r < 0 || (r = rt_op_check(&s->sb.meta, op, err)) < 0)
 		return r;
 	struct rung_exec_req req = opts ? *opts : (struct rung_exec_req){0};
 	req.argv = argv;

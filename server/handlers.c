@@ -166,6 +166,10 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 	case SRV_R_EXEC:
 	case SRV_R_RUN_CODE: {
 		if (x.stream) {
+			/* A refusal is a 403 before the stream's 200, not an error line in it. */
+			if ((rc = rung_sandbox_allows(sb, rt == SRV_R_EXEC ? "exec" : "run_code",
+						      x.language, &err)) < 0)
+				return srv_reply_rung_err(call, c, rc, &err);
 			struct rung_sandbox *s = rung_steal_ptr(&sb);
 			struct rung_router *r = rung_steal_ptr(&cr->r);
 			struct srv_exec owned = x;

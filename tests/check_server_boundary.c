@@ -47,6 +47,12 @@ START_TEST(grant_http)
 	expect(&r, 403, "exec: not granted");
 	r = post(&t, TOK_A, id, "run-code", "{\"language\":\"sh\",\"code\":\"id\"}");
 	expect(&r, 403, "shell language");
+	/* streamed: refused before the stream starts */
+	r = post(&t, TOK_A, id, "exec", "{\"argv\":[\"sh\",\"-c\",\"id\"],\"stream\":true}");
+	expect(&r, 403, "exec: not granted");
+	r = post(&t, TOK_A, id, "run-code",
+		 "{\"language\":\"sh\",\"code\":\"id\",\"stream\":true}");
+	expect(&r, 403, "shell language");
 	r = post(&t, TOK_A, id, "run-code", "{\"language\":\"python\",\"code\":\"print(2+2)\"}");
 	expect(&r, 200, "\"stdout\":\"4\\n\"");
 	char path[256];

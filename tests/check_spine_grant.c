@@ -162,6 +162,12 @@ START_TEST(test_deployed_run_code_only)
 	char *data = NULL;
 	size_t len = 0;
 	ck_assert_int_eq(rung_read_file(sb, "pwned", 1024, &data, &len, &err), -ENOENT);
+	/* the same answers, asked ahead (the daemon does, before a streamed exec) */
+	ck_assert_int_eq(rung_sandbox_allows(sb, "exec", NULL, &err), -EACCES);
+	ck_assert_int_eq(rung_sandbox_allows(sb, "run_code", "sh", &err), -EACCES);
+	ck_assert_int_eq(rung_sandbox_allows(sb, "run_code", "python", &err), 0);
+	ck_assert_int_eq(rung_sandbox_allows(sb, "write_file", NULL, &err), 0);
+	ck_assert_int_eq(rung_sandbox_allows(sb, "reboot", NULL, &err), -EINVAL);
 
 	/* The granted set is the sandbox's, not the caller's: a router without --deployed on the
 	 * same store refuses as well. */

@@ -181,6 +181,13 @@ int rung_read_file(struct rung_sandbox *sb, const char *path, size_t max, char *
 int rung_run_code(struct rung_sandbox *sb, const char *language, const char *code,
 		  const struct rung_exec_req *opts, struct rung_exec_res *res,
 		  struct rung_err *err);
+/*
+ * Would the sandbox's granted capabilities allow op ("exec", "run_code" with language,
+ * "write_file")? 0, or the -EACCES the operation itself would return (e.g. to refuse a
+ * streamed exec before answering). exec, run_code and write_file check it themselves.
+ */
+int rung_sandbox_allows(const struct rung_sandbox *sb, const char *op, const char *language,
+			struct rung_err *err);
 int rung_suspend(struct rung_sandbox *sb, struct rung_err *err);
 int rung_resume(struct rung_sandbox *sb, struct rung_err *err);
 
