@@ -5,6 +5,8 @@
  * scoped /metrics and operator maxima on specs (item 11).
  */
 #include "common/util.h"
+#include "rung/rung.h"
+#include "server/server.h"
 #include "tests/server_testlib.h"
 
 #define KEYHDR(t) "X-Rung-Thread: " t "\r\nX-Rung-Agent: agent1\r\n"
@@ -325,9 +327,87 @@ START_TEST(output_amplification)
 }
 END_TEST
 
+/* Pure: the tokens file's limits and admin lines, the spec maxima, the output encoding. */
+START_TEST(limits_and_encoding)
+{
+	struct srv_tokens t = {0};
+	struct rung_err err = {0};
+	const char *txt = TOK_A " a\nadmin " TOK_ADMIN "\nlimits a requests=2 memory=1G ttl=0\n"
+			  "limits * sandboxes=5\n";
+	ck_assert_msg(srv_tokens_parse(txt, strlen(txt), &t, &err) == 0, "%s", err.msg);
+	const struct srv_limits *la = srv_tokens_limits(&t, "a"), *lb = srv_tokens_limits(&t, "b");
+	ck_assert_uint_eq(la->requests, 2);
+	ck_assert_uint_eq(la->memory_bytes, 1u << 30);
+	ck_assert_uint_eq(la->ttl_s, 0);
+	ck_assert_uint_eq(la->sandboxes, srv_limits_default.sandboxes); /* not named: default */
+	ck_assert_uint_eq(lb->sandboxes, 5);
+	ck_assert_uint_eq(lb->requests, srv_limits_default.requests);
+	struct srv_caller c = {.bearer = TOK_ADMIN};
+	ck_assert_str_eq(srv_auth(&t, &c), SRV_ADMIN_SCOPE);
+	struct rung_spec spec;
+	rung_spec_init(&spec);
+	spec.ttl_s = 0;
+	ck_assert_int_eq(srv_spec_check(&spec, la, &err), 0);
+	ck_assert_int_eq(srv_spec_check(&spec, lb, &err), -EACCES);
+	ck_assert_ptr_nonnull(strstr(err.msg, "spec.ttl_s"));
+	spec.ttl_s = 60;
+	spec.limits.memory_bytes = 2u << 30;
+	ck_assert_int_eq(srv_spec_check(&spec, la, &err), -EACCES);
+	ck_assert_msg(strstr(err.msg, "spec.limits.memory: 2G is above this scope's maximum of 1G"),
+		      "%s", err.msg);
+	rung_spec_release(&spec);
+	srv_tokens_release(&t);
+	static const struct {
+		const char *text, *want;
+	} bad[] = {
+	    {"limits a requests=0\n", "line 1: limits: requests: expected a number 1..65536"},
+	    {"limits a colour=red\n", "unknown limit \"colour\""},
+	    {"limits a memory=lots\n", "memory: expected a size"},
+	    {"limits a\nlimits a pids=9\n", "line 2: limits for a already on line 1"},
+	    {"admin short\n", "token must be"},
+	    {"admin " TOK_A "\n" TOK_A " a\n", "already given on line 1"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		ck_assert_int_lt(srv_tokens_parse(bad[i].text, strlen(bad[i].text), &t, &err), 0);
+		ck_assert_msg(strstr(err.msg, bad[i].want), "'%s': %s", bad[i].text, err.msg);
+	}
+
+	static const struct {
+		const char *in;
+		size_t len;
+		bool b64;
+		const char *field;
+	} enc[] = {
+	    {"", 0, false, "\"out\":\"\""},
+	    {"hello \"x\"\n", 10, false, "\"out\":\"hello \\\"x\\\"\\n\""},
+	    {"h\xc3\xa9", 3, false, "\"out\":\"h\xc3\xa9\""},
+	    {"\x01\x01\x01", 3, true, "\"out_b64\":\"AQEB\""},
+	    {"\xff\x00" "A", 3, true, "\"out_b64\":\"/wBB\""},
+	    {"abcdefghijklmnopqrstuvwxyz\x01", 27, false, "\\u0001\""},
+	    {"ab\x01", 3, true, "\"out_b64\":\"YWIB\""},
+	};
+	for (size_t i = 0; i < sizeof(enc) / sizeof(enc[0]); i++) {
+		struct srv_enc e;
+		srv_enc_pick(enc[i].in, enc[i].len, &e);
+		ck_assert_msg(e.b64 == enc[i].b64, "case %zu", i);
+		ck_assert_uint_le(e.len, (enc[i].len + 2) / 3 * 4);
+		size_t fl;
+		char *f = srv_enc_field("out", enc[i].in, enc[i].len, &fl);
+		ck_assert_uint_eq(fl, strlen(f));
+		ck_assert_msg(strstr(f, enc[i].field), "case %zu: %s", i, f);
+		free(f);
+	}
+}
+END_TEST
+
 Suite *server_boundary_suite(void)
 {
 	Suite *s = suite_create("server_boundary");
+	TCase *pure = tcase_create("pure");
+	tcase_set_timeout(pure, 10);
+	tcase_add_test(pure, limits_and_encoding);
+	suite_add_tcase(s, pure);
 	TCase *tc = tcase_create("daemon");
 	tcase_set_timeout(tc, 90);
 	tcase_add_test(tc, grant_http);
