@@ -18,6 +18,7 @@ struct srv_conn {
 	int fd;
 	uint64_t deadline_ms; /* 0: none (the handler runs or the answer is being sent) */
 	bool cut;
+	struct srv_scope *scope; /* the scope it counts for (its first request's); its thread's */
 };
 
 void srv_notify_conn(void *cls, struct MHD_Connection *c, void **socket_context,
@@ -50,6 +51,7 @@ void srv_notify_conn(void *cls, struct MHD_Connection *c, void **socket_context,
 		if (t->next)
 			t->next->prev = t->prev;
 		pthread_mutex_unlock(&s->conn_mu);
+		srv_scope_detach(s, t->scope);
 		free(t);
 		*socket_context = NULL;
 	}
@@ -278,7 +280,16 @@ static enum MHD_Result begin(struct srv_listener *l, struct srv_call *call,
 		return srv_reply_error(call, c, SRV_E_FORBIDDEN,
 				       "the admin credential reads /metrics only (no sandbox "
 				       "operations)");
-	/* One scope's requests in flight are bounded, so it cannot hold every connection. */
+	/* One scope's connections (idle keep-alive ones too) and requests in flight are
+	 * bounded, so it cannot hold every connection the daemon takes. */
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct srv_conn *t = ci ? ci->socket_context : NULL;
+	if (t && !t->scope &&
+	    srv_scope_attach(s, call->scope, call->lim.connections, &t->scope, &err) < 0)
+		return srv_reply_error(call, c,
+				       err.code == EAGAIN ? SRV_E_TOO_MANY : SRV_E_UNAVAILABLE,
+				       "scope %s: %s", call->scope, err.msg);
 	if (srv_scope_enter(s, call->scope, call->lim.requests, &call->slot, &err) < 0)
 		return srv_reply_error(call, c,
 				       err.code == EAGAIN ? SRV_E_TOO_MANY : SRV_E_UNAVAILABLE,

@@ -14,11 +14,13 @@
 #define GIB (1ull << 30)
 
 /*
- * Sane defaults: a tenant gets a fair share of the 256 connections a listener takes, a few
+ * Sane defaults: a tenant gets a fair share of the 256 connections a listener takes (a
+ * quarter; raise --max-connections with the number of tenants), a few
  * dozen sandboxes, and no spec that asks for a host-sized machine or to live forever.
  */
 const struct srv_limits srv_limits_default = {
     .requests = 32,
+    .connections = 64,
     .sandboxes = 64,
     .memory_bytes = 8 * GIB,
     .disk_bytes = 64 * GIB,
@@ -118,6 +120,7 @@ static int limit_kv(const char *kv, size_t len, struct srv_limits *l, struct run
 		bool wide;
 	} keys[] = {
 	    {"requests", false, 1, 65536, offsetof(struct srv_limits, requests), false},
+	    {"connections", false, 1, 65536, offsetof(struct srv_limits, connections), false},
 	    {"sandboxes", false, 1, 1000000, offsetof(struct srv_limits, sandboxes), false},
 	    {"memory", true, 16 * MIB, 256 * GIB, offsetof(struct srv_limits, memory_bytes), true},
 	    {"disk", true, 16 * MIB, 16384 * GIB, offsetof(struct srv_limits, disk_bytes), true},
@@ -152,7 +155,7 @@ static int limit_kv(const char *kv, size_t len, struct srv_limits *l, struct run
 		return 0;
 	}
 	return rung_err_set(err, EINVAL,
-			    "unknown limit \"%s\" (requests, sandboxes, memory, disk, cpus, pids, "
+			    "unknown limit \"%s\" (requests, connections, sandboxes, memory, disk, cpus, pids, "
 			    "exec_timeout, output, ttl)",
 			    k);
 }

@@ -57,6 +57,36 @@ void srv_scope_leave(struct srv *s, struct srv_scope *q)
 	pthread_mutex_unlock(&s->scope_mu);
 }
 
+int srv_scope_attach(struct srv *s, const char *scope, uint32_t limit, struct srv_scope **out,
+		     struct rung_err *err)
+{
+	pthread_mutex_lock(&s->scope_mu);
+	struct srv_scope *q = scope_get(s, scope);
+	int r = 0;
+	if (!q)
+		r = rung_err_set(err, ENOMEM, "out of memory");
+	else if (q->conns >= limit) {
+		q->refused++;
+		r = rung_err_set(err, EAGAIN,
+				 "this scope holds %u open connections (its limit): close idle ones",
+				 q->conns);
+	} else {
+		q->conns++;
+		*out = q;
+	}
+	pthread_mutex_unlock(&s->scope_mu);
+	return r;
+}
+
+void srv_scope_detach(struct srv *s, struct srv_scope *q)
+{
+	if (!q)
+		return;
+	pthread_mutex_lock(&s->scope_mu);
+	q->conns--;
+	pthread_mutex_unlock(&s->scope_mu);
+}
+
 void srv_scope_snapshot(struct srv *s, const char *scope, unsigned *inflight, unsigned long *refused)
 {
 	*inflight = 0;

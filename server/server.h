@@ -71,6 +71,7 @@ enum srv_code srv_code_from_errno(int neg_errno);
  */
 struct srv_limits {
 	uint32_t requests;	 /* requests=N: in flight at once (429 beyond) */
+	uint32_t connections;	 /* connections=N: open connections, idle ones included */
 	uint32_t sandboxes;	 /* sandboxes=N: live sandboxes (a new one is 429 beyond) */
 	uint64_t memory_bytes;	 /* memory=SIZE: the largest limits.memory */
 	uint64_t disk_bytes;	 /* disk=SIZE: the largest limits.disk */

@@ -73,6 +73,7 @@ struct srv_scope {
 	char *name;
 	unsigned inflight;	/* requests being served */
 	unsigned creating;	/* acquires under way (not yet in the store) */
+	unsigned conns;		/* open connections that made a request as this scope */
 	unsigned long refused;	/* 429s answered */
 };
 
@@ -110,6 +111,10 @@ struct srv {
 int srv_scope_enter(struct srv *s, const char *scope, uint32_t limit, struct srv_scope **out,
 		    struct rung_err *err);
 void srv_scope_leave(struct srv *s, struct srv_scope *q);
+/* A connection counts for the scope of its first request until it closes. */
+int srv_scope_attach(struct srv *s, const char *scope, uint32_t limit, struct srv_scope **out,
+		     struct rung_err *err);
+void srv_scope_detach(struct srv *s, struct srv_scope *q);
 void srv_scope_snapshot(struct srv *s, const char *scope, unsigned *inflight,
 			unsigned long *refused);
 /* A new sandbox for key (not an existing one) must fit the scope's sandbox limit. */

@@ -172,6 +172,57 @@ START_TEST(scope_limits)
 }
 END_TEST
 
+/* One request on fd, keeping the connection open; returns the status. */
+static int keepalive_get(int fd, const char *token, const char *path)
+{
+	char req[512];
+	int n = snprintf(req, sizeof(req),
+			 "GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", path,
+			 token);
+	ck_assert_int_eq(send(fd, req, (size_t)n, MSG_NOSIGNAL), n);
+	char *raw;
+	size_t len;
+	srvt_read_all(fd, &raw, &len, 500); /* the answer, then the connection stays idle */
+	int status = -1;
+	sscanf(raw, "HTTP/1.%*d %d", &status);
+	free(raw);
+	return status;
+}
+
+/* Item 3: idle keep-alive connections count for their scope too: A cannot hold every
+ * connection slot by parking connections between requests. */
+START_TEST(scope_connections)
+{
+	struct srvt t;
+	srvt_setup(&t, TOK_A " scopeA\n" TOK_B " scopeB\nlimits scopeA connections=2\n");
+	srvt_start(&t, 0, NULL);
+	int fds[2];
+	for (int i = 0; i < 2; i++) {
+		fds[i] = srvt_unix_connect(t.sock[0]);
+		ck_assert_int_ge(fds[i], 0);
+		ck_assert_int_eq(keepalive_get(fds[i], TOK_A, "/v1/sandboxes"), 200);
+	}
+	/* both parked: a third connection of A is refused, B is served */
+	struct srvt_resp r = srvt_req(t.sock[0], "GET", "/v1/sandboxes", TOK_A, NULL, NULL);
+	expect(&r, 429, "this scope holds 2 open connections (its limit)");
+	r = srvt_req(t.sock[0], "GET", "/v1/sandboxes", TOK_B, NULL, NULL);
+	expect(&r, 200, "\"sandboxes\"");
+	/* a parked connection is still A's to use */
+	ck_assert_int_eq(keepalive_get(fds[0], TOK_A, "/v1/sandboxes"), 200);
+	close(fds[1]);
+	for (int i = 0; i < 100; i++) {
+		r = srvt_req(t.sock[0], "GET", "/v1/sandboxes", TOK_A, NULL, NULL);
+		if (r.status == 200)
+			break;
+		srvt_resp_free(&r);
+		usleep(20000);
+	}
+	expect(&r, 200, "\"sandboxes\"");
+	close(fds[0]);
+	srvt_teardown(&t);
+}
+END_TEST
+
 /* Item 11: operator maxima on specs, per scope, naming the field. */
 START_TEST(spec_bounds)
 {
@@ -412,6 +463,7 @@ Suite *server_boundary_suite(void)
 	tcase_set_timeout(tc, 90);
 	tcase_add_test(tc, grant_http);
 	tcase_add_test(tc, scope_limits);
+	tcase_add_test(tc, scope_connections);
 	tcase_add_test(tc, spec_bounds);
 	tcase_add_test(tc, metrics_scoped);
 	tcase_add_test(tc, output_amplification);
