@@ -255,6 +255,29 @@ int rung_sandbox_open(struct rung_router *r, const char *id, const char *scope,
 	return 0;
 }
 
+int rung_sandbox_lookup(struct rung_router *r, const struct rung_key *key, const char *kind,
+			struct rung_sandbox **out, struct rung_err *err)
+{
+	int rc = rt_key_validate(key, err);
+	if (rc < 0)
+		return rc;
+	if (!kind || !*kind)
+		return rung_err_set(err, EINVAL, "kind: required");
+	char id[RT_ID_LEN + 1];
+	rt_id_compute(key, kind, id);
+	struct rung_sandbox *s;
+	if ((rc = rung_sandbox_open(r, id, key->scope, &s, err)) < 0)
+		return rc;
+	struct rt_labels l; /* the id is a truncated hash: the full labels decide */
+	rt_labels_compute(key, &l);
+	if (memcmp(&l, &s->sb.meta.labels, sizeof(l))) {
+		rung_sandbox_close(s);
+		return rung_err_set(err, ENOENT, "no sandbox for this key and kind");
+	}
+	*out = s;
+	return 0;
+}
+
 /* Connect to a sandbox's agent, refusing a sandbox that is not running. */
 static int connect_agent(struct rung_sandbox *s, struct rung_err *err)
 {

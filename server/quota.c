@@ -4,7 +4,6 @@
  */
 #include <string.h>
 
-#include "common/digest.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "server/srv-internal.h"
@@ -104,25 +103,26 @@ int srv_create_enter(struct srv *s, struct rung_router *r, const char *scope,
 		     const struct rung_key *key, const char *kind, uint32_t limit,
 		     struct srv_scope **out, struct rung_err *err)
 {
+	/* acquire is get-or-create: the key's own sandbox is not a new one (one metadata read,
+	 * so a warm acquire does not pay for listing the store) */
+	struct rung_sandbox *own = NULL;
+	struct rung_err e2 = {0};
+	if (rung_sandbox_lookup(r, key, kind, &own, &e2) == 0) {
+		rung_sandbox_close(own);
+		*out = NULL;
+		return 0;
+	}
 	struct rung_sandbox_info *v = NULL;
 	size_t n = 0;
 	int rc = rung_list(r, scope, NULL, &v, &n, err);
 	if (rc < 0)
 		return rc;
-	/* acquire is get-or-create: the key's own sandbox is not a new one */
-	char tl[RUNG_SHA256_HEX_LEN + 1], al[RUNG_SHA256_HEX_LEN + 1];
-	rung_sha256_hex(key->thread, strlen(key->thread), tl);
-	rung_sha256_hex(key->agent, strlen(key->agent), al);
-	bool exists = false;
-	for (size_t i = 0; i < n && !exists; i++)
-		exists = !strcmp(v[i].thread_label, tl) && !strcmp(v[i].agent_label, al) &&
-			 !strcmp(v[i].kind, kind);
 	free(v);
 	pthread_mutex_lock(&s->scope_mu);
 	struct srv_scope *q = scope_get(s, scope);
 	if (!q)
 		rc = rung_err_set(err, ENOMEM, "out of memory");
-	else if (!exists && n + q->creating >= limit) {
+	else if (n + q->creating >= limit) {
 		q->refused++;
 		rc = rung_err_set(err, EAGAIN,
 				  "this scope has %zu sandboxes (its limit is %u): dispose one first",

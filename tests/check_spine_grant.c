@@ -224,6 +224,14 @@ START_TEST(test_grant_follows_requires)
 	struct rung_router *r = spine_router(&sd);
 	struct rung_err err = {0};
 	struct rung_sandbox *sb = spine_acquire(r, "s", "t", "full", NULL, NULL);
+	/* lookup: the key's sandbox, without creating one */
+	struct rung_key key = {"s", "t", "agent"}, other = {"s", "t2", "agent"};
+	struct rung_sandbox *found = NULL;
+	ck_assert_msg(rung_sandbox_lookup(r, &key, "full", &found, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(rung_sandbox_id(found), rung_sandbox_id(sb));
+	rung_sandbox_close(found);
+	ck_assert_int_eq(rung_sandbox_lookup(r, &key, "other", &found, &err), -ENOENT);
+	ck_assert_int_eq(rung_sandbox_lookup(r, &other, "full", &found, &err), -ENOENT);
 	struct rung_exec_res res = {0};
 	ck_assert_msg(rung_run_code(sb, "sh", "echo $((1+1))", NULL, &res, &err) == 0, "%s",
 		      err.msg);

@@ -129,6 +129,9 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
  */
 int rung_sandbox_open(struct rung_router *r, const char *id, const char *scope,
 		      struct rung_sandbox **out, struct rung_err *err);
+/* Open the sandbox of (key, kind) if the store has one (-ENOENT if not); creates nothing. */
+int rung_sandbox_lookup(struct rung_router *r, const struct rung_key *key, const char *kind,
+			struct rung_sandbox **out, struct rung_err *err);
 void rung_sandbox_close(struct rung_sandbox *sb);
 const char *rung_sandbox_id(const struct rung_sandbox *sb);
 enum rung_isolation rung_sandbox_isolation(const struct rung_sandbox *sb);
