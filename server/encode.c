@@ -115,6 +115,8 @@ char *srv_enc_field(const char *name, const void *data, size_t len, size_t *out_
 
 /* ---- a collected exec's reply, encoded as it is sent ------------------------------------- */
 
+#define REPLY_CHUNK (64 * 1024)
+
 struct piece {
 	const char *lit; /* a literal, or NULL: data encoded by enc */
 	size_t len;	 /* of the literal, or of data */
@@ -208,8 +210,18 @@ enum MHD_Result srv_reply_exec(struct srv_call *call, struct MHD_Connection *c,
 	x->head = h2;
 	x->p[0] = (struct piece){.lit = h2, .len = hl + n1};
 	uint64_t total = hl + n1 + enc[0].len + x->p[2].len + enc[1].len + 2;
+	if (total <= REPLY_CHUNK) { /* small (most execs): one buffer, one write */
+		char *buf = malloc(total + 1);
+		ssize_t k = buf ? reply_cb(x, 0, buf, total) : -1;
+		reply_free(x);
+		if (k != (ssize_t)total) {
+			free(buf);
+			return srv_reply_error(call, c, SRV_E_INTERNAL, "exec reply: encoding");
+		}
+		return srv_reply_bytes(call, c, 200, "application/json", buf, total);
+	}
 	struct MHD_Response *resp =
-	    MHD_create_response_from_callback(total, 64 * 1024, reply_cb, x, reply_free);
+	    MHD_create_response_from_callback(total, REPLY_CHUNK, reply_cb, x, reply_free);
 	if (!resp) {
 		reply_free(x);
 		return MHD_NO;
