@@ -243,9 +243,14 @@ class Sandbox:
 
     def exec(self, argv: Sequence[str], timeout: float | None = None, cwd: str | None = None,
              env: Mapping[str, str] | None = None, stdin: str | bytes | None = None,
-             on_output: Callable[[str, bytes], None] | None = None) -> ExecResult:
-        """Run argv (no shell). With on_output, output is streamed to it as it comes."""
+             on_output: Callable[[str, bytes], None] | None = None,
+             output_bytes: int | None = None) -> ExecResult:
+        """Run argv (no shell). With on_output, output is streamed to it as it comes.
+        output_bytes: keep at most this much per stream (a collected reply carries at most
+        16 MiB per stream; stream with on_output for more, up to the spec's limit)."""
         body = self._exec_body(argv, timeout, cwd, env, stdin)
+        if output_bytes is not None:
+            body["output_bytes"] = output_bytes
         if on_output is None:
             return ExecResult.from_json(self.backend._json("POST", self._path("exec"), body,
                                                            timeout=timeout))

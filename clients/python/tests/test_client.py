@@ -71,6 +71,12 @@ class ClientTest(unittest.TestCase):
         r = sb.exec(["sh", "-c", r"head -c 3000 /dev/zero | tr '\000' '\001'; printf 'h\303\251\n' >&2"])
         self.assertEqual(r.stdout_bytes, b"\x01" * 3000)
         self.assertEqual(r.stderr, "h\u00e9\n")
+        r = sb.exec(["sh", "-c", "head -c 5000 /dev/zero"], output_bytes=1024)
+        self.assertTrue(r.truncated)
+        self.assertEqual(r.stdout_bytes, b"\0" * 1024)
+        with self.assertRaises(BadRequest) as cm:  # above what a collected reply carries
+            sb.exec(["true"], output_bytes=64 << 20)
+        self.assertIn("output_bytes", cm.exception.message)
         chunks = list(sb.exec_stream(["sh", "-c", r"printf '\001\002\003'"]))
         self.assertEqual(b"".join(c.data for c in chunks), b"\x01\x02\x03")
         with self.assertRaises(TypeError):
