@@ -76,7 +76,9 @@ def main() -> int:
     a = ap.parse_args()
     build = Path(os.environ.get("RUNG_BUILD_DIR", ROOT / "build"))
     res: dict = {}
-    with Daemon(scopes=("bench",), tcp=True) as d:
+    # one tenant is the whole benchmark: its per-scope limits (429 beyond) fit 32 clients
+    with Daemon(scopes=("bench",), tcp=True,
+                extra_token_lines="limits bench requests=128 connections=256\n") as d:
         b = SandboxBackend(socket_path=d.socket_path, token=d.tokens["bench"])
         tb = SandboxBackend(url=d.url, token=d.tokens["bench"])
         sb = b.acquire(SandboxKey("bench", "bench"), SandboxSpec(kind="bench", egress_allow=[]))

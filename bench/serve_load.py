@@ -122,8 +122,11 @@ def main() -> int:
         res = run(SandboxBackend(socket_path=a.socket, token=a.token), a.clients, a.seconds,
                   a.sandboxes, a.argv, churn=a.churn)
     else:
-        with Daemon(scopes=("load",), tcp=a.tcp,
-                    extra_args=["--max-connections", str(max(256, 2 * a.clients))]) as d:
+        # One tenant is the whole load here: its per-scope limits (429 beyond) fit the clients.
+        lim = (f"limits load requests={2 * a.clients} connections={4 * a.clients} "
+               f"sandboxes={a.sandboxes + 2 * a.clients}\n")
+        with Daemon(scopes=("load",), tcp=a.tcp, extra_token_lines=lim,
+                    extra_args=["--max-connections", str(max(256, 4 * a.clients))]) as d:
             b = SandboxBackend(socket_path=d.socket_path, token=d.tokens["load"])
             tb = SandboxBackend(url=d.url, token=d.tokens["load"]) if a.tcp else None
             res = run(b, a.clients, a.seconds, a.sandboxes, a.argv, tb, churn=a.churn)

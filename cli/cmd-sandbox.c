@@ -23,9 +23,11 @@ static int stream_out(void *ud, enum rung_stream s, const void *data, size_t len
 	return 0; /* other write errors: the command runs on, its output is lost */
 }
 
-/* interrupted (optional): set by run_interruptible's watcher when a signal ended the run. */
+/* interrupted (optional): set by run_interruptible's watcher when a signal ended the run.
+ * lang (optional): run_code in that language, the code being req's stdin (the runtime checks
+ * the sandbox's grant for run_code, which differs from exec's). */
 static int exec_and_report(struct cli *c, struct rung_sandbox *sb, struct rung_exec_req *req,
-			   const int *interrupted)
+			   const int *interrupted, const char *lang)
 {
 	struct rung_exec_res res;
 	struct rung_err err = {0};
@@ -35,7 +37,9 @@ static int exec_and_report(struct cli *c, struct rung_sandbox *sb, struct rung_e
 		req->ud = &broken_pipe;
 		req->no_collect = true;
 	}
-	if (rung_exec(sb, req, &res, &err) < 0) {
+	int rc = lang ? rung_run_code(sb, lang, req->stdin_data, req, &res, &err)
+		      : rung_exec(sb, req, &res, &err);
+	if (rc < 0) {
 		if (interrupted && __atomic_load_n(interrupted, __ATOMIC_ACQUIRE))
 			return 1; /* the watcher disposed the sandbox under the exec: not an error */
 		if (broken_pipe) /* (only with SIGPIPE ignored) as if SIGPIPE had ended us */
@@ -69,7 +73,7 @@ static int exec_and_report(struct cli *c, struct rung_sandbox *sb, struct rung_e
 
 int cli_exec_and_report(struct cli *c, struct rung_sandbox *sb, struct rung_exec_req *req)
 {
-	return exec_and_report(c, sb, req, NULL);
+	return exec_and_report(c, sb, req, NULL, NULL);
 }
 
 /* One exec option at argv[*i]: 1 consumed (with its value), 0 not an exec option, -1 error. */
@@ -182,12 +186,12 @@ static int run_watch_exec(struct cli *c, struct rung_sandbox *sb, struct rung_ex
 {
 	*disposed = false;
 	if (!w->running)
-		return exec_and_report(c, sb, req, NULL);
+		return exec_and_report(c, sb, req, NULL, NULL);
 	/* A write to the agent's socket after the watcher disposed the sandbox, or to a stdout
 	 * pipe nobody reads, must fail with EPIPE rather than end us before the dispose. */
 	struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
 	sigaction(SIGPIPE, &ign, &old_pipe);
-	int status = exec_and_report(c, sb, req, &w->sig);
+	int status = exec_and_report(c, sb, req, &w->sig, NULL);
 	sigaction(SIGPIPE, &old_pipe, NULL);
 	int expect = RUN_EXEC;
 	if (!__atomic_compare_exchange_n(&w->state, &expect, RUN_DONE, false, __ATOMIC_ACQ_REL,
@@ -492,19 +496,13 @@ int cli_cmd_run_code(struct cli *c, int argc, char **argv)
 		free(code);
 		return r;
 	}
-	static const char *const py[] = {"python3", "-", NULL};
-	static const char *const sh[] = {"/bin/sh", "-s", NULL};
 	struct rung_exec_req req = {.stdin_data = code, .stdin_len = len};
-	if (!strcmp(lang, "python") || !strcmp(lang, "python3"))
-		req.argv = py;
-	else if (!strcmp(lang, "sh"))
-		req.argv = sh;
-	else {
+	if (strcmp(lang, "python") && strcmp(lang, "python3") && strcmp(lang, "sh")) {
 		free(code);
 		rung_sandbox_close(sb);
 		return cli_usage_error("run-code", "--lang: '%s' is not python or sh", lang);
 	}
-	r = cli_exec_and_report(c, sb, &req);
+	r = exec_and_report(c, sb, &req, NULL, lang);
 	free(code);
 	rung_sandbox_close(sb);
 	return r;

@@ -87,6 +87,17 @@ static void fuzz_request(char *p, char *end)
 	bool lossy;
 	free(srv_utf8_sanitize(body, blen, &lossy));
 	free(srv_base64(body, blen < 4096 ? blen : 4096));
+	/* output encoding: one encoding, never more than base64, written in whole units */
+	struct srv_enc e;
+	srv_enc_pick(body, blen, &e);
+	if (e.len > (blen + 2) / 3 * 4)
+		abort();
+	char chunk[7];
+	size_t pos = 0, total = 0, k;
+	while ((k = srv_enc_chunk(&e, body, blen, &pos, chunk, sizeof(chunk))) > 0)
+		total += k;
+	if (pos != blen || total != e.len)
+		abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -108,6 +119,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			srv_auth(&t, &c);
 			c.bearer = NULL;
 			srv_auth(&t, &c);
+			if (!srv_tokens_limits(&t, "scopeA")->requests)
+				abort(); /* every limit line keeps requests >= 1 */
 			srv_tokens_release(&t);
 		}
 	}

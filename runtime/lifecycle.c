@@ -166,7 +166,7 @@ int rung_inspect(struct rung_router *r, const char *id, const char *scope, char 
 		"security", "boundary",
 		m.iso == RUNG_ISO_VM ? "hypervisor (own guest kernel)" : "shared host kernel",
 		"isolation", rung_isolation_name(m.iso), "exec_is_sink_under_untrusted_taint",
-		(m.spec.requires & (RUNG_CAP_EXEC | RUNG_CAP_INSTALL)) != 0, "can_exfiltrate", net,
+		rt_op_allowed(m.granted, RT_OP_EXEC), "can_exfiltrate", net,
 		"files_persist_until_dispose", true,
 		"note",
 		net ? "egress is limited to the allowlist" : "empty allowlist: it cannot exfiltrate");
@@ -174,6 +174,25 @@ int rung_inspect(struct rung_router *r, const char *id, const char *scope, char 
 	if (o && json_object_set_new(o, "limits", rt_limits_describe(&m.spec.limits, m.iso)) < 0) {
 		json_decref(o);
 		o = NULL;
+	}
+	json_t *sec = o ? json_object_get(o, "security") : NULL;
+	if (sec) {
+		/* What the sandbox was granted, and so what can actually run in it. */
+		json_t *g = json_array();
+		for (unsigned b = 1; b <= RUNG_CAP__ALL; b <<= 1)
+			if (m.granted & b)
+				json_array_append_new(g, json_string(rung_cap_name(b)));
+		json_t *langs = json_array();
+		if (rt_op_allowed(m.granted, RT_OP_RUN_CODE))
+			json_array_append_new(langs, json_string("python"));
+		if (rt_op_allowed(m.granted, RT_OP_RUN_SHELL))
+			json_array_append_new(langs, json_string("sh"));
+		json_object_set_new(sec, "granted", g);
+		json_object_set_new(
+		    sec, "operations",
+		    json_pack("{s:b, s:o, s:b, s:b}", "exec", rt_op_allowed(m.granted, RT_OP_EXEC),
+			      "run_code", langs, "write_file",
+			      rt_op_allowed(m.granted, RT_OP_WRITE_FILE), "read_file", 1));
 	}
 	rt_meta_release(&m);
 	if (!o)

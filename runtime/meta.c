@@ -24,7 +24,7 @@ int rt_meta_to_json(const struct rt_meta *m, char **out, struct rung_err *err)
 {
 	json_t *spec = rt_spec_to_jsonv(&m->spec);
 	json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:I, s:I, s:i, s:I, s:i, "
-			      "s:I, s:o, s:O?}",
+			      "s:I, s:o, s:I, s:O?}",
 			      "version", 1, "id", m->id, "isolation", rung_isolation_name(m->iso),
 			      "state", rung_state_name(m->state), "labels", "scope",
 			      m->labels.scope, "thread", m->labels.thread, "agent", m->labels.agent,
@@ -32,7 +32,7 @@ int rt_meta_to_json(const struct rt_meta *m, char **out, struct rung_err *err)
 			      (json_int_t)m->last_used_ms, "supervisor_pid", (int)m->sup_pid,
 			      "supervisor_start", (json_int_t)m->sup_start, "init_pid",
 			      (int)m->init_pid, "uid_base", (json_int_t)m->uid_base, "spec", spec,
-			      "backend", m->backend);
+			      "granted", (json_int_t)m->granted, "backend", m->backend);
 	if (!o)
 		return rung_err_set(err, ENOMEM, "metadata: cannot build JSON");
 	*out = json_dumps(o, JSON_SORT_KEYS | JSON_INDENT(1));
@@ -59,17 +59,17 @@ int rt_meta_from_json(const char *txt, size_t len, struct rt_meta *m, struct run
 	if (!o)
 		return rung_err_set(err, EINVAL, "metadata: invalid JSON: %s", je.text);
 	const char *id, *iso, *state, *ls, *lt, *la;
-	json_int_t created, used, sup_start, uid_base;
+	json_int_t created, used, sup_start, uid_base, granted = -1;
 	int ver, sup_pid, init_pid;
 	json_t *spec, *backend = NULL;
 	int r = json_unpack_ex(o, &je, 0,
 			       "{s:i, s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:I, s:I, s:i, s:I, s:i, "
-			       "s:I, s:o, s?o}",
+			       "s:I, s:o, s?I, s?o}",
 			       "version", &ver, "id", &id, "isolation", &iso, "state", &state,
 			       "labels", "scope", &ls, "thread", &lt, "agent", &la, "created_ms",
 			       &created, "last_used_ms", &used, "supervisor_pid", &sup_pid,
 			       "supervisor_start", &sup_start, "init_pid", &init_pid, "uid_base",
-			       &uid_base, "spec", &spec, "backend", &backend);
+			       &uid_base, "spec", &spec, "granted", &granted, "backend", &backend);
 	if (r < 0) {
 		r = rung_err_set(err, EINVAL, "metadata: %s", je.text);
 		goto out;
@@ -108,6 +108,8 @@ int rt_meta_from_json(const char *txt, size_t len, struct rt_meta *m, struct run
 		rung_err_wrap(err, "metadata spec");
 		goto out;
 	}
+	/* Metadata from before the granted set was recorded: what the spec required. */
+	m->granted = granted >= 0 ? (unsigned)granted & RUNG_CAP__ALL : m->spec.requires;
 	if (backend && json_is_object(backend))
 		m->backend = json_incref(backend);
 out:

@@ -51,6 +51,52 @@ const char *rt_policy_check(enum rung_isolation iso, const struct rung_spec *spe
 	return NULL;
 }
 
+static void caps_str(unsigned caps, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	for (unsigned b = 1; b <= RUNG_CAP_INSTALL; b <<= 1)
+		if (caps & b) {
+			size_t n = strlen(buf);
+			snprintf(buf + n, len - n, "%s%s", n ? "," : "", rung_cap_name(b));
+		}
+}
+
+/*
+ * What each operation on a live sandbox needs from its granted set (any one of the bits).
+ * Arbitrary argv (exec) is the strongest: it can run any code, so it also covers run_code;
+ * run_code in a shell language is a shell, so it needs exec. A file write feeds code the
+ * sandbox may run: it needs something that runs code, or persistent files. Reading a file
+ * back needs nothing beyond the scope that opened the sandbox.
+ */
+static const struct {
+	const char *what;
+	unsigned any_of;
+} op_needs[RT_OP__COUNT] = {
+	[RT_OP_EXEC] = {"exec", RUNG_CAP_EXEC},
+	[RT_OP_RUN_CODE] = {"run_code", RUNG_CAP_RUN_CODE | RUNG_CAP_EXEC},
+	[RT_OP_RUN_SHELL] = {"run_code in a shell language", RUNG_CAP_EXEC},
+	[RT_OP_WRITE_FILE] = {"write_file",
+			      RUNG_CAP_EXEC | RUNG_CAP_RUN_CODE | RUNG_CAP_FS_PERSIST},
+};
+
+bool rt_op_allowed(unsigned granted, enum rt_op op)
+{
+	return (unsigned)op < RT_OP__COUNT && (granted & op_needs[op].any_of);
+}
+
+int rt_op_check(const struct rt_meta *m, enum rt_op op, struct rung_err *err)
+{
+	if (rt_op_allowed(m->granted, op))
+		return 0;
+	char have[128], need[128];
+	caps_str(m->granted, have, sizeof(have));
+	caps_str((unsigned)op < RT_OP__COUNT ? op_needs[op].any_of : 0, need, sizeof(need));
+	return rung_err_set(err, EACCES,
+			    "%s: not granted to sandbox %s (granted: %s; it needs one of: %s)",
+			    (unsigned)op < RT_OP__COUNT ? op_needs[op].what : "operation", m->id,
+			    have[0] ? have : "nothing", need);
+}
+
 static char *sibling_binary(const char *env, const char *name)
 {
 	const char *e = getenv(env);
@@ -108,16 +154,6 @@ void rung_router_free(struct rung_router *r)
 const char *rung_router_state_dir(const struct rung_router *r)
 {
 	return r->store.root;
-}
-
-static void caps_str(unsigned caps, char *buf, size_t len)
-{
-	buf[0] = '\0';
-	for (unsigned b = 1; b <= RUNG_CAP_INSTALL; b <<= 1)
-		if (caps & b) {
-			size_t n = strlen(buf);
-			snprintf(buf + n, len - n, "%s%s", n ? "," : "", rung_cap_name(b));
-		}
 }
 
 int rung_router_pick(struct rung_router *r, const struct rung_spec *spec,

@@ -42,6 +42,7 @@ struct rt_meta {
 	pid_t init_pid;      /* the sandbox's pid 1 (host pid), or the VMM */
 	uint32_t uid_base;
 	struct rung_spec spec;
+	unsigned granted;    /* capabilities granted at creation (spec.requires the rung offers) */
 	json_t *backend;     /* backend-private state (owned) */
 };
 void rt_meta_release(struct rt_meta *m);
@@ -179,6 +180,11 @@ struct rung_router {
 };
 /* The deployed policy (one table): NULL if allowed, else the reason. Pure. */
 const char *rt_policy_check(enum rung_isolation iso, const struct rung_spec *spec, bool deployed);
+/* Operations on a live sandbox, each checked against the sandbox's granted set. */
+enum rt_op { RT_OP_EXEC, RT_OP_RUN_CODE, RT_OP_RUN_SHELL, RT_OP_WRITE_FILE, RT_OP__COUNT };
+bool rt_op_allowed(unsigned granted, enum rt_op op);
+/* 0, or -EACCES naming the operation, the sandbox, what it was granted and what it needs. */
+int rt_op_check(const struct rt_meta *m, enum rt_op op, struct rung_err *err);
 
 /* ---- supervisor (supervisor.c) ---- */
 int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,

@@ -208,6 +208,9 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 		rt_meta_release(&old);
 	}
 	sb->meta.iso = iso;
+	/* What every later operation is checked against (rung_router_pick verified the rung
+	 * offers it and, when deployed, that the policy allows it). */
+	sb->meta.granted = spec->requires & ops->caps;
 	if ((rc = spec_copy(spec, &sb->meta.spec, err)) < 0 ||
 	    (rc = create_locked(sb, ops, err)) < 0) {
 		rung_err_wrap(err, "create %s sandbox", rung_isolation_name(iso));
@@ -248,6 +251,29 @@ int rung_sandbox_open(struct rung_router *r, const char *id, const char *scope,
 		}
 	}
 	rt_store_path(&r->store, s->sb.meta.id, NULL, s->sb.dir, sizeof(s->sb.dir));
+	*out = s;
+	return 0;
+}
+
+int rung_sandbox_lookup(struct rung_router *r, const struct rung_key *key, const char *kind,
+			struct rung_sandbox **out, struct rung_err *err)
+{
+	int rc = rt_key_validate(key, err);
+	if (rc < 0)
+		return rc;
+	if (!kind || !*kind)
+		return rung_err_set(err, EINVAL, "kind: required");
+	char id[RT_ID_LEN + 1];
+	rt_id_compute(key, kind, id);
+	struct rung_sandbox *s;
+	if ((rc = rung_sandbox_open(r, id, key->scope, &s, err)) < 0)
+		return rc;
+	struct rt_labels l; /* the id is a truncated hash: the full labels decide */
+	rt_labels_compute(key, &l);
+	if (memcmp(&l, &s->sb.meta.labels, sizeof(l))) {
+		rung_sandbox_close(s);
+		return rung_err_set(err, ENOENT, "no sandbox for this key and kind");
+	}
 	*out = s;
 	return 0;
 }
@@ -302,10 +328,10 @@ static char **image_env(const struct rt_meta *m)
 	return v;
 }
 
-int rung_exec(struct rung_sandbox *s, const struct rung_exec_req *req, struct rung_exec_res *res,
-	      struct rung_err *err)
+/* An exec whose capability the caller has checked (exec, or run_code's language). */
+static int exec_checked(struct rung_sandbox *s, const struct rung_exec_req *req,
+			struct rung_exec_res *res, struct rung_err *err)
 {
-	memset(res, 0, sizeof(*res));
 	rung_trace("exec: begin");
 	/* in flight: no idle suspend until this returns */
 	cleanup_close int busy = rt_store_busy(&s->sb.router->store, s->sb.meta.id, false);
@@ -317,12 +343,24 @@ int rung_exec(struct rung_sandbox *s, const struct rung_exec_req *req, struct ru
 	uint64_t oom0 = 0, oom1 = 0;
 	bool oom_known = ops && ops->oom_kills && ops->oom_kills(&s->sb, &oom0) == 0;
 	cleanup_strv char **ienv = image_env(&s->sb.meta);
-	int r = rt_agent_exec(fd, req, &s->sb.meta.spec, (const char *const *)ienv, res, err);
+	/* A request may ask for less output than the sandbox's limit, never for more. */
+	struct rung_exec_req q = *req;
+	if (!q.max_output || q.max_output > s->sb.meta.spec.limits.output_bytes)
+		q.max_output = s->sb.meta.spec.limits.output_bytes;
+	int r = rt_agent_exec(fd, &q, &s->sb.meta.spec, (const char *const *)ienv, res, err);
 	if (r == 0 && oom_known && ops->oom_kills(&s->sb, &oom1) == 0 && oom1 > oom0)
 		res->oom = true;
 	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id, false);
 	rung_trace("exec: done");
 	return r;
+}
+
+int rung_exec(struct rung_sandbox *s, const struct rung_exec_req *req, struct rung_exec_res *res,
+	      struct rung_err *err)
+{
+	memset(res, 0, sizeof(*res));
+	int r = rt_op_check(&s->sb.meta, RT_OP_EXEC, err);
+	return r < 0 ? r : exec_checked(s, req, res, err);
 }
 
 /* Relative paths are relative to the work dir. */
@@ -348,6 +386,8 @@ int rung_write_file(struct rung_sandbox *s, const char *path, const void *data, 
 		return r;
 	if (mode & ~07777u)
 		return rung_err_set(err, EINVAL, "mode: %o out of range", mode);
+	if ((r = rt_op_check(&s->sb.meta, RT_OP_WRITE_FILE, err)) < 0)
+		return r;
 	/* in flight: no idle suspend until this returns */
 	cleanup_close int busy = rt_store_busy(&s->sb.router->store, s->sb.meta.id, false);
 	cleanup_close int fd = connect_agent(s, err);
@@ -377,26 +417,57 @@ int rung_read_file(struct rung_sandbox *s, const char *path, size_t max, char **
 	return r;
 }
 
-int rung_run_code(struct rung_sandbox *s, const char *language, const char *code,
-		  const struct rung_exec_req *opts, struct rung_exec_res *res, struct rung_err *err)
+/* run_code's languages: the argv each runs, and the operation it counts as. */
+static int language_op(const char *language, enum rt_op *op, const char *const **argv,
+		       struct rung_err *err)
 {
 	static const char *const py[] = {"python3", "-", NULL};
 	static const char *const sh[] = {"/bin/sh", "-s", NULL};
-	const char *const *argv;
-	if (!language || !code)
-		return rung_err_set(err, EINVAL, "run_code: language and code are required");
 	if (!strcmp(language, "python") || !strcmp(language, "python3"))
-		argv = py;
+		*argv = py, *op = RT_OP_RUN_CODE;
 	else if (!strcmp(language, "sh"))
-		argv = sh;
+		*argv = sh, *op = RT_OP_RUN_SHELL; /* a shell: as much as exec */
 	else
 		return rung_err_set(err, EINVAL, "language: '%.32s' is not supported (python, sh)",
 				    language);
+	return 0;
+}
+
+int rung_sandbox_allows(const struct rung_sandbox *s, const char *op, const char *language,
+			struct rung_err *err)
+{
+	enum rt_op o;
+	const char *const *argv;
+	int r = 0;
+	if (!op)
+		return rung_err_set(err, EINVAL, "op: required");
+	if (!strcmp(op, "exec"))
+		o = RT_OP_EXEC;
+	else if (!strcmp(op, "write_file"))
+		o = RT_OP_WRITE_FILE;
+	else if (!strcmp(op, "run_code"))
+		r = language_op(language ? language : "", &o, &argv, err);
+	else
+		return rung_err_set(err, EINVAL, "op: unknown operation '%.32s'", op);
+	return r < 0 ? r : rt_op_check(&s->sb.meta, o, err);
+}
+
+int rung_run_code(struct rung_sandbox *s, const char *language, const char *code,
+		  const struct rung_exec_req *opts, struct rung_exec_res *res, struct rung_err *err)
+{
+	const char *const *argv;
+	enum rt_op op;
+	memset(res, 0, sizeof(*res));
+	if (!language || !code)
+		return rung_err_set(err, EINVAL, "run_code: language and code are required");
+	int r = language_op(language, &op, &argv, err);
+	if (r < 0 || (r = rt_op_check(&s->sb.meta, op, err)) < 0)
+		return r;
 	struct rung_exec_req req = opts ? *opts : (struct rung_exec_req){0};
 	req.argv = argv;
 	req.stdin_data = code;
 	req.stdin_len = strlen(code);
-	return rung_exec(s, &req, res, err);
+	return exec_checked(s, &req, res, err);
 }
 
 static int set_suspended(struct rung_sandbox *s, bool suspend, struct rung_err *err)

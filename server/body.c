@@ -138,6 +138,14 @@ static int common_field(const char *k, json_t *v, struct srv_exec *x, bool *hand
 	*handled = true;
 	if (!strcmp(k, "timeout"))
 		return json_is_null(v) ? 0 : get_timeout(v, &x->timeout_ms, err);
+	if (!strcmp(k, "output_bytes")) {
+		json_int_t n = json_is_integer(v) ? json_integer_value(v) : -1;
+		if (n < 1024 || n > (json_int_t)1 << 30)
+			return rung_err_set(err, EINVAL,
+					    "output_bytes: must be an integer 1024..1073741824");
+		x->output_bytes = (uint64_t)n;
+		return 0;
+	}
 	if (!strcmp(k, "stream")) {
 		if (!json_is_boolean(v))
 			return rung_err_set(err, EINVAL, "stream: must be a boolean");
@@ -250,8 +258,7 @@ int srv_create_body_parse(const char *body, size_t len, char **spec_json, struct
 	return 0;
 }
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. */
-static size_t utf8_seq(const unsigned char *p, size_t left)
+size_t srv_utf8_seq(const unsigned char *p, size_t left)
 {
 	unsigned c = p[0];
 	size_t n;
@@ -289,7 +296,7 @@ char *srv_utf8_sanitize(const char *data, size_t len, bool *lossy)
 		return NULL;
 	const unsigned char *p = (const unsigned char *)data;
 	for (size_t i = 0; i < len;) {
-		size_t n = p[i] ? utf8_seq(p + i, len - i) : 0;
+		size_t n = p[i] ? srv_utf8_seq(p + i, len - i) : 0;
 		if (n == 0) {
 			/* NUL bytes are replaced too: they cannot ride in a C string. */
 			memcpy(o, "\xef\xbf\xbd", 3);

@@ -24,32 +24,6 @@ static inline void sandboxp(struct rung_sandbox **sb) { rung_sandbox_close(*sb);
 static inline void specp(struct rung_spec *s) { rung_spec_release(s); }
 static inline void exec_resp(struct rung_exec_res *r) { rung_exec_res_release(r); }
 static inline void srv_execp(struct srv_exec *x) { srv_exec_release(x); }
-static void put_text(json_t *o, const char *key, const char *data, size_t len)
-{
-	bool lossy;
-	cleanup_free char *t = srv_utf8_sanitize(data ? data : "", data ? len : 0, &lossy);
-	json_object_set_new(o, key, json_string(t ? t : ""));
-	if (lossy) {
-		char k64[32];
-		snprintf(k64, sizeof(k64), "%s_b64", key);
-		cleanup_free char *b = srv_base64(data, len);
-		json_object_set_new(o, k64, json_string(b ? b : ""));
-	}
-}
-
-json_t *srv_exec_res_json(const struct rung_exec_res *res)
-{
-	json_t *o =
-	    json_pack("{s:i, s:i, s:b, s:b, s:b, s:f}", "exit_code", res->exit_code, "signal",
-		      res->signal, "timed_out", res->timed_out, "truncated", res->truncated, "oom",
-		      res->oom, "duration_ms", (double)res->duration_us / 1000.0);
-	if (o) {
-		put_text(o, "stdout", res->out, res->out_len);
-		put_text(o, "stderr", res->errout, res->err_len);
-	}
-	return o;
-}
-
 void srv_exec_req_fill(const struct srv_exec *x, struct rung_exec_req *q)
 {
 	memset(q, 0, sizeof(*q));
@@ -59,6 +33,7 @@ void srv_exec_req_fill(const struct srv_exec *x, struct rung_exec_req *q)
 	q->stdin_data = x->stdin_data;
 	q->stdin_len = x->stdin_len;
 	q->timeout_ms = x->timeout_ms;
+	q->max_output = x->output_bytes; /* the runtime keeps it within the spec's */
 }
 
 static enum MHD_Result do_create(struct srv_call *call, struct MHD_Connection *c,
@@ -74,10 +49,21 @@ static enum MHD_Result do_create(struct srv_call *call, struct MHD_Connection *c
 	int rc = rung_spec_from_json(spec_json, strlen(spec_json), &spec, &err);
 	if (rc < 0)
 		return srv_reply_error(call, c, SRV_E_BAD_REQUEST, "spec: %s", err.msg);
+	/* The operator's maxima for this scope (the tokens file's limits lines). */
+	if ((rc = srv_spec_check(&spec, &call->lim, &err)) < 0)
+		return srv_reply_error(call, c, SRV_E_FORBIDDEN, "%s", err.msg);
 	struct rung_key key = {call->scope, call->req.thread, call->req.agent};
+	struct srv_scope *q = NULL;
+	if ((rc = srv_create_enter(call->s, r, call->scope, &key, spec.kind, call->lim.sandboxes,
+				   &q, &err)) < 0)
+		return rc == -EAGAIN ? srv_reply_error(call, c, SRV_E_TOO_MANY, "scope %s: %s",
+						       call->scope, err.msg)
+				     : srv_reply_rung_err(call, c, rc, &err);
 	cleanup_sandbox struct rung_sandbox *sb = NULL;
 	bool created = false;
-	if ((rc = rung_acquire(r, &key, &spec, &sb, &created, &err)) < 0)
+	rc = rung_acquire(r, &key, &spec, &sb, &created, &err);
+	srv_create_leave(call->s, q);
+	if (rc < 0)
 		return srv_reply_rung_err(call, c, rc, &err);
 	snprintf(call->sb_id, sizeof(call->sb_id), "%s", rung_sandbox_id(sb));
 	json_t *o =
@@ -180,14 +166,26 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 	case SRV_R_EXEC:
 	case SRV_R_RUN_CODE: {
 		if (x.stream) {
+			/* A refusal is a 403 before the stream's 200, not an error line in it. */
+			if ((rc = rung_sandbox_allows(sb, rt == SRV_R_EXEC ? "exec" : "run_code",
+						      x.language, &err)) < 0)
+				return srv_reply_rung_err(call, c, rc, &err);
 			struct rung_sandbox *s = rung_steal_ptr(&sb);
 			struct rung_router *r = rung_steal_ptr(&cr->r);
 			struct srv_exec owned = x;
 			memset(&x, 0, sizeof(x));
 			return srv_exec_stream(call, c, s, r, &owned, rt == SRV_R_RUN_CODE);
 		}
+		/* The collected reply holds the output in memory: bounded (server/README.md). */
+		if (x.output_bytes > SRV_MAX_COLLECTED_OUTPUT)
+			return srv_reply_error(call, c, SRV_E_BAD_REQUEST,
+					       "output_bytes: %llu is above %u, the most a collected "
+					       "reply carries per stream (use \"stream\": true)",
+					       (unsigned long long)x.output_bytes,
+					       SRV_MAX_COLLECTED_OUTPUT);
 		struct rung_exec_req q;
 		srv_exec_req_fill(&x, &q);
+		q.max_output = x.output_bytes ? x.output_bytes : SRV_MAX_COLLECTED_OUTPUT;
 		/* A client that goes away mid-exec cancels it (its processes are killed), as a
 		 * streamed exec is when its writes fail: nobody is left to read the result. */
 		const union MHD_ConnectionInfo *ci =
@@ -208,7 +206,7 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 		srv_metrics_exec(&call->s->metrics, &res, rc);
 		if (rc < 0)
 			return srv_reply_rung_err(call, c, rc, &err);
-		return srv_reply_json(call, c, 200, srv_exec_res_json(&res));
+		return srv_reply_exec(call, c, &res);
 	}
 	case SRV_R_FILE_PUT:
 		for (int tries = 0; tries < 2; tries++) {
@@ -266,7 +264,7 @@ enum MHD_Result srv_dispatch(struct srv_call *call, struct MHD_Connection *c)
 		return srv_reply_rung_err(call, c, rc, &err);
 	switch (call->req.route) {
 	case SRV_R_METRICS: {
-		char *text = srv_metrics_render(&s->metrics, cr.r);
+		char *text = srv_metrics_render(call, cr.r);
 		if (!text)
 			return srv_reply_error(call, c, SRV_E_INTERNAL, "metrics: out of memory");
 		return srv_reply_bytes(call, c, 200, "text/plain; version=0.0.4", text,

@@ -18,6 +18,7 @@ struct srv_conn {
 	int fd;
 	uint64_t deadline_ms; /* 0: none (the handler runs or the answer is being sent) */
 	bool cut;
+	struct srv_scope *scope; /* the scope it counts for (its first request's); its thread's */
 };
 
 void srv_notify_conn(void *cls, struct MHD_Connection *c, void **socket_context,
@@ -50,6 +51,7 @@ void srv_notify_conn(void *cls, struct MHD_Connection *c, void **socket_context,
 		if (t->next)
 			t->next->prev = t->prev;
 		pthread_mutex_unlock(&s->conn_mu);
+		srv_scope_detach(s, t->scope);
 		free(t);
 		*socket_context = NULL;
 	}
@@ -109,6 +111,11 @@ static enum MHD_Result queue(struct srv_call *call, struct MHD_Connection *c, un
 		return MHD_NO;
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	if (status == 429)
+		MHD_add_response_header(resp, "Retry-After", "1");
+	/* A refused client does not keep a connection slot that other scopes need. */
+	if (call && call->close_conn)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (call)
 		call->status = status;
 	enum MHD_Result r = MHD_queue_response(c, status, resp);
@@ -151,6 +158,8 @@ enum MHD_Result srv_reply_error(struct srv_call *call, struct MHD_Connection *c,
 	cleanup_free char *clean = srv_utf8_sanitize(msg, strlen(msg), &lossy);
 	if (call) {
 		call->code = code;
+		if (code == SRV_E_TOO_MANY)
+			call->close_conn = true;
 		snprintf(call->errmsg, sizeof(call->errmsg), "%s", clean ? clean : "");
 		for (char *q = call->errmsg; *q; q++)
 			if (*q == '"' || *q == '\n' || *q == '\r')
@@ -261,10 +270,30 @@ static enum MHD_Result begin(struct srv_listener *l, struct srv_call *call,
 	pthread_rwlock_rdlock(&s->tokens_lock);
 	const char *scope = srv_auth(&s->tokens, &who);
 	call->scope = scope ? strdup(scope) : NULL;
+	call->lim = *srv_tokens_limits(&s->tokens, scope);
 	pthread_rwlock_unlock(&s->tokens_lock);
 	if (!call->scope)
 		return srv_reply_error(call, c, SRV_E_UNAUTHORIZED,
 				       "a valid \"Authorization: Bearer TOKEN\" is required");
+	call->admin = !strcmp(call->scope, SRV_ADMIN_SCOPE);
+	if (call->admin && call->req.route != SRV_R_METRICS)
+		return srv_reply_error(call, c, SRV_E_FORBIDDEN,
+				       "the admin credential reads /metrics only (no sandbox "
+				       "operations)");
+	/* One scope's connections (idle keep-alive ones too) and requests in flight are
+	 * bounded, so it cannot hold every connection the daemon takes. */
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct srv_conn *t = ci ? ci->socket_context : NULL;
+	if (t && !t->scope &&
+	    srv_scope_attach(s, call->scope, call->lim.connections, &t->scope, &err) < 0)
+		return srv_reply_error(call, c,
+				       err.code == EAGAIN ? SRV_E_TOO_MANY : SRV_E_UNAVAILABLE,
+				       "scope %s: %s", call->scope, err.msg);
+	if (srv_scope_enter(s, call->scope, call->lim.requests, &call->slot, &err) < 0)
+		return srv_reply_error(call, c,
+				       err.code == EAGAIN ? SRV_E_TOO_MANY : SRV_E_UNAVAILABLE,
+				       "scope %s: %s", call->scope, err.msg);
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
 	uint64_t announced = 0;
 	if (cl && rung_parse_u64(cl, &announced) < 0)
@@ -346,6 +375,8 @@ void srv_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		return;
 	*con_cls = NULL;
 	atomic_fetch_add(&l->s->metrics.inflight, -1);
+	srv_scope_leave(l->s, call->slot);
+	call->slot = NULL;
 	srv_metrics_request(&l->s->metrics, call->req.route, call->code);
 	uint64_t us = rung_now_us() - call->t0_us;
 	if (l->s->o.log_json) {

@@ -31,20 +31,41 @@ void srv_metrics_exec(struct srv_metrics *m, const struct rung_exec_res *res, in
 	atomic_fetch_add(&m->exec_sum_us, res->duration_us);
 }
 
-char *srv_metrics_render(struct srv_metrics *m, struct rung_router *r)
+/* A scope's own view: its sandboxes, its requests in flight, its limits. */
+static void render_scope(FILE *f, struct srv_call *call)
 {
+	unsigned inflight;
+	unsigned long refused;
+	srv_scope_snapshot(call->s, call->scope, &inflight, &refused);
+	fprintf(f,
+		"# HELP rung_scope_requests_inflight This scope's requests being served.\n"
+		"# TYPE rung_scope_requests_inflight gauge\nrung_scope_requests_inflight %u\n"
+		"# HELP rung_scope_requests_limit Requests this scope may have in flight.\n"
+		"# TYPE rung_scope_requests_limit gauge\nrung_scope_requests_limit %u\n"
+		"# HELP rung_scope_sandboxes_limit Sandboxes this scope may hold.\n"
+		"# TYPE rung_scope_sandboxes_limit gauge\nrung_scope_sandboxes_limit %u\n"
+		"# HELP rung_scope_refused_total Requests and acquires refused at this scope's "
+		"limits (429).\n"
+		"# TYPE rung_scope_refused_total counter\nrung_scope_refused_total %lu\n",
+		inflight, call->lim.requests, call->lim.sandboxes, refused);
+}
+
+char *srv_metrics_render(struct srv_call *call, struct rung_router *r)
+{
+	struct srv_metrics *m = &call->s->metrics;
 	char *buf = NULL;
 	size_t len = 0;
 	cleanup_fclose FILE *f = open_memstream(&buf, &len);
 	if (!f)
 		return NULL;
-	fprintf(f, "# HELP rung_sandboxes Sandboxes in the store, by rung and state.\n"
+	fprintf(f, "# HELP rung_sandboxes Sandboxes in the store, by rung and state (the "
+		   "caller's scope; every scope for the admin credential).\n"
 		   "# TYPE rung_sandboxes gauge\n");
 	size_t counts[RUNG_ISO__COUNT][4] = {{0}};
 	struct rung_sandbox_info *v = NULL;
 	size_t n = 0;
 	struct rung_err err = {0};
-	bool listed = rung_list(r, NULL, NULL, &v, &n, &err) == 0;
+	bool listed = rung_list(r, call->admin ? NULL : call->scope, NULL, &v, &n, &err) == 0;
 	for (size_t i = 0; listed && i < n; i++)
 		if ((unsigned)v[i].isolation < RUNG_ISO__COUNT && (unsigned)v[i].state < 4)
 			counts[v[i].isolation][v[i].state]++;
@@ -57,6 +78,11 @@ char *srv_metrics_render(struct srv_metrics *m, struct rung_router *r)
 		"# HELP rung_store_list_ok Whether the store could be listed.\n"
 		"# TYPE rung_store_list_ok gauge\nrung_store_list_ok %d\n",
 		listed);
+	if (!call->admin) {
+		/* Daemon-wide counters tell of other tenants' activity: admin only. */
+		render_scope(f, call);
+		goto done;
+	}
 
 	fprintf(f, "# HELP rung_http_requests_total Requests by operation and result code.\n"
 		   "# TYPE rung_http_requests_total counter\n");
@@ -113,6 +139,7 @@ char *srv_metrics_render(struct srv_metrics *m, struct rung_router *r)
 		atomic_load(&m->gc_runs), atomic_load(&m->gc_disposed),
 		atomic_load(&m->gc_suspended), atomic_load(&m->gc_errors),
 		atomic_load(&m->header_timeouts));
+done:
 	if (fclose(f) != 0) {
 		f = NULL;
 		free(buf);

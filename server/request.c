@@ -20,6 +20,7 @@ static const struct {
     [SRV_E_CONFLICT] = {"conflict", 409},
     [SRV_E_TOO_LARGE] = {"payload_too_large", 413},
     [SRV_E_UNSUPPORTED] = {"unsupported_media_type", 415},
+    [SRV_E_TOO_MANY] = {"too_many_requests", 429},
     [SRV_E_UNAVAILABLE] = {"unavailable", 503},
     [SRV_E_TIMEOUT] = {"timeout", 504},
     [SRV_E_INTERNAL] = {"internal", 500},

@@ -352,6 +352,7 @@ int rung_serve_main(int argc, char **argv)
 	pthread_rwlock_init(&s.tokens_lock, NULL);
 	pthread_mutex_init(&s.pool_mu, NULL);
 	pthread_mutex_init(&s.conn_mu, NULL);
+	pthread_mutex_init(&s.scope_mu, NULL);
 	pthread_mutex_init(&s.stop_mu, NULL);
 	pthread_cond_init(&s.stop_cv, NULL);
 	/* Check the store once, so that a bad --state-dir fails now rather than per request. */

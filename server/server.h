@@ -51,6 +51,7 @@ enum srv_code {
 	SRV_E_CONFLICT,	    /* 409 conflict */
 	SRV_E_TOO_LARGE,    /* 413 payload_too_large */
 	SRV_E_UNSUPPORTED,  /* 415 unsupported_media_type */
+	SRV_E_TOO_MANY,	    /* 429 too_many_requests (the scope's limit) */
 	SRV_E_UNAVAILABLE,  /* 503 unavailable */
 	SRV_E_TIMEOUT,	    /* 504 timeout */
 	SRV_E_INTERNAL,	    /* 500 internal */
@@ -61,6 +62,35 @@ unsigned srv_code_http(enum srv_code c);
 /* Map a -errno from the rung API to an API code (ENOENT -> not_found, ...). */
 enum srv_code srv_code_from_errno(int neg_errno);
 
+/* ---- per-scope limits ------------------------------------------------------------------ */
+
+/*
+ * What the operator lets one scope have (the tokens file's "limits SCOPE key=value..." lines;
+ * "limits * ..." changes the default for every scope). Concurrency keeps one tenant from
+ * starving another; the spec maxima bound what one acquire may ask for.
+ */
+struct srv_limits {
+	uint32_t requests;	 /* requests=N: in flight at once (429 beyond) */
+	uint32_t connections;	 /* connections=N: open connections, idle ones included */
+	uint32_t sandboxes;	 /* sandboxes=N: live sandboxes (a new one is 429 beyond) */
+	uint64_t memory_bytes;	 /* memory=SIZE: the largest limits.memory */
+	uint64_t disk_bytes;	 /* disk=SIZE: the largest limits.disk */
+	uint32_t cpus_milli;	 /* cpus=N: the largest limits.cpus (1000 = one CPU) */
+	uint32_t pids;		 /* pids=N: the largest limits.pids */
+	uint32_t exec_timeout_s; /* exec_timeout=SECONDS: the largest limits.exec_timeout_s */
+	uint64_t output_bytes;	 /* output=SIZE: the largest limits.output_bytes */
+	uint32_t ttl_s;		 /* ttl=SECONDS: the longest ttl_s, and ttl_s 0 (never) is refused;
+				    ttl=0: no maximum */
+};
+extern const struct srv_limits srv_limits_default;
+#define SRV_MAX_COLLECTED_OUTPUT (16u << 20) /* per stream, for a collected (non-streamed) exec */
+
+/* The KEY=VALUE words of a limits line into l (keys it does not name keep their value). */
+int srv_limits_line_parse(const char *p, size_t len, struct srv_limits *l, struct rung_err *err);
+struct rung_spec;
+/* Pure: 0, or -EACCES naming the first spec field above the scope's maximum. */
+int srv_spec_check(const struct rung_spec *spec, const struct srv_limits *l, struct rung_err *err);
+
 /* ---- tokens and identity --------------------------------------------------------------- */
 
 /*
@@ -68,10 +98,13 @@ enum srv_code srv_code_from_errno(int neg_errno);
  * ignored. Two more forms grant the Unix socket without a token:
  *   unix-peer-uid:UID SCOPE   a Unix-socket client whose SO_PEERCRED uid is UID gets SCOPE
  *   - SCOPE                   any Unix-socket client without a token gets SCOPE
+ *   admin TOKEN               TOKEN reads the daemon-wide /metrics (every scope), nothing else
+ *   limits SCOPE|* KEY=VALUE...  the scope's limits (struct srv_limits); unnamed keys keep
+ *                             the default's
  * A token is 16..512 printable non-space bytes and maps to exactly one scope (a repeated
  * token is an error). Tokens are kept only as SHA-256 digests, compared in constant time.
  */
-enum srv_cred_kind { SRV_CRED_TOKEN, SRV_CRED_UNIX_UID, SRV_CRED_UNIX_ANY };
+enum srv_cred_kind { SRV_CRED_TOKEN, SRV_CRED_UNIX_UID, SRV_CRED_UNIX_ANY, SRV_CRED_ADMIN };
 
 struct srv_cred {
 	enum srv_cred_kind kind;
@@ -81,10 +114,20 @@ struct srv_cred {
 	unsigned line;
 };
 
+struct srv_scope_limits {
+	char *scope; /* "*": the default for every scope */
+	struct srv_limits l;
+	unsigned line;
+};
+
 struct srv_tokens {
 	struct srv_cred *v;
 	size_t n;
+	struct srv_scope_limits *lim;
+	size_t n_lim;
 };
+/* The limits of scope: its own line, else the "*" line, else srv_limits_default. */
+const struct srv_limits *srv_tokens_limits(const struct srv_tokens *t, const char *scope);
 
 int srv_tokens_parse(const char *text, size_t len, struct srv_tokens *out, struct rung_err *err);
 /* Reads path, refusing a file that is world-readable/-writable or not a regular file. */
@@ -102,8 +145,10 @@ struct srv_caller {
 /*
  * The caller's scope, or NULL (unauthorized). A token, when given, decides alone: a wrong
  * token is refused even on the Unix socket. Every token is compared (constant time).
+ * An admin token answers SRV_ADMIN_SCOPE (which no scope line can name: it has a space).
  */
 const char *srv_auth(const struct srv_tokens *t, const struct srv_caller *c);
+#define SRV_ADMIN_SCOPE "admin metrics"
 
 /* ---- requests ----------------------------------------------------------------------------- */
 
@@ -168,16 +213,39 @@ struct srv_exec {
 	char *stdin_data;
 	size_t stdin_len;
 	uint32_t timeout_ms; /* 0: the spec's default */
+	uint64_t output_bytes; /* per stream; 0: the spec's (collected: at most
+				  SRV_MAX_COLLECTED_OUTPUT) */
 	bool stream;
 	char *language, *code; /* run-code only */
 };
-/* {"argv": [str...], "timeout": s, "cwd": str, "env": {K: V}, "stdin": str, "stream": bool} */
+/* {"argv": [str...], "timeout": s, "cwd": str, "env": {K: V}, "stdin": str, "stream": bool,
+ *  "output_bytes": n} */
 int srv_exec_body_parse(const char *body, size_t len, struct srv_exec *out, struct rung_err *err);
-/* {"language": str, "code": str, "timeout": s, "stream": bool} */
+/* {"language": str, "code": str, "timeout": s, "stream": bool, "output_bytes": n} */
 int srv_code_body_parse(const char *body, size_t len, struct srv_exec *out, struct rung_err *err);
 /* {"spec": {...}}: returns the spec object re-serialized (malloc'd) for rung_spec_from_json. */
 int srv_create_body_parse(const char *body, size_t len, char **spec_json, struct rung_err *err);
 void srv_exec_release(struct srv_exec *x);
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 if it is not one. */
+size_t srv_utf8_seq(const unsigned char *p, size_t left);
+
+/*
+ * Command output in JSON (encode.c): JSON text when it is valid UTF-8 and its escapes cost no
+ * more than base64, else base64 (the field is then NAME_b64). One encoding, never both: at
+ * most 4/3 of the bytes, plus 3.
+ */
+struct srv_enc {
+	bool b64;
+	size_t len; /* encoded length, without quotes */
+};
+void srv_enc_pick(const void *data, size_t len, struct srv_enc *out);
+/* Encode data from *pos into buf, whole units only (an escape, 3 bytes of base64), at most
+ * max bytes; advances *pos. Returns the bytes written. */
+size_t srv_enc_chunk(const struct srv_enc *e, const void *data, size_t len, size_t *pos, char *buf,
+		     size_t max);
+/* "NAME":"text" or "NAME_b64":"base64" (malloc'd, NUL-terminated; *out_len its length). */
+char *srv_enc_field(const char *name, const void *data, size_t len, size_t *out_len);
 
 /*
  * Text for JSON: valid UTF-8 is kept; invalid bytes become U+FFFD. *lossy tells whether any

@@ -58,12 +58,24 @@ struct srv_metrics {
 };
 void srv_metrics_request(struct srv_metrics *m, enum srv_route r, enum srv_code c);
 void srv_metrics_exec(struct srv_metrics *m, const struct rung_exec_res *res, int rc);
-/* Prometheus text; sandboxes by rung and state come from the store. malloc'd. */
-char *srv_metrics_render(struct srv_metrics *m, struct rung_router *r);
+/* Prometheus text (malloc'd). The admin credential (call->admin) gets the daemon-wide view;
+ * any other only its own scope's sandboxes, requests in flight and limits. */
+struct srv_call;
+char *srv_metrics_render(struct srv_call *call, struct rung_router *r);
 
 /* ---- the daemon ------------------------------------------------------------------------- */
 
 struct srv_conn; /* per-connection tracking for the header deadline */
+
+/* quota.c: what one scope holds right now (under srv.scope_mu). */
+struct srv_scope {
+	struct srv_scope *next;
+	char *name;
+	unsigned inflight;	/* requests being served */
+	unsigned creating;	/* acquires under way (not yet in the store) */
+	unsigned conns;		/* open connections that made a request as this scope */
+	unsigned long refused;	/* 429s answered */
+};
 
 struct srv;
 struct srv_listener {
@@ -83,6 +95,9 @@ struct srv {
 	pthread_mutex_t pool_mu;
 	struct rung_router **pool;
 	size_t pool_n, pool_cap;
+	/* Per-scope accounting (quota.c). */
+	pthread_mutex_t scope_mu;
+	struct srv_scope *scopes;
 	/* Connections still reading their request head. */
 	pthread_mutex_t conn_mu;
 	struct srv_conn *conns;
@@ -91,6 +106,22 @@ struct srv {
 	pthread_cond_t stop_cv;
 	bool stopping;
 };
+
+/* quota.c. enter: 0 with *out held, or -EAGAIN (the scope is at its limit) naming it. */
+int srv_scope_enter(struct srv *s, const char *scope, uint32_t limit, struct srv_scope **out,
+		    struct rung_err *err);
+void srv_scope_leave(struct srv *s, struct srv_scope *q);
+/* A connection counts for the scope of its first request until it closes. */
+int srv_scope_attach(struct srv *s, const char *scope, uint32_t limit, struct srv_scope **out,
+		     struct rung_err *err);
+void srv_scope_detach(struct srv *s, struct srv_scope *q);
+void srv_scope_snapshot(struct srv *s, const char *scope, unsigned *inflight,
+			unsigned long *refused);
+/* A new sandbox for key (not an existing one) must fit the scope's sandbox limit. */
+int srv_create_enter(struct srv *s, struct rung_router *r, const char *scope,
+		     const struct rung_key *key, const char *kind, uint32_t limit,
+		     struct srv_scope **out, struct rung_err *err);
+void srv_create_leave(struct srv *s, struct srv_scope *q);
 
 int srv_router_get(struct srv *s, struct rung_router **out, struct rung_err *err);
 void srv_router_put(struct srv *s, struct rung_router *r);
@@ -110,6 +141,10 @@ struct srv_call {
 	struct srv *s;
 	struct srv_req req;
 	char *scope; /* copied from the tokens (which SIGHUP may replace) */
+	bool admin;  /* the admin credential: /metrics, every scope */
+	struct srv_limits lim;	 /* the scope's, copied with it */
+	struct srv_scope *slot;	 /* this request's place in its scope's in-flight count */
+	bool close_conn;	 /* answer with "Connection: close" */
 	char *body;
 	size_t body_len;
 	enum srv_code pending; /* an error found mid-upload, answered once the body is in */
@@ -138,7 +173,9 @@ enum MHD_Result srv_reply_bytes(struct srv_call *call, struct MHD_Connection *c,
 
 /* handlers.c: one dispatch for every route, after auth and the body are in. */
 enum MHD_Result srv_dispatch(struct srv_call *call, struct MHD_Connection *c);
-json_t *srv_exec_res_json(const struct rung_exec_res *res);
+/* encode.c: a collected exec's result, encoded as it is sent (takes res's buffers). */
+enum MHD_Result srv_reply_exec(struct srv_call *call, struct MHD_Connection *c,
+			       struct rung_exec_res *res);
 /* After an op failed with rc: resume the sandbox if that was the reason; true: retry it. */
 bool srv_wake(struct rung_sandbox *sb, int rc);
 

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -46,15 +47,29 @@ static int write_line(int fd, json_t *o)
 static int on_output(void *ud, enum rung_stream st, const void *data, size_t len)
 {
 	struct stream_job *j = ud;
-	json_t *o = json_pack("{s:s}", "type", st == RUNG_STDOUT ? "stdout" : "stderr");
-	bool lossy;
-	cleanup_free char *t = srv_utf8_sanitize(data, len, &lossy);
-	json_object_set_new(o, "data", json_string(t ? t : ""));
-	if (lossy) {
-		cleanup_free char *b = srv_base64(data, len);
-		json_object_set_new(o, "data_b64", json_string(b ? b : ""));
+	/* {"type":"stdout","data":"..."} or ...,"data_b64":"..."}: one encoding (encode.c) */
+	size_t fl;
+	cleanup_free char *field = srv_enc_field("data", data, len, &fl);
+	if (!field)
+		return -1;
+	const char *type = st == RUNG_STDOUT ? "{\"type\":\"stdout\"," : "{\"type\":\"stderr\",";
+	struct iovec iov[3] = {{(void *)type, strlen(type)}, {field, fl}, {(void *)"}\n", 2}};
+	size_t total = iov[0].iov_len + fl + 2, done = 0;
+	while (done < total) {
+		ssize_t w = writev(j->wfd, iov, 3);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		done += (size_t)w;
+		for (int i = 0; i < 3 && w > 0; i++) {
+			size_t k = (size_t)w < iov[i].iov_len ? (size_t)w : iov[i].iov_len;
+			iov[i].iov_base = (char *)iov[i].iov_base + k;
+			iov[i].iov_len -= k;
+			w -= (ssize_t)k;
+		}
 	}
-	return write_line(j->wfd, o) < 0 ? -1 : 0;
+	return 0;
 }
 
 static void *worker(void *arg)

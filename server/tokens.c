@@ -27,6 +27,11 @@ void srv_tokens_release(struct srv_tokens *t)
 	free(t->v);
 	t->v = NULL;
 	t->n = 0;
+	for (size_t i = 0; i < t->n_lim; i++)
+		free(t->lim[i].scope);
+	free(t->lim);
+	t->lim = NULL;
+	t->n_lim = 0;
 }
 
 static bool scope_ok(const char *s, size_t len)
@@ -87,9 +92,11 @@ static int add_entry(struct srv_tokens *t, struct srv_cred *c, struct rung_err *
 				    TOKENS_MAX_ENTRIES);
 	for (size_t i = 0; i < t->n; i++) {
 		const struct srv_cred *o = &t->v[i];
-		if (o->kind != c->kind)
+		bool tokenish = (o->kind == SRV_CRED_TOKEN || o->kind == SRV_CRED_ADMIN) &&
+				(c->kind == SRV_CRED_TOKEN || c->kind == SRV_CRED_ADMIN);
+		if (o->kind != c->kind && !tokenish)
 			continue;
-		bool same = c->kind == SRV_CRED_TOKEN	   ? !memcmp(o->digest, c->digest, 32)
+		bool same = tokenish			   ? !memcmp(o->digest, c->digest, 32)
 			    : c->kind == SRV_CRED_UNIX_UID ? o->uid == c->uid
 							   : true;
 		if (same)
@@ -105,6 +112,44 @@ static int add_entry(struct srv_tokens *t, struct srv_cred *c, struct rung_err *
 	t->v = nv;
 	t->v[t->n++] = *c;
 	return 0;
+}
+
+/* "limits SCOPE|* KEY=VALUE...": starts from the defaults; one line per scope. */
+static int limits_line(struct srv_tokens *t, const char *p, size_t len, unsigned line,
+		       struct rung_err *err)
+{
+	const char *end = p + len;
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	const char *sc = p;
+	while (p < end && *p != ' ' && *p != '\t')
+		p++;
+	size_t sl = (size_t)(p - sc);
+	if (!(sl == 1 && *sc == '*') && !scope_ok(sc, sl))
+		return rung_err_set(err, EINVAL, "line %u: limits: expected a scope or *", line);
+	for (size_t i = 0; i < t->n_lim; i++)
+		if (strlen(t->lim[i].scope) == sl && !memcmp(t->lim[i].scope, sc, sl))
+			return rung_err_set(err, EEXIST, "line %u: limits for %.*s already on line %u",
+					    line, (int)sl, sc, t->lim[i].line);
+	struct srv_scope_limits e = {.l = srv_limits_default, .line = line};
+	int r = srv_limits_line_parse(p, (size_t)(end - p), &e.l, err);
+	if (r < 0)
+		return rung_err_wrap(err, "line %u: limits", line);
+	struct srv_scope_limits *nv = realloc(t->lim, (t->n_lim + 1) * sizeof(*nv));
+	if (!nv || !(e.scope = strndup(sc, sl))) {
+		if (nv)
+			t->lim = nv;
+		return rung_err_set(err, ENOMEM, "out of memory");
+	}
+	t->lim = nv;
+	t->lim[t->n_lim++] = e;
+	return 0;
+}
+
+static bool word_is(const char *p, const char *end, const char *w)
+{
+	size_t n = strlen(w);
+	return (size_t)(end - p) > n && !memcmp(p, w, n) && (p[n] == ' ' || p[n] == '\t');
 }
 
 int srv_tokens_parse(const char *text, size_t len, struct srv_tokens *out, struct rung_err *err)
@@ -129,20 +174,43 @@ int srv_tokens_parse(const char *text, size_t len, struct srv_tokens *out, struc
 				r = rung_err_set(err, EINVAL, "line %u: NUL byte", lineno);
 				goto fail;
 			}
+			if (word_is(q, ce, "limits")) {
+				if ((r = limits_line(&t, q + 6, (size_t)(ce - q - 6), lineno, err)) < 0)
+					goto fail;
+				p = nl ? nl + 1 : end;
+				continue;
+			}
 			const char *w1, *w2;
 			size_t l1, l2;
-			if (two_words(q, (size_t)(ce - q), &w1, &l1, &w2, &l2) < 0) {
+			bool admin = false;
+			if (word_is(q, ce, "admin")) {
+				/* "admin TOKEN": the token is the second word, the scope is fixed */
+				w1 = q + 5;
+				while (*w1 == ' ' || *w1 == '\t')
+					w1++;
+				l1 = (size_t)(ce - w1);
+				if (memchr(w1, ' ', l1) || memchr(w1, '\t', l1)) {
+					r = rung_err_set(err, EINVAL, "line %u: expected \"admin TOKEN\"",
+							 lineno);
+					goto fail;
+				}
+				admin = true;
+				w2 = SRV_ADMIN_SCOPE;
+				l2 = strlen(w2);
+			} else if (two_words(q, (size_t)(ce - q), &w1, &l1, &w2, &l2) < 0) {
 				r = rung_err_set(err, EINVAL, "line %u: expected \"TOKEN SCOPE\"",
 						 lineno);
 				goto fail;
 			}
-			if (!scope_ok(w2, l2)) {
+			if (!admin && !scope_ok(w2, l2)) {
 				r = rung_err_set(err, EINVAL, "line %u: bad scope", lineno);
 				goto fail;
 			}
 			struct srv_cred c = {.line = lineno};
 			static const char uidp[] = "unix-peer-uid:";
-			if (l1 == 1 && w1[0] == '-') {
+			if (admin) {
+				c.kind = SRV_CRED_ADMIN;
+			} else if (l1 == 1 && w1[0] == '-') {
 				c.kind = SRV_CRED_UNIX_ANY;
 			} else if (l1 > sizeof(uidp) - 1 && !memcmp(w1, uidp, sizeof(uidp) - 1)) {
 				c.kind = SRV_CRED_UNIX_UID;
@@ -151,8 +219,8 @@ int srv_tokens_parse(const char *text, size_t len, struct srv_tokens *out, struc
 					r = rung_err_set(err, EINVAL, "line %u: bad uid", lineno);
 					goto fail;
 				}
-			} else {
-				c.kind = SRV_CRED_TOKEN;
+			}
+			if (c.kind == SRV_CRED_TOKEN || c.kind == SRV_CRED_ADMIN) {
 				if (l1 < TOKEN_MIN || l1 > TOKEN_MAX) {
 					r = rung_err_set(err, EINVAL,
 							 "line %u: token must be %d..%d bytes",
@@ -226,7 +294,7 @@ const char *srv_auth(const struct srv_tokens *t, const struct srv_caller *c)
 		/* Compare against every token so the time does not depend on which matched. */
 		for (size_t i = 0; i < t->n; i++) {
 			const struct srv_cred *e = &t->v[i];
-			if (e->kind != SRV_CRED_TOKEN)
+			if (e->kind != SRV_CRED_TOKEN && e->kind != SRV_CRED_ADMIN)
 				continue;
 			if (CRYPTO_memcmp(e->digest, d, sizeof(d)) == 0)
 				scope = e->scope;

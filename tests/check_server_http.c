@@ -401,7 +401,7 @@ START_TEST(slowloris)
 	close(bfd);
 	ck_assert_msg(body_cut >= 1500 && body_cut <= 5000, "slow body cut at %llu ms",
 		      (unsigned long long)body_cut);
-	struct srvt_resp r = srvt_req(t.sock[0], "GET", "/metrics", TOK_A, NULL, NULL);
+	struct srvt_resp r = srvt_req(t.sock[0], "GET", "/metrics", TOK_ADMIN, NULL, NULL);
 	ck_assert_ptr_nonnull(strstr(r.body, "rung_http_request_timeouts_total 4"));
 	srvt_resp_free(&r);
 	srvt_teardown(&t);
@@ -525,7 +525,7 @@ START_TEST(stream_and_timeout)
 	ck_assert_msg(strstr(r.body, "\"type\":\"exit\"") && strstr(r.body, "\"timed_out\":true"),
 		      "%s", r.body);
 	srvt_resp_free(&r);
-	r = srvt_req(t.sock[0], "GET", "/metrics", TOK_A, NULL, NULL);
+	r = srvt_req(t.sock[0], "GET", "/metrics", TOK_ADMIN, NULL, NULL);
 	ck_assert_ptr_nonnull(strstr(r.body, "rung_exec_total{outcome=\"timed_out\"} 2"));
 	ck_assert_ptr_nonnull(strstr(r.body, "rung_exec_duration_seconds_count 3"));
 	srvt_resp_free(&r);

@@ -214,7 +214,7 @@ START_TEST(sweeper)
 		srvt_resp_free(&r);
 	}
 	ck_assert_msg(gone, "the sandbox whose supervisor died was not swept");
-	r = srvt_req(t.sock[0], "GET", "/metrics", TOK_A, NULL, NULL);
+	r = srvt_req(t.sock[0], "GET", "/metrics", TOK_ADMIN, NULL, NULL);
 	ck_assert_ptr_null(strstr(r.body, "rung_gc_runs_total 0\n"));
 	ck_assert_ptr_null(strstr(r.body, "rung_gc_disposed_total 0\n"));
 	ck_assert_ptr_nonnull(strstr(r.body, "rung_gc_errors_total 0\n"));

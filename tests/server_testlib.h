@@ -28,6 +28,7 @@
 
 #define TOK_A "tok-aaaaaaaaaaaaaaaa"
 #define TOK_B "tok-bbbbbbbbbbbbbbbb"
+#define TOK_ADMIN "tok-admin-metrics-0000" /* the daemon-wide /metrics (admin line) */
 
 struct srvt {
 	char dir[256]; /* temp dir: tokens, state/, sockets, logs */
@@ -216,7 +217,8 @@ static inline void srvt_setup(struct srvt *t, const char *tokens_text)
 	snprintf(t->state, sizeof(t->state), "%s/state", d);
 	snprintf(t->tokens, sizeof(t->tokens), "%s/tokens", d);
 	free(d);
-	srvt_write(t->tokens, tokens_text ? tokens_text : TOK_A " scopeA\n" TOK_B " scopeB\n",
+	srvt_write(t->tokens, tokens_text ? tokens_text
+				       : TOK_A " scopeA\n" TOK_B " scopeB\nadmin " TOK_ADMIN "\n",
 		   0600);
 	t->reaper_fd = srvt_reaper(t->dir);
 }

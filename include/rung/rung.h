@@ -129,6 +129,9 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
  */
 int rung_sandbox_open(struct rung_router *r, const char *id, const char *scope,
 		      struct rung_sandbox **out, struct rung_err *err);
+/* Open the sandbox of (key, kind) if the store has one (-ENOENT if not); creates nothing. */
+int rung_sandbox_lookup(struct rung_router *r, const struct rung_key *key, const char *kind,
+			struct rung_sandbox **out, struct rung_err *err);
 void rung_sandbox_close(struct rung_sandbox *sb);
 const char *rung_sandbox_id(const struct rung_sandbox *sb);
 enum rung_isolation rung_sandbox_isolation(const struct rung_sandbox *sb);
@@ -147,7 +150,7 @@ struct rung_exec_req {
 	const void *stdin_data;       /* optional */
 	size_t stdin_len;
 	uint32_t timeout_ms;          /* 0: the spec's exec timeout */
-	uint64_t max_output;          /* per stream; 0: the spec's output limit */
+	uint64_t max_output;          /* per stream; 0 (or more than the spec allows): the spec's limit */
 	rung_output_fn on_output;     /* optional streaming */
 	void *ud;
 	bool no_collect;              /* with on_output: do not also collect into the result */
@@ -181,6 +184,13 @@ int rung_read_file(struct rung_sandbox *sb, const char *path, size_t max, char *
 int rung_run_code(struct rung_sandbox *sb, const char *language, const char *code,
 		  const struct rung_exec_req *opts, struct rung_exec_res *res,
 		  struct rung_err *err);
+/*
+ * Would the sandbox's granted capabilities allow op ("exec", "run_code" with language,
+ * "write_file")? 0, or the -EACCES the operation itself would return (e.g. to refuse a
+ * streamed exec before answering). exec, run_code and write_file check it themselves.
+ */
+int rung_sandbox_allows(const struct rung_sandbox *sb, const char *op, const char *language,
+			struct rung_err *err);
 int rung_suspend(struct rung_sandbox *sb, struct rung_err *err);
 int rung_resume(struct rung_sandbox *sb, struct rung_err *err);
 

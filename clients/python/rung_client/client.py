@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 __all__ = [
     "Isolation", "SandboxSpec", "SandboxKey", "ExecResult", "ExecChunk", "ExecStream",
     "Sandbox", "SandboxBackend", "RungError", "Unauthorized", "NotFound", "BadRequest",
-    "Forbidden", "Conflict", "PayloadTooLarge",
+    "Forbidden", "Conflict", "PayloadTooLarge", "TooManyRequests",
 ]
 
 
@@ -94,6 +94,7 @@ class ExecResult:
     def from_json(cls, d: Mapping[str, Any], out: bytes | None = None,
                   err: bytes | None = None) -> "ExecResult":
         def raw(key: str) -> bytes:
+            # One encoding per stream: JSON text, or (not UTF-8, or control-heavy) base64.
             if key + "_b64" in d:
                 return base64.b64decode(d[key + "_b64"])
             return d.get(key, "").encode()
@@ -130,10 +131,12 @@ class NotFound(RungError): pass
 class BadRequest(RungError): pass
 class Conflict(RungError): pass
 class PayloadTooLarge(RungError): pass
+class TooManyRequests(RungError): pass  # the scope is at its limit (429): retry later
 
 
 _ERRORS = {"unauthorized": Unauthorized, "forbidden": Forbidden, "not_found": NotFound,
-           "bad_request": BadRequest, "conflict": Conflict, "payload_too_large": PayloadTooLarge}
+           "bad_request": BadRequest, "conflict": Conflict, "payload_too_large": PayloadTooLarge,
+           "too_many_requests": TooManyRequests}
 
 
 class _UnixHTTPConnection(http.client.HTTPConnection):
@@ -240,9 +243,14 @@ class Sandbox:
 
     def exec(self, argv: Sequence[str], timeout: float | None = None, cwd: str | None = None,
              env: Mapping[str, str] | None = None, stdin: str | bytes | None = None,
-             on_output: Callable[[str, bytes], None] | None = None) -> ExecResult:
-        """Run argv (no shell). With on_output, output is streamed to it as it comes."""
+             on_output: Callable[[str, bytes], None] | None = None,
+             output_bytes: int | None = None) -> ExecResult:
+        """Run argv (no shell). With on_output, output is streamed to it as it comes.
+        output_bytes: keep at most this much per stream (a collected reply carries at most
+        16 MiB per stream; stream with on_output for more, up to the spec's limit)."""
         body = self._exec_body(argv, timeout, cwd, env, stdin)
+        if output_bytes is not None:
+            body["output_bytes"] = output_bytes
         if on_output is None:
             return ExecResult.from_json(self.backend._json("POST", self._path("exec"), body,
                                                            timeout=timeout))

@@ -67,6 +67,18 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(r.stdout, "hey from stdin")
         r = sb.exec(["sh", "-c", r"printf '\377\000A'"])
         self.assertEqual(r.stdout_bytes, b"\xff\x00A")
+        # control-heavy output comes as base64 (one encoding), text as text
+        r = sb.exec(["sh", "-c", r"head -c 3000 /dev/zero | tr '\000' '\001'; printf 'h\303\251\n' >&2"])
+        self.assertEqual(r.stdout_bytes, b"\x01" * 3000)
+        self.assertEqual(r.stderr, "h\u00e9\n")
+        r = sb.exec(["sh", "-c", "head -c 5000 /dev/zero"], output_bytes=1024)
+        self.assertTrue(r.truncated)
+        self.assertEqual(r.stdout_bytes, b"\0" * 1024)
+        with self.assertRaises(BadRequest) as cm:  # above what a collected reply carries
+            sb.exec(["true"], output_bytes=64 << 20)
+        self.assertIn("output_bytes", cm.exception.message)
+        chunks = list(sb.exec_stream(["sh", "-c", r"printf '\001\002\003'"]))
+        self.assertEqual(b"".join(c.data for c in chunks), b"\x01\x02\x03")
         with self.assertRaises(TypeError):
             sb.exec("ls -l")  # a command string is refused: argv only
 
@@ -169,7 +181,9 @@ class ClientTest(unittest.TestCase):
         sb = tcp.acquire(KEY, SandboxSpec(kind="tcp"))
         self.assertEqual(sb.exec(["echo", "over tcp"]).stdout, "over tcp\n")
         self.assertIn(sb.id, {s["id"] for s in self.alpha.list()})
-        self.assertIn("rung_exec_total", tcp.metrics())
+        m = tcp.metrics()  # a scope's view: its own sandboxes and limits, no daemon-wide counters
+        self.assertIn("rung_scope_requests_limit", m)
+        self.assertNotIn("rung_exec_total", m)
 
     def test_async(self):
         async def main():
@@ -236,6 +250,38 @@ class DaemonLifecycleTest(unittest.TestCase):
             self.assertIn("shell-capable", cm.exception.message)
             sb = b.acquire(KEY, SandboxSpec(kind="calc", requires=["run_code"], egress_allow=[]))
             self.assertEqual(sb.run_code("python", "print(2 + 2)").stdout, "4\n")
+            # granted run_code only: no shell, whether through exec or run_code sh
+            with self.assertRaises(Forbidden) as cm:
+                sb.exec(["sh", "-c", "id"])
+            self.assertIn("exec: not granted", cm.exception.message)
+            with self.assertRaises(Forbidden):
+                sb.run_code("sh", "id")
+            b.dispose_scope()
+
+    def test_scope_limit(self):
+        # one tenant at its limit is told so (429); another is served
+        with Daemon(scopes=("alpha", "beta"), extra_token_lines="limits alpha requests=1\n") as d:
+            from rung_client import TooManyRequests
+            a = SandboxBackend(socket_path=d.socket_path, token=d.tokens["alpha"])
+            b = SandboxBackend(socket_path=d.socket_path, token=d.tokens["beta"])
+            sa = a.acquire(KEY, SandboxSpec(kind="k"))
+            sb = b.acquire(KEY, SandboxSpec(kind="k"))
+            s = sa.exec_stream(["sleep", "2"])  # holds alpha's one request slot
+            with self.assertRaises(TooManyRequests) as cm:
+                sa.exec(["true"])
+            self.assertEqual(cm.exception.status, 429)
+            self.assertIn("requests in flight", cm.exception.message)
+            self.assertEqual(sb.exec(["echo", "b"]).stdout, "b\n")
+            self.assertEqual(s.wait().exit_code, 0)
+            for _ in range(50):  # the slot is free once the daemon has finished the stream
+                try:
+                    self.assertEqual(sa.exec(["echo", "a"]).stdout, "a\n")
+                    break
+                except TooManyRequests:
+                    time.sleep(0.05)
+            else:
+                self.fail("alpha was not served again after its stream ended")
+            a.dispose_scope()
             b.dispose_scope()
 
     def test_restart_keeps_sandboxes(self):
