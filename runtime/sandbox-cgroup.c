@@ -136,13 +136,23 @@ int rt_sandbox_oom_kills(struct rt_sandbox *sb, uint64_t *n)
 	return r;
 }
 
+/* A group is live while its sandbox is: being worked on (its lock is held: a create makes
+ * the group before it writes any metadata), younger than gc's 60 s grace for a create, or
+ * with a live supervisor. */
 static bool id_live(const char *id, void *data)
 {
 	struct rung_router *r = data;
-	struct rt_meta m;
 	struct rung_err err = {0};
-	if (rt_store_meta_read(&r->store, id, &m, &err) < 0)
-		return false;
+	cleanup_close int lock = rt_store_lock_sandbox(&r->store, id, false, true, &err);
+	if (lock < 0)
+		return lock != -ENOENT; /* held by someone (EWOULDBLOCK), or unreadable: keep */
+	struct rt_meta m;
+	if (rt_store_meta_read(&r->store, id, &m, &err) < 0) {
+		char dir[4096];
+		struct stat st;
+		rt_store_path(&r->store, id, NULL, dir, sizeof(dir));
+		return stat(dir, &st) == 0 && rung_wall_ms() / 1000 <= (uint64_t)st.st_mtime + 60;
+	}
 	bool alive = rt_supervisor_alive(&m);
 	rt_meta_release(&m);
 	return alive;

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -619,6 +620,45 @@ START_TEST(test_inspect_limits)
 }
 END_TEST
 
+/* gc never takes the group of a sandbox being created: the group exists before any metadata
+ * (a concurrent gc once removed it between create and enter: "enter pid N: open
+ * .../cgroup.procs: No such file or directory"). Locked or young: kept; else: removed. */
+START_TEST(test_gc_spares_creating)
+{
+	RUNG_REQUIRE_ROOT();
+	char *state = NULL;
+	struct rung_router *r = spine_router(&state);
+	struct rung_err err = {0};
+	const char *id = "0123456789abcdef0123456789abcdef";
+	ck_assert(rt_id_valid(id));
+	int lock = rt_store_lock_sandbox(&r->store, id, true, false, &err);
+	ck_assert_msg(lock >= 0, "%s", err.msg);
+	struct rt_sandbox sb = {.router = r};
+	snprintf(sb.meta.id, sizeof(sb.meta.id), "%s", id);
+	rung_spec_init(&sb.meta.spec);
+	struct rt_cgroup *cg = NULL;
+	ck_assert_msg(rt_sandbox_cgroup_create(&sb, &cg, &err) == 0, "%s", err.msg);
+	const char *d = rt_cgroup_dir(cg, RT_CGCTL_PIDS);
+	ck_assert_ptr_nonnull(d);
+	struct rung_gc_report rep;
+	ck_assert_msg(rung_gc(r, &rep, &err) == 0, "%s", err.msg);
+	ck_assert_msg(access(d, F_OK) == 0, "gc removed %s while its create held the lock", d);
+	close(lock); /* unlocked, no metadata, but younger than gc's grace for a create */
+	ck_assert_msg(rung_gc(r, &rep, &err) == 0, "%s", err.msg);
+	ck_assert_msg(access(d, F_OK) == 0, "gc removed %s of a create still in its grace", d);
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%s/sandboxes/%s", state, id);
+	struct timeval old[2] = {{.tv_sec = time(NULL) - 600}, {.tv_sec = time(NULL) - 600}};
+	ck_assert_int_eq(utimes(dir, old), 0); /* a crash mid-create, long ago: debris */
+	ck_assert_msg(rung_gc(r, &rep, &err) == 0, "%s", err.msg);
+	ck_assert_msg(access(d, F_OK) < 0, "%s is left after its create's grace", d);
+	rt_cgroup_free(cg);
+	rung_spec_release(&sb.meta.spec);
+	rung_router_free(r);
+	free(state);
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t, bool root)
 {
 	TCase *tc = tcase_create(name);
@@ -645,5 +685,6 @@ Suite *process_limits_suite(void)
 	add(s, "v2_fake_plan", test_v2_fake_plan, false);
 	add(s, "swap_refused", test_swap_without_accounting, false);
 	add(s, "inspect", test_inspect_limits, true);
+	add(s, "gc_spares_creating", test_gc_spares_creating, true);
 	return s;
 }
