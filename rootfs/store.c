@@ -27,14 +27,21 @@ int rfs_store_open(const char *state_dir, struct rfs_store **out, struct rung_er
 	cleanup_free char *root = NULL;
 	if (asprintf(&root, "%s/images", state_dir) < 0)
 		return rung_err_set(err, ENOMEM, "out of memory");
-	int r = rung_mkdir_p(root, 0711, err);
+	int r = rung_mkdir_p(root, 0700, err);
 	if (r < 0)
 		return rung_err_wrap(err, "image store");
-	cleanup_close int dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cleanup_close int dfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
 		return rung_err_sys(err, errno, "open %s", root);
+	/* Root's alone (stores made before were 0711, which let any local user reach the tags,
+	 * manifests and the layers, whose files keep the image's owners): nothing but root
+	 * reaches a layer by path; sandboxes see them through idmapped read-only mounts. */
+	struct stat sb;
+	if (fstat(dfd, &sb) < 0 || ((sb.st_mode & 0077) && fchmod(dfd, 0700) < 0))
+		return rung_err_sys(err, errno, "close %s to other users", root);
 	for (size_t i = 0; i < RUNG_ARRAY_SIZE(store_dirs); i++)
-		if (mkdirat(dfd, store_dirs[i], 0711) < 0 && errno != EEXIST)
+		if ((mkdirat(dfd, store_dirs[i], 0700) < 0 && errno != EEXIST) ||
+		    fchmodat(dfd, store_dirs[i], 0700, 0) < 0)
 			return rung_err_sys(err, errno, "mkdir %s/%s", root, store_dirs[i]);
 	struct rfs_store *s = calloc(1, sizeof(*s));
 	if (!s)

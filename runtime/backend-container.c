@@ -61,6 +61,26 @@ static int cgroup_of(const struct rt_sandbox *sb, struct rt_cgroup **out, struct
 	return rt_cgroup_open(cgroup_root(), name, out, err);
 }
 
+/* cgroupfs is world-readable: the store's group ("rung-<tag>") lists its sandboxes' ids
+ * unless it is 0711 (traversable, for the tools that know an id; not listable). */
+static int cgroup_parent_private(const struct rt_cgroup *cg, struct rung_err *err)
+{
+	for (int c = 0; c < RT_CGCTL__COUNT; c++) {
+		const char *d = rt_cgroup_dir(cg, (enum rt_cgroup_ctl)c);
+		char p[4096];
+		if (!d || (size_t)snprintf(p, sizeof(p), "%s", d) >= sizeof(p))
+			continue;
+		char *slash = strrchr(p, '/');
+		if (!slash)
+			continue;
+		*slash = '\0';
+		struct stat st;
+		if (stat(p, &st) == 0 && (st.st_mode & 0777) != 0711 && chmod(p, 0711) < 0)
+			return rung_err_sys(err, errno, "chmod %s 0711", p);
+	}
+	return 0;
+}
+
 static bool container_available(const struct rung_router *r, struct rung_err *err)
 {
 	if (access(r->agent_path, X_OK) < 0) {
@@ -208,6 +228,8 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 		r = cgroup_of(sb, &c.cg, err);
 	if (r == 0 && (r = rt_cgroup_create(c.cg, &lim, err)) < 0)
 		rung_err_wrap(err, "cgroup");
+	if (r == 0)
+		r = cgroup_parent_private(c.cg, err);
 	cleanup_free char *resolv = NULL;
 	int netns = -1;
 	if (r == 0)
