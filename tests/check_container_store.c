@@ -365,76 +365,112 @@ static char *slurp(const char *p)
 	return rung_file_load(AT_FDCWD, p, 1 << 20, &t, NULL, NULL) == 0 ? t : NULL;
 }
 
-START_TEST(test_restart_ignores_planted_links)
-{
-	CT_REQUIRE();
-	char hdir[4400], hfile[4400], p[4800];
-	snprintf(hdir, sizeof(hdir), "%s/host-etc", ct_tmp());
-	snprintf(hfile, sizeof(hfile), "%s/host-hosts", ct_tmp());
-	ck_assert_int_eq(mkdir(hdir, 0777), 0);
-	ck_assert_int_eq(chmod(hdir, 0777), 0); /* writable by anyone: the worst case */
-	ck_assert_int_eq(rung_write_file_replace(AT_FDCWD, hfile, "orig\n", 5, 0666, NULL), 0);
-	ck_assert_int_eq(chmod(hfile, 0666), 0);
-	struct rung_router *r = ct_router(NULL);
+struct links_env {
+	char hdir[4400], hfile[4400];
+	struct rung_router *r;
 	struct rung_spec s;
-	ct_spec(&s, NULL);
-	struct rung_err err = {0};
-	struct rung_key k = {.scope = "store", .thread = "t", .agent = "links"};
+	struct rung_key k;
+	char id[65];
+};
 
-	/* 1: /etc/hosts (and hostname) -> host files: replaced, never written through. */
-	struct rung_sandbox *sb = ct_acquire(r, "store", "links", &s, NULL);
-	char id[65], script[2048];
-	snprintf(id, sizeof(id), "%s", rung_sandbox_id(sb));
-	snprintf(script, sizeof(script),
-		 "echo keep > /work/kept && rm -f /etc/hosts /etc/hostname && "
-		 "ln -s %s /etc/hosts && ln -s %s/hostname /etc/hostname",
-		 hfile, hdir);
-	free(ct_sh(sb, script));
-	rung_sandbox_close(sb);
-	kill_agent(r, id);
-	bool created = false;
-	sb = NULL;
-	ck_assert_msg(rung_acquire(r, &k, &s, &sb, &created, &err) == 0, "re-acquire: %s",
-		      err.msg);
-	ck_assert_str_eq(rung_sandbox_id(sb), id);
-	char *out = ct_sh(sb, "cat /work/kept; test -L /etc/hosts || echo regular; "
-			      "grep -c localhost /etc/hosts");
-	ck_assert_str_eq(out, "keep\nregular\n2\n");
-	free(out);
-	char *t = slurp(hfile);
+/* A sandbox with a file in its kept overlay, a host dir and a host file anyone may write
+ * (the worst case: even the sandbox's host uid could write there). */
+static struct rung_sandbox *links_start(struct links_env *e, const char *agent)
+{
+	snprintf(e->hdir, sizeof(e->hdir), "%s/host-etc", ct_tmp());
+	snprintf(e->hfile, sizeof(e->hfile), "%s/host-hosts", ct_tmp());
+	ck_assert_int_eq(mkdir(e->hdir, 0777), 0);
+	ck_assert_int_eq(chmod(e->hdir, 0777), 0);
+	ck_assert_int_eq(rung_write_file_replace(AT_FDCWD, e->hfile, "orig\n", 5, 0666, NULL), 0);
+	ck_assert_int_eq(chmod(e->hfile, 0666), 0);
+	e->r = ct_router(NULL);
+	ct_spec(&e->s, NULL);
+	e->k = (struct rung_key){.scope = "store", .thread = "t", .agent = agent};
+	struct rung_sandbox *sb = ct_acquire(e->r, "store", agent, &e->s, NULL);
+	snprintf(e->id, sizeof(e->id), "%s", rung_sandbox_id(sb));
+	free(ct_sh(sb, "echo keep > /work/kept"));
+	return sb;
+}
+
+static void links_check_host(const struct links_env *e)
+{
+	char *t = slurp(e->hfile);
 	ck_assert_ptr_nonnull(t);
 	ck_assert_str_eq(t, "orig\n");
 	free(t);
-	snprintf(p, sizeof(p), "%s/hostname", hdir);
-	ck_assert_msg(access(p, F_OK) < 0, "%s was written through a planted link", p);
+	DIR *d = opendir(e->hdir);
+	ck_assert_ptr_nonnull(d);
+	struct dirent *de;
+	while ((de = readdir(d)))
+		ck_assert_msg(de->d_name[0] == '.', "%s/%s was made through a planted link",
+			      e->hdir, de->d_name);
+	closedir(d);
+}
 
-	/* 2: /etc itself -> a host directory: nothing lands there; the start is refused with
-	 * the path named. */
-	snprintf(script, sizeof(script), "rm -rf /etc && ln -s %s /etc", hdir);
+static void links_end(struct links_env *e)
+{
+	struct rung_err err = {0};
+	ck_assert_msg(rung_dispose(e->r, e->id, "store", &err) == 0, "%s", err.msg);
+	rung_spec_release(&e->s);
+	rung_router_free(e->r);
+}
+
+/* /etc/hosts -> a host file, /etc/hostname -> into a host dir: replaced, not followed. */
+START_TEST(test_restart_planted_leaf_links)
+{
+	CT_REQUIRE();
+	struct links_env e;
+	struct rung_sandbox *sb = links_start(&e, "leaf");
+	char script[2048];
+	snprintf(script, sizeof(script),
+		 "rm -f /etc/hosts /etc/hostname && ln -s %s /etc/hosts && "
+		 "ln -s %s/hostname /etc/hostname",
+		 e.hfile, e.hdir);
 	free(ct_sh(sb, script));
 	rung_sandbox_close(sb);
-	kill_agent(r, id);
+	kill_agent(e.r, e.id);
+	struct rung_err err = {0};
 	sb = NULL;
-	int rc = rung_acquire(r, &k, &s, &sb, &created, &err);
-	if (rc == 0) { /* a start that worked must have its own /etc */
-		out = ct_sh(sb, "test -L /etc && echo link; grep -c localhost /etc/hosts");
+	ck_assert_msg(rung_acquire(e.r, &e.k, &e.s, &sb, NULL, &err) == 0, "re-acquire: %s",
+		      err.msg);
+	ck_assert_str_eq(rung_sandbox_id(sb), e.id);
+	char *out = ct_sh(sb, "cat /work/kept; test -L /etc/hosts || echo regular; "
+			      "grep -c localhost /etc/hosts; cat /etc/hostname");
+	ck_assert_str_eq(out, "keep\nregular\n2\nrung\n");
+	free(out);
+	rung_sandbox_close(sb);
+	links_check_host(&e);
+	links_end(&e);
+}
+END_TEST
+
+/* /etc itself -> a host directory: nothing lands there; the restart is refused, naming the
+ * path (or, if it starts, the sandbox has an /etc of its own). */
+START_TEST(test_restart_planted_dir_link)
+{
+	CT_REQUIRE();
+	struct links_env e;
+	struct rung_sandbox *sb = links_start(&e, "dir");
+	char script[2048];
+	snprintf(script, sizeof(script), "rm -rf /etc && ln -s %s /etc", e.hdir);
+	free(ct_sh(sb, script));
+	rung_sandbox_close(sb);
+	kill_agent(e.r, e.id);
+	struct rung_err err = {0};
+	sb = NULL;
+	int rc = rung_acquire(e.r, &e.k, &e.s, &sb, NULL, &err);
+	if (rc == 0) {
+		char *out = ct_sh(sb, "test -L /etc && echo link; grep -c localhost /etc/hosts");
 		ck_assert_str_eq(out, "2\n");
 		free(out);
 		rung_sandbox_close(sb);
 	} else {
+		fprintf(stderr, "restart refused: %s\n", err.msg);
 		ck_assert_msg(strstr(err.msg, "/etc") && strstr(err.msg, "symlink"),
 			      "unclear refusal: %s", err.msg);
 	}
-	DIR *d = opendir(hdir);
-	ck_assert_ptr_nonnull(d);
-	struct dirent *de;
-	while ((de = readdir(d)))
-		ck_assert_msg(de->d_name[0] == '.', "%s/%s was made through a planted link", hdir,
-			      de->d_name);
-	closedir(d);
-	ck_assert_msg(rung_dispose(r, id, "store", &err) == 0, "%s", err.msg);
-	rung_spec_release(&s);
-	rung_router_free(r);
+	links_check_host(&e);
+	links_end(&e);
 }
 END_TEST
 
@@ -454,6 +490,7 @@ Suite *container_store_suite(void)
 	add(s, "perm", test_other_users_shut_out, 120);
 	add(s, "deep", test_deep_tree_dispose_and_gc, 180);
 	add(s, "rmrf", test_rm_rf_no_depth_limit, 120);
-	add(s, "links", test_restart_ignores_planted_links, 180);
+	add(s, "leaflinks", test_restart_planted_leaf_links, 120);
+	add(s, "dirlink", test_restart_planted_dir_link, 120);
 	return s;
 }
