@@ -59,12 +59,18 @@ int rt_mount_plan_add(struct rt_mount_plan *p, enum rt_mount_op op, const char *
 /* Host system entries a process-rung sandbox sees read-only (symlinks are replicated). */
 static const char *const host_sys[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32",
 				       "/libx32"};
+/*
+ * Host files under /etc bound into a process-rung sandbox: only ones that carry no secrets
+ * (the README lists them). Never a site configuration a tool reads credentials or proxies
+ * from: not /etc/pip.conf or /etc/xdg (pip's index URLs with tokens), /etc/profile or
+ * /etc/bash.bashrc (exported proxies), /etc/ssl/private (keys). pip gets a pip.conf of ours.
+ */
 static const char *const host_etc[] = {
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/nsswitch.conf",
-	"/etc/ssl", "/etc/ca-certificates", "/etc/alternatives", "/etc/localtime",
-	"/etc/mime.types", "/etc/python3", "/etc/python3.11", "/etc/protocols", "/etc/services",
-	"/etc/debian_version", "/etc/os-release", "/etc/profile", "/etc/bash.bashrc",
-	"/etc/inputrc", "/etc/timezone", "/etc/xdg", "/etc/pip.conf"};
+	"/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/ca-certificates", "/etc/alternatives",
+	"/etc/localtime", "/etc/mime.types", "/etc/python3", "/etc/python3.11", "/etc/protocols",
+	"/etc/services", "/etc/debian_version", "/etc/os-release", "/etc/timezone"};
+static const char etc_pip_conf[] = "[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n";
 
 static const char etc_passwd[] = "root:x:0:0:root:%s:/bin/sh\n"
 				 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
@@ -117,6 +123,8 @@ int rt_root_plan(const struct rt_root_params *p, struct rt_mount_plan *out, stru
 		if (p->host_system)
 			for (size_t i = 0; i < RUNG_ARRAY_SIZE(host_etc); i++)
 				ADD(RT_M_BIND_RO, host_etc[i], host_etc[i], NULL, true);
+		if (p->host_system)
+			ADD(RT_M_FILE, etc_pip_conf, "/etc/pip.conf", NULL, false);
 		snprintf(buf, sizeof(buf), etc_passwd, p->work_dir);
 		ADD(RT_M_FILE, buf, "/etc/passwd", NULL, false);
 		ADD(RT_M_FILE, etc_group, "/etc/group", NULL, false);
