@@ -207,8 +207,27 @@ int rfs_image_layers(struct rfs_store *s, const struct rfs_image_info *info, cha
  */
 struct rfs_unpack_stats {
 	uint64_t entries, bytes, stripped_suid, whiteouts, opaque_dirs;
+	uint64_t declared; /* the regular files' sizes (what the byte limits count) */
 };
 int rfs_layer_unpack(int fd, int dirfd, struct rfs_unpack_stats *stats, struct rung_err *err);
+/*
+ * Bounds on what unpacking may write (a small zstd layer can expand without limit): bytes
+ * (the sum of the regular files' sizes) and entries, per layer, and bytes per import or pull
+ * (what it unpacks). 0: unlimited. Past one, the unpack stops before writing the file that
+ * would cross it, with -EFBIG naming the limit; import and pull then leave nothing (the stage
+ * is removed). Defaults: rfs_unpack_limits_default(), from RUNG_MAX_LAYER_BYTES,
+ * RUNG_MAX_IMAGE_BYTES, RUNG_MAX_LAYER_ENTRIES (plain numbers, or with K/M/G/T), else
+ * 8 GiB, 16 GiB and 1M.
+ */
+struct rfs_unpack_limits {
+	uint64_t layer_bytes, image_bytes, layer_entries;
+};
+void rfs_unpack_limits_default(struct rfs_unpack_limits *lim);
+/* The same with explicit limits (lim->image_bytes is not used here). */
+int rfs_layer_unpack_limited(int fd, int dirfd, const struct rfs_unpack_limits *lim,
+			     struct rfs_unpack_stats *stats, struct rung_err *err);
+/* A store's limits for its imports and pulls (rfs_store_open sets the defaults). */
+void rfs_store_set_limits(struct rfs_store *s, const struct rfs_unpack_limits *lim);
 /* Add base to every uid/gid under dir (for runtimes without idmapped mounts). */
 int rfs_layer_chown_shift(const char *dir, uid_t base, struct rung_err *err);
 

@@ -48,6 +48,7 @@ int rfs_store_open(const char *state_dir, struct rfs_store **out, struct rung_er
 		return rung_err_set(err, ENOMEM, "out of memory");
 	s->root = rung_steal_ptr(&root);
 	s->dfd = rung_steal_fd(&dfd);
+	rfs_unpack_limits_default(&s->lim);
 	r = rfs_stage_sweep(s, err);
 	if (r < 0) {
 		rfs_store_free(s);
@@ -55,6 +56,39 @@ int rfs_store_open(const char *state_dir, struct rfs_store **out, struct rung_er
 	}
 	*out = s;
 	return 0;
+}
+
+static uint64_t env_size(const char *name, uint64_t dflt)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return dflt;
+	char *end;
+	unsigned long long n = strtoull(v, &end, 10);
+	int shift = 0;
+	switch (*end) {
+	case 'K': case 'k': shift = 10; break;
+	case 'M': case 'm': shift = 20; break;
+	case 'G': case 'g': shift = 30; break;
+	case 'T': case 't': shift = 40; break;
+	case '\0': break;
+	default:
+		LOG_WARN("%s=%s: not a size; using %llu", name, v, (unsigned long long)dflt);
+		return dflt;
+	}
+	return (uint64_t)n << shift;
+}
+
+void rfs_unpack_limits_default(struct rfs_unpack_limits *lim)
+{
+	lim->layer_bytes = env_size("RUNG_MAX_LAYER_BYTES", 8ull << 30);
+	lim->image_bytes = env_size("RUNG_MAX_IMAGE_BYTES", 16ull << 30);
+	lim->layer_entries = env_size("RUNG_MAX_LAYER_ENTRIES", 1000000);
+}
+
+void rfs_store_set_limits(struct rfs_store *s, const struct rfs_unpack_limits *lim)
+{
+	s->lim = *lim;
 }
 
 void rfs_store_free(struct rfs_store *s)
@@ -147,9 +181,32 @@ void rfs_stage_end(struct rfs_store *s, struct rfs_stage *st)
 			close(tfd);
 		st->name[0] = '\0';
 	}
+	free(st->pending);
+	st->pending = NULL;
+	st->n_pending = 0;
 	rung_closep(&st->dfd);
 	rung_closep(&st->lock_fd);
 	rung_closep(&st->gc_fd);
+}
+
+int rfs_stage_commit_layers(struct rfs_store *s, struct rfs_stage *st, struct rung_err *err)
+{
+	char rel[128];
+	for (size_t i = 0; i < st->n_pending; i++) {
+		const struct rfs_pending_layer *pl = &st->pending[i];
+		if (pl->blob[0]) {
+			rfs_blob_relpath(pl->digest, rel, sizeof(rel));
+			if (renameat(st->dfd, pl->blob, s->dfd, rel) < 0 && errno != ENOENT)
+				return rung_err_sys(err, errno, "layer %s: store blob", pl->digest);
+		}
+		snprintf(rel, sizeof(rel), "layers/sha256/%s", pl->digest + 7);
+		if (renameat(st->dfd, pl->dir, s->dfd, rel) < 0 && errno != EEXIST &&
+		    errno != ENOTEMPTY)
+			return rung_err_sys(err, errno, "layer %s: store unpacked dir", pl->digest);
+		/* EEXIST/ENOTEMPTY: a concurrent importer won; ours goes with the stage. */
+	}
+	st->n_pending = 0;
+	return 0;
 }
 
 int rfs_stage_sweep(struct rfs_store *s, struct rung_err *err)
