@@ -143,6 +143,9 @@ struct rfs_pull_opts {
 	const char *password;
 	const char *tag;      /* store it under this tag instead of the reference's */
 	long timeout_s;       /* per request; 0 = 300 */
+	/* Hosts (comma-separated) besides the registry's own that may serve its Bearer tokens;
+	 * NULL: $RUNG_REGISTRY_TOKEN_HOSTS. registry-1.docker.io's auth.docker.io is built in. */
+	const char *token_hosts;
 };
 int rfs_image_pull(struct rfs_store *s, const char *ref, const struct rfs_pull_opts *opts,
 		   rfs_progress_fn progress, void *ud, struct rfs_image_info *out,
@@ -153,6 +156,15 @@ struct rfs_www_auth {
 	char realm[512], service[256], scope[512];
 };
 int rfs_www_auth_parse(const char *header, struct rfs_www_auth *out, struct rung_err *err);
+/*
+ * Pure: may a challenge from the registry at registry_host ("host[:port]", reached over
+ * plain HTTP when plain) be answered? Credentials and tokens never travel in clear text
+ * outside loopback: an Authorization header only goes over https or to a loopback host, and
+ * a Bearer realm must be https (or a loopback host). A realm on another host than the
+ * registry is refused unless token_hosts (comma-separated) names it. -EACCES naming why.
+ */
+int rfs_auth_check(const char *registry_host, bool plain, const struct rfs_www_auth *wa,
+		   const char *token_hosts, struct rung_err *err);
 
 /* A tag ("busybox" = "busybox:latest") or "@sha256:..." / "name@sha256:...". -ENOENT if absent. */
 int rfs_image_resolve(struct rfs_store *s, const char *ref, struct rfs_image_info *out,
