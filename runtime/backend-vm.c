@@ -272,7 +272,7 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 {
 	const struct rung_spec *s = &sb->meta.spec;
 	struct rt_store *st = &sb->router->store;
-	char kernel[4096], initrd[4096], upper[4096], jail[4096], p[4200];
+	char kernel[4096], initrd[4096], upper[4096], jail[4096];
 	guest_paths(sb->router, kernel, initrd, sizeof(kernel));
 	const char *base = json_string_value(json_object_get(sb->meta.backend, "base_disk"));
 	if (!base)
@@ -311,7 +311,6 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 				close(dst[i]);
 		return r;
 	}
-	(void)p;
 	struct rt_vm_net net;
 	if ((r = rt_net_setup_vm(sb, &net, err)) < 0) {
 		for (int i = 0; i < 4; i++)

@@ -241,10 +241,9 @@ static int file_in(int rootfd, const char *dst, int flags, struct rung_err *err)
 	return fd;
 }
 
-static int fd_path(int fd, char buf[64])
+static void fd_path(int fd, char buf[64])
 {
 	snprintf(buf, 64, "/proc/self/fd/%d", fd);
-	return 0;
 }
 
 /* Mount attributes on the mount now at dst (re-opened: the fd we mounted on is below it). */
