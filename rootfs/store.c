@@ -27,8 +27,10 @@ int rfs_store_open(const char *state_dir, struct rfs_store **out, struct rung_er
 	cleanup_free char *root = NULL;
 	if (asprintf(&root, "%s/images", state_dir) < 0)
 		return rung_err_set(err, ENOMEM, "out of memory");
-	int r = rung_mkdir_p(root, 0700, err);
-	if (r < 0)
+	/* the state dir stays traversable (sandboxes reach their own dirs below it) */
+	int r = rung_mkdir_p(state_dir, 0711, err);
+	if (r < 0 || (mkdir(root, 0700) < 0 && errno != EEXIST &&
+		      (r = rung_err_sys(err, errno, "mkdir %s", root)) < 0))
 		return rung_err_wrap(err, "image store");
 	cleanup_close int dfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
