@@ -204,10 +204,12 @@ END_TEST
 static void make_deep(struct rung_sandbox *sb, const char *sentinel)
 {
 	char script[2048];
+	/* ten `mkdir -p` of 100 levels each (a loop of 1000 mkdirs is slow on a busy host) */
 	snprintf(script, sizeof(script),
-		 "cd /work && ln -s %s out && ln -s %s/.. outdir && i=0 && "
-		 "while [ $i -lt 1000 ]; do mkdir d && cd d || exit 1; i=$((i+1)); "
-		 "[ $i = 500 ] && ln -s %s out && ln -s / root; done; echo deep > f && "
+		 "cd /work && ln -s %s out && ln -s %s/.. outdir && p=d && i=1 && "
+		 "while [ $i -lt 100 ]; do p=$p/d; i=$((i+1)); done; n=0; "
+		 "while [ $n -lt 10 ]; do mkdir -p $p && cd $p || exit 1; n=$((n+1)); "
+		 "[ $n = 5 ] && ln -s %s out && ln -s / root; done; echo deep > f && "
 		 "cd /work && find d | wc -l",
 		 sentinel, sentinel, sentinel);
 	char *out = ct_sh(sb, script);
