@@ -166,44 +166,146 @@ int rung_mkdir_p(const char *path, mode_t mode, struct rung_err *err)
 	return 0;
 }
 
-static int rm_rf_children(int dfd, dev_t dev, int depth, struct rung_err *err)
+/*
+ * rm -rf without recursion and without a depth limit (a tenant can make a tree as deep as it
+ * likes). Every step is fd-relative and never follows a symlink: an explicit stack of levels
+ * (name, dev, ino); the top RM_OPEN_LEVELS keep their directory stream open, deeper ones are
+ * closed on the way down (the fd limit) and re-reached on the way up through "..", which must
+ * be the very directory (dev and ino) we came from. A mount point below is refused (EBUSY).
+ */
+#define RM_OPEN_LEVELS 64
+
+struct rm_level {
+	DIR *d;            /* NULL while closed (deep levels) */
+	dev_t dev;
+	ino_t ino;
+	char name[256];    /* in its parent */
+};
+
+static void rm_levels_free(struct rm_level *v, size_t n)
 {
-	if (depth > 256)
-		return rung_err_set(err, ELOOP, "directory tree too deep");
-	cleanup_dir DIR *d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
-		return rung_err_sys(err, errno, "fdopendir");
+	for (size_t i = 0; i < n; i++)
+		if (v[i].d)
+			closedir(v[i].d);
+	free(v);
+}
+
+static int rm_push(struct rm_level **v, size_t *n, size_t *cap, int fd, const char *name,
+		   struct rung_err *err)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		return rung_err_sys(err, e, "stat %s", name);
 	}
-	struct dirent *de;
-	while ((errno = 0, de = readdir(d))) {
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		struct rm_level *nv = realloc(*v, nc * sizeof(**v));
+		if (!nv) {
+			close(fd);
+			return rung_err_set(err, ENOMEM, "out of memory");
+		}
+		*v = nv;
+		*cap = nc;
+	}
+	struct rm_level *l = &(*v)[*n];
+	l->d = fdopendir(fd);
+	if (!l->d) {
+		int e = errno;
+		close(fd);
+		return rung_err_sys(err, e, "fdopendir %s", name);
+	}
+	l->dev = st.st_dev;
+	l->ino = st.st_ino;
+	snprintf(l->name, sizeof(l->name), "%s", name);
+	(*n)++;
+	return 0;
+}
+
+/* Back up from v[n-1] (now empty) to its parent and remove it; reopens a closed parent. */
+static int rm_pop(struct rm_level *v, size_t *n, struct rung_err *err)
+{
+	struct rm_level *l = &v[*n - 1], *p = &v[*n - 2];
+	if (!p->d) {
+		int pfd = openat(dirfd(l->d), "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		struct stat st;
+		if (pfd < 0)
+			return rung_err_sys(err, errno, "open the parent of %s", l->name);
+		if (fstat(pfd, &st) < 0 || st.st_dev != p->dev || st.st_ino != p->ino) {
+			close(pfd);
+			return rung_err_set(err, EAGAIN, "the parent of %s moved while removing it",
+					    l->name);
+		}
+		if (!(p->d = fdopendir(pfd))) {
+			int e = errno;
+			close(pfd);
+			return rung_err_sys(err, e, "fdopendir");
+		}
+	}
+	closedir(l->d);
+	l->d = NULL;
+	(*n)--;
+	if (unlinkat(dirfd(p->d), l->name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		return rung_err_sys(err, errno, "rmdir %s (depth %zu)", l->name, *n);
+	return 0;
+}
+
+/* Empties the directory open as fd (taken). */
+static int rm_rf_children(int fd, const char *name, struct rung_err *err)
+{
+	struct rm_level *v = NULL;
+	size_t n = 0, cap = 0;
+	int r = rm_push(&v, &n, &cap, fd, name, err);
+	while (r == 0 && n > 0) {
+		struct rm_level *l = &v[n - 1];
+		errno = 0;
+		struct dirent *de = readdir(l->d);
+		if (!de) {
+			if (errno)
+				r = rung_err_sys(err, errno, "readdir %s (depth %zu)", l->name, n - 1);
+			else if (n == 1)
+				break;
+			else
+				r = rm_pop(v, &n, err);
+			continue;
+		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		struct stat st;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			if (errno == ENOENT)
-				continue;
-			return rung_err_sys(err, errno, "stat %s", de->d_name);
+		if (fstatat(dirfd(l->d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT)
+				r = rung_err_sys(err, errno, "stat %s (depth %zu)", de->d_name, n);
+			continue;
 		}
-		if (S_ISDIR(st.st_mode)) {
-			if (st.st_dev != dev)
-				return rung_err_set(err, EBUSY, "%s is a mount point", de->d_name);
-			int cfd = openat(dirfd(d), de->d_name,
-					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (cfd < 0)
-				return rung_err_sys(err, errno, "open %s", de->d_name);
-			int r = rm_rf_children(cfd, dev, depth + 1, err);
-			if (r < 0)
-				return rung_err_wrap(err, "%s", de->d_name);
-			if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-				return rung_err_sys(err, errno, "rmdir %s", de->d_name);
-		} else if (unlinkat(dirfd(d), de->d_name, 0) < 0 && errno != ENOENT) {
-			return rung_err_sys(err, errno, "unlink %s", de->d_name);
+		if (!S_ISDIR(st.st_mode)) {
+			if (unlinkat(dirfd(l->d), de->d_name, 0) < 0 && errno != ENOENT)
+				r = rung_err_sys(err, errno, "unlink %s (depth %zu)", de->d_name, n);
+			continue;
+		}
+		if (st.st_dev != v[0].dev) {
+			r = rung_err_set(err, EBUSY, "%s is a mount point", de->d_name);
+			continue;
+		}
+		int cfd = openat(dirfd(l->d), de->d_name,
+				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (cfd < 0) {
+			if (errno != ENOENT)
+				r = rung_err_sys(err, errno, "open %s (depth %zu)", de->d_name, n);
+			continue;
+		}
+		if ((r = rm_push(&v, &n, &cap, cfd, de->d_name, err)) < 0)
+			continue;
+		l = &v[n - 2]; /* v may have moved */
+		if (v[n - 1].dev != v[0].dev)
+			r = rung_err_set(err, EBUSY, "%s is a mount point", de->d_name);
+		else if (n - 1 > RM_OPEN_LEVELS) { /* re-reached through ".." */
+			closedir(l->d);
+			l->d = NULL;
 		}
 	}
-	if (errno)
-		return rung_err_sys(err, errno, "readdir");
-	return 0;
+	rm_levels_free(v, n);
+	return r;
 }
 
 int rung_rm_rf_at(int dirfd, const char *name, struct rung_err *err)
@@ -222,7 +324,7 @@ int rung_rm_rf_at(int dirfd, const char *name, struct rung_err *err)
 	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return rung_err_sys(err, errno, "open %s", name);
-	int r = rm_rf_children(fd, st.st_dev, 0, err);
+	int r = rm_rf_children(fd, name, err);
 	if (r < 0)
 		return rung_err_wrap(err, "%s", name);
 	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)

@@ -77,7 +77,10 @@ int rfs_image_commit(struct rfs_store *s, struct rfs_stage *st, const char *mdig
 		     struct rfs_image_info *info, struct rung_err *err)
 {
 	struct rfs_manifest m;
-	int r = rfs_manifest_parse(mjson, mlen, RFS_MEDIA_UNKNOWN, &m, err);
+	int r = rfs_stage_commit_layers(s, st, err);
+	if (r < 0)
+		return r;
+	r = rfs_manifest_parse(mjson, mlen, RFS_MEDIA_UNKNOWN, &m, err);
 	if (r < 0)
 		return r;
 	if (m.media != RFS_MEDIA_OCI_MANIFEST && m.media != RFS_MEDIA_DOCKER_MANIFEST)

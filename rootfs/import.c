@@ -323,7 +323,11 @@ int rfs_image_import(struct rfs_store *s, const char *path, const char *tag,
 		if (mkdirat(im.st.dfd, "archive", 0700) < 0 ||
 		    (im.dirfd = openat(im.st.dfd, "archive", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 			r = rung_err_sys(err, errno, "stage archive");
-		else if ((r = rfs_layer_unpack(fd, im.dirfd, NULL, err)) < 0)
+		else if ((r = rfs_layer_unpack_limited(
+				  fd, im.dirfd,
+				  &(struct rfs_unpack_limits){.layer_bytes = s->lim.image_bytes,
+							      .layer_entries = s->lim.layer_entries},
+				  NULL, err)) < 0)
 			rung_err_wrap(err, "archive %s", path);
 	}
 	if (r == 0) {

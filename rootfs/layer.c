@@ -43,8 +43,32 @@ static int ingest(struct rfs_store *s, struct rfs_stage *st, int fd, const char 
 	src.name = digest;
 	src.progress = progress;
 	src.ud = ud;
+	/* The layer's own bound, or what is left of the import's, whichever is smaller. */
+	struct rfs_unpack_limits lim = s->lim;
+	bool image_cap = false;
+	if (s->lim.image_bytes) {
+		uint64_t left = s->lim.image_bytes > st->unpacked ? s->lim.image_bytes - st->unpacked : 0;
+		if (!lim.layer_bytes || left < lim.layer_bytes) {
+			lim.layer_bytes = left ? left : 1;
+			image_cap = true;
+		}
+	}
 	struct rfs_unpack_stats stats;
-	r = rfs_unpack_src(&src, dfd, &stats, err);
+	r = rfs_unpack_src(&src, dfd, &lim, &stats, err);
+	if (r == -EFBIG) {
+		struct rung_err e2 = *err;
+		rfs_src_release(&src);
+		if (image_cap)
+			return rung_err_set(err, EFBIG,
+					    "layer %s: the image unpacks to more than %llu bytes "
+					    "(RUNG_MAX_IMAGE_BYTES): %s",
+					    digest, (unsigned long long)s->lim.image_bytes, e2.msg);
+		return rung_err_set(err, EFBIG, "layer %s: over a limit (RUNG_MAX_LAYER_BYTES %llu, "
+				    "RUNG_MAX_LAYER_ENTRIES %llu): %s",
+				    digest, (unsigned long long)s->lim.layer_bytes,
+				    (unsigned long long)s->lim.layer_entries, e2.msg);
+	}
+	st->unpacked += stats.declared;
 	if (r < 0) {
 		/* A blob that is not what its descriptor says is reported as such. */
 		struct rung_err e2 = { 0 };
@@ -67,21 +91,24 @@ static int ingest(struct rfs_store *s, struct rfs_stage *st, int fd, const char 
 	LOG_DEBUG("layer %s: %llu entries, %llu bytes, %llu whiteouts, %llu suid stripped", digest,
 		  (unsigned long long)stats.entries, (unsigned long long)stats.bytes,
 		  (unsigned long long)stats.whiteouts, (unsigned long long)stats.stripped_suid);
-	if (copy_blob || staged) {
-		rfs_blob_relpath(digest, rel, sizeof(rel));
-		if (renameat(st->dfd, bname, s->dfd, rel) < 0)
-			return rung_err_sys(err, errno, "layer %s: store blob", digest);
-	}
-	snprintf(rel, sizeof(rel), "layers/sha256/%s", digest + 7);
-	if (renameat(st->dfd, dname, s->dfd, rel) < 0 && errno != EEXIST && errno != ENOTEMPTY)
-		return rung_err_sys(err, errno, "layer %s: store unpacked dir", digest);
-	/* EEXIST/ENOTEMPTY: a concurrent importer won; ours goes with the stage. */
+	struct rfs_pending_layer *nv = realloc(st->pending, (st->n_pending + 1) * sizeof(*nv));
+	if (!nv)
+		return rung_err_set(err, ENOMEM, "out of memory");
+	st->pending = nv;
+	struct rfs_pending_layer *pl = &nv[st->n_pending++];
+	snprintf(pl->blob, sizeof(pl->blob), "%s", copy_blob || staged ? bname : "");
+	snprintf(pl->dir, sizeof(pl->dir), "%s", dname);
+	snprintf(pl->digest, sizeof(pl->digest), "%s", digest);
+	(void)rel;
 	return 0;
 }
 
 int rfs_layer_ingest(struct rfs_store *s, struct rfs_stage *st, int fd, const struct rfs_desc *d,
 		     rfs_progress_fn progress, void *ud, struct rung_err *err)
 {
+	for (size_t i = 0; i < st->n_pending; i++)
+		if (!strcmp(st->pending[i].digest, d->digest))
+			return 0; /* the same layer twice in one image */
 	if (rfs_blob_present(s, d->digest, d->size) && rfs_layer_present(s, d->digest)) {
 		if (progress)
 			progress(d->digest, d->size, d->size, ud);

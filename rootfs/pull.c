@@ -32,6 +32,8 @@ struct reg {
 	char repo[RFS_REF_MAX];
 	char auth[MAX_TOKEN + 64]; /* "Authorization: ..." or "" */
 	char user[256], pass[256];
+	char host[256];         /* the registry's host[:port] */
+	char token_hosts[1024]; /* other hosts allowed to serve its tokens */
 	long timeout_s;
 	bool plain; /* plain HTTP allowed (loopback or insecure) */
 };
@@ -182,6 +184,93 @@ int rfs_www_auth_parse(const char *h, struct rfs_www_auth *out, struct rung_err 
 
 /* ---- requests ------------------------------------------------------------------------------ */
 
+static bool is_loopback(const char *host)
+{
+	char h[128];
+	snprintf(h, sizeof(h), "%s", host);
+	if (h[0] == '[') { /* [::1]:5000 */
+		char *e = strchr(h, ']');
+		if (e)
+			*e = '\0';
+		return !strcmp(h + 1, "::1");
+	}
+	char *colon = strchr(h, ':');
+	if (colon)
+		*colon = '\0';
+	return !strcmp(h, "localhost") || !strncmp(h, "127.", 4);
+}
+
+/* "host" of "host[:port]" / "[v6]:port", lower-cased, into out. */
+static void host_only(const char *hp, size_t len, char *out, size_t n)
+{
+	snprintf(out, n, "%.*s", (int)len, hp);
+	if (out[0] == '[') {
+		char *e = strchr(out, ']');
+		if (e)
+			e[1] = '\0';
+	} else {
+		char *c = strchr(out, ':');
+		if (c)
+			*c = '\0';
+	}
+	for (char *c = out; *c; c++)
+		if (*c >= 'A' && *c <= 'Z')
+			*c = (char)(*c - 'A' + 'a');
+}
+
+static bool host_listed(const char *name, const char *list)
+{
+	for (const char *p = list; p && *p;) {
+		size_t n = strcspn(p, ", ");
+		char h[256];
+		host_only(p, n, h, sizeof(h));
+		if (n && !strcmp(h, name))
+			return true;
+		p += n;
+		p += strspn(p, ", ");
+	}
+	return false;
+}
+
+int rfs_auth_check(const char *registry_host, bool plain, const struct rfs_www_auth *wa,
+		   const char *token_hosts, struct rung_err *err)
+{
+	char reg[256];
+	host_only(registry_host, strlen(registry_host), reg, sizeof(reg));
+	if (plain && !is_loopback(registry_host))
+		return rung_err_set(err, EACCES,
+				    "registry %s is plain HTTP: rung never sends credentials or "
+				    "tokens in clear text outside loopback (serve it over https)",
+				    registry_host);
+	if (strcasecmp(wa->scheme, "Bearer"))
+		return 0;
+	bool https = !strncmp(wa->realm, "https://", 8);
+	const char *hp = wa->realm + (https ? 8 : !strncmp(wa->realm, "http://", 7) ? 7 : 0);
+	if (hp == wa->realm)
+		return rung_err_set(err, EACCES, "token realm '%.100s' is not an http(s) URL",
+				    wa->realm);
+	size_t hl = strcspn(hp, "/?#");
+	if (memchr(hp, '@', hl))
+		return rung_err_set(err, EACCES, "token realm '%.100s' carries user info", wa->realm);
+	char realm_hp[256], realm[256];
+	snprintf(realm_hp, sizeof(realm_hp), "%.*s", (int)hl, hp);
+	host_only(hp, hl, realm, sizeof(realm));
+	if (!realm[0])
+		return rung_err_set(err, EACCES, "token realm '%.100s' has no host", wa->realm);
+	if (!https && !is_loopback(realm_hp))
+		return rung_err_set(err, EACCES,
+				    "token realm '%.100s' is not https: rung never sends credentials "
+				    "in clear text outside loopback",
+				    wa->realm);
+	if (strcmp(realm, reg) && !host_listed(realm, token_hosts) &&
+	    !(!strcmp(reg, "registry-1.docker.io") && !strcmp(realm, "auth.docker.io")))
+		return rung_err_set(err, EACCES,
+				    "token realm host %s is not the registry's (%s): refused; an "
+				    "operator allows it with RUNG_REGISTRY_TOKEN_HOSTS=%s",
+				    realm, reg, realm);
+	return 0;
+}
+
 static int perform(struct reg *g, const char *url, const char *accept, struct resp *rs,
 		   long *status, struct rung_err *err)
 {
@@ -196,7 +285,8 @@ static int perform(struct reg *g, const char *url, const char *accept, struct re
 	curl_easy_setopt(g->c, CURLOPT_FOLLOWLOCATION, 1L);
 	curl_easy_setopt(g->c, CURLOPT_MAXREDIRS, 5L);
 	curl_easy_setopt(g->c, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(g->c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	/* an https registry is never followed down to plain http */
+	curl_easy_setopt(g->c, CURLOPT_REDIR_PROTOCOLS_STR, g->plain ? "http,https" : "https");
 	curl_easy_setopt(g->c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(g->c, CURLOPT_CONNECTTIMEOUT, 30L);
 	if (rs->blob) { /* big layers on slow links: give up only when it stalls */
@@ -291,11 +381,8 @@ static int get(struct reg *g, const char *path, const char *accept, struct resp 
 			struct rfs_www_auth wa;
 			if ((r = rfs_www_auth_parse(rs->www_auth, &wa, err)) < 0)
 				return rung_err_wrap(err, "GET %s: HTTP 401", url);
-			if (!g->plain && !strcasecmp(wa.scheme, "Bearer") &&
-			    strncmp(wa.realm, "https://", 8))
-				return rung_err_set(err, EACCES,
-						    "GET %s: token realm '%.100s' is not https", url,
-						    wa.realm);
+			if ((r = rfs_auth_check(g->host, g->plain, &wa, g->token_hosts, err)) < 0)
+				return rung_err_wrap(err, "GET %s: HTTP 401", url);
 			if (!strcasecmp(wa.scheme, "Basic")) {
 				if (!g->user[0])
 					return rung_err_set(err, EACCES,
@@ -400,22 +487,6 @@ static int get_layer(struct reg *g, struct rfs_store *s, struct rfs_stage *st,
 	return rfs_layer_ingest_staged(s, st, name, d, err);
 }
 
-static bool is_loopback(const char *host)
-{
-	char h[128];
-	snprintf(h, sizeof(h), "%s", host);
-	if (h[0] == '[') { /* [::1]:5000 */
-		char *e = strchr(h, ']');
-		if (e)
-			*e = '\0';
-		return !strcmp(h + 1, "::1");
-	}
-	char *colon = strchr(h, ':');
-	if (colon)
-		*colon = '\0';
-	return !strcmp(h, "localhost") || !strncmp(h, "127.", 4);
-}
-
 static int pull(struct reg *g, struct rfs_store *s, struct rfs_stage *st, const struct rfs_ref *pr,
 		const char *key, rfs_progress_fn progress, void *ud, struct rfs_image_info *out,
 		struct rung_err *err)
@@ -504,6 +575,9 @@ int rfs_image_pull(struct rfs_store *s, const char *refstr, const struct rfs_pul
 	bool plain = opts->insecure || is_loopback(host);
 	snprintf(g->base, sizeof(g->base), "%s://%s", plain ? "http" : "https", host);
 	g->plain = plain;
+	snprintf(g->host, sizeof(g->host), "%s", host);
+	const char *th = opts->token_hosts ? opts->token_hosts : getenv("RUNG_REGISTRY_TOKEN_HOSTS");
+	snprintf(g->token_hosts, sizeof(g->token_hosts), "%s", th ? th : "");
 	snprintf(g->repo, sizeof(g->repo), "%s", pr.repo);
 	const char *u = opts->username ? opts->username : getenv("RUNG_REGISTRY_USER");
 	const char *p = opts->password ? opts->password : getenv("RUNG_REGISTRY_PASSWORD");

@@ -13,6 +13,7 @@
 struct rfs_store {
 	char *root; /* <state_dir>/images */
 	int dfd;    /* open on root */
+	struct rfs_unpack_limits lim;
 };
 
 /* Store-wide locks (flock on files under images/). Returns the fd holding the lock. */
@@ -24,7 +25,16 @@ struct rfs_stage {
 	int dfd, lock_fd, gc_fd;
 	char name[64];
 	unsigned seq;
+	uint64_t unpacked; /* bytes unpacked by this import/pull so far */
+	/* Verified layers (blob, unpacked dir) waiting in the stage: they go into the store
+	 * together at commit, so a refused import or pull leaves none of its layers behind. */
+	struct rfs_pending_layer {
+		char blob[32], dir[32], digest[RFS_DIGEST_MAX];
+	} *pending;
+	size_t n_pending;
 };
+/* Move the stage's pending layers into the store (rfs_image_commit does, first). */
+int rfs_stage_commit_layers(struct rfs_store *s, struct rfs_stage *st, struct rung_err *err);
 int rfs_stage_begin(struct rfs_store *s, struct rfs_stage *st, struct rung_err *err);
 void rfs_stage_end(struct rfs_store *s, struct rfs_stage *st);
 /* images/tmp debris of dead importers. */
@@ -56,8 +66,8 @@ int rfs_src_drain(struct rfs_src *src, struct rung_err *err);
 void rfs_src_hex(struct rfs_src *src, char out[65]);
 
 /* Unpack from a source (rfs_layer_unpack reads a plain fd through this). */
-int rfs_unpack_src(struct rfs_src *src, int dirfd, struct rfs_unpack_stats *stats,
-		   struct rung_err *err);
+int rfs_unpack_src(struct rfs_src *src, int dirfd, const struct rfs_unpack_limits *lim,
+		   struct rfs_unpack_stats *stats, struct rung_err *err);
 
 /* Blobs: images/blobs/sha256/<hex>. */
 void rfs_blob_relpath(const char *digest, char *out, size_t n); /* "blobs/sha256/<hex>" */

@@ -143,6 +143,9 @@ struct rfs_pull_opts {
 	const char *password;
 	const char *tag;      /* store it under this tag instead of the reference's */
 	long timeout_s;       /* per request; 0 = 300 */
+	/* Hosts (comma-separated) besides the registry's own that may serve its Bearer tokens;
+	 * NULL: $RUNG_REGISTRY_TOKEN_HOSTS. registry-1.docker.io's auth.docker.io is built in. */
+	const char *token_hosts;
 };
 int rfs_image_pull(struct rfs_store *s, const char *ref, const struct rfs_pull_opts *opts,
 		   rfs_progress_fn progress, void *ud, struct rfs_image_info *out,
@@ -153,6 +156,15 @@ struct rfs_www_auth {
 	char realm[512], service[256], scope[512];
 };
 int rfs_www_auth_parse(const char *header, struct rfs_www_auth *out, struct rung_err *err);
+/*
+ * Pure: may a challenge from the registry at registry_host ("host[:port]", reached over
+ * plain HTTP when plain) be answered? Credentials and tokens never travel in clear text
+ * outside loopback: an Authorization header only goes over https or to a loopback host, and
+ * a Bearer realm must be https (or a loopback host). A realm on another host than the
+ * registry is refused unless token_hosts (comma-separated) names it. -EACCES naming why.
+ */
+int rfs_auth_check(const char *registry_host, bool plain, const struct rfs_www_auth *wa,
+		   const char *token_hosts, struct rung_err *err);
 
 /* A tag ("busybox" = "busybox:latest") or "@sha256:..." / "name@sha256:...". -ENOENT if absent. */
 int rfs_image_resolve(struct rfs_store *s, const char *ref, struct rfs_image_info *out,
@@ -207,8 +219,27 @@ int rfs_image_layers(struct rfs_store *s, const struct rfs_image_info *info, cha
  */
 struct rfs_unpack_stats {
 	uint64_t entries, bytes, stripped_suid, whiteouts, opaque_dirs;
+	uint64_t declared; /* the regular files' sizes (what the byte limits count) */
 };
 int rfs_layer_unpack(int fd, int dirfd, struct rfs_unpack_stats *stats, struct rung_err *err);
+/*
+ * Bounds on what unpacking may write (a small zstd layer can expand without limit): bytes
+ * (the sum of the regular files' sizes) and entries, per layer, and bytes per import or pull
+ * (what it unpacks). 0: unlimited. Past one, the unpack stops before writing the file that
+ * would cross it, with -EFBIG naming the limit; import and pull then leave nothing (the stage
+ * is removed). Defaults: rfs_unpack_limits_default(), from RUNG_MAX_LAYER_BYTES,
+ * RUNG_MAX_IMAGE_BYTES, RUNG_MAX_LAYER_ENTRIES (plain numbers, or with K/M/G/T), else
+ * 8 GiB, 16 GiB and 1M.
+ */
+struct rfs_unpack_limits {
+	uint64_t layer_bytes, image_bytes, layer_entries;
+};
+void rfs_unpack_limits_default(struct rfs_unpack_limits *lim);
+/* The same with explicit limits (lim->image_bytes is not used here). */
+int rfs_layer_unpack_limited(int fd, int dirfd, const struct rfs_unpack_limits *lim,
+			     struct rfs_unpack_stats *stats, struct rung_err *err);
+/* A store's limits for its imports and pulls (rfs_store_open sets the defaults). */
+void rfs_store_set_limits(struct rfs_store *s, const struct rfs_unpack_limits *lim);
 /* Add base to every uid/gid under dir (for runtimes without idmapped mounts). */
 int rfs_layer_chown_shift(const char *dir, uid_t base, struct rung_err *err);
 

@@ -27,20 +27,30 @@ int rfs_store_open(const char *state_dir, struct rfs_store **out, struct rung_er
 	cleanup_free char *root = NULL;
 	if (asprintf(&root, "%s/images", state_dir) < 0)
 		return rung_err_set(err, ENOMEM, "out of memory");
-	int r = rung_mkdir_p(root, 0711, err);
-	if (r < 0)
+	/* the state dir stays traversable (sandboxes reach their own dirs below it) */
+	int r = rung_mkdir_p(state_dir, 0711, err);
+	if (r < 0 || (mkdir(root, 0700) < 0 && errno != EEXIST &&
+		      (r = rung_err_sys(err, errno, "mkdir %s", root)) < 0))
 		return rung_err_wrap(err, "image store");
-	cleanup_close int dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cleanup_close int dfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
 		return rung_err_sys(err, errno, "open %s", root);
+	/* Root's alone (stores made before were 0711, which let any local user reach the tags,
+	 * manifests and the layers, whose files keep the image's owners): nothing but root
+	 * reaches a layer by path; sandboxes see them through idmapped read-only mounts. */
+	struct stat sb;
+	if (fstat(dfd, &sb) < 0 || ((sb.st_mode & 0077) && fchmod(dfd, 0700) < 0))
+		return rung_err_sys(err, errno, "close %s to other users", root);
 	for (size_t i = 0; i < RUNG_ARRAY_SIZE(store_dirs); i++)
-		if (mkdirat(dfd, store_dirs[i], 0711) < 0 && errno != EEXIST)
+		if ((mkdirat(dfd, store_dirs[i], 0700) < 0 && errno != EEXIST) ||
+		    fchmodat(dfd, store_dirs[i], 0700, 0) < 0)
 			return rung_err_sys(err, errno, "mkdir %s/%s", root, store_dirs[i]);
 	struct rfs_store *s = calloc(1, sizeof(*s));
 	if (!s)
 		return rung_err_set(err, ENOMEM, "out of memory");
 	s->root = rung_steal_ptr(&root);
 	s->dfd = rung_steal_fd(&dfd);
+	rfs_unpack_limits_default(&s->lim);
 	r = rfs_stage_sweep(s, err);
 	if (r < 0) {
 		rfs_store_free(s);
@@ -48,6 +58,39 @@ int rfs_store_open(const char *state_dir, struct rfs_store **out, struct rung_er
 	}
 	*out = s;
 	return 0;
+}
+
+static uint64_t env_size(const char *name, uint64_t dflt)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return dflt;
+	char *end;
+	unsigned long long n = strtoull(v, &end, 10);
+	int shift = 0;
+	switch (*end) {
+	case 'K': case 'k': shift = 10; break;
+	case 'M': case 'm': shift = 20; break;
+	case 'G': case 'g': shift = 30; break;
+	case 'T': case 't': shift = 40; break;
+	case '\0': break;
+	default:
+		LOG_WARN("%s=%s: not a size; using %llu", name, v, (unsigned long long)dflt);
+		return dflt;
+	}
+	return (uint64_t)n << shift;
+}
+
+void rfs_unpack_limits_default(struct rfs_unpack_limits *lim)
+{
+	lim->layer_bytes = env_size("RUNG_MAX_LAYER_BYTES", 8ull << 30);
+	lim->image_bytes = env_size("RUNG_MAX_IMAGE_BYTES", 16ull << 30);
+	lim->layer_entries = env_size("RUNG_MAX_LAYER_ENTRIES", 1000000);
+}
+
+void rfs_store_set_limits(struct rfs_store *s, const struct rfs_unpack_limits *lim)
+{
+	s->lim = *lim;
 }
 
 void rfs_store_free(struct rfs_store *s)
@@ -140,9 +183,32 @@ void rfs_stage_end(struct rfs_store *s, struct rfs_stage *st)
 			close(tfd);
 		st->name[0] = '\0';
 	}
+	free(st->pending);
+	st->pending = NULL;
+	st->n_pending = 0;
 	rung_closep(&st->dfd);
 	rung_closep(&st->lock_fd);
 	rung_closep(&st->gc_fd);
+}
+
+int rfs_stage_commit_layers(struct rfs_store *s, struct rfs_stage *st, struct rung_err *err)
+{
+	char rel[128];
+	for (size_t i = 0; i < st->n_pending; i++) {
+		const struct rfs_pending_layer *pl = &st->pending[i];
+		if (pl->blob[0]) {
+			rfs_blob_relpath(pl->digest, rel, sizeof(rel));
+			if (renameat(st->dfd, pl->blob, s->dfd, rel) < 0 && errno != ENOENT)
+				return rung_err_sys(err, errno, "layer %s: store blob", pl->digest);
+		}
+		snprintf(rel, sizeof(rel), "layers/sha256/%s", pl->digest + 7);
+		if (renameat(st->dfd, pl->dir, s->dfd, rel) < 0 && errno != EEXIST &&
+		    errno != ENOTEMPTY)
+			return rung_err_sys(err, errno, "layer %s: store unpacked dir", pl->digest);
+		/* EEXIST/ENOTEMPTY: a concurrent importer won; ours goes with the stage. */
+	}
+	st->n_pending = 0;
+	return 0;
 }
 
 int rfs_stage_sweep(struct rfs_store *s, struct rung_err *err)

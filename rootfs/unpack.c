@@ -41,6 +41,8 @@ struct unpacker {
 	char cached_parent[4096]; /* parent path whose fd is cached_fd */
 	int cached_fd;
 	struct rfs_unpack_stats *stats;
+	uint64_t max_bytes, max_entries; /* 0: unlimited */
+	uint64_t declared;               /* regular files' sizes so far */
 };
 
 static int sys_openat2(int dirfd, const char *path, int flags)
@@ -181,6 +183,15 @@ static int write_file(struct unpacker *u, struct archive *a, int pfd, const char
 		      struct archive_entry *e, const char *entry, struct rung_err *err)
 {
 	int r;
+	/* Checked before anything of the file is written (a sparse file counts at its size). */
+	la_int64_t declared = archive_entry_size(e);
+	if (declared < 0)
+		declared = 0;
+	if (u->max_bytes && (uint64_t)declared > u->max_bytes - u->declared)
+		return rung_err_set(err, EFBIG,
+				    "layer entry '%.200s': the layer unpacks to more than %llu bytes",
+				    entry, (unsigned long long)u->max_bytes);
+	u->declared += (uint64_t)declared;
 	cleanup_close int fd = openat(pfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 				      0600);
 	if (fd < 0 && errno == EEXIST) {
@@ -205,6 +216,9 @@ static int write_file(struct unpacker *u, struct archive *a, int pfd, const char
 		if ((r = rung_write_all(fd, buf, len)) < 0)
 			return rung_err_sys(err, -r, "layer entry '%.200s': write", entry);
 		pos = off + (la_int64_t)len;
+		if (pos > declared) /* more data than the header said: never past the bound */
+			return rung_err_set(err, EFBIG, "layer entry '%.200s': more data than its size",
+					    entry);
 		u->stats->bytes += len;
 	}
 	la_int64_t size = archive_entry_size(e);
@@ -309,6 +323,9 @@ static int do_entry(struct unpacker *u, struct archive *a, struct archive_entry 
 	if (!hl && type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK && type != AE_IFIFO)
 		return rung_err_set(err, EPERM, "layer entry '%.200s': unsupported file type 0%o",
 				    entry, (unsigned)type);
+	if (u->max_entries && u->stats->entries >= u->max_entries)
+		return rung_err_set(err, EFBIG, "layer entry '%.200s': the layer has more than %llu entries",
+				    entry, (unsigned long long)u->max_entries);
 	u->stats->entries++;
 	if (!path[0]) { /* the root itself ("./") */
 		if (type != AE_IFDIR)
@@ -390,12 +407,14 @@ static la_ssize_t src_cb(struct archive *a, void *ud, const void **buf)
 	return n;
 }
 
-int rfs_unpack_src(struct rfs_src *src, int dirfd, struct rfs_unpack_stats *stats,
-		   struct rung_err *err)
+int rfs_unpack_src(struct rfs_src *src, int dirfd, const struct rfs_unpack_limits *lim,
+		   struct rfs_unpack_stats *stats, struct rung_err *err)
 {
 	struct rfs_unpack_stats local = { 0 };
 	struct unpacker u = { .rootfd = dirfd, .chown_ok = geteuid() == 0, .cached_fd = -1,
-			      .stats = stats ? stats : &local };
+			      .stats = stats ? stats : &local,
+			      .max_bytes = lim ? lim->layer_bytes : 0,
+			      .max_entries = lim ? lim->layer_entries : 0 };
 	memset(u.stats, 0, sizeof(*u.stats));
 	struct archive *a = archive_read_new();
 	if (!a)
@@ -425,18 +444,27 @@ int rfs_unpack_src(struct rfs_src *src, int dirfd, struct rfs_unpack_stats *stat
 	}
 	r = rfs_src_drain(src, err);
 out:
+	u.stats->declared = u.declared;
 	cache_drop(&u);
 	archive_read_free(a);
 	return r;
 }
 
-int rfs_layer_unpack(int fd, int dirfd, struct rfs_unpack_stats *stats, struct rung_err *err)
+int rfs_layer_unpack_limited(int fd, int dirfd, const struct rfs_unpack_limits *lim,
+			     struct rfs_unpack_stats *stats, struct rung_err *err)
 {
 	struct rfs_src src;
 	int r = rfs_src_init(&src, fd, err);
 	if (r < 0)
 		return r;
-	r = rfs_unpack_src(&src, dirfd, stats, err);
+	r = rfs_unpack_src(&src, dirfd, lim, stats, err);
 	rfs_src_release(&src);
 	return r;
+}
+
+int rfs_layer_unpack(int fd, int dirfd, struct rfs_unpack_stats *stats, struct rung_err *err)
+{
+	struct rfs_unpack_limits lim;
+	rfs_unpack_limits_default(&lim);
+	return rfs_layer_unpack_limited(fd, dirfd, &lim, stats, err);
 }

@@ -147,6 +147,7 @@ static int vm_prepare(struct rt_sandbox *sb, struct rung_err *err)
 struct jail {
 	char dir[4096];
 	const char *src[4]; /* kernel, initrd, base disk, upper disk */
+	int dst[4];         /* their bind targets in the jail, O_PATH (checked regular files) */
 	int vmm_fd, kvm_fd, listen_fd;
 	const struct rt_vm_net *net; /* tap_fd -1: no network device */
 	uid_t uid;
@@ -171,7 +172,8 @@ static void jail_child(struct jail *j)
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		jail_fail(j->err_fd, (rung_err_sys(&err, errno, "private mounts"), &err));
 	for (int i = 0; i < 4; i++) {
-		snprintf(p, sizeof(p), "%s/%s", j->dir, jail_names[i]);
+		/* onto the very file vm_start checked, never a path the VMM could have relinked */
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", j->dst[i]);
 		unsigned long ro = i < 3 ? MS_RDONLY : 0;
 		if (mount(j->src[i], p, NULL, MS_BIND, NULL) < 0 ||
 		    mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC | ro,
@@ -270,7 +272,7 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 {
 	const struct rung_spec *s = &sb->meta.spec;
 	struct rt_store *st = &sb->router->store;
-	char kernel[4096], initrd[4096], upper[4096], jail[4096], p[4200];
+	char kernel[4096], initrd[4096], upper[4096], jail[4096];
 	guest_paths(sb->router, kernel, initrd, sizeof(kernel));
 	const char *base = json_string_value(json_object_get(sb->meta.backend, "base_disk"));
 	if (!base)
@@ -284,18 +286,40 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 	if ((mkdir(jail, 0700) < 0 && errno != EEXIST) ||
 	    chown(jail, sb->meta.uid_base, sb->meta.uid_base) < 0)
 		return rung_err_sys(err, errno, "jail dir %s", jail);
-	for (int i = 0; i < 4; i++) { /* bind targets */
-		snprintf(p, sizeof(p), "%s/%s", jail, jail_names[i]);
-		int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* Bind targets. The jail belongs to the VMM's uid, and a VMM of an earlier life may
+	 * have left links, fifos or directories there: each target is opened without following
+	 * or blocking, must be a regular file, and is mounted on through its fd. */
+	int dst[4] = {-1, -1, -1, -1};
+	cleanup_close int jfd = open(jail, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (jfd < 0)
+		return rung_err_sys(err, errno, "open jail dir %s", jail);
+	for (int i = 0; i < 4 && r == 0; i++) {
+		cleanup_close int fd = openat(jfd, jail_names[i], O_RDONLY | O_CREAT | O_NOFOLLOW |
+							      O_NONBLOCK | O_CLOEXEC, 0600);
+		struct stat fst;
 		if (fd < 0)
-			return rung_err_sys(err, errno, "create %s", p);
-		close(fd);
+			r = rung_err_sys(err, errno, "create %s/%s", jail, jail_names[i]);
+		else if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode))
+			r = rung_err_set(err, EPERM, "%s/%s is not a regular file", jail,
+					 jail_names[i]);
+		else
+			dst[i] = rung_steal_fd(&fd);
+	}
+	if (r < 0) {
+		for (int i = 0; i < 4; i++)
+			if (dst[i] >= 0)
+				close(dst[i]);
+		return r;
 	}
 	struct rt_vm_net net;
-	if ((r = rt_net_setup_vm(sb, &net, err)) < 0)
+	if ((r = rt_net_setup_vm(sb, &net, err)) < 0) {
+		for (int i = 0; i < 4; i++)
+			close(dst[i]);
 		return r;
+	}
 	rung_trace("vm: network ready");
 	struct jail j = {.src = {kernel, initrd, base, upper}, .listen_fd = listen_fd,
+			 .dst = {dst[0], dst[1], dst[2], dst[3]},
 			 .uid = sb->meta.uid_base, .net = &net};
 	snprintf(j.dir, sizeof(j.dir), "%s", jail);
 	unsigned cpus = (s->limits.cpus_milli + 999) / 1000;
@@ -360,20 +384,52 @@ out:
 		close(j.kvm_fd);
 	if (j.vmm_fd >= 0)
 		close(j.vmm_fd);
+	for (int i = 0; i < 4; i++)
+		close(j.dst[i]);
 	return r;
+}
+
+/*
+ * The VMM's control socket lives in its jail, a directory the VMM's uid owns: it could put a
+ * link there to any socket on the host. So: open the entry itself (O_PATH|O_NOFOLLOW), require
+ * a socket owned by the VMM's uid, and connect through that very inode (/proc/self/fd/N).
+ */
+int rt_vm_control_connect(const char *jail, uid_t owner, struct rung_err *err)
+{
+	cleanup_close int dfd = open(jail, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return rung_err_sys(err, errno, "open the VMM's jail %s", jail);
+	cleanup_close int sfd = openat(dfd, "control.sock", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd < 0)
+		return rung_err_sys(err, errno, "open %s/control.sock", jail);
+	struct stat st;
+	if (fstat(sfd, &st) < 0)
+		return rung_err_sys(err, errno, "stat %s/control.sock", jail);
+	if (!S_ISSOCK(st.st_mode))
+		return rung_err_set(err, EPERM, "%s/control.sock is not a socket (mode 0%o)", jail,
+				    (unsigned)st.st_mode);
+	if (st.st_uid != owner)
+		return rung_err_set(err, EPERM, "%s/control.sock belongs to uid %u, not the VMM's %u",
+				    jail, (unsigned)st.st_uid, (unsigned)owner);
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d", sfd);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return rung_err_sys(err, e, "connect to %s/control.sock", jail);
+	}
+	return fd;
 }
 
 static int control(struct rt_sandbox *sb, const char *cmd, struct rung_err *err)
 {
-	char path[4096];
-	rt_store_path(&sb->router->store, sb->meta.id, "jail/control.sock", path, sizeof(path));
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	if (strlen(path) >= sizeof(a.sun_path))
-		return rung_err_set(err, ENAMETOOLONG, "control socket path too long");
-	strcpy(a.sun_path, path);
-	cleanup_close int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
-		return rung_err_sys(err, errno, "connect to rung-vmm control");
+	char jail[4096];
+	rt_store_path(&sb->router->store, sb->meta.id, "jail", jail, sizeof(jail));
+	cleanup_close int fd = rt_vm_control_connect(jail, sb->meta.uid_base, err);
+	if (fd < 0)
+		return rung_err_wrap(err, "rung-vmm control");
 	char line[64], reply[128] = "";
 	snprintf(line, sizeof(line), "%s\n", cmd);
 	if (rung_write_all(fd, line, strlen(line)) < 0)

@@ -21,8 +21,6 @@ static int dispose_locked(struct rung_router *r, struct rt_meta *m, bool have_me
 			ops->cleanup(&sb);
 		}
 	}
-	if (have_meta)
-		rt_store_release_uid(&r->store, id, m->uid_base);
 	rung_trace("dispose: stopped");
 	int g = rt_store_lock_global(&r->store, err);
 	if (g < 0)
@@ -30,7 +28,13 @@ static int dispose_locked(struct rung_router *r, struct rt_meta *m, bool have_me
 	int rc = rung_rm_rf(dir, err);
 	close(g);
 	rung_trace("dispose: removed");
-	return rc < 0 ? rung_err_wrap(err, "dispose %s", id) : 0;
+	if (rc < 0)
+		return rung_err_wrap(err, "dispose %s", id);
+	/* Only now: the uid range still owns files until they are gone (the registry also
+	 * keeps a slot whose sandbox directory exists). */
+	if (have_meta)
+		rt_store_release_uid(&r->store, id, m->uid_base);
+	return 0;
 }
 
 int rung_dispose(struct rung_router *r, const char *id, const char *scope, struct rung_err *err)

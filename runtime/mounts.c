@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <linux/openat2.h>
 #include <sys/syscall.h>
 
 #include "runtime/rt-internal.h"
@@ -58,12 +59,18 @@ int rt_mount_plan_add(struct rt_mount_plan *p, enum rt_mount_op op, const char *
 /* Host system entries a process-rung sandbox sees read-only (symlinks are replicated). */
 static const char *const host_sys[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32",
 				       "/libx32"};
+/*
+ * Host files under /etc bound into a process-rung sandbox: only ones that carry no secrets
+ * (the README lists them). Never a site configuration a tool reads credentials or proxies
+ * from: not /etc/pip.conf or /etc/xdg (pip's index URLs with tokens), /etc/profile or
+ * /etc/bash.bashrc (exported proxies), /etc/ssl/private (keys). pip gets a pip.conf of ours.
+ */
 static const char *const host_etc[] = {
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/nsswitch.conf",
-	"/etc/ssl", "/etc/ca-certificates", "/etc/alternatives", "/etc/localtime",
-	"/etc/mime.types", "/etc/python3", "/etc/python3.11", "/etc/protocols", "/etc/services",
-	"/etc/debian_version", "/etc/os-release", "/etc/profile", "/etc/bash.bashrc",
-	"/etc/inputrc", "/etc/timezone", "/etc/xdg", "/etc/pip.conf"};
+	"/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/ca-certificates", "/etc/alternatives",
+	"/etc/localtime", "/etc/mime.types", "/etc/python3", "/etc/python3.11", "/etc/protocols",
+	"/etc/services", "/etc/debian_version", "/etc/os-release", "/etc/timezone"};
+static const char etc_pip_conf[] = "[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n";
 
 static const char etc_passwd[] = "root:x:0:0:root:%s:/bin/sh\n"
 				 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
@@ -116,6 +123,8 @@ int rt_root_plan(const struct rt_root_params *p, struct rt_mount_plan *out, stru
 		if (p->host_system)
 			for (size_t i = 0; i < RUNG_ARRAY_SIZE(host_etc); i++)
 				ADD(RT_M_BIND_RO, host_etc[i], host_etc[i], NULL, true);
+		if (p->host_system)
+			ADD(RT_M_FILE, etc_pip_conf, "/etc/pip.conf", NULL, false);
 		snprintf(buf, sizeof(buf), etc_passwd, p->work_dir);
 		ADD(RT_M_FILE, buf, "/etc/passwd", NULL, false);
 		ADD(RT_M_FILE, etc_group, "/etc/group", NULL, false);
@@ -142,37 +151,113 @@ oom:
 /* ---- apply -------------------------------------------------------------------------------- */
 
 /*
- * Most targets sit in a directory that exists already (the plan makes /etc before its files):
- * one mkdir/open, and the whole path (rung_mkdir_p: a mkdir per component of the host path
- * down to the new root, then a stat) only when that fails for a missing parent.
+ * Every target is reached from a descriptor of the new root, never by a host path: a
+ * container's root is its overlay, whose upper dir the sandbox wrote during an earlier life
+ * and may have filled with symlinks (/etc -> /some/host/dir). Directories are walked one
+ * component at a time with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, leaves are opened O_NOFOLLOW
+ * (and O_NONBLOCK: a planted fifo must not hang us), mounts go onto /proc/self/fd/N of the
+ * opened target and their attributes are set through a descriptor. A symlinked directory on
+ * the way refuses the start with the path named; a symlinked leaf file of ours
+ * (/etc/hosts, ...) is replaced.
  */
-static int mkdir_in(const char *root, const char *dst, struct rung_err *err)
+static int openat2_in(int dirfd, const char *path, int flags, uint64_t resolve)
 {
-	char p[4096];
-	struct stat st;
-	snprintf(p, sizeof(p), "%s%s", root, dst);
-	if (mkdir(p, 0755) == 0 || (errno == EEXIST && lstat(p, &st) == 0 && S_ISDIR(st.st_mode)))
-		return 0;
-	return rung_mkdir_p(p, 0755, err);
+	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC), .resolve = resolve};
+	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 }
 
-static int touch_in(const char *root, const char *dst, struct rung_err *err)
+#define RESOLVE_SETUP (RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+
+static int refused(struct rung_err *err, int e, const char *what, const char *path)
 {
-	char p[4096];
-	snprintf(p, sizeof(p), "%s%s", root, dst);
-	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0 && errno == ENOENT) {
-		char *slash = strrchr(p, '/');
-		*slash = '\0';
-		int r = rung_mkdir_p(p, 0755, err);
-		*slash = '/';
-		if (r < 0)
-			return r;
-		fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (e == ELOOP || e == ENOTDIR || e == EXDEV)
+		return rung_err_set(err, e,
+				    "%s %s: a component in the sandbox root is a symlink or not a "
+				    "directory (setup never follows links inside a sandbox root)",
+				    what, path);
+	return rung_err_sys(err, e, "%s %s", what, path);
+}
+
+/* The directory dst (made 0755 where missing) inside the root, as an O_PATH fd. */
+static int dir_in(int rootfd, const char *dst, struct rung_err *err)
+{
+	char buf[4096];
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", dst) >= sizeof(buf))
+		return rung_err_set(err, ENAMETOOLONG, "path too long: %s", dst);
+	int fd = openat2_in(rootfd, ".", O_PATH | O_DIRECTORY, RESOLVE_SETUP | RESOLVE_BENEATH);
+	if (fd < 0)
+		return rung_err_sys(err, errno, "open the sandbox root");
+	for (char *save = NULL, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (mkdirat(fd, c, 0755) < 0 && errno != EEXIST) {
+			int e = errno;
+			close(fd);
+			return refused(err, e, "mkdir", dst);
+		}
+		int nfd = openat2_in(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW,
+				     RESOLVE_SETUP | RESOLVE_BENEATH);
+		int e = errno;
+		close(fd);
+		if (nfd < 0)
+			return refused(err, e, "open", dst);
+		fd = nfd;
+	}
+	return fd;
+}
+
+/* Split dst into its parent (opened, made) and its last component. */
+static int parent_in(int rootfd, const char *dst, char leaf[256], struct rung_err *err)
+{
+	const char *slash = strrchr(dst, '/');
+	if (!slash || !slash[1] || strlen(slash + 1) >= 256)
+		return rung_err_set(err, EINVAL, "bad setup path %s", dst);
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - dst), dst);
+	snprintf(leaf, 256, "%s", slash + 1);
+	return dir_in(rootfd, dir[0] ? dir : "/", err);
+}
+
+/* A regular file dst inside the root (created 0644; a symlink there is replaced). */
+static int file_in(int rootfd, const char *dst, int flags, struct rung_err *err)
+{
+	char leaf[256];
+	cleanup_close int pfd = parent_in(rootfd, dst, leaf, err);
+	if (pfd < 0)
+		return pfd;
+	int dfd = pfd; /* an O_PATH directory serves the *at calls */
+	flags |= O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+	int fd = openat(dfd, leaf, flags, 0644);
+	if (fd < 0 && errno == ELOOP) { /* a symlink: ours to replace, never to follow */
+		if (unlinkat(dfd, leaf, 0) < 0)
+			return rung_err_sys(err, errno, "replace the symlink %s", dst);
+		fd = openat(dfd, leaf, flags | O_EXCL, 0644);
 	}
 	if (fd < 0)
-		return rung_err_sys(err, errno, "create %s", p);
-	close(fd);
+		return refused(err, errno, "create", dst);
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return rung_err_set(err, EINVAL, "%s in the sandbox root is not a regular file", dst);
+	}
+	return fd;
+}
+
+static void fd_path(int fd, char buf[64])
+{
+	snprintf(buf, 64, "/proc/self/fd/%d", fd);
+}
+
+/* Mount attributes on the mount now at dst (re-opened: the fd we mounted on is below it). */
+static int set_attr_in(int rootfd, const char *dst, uint64_t set, bool recursive,
+		       struct rung_err *err)
+{
+	cleanup_close int fd = openat2_in(rootfd, dst, O_PATH | O_NOFOLLOW,
+					  RESOLVE_SETUP | RESOLVE_IN_ROOT);
+	if (fd < 0)
+		return refused(err, errno, "open", dst);
+	struct mount_attr a = {.attr_set = set};
+	if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &a,
+		    sizeof(a)) < 0)
+		return rung_err_sys(err, errno, "mount_setattr %s", dst);
 	return 0;
 }
 
@@ -185,11 +270,31 @@ static int set_attr(const char *path, uint64_t set, bool recursive, struct rung_
 	return 0;
 }
 
-static int bind(const char *root, const struct rt_mount *m, bool ro, bool dev, struct rung_err *err)
+static int mount_on(int tfd, const char *src, const char *type, unsigned long flags,
+		    const char *data, const char *dst, struct rung_err *err)
+{
+	char t[64];
+	fd_path(tfd, t);
+	if (mount(src, t, type, flags, data) < 0)
+		return rung_err_sys(err, errno, "mount %s on %s", type ? type : src, dst);
+	return 0;
+}
+
+static int symlink_in(int rootfd, const char *target, const char *dst, struct rung_err *err)
+{
+	char leaf[256];
+	cleanup_close int pfd = parent_in(rootfd, dst, leaf, err);
+	if (pfd < 0)
+		return pfd;
+	unlinkat(pfd, leaf, 0);
+	if (symlinkat(target, pfd, leaf) < 0)
+		return rung_err_sys(err, errno, "symlink %s", dst);
+	return 0;
+}
+
+static int bind(int rootfd, const struct rt_mount *m, bool ro, bool dev, struct rung_err *err)
 {
 	struct stat st;
-	char target[4096];
-	snprintf(target, sizeof(target), "%s%s", root, m->dst);
 	if (lstat(m->src, &st) < 0) {
 		if (m->optional && errno == ENOENT)
 			return 0;
@@ -201,93 +306,125 @@ static int bind(const char *root, const struct rt_mount *m, bool ro, bool dev, s
 		if (n < 0)
 			return rung_err_sys(err, errno, "readlink %s", m->src);
 		link[n] = '\0';
-		int r = touch_in(root, m->dst, err); /* creates the parent */
-		if (r < 0)
-			return r;
-		unlink(target);
-		if (symlink(link, target) < 0)
-			return rung_err_sys(err, errno, "symlink %s", target);
-		return 0;
+		return symlink_in(rootfd, link, m->dst, err);
 	}
-	int r = S_ISDIR(st.st_mode) ? mkdir_in(root, m->dst, err) : touch_in(root, m->dst, err);
+	cleanup_close int tfd = S_ISDIR(st.st_mode) ? dir_in(rootfd, m->dst, err)
+						    : file_in(rootfd, m->dst, O_RDONLY, err);
+	if (tfd < 0)
+		return tfd;
+	int r = mount_on(tfd, m->src, NULL, MS_BIND | MS_REC, NULL, m->dst, err);
 	if (r < 0)
 		return r;
-	if (mount(m->src, target, NULL, MS_BIND | MS_REC, NULL) < 0)
-		return rung_err_sys(err, errno, "bind %s", m->src);
-	return set_attr(target, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC * dev |
-					MOUNT_ATTR_NODEV * !dev | MOUNT_ATTR_RDONLY * ro,
-			true, err);
+	return set_attr_in(rootfd, m->dst,
+			   MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC * dev | MOUNT_ATTR_NODEV * !dev |
+				   MOUNT_ATTR_RDONLY * ro,
+			   true, err);
 }
 
-static int write_in(const char *root, const struct rt_mount *m, struct rung_err *err)
+static int write_in(int rootfd, const struct rt_mount *m, struct rung_err *err)
 {
-	char p[4096];
-	int r = touch_in(root, m->dst, err);
-	if (r < 0)
-		return r;
-	snprintf(p, sizeof(p), "%s%s", root, m->dst);
-	cleanup_close int fd = open(p, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0 || rung_write_all(fd, m->src, strlen(m->src)) < 0)
-		return rung_err_sys(err, errno, "write %s", m->dst);
-	return 0;
+	cleanup_close int fd = file_in(rootfd, m->dst, O_WRONLY | O_TRUNC, err);
+	if (fd < 0)
+		return fd;
+	int r = rung_write_all(fd, m->src, strlen(m->src));
+	return r < 0 ? rung_err_sys(err, -r, "write %s", m->dst) : 0;
 }
 
 static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
 
-static int dev_apply(const char *root, struct rung_err *err)
+static int dev_apply(int rootfd, struct rung_err *err)
 {
-	char p[4096], s[64];
-	int r = mkdir_in(root, "/dev", err);
-	if (r < 0)
-		return r;
-	snprintf(p, sizeof(p), "%s/dev", root);
-	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=1m") < 0)
-		return rung_err_sys(err, errno, "mount /dev");
+	char s[64];
+	int r;
+	{
+		cleanup_close int tfd = dir_in(rootfd, "/dev", err);
+		if (tfd < 0)
+			return tfd;
+		if ((r = mount_on(tfd, "tmpfs", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=1m",
+				  "/dev", err)) < 0)
+			return r;
+	}
 	for (size_t i = 0; i < RUNG_ARRAY_SIZE(dev_nodes); i++) {
 		snprintf(s, sizeof(s), "/dev/%s", dev_nodes[i]);
 		struct rt_mount m = {.src = s, .dst = s};
-		if ((r = bind(root, &m, false, true, err)) < 0)
+		if ((r = bind(rootfd, &m, false, true, err)) < 0)
 			return r;
 	}
-	static const char *const links[][2] = {{"/proc/self/fd", "fd"},
-					       {"/proc/self/fd/0", "stdin"},
-					       {"/proc/self/fd/1", "stdout"},
-					       {"/proc/self/fd/2", "stderr"}};
-	for (size_t i = 0; i < RUNG_ARRAY_SIZE(links); i++) {
-		snprintf(p, sizeof(p), "%s/dev/%s", root, links[i][1]);
-		if (symlink(links[i][0], p) < 0)
-			return rung_err_sys(err, errno, "symlink %s", p);
+	static const char *const links[][2] = {{"/proc/self/fd", "/dev/fd"},
+					       {"/proc/self/fd/0", "/dev/stdin"},
+					       {"/proc/self/fd/1", "/dev/stdout"},
+					       {"/proc/self/fd/2", "/dev/stderr"}};
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(links); i++)
+		if ((r = symlink_in(rootfd, links[i][0], links[i][1], err)) < 0)
+			return r;
+	{
+		cleanup_close int tfd = dir_in(rootfd, "/dev/shm", err);
+		if (tfd < 0)
+			return tfd;
+		if ((r = mount_on(tfd, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m",
+				  "/dev/shm", err)) < 0)
+			return r;
 	}
-	snprintf(p, sizeof(p), "%s/dev/shm", root);
-	if (mkdir(p, 01777) < 0 ||
-	    mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m") < 0)
-		return rung_err_sys(err, errno, "/dev/shm");
-	snprintf(p, sizeof(p), "%s/dev", root);
-	return set_attr(p, MOUNT_ATTR_RDONLY, false, err);
+	return set_attr_in(rootfd, "/dev", MOUNT_ATTR_RDONLY, false, err);
 }
 
-static int proc_apply(const char *root, struct rung_err *err)
+static int proc_apply(int rootfd, struct rung_err *err)
 {
-	char p[4096];
-	int r = mkdir_in(root, "/proc", err);
-	if (r < 0)
-		return r;
-	snprintf(p, sizeof(p), "%s/proc", root);
-	if (mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-		return rung_err_sys(err, errno, "mount /proc");
+	int r;
+	{
+		cleanup_close int tfd = dir_in(rootfd, "/proc", err);
+		if (tfd < 0)
+			return tfd;
+		if ((r = mount_on(tfd, "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL,
+				  "/proc", err)) < 0)
+			return r;
+	}
 	/* Kernel knobs stay read-only, even for what the sandbox's namespaces would allow. */
-	static const char *const ro[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
+	static const char *const ro[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq",
+					 "/proc/bus", "/proc/fs"};
 	for (size_t i = 0; i < RUNG_ARRAY_SIZE(ro); i++) {
-		snprintf(p, sizeof(p), "%s/proc/%s", root, ro[i]);
-		if (access(p, F_OK) < 0)
+		cleanup_close int fd = openat2_in(rootfd, ro[i], O_PATH | O_NOFOLLOW,
+						  RESOLVE_SETUP | RESOLVE_IN_ROOT);
+		if (fd < 0)
 			continue;
-		if (mount(p, p, NULL, MS_BIND | MS_REC, NULL) < 0)
-			return rung_err_sys(err, errno, "bind %s", p);
-		if ((r = set_attr(p, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true,
-				  err)) < 0)
+		char t[64];
+		fd_path(fd, t);
+		if (mount(t, t, NULL, MS_BIND | MS_REC, NULL) < 0)
+			return rung_err_sys(err, errno, "bind %s", ro[i]);
+		if ((r = set_attr_in(rootfd, ro[i],
+				     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true,
+				     err)) < 0)
 			return r;
 	}
 	return 0;
+}
+
+/* One step of the plan, below the root (open as rootfd). */
+static int apply_one(int rootfd, const struct rt_mount *m, struct rung_err *err)
+{
+	cleanup_close int tfd = -1;
+	switch (m->op) {
+	case RT_M_TMPFS:
+		if ((tfd = dir_in(rootfd, m->dst, err)) < 0)
+			return tfd;
+		return mount_on(tfd, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV, m->opts, m->dst, err);
+	case RT_M_OVERLAY:
+		return rung_err_set(err, EINVAL, "an overlay is only ever the root");
+	case RT_M_BIND_RO:
+	case RT_M_BIND_RW:
+		return bind(rootfd, m, m->op == RT_M_BIND_RO, false, err);
+	case RT_M_MKDIR:
+		return (tfd = dir_in(rootfd, m->dst, err)) < 0 ? tfd : 0;
+	case RT_M_FILE:
+		return write_in(rootfd, m, err);
+	case RT_M_SYMLINK:
+		return symlink_in(rootfd, m->src, m->dst, err);
+	case RT_M_DEV:
+		return dev_apply(rootfd, err);
+	case RT_M_PROC:
+		return proc_apply(rootfd, err);
+	}
+	return rung_err_set(err, EINVAL, "unknown mount op %d", (int)m->op);
 }
 
 int rt_root_apply(const struct rt_mount_plan *p, const char *newroot, struct rung_err *err)
@@ -295,50 +432,25 @@ int rt_root_apply(const struct rt_mount_plan *p, const char *newroot, struct run
 	int r;
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return rung_err_sys(err, errno, "make / private");
-	for (size_t i = 0; i < p->n; i++) {
-		const struct rt_mount *m = &p->m[i];
-		char target[4096];
-		snprintf(target, sizeof(target), "%s%s", newroot, strcmp(m->dst, "/") ? m->dst : "");
-		switch (m->op) {
-		case RT_M_TMPFS:
-			if ((r = mkdir_in(newroot, m->dst, err)) < 0)
-				return r;
-			if (mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, m->opts) < 0)
-				return rung_err_sys(err, errno, "mount tmpfs on %s", m->dst);
-			break;
-		case RT_M_OVERLAY:
-			if (mount("overlay", target, "overlay", MS_NODEV, m->opts) < 0)
-				return rung_err_sys(err, errno, "mount overlay root");
-			break;
-		case RT_M_BIND_RO:
-		case RT_M_BIND_RW:
-			if ((r = bind(newroot, m, m->op == RT_M_BIND_RO, false, err)) < 0)
-				return r;
-			break;
-		case RT_M_MKDIR:
-			if ((r = mkdir_in(newroot, m->dst, err)) < 0)
-				return r;
-			break;
-		case RT_M_FILE:
-			if ((r = write_in(newroot, m, err)) < 0)
-				return r;
-			break;
-		case RT_M_SYMLINK:
-			if (symlink(m->src, target) < 0)
-				return rung_err_sys(err, errno, "symlink %s", m->dst);
-			break;
-		case RT_M_DEV:
-			if ((r = dev_apply(newroot, err)) < 0)
-				return r;
-			break;
-		case RT_M_PROC:
-			if ((r = proc_apply(newroot, err)) < 0)
-				return r;
-			break;
-		}
+	size_t i = 0;
+	/* The root itself (a tmpfs or the overlay) goes on newroot, a directory of the store. */
+	if (p->n && !strcmp(p->m[0].dst, "/")) {
+		const struct rt_mount *m = &p->m[0];
+		if (m->op == RT_M_TMPFS &&
+		    mount("tmpfs", newroot, "tmpfs", MS_NOSUID | MS_NODEV, m->opts) < 0)
+			return rung_err_sys(err, errno, "mount tmpfs on /");
+		if (m->op == RT_M_OVERLAY && mount("overlay", newroot, "overlay", MS_NODEV, m->opts) < 0)
+			return rung_err_sys(err, errno, "mount overlay root");
+		i = 1;
 	}
+	cleanup_close int rootfd = open(newroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return rung_err_sys(err, errno, "open %s", newroot);
+	for (; i < p->n; i++)
+		if ((r = apply_one(rootfd, &p->m[i], err)) < 0)
+			return r;
 	/* pivot_root into the new root and detach the host's. */
-	if (chdir(newroot) < 0)
+	if (fchdir(rootfd) < 0)
 		return rung_err_sys(err, errno, "chdir %s", newroot);
 	if (syscall(SYS_pivot_root, ".", ".") < 0)
 		return rung_err_sys(err, errno, "pivot_root");

@@ -71,6 +71,8 @@ int rt_store_ids(const struct rt_store *st, char ***ids, struct rung_err *err);
 int rt_store_alloc_uid(const struct rt_store *st, const char *id, uint32_t *base,
 		       struct rung_err *err);
 void rt_store_release_uid(const struct rt_store *st, const char *id, uint32_t base);
+/* A connection to the VMM's control.sock in jail, never through a link (backend-vm.c). */
+int rt_vm_control_connect(const char *jail, uid_t owner, struct rung_err *err);
 /* create: only with the sandbox lock held. Without it, a dispose may be removing the
  * directory: re-creating the file there would leave it behind (rm -rf: not empty). */
 void rt_store_touch_activity(const struct rt_store *st, const char *id, bool create);

@@ -86,6 +86,26 @@ static int swap_check(const struct rt_cgroup *cg, struct rung_err *err)
 	return rt_sandbox_swap_check(cg, txt, err);
 }
 
+/* cgroupfs is world-readable: the store's group ("rung-<tag>") lists its sandboxes' ids
+ * unless it is 0711 (traversable, for the tools that know an id; not listable). */
+static int cgroup_parent_private(const struct rt_cgroup *cg, struct rung_err *err)
+{
+	for (int c = 0; c < RT_CGCTL__COUNT; c++) {
+		const char *d = rt_cgroup_dir(cg, (enum rt_cgroup_ctl)c);
+		char p[4096];
+		if (!d || (size_t)snprintf(p, sizeof(p), "%s", d) >= sizeof(p))
+			continue;
+		char *slash = strrchr(p, '/');
+		if (!slash)
+			continue;
+		*slash = '\0';
+		struct stat st;
+		if (stat(p, &st) == 0 && (st.st_mode & 0777) != 0711 && chmod(p, 0711) < 0)
+			return rung_err_sys(err, errno, "chmod %s 0711", p);
+	}
+	return 0;
+}
+
 int rt_sandbox_cgroup_create(const struct rt_sandbox *sb, struct rt_cgroup **out,
 			     struct rung_err *err)
 {
@@ -93,7 +113,8 @@ int rt_sandbox_cgroup_create(const struct rt_sandbox *sb, struct rt_cgroup **out
 	struct rt_cgroup_limits lim;
 	rt_sandbox_cgroup_limits(&sb->meta.spec.limits, &lim);
 	int r = rt_sandbox_cgroup_open(sb, &cg, err);
-	if (r == 0 && (r = rt_cgroup_create(cg, &lim, err)) == 0)
+	if (r == 0 && (r = rt_cgroup_create(cg, &lim, err)) == 0 &&
+	    (r = cgroup_parent_private(cg, err)) == 0)
 		r = swap_check(cg, err);
 	if (r < 0) {
 		struct rung_err e2 = {0};

@@ -1,10 +1,58 @@
 /* runtime/store.c: the on-disk store: one directory per sandbox, flock locks, atomic metadata. */
+#include <dirent.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 
 #include "runtime/rt-internal.h"
+
+/*
+ * A sandbox's directory (its upper dir, work dir, socket, metadata) is root's alone, except
+ * that the sandbox's own root (host gid uid_base, the gid its user namespace maps 0 to) may
+ * traverse it to build its root: root:<uid_base> 0710. Other local users can neither list
+ * "sandboxes" (0711) nor enter a sandbox whose id they know.
+ */
+static int close_sandbox_dir(int dfd, const char *id, uint32_t base, struct rung_err *err)
+{
+	if (fchownat(dfd, id, 0, base ? base : 0, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    fchmodat(dfd, id, base ? 0710 : 0700, 0) < 0)
+		return rung_err_sys(err, errno, "close sandbox dir %s to other users", id);
+	return 0;
+}
+
+/* Stores made by older versions left sandbox dirs 0711 (and upper dirs 0755 below them). */
+static int tighten_sandboxes(const char *dir, struct rung_err *err)
+{
+	cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return rung_err_sys(err, errno, "open %s", dir);
+	struct stat s;
+	if (fstat(dfd, &s) == 0 && (s.st_mode & 0066) && fchmod(dfd, 0711) < 0)
+		return rung_err_sys(err, errno, "chmod %s", dir);
+	cleanup_dir DIR *d = fdopendir(dup(dfd));
+	if (!d)
+		return rung_err_sys(err, errno, "open %s", dir);
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!rt_id_valid(de->d_name) ||
+		    fstatat(dfd, de->d_name, &s, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(s.st_mode) ||
+		    !(s.st_mode & 0007))
+			continue;
+		char name[300];
+		cleanup_free char *txt = NULL;
+		snprintf(name, sizeof(name), "%s/uid", de->d_name);
+		unsigned long base = 0;
+		if (rung_file_load(dfd, name, 64, &txt, NULL, NULL) == 0)
+			base = strtoul(txt, NULL, 10);
+		int r = close_sandbox_dir(dfd, de->d_name, base < RT_UID_BASE0 ? 0 : (uint32_t)base,
+					  err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
 
 int rt_store_open(const char *root, struct rt_store *st, struct rung_err *err)
 {
@@ -39,6 +87,8 @@ int rt_store_open(const char *root, struct rt_store *st, struct rung_err *err)
 	snprintf(p, sizeof(p), "%s/sandboxes", root);
 	if (mkdir(p, 0711) < 0 && errno != EEXIST)
 		return rung_err_sys(err, errno, "mkdir %s", p);
+	if ((r = tighten_sandboxes(p, err)) < 0)
+		return r;
 	st->root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (st->root_fd < 0)
 		return rung_err_sys(err, errno, "open state dir %s", root);
@@ -101,7 +151,7 @@ int rt_store_lock_sandbox(const struct rt_store *st, const char *id, bool create
 	char dir[4096], p[4096];
 	rt_store_path(st, id, NULL, dir, sizeof(dir));
 	if (create) {
-		if (mkdir(dir, 0711) < 0 && errno != EEXIST)
+		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 			return rung_err_sys(err, errno, "mkdir %s", dir);
 	} else if (access(dir, F_OK) < 0) {
 		return rung_err_set(err, ENOENT, "no sandbox %s", id);
@@ -250,7 +300,13 @@ int rt_store_alloc_uid(const struct rt_store *st, const char *id, uint32_t *base
 		char p[4096], val[32];
 		rt_store_path(st, id, "uid", p, sizeof(p));
 		int vl = snprintf(val, sizeof(val), "%u", *base);
-		return rung_write_file_replace(AT_FDCWD, p, val, (size_t)vl, 0600, err);
+		if ((r = rung_write_file_replace(AT_FDCWD, p, val, (size_t)vl, 0600, err)) < 0)
+			return r;
+		snprintf(p, sizeof(p), "%s/sandboxes", st->root);
+		cleanup_close int sfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (sfd < 0)
+			return rung_err_sys(err, errno, "open %s", p);
+		return close_sandbox_dir(sfd, id, *base, err);
 	}
 	return rung_err_set(err, ENOSPC, "all %d sandbox uid ranges are in use", RT_UID_SLOTS);
 }

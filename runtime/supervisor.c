@@ -79,10 +79,11 @@ static void self_dispose(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 	char dir[4096];
 	rt_store_path(st, sb->meta.id, NULL, dir, sizeof(dir));
 	struct rung_err err = {0};
-	rt_store_release_uid(st, sb->meta.id, sb->meta.uid_base);
 	int g = rt_store_lock_global(st, &err);
 	if (rung_rm_rf(dir, &err) < 0)
 		LOG_WARN("ttl dispose of %s: %s", sb->meta.id, err.msg);
+	else /* only once its files are gone */
+		rt_store_release_uid(st, sb->meta.id, sb->meta.uid_base);
 	if (g >= 0)
 		close(g);
 	close(lock);

@@ -74,7 +74,8 @@ int rt_vm_base_disk(const char *state_dir, const char *digest, char **lowers, ch
 {
 	char dir[4000], lockp[4096], tmp[4096], mnt[4096];
 	snprintf(dir, sizeof(dir), "%s/vmdisks", state_dir);
-	if (mkdir(dir, 0711) < 0 && errno != EEXIST)
+	/* root's alone: a base disk holds a whole image (the jail binds it in as root) */
+	if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || chmod(dir, 0700) < 0)
 		return rung_err_sys(err, errno, "mkdir %s", dir);
 	const char *hex = strchr(digest, ':') ? strchr(digest, ':') + 1 : digest;
 	snprintf(out, out_len, "%s/%s.ext4", dir, hex);

@@ -314,7 +314,8 @@ static void http_reply(int c, int code, const char *extra, const char *ctype, co
 		return;
 }
 
-static void fake_serve(int lfd, const char *layout, int port, int *token_requests)
+static void fake_serve(int lfd, const char *layout, int port, const char *realm_host,
+		       const char *marker)
 {
 	for (;;) {
 		int c = accept(lfd, NULL, NULL);
@@ -334,12 +335,13 @@ static void fake_serve(int lfd, const char *layout, int port, int *token_request
 		bool authed = strstr(req, "Authorization: Bearer " FAKE_TOKEN "\r\n") != NULL;
 		char chal[512];
 		snprintf(chal, sizeof(chal),
-			 "WWW-Authenticate: Bearer realm=\"http://127.0.0.1:%d/token\",service=\"fake\","
+			 "WWW-Authenticate: Bearer realm=\"http://%s:%d/token\",service=\"fake\","
 			 "scope=\"repository:rung/busybox:pull\"\r\n",
-			 port);
+			 realm_host, port);
 		static char body[4 << 20];
 		if (!strncmp(path, "/token?", 7)) {
-			(*token_requests)++;
+			if (marker) /* the test sees whether the token server was asked */
+				close(open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
 			bool ok = strstr(path, "service=fake") && strstr(path, "scope=repository%3Arung%2Fbusybox%3Apull");
 			const char *tok = "{\"token\":\"" FAKE_TOKEN "\"}";
 			if (ok)
@@ -373,6 +375,27 @@ static void fake_serve(int lfd, const char *layout, int port, int *token_request
 	}
 }
 
+/* The fake registry on 127.0.0.1:port, its token realm on realm_host; returns its pid. */
+static pid_t fake_start(const char *layout, const char *realm_host, const char *marker, int *port)
+{
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t l = sizeof(a);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(lfd, 16), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &l), 0);
+	*port = ntohs(a.sin_port);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		fake_serve(lfd, layout, *port, realm_host, marker);
+		_exit(0);
+	}
+	close(lfd);
+	return pid;
+}
+
 START_TEST(test_pull_bearer)
 {
 	RUNG_REQUIRE_ROOT();
@@ -381,22 +404,8 @@ START_TEST(test_pull_bearer)
 	snprintf(layout, sizeof(layout), "%s/layout", tmp);
 	snprintf(state, sizeof(state), "%s/state", tmp);
 	tb_busybox_layout(layout, tmp, RFS_COMPRESS_ZSTD, "rung/busybox:latest");
-	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t l = sizeof(a);
-	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(listen(lfd, 16), 0);
-	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &l), 0);
-	int port = ntohs(a.sin_port);
-	pid_t pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		int n = 0;
-		fake_serve(lfd, layout, port, &n);
-		_exit(0);
-	}
-	close(lfd);
+	int port;
+	pid_t pid = fake_start(layout, "127.0.0.1", NULL, &port);
 	struct rfs_store *s;
 	struct rung_err err = { 0 };
 	ck_assert_msg(rfs_store_open(state, &s, &err) == 0, "%s", err.msg);
@@ -413,6 +422,89 @@ START_TEST(test_pull_bearer)
 	rfs_store_free(s);
 	rung_rm_rf(tmp, &err);
 	free(tmp);
+}
+END_TEST
+
+/* A registry (localhost:port) whose token realm is on another host (127.0.0.1): refused,
+ * the credentials never reach the realm, unless the operator names that host. */
+START_TEST(test_pull_foreign_realm)
+{
+	RUNG_REQUIRE_ROOT();
+	char *tmp = rung_test_tmpdir("rfs-realm");
+	char layout[4200], state[4200], marker[4200];
+	snprintf(layout, sizeof(layout), "%s/layout", tmp);
+	snprintf(state, sizeof(state), "%s/state", tmp);
+	snprintf(marker, sizeof(marker), "%s/token-asked", tmp);
+	tb_busybox_layout(layout, tmp, RFS_COMPRESS_GZIP, "rung/busybox:latest");
+	int port;
+	pid_t pid = fake_start(layout, "127.0.0.1", marker, &port);
+	struct rfs_store *s;
+	struct rung_err err = { 0 };
+	ck_assert_msg(rfs_store_open(state, &s, &err) == 0, "%s", err.msg);
+	char ref[128];
+	snprintf(ref, sizeof(ref), "localhost:%d/rung/busybox:latest", port);
+	struct rfs_image_info info;
+	unsetenv("RUNG_REGISTRY_TOKEN_HOSTS");
+	struct rfs_pull_opts o = { .username = "alice", .password = "s3cret" };
+	int r = rfs_image_pull(s, ref, &o, NULL, NULL, &info, &err);
+	ck_assert_int_eq(r, -EACCES);
+	ck_assert_msg(strstr(err.msg, "127.0.0.1") && strstr(err.msg, "RUNG_REGISTRY_TOKEN_HOSTS"),
+		      "%s", err.msg);
+	ck_assert_msg(access(marker, F_OK) < 0, "the foreign token realm was asked");
+	/* allowed by the operator (the option, then the environment) */
+	o.token_hosts = "other.example, 127.0.0.1";
+	r = rfs_image_pull(s, ref, &o, NULL, NULL, &info, &err);
+	ck_assert_msg(r == 0, "pull: %s", err.msg);
+	rfs_image_info_release(&info);
+	ck_assert_int_eq(access(marker, F_OK), 0);
+	o.token_hosts = NULL;
+	setenv("RUNG_REGISTRY_TOKEN_HOSTS", "127.0.0.1", 1);
+	o.tag = "again:1";
+	r = rfs_image_pull(s, ref, &o, NULL, NULL, &info, &err);
+	unsetenv("RUNG_REGISTRY_TOKEN_HOSTS");
+	ck_assert_msg(r == 0, "pull: %s", err.msg);
+	rfs_image_info_release(&info);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	rfs_store_free(s);
+	rung_rm_rf(tmp, &err);
+	free(tmp);
+}
+END_TEST
+
+static int auth(const char *reg, bool plain, const char *scheme, const char *realm,
+		const char *hosts, struct rung_err *err)
+{
+	struct rfs_www_auth w = { 0 };
+	snprintf(w.scheme, sizeof(w.scheme), "%s", scheme);
+	snprintf(w.realm, sizeof(w.realm), "%s", realm);
+	return rfs_auth_check(reg, plain, &w, hosts, err);
+}
+
+START_TEST(test_auth_check)
+{
+	struct rung_err err = { 0 };
+	/* same host, https: fine; docker hub's auth host is built in */
+	ck_assert_int_eq(auth("reg.example", false, "Bearer", "https://reg.example/token", NULL, &err), 0);
+	ck_assert_int_eq(auth("reg.example:5000", false, "Bearer", "https://REG.example:443/t", NULL, &err), 0);
+	ck_assert_int_eq(auth("registry-1.docker.io", false, "Bearer", "https://auth.docker.io/token", NULL, &err), 0);
+	/* another host: refused, unless listed */
+	ck_assert_int_eq(auth("reg.example", false, "Bearer", "https://evil.example/token", NULL, &err), -EACCES);
+	ck_assert_ptr_nonnull(strstr(err.msg, "evil.example"));
+	ck_assert_int_eq(auth("reg.example", false, "Bearer", "https://evil.example/token", "a.example,evil.example", &err), 0);
+	ck_assert_int_eq(auth("reg.example", false, "Bearer", "https://evil.example.com/token", "evil.example", &err), -EACCES);
+	ck_assert_int_eq(auth("reg.example", false, "Bearer", "https://x@reg.example/token", NULL, &err), -EACCES);
+	/* clear text outside loopback: never */
+	ck_assert_int_eq(auth("reg.example", false, "Bearer", "http://reg.example/token", NULL, &err), -EACCES);
+	ck_assert_ptr_nonnull(strstr(err.msg, "clear text"));
+	ck_assert_int_eq(auth("reg.example", true, "Basic", "x", NULL, &err), -EACCES);
+	ck_assert_ptr_nonnull(strstr(err.msg, "clear text"));
+	ck_assert_int_eq(auth("reg.example", true, "Bearer", "https://reg.example/token", NULL, &err), -EACCES);
+	/* loopback: plain is fine */
+	ck_assert_int_eq(auth("127.0.0.1:5000", true, "Basic", "x", NULL, &err), 0);
+	ck_assert_int_eq(auth("localhost:5000", true, "Bearer", "http://localhost:5000/token", NULL, &err), 0);
+	ck_assert_int_eq(auth("[::1]:5000", true, "Bearer", "http://[::1]:5000/token", NULL, &err), 0);
+	ck_assert_int_eq(auth("reg.example", false, "Bearer", "ftp://reg.example/token", NULL, &err), -EACCES);
 }
 END_TEST
 
@@ -448,10 +540,12 @@ Suite *rootfs_pull_suite(void)
 	tcase_add_test(tc, test_pull_basic_auth);
 	tcase_add_test(tc, test_pull_tampered_blob);
 	tcase_add_test(tc, test_pull_bearer);
+	tcase_add_test(tc, test_pull_foreign_realm);
 	suite_add_tcase(s, tc);
 	TCase *tp = tcase_create("www-auth");
 	tcase_set_timeout(tp, 10);
 	tcase_add_test(tp, test_www_auth_parse);
+	tcase_add_test(tp, test_auth_check);
 	suite_add_tcase(s, tp);
 	return s;
 }

@@ -301,7 +301,7 @@ START_TEST(test_root_plan_ops)
 		ck_assert_str_eq(m->src, sys[i]);
 	}
 	ck_assert_ptr_nonnull(find_op(&p, RT_M_BIND_RO, "/etc/ld.so.cache"));
-	ck_assert_ptr_nonnull(find_op(&p, RT_M_BIND_RO, "/etc/ssl"));
+	ck_assert_ptr_nonnull(find_op(&p, RT_M_BIND_RO, "/etc/ssl/certs"));
 	/* The work dir is the only read-write bind, from the store. */
 	const struct rt_mount *w = find_op(&p, RT_M_BIND_RW, "/src");
 	ck_assert_ptr_nonnull(w);
@@ -314,7 +314,9 @@ START_TEST(test_root_plan_ops)
 			/* Never the host's secrets or state. */
 			static const char *const never[] = {
 			    "/etc/shadow", "/etc/gshadow", "/root", "/home", "/var",	   "/run",
-			    "/sys",	   "/proc",	   "/",	    "/etc",  "/etc/passwd"};
+			    "/sys",	   "/proc",	   "/",	    "/etc",  "/etc/passwd",
+			    "/etc/pip.conf", "/etc/xdg", "/etc/profile", "/etc/bash.bashrc",
+			    "/etc/ssl", "/etc/ssl/private"};
 			for (size_t j = 0; j < RUNG_ARRAY_SIZE(never); j++)
 				ck_assert_msg(strcmp(p.m[i].src, never[j]) != 0, "binds %s",
 					      never[j]);
