@@ -75,7 +75,8 @@ else
 			pass "$cs_test" "$cs_suite suite ($cs_res) in $(ms_since "$cs_t0") ms: $cs_what"
 		else
 			fail "$cs_test" "rc=$cs_rc $(grep -E 'Checks|:F:|:E:|skip' "$W/$cs_suite.log" | tr '\n' ' ' | cut -c1-800)"
-			dmesg | grep -iE 'segfault|trap' | tail -n 3
+			dmesg | grep -iE 'segfault|trap|oom|killed process|soft lockup|stall' | tail -n 5
+			grep -E 'MemAvailable|Shmem:' /proc/meminfo | tr -s ' ' | tr '\n' ' '; echo
 			if [ "${VMTEST_VERBOSE:-0}" = 1 ]; then cat "$W/$cs_suite.log"; else dump "$cs_suite" "$W/$cs_suite.log"; fi
 		fi
 	}

@@ -6,11 +6,14 @@
 # the test script) and an L1 initramfs (busybox, the cloud kernel's kvm/virtio/vhost
 # modules, l1-init.sh). If the host has a working /dev/kvm the tests run right here; else L1
 # boots under QEMU TCG with an AMD SVM CPU (-cpu max), with a timeout and ONE retry when
-# L1 never got to print its summary (TCG boots occasionally hang).
+# L1 never got to print its summary (TCG boots occasionally hang; a soft lockup panics L1).
+# The retry is loud: a "check-vm: RETRY:" line with the reason, and the last line says
+# "AFTER A RETRY". Worst case: 2 x RUNG_VM_TIMEOUT.
 # Prints the VMTEST/VMBENCH lines and "N passed, N failed"; exit 0 only if all passed.
 #
 # Inputs (env): KERNEL (guest bzImage), INITRAMFS, VMTEST (rung-vmtest), VMM (rung-vmm,
 # optional), OUT (work dir, default build/vm), RUNG_VM_TIMEOUT (s per L1 run, 600),
+# RUNG_L1_SMP (L1 vCPUs, 2),
 # VMTEST_DRIVER, VMTEST_BENCH, VMTEST_ONLY_BENCH.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -64,6 +67,7 @@ fi
 
 # --- run here if the host has KVM ----------------------------------------------------------
 results=$OUT/l1-console.log
+retried=""
 # This CI host has a /dev/kvm node that answers KVM_GET_API_VERSION but cannot boot Linux
 # (no svm/vmx in cpuinfo; SeaBIOS runs, the kernel never prints): only trust /dev/kvm
 # when the CPU advertises hardware virtualisation. RUNG_VM_DIRECT=1/0 forces either way.
@@ -96,35 +100,51 @@ else
 	install -m 755 "$here/l1-init.sh" "$st/init"
 	(cd "$st" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) | gzip -1 >"$L1I"
 	rm -rf "$st"
-	append="console=ttyS0 quiet panic=-1"
+	# A soft lockup in L1 panics it (softlockup_panic; panic=-1 with -no-reboot ends QEMU):
+	# a wedged L1 costs 2 x watchdog_thresh, not the whole timeout, and its console keeps
+	# the lockup's backtrace (both CPUs') for the retry's report.
+	append="console=ttyS0 quiet panic=-1 watchdog_thresh=20 softlockup_panic=1 softlockup_all_cpu_backtrace=1"
 	[ -n "${VMTEST_DRIVER:-}" ] && append="$append vmtest_driver=$VMTEST_DRIVER"
 	[ -n "${VMTEST_BENCH:-}" ] && append="$append vmtest_bench=$VMTEST_BENCH"
 	[ -n "${VMTEST_ONLY_BENCH:-}" ] && append="$append vmtest_only_bench=$VMTEST_ONLY_BENCH"
 	[ -n "${VMTEST_TRACE:-}" ] && append="$append vmtest_trace=$VMTEST_TRACE"
 	[ -n "${VMTEST_VERBOSE:-}" ] && append="$append vmtest_verbose=$VMTEST_VERBOSE"
 	[ -n "${VMTEST_ONLY:-}" ] && append="$append vmtest_only=$(echo "$VMTEST_ONLY" | tr " " ,)"
+	# The bound: at most 2 tries (one retry, only when L1 never reported), each killed
+	# after $limit s, so a hung L1 costs at most one extra $limit s. Never more tries.
+	limit=${RUNG_VM_TIMEOUT:-600}
+	smp=${RUNG_L1_SMP:-2}
 	for try in 1 2; do
-		log "L1 boot (try $try): qemu TCG -cpu max -smp 2 -m 2048, timeout ${RUNG_VM_TIMEOUT:-600}s"
+		log "L1 boot (try $try of at most 2): qemu TCG -cpu max -smp $smp -m 3072, timeout ${limit}s"
 		t0=$(date +%s)
-		timeout -k 5 "${RUNG_VM_TIMEOUT:-600}" qemu-system-x86_64 -accel tcg,thread=multi -cpu max \
-			-M pc -smp 2 -m 2048 -nographic -no-reboot -nodefaults -serial stdio -monitor none \
+		rm -f "$OUT/l1.rc"
+		{ timeout -k 5 "$limit" qemu-system-x86_64 -accel tcg,thread=multi -cpu max \
+			-M pc -smp "$smp" -m 3072 -nographic -no-reboot -nodefaults -serial stdio -monitor none \
 			-kernel "$l1/vmlinuz" -initrd "$L1I" -append "$append" \
 			-drive "file=$OUT/payload.img,if=virtio,format=raw,readonly=on" \
-			</dev/null 2>&1 | sed -u 's/\r$//' | tee "$results.try$try" | grep --line-buffered -E '^(VMTEST|VMBENCH|L1)' || true
+			</dev/null 2>&1; echo $? >"$OUT/l1.rc"; } | sed -u 's/\r$//' | tee "$results.try$try" |
+			grep --line-buffered -E '^(VMTEST|VMBENCH|L1)' || true
 		cp "$results.try$try" "$results"
-		log "L1 run took $(($(date +%s) - t0)) s"
+		took=$(($(date +%s) - t0))
+		log "L1 run took $took s (qemu status $(cat "$OUT/l1.rc" 2>/dev/null || echo '?'))"
 		grep -q '^VMTEST-SUMMARY' "$results" && break
 		grep -q '^L1-DONE' "$results" && break # finished without a summary: do not retry
-		log "L1 did not finish (try $try); last console lines:"
-		tail -n 20 "$results" >&2
+		why=$(grep -m 1 -oE 'soft lockup - CPU#[0-9]+ stuck for [0-9]+s! \[[^]]*\]|rcu_preempt self-detected stall|Kernel panic - not syncing: [^\r]*' "$results" || true)
+		[ -n "$why" ] || why="no summary within ${limit}s (qemu status $(cat "$OUT/l1.rc" 2>/dev/null || echo '?'))"
+		log "L1 did not finish (try $try after $took s): $why; last console lines:"
+		tail -n 40 "$results" >&2
+		if [ "$try" = 1 ]; then
+			retried="try 1 failed after $took s: $why (console: $results.try1)"
+			log "RETRY: the one retry of this stage; $retried"
+		fi
 	done
 fi
 log "whole stage took $(($(date +%s) - t_start)) s"
 sum=$(grep '^VMTEST-SUMMARY' "$results" | tail -n 1)
 if [ -z "$sum" ]; then
-	echo "0 passed, 1 failed (the L1 run never reported; see $results)"
+	echo "0 passed, 1 failed (the L1 run never reported; see $results)${retried:+; $retried}"
 	exit 1
 fi
 set -- $sum
-echo "$2 passed, $4 failed ($6 skipped; log $results)"
+echo "$2 passed, $4 failed ($6 skipped; log $results)${retried:+ AFTER A RETRY: $retried}"
 [ "$4" = 0 ]
