@@ -30,6 +30,8 @@ for a in $(cat /proc/cmdline); do
 	vmtest_shell=1) SHELL_=1 ;;
 	esac
 done
+# A heartbeat for run-l1.sh, which stops an L1 that prints nothing for a while (wedged).
+(while sleep 20; do echo "hb $(cut -d' ' -f1 /proc/uptime)"; done) &
 echo "L1 tests start uptime $(cut -d' ' -f1 /proc/uptime)"
 chroot /p /bin/sh /rung/l1-tests.sh
 echo "L1-DONE rc=$? uptime $(cut -d' ' -f1 /proc/uptime)"

@@ -13,7 +13,8 @@
 #
 # Inputs (env): KERNEL (guest bzImage), INITRAMFS, VMTEST (rung-vmtest), VMM (rung-vmm,
 # optional), OUT (work dir, default build/vm), RUNG_VM_TIMEOUT (s per L1 run, 600),
-# RUNG_L1_SMP (L1 vCPUs, 2),
+# RUNG_L1_SMP (L1 vCPUs, 2), RUNG_VM_QUIET (s without L1 console output before it is
+# stopped as wedged, 150),
 # VMTEST_DRIVER, VMTEST_BENCH, VMTEST_ONLY_BENCH.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -114,22 +115,45 @@ else
 	# after $limit s, so a hung L1 costs at most one extra $limit s. Never more tries.
 	limit=${RUNG_VM_TIMEOUT:-600}
 	smp=${RUNG_L1_SMP:-2}
+	quiet=${RUNG_VM_QUIET:-150}
 	for try in 1 2; do
 		log "L1 boot (try $try of at most 2): qemu TCG -cpu max -smp $smp -m 3072, timeout ${limit}s"
 		t0=$(date +%s)
 		rm -f "$OUT/l1.rc"
+		: >"$results.try$try"
 		{ timeout -k 5 "$limit" qemu-system-x86_64 -accel tcg,thread=multi -cpu max \
 			-M pc -smp "$smp" -m 3072 -nographic -no-reboot -nodefaults -serial stdio -monitor none \
 			-kernel "$l1/vmlinuz" -initrd "$L1I" -append "$append" \
 			-drive "file=$OUT/payload.img,if=virtio,format=raw,readonly=on" \
-			</dev/null 2>&1; echo $? >"$OUT/l1.rc"; } | sed -u 's/\r$//' | tee "$results.try$try" |
-			grep --line-buffered -E '^(VMTEST|VMBENCH|L1)' || true
+			</dev/null 2>&1 &
+		  echo $! >"$OUT/l1.pid"; rc=0; wait $! || rc=$?; echo $rc >"$OUT/l1.rc"; } | sed -u 's/\r$//' | tee "$results.try$try" |
+			grep --line-buffered -E '^(VMTEST|VMBENCH|L1)' &
+		l1_pipe=$!
+		# No console output for $quiet s (l1-init.sh prints a heartbeat every 20 s): L1 is
+		# wedged whole (no CPU left to panic it); stop it now, not at the timeout.
+		sz=-1 still=0
+		while kill -0 "$l1_pipe" 2>/dev/null; do
+			sleep 5
+			nsz=$(wc -c <"$results.try$try")
+			if [ "$nsz" = "$sz" ]; then still=$((still + 5)); else still=0 sz=$nsz; fi
+			if [ "$still" -ge "$quiet" ]; then
+				log "L1 printed nothing for $still s: stopping it"
+				echo "check-vm: L1 silent for $still s" >>"$results.try$try"
+				kill -TERM "$(cat "$OUT/l1.pid")" 2>/dev/null
+				break
+			fi
+		done
+		wait "$l1_pipe" || true
 		cp "$results.try$try" "$results"
 		took=$(($(date +%s) - t0))
 		log "L1 run took $took s (qemu status $(cat "$OUT/l1.rc" 2>/dev/null || echo '?'))"
 		grep -q '^VMTEST-SUMMARY' "$results" && break
 		grep -q '^L1-DONE' "$results" && break # finished without a summary: do not retry
-		why=$(grep -m 1 -oE 'soft lockup - CPU#[0-9]+ stuck for [0-9]+s! \[[^]]*\]|rcu_preempt self-detected stall|Kernel panic - not syncing: [^\r]*' "$results" || true)
+		why=""
+		for pat in 'soft lockup - CPU#[0-9]+ stuck for [0-9]+s! \[[^]]*\]' 'rcu_preempt self-detected stall' \
+			'Kernel panic - not syncing: .*' 'L1 silent for [0-9]+ s'; do
+			[ -n "$why" ] || why=$(grep -m 1 -oE "$pat" "$results" || true)
+		done
 		[ -n "$why" ] || why="no summary within ${limit}s (qemu status $(cat "$OUT/l1.rc" 2>/dev/null || echo '?'))"
 		log "L1 did not finish (try $try after $took s): $why; last console lines:"
 		tail -n 40 "$results" >&2
