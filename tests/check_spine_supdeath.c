@@ -5,6 +5,12 @@
  * real process that really dies: a threaded caller re-execs `rung __supervise` ($RUNG_BIN),
  * and $RUNG_BIN is a script that writes a line to the sandbox's supervisor.log (the store is
  * named in the handoff on fd 4) and then kills itself or exits. Tagged "root".
+ *
+ * And one cause of such deaths on the vm rung: the supervisor's boot probe (connect to the
+ * agent socket, PING) writes to a connection rung-vmm has already dropped (the guest agent
+ * was not listening yet: the guest answered RST), and SIGPIPE killed the supervisor (forked
+ * from a caller with SIGPIPE at its default, as a test or a library user is). A frame write
+ * to a dropped peer fails with EPIPE instead.
  */
 #include <check.h>
 #include <pthread.h>
@@ -12,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "tests/check_spine_util.h"
@@ -94,6 +102,38 @@ START_TEST(test_supervisor_exit_says_status)
 }
 END_TEST
 
+/* What rung-vmm does to a host connection whose guest port answered RST: accept, close. */
+START_TEST(test_ping_to_dropped_probe_fails_without_sigpipe)
+{
+	signal(SIGPIPE, SIG_DFL);
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/agent.sock", spine_base());
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	ck_assert_uint_lt(strlen(path), sizeof(a.sun_path));
+	strcpy(a.sun_path, path);
+	unlink(path);
+	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(l, 0);
+	ck_assert_int_eq(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(l, 4), 0);
+	for (int round = 0; round < 3; round++) {
+		struct rung_err err = {0};
+		int fd = rt_agent_connect(path, &err);
+		ck_assert_msg(fd >= 0, "%s", err.msg);
+		int s = accept(l, NULL, NULL);
+		ck_assert_int_ge(s, 0);
+		close(s); /* the VMM dropped it before the probe's PING */
+		int r = rt_agent_ping(fd, 500, &err);
+		close(fd);
+		ck_assert_msg(r < 0, "ping to a dropped connection succeeded");
+		ck_assert_msg(err.code == EPIPE || err.code == ECONNRESET, "ping: %s (code %d)",
+			      err.msg, err.code);
+	}
+	close(l);
+	unlink(path);
+}
+END_TEST
+
 Suite *spine_supdeath_suite(void)
 {
 	Suite *s = suite_create("spine_supdeath");
@@ -103,6 +143,7 @@ Suite *spine_supdeath_suite(void)
 	tcase_add_unchecked_fixture(tc, spine_base_setup, spine_base_teardown);
 	tcase_add_test(tc, test_supervisor_killed_says_signal);
 	tcase_add_test(tc, test_supervisor_exit_says_status);
+	tcase_add_test(tc, test_ping_to_dropped_probe_fails_without_sigpipe);
 	suite_add_tcase(s, tc);
 	return s;
 }
