@@ -24,6 +24,30 @@ VMM=${VMM:-}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 log() { echo "check-vm: $*" >&2; }
+# l1_state TIMEOUT_PID: a wedged L1 seen from outside: each QEMU thread's state and CPU time
+# twice, 2 s apart (vCPU threads spinning, or all asleep: a QEMU deadlock), then every L1
+# vCPU's registers from QEMU's monitor (twice: does RIP move?).
+l1_state() {
+	qp=$(cat "/proc/$1/task/$1/children" 2>/dev/null | cut -d' ' -f1)
+	[ -n "$qp" ] || { echo "l1-state: no QEMU under pid $1"; return; }
+	for n in 1 2; do
+		echo "l1-state: QEMU $qp threads (name state utime stime, clock ticks) sample $n"
+		for t in /proc/"$qp"/task/*; do
+			echo "  $(cut -d' ' -f2,3,14,15 "$t/stat" 2>/dev/null) wchan=$(cat "$t/wchan" 2>/dev/null)"
+		done
+		python3 - "$OUT/l1.mon" <<'PY' 2>&1 | grep -E '^(RIP|RAX|RSP|CS |SS |CR0|EFL|CPU|HLT)|CPL|^l1-state' | sed 's/^/  /'
+import socket, sys, time
+try:
+    s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(sys.argv[1])
+    time.sleep(0.3); s.recv(65536)
+    s.sendall(b"info registers -a\n"); time.sleep(1.5)
+    print(s.recv(1 << 20).decode(errors="replace").replace("\r", ""))
+except Exception as e:
+    print(f"l1-state: monitor: {e}")
+PY
+		[ $n = 1 ] && sleep 2
+	done
+}
 t_start=$(date +%s)
 
 . "$here/copy-libs.sh"
@@ -122,7 +146,8 @@ else
 		rm -f "$OUT/l1.rc"
 		: >"$results.try$try"
 		{ timeout -k 5 "$limit" qemu-system-x86_64 -accel tcg,thread=multi -cpu max \
-			-M pc -smp "$smp" -m 3072 -nographic -no-reboot -nodefaults -serial stdio -monitor none \
+			-M pc -smp "$smp" -m 3072 -nographic -no-reboot -nodefaults -serial stdio \
+			-monitor "unix:$OUT/l1.mon,server=on,wait=off" \
 			-kernel "$l1/vmlinuz" -initrd "$L1I" -append "$append" \
 			-drive "file=$OUT/payload.img,if=virtio,format=raw,readonly=on" \
 			</dev/null 2>&1 &
@@ -132,13 +157,16 @@ else
 		# No console output for $quiet s (l1-init.sh prints a heartbeat every 20 s): L1 is
 		# wedged whole (no CPU left to panic it); stop it now, not at the timeout.
 		sz=-1 still=0
+		rm -f "$OUT/l1.silent"
 		while kill -0 "$l1_pipe" 2>/dev/null; do
 			sleep 5
 			nsz=$(wc -c <"$results.try$try")
 			if [ "$nsz" = "$sz" ]; then still=$((still + 5)); else still=0 sz=$nsz; fi
 			if [ "$still" -ge "$quiet" ]; then
-				log "L1 printed nothing for $still s: stopping it"
-				echo "check-vm: L1 silent for $still s" >>"$results.try$try"
+				log "L1 printed nothing for $still s: its state, then stopping it"
+				echo "L1 silent for $still s" >"$OUT/l1.silent"
+				l1_state "$(cat "$OUT/l1.pid")" >"$results.try$try.state" 2>&1
+				cat "$results.try$try.state" >&2
 				kill -TERM "$(cat "$OUT/l1.pid")" 2>/dev/null
 				break
 			fi
@@ -149,9 +177,9 @@ else
 		log "L1 run took $took s (qemu status $(cat "$OUT/l1.rc" 2>/dev/null || echo '?'))"
 		grep -q '^VMTEST-SUMMARY' "$results" && break
 		grep -q '^L1-DONE' "$results" && break # finished without a summary: do not retry
-		why=""
+		why=$(cat "$OUT/l1.silent" 2>/dev/null || true)
 		for pat in 'soft lockup - CPU#[0-9]+ stuck for [0-9]+s! \[[^]]*\]' 'rcu_preempt self-detected stall' \
-			'Kernel panic - not syncing: .*' 'L1 silent for [0-9]+ s'; do
+			'Kernel panic - not syncing: .*'; do
 			[ -n "$why" ] || why=$(grep -m 1 -oE "$pat" "$results" || true)
 		done
 		[ -n "$why" ] || why="no summary within ${limit}s (qemu status $(cat "$OUT/l1.rc" 2>/dev/null || echo '?'))"
