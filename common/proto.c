@@ -1,4 +1,6 @@
 #include <poll.h>
+#include <stdbool.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,8 +205,17 @@ int rung_frame_write(int fd, uint8_t type, const void *payload, size_t len, stru
 	struct iovec iov[2] = {{hdr, sizeof(hdr)}, {(void *)payload, len}};
 	size_t total = sizeof(hdr) + len, done = 0;
 	int idx = 0;
+	bool sock = true;
 	while (done < total) {
-		ssize_t n = writev(fd, iov + idx, 2 - idx);
+		/* A socket whose peer is gone fails with EPIPE, never raises SIGPIPE: a VMM that
+		 * drops a boot-time probe must not kill the supervisor writing it, nor an agent
+		 * that died the library's caller. Pipes (ENOTSOCK) get writev. */
+		struct msghdr mh = {.msg_iov = iov + idx, .msg_iovlen = (size_t)(2 - idx)};
+		ssize_t n = sock ? sendmsg(fd, &mh, MSG_NOSIGNAL) : writev(fd, iov + idx, 2 - idx);
+		if (n < 0 && sock && errno == ENOTSOCK) {
+			sock = false;
+			continue;
+		}
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

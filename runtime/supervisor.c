@@ -24,6 +24,8 @@
 
 struct sync_msg {
 	int ok;
+	int died;   /* from the intermediate: the supervisor ended without a report */
+	int status; /* ... with this wait status */
 	struct rung_err err;
 	struct rt_started st;
 };
@@ -312,6 +314,63 @@ static char **sup_env(void)
 }
 
 /*
+ * In the intermediate (a fork of a possibly threaded caller: only async-signal-safe calls):
+ * pass the supervisor's report on, or, when it ends without one, its wait status.
+ */
+static _Noreturn void sup_relay(int q[2], pid_t sup, int out)
+{
+	struct sync_msg msg;
+	close(q[1]);
+	if (rung_read_exact(q[0], &msg, sizeof(msg)) < 0) {
+		memset(&msg, 0, sizeof(msg));
+		msg.died = 1;
+		while (waitpid(sup, &msg.status, 0) < 0 && errno == EINTR)
+			;
+	}
+	rung_write_all(out, &msg, sizeof(msg));
+	_exit(0);
+}
+
+/* The caller's error for a supervisor that died before its report: how, and its last words. */
+static int sup_death(const struct rt_sandbox *sb, int status, struct rung_err *err)
+{
+	/* rung_err's 256 bytes hold the caller's prefix, how, and the log's last ~110 bytes */
+	char how[64], path[4200], buf[512], tail[112] = "";
+	if (WIFSIGNALED(status))
+		snprintf(how, sizeof(how), "killed by signal %d (SIG%s)", WTERMSIG(status),
+			 sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
+	else
+		snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(status));
+	snprintf(path, sizeof(path), "%s/supervisor.log", sb->dir);
+	cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+		off_t at = st.st_size > (off_t)sizeof(buf) - 1 ? st.st_size - (off_t)sizeof(buf) + 1 : 0;
+		ssize_t n = pread(fd, buf, sizeof(buf) - 1, at);
+		while (n > 0 && buf[n - 1] == '\n')
+			n--;
+		/* the last lines that fit, newlines as " | " */
+		size_t k = sizeof(tail) - 1;
+		tail[k] = '\0';
+		for (ssize_t i = n - 1; i >= 0 && k > 3; i--) {
+			char c = buf[i];
+			if (c == '\n') {
+				memcpy(tail + k - 3, " | ", 3);
+				k -= 3;
+			} else {
+				tail[--k] = c >= 0x20 && c < 0x7f ? c : '?';
+			}
+		}
+		memmove(tail, tail + k, sizeof(tail) - k);
+	}
+	if (!tail[0])
+		return rung_err_set(err, EIO, "sandbox supervisor died during setup: %s; "
+				    "its supervisor.log is empty", how);
+	return rung_err_set(err, EIO, "sandbox supervisor died during setup: %s; "
+			    "its supervisor.log ends: \"%s\"", how, tail);
+}
+
+/*
  * Fork (twice, setsid) the supervisor. From a multi-threaded caller (the daemon) the child
  * re-execs `rung __supervise` instead of running on in a copy of the caller's memory: no
  * inherited locks held by other threads, no copy of other requests' data.
@@ -347,13 +406,23 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 		close(p[0]);
 		setsid();
 		signal(SIGHUP, SIG_IGN);
-		pid_t s = fork();
-		if (s != 0)
-			_exit(s < 0 ? 1 : 0);
-		if (handoff < 0)
-			supervisor_main(sb, ops, p[1]);
+		/* The intermediate stays until the supervisor reports, so that a supervisor
+		 * that dies first is reaped here and its wait status reaches the caller. */
+		int q[2];
 		struct sync_msg msg = {0};
-		if (dup2(p[1], 3) < 0 || dup2(handoff, 4) < 0) {
+		pid_t s = -1;
+		if (pipe2(q, O_CLOEXEC) < 0 || (s = fork()) < 0) {
+			rung_err_sys(&msg.err, errno, "start the supervisor");
+			rung_write_all(p[1], &msg, sizeof(msg));
+			_exit(1);
+		}
+		if (s != 0)
+			sup_relay(q, s, p[1]);
+		close(q[0]);
+		close(p[1]);
+		if (handoff < 0)
+			supervisor_main(sb, ops, q[1]);
+		if (dup2(q[1], 3) < 0 || dup2(handoff, 4) < 0) {
 			rung_err_sys(&msg.err, errno, "supervisor fds");
 		} else {
 			syscall(SYS_close_range, 5, ~0U, 0);
@@ -361,7 +430,7 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 			execve(sb->router->rung_path, argv, envp);
 			rung_err_sys(&msg.err, errno, "exec %s __supervise", sb->router->rung_path);
 		}
-		rung_write_all(p[1], &msg, sizeof(msg));
+		rung_write_all(q[1], &msg, sizeof(msg));
 		_exit(1);
 	}
 	close(p[1]);
@@ -374,7 +443,9 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 	close(p[0]);
 	waitpid(pid, NULL, 0);
 	if (r < 0)
-		return rung_err_set(err, EIO, "sandbox supervisor died during setup");
+		return rung_err_set(err, EIO, "sandbox supervisor died during setup (no report)");
+	if (msg.died)
+		return sup_death(sb, msg.status, err);
 	if (!msg.ok) {
 		*err = msg.err;
 		err->msg[sizeof(err->msg) - 1] = '\0';

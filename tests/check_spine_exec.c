@@ -57,14 +57,13 @@ START_TEST(test_timeout_kills_daemons)
 	fx_open(&f, NULL);
 	char needle[64], script[1024];
 	snprintf(needle, sizeof(needle), "sleep %d", 600000 + (int)(getpid() % 100000));
-	/* A setsid'd shell whose child double-forks a daemon, plus plain children. The script
-	 * waits (bounded) until its four background sleeps run, not a fixed time: on a loaded
-	 * machine 0.3 s was sometimes too short for the last fork. */
+	/* A setsid'd shell whose child double-forks a daemon, plus plain children. "started"
+	 * once the 4 background sleeps run (or after 3 s: a loaded nested guest needs more
+	 * than a fixed 0.3 s to start them). */
 	snprintf(script, sizeof(script),
-		 "setsid sh -c '(%s &); (setsid %s &); exec %s' & %s & i=0; "
-		 "while [ $(ps -eo args= | grep -c '^%s') -lt 4 ] && [ $i -lt 40 ]; do "
-		 "sleep 0.05; i=$((i+1)); done; "
-		 "echo started $(ps -eo args= | grep -c '^%s'); exec %s",
+		 "setsid sh -c '(%s &); (setsid %s &); exec %s' & %s & end=$(($(date +%%s) + 3)); "
+		 "while [ $(ps -eo args= | grep -c '^%s') -lt 4 ] && [ $(date +%%s) -lt $end ]; "
+		 "do sleep 0.1; done; echo started $(ps -eo args= | grep -c '^%s'); exec %s",
 		 needle, needle, needle, needle, needle, needle, needle);
 	ck_assert_int_eq(spine_count_cmdline(needle), 0);
 	/* a nested guest (the vm rung in the test stage) needs seconds for the script's own ps */

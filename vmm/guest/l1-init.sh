@@ -14,7 +14,8 @@ for m in $(cat /modules.order); do
 	opt=""; [ "$m" = kvm-amd ] && opt="nested=1"
 	insmod "/modules/$m.ko" $opt || echo "L1 insmod $m FAILED"
 done
-[ -c /dev/kvm ] && echo "L1 /dev/kvm present (kvm_amd nested=$(cat /sys/module/kvm_amd/parameters/nested 2>/dev/null))" || echo "L1 /dev/kvm ABSENT"
+kp() { for p in "$@"; do printf ' %s=%s' "$p" "$(cat /sys/module/kvm_amd/parameters/$p 2>/dev/null)"; done; }
+[ -c /dev/kvm ] && echo "L1 /dev/kvm present (kvm_amd$(kp nested npt avic vgif vls nrips); clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource))" || echo "L1 /dev/kvm ABSENT"
 i=0; while [ ! -b /dev/vda ] && [ $i -lt 100 ]; do usleep 100000; i=$((i + 1)); done
 mount -o ro /dev/vda /p || echo "L1 cannot mount payload /dev/vda"
 mount -t proc proc /p/proc && mount -t sysfs sys /p/sys && mount -o bind /dev /p/dev &&
@@ -30,6 +31,8 @@ for a in $(cat /proc/cmdline); do
 	vmtest_shell=1) SHELL_=1 ;;
 	esac
 done
+# A heartbeat for run-l1.sh, which stops an L1 that prints nothing for a while (wedged).
+(while sleep 20; do echo "hb $(cut -d' ' -f1 /proc/uptime)"; done) &
 echo "L1 tests start uptime $(cut -d' ' -f1 /proc/uptime)"
 chroot /p /bin/sh /rung/l1-tests.sh
 echo "L1-DONE rc=$? uptime $(cut -d' ' -f1 /proc/uptime)"

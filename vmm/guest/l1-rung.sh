@@ -72,10 +72,11 @@ else
 		cs_rc=$?
 		cs_res=$(grep -E '^[0-9]+%: Checks' "$W/$cs_suite.log" | tail -n 1)
 		if [ "$cs_rc" = 0 ] && ! grep -q 'skipped' "$W/$cs_suite.log" && [ -n "$cs_res" ]; then
-			pass "$cs_test" "$cs_suite suite ($cs_res) in $(ms_since "$cs_t0") ms: $cs_what"
+			pass "$cs_test" "$cs_suite suite ($cs_res) in $(ms_since "$cs_t0") ms: $cs_what (L1 after it: $(grep -E 'MemAvailable|Shmem:' /proc/meminfo | tr -s ' ' | tr '\n' ' '))"
 		else
 			fail "$cs_test" "rc=$cs_rc $(grep -E 'Checks|:F:|:E:|skip' "$W/$cs_suite.log" | tr '\n' ' ' | cut -c1-800)"
-			dmesg | grep -iE 'segfault|trap' | tail -n 3
+			dmesg | grep -iE 'segfault|trap|oom|killed process|soft lockup|stall' | tail -n 5
+			grep -E 'MemAvailable|Shmem:' /proc/meminfo | tr -s ' ' | tr '\n' ' '; echo
 			if [ "${VMTEST_VERBOSE:-0}" = 1 ]; then cat "$W/$cs_suite.log"; else dump "$cs_suite" "$W/$cs_suite.log"; fi
 		fi
 	}

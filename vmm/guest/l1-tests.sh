@@ -88,7 +88,7 @@ vm_wait_exit() {
 	wait "$pid"
 	vm_rc=$?
 }
-vexec() { id=$1; shift; "$VT" exec "$(vm_addr "$id")" -t 20000 "$@"; }
+vexec() { id=$1; shift; "$VT" exec "$(vm_addr "$id")" -t 60000 "$@"; } # slow when L1 is loaded
 upper() { rm -f "$1"; "$P/rung/mkdisk.sh" upper "$1" 256 >/dev/null; }
 dump() { echo "---- $1 (last lines of $2)"; tail -n 15 "$2" 2>/dev/null | sed 's/^/    /'; }
 

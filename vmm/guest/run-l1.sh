@@ -6,11 +6,15 @@
 # the test script) and an L1 initramfs (busybox, the cloud kernel's kvm/virtio/vhost
 # modules, l1-init.sh). If the host has a working /dev/kvm the tests run right here; else L1
 # boots under QEMU TCG with an AMD SVM CPU (-cpu max), with a timeout and ONE retry when
-# L1 never got to print its summary (TCG boots occasionally hang).
+# L1 never got to print its summary (TCG boots occasionally hang; a soft lockup panics L1).
+# The retry is loud: a "check-vm: RETRY:" line with the reason, and the last line says
+# "AFTER A RETRY". Worst case: 2 x RUNG_VM_TIMEOUT.
 # Prints the VMTEST/VMBENCH lines and "N passed, N failed"; exit 0 only if all passed.
 #
 # Inputs (env): KERNEL (guest bzImage), INITRAMFS, VMTEST (rung-vmtest), VMM (rung-vmm,
 # optional), OUT (work dir, default build/vm), RUNG_VM_TIMEOUT (s per L1 run, 600),
+# RUNG_L1_SMP (L1 vCPUs, 2), RUNG_VM_QUIET (s without L1 console output before it is
+# stopped as wedged, 150),
 # VMTEST_DRIVER, VMTEST_BENCH, VMTEST_ONLY_BENCH.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,6 +24,30 @@ VMM=${VMM:-}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 log() { echo "check-vm: $*" >&2; }
+# l1_state TIMEOUT_PID: a wedged L1 seen from outside: each QEMU thread's state and CPU time
+# twice, 2 s apart (vCPU threads spinning, or all asleep: a QEMU deadlock), then every L1
+# vCPU's registers from QEMU's monitor (twice: does RIP move?).
+l1_state() {
+	qp=$(cat "/proc/$1/task/$1/children" 2>/dev/null | cut -d' ' -f1)
+	[ -n "$qp" ] || { echo "l1-state: no QEMU under pid $1"; return; }
+	for n in 1 2; do
+		echo "l1-state: QEMU $qp threads (name state utime stime, clock ticks) sample $n"
+		for t in /proc/"$qp"/task/*; do
+			echo "  $(cut -d' ' -f2,3,14,15 "$t/stat" 2>/dev/null) wchan=$(cat "$t/wchan" 2>/dev/null)"
+		done
+		python3 - "$OUT/l1.mon" <<'PY' 2>&1 | grep -E '^(RIP|RAX|RSP|CS |SS |CR0|EFL|CPU|HLT)|CPL|^l1-state' | sed 's/^/  /'
+import socket, sys, time
+try:
+    s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(sys.argv[1])
+    time.sleep(0.3); s.recv(65536)
+    s.sendall(b"info registers -a\n"); time.sleep(1.5)
+    print(s.recv(1 << 20).decode(errors="replace").replace("\r", ""))
+except Exception as e:
+    print(f"l1-state: monitor: {e}")
+PY
+		[ $n = 1 ] && sleep 2
+	done
+}
 t_start=$(date +%s)
 
 . "$here/copy-libs.sh"
@@ -64,6 +92,7 @@ fi
 
 # --- run here if the host has KVM ----------------------------------------------------------
 results=$OUT/l1-console.log
+retried=""
 # This CI host has a /dev/kvm node that answers KVM_GET_API_VERSION but cannot boot Linux
 # (no svm/vmx in cpuinfo; SeaBIOS runs, the kernel never prints): only trust /dev/kvm
 # when the CPU advertises hardware virtualisation. RUNG_VM_DIRECT=1/0 forces either way.
@@ -96,35 +125,78 @@ else
 	install -m 755 "$here/l1-init.sh" "$st/init"
 	(cd "$st" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) | gzip -1 >"$L1I"
 	rm -rf "$st"
-	append="console=ttyS0 quiet panic=-1"
+	# A soft lockup in L1 panics it (softlockup_panic; panic=-1 with -no-reboot ends QEMU):
+	# a wedged L1 costs 2 x watchdog_thresh, not the whole timeout, and its console keeps
+	# the lockup's backtrace (both CPUs') for the retry's report.
+	append="console=ttyS0 quiet panic=-1 watchdog_thresh=20 softlockup_panic=1 softlockup_all_cpu_backtrace=1"
 	[ -n "${VMTEST_DRIVER:-}" ] && append="$append vmtest_driver=$VMTEST_DRIVER"
 	[ -n "${VMTEST_BENCH:-}" ] && append="$append vmtest_bench=$VMTEST_BENCH"
 	[ -n "${VMTEST_ONLY_BENCH:-}" ] && append="$append vmtest_only_bench=$VMTEST_ONLY_BENCH"
 	[ -n "${VMTEST_TRACE:-}" ] && append="$append vmtest_trace=$VMTEST_TRACE"
 	[ -n "${VMTEST_VERBOSE:-}" ] && append="$append vmtest_verbose=$VMTEST_VERBOSE"
 	[ -n "${VMTEST_ONLY:-}" ] && append="$append vmtest_only=$(echo "$VMTEST_ONLY" | tr " " ,)"
+	# The bound: at most 2 tries (one retry, only when L1 never reported), each killed
+	# after $limit s, so a hung L1 costs at most one extra $limit s. Never more tries.
+	limit=${RUNG_VM_TIMEOUT:-600}
+	smp=${RUNG_L1_SMP:-2}
+	quiet=${RUNG_VM_QUIET:-150}
 	for try in 1 2; do
-		log "L1 boot (try $try): qemu TCG -cpu max -smp 2 -m 2048, timeout ${RUNG_VM_TIMEOUT:-600}s"
+		log "L1 boot (try $try of at most 2): qemu TCG -cpu max -smp $smp -m 3072, timeout ${limit}s"
 		t0=$(date +%s)
-		timeout -k 5 "${RUNG_VM_TIMEOUT:-600}" qemu-system-x86_64 -accel tcg,thread=multi -cpu max \
-			-M pc -smp 2 -m 2048 -nographic -no-reboot -nodefaults -serial stdio -monitor none \
+		rm -f "$OUT/l1.rc"
+		: >"$results.try$try"
+		{ timeout -k 5 "$limit" qemu-system-x86_64 -accel tcg,thread=multi -cpu max \
+			-M pc -smp "$smp" -m 3072 -nographic -no-reboot -nodefaults -serial stdio \
+			-monitor "unix:$OUT/l1.mon,server=on,wait=off" \
 			-kernel "$l1/vmlinuz" -initrd "$L1I" -append "$append" \
 			-drive "file=$OUT/payload.img,if=virtio,format=raw,readonly=on" \
-			</dev/null 2>&1 | sed -u 's/\r$//' | tee "$results.try$try" | grep --line-buffered -E '^(VMTEST|VMBENCH|L1)' || true
+			</dev/null 2>&1 &
+		  echo $! >"$OUT/l1.pid"; rc=0; wait $! || rc=$?; echo $rc >"$OUT/l1.rc"; } | sed -u 's/\r$//' | tee "$results.try$try" |
+			grep --line-buffered -E '^(VMTEST|VMBENCH|L1)' &
+		l1_pipe=$!
+		# No console output for $quiet s (l1-init.sh prints a heartbeat every 20 s): L1 is
+		# wedged whole (no CPU left to panic it); stop it now, not at the timeout.
+		sz=-1 still=0
+		rm -f "$OUT/l1.silent"
+		while kill -0 "$l1_pipe" 2>/dev/null; do
+			sleep 5
+			nsz=$(wc -c <"$results.try$try")
+			if [ "$nsz" = "$sz" ]; then still=$((still + 5)); else still=0 sz=$nsz; fi
+			if [ "$still" -ge "$quiet" ]; then
+				log "L1 printed nothing for $still s: its state, then stopping it"
+				echo "L1 silent for $still s" >"$OUT/l1.silent"
+				l1_state "$(cat "$OUT/l1.pid")" >"$results.try$try.state" 2>&1
+				cat "$results.try$try.state" >&2
+				kill -TERM "$(cat "$OUT/l1.pid")" 2>/dev/null
+				break
+			fi
+		done
+		wait "$l1_pipe" || true
 		cp "$results.try$try" "$results"
-		log "L1 run took $(($(date +%s) - t0)) s"
+		took=$(($(date +%s) - t0))
+		log "L1 run took $took s (qemu status $(cat "$OUT/l1.rc" 2>/dev/null || echo '?'))"
 		grep -q '^VMTEST-SUMMARY' "$results" && break
 		grep -q '^L1-DONE' "$results" && break # finished without a summary: do not retry
-		log "L1 did not finish (try $try); last console lines:"
-		tail -n 20 "$results" >&2
+		why=$(cat "$OUT/l1.silent" 2>/dev/null || true)
+		for pat in 'soft lockup - CPU#[0-9]+ stuck for [0-9]+s! \[[^]]*\]' 'rcu_preempt self-detected stall' \
+			'Kernel panic - not syncing: .*'; do
+			[ -n "$why" ] || why=$(grep -m 1 -oE "$pat" "$results" || true)
+		done
+		[ -n "$why" ] || why="no summary within ${limit}s (qemu status $(cat "$OUT/l1.rc" 2>/dev/null || echo '?'))"
+		log "L1 did not finish (try $try after $took s): $why; last console lines:"
+		tail -n 40 "$results" >&2
+		if [ "$try" = 1 ]; then
+			retried="try 1 failed after $took s: $why (console: $results.try1)"
+			log "RETRY: the one retry of this stage; $retried"
+		fi
 	done
 fi
 log "whole stage took $(($(date +%s) - t_start)) s"
 sum=$(grep '^VMTEST-SUMMARY' "$results" | tail -n 1)
 if [ -z "$sum" ]; then
-	echo "0 passed, 1 failed (the L1 run never reported; see $results)"
+	echo "0 passed, 1 failed (the L1 run never reported; see $results)${retried:+; $retried}"
 	exit 1
 fi
 set -- $sum
-echo "$2 passed, $4 failed ($6 skipped; log $results)"
+echo "$2 passed, $4 failed ($6 skipped; log $results)${retried:+ AFTER A RETRY: $retried}"
 [ "$4" = 0 ]
