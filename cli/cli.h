@@ -12,6 +12,12 @@ struct cli {
 	bool json;
 	bool deployed;
 	struct rung_router *router; /* opened lazily by cli_router() */
+	/* remote: a client of `rung serve` on socket (cli/remote.h); token: RUNG_TOKEN */
+	const char *socket;
+	const char *token;
+	bool remote;
+	bool root;
+	struct curl_fns *curl; /* libcurl, loaded on the first remote request */
 };
 
 struct cli_cmd {

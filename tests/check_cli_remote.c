@@ -1,0 +1,256 @@
+/*
+ * tests/check_cli_remote.c: the rung CLI as an unprivileged user, a client of a real `rung
+ * serve` (started by the test on a socket in a temp dir) whose tokens file maps uids to
+ * scopes: acquire/exec/write/read/ls/dispose/run through the CLI as that uid, another uid's
+ * scope sees 404, an unmapped uid and unusable sockets get messages that say what to do.
+ */
+#include <grp.h>
+#include <sys/stat.h>
+
+#include "server/server.h"
+#include "tests/server_testlib.h"
+
+#define U1 61001 /* "uid U1 scope-u1" */
+#define U2 61002 /* "uid U2 scope-u2" */
+#define U3 61003 /* no line */
+
+struct out {
+	int status; /* exit status, or 128+signal */
+	char o[65536];
+	char e[8192];
+};
+
+/* Run the test's copy of rung as uid (and gid) with no groups; env_socket: RUNG_SOCKET. */
+static void rung_as(const struct srvt *t, uid_t uid, const char *env_socket, const char *in,
+		    struct out *res, const char *const *args)
+{
+	char bin[400];
+	snprintf(bin, sizeof(bin), "%s/rung", t->dir);
+	const char *argv[32] = {bin};
+	int n = 1;
+	for (; args && *args && n < 31; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	int pin[2], pout[2], perr[2];
+	ck_assert_int_eq(pipe(pin), 0);
+	ck_assert_int_eq(pipe(pout), 0);
+	ck_assert_int_eq(pipe(perr), 0);
+	pid_t p = fork();
+	ck_assert_int_ge(p, 0);
+	if (p == 0) {
+		dup2(pin[0], 0);
+		dup2(pout[1], 1);
+		dup2(perr[1], 2);
+		close(pin[1]);
+		close(pout[0]);
+		close(perr[0]);
+		if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+		    setresuid(uid, uid, uid) < 0 || geteuid() != uid)
+			_exit(121); /* never run the CLI as root by mistake */
+		char envs[400];
+		snprintf(envs, sizeof(envs), "RUNG_SOCKET=%s", env_socket ? env_socket : "");
+		char *envp[] = {"PATH=/usr/bin:/bin", env_socket ? envs : NULL, NULL};
+		execve(bin, (char *const *)argv, envp);
+		_exit(127);
+	}
+	close(pin[0]);
+	close(pout[1]);
+	close(perr[1]);
+	if (in)
+		ck_assert_int_eq(write(pin[1], in, strlen(in)), (ssize_t)strlen(in));
+	close(pin[1]);
+	char *o, *e;
+	size_t ol, el;
+	srvt_read_all(pout[0], &o, &ol, 60000);
+	srvt_read_all(perr[0], &e, &el, 5000);
+	close(pout[0]);
+	close(perr[0]);
+	int st;
+	waitpid(p, &st, 0);
+	res->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	snprintf(res->o, sizeof(res->o), "%s", o);
+	snprintf(res->e, sizeof(res->e), "%s", e);
+	free(o);
+	free(e);
+	ck_assert_msg(res->status != 121, "could not drop to uid %u", (unsigned)uid);
+}
+
+#define RUNG(t, uid, in, res, ...)                                                                 \
+	rung_as(t, uid, NULL, in, res, (const char *const[]){__VA_ARGS__, NULL})
+
+/* A daemon on a world-connectable socket, and a copy of build/rung any uid can execute. */
+static void setup(struct srvt *t)
+{
+	char tokens[512];
+	snprintf(tokens, sizeof(tokens),
+		 "uid %u scope-u1\n" TOK_A " scope-u1\n"
+		 "unix-peer-uid:%u scope-u2   # the older spelling\n" TOK_B " scope-u2\n",
+		 U1, U2);
+	srvt_setup(t, tokens);
+	const char *extra[] = {"--socket-mode", "0666", NULL};
+	srvt_start(t, 0, extra);
+	char src[4200], dst[400];
+	snprintf(src, sizeof(src), "%s/rung", rung_test_build_dir());
+	snprintf(dst, sizeof(dst), "%s/rung", t->dir);
+	pid_t p = fork();
+	if (p == 0) {
+		execl("/bin/cp", "cp", src, dst, (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	waitpid(p, &st, 0);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "cp %s", src);
+	ck_assert_int_eq(chmod(dst, 0755), 0);
+}
+
+START_TEST(uid_scopes_through_the_cli)
+{
+	RUNG_REQUIRE_ROOT(); /* the daemon creates sandboxes; the clients drop to other uids */
+	struct srvt t;
+	setup(&t);
+	const char *S = t.sock[0];
+	struct out r;
+
+	RUNG(&t, U1, NULL, &r, "--socket", S, "acquire", "--thread", "t1", "--agent", "a1");
+	ck_assert_msg(r.status == 0, "acquire: %d %s", r.status, r.e);
+	char id[65];
+	snprintf(id, sizeof(id), "%.*s", (int)strcspn(r.o, "\n"), r.o);
+	ck_assert_int_ge(strlen(id), 16);
+
+	/* the same key again: the same sandbox (--json: created false), RUNG_SOCKET this time */
+	rung_as(&t, U1, S, NULL, &r,
+		(const char *const[]){"--json", "acquire", "--thread", "t1", "--agent", "a1",
+				      NULL});
+	ck_assert_msg(r.status == 0 && strstr(r.o, id) && strstr(r.o, "\"created\": false"),
+		      "%d %s %s", r.status, r.o, r.e);
+
+	RUNG(&t, U1, NULL, &r, "--socket", S, "exec", id, "--", "/bin/echo", "hi");
+	ck_assert_msg(r.status == 0 && !strcmp(r.o, "hi\n"), "%d [%s] %s", r.status, r.o, r.e);
+	RUNG(&t, U1, NULL, &r, "--socket", S, "exec", id, "--", "/bin/sh", "-c",
+	     "echo out; echo err >&2; exit 7");
+	ck_assert_msg(r.status == 7 && !strcmp(r.o, "out\n") && !strcmp(r.e, "err\n"),
+		      "%d [%s] [%s]", r.status, r.o, r.e);
+	RUNG(&t, U1, NULL, &r, "--socket", S, "--json", "exec", id, "--", "/bin/echo", "hi");
+	ck_assert_msg(r.status == 0 && strstr(r.o, "\"stdout\":\"hi\\n\"") &&
+			  strstr(r.o, "\"exit_code\":0") && strstr(r.o, id),
+		      "%d %s", r.status, r.o);
+
+	RUNG(&t, U1, "hello file\n", &r, "--socket", S, "write", id, "dir/f.txt");
+	ck_assert_msg(r.status == 0, "write: %d %s", r.status, r.e);
+	RUNG(&t, U1, NULL, &r, "--socket", S, "read", id, "dir/f.txt");
+	ck_assert_msg(r.status == 0 && !strcmp(r.o, "hello file\n"), "%d [%s] %s", r.status, r.o,
+		      r.e);
+	RUNG(&t, U1, "echo $((6*7))\n", &r, "--socket", S, "run-code", id, "--lang", "sh");
+	ck_assert_msg(r.status == 0 && !strcmp(r.o, "42\n"), "%d [%s] %s", r.status, r.o, r.e);
+	RUNG(&t, U1, NULL, &r, "--socket", S, "ls");
+	ck_assert_msg(r.status == 0 && strstr(r.o, id) && strstr(r.o, "scope-u1"), "%d %s %s",
+		      r.status, r.o, r.e);
+	RUNG(&t, U1, NULL, &r, "--socket", S, "inspect", id);
+	ck_assert_msg(r.status == 0 && strstr(r.o, id), "%d %s %s", r.status, r.o, r.e);
+
+	/* another uid, another scope: the sandbox does not exist for it (404: exit 3) */
+	RUNG(&t, U2, NULL, &r, "--socket", S, "exec", id, "--", "/bin/echo", "hi");
+	ck_assert_msg(r.status == 3 && !r.o[0] && strstr(r.e, "rung: "), "%d [%s] %s", r.status,
+		      r.o, r.e);
+	RUNG(&t, U2, NULL, &r, "--socket", S, "read", id, "dir/f.txt");
+	ck_assert_msg(r.status == 3 && !r.o[0], "%d [%s] %s", r.status, r.o, r.e);
+	RUNG(&t, U2, NULL, &r, "--socket", S, "--json", "dispose", id);
+	ck_assert_msg(r.status == 3 && strstr(r.o, "\"errno\": 2"), "%d [%s] %s", r.status, r.o,
+		      r.e);
+	RUNG(&t, U2, NULL, &r, "--socket", S, "ls");
+	ck_assert_msg(r.status == 0 && !strstr(r.o, id), "%d %s", r.status, r.o);
+
+	/* an unmapped uid: refused, and told what to ask for */
+	RUNG(&t, U3, NULL, &r, "--socket", S, "ls");
+	char want[128];
+	snprintf(want, sizeof(want), "no scope for uid %u", U3);
+	ck_assert_msg(r.status == 1 && strstr(r.e, want) && strstr(r.e, "uid 61003 SCOPE"),
+		      "%d %s", r.status, r.e);
+
+	/* run: a fresh sandbox for the command, gone afterwards */
+	RUNG(&t, U1, NULL, &r, "--socket", S, "run", "--", "/bin/sh", "-c", "echo ran; exit 3");
+	ck_assert_msg(r.status == 3 && !strcmp(r.o, "ran\n"), "%d [%s] %s", r.status, r.o, r.e);
+	RUNG(&t, U1, NULL, &r, "--socket", S, "--json", "ls");
+	ck_assert_msg(r.status == 0 && strstr(r.o, id) && !strstr(r.o, "\"agent\": \"cli\""),
+		      "%d %s", r.status, r.o);
+
+	RUNG(&t, U1, NULL, &r, "--socket", S, "dispose", id);
+	ck_assert_msg(r.status == 0, "dispose: %d %s", r.status, r.e);
+	RUNG(&t, U1, NULL, &r, "--socket", S, "exec", id, "--", "/bin/true");
+	ck_assert_msg(r.status == 3, "exec after dispose: %d %s", r.status, r.e);
+	srvt_teardown(&t);
+}
+END_TEST
+
+START_TEST(no_way_in_says_what_to_do)
+{
+	RUNG_REQUIRE_ROOT();
+	struct srvt t;
+	setup(&t);
+	struct out r;
+	char missing[400];
+	snprintf(missing, sizeof(missing), "%s/none.sock", t.dir);
+	RUNG(&t, U1, NULL, &r, "--socket", missing, "ls");
+	ck_assert_msg(r.status == 1 && strstr(r.e, "no rung daemon listens on") &&
+			  strstr(r.e, "rung serve"),
+		      "%d %s", r.status, r.e);
+	/* a socket this uid may not connect to: join its group */
+	const char *extra[] = {"--socket-mode", "0660", NULL};
+	srvt_start(&t, 1, extra);
+	RUNG(&t, U1, NULL, &r, "--socket", t.sock[1], "ls");
+	ck_assert_msg(r.status == 1 && strstr(r.e, "permission denied") &&
+			  strstr(r.e, "usermod -aG") && strstr(r.e, "as root"),
+		      "%d %s", r.status, r.e);
+	/* nothing given, not root: the default socket, or what to do without it */
+	struct stat st;
+	if (stat("/run/rung/rung.sock", &st) < 0) {
+		RUNG(&t, U1, NULL, &r, "ls");
+		ck_assert_msg(r.status == 1 && strstr(r.e, "not root") &&
+				  strstr(r.e, "sudo rung") && strstr(r.e, "--socket"),
+			      "%d %s", r.status, r.e);
+	} else {
+		fprintf(stderr, "no_way_in_says_what_to_do: /run/rung/rung.sock exists here: "
+				"the no-socket message is not checked\n");
+	}
+	srvt_teardown(&t);
+}
+END_TEST
+
+START_TEST(uid_line_parses)
+{
+	struct srv_tokens tk;
+	struct rung_err err = {0};
+	const char *text = "uid 1000 dev-box\nunix-peer-uid:1001 other\n";
+	ck_assert_int_eq(srv_tokens_parse(text, strlen(text), &tk, &err), 0);
+	struct srv_caller c = {.unix_peer = true, .uid = 1000};
+	ck_assert_str_eq(srv_auth(&tk, &c), "dev-box");
+	c.uid = 1001;
+	ck_assert_str_eq(srv_auth(&tk, &c), "other");
+	c.uid = 1002;
+	ck_assert_ptr_null(srv_auth(&tk, &c));
+	srv_tokens_release(&tk);
+	const char *bad[] = {"uid x dev\n", "uid 1000\n", "uid 1000 a b\n",
+			     "uid 7 a\nunix-peer-uid:7 b\n"};
+	for (size_t i = 0; i < 4; i++) {
+		int r = srv_tokens_parse(bad[i], strlen(bad[i]), &tk, &err);
+		ck_assert_msg(r < 0, "accepted: %s", bad[i]);
+	}
+	ck_assert_ptr_nonnull(strstr(err.msg, "already given"));
+}
+END_TEST
+
+Suite *cli_remote_suite(void)
+{
+	Suite *s = suite_create("cli_remote");
+	TCase *tp = tcase_create("parse");
+	tcase_set_timeout(tp, 10);
+	tcase_add_test(tp, uid_line_parses);
+	suite_add_tcase(s, tp);
+	TCase *tc = tcase_create("daemon-root");
+	tcase_set_timeout(tc, 120);
+	tcase_set_tags(tc, "root");
+	tcase_add_test(tc, uid_scopes_through_the_cli);
+	tcase_add_test(tc, no_way_in_says_what_to_do);
+	suite_add_tcase(s, tc);
+	return s;
+}
