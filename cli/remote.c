@@ -104,8 +104,8 @@ int cli_remote_check(const struct cli *c, struct rung_err *err)
 				    "again), or run rung as root",
 				    who, g ? g->gr_name : "(the socket's group)");
 	}
-	if (e == ENOENT || e == ECONNREFUSED)
-		return rung_err_set(err, e,
+	if (e == ENOENT || e == ECONNREFUSED) /* (not ENOENT: exit 3 means "no such sandbox") */
+		return rung_err_set(err, ECONNREFUSED,
 				    "no rung daemon listens on %s. Start it (sudo systemctl start "
 				    "rung, or rung serve --socket %s --tokens FILE as root), or run "
 				    "rung as root",

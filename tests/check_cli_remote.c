@@ -143,7 +143,7 @@ START_TEST(uid_scopes_through_the_cli)
 	RUNG(&t, U1, "echo $((6*7))\n", &r, "--socket", S, "run-code", id, "--lang", "sh");
 	ck_assert_msg(r.status == 0 && !strcmp(r.o, "42\n"), "%d [%s] %s", r.status, r.o, r.e);
 	RUNG(&t, U1, NULL, &r, "--socket", S, "ls");
-	ck_assert_msg(r.status == 0 && strstr(r.o, id) && strstr(r.o, "scope-u1"), "%d %s %s",
+	ck_assert_msg(r.status == 0 && strstr(r.o, id) && strstr(r.o, "running"), "%d %s %s",
 		      r.status, r.o, r.e);
 	RUNG(&t, U1, NULL, &r, "--socket", S, "inspect", id);
 	ck_assert_msg(r.status == 0 && strstr(r.o, id), "%d %s %s", r.status, r.o, r.e);
