@@ -18,6 +18,7 @@ struct cli {
 	bool remote;
 	bool root;
 	struct curl_fns *curl; /* libcurl, loaded on the first remote request */
+	char hint[512];        /* what to do about the last error, printed by cli_fail */
 };
 
 struct cli_cmd {

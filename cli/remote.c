@@ -65,21 +65,7 @@ void cli_remote_close(struct cli *c)
 	c->curl = NULL;
 }
 
-/* The socket's owner, group and mode, for an error message. */
-static void describe_socket(const char *path, char *out, size_t n)
-{
-	struct stat st;
-	if (stat(path, &st) < 0) {
-		snprintf(out, n, "%s", path);
-		return;
-	}
-	struct group *g = getgrgid(st.st_gid);
-	struct passwd *p = getpwuid(st.st_uid);
-	snprintf(out, n, "%s (owner %s, group %s, mode %04o)", path, p ? p->pw_name : "?",
-		 g ? g->gr_name : "?", (unsigned)(st.st_mode & 07777));
-}
-
-int cli_remote_check(const struct cli *c, struct rung_err *err)
+int cli_remote_check(struct cli *c, struct rung_err *err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (strlen(c->socket) >= sizeof(sa.sun_path))
@@ -93,23 +79,25 @@ int cli_remote_check(const struct cli *c, struct rung_err *err)
 	close(fd);
 	if (r == 0)
 		return 0;
-	char who[512];
-	describe_socket(c->socket, who, sizeof(who));
 	struct stat st;
 	if ((e == EACCES || e == EPERM) && stat(c->socket, &st) == 0) {
 		struct group *g = getgrgid(st.st_gid);
+		struct passwd *p = getpwuid(st.st_uid);
+		snprintf(c->hint, sizeof(c->hint),
+			 "rung: the socket's owner is %s, its group %s, its mode %04o: join that "
+			 "group (sudo usermod -aG %s $USER, then log in again), or run rung as root\n",
+			 p ? p->pw_name : "?", g ? g->gr_name : "?", (unsigned)(st.st_mode & 07777),
+			 g ? g->gr_name : "GROUP");
 		return rung_err_set(err, EACCES,
-				    "cannot use the rung daemon's socket %s: permission denied. "
-				    "Join its group (sudo usermod -aG %s $USER, then log in "
-				    "again), or run rung as root",
-				    who, g ? g->gr_name : "(the socket's group)");
+				    "cannot use the rung daemon's socket %s: permission denied",
+				    c->socket);
 	}
-	if (e == ENOENT || e == ECONNREFUSED) /* (not ENOENT: exit 3 means "no such sandbox") */
-		return rung_err_set(err, ECONNREFUSED,
-				    "no rung daemon listens on %s. Start it (sudo systemctl start "
-				    "rung, or rung serve --socket %s --tokens FILE as root), or run "
-				    "rung as root",
-				    c->socket, c->socket);
+	if (e == ENOENT || e == ECONNREFUSED) { /* (not ENOENT: exit 3 means "no such sandbox") */
+		snprintf(c->hint, sizeof(c->hint),
+			 "rung: start it (sudo systemctl start rung, or as root: rung serve --socket "
+			 "%s --tokens FILE), or run rung as root\n", c->socket);
+		return rung_err_set(err, ECONNREFUSED, "no rung daemon listens on %s", c->socket);
+	}
 	return rung_err_sys(err, e, "connect %s", c->socket);
 }
 
@@ -129,13 +117,15 @@ int cli_remote_select(struct cli *c, const char *env_socket, bool is_root, struc
 		c->remote = true;
 		return 0;
 	}
-	return rung_err_set(err, EACCES,
-			    "not root, and no rung daemon socket at %s. Either run rung as root "
-			    "(sudo rung ...), or start the daemon (sudo systemctl start rung) and "
-			    "join the group that owns its socket, or point --socket PATH / "
-			    "RUNG_SOCKET at a running `rung serve`; its tokens file must map you "
-			    "to a scope (a line \"uid %u SCOPE\")",
-			    CLI_DEFAULT_SOCKET, (unsigned)getuid());
+	snprintf(c->hint, sizeof(c->hint),
+		 "rung: either run rung as root (sudo rung ...),\n"
+		 "rung: or start the daemon (sudo systemctl start rung) and join the group that "
+		 "owns its socket,\n"
+		 "rung: or point --socket PATH or RUNG_SOCKET at a running `rung serve`;\n"
+		 "rung: the daemon's tokens file maps your uid to a scope: a line \"uid %u SCOPE\"\n",
+		 (unsigned)getuid());
+	return rung_err_set(err, EACCES, "not root, and no rung daemon socket at %s",
+			    CLI_DEFAULT_SOCKET);
 }
 
 static size_t on_body(char *p, size_t size, size_t n, void *ud)
@@ -181,7 +171,7 @@ static int status_errno(long s)
 	}
 }
 
-int cli_http_error(const struct cli *c, struct cli_http *h, struct rung_err *err)
+int cli_http_error(struct cli *c, struct cli_http *h, struct rung_err *err)
 {
 	const char *msg = NULL;
 	json_t *j = h->body ? json_loadb(h->body, h->len, 0, NULL) : NULL;
@@ -190,14 +180,15 @@ int cli_http_error(const struct cli *c, struct cli_http *h, struct rung_err *err
 		msg = json_string_value(json_object_get(e, "message"));
 	int code = status_errno(h->status);
 	int r;
-	if (h->status == 401 && !c->token)
-		r = rung_err_set(err, code,
-				 "the rung daemon on %s has no scope for uid %u: ask its "
-				 "administrator for a line \"uid %u SCOPE\" in its tokens file (or set "
-				 "RUNG_TOKEN to a token of yours)",
-				 c->socket, (unsigned)getuid(), (unsigned)getuid());
-	else
+	if (h->status == 401 && !c->token) {
+		snprintf(c->hint, sizeof(c->hint),
+			 "rung: ask its administrator for a line \"uid %u SCOPE\" in its tokens "
+			 "file, or set RUNG_TOKEN to a token of yours\n", (unsigned)getuid());
+		r = rung_err_set(err, code, "the rung daemon on %s has no scope for uid %u",
+				 c->socket, (unsigned)getuid());
+	} else {
 		r = rung_err_set(err, code, "%s", msg ? msg : "the daemon answered an error");
+	}
 	json_decref(j);
 	return r;
 }

@@ -23,13 +23,13 @@ struct cli_http {
  * --state-dir was given, else the default socket when it exists; else an error that says
  * what to do. */
 int cli_remote_select(struct cli *c, const char *env_socket, bool is_root, struct rung_err *err);
-/* Connect once to c->socket: 0, or an error that says what to do. */
-int cli_remote_check(const struct cli *c, struct rung_err *err);
+/* Connect once to c->socket: 0, or an error (and c->hint: what to do). */
+int cli_remote_check(struct cli *c, struct rung_err *err);
 /* One request; 0 when an HTTP answer came (any status: see h->status). */
 int cli_http_do(struct cli *c, struct cli_http *h, const char *method, const char *path,
 		const char *const *headers, const void *body, size_t blen, struct rung_err *err);
 /* An HTTP error answer as a rung_err (errno from the status, the daemon's message). */
-int cli_http_error(const struct cli *c, struct cli_http *h, struct rung_err *err);
+int cli_http_error(struct cli *c, struct cli_http *h, struct rung_err *err);
 void cli_http_release(struct cli_http *h);
 void cli_remote_close(struct cli *c);
 
