@@ -171,13 +171,67 @@ START_TEST(uid_scopes_through_the_cli)
 	RUNG(&t, U1, NULL, &r, "--socket", S, "run", "--", "/bin/sh", "-c", "echo ran; exit 3");
 	ck_assert_msg(r.status == 3 && !strcmp(r.o, "ran\n"), "%d [%s] %s", r.status, r.o, r.e);
 	RUNG(&t, U1, NULL, &r, "--socket", S, "--json", "ls");
-	ck_assert_msg(r.status == 0 && strstr(r.o, id) && !strstr(r.o, "\"agent\": \"cli\""),
-		      "%d %s", r.status, r.o);
+	const char *first = strstr(r.o, "\"id\"");
+	ck_assert_msg(r.status == 0 && strstr(r.o, id) && first && !strstr(first + 1, "\"id\""),
+		      "the run's sandbox is left: %d %s", r.status, r.o);
 
 	RUNG(&t, U1, NULL, &r, "--socket", S, "dispose", id);
 	ck_assert_msg(r.status == 0, "dispose: %d %s", r.status, r.e);
 	RUNG(&t, U1, NULL, &r, "--socket", S, "exec", id, "--", "/bin/true");
 	ck_assert_msg(r.status == 3, "exec after dispose: %d %s", r.status, r.e);
+	srvt_teardown(&t);
+}
+END_TEST
+
+/* `rung run` interrupted (SIGINT while the command runs): the sandbox is disposed, exit 130. */
+START_TEST(run_interrupted_disposes)
+{
+	RUNG_REQUIRE_ROOT();
+	struct srvt t;
+	setup(&t);
+	const char *S = t.sock[0];
+	char bin[400], errlog[400];
+	snprintf(bin, sizeof(bin), "%s/rung", t.dir);
+	snprintf(errlog, sizeof(errlog), "%s/run.err", t.dir);
+	pid_t p = fork();
+	ck_assert_int_ge(p, 0);
+	if (p == 0) {
+		int fd = open(errlog, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0666);
+		if (fd < 0 || dup2(fd, 2) < 0 || setgroups(0, NULL) < 0 ||
+		    setresgid(U1, U1, U1) < 0 || setresuid(U1, U1, U1) < 0)
+			_exit(121);
+		char *envp[] = {"PATH=/usr/bin:/bin", NULL};
+		execve(bin, (char *const[]){bin, "--socket", (char *)S, "run", "--", "/bin/sleep",
+					     "30", NULL},
+		       envp);
+		_exit(127);
+	}
+	struct out r;
+	bool running = false;
+	for (int k = 0; k < 200 && !running; k++) {
+		RUNG(&t, U1, NULL, &r, "--socket", S, "--json", "ls");
+		running = strstr(r.o, "\"state\": \"running\""); /* the only sandbox of U1 */
+		if (!running)
+			usleep(50000);
+	}
+	ck_assert_msg(running, "the run's sandbox never showed up: %s", r.o);
+	usleep(300000); /* the exec is under way */
+	uint64_t t0 = srvt_now_ms();
+	kill(p, SIGINT);
+	int st;
+	waitpid(p, &st, 0);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 130, "status %d", st);
+	ck_assert_msg(srvt_now_ms() - t0 < 10000, "took %llu ms",
+		      (unsigned long long)(srvt_now_ms() - t0));
+	RUNG(&t, U1, NULL, &r, "--socket", S, "--json", "ls");
+	ck_assert_msg(r.status == 0 && !strcmp(r.o, "[]\n"), "left behind: %s", r.o);
+	int fd = open(errlog, O_RDONLY | O_CLOEXEC);
+	char *e;
+	size_t el;
+	srvt_read_all(fd, &e, &el, 1000);
+	close(fd);
+	ck_assert_msg(strstr(e, "interrupted by signal 2; disposing the sandbox"), "%s", e);
+	free(e);
 	srvt_teardown(&t);
 }
 END_TEST
@@ -250,6 +304,7 @@ Suite *cli_remote_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_set_tags(tc, "root");
 	tcase_add_test(tc, uid_scopes_through_the_cli);
+	tcase_add_test(tc, run_interrupted_disposes);
 	tcase_add_test(tc, no_way_in_says_what_to_do);
 	suite_add_tcase(s, tc);
 	return s;
