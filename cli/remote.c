@@ -193,6 +193,41 @@ int cli_http_error(struct cli *c, struct cli_http *h, struct rung_err *err)
 	return r;
 }
 
+/* Percent-encode s (every byte but RFC 3986's unreserved ones) onto out. */
+void cli_url_pct(char *out, size_t n, const char *s)
+{
+	size_t o = strlen(out);
+	for (; *s && o + 4 < n; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		    ch == '-' || ch == '_' || ch == '.' || ch == '~')
+			out[o++] = (char)ch;
+		else
+			o += (size_t)snprintf(out + o, n - o, "%%%02X", ch);
+	}
+	out[o] = '\0';
+}
+
+void cli_url_sb(char *out, size_t n, const char *id, const char *tail)
+{
+	snprintf(out, n, "/v1/sandboxes/");
+	cli_url_pct(out, n, id);
+	if (tail)
+		snprintf(out + strlen(out), n - strlen(out), "%s", tail);
+}
+
+/* One request that must answer 2xx; the body is in h. */
+int cli_http_call(struct cli *c, struct cli_http *h, const char *method, const char *path,
+		  const char *const *hdrs, const void *body, size_t blen, struct rung_err *err)
+{
+	int r = cli_http_do(c, h, method, path, hdrs, body, blen, err);
+	if (r < 0)
+		return r;
+	if (h->status < 200 || h->status > 299)
+		return cli_http_error(c, h, err);
+	return 0;
+}
+
 void cli_http_release(struct cli_http *h)
 {
 	free(h->body);

@@ -31,9 +31,16 @@ int cli_http_do(struct cli *c, struct cli_http *h, const char *method, const cha
 /* An HTTP error answer as a rung_err (errno from the status, the daemon's message). */
 int cli_http_error(struct cli *c, struct cli_http *h, struct rung_err *err);
 void cli_http_release(struct cli_http *h);
+/* cli_http_do, then a non-2xx answer as cli_http_error. */
+int cli_http_call(struct cli *c, struct cli_http *h, const char *method, const char *path,
+		  const char *const *hdrs, const void *body, size_t blen, struct rung_err *err);
+/* Append s percent-encoded (all but RFC 3986's unreserved bytes) to out. */
+void cli_url_pct(char *out, size_t n, const char *s);
+/* out = "/v1/sandboxes/ID" + tail (NULL: none). */
+void cli_url_sb(char *out, size_t n, const char *id, const char *tail);
 void cli_remote_close(struct cli *c);
 
-/* The commands over the socket (cli/cmd-remote.c), called after each command parsed its
+/* The commands over the socket (cli/cmd-remote.c, cli/remote-exec.c), called after each command parsed its
  * arguments exactly as for the local store. */
 int cli_remote_acquire(struct cli *c, const struct rung_key *key, const struct rung_spec *spec,
 		       char id[65], char isolation[16], bool *created, struct rung_err *err);

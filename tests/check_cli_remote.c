@@ -135,6 +135,20 @@ START_TEST(uid_scopes_through_the_cli)
 			  strstr(r.o, "\"exit_code\":0") && strstr(r.o, id),
 		      "%d %s", r.status, r.o);
 
+	/* bytes that are not text come through exactly (the daemon sends them base64) */
+	RUNG(&t, U1, NULL, &r, "--socket", S, "exec", id, "--", "/usr/bin/printf", "a\\001\\377b");
+	ck_assert_msg(r.status == 0 && r.o[0] == 'a' && r.o[1] == 1 && (unsigned char)r.o[2] == 0xff &&
+			  r.o[3] == 'b' && !r.o[4],
+		      "%d [%s] %s", r.status, r.o, r.e);
+	/* a timeout is 124, with the same message as the local path */
+	RUNG(&t, U1, NULL, &r, "--socket", S, "exec", "--timeout", "1", id, "--", "/bin/sleep",
+	     "30");
+	ck_assert_msg(r.status == 124 && strstr(r.e, "timed out after 1000 ms"), "%d %s", r.status,
+		      r.e);
+	RUNG(&t, U1, NULL, &r, "--socket", S, "exec", "--env", "A=b c", "--cwd", "/tmp", id, "--",
+	     "/bin/sh", "-c", "echo \"$A\" $(pwd)");
+	ck_assert_msg(r.status == 0 && !strcmp(r.o, "b c /tmp\n"), "%d [%s] %s", r.status, r.o, r.e);
+
 	RUNG(&t, U1, "hello file\n", &r, "--socket", S, "write", id, "dir/f.txt");
 	ck_assert_msg(r.status == 0, "write: %d %s", r.status, r.e);
 	RUNG(&t, U1, NULL, &r, "--socket", S, "read", id, "dir/f.txt");
