@@ -14,10 +14,7 @@
 #include "common/util.h"
 
 #define cleanup_json __attribute__((cleanup(json_decrefp)))
-static void http_releasep(struct cli_http *h)
-{
-	cli_http_release(h);
-}
+static void http_releasep(struct cli_http *h) { cli_http_release(h); }
 #define cleanup_http __attribute__((cleanup(http_releasep)))
 
 static int call_json(struct cli *c, const char *method, const char *path, json_t **out,
@@ -67,8 +64,8 @@ static void files_path(char *out, size_t n, const char *id, const char *path)
 	cli_url_pct(out, n, path);
 }
 
-int cli_remote_write(struct cli *c, const char *id, const char *path, const char *data,
-		     size_t len, unsigned mode)
+int cli_remote_write(struct cli *c, const char *id, const char *path, const char *data, size_t len,
+		     unsigned mode)
 {
 	char p[8192];
 	files_path(p, sizeof(p) - 16, id, path);
@@ -170,7 +167,8 @@ int cli_remote_ls(struct cli *c, const char *thread)
 	if (c->json)
 		printf("[");
 	else
-		printf("%-32s  %-9s  %-9s  %-16s  %s\n", "ID", "ISOLATION", "STATE", "KIND", "SCOPE");
+		printf("%-32s  %-9s  %-9s  %-16s  %s\n", "ID", "ISOLATION", "STATE", "KIND",
+		       "SCOPE");
 	for (size_t i = 0; i < json_array_size(v); i++) {
 		json_t *o = json_array_get(v, i);
 		if (c->json)
@@ -180,12 +178,14 @@ int cli_remote_ls(struct cli *c, const char *thread)
 			       "\"last_used_ms\": %llu}",
 			       i ? ", " : "", str(o, "id"), str(o, "isolation"), str(o, "state"),
 			       str(o, "kind"), lbl(o, "scope"), lbl(o, "thread"), lbl(o, "agent"),
-			       (unsigned long long)json_integer_value(json_object_get(o, "created_ms")),
+			       (unsigned long long)json_integer_value(
+				   json_object_get(o, "created_ms")),
 			       (unsigned long long)json_integer_value(
 				   json_object_get(o, "last_used_ms")));
 		else
-			printf("%-32s  %-9s  %-9s  %-16s  %.12s\n", str(o, "id"), str(o, "isolation"),
-			       str(o, "state"), str(o, "kind"), lbl(o, "scope"));
+			printf("%-32s  %-9s  %-9s  %-16s  %.12s\n", str(o, "id"),
+			       str(o, "isolation"), str(o, "state"), str(o, "kind"),
+			       lbl(o, "scope"));
 	}
 	if (c->json)
 		printf("]\n");

@@ -12,10 +12,7 @@
 #include "common/util.h"
 
 #define cleanup_json __attribute__((cleanup(json_decrefp)))
-static void http_releasep(struct cli_http *h)
-{
-	cli_http_release(h);
-}
+static void http_releasep(struct cli_http *h) { cli_http_release(h); }
 #define cleanup_http __attribute__((cleanup(http_releasep)))
 
 /* ---- exec and run-code ---------------------------------------------------------------- */
@@ -23,12 +20,12 @@ static void http_releasep(struct cli_http *h)
 struct exec_ctx {
 	struct cli *c;
 	const sigset_t *watch; /* signals that cancel the exec (held), or NULL */
-	int sig;               /* the one that did */
+	int sig;	       /* the one that did */
 	bool broken_pipe;
-	char *line;            /* the NDJSON line being received */
+	char *line; /* the NDJSON line being received */
 	size_t len, cap;
-	json_t *exit;          /* the final {"type":"exit"} line, or a collected result */
-	json_t *error;         /* an {"error": {...}} */
+	json_t *exit;  /* the final {"type":"exit"} line, or a collected result */
+	json_t *error; /* an {"error": {...}} */
 };
 
 static int write_chunk(struct exec_ctx *x, int fd, json_t *o)
@@ -119,8 +116,9 @@ static json_t *exec_body(const struct rung_exec_req *req, const char *lang, bool
 	json_t *o = json_object();
 	if (lang) {
 		json_object_set_new(o, "language", json_string(lang));
-		json_object_set_new(o, "code", json_stringn(req->stdin_data ? req->stdin_data : "",
-							    req->stdin_len));
+		json_object_set_new(
+		    o, "code",
+		    json_stringn(req->stdin_data ? req->stdin_data : "", req->stdin_len));
 	} else {
 		json_t *a = json_array();
 		for (const char *const *v = req->argv; v && *v; v++)
@@ -185,12 +183,13 @@ static int report(struct cli *c, const char *id, json_t *res, uint32_t timeout_m
 		status = 124;
 	if (c->json) {
 		size_t ol = 0, el = 0;
-		char *out = field_bytes(res, "stdout", &ol), *errout = field_bytes(res, "stderr", &el);
-		json_t *o = json_pack("{s:s, s:i, s:i, s:s%, s:s%, s:b, s:b, s:b, s:I}", "id", id,
-				      "exit_code", code, "signal", sig, "stdout", out ? out : "", ol,
-				      "stderr", errout ? errout : "", el, "timed_out", timed_out,
-				      "truncated", truncated, "oom",
-				      json_is_true(json_object_get(res, "oom")), "duration_ms", dur);
+		char *out = field_bytes(res, "stdout", &ol),
+		     *errout = field_bytes(res, "stderr", &el);
+		json_t *o = json_pack(
+		    "{s:s, s:i, s:i, s:s%, s:s%, s:b, s:b, s:b, s:I}", "id", id, "exit_code", code,
+		    "signal", sig, "stdout", out ? out : "", ol, "stderr", errout ? errout : "", el,
+		    "timed_out", timed_out, "truncated", truncated, "oom",
+		    json_is_true(json_object_get(res, "oom")), "duration_ms", dur);
 		if (o) {
 			json_dumpf(o, stdout, JSON_COMPACT);
 			putchar('\n');
@@ -200,8 +199,10 @@ static int report(struct cli *c, const char *id, json_t *res, uint32_t timeout_m
 		free(errout);
 	}
 	if (timed_out)
-		fprintf(stderr, "rung: command timed out after %u ms; every process it started "
-				"was killed\n", timeout_ms ? timeout_ms : (unsigned)dur);
+		fprintf(stderr,
+			"rung: command timed out after %u ms; every process it started "
+			"was killed\n",
+			timeout_ms ? timeout_ms : (unsigned)dur);
 	else if (truncated)
 		fprintf(stderr, "rung: output truncated at the sandbox's output limit\n");
 	return status;
@@ -237,11 +238,12 @@ static int exec_once(struct cli *c, const char *id, const struct rung_exec_req *
 	if (!c->json && x->error) { /* a streamed {"type":"error"} after the 200 */
 		const char *m = json_string_value(json_object_get(x->error, "message"));
 		const char *k = json_string_value(json_object_get(x->error, "code"));
-		int e = !k ? EIO : !strcmp(k, "not_found") ? ENOENT
-			       : !strcmp(k, "timeout")	   ? ETIMEDOUT
-			       : !strcmp(k, "forbidden")   ? EACCES
-			       : !strcmp(k, "conflict")	   ? EBUSY
-							   : EIO;
+		int e = !k			  ? EIO
+			: !strcmp(k, "not_found") ? ENOENT
+			: !strcmp(k, "timeout")	  ? ETIMEDOUT
+			: !strcmp(k, "forbidden") ? EACCES
+			: !strcmp(k, "conflict")  ? EBUSY
+						  : EIO;
 		return rung_err_set(err, e, "%s", m ? m : "the exec failed");
 	}
 	if (h.status < 200 || h.status > 299)
@@ -329,4 +331,3 @@ int cli_remote_run(struct cli *c, const struct rung_key *key, bool anonymous,
 	}
 	return status;
 }
-

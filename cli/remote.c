@@ -42,7 +42,8 @@ static int curl_load(struct curl_fns *f, struct rung_err *err)
 	if (!f->dl)
 		return rung_err_set(err, ENOENT,
 				    "the daemon client needs libcurl (libcurl.so.4): install "
-				    "libcurl4 (%s)", dlerror());
+				    "libcurl4 (%s)",
+				    dlerror());
 	*(void **)&f->init = dlsym(f->dl, "curl_easy_init");
 	*(void **)&f->setopt = dlsym(f->dl, "curl_easy_setopt");
 	*(void **)&f->perform = dlsym(f->dl, "curl_easy_perform");
@@ -83,19 +84,22 @@ int cli_remote_check(struct cli *c, struct rung_err *err)
 	if ((e == EACCES || e == EPERM) && stat(c->socket, &st) == 0) {
 		struct group *g = getgrgid(st.st_gid);
 		struct passwd *p = getpwuid(st.st_uid);
-		snprintf(c->hint, sizeof(c->hint),
-			 "rung: the socket's owner is %s, its group %s, its mode %04o: join that "
-			 "group (sudo usermod -aG %s $USER, then log in again), or run rung as root\n",
-			 p ? p->pw_name : "?", g ? g->gr_name : "?", (unsigned)(st.st_mode & 07777),
-			 g ? g->gr_name : "GROUP");
+		snprintf(
+		    c->hint, sizeof(c->hint),
+		    "rung: the socket's owner is %s, its group %s, its mode %04o: join that "
+		    "group (sudo usermod -aG %s $USER, then log in again), or run rung as root\n",
+		    p ? p->pw_name : "?", g ? g->gr_name : "?", (unsigned)(st.st_mode & 07777),
+		    g ? g->gr_name : "GROUP");
 		return rung_err_set(err, EACCES,
 				    "cannot use the rung daemon's socket %s: permission denied",
 				    c->socket);
 	}
 	if (e == ENOENT || e == ECONNREFUSED) { /* (not ENOENT: exit 3 means "no such sandbox") */
-		snprintf(c->hint, sizeof(c->hint),
-			 "rung: start it (sudo systemctl start rung, or as root: rung serve --socket "
-			 "%s --tokens FILE), or run rung as root\n", c->socket);
+		snprintf(
+		    c->hint, sizeof(c->hint),
+		    "rung: start it (sudo systemctl start rung, or as root: rung serve --socket "
+		    "%s --tokens FILE), or run rung as root\n",
+		    c->socket);
 		return rung_err_set(err, ECONNREFUSED, "no rung daemon listens on %s", c->socket);
 	}
 	return rung_err_sys(err, e, "connect %s", c->socket);
@@ -117,13 +121,14 @@ int cli_remote_select(struct cli *c, const char *env_socket, bool is_root, struc
 		c->remote = true;
 		return 0;
 	}
-	snprintf(c->hint, sizeof(c->hint),
-		 "rung: either run rung as root (sudo rung ...),\n"
-		 "rung: or start the daemon (sudo systemctl start rung) and join the group that "
-		 "owns its socket,\n"
-		 "rung: or point --socket PATH or RUNG_SOCKET at a running `rung serve`;\n"
-		 "rung: the daemon's tokens file maps your uid to a scope: a line \"uid %u SCOPE\"\n",
-		 (unsigned)getuid());
+	snprintf(
+	    c->hint, sizeof(c->hint),
+	    "rung: either run rung as root (sudo rung ...),\n"
+	    "rung: or start the daemon (sudo systemctl start rung) and join the group that "
+	    "owns its socket,\n"
+	    "rung: or point --socket PATH or RUNG_SOCKET at a running `rung serve`;\n"
+	    "rung: the daemon's tokens file maps your uid to a scope: a line \"uid %u SCOPE\"\n",
+	    (unsigned)getuid());
 	return rung_err_set(err, EACCES, "not root, and no rung daemon socket at %s",
 			    CLI_DEFAULT_SOCKET);
 }
@@ -160,14 +165,26 @@ static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c_, curl
 static int status_errno(long s)
 {
 	switch (s) {
-	case 400: case 405: case 415: return EINVAL;
-	case 401: case 403: return EACCES;
-	case 404: return ENOENT;
-	case 409: return EBUSY;
-	case 413: return EFBIG;
-	case 429: case 503: return EAGAIN;
-	case 504: return ETIMEDOUT;
-	default: return EIO;
+	case 400:
+	case 405:
+	case 415:
+		return EINVAL;
+	case 401:
+	case 403:
+		return EACCES;
+	case 404:
+		return ENOENT;
+	case 409:
+		return EBUSY;
+	case 413:
+		return EFBIG;
+	case 429:
+	case 503:
+		return EAGAIN;
+	case 504:
+		return ETIMEDOUT;
+	default:
+		return EIO;
 	}
 }
 
@@ -183,7 +200,8 @@ int cli_http_error(struct cli *c, struct cli_http *h, struct rung_err *err)
 	if (h->status == 401 && !c->token) {
 		snprintf(c->hint, sizeof(c->hint),
 			 "rung: ask its administrator for a line \"uid %u SCOPE\" in its tokens "
-			 "file, or set RUNG_TOKEN to a token of yours\n", (unsigned)getuid());
+			 "file, or set RUNG_TOKEN to a token of yours\n",
+			 (unsigned)getuid());
 		r = rung_err_set(err, code, "the rung daemon on %s has no scope for uid %u",
 				 c->socket, (unsigned)getuid());
 	} else {
@@ -199,8 +217,8 @@ void cli_url_pct(char *out, size_t n, const char *s)
 	size_t o = strlen(out);
 	for (; *s && o + 4 < n; s++) {
 		unsigned char ch = (unsigned char)*s;
-		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-		    ch == '-' || ch == '_' || ch == '.' || ch == '~')
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == '~')
 			out[o++] = (char)ch;
 		else
 			o += (size_t)snprintf(out + o, n - o, "%%%02X", ch);

@@ -40,16 +40,16 @@ void cli_url_pct(char *out, size_t n, const char *s);
 void cli_url_sb(char *out, size_t n, const char *id, const char *tail);
 void cli_remote_close(struct cli *c);
 
-/* The commands over the socket (cli/cmd-remote.c, cli/remote-exec.c), called after each command parsed its
- * arguments exactly as for the local store. */
+/* The commands over the socket (cli/cmd-remote.c, cli/remote-exec.c), called after each command
+ * parsed its arguments exactly as for the local store. */
 int cli_remote_acquire(struct cli *c, const struct rung_key *key, const struct rung_spec *spec,
 		       char id[65], char isolation[16], bool *created, struct rung_err *err);
 int cli_remote_run(struct cli *c, const struct rung_key *key, bool anonymous,
 		   const struct rung_spec *spec, struct rung_exec_req *req);
 int cli_remote_exec(struct cli *c, const char *id, const struct rung_exec_req *req,
 		    const char *lang);
-int cli_remote_write(struct cli *c, const char *id, const char *path, const char *data,
-		     size_t len, unsigned mode);
+int cli_remote_write(struct cli *c, const char *id, const char *path, const char *data, size_t len,
+		     unsigned mode);
 int cli_remote_read(struct cli *c, const char *id, const char *path);
 int cli_remote_simple(struct cli *c, const char *op, const char *id);
 int cli_remote_dispose(struct cli *c, const char *id);

@@ -118,9 +118,9 @@ START_TEST(uid_scopes_through_the_cli)
 	ck_assert_int_ge(strlen(id), 16);
 
 	/* the same key again: the same sandbox (--json: created false), RUNG_SOCKET this time */
-	rung_as(&t, U1, S, NULL, &r,
-		(const char *const[]){"--json", "acquire", "--thread", "t1", "--agent", "a1",
-				      NULL});
+	rung_as(
+	    &t, U1, S, NULL, &r,
+	    (const char *const[]){"--json", "acquire", "--thread", "t1", "--agent", "a1", NULL});
 	ck_assert_msg(r.status == 0 && strstr(r.o, id) && strstr(r.o, "\"created\": false"),
 		      "%d %s %s", r.status, r.o, r.e);
 
@@ -137,8 +137,8 @@ START_TEST(uid_scopes_through_the_cli)
 
 	/* bytes that are not text come through exactly (the daemon sends them base64) */
 	RUNG(&t, U1, NULL, &r, "--socket", S, "exec", id, "--", "/usr/bin/printf", "a\\001\\377b");
-	ck_assert_msg(r.status == 0 && r.o[0] == 'a' && r.o[1] == 1 && (unsigned char)r.o[2] == 0xff &&
-			  r.o[3] == 'b' && !r.o[4],
+	ck_assert_msg(r.status == 0 && r.o[0] == 'a' && r.o[1] == 1 &&
+			  (unsigned char)r.o[2] == 0xff && r.o[3] == 'b' && !r.o[4],
 		      "%d [%s] %s", r.status, r.o, r.e);
 	/* a timeout is 124, with the same message as the local path */
 	RUNG(&t, U1, NULL, &r, "--socket", S, "exec", "--timeout", "1", id, "--", "/bin/sleep",
@@ -147,7 +147,8 @@ START_TEST(uid_scopes_through_the_cli)
 		      r.e);
 	RUNG(&t, U1, NULL, &r, "--socket", S, "exec", "--env", "A=b c", "--cwd", "/tmp", id, "--",
 	     "/bin/sh", "-c", "echo \"$A\" $(pwd)");
-	ck_assert_msg(r.status == 0 && !strcmp(r.o, "b c /tmp\n"), "%d [%s] %s", r.status, r.o, r.e);
+	ck_assert_msg(r.status == 0 && !strcmp(r.o, "b c /tmp\n"), "%d [%s] %s", r.status, r.o,
+		      r.e);
 
 	RUNG(&t, U1, "hello file\n", &r, "--socket", S, "write", id, "dir/f.txt");
 	ck_assert_msg(r.status == 0, "write: %d %s", r.status, r.e);
@@ -178,8 +179,8 @@ START_TEST(uid_scopes_through_the_cli)
 	RUNG(&t, U3, NULL, &r, "--socket", S, "ls");
 	char want[128];
 	snprintf(want, sizeof(want), "no scope for uid %u", U3);
-	ck_assert_msg(r.status == 1 && strstr(r.e, want) && strstr(r.e, "uid 61003 SCOPE"),
-		      "%d %s", r.status, r.e);
+	ck_assert_msg(r.status == 1 && strstr(r.e, want) && strstr(r.e, "uid 61003 SCOPE"), "%d %s",
+		      r.status, r.e);
 
 	/* run: a fresh sandbox for the command, gone afterwards */
 	RUNG(&t, U1, NULL, &r, "--socket", S, "run", "--", "/bin/sh", "-c", "echo ran; exit 3");
@@ -215,8 +216,9 @@ START_TEST(run_interrupted_disposes)
 		    setresgid(U1, U1, U1) < 0 || setresuid(U1, U1, U1) < 0)
 			_exit(121);
 		char *envp[] = {"PATH=/usr/bin:/bin", NULL};
-		execve(bin, (char *const[]){bin, "--socket", (char *)S, "run", "--", "/bin/sleep",
-					     "30", NULL},
+		execve(bin,
+		       (char *const[]){bin, "--socket", (char *)S, "run", "--", "/bin/sleep", "30",
+				       NULL},
 		       envp);
 		_exit(127);
 	}
