@@ -245,7 +245,9 @@ const struct cli_cmd cli_cmds[] = {
 	 SPEC_OPTS_HELP},
 	{"acquire", cli_cmd_acquire, "rung acquire [SPEC-OPTS] --scope S --thread T --agent A",
 	 "Get or create the sandbox for this key and kind; print its id. The same key and kind\n"
-	 "return the same live sandbox (resumed if suspended, files intact).\n\n" SPEC_OPTS_HELP},
+	 "return the same live sandbox (resumed if suspended, files intact). Through the\n"
+	 "daemon (--socket) the scope is the one it maps you to, and --scope is not needed.\n\n"
+	 SPEC_OPTS_HELP},
 	{"exec", cli_cmd_exec, "rung exec [--timeout SEC] [--cwd DIR] [--env K=V]... ID -- CMD [ARG...]",
 	 "Run CMD (an argv, never a shell string) in sandbox ID, streaming its output.\n"
 	 "The exit status is CMD's; 124 on timeout (every process it started is killed).\n"},

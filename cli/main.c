@@ -111,7 +111,9 @@ int main(int argc, char **argv)
 			c.token = getenv("RUNG_TOKEN");
 			if (c.token && !*c.token)
 				c.token = NULL;
-			if (cli_remote_select(&c, getenv("RUNG_SOCKET"), c.root, &err) < 0)
+			const char *sd = getenv("RUNG_STATE_DIR");
+			if (cli_remote_select(&c, getenv("RUNG_SOCKET"), c.root || (sd && *sd),
+					      &err) < 0)
 				return cli_fail(&c, &err);
 		}
 		int r = cmd->run(&c, argc - 1, argv + 1);

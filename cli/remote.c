@@ -105,7 +105,7 @@ int cli_remote_check(struct cli *c, struct rung_err *err)
 	return rung_err_sys(err, e, "connect %s", c->socket);
 }
 
-int cli_remote_select(struct cli *c, const char *env_socket, bool is_root, struct rung_err *err)
+int cli_remote_select(struct cli *c, const char *env_socket, bool local, struct rung_err *err)
 {
 	if (!c->socket && env_socket && *env_socket)
 		c->socket = env_socket;
@@ -113,7 +113,7 @@ int cli_remote_select(struct cli *c, const char *env_socket, bool is_root, struc
 		c->remote = true;
 		return 0;
 	}
-	if (is_root || c->state_dir)
+	if (local || c->state_dir)
 		return 0; /* the local store, as before */
 	struct stat st;
 	if (stat(CLI_DEFAULT_SOCKET, &st) == 0 && S_ISSOCK(st.st_mode)) {

@@ -19,10 +19,10 @@ struct cli_http {
 	void *ud;
 };
 
-/* Choose the transport: --socket, else env_socket (RUNG_SOCKET), else local when root or
- * --state-dir was given, else the default socket when it exists; else an error that says
- * what to do. */
-int cli_remote_select(struct cli *c, const char *env_socket, bool is_root, struct rung_err *err);
+/* Choose the transport: --socket, else env_socket (RUNG_SOCKET), else the local store when
+ * local (root, or RUNG_STATE_DIR set) or --state-dir was given, else the default socket when
+ * it exists; else an error that says what to do (and c->hint). */
+int cli_remote_select(struct cli *c, const char *env_socket, bool local, struct rung_err *err);
 /* Connect once to c->socket: 0, or an error (and c->hint: what to do). */
 int cli_remote_check(struct cli *c, struct rung_err *err);
 /* One request; 0 when an HTTP answer came (any status: see h->status). */
