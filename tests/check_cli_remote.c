@@ -94,10 +94,10 @@ static void setup(struct srvt *t)
 		 "unix-peer-uid:%u scope-u2   # the older spelling\n" TOK_B " scope-u2\n",
 		 U1, U2);
 	srvt_setup(t, tokens);
-	/* No sweeper (the last --gc-interval wins): at 1 s it once removed the cgroup of a
-	 * sandbox being created as an "orphan" (create process sandbox: cgroup: enter pid:
-	 * open .../cgroup.procs: ENOENT), a race of rung_gc with a concurrent create that these
-	 * tests do not test; server_life's sweeper test does. */
+	/* No sweeper (the last --gc-interval wins; 0 is off): at 1 s it removed the cgroup of a
+	 * sandbox being created as an "orphan" ("cgroup gc: removed orphan", then the create
+	 * fails: enter pid: open .../cgroup.procs: ENOENT), a race of rung_gc with a concurrent
+	 * create that this suite is not about. */
 	const char *extra[] = {"--socket-mode", "0666", "--gc-interval", "0", NULL};
 	srvt_start(t, 0, extra);
 	char src[4200], dst[400];
