@@ -94,11 +94,8 @@ static void setup(struct srvt *t)
 		 "unix-peer-uid:%u scope-u2   # the older spelling\n" TOK_B " scope-u2\n",
 		 U1, U2);
 	srvt_setup(t, tokens);
-	/* No sweeper (the last --gc-interval wins; 0 is off): at 1 s it removed the cgroup of a
-	 * sandbox being created as an "orphan" ("cgroup gc: removed orphan", then the create
-	 * fails: enter pid: open .../cgroup.procs: ENOENT), a race of rung_gc with a concurrent
-	 * create that this suite is not about. */
-	const char *extra[] = {"--socket-mode", "0666", "--gc-interval", "0", NULL};
+	/* the sweeper runs every second (srvt_start), as it would beside real users */
+	const char *extra[] = {"--socket-mode", "0666", NULL};
 	srvt_start(t, 0, extra);
 	char src[4200], dst[400];
 	snprintf(src, sizeof(src), "%s/rung", rung_test_build_dir());
@@ -349,7 +346,7 @@ START_TEST(no_way_in_says_what_to_do)
 			  strstr(r.e, "rung serve"),
 		      "%d %s", r.status, r.e);
 	/* a socket this uid may not connect to: join its group */
-	const char *extra[] = {"--socket-mode", "0660", "--gc-interval", "0", NULL};
+	const char *extra[] = {"--socket-mode", "0660", NULL};
 	srvt_start(&t, 1, extra);
 	RUNG(&t, U1, NULL, &r, "--socket", t.sock[1], "ls");
 	ck_assert_msg(r.status == 1 && strstr(r.e, "permission denied") &&
