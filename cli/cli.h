@@ -12,6 +12,13 @@ struct cli {
 	bool json;
 	bool deployed;
 	struct rung_router *router; /* opened lazily by cli_router() */
+	/* remote: a client of `rung serve` on socket (cli/remote.h); token: RUNG_TOKEN */
+	const char *socket;
+	const char *token;
+	bool remote;
+	bool root;
+	struct curl_fns *curl; /* libcurl, loaded on the first remote request */
+	char hint[512];        /* what to do about the last error, printed by cli_fail */
 };
 
 struct cli_cmd {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/remote.h"
 
 /* [--scope S] [--thread T]: 0, or the usage-error exit status. */
 static int scope_opts(const char *cmd, int argc, char **argv, const char **scope,
@@ -29,6 +30,8 @@ CLI_CMD(ls)
 	int u = scope_opts("ls", argc, argv, &scope, &thread);
 	if (u)
 		return u;
+	if (c->remote) /* the daemon lists the caller's scope only */
+		return cli_remote_ls(c, thread);
 	if (thread && !scope)
 		return cli_usage_error("ls", "--thread needs --scope");
 	struct rung_router *r = cli_router(c);
@@ -69,6 +72,8 @@ CLI_CMD(inspect)
 {
 	if (argc != 2)
 		return cli_usage_error("inspect", "usage: rung inspect ID");
+	if (c->remote)
+		return cli_remote_inspect(c, argv[1]);
 	struct rung_router *r = cli_router(c);
 	if (!r)
 		return 1;
@@ -86,6 +91,8 @@ static int one_id(struct cli *c, const char *cmd, int argc, char **argv,
 {
 	if (argc != 2)
 		return cli_usage_error(cmd, "usage: rung %s ID", cmd);
+	if (c->remote)
+		return cli_remote_simple(c, cmd, argv[1]);
 	struct rung_router *r = cli_router(c);
 	if (!r)
 		return 1;
@@ -114,6 +121,8 @@ CLI_CMD(dispose)
 {
 	if (argc != 2)
 		return cli_usage_error("dispose", "usage: rung dispose ID");
+	if (c->remote)
+		return cli_remote_dispose(c, argv[1]);
 	struct rung_router *r = cli_router(c);
 	if (!r)
 		return 1;
@@ -131,6 +140,8 @@ CLI_CMD(dispose_scope)
 	int u = scope_opts("dispose-scope", argc, argv, &scope, &thread);
 	if (u)
 		return u;
+	if (c->remote) /* the daemon disposes in the caller's scope only */
+		return cli_remote_dispose_scope(c, thread);
 	if (!scope)
 		return cli_usage_error("dispose-scope", "--scope is required");
 	struct rung_router *r = cli_router(c);
@@ -234,7 +245,9 @@ const struct cli_cmd cli_cmds[] = {
 	 SPEC_OPTS_HELP},
 	{"acquire", cli_cmd_acquire, "rung acquire [SPEC-OPTS] --scope S --thread T --agent A",
 	 "Get or create the sandbox for this key and kind; print its id. The same key and kind\n"
-	 "return the same live sandbox (resumed if suspended, files intact).\n\n" SPEC_OPTS_HELP},
+	 "return the same live sandbox (resumed if suspended, files intact). Through the\n"
+	 "daemon (--socket) the scope is the one it maps you to, and --scope is not needed.\n\n"
+	 SPEC_OPTS_HELP},
 	{"exec", cli_cmd_exec, "rung exec [--timeout SEC] [--cwd DIR] [--env K=V]... ID -- CMD [ARG...]",
 	 "Run CMD (an argv, never a shell string) in sandbox ID, streaming its output.\n"
 	 "The exit status is CMD's; 124 on timeout (every process it started is killed).\n"},

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/remote.h"
 #include "common/util.h"
 
 /* ud: a bool set when our stdout or stderr is a pipe nobody reads any more. */
@@ -275,6 +276,15 @@ int cli_cmd_run(struct cli *c, int argc, char **argv)
 		key.thread = "default";
 	if (!key.agent)
 		key.agent = "cli";
+	if (c->remote) {
+		req.argv = (const char *const *)argv + cmd_at;
+		if (!req.timeout_ms)
+			req.timeout_ms = so.spec.limits.exec_timeout_s * 1000;
+		int st = cli_remote_run(c, &key, anonymous, &so.spec, &req);
+		rung_spec_release(&so.spec);
+		free(envv);
+		return st;
+	}
 	struct rung_router *r = cli_router(c);
 	if (!r)
 		return 1;
@@ -343,11 +353,23 @@ int cli_cmd_acquire(struct cli *c, int argc, char **argv)
 		}
 		return cli_usage_error("acquire", "unknown argument '%s'", argv[i]);
 	}
-	if (!key.scope || !key.thread || !key.agent)
+	if ((!key.scope && !c->remote) || !key.thread || !key.agent)
 		return cli_usage_error("acquire", "--scope, --thread and --agent are required");
 	struct rung_err err = {0};
 	if (cli_spec_finish(&so, &err) < 0)
 		return cli_fail(c, &err);
+	if (c->remote) { /* the scope is the daemon's for this caller */
+		char id[65], iso[16];
+		bool made;
+		int rc = cli_remote_acquire(c, &key, &so.spec, id, iso, &made, &err);
+		if (rc == 0 && c->json)
+			printf("{\"id\": \"%s\", \"created\": %s, \"isolation\": \"%s\"}\n", id,
+			       made ? "true" : "false", iso);
+		else if (rc == 0)
+			printf("%s\n", id);
+		rung_spec_release(&so.spec);
+		return rc < 0 ? cli_fail(c, &err) : 0;
+	}
 	struct rung_router *r = cli_router(c);
 	struct rung_sandbox *sb;
 	bool created;
@@ -404,6 +426,12 @@ int cli_cmd_exec(struct cli *c, int argc, char **argv)
 	}
 	if (!id || cmd_at < 0)
 		return cli_usage_error("exec", "usage: rung exec [OPTS] ID -- CMD [ARG...]");
+	if (c->remote) {
+		req.argv = (const char *const *)argv + cmd_at;
+		int st = cli_remote_exec(c, id, &req, NULL);
+		free(envv);
+		return st;
+	}
 	struct rung_sandbox *sb;
 	int r = open_sb(c, id, &sb);
 	if (r)
@@ -440,6 +468,11 @@ int cli_cmd_write(struct cli *c, int argc, char **argv)
 	size_t len;
 	if (rung_read_fd_all(0, 1u << 30, &data, &len, &err) < 0)
 		return cli_fail(c, &err);
+	if (c->remote) {
+		int st = cli_remote_write(c, pos[0], pos[1], data, len, mode);
+		free(data);
+		return st;
+	}
 	struct rung_sandbox *sb = NULL;
 	int r = open_sb(c, pos[0], &sb);
 	if (!r && rung_write_file(sb, pos[1], data, len, mode, &err) < 0)
@@ -455,6 +488,8 @@ int cli_cmd_read(struct cli *c, int argc, char **argv)
 {
 	if (argc != 3)
 		return cli_usage_error("read", "usage: rung read ID PATH > DATA");
+	if (c->remote)
+		return cli_remote_read(c, argv[1], argv[2]);
 	struct rung_sandbox *sb;
 	int r = open_sb(c, argv[1], &sb);
 	if (r)
@@ -490,6 +525,14 @@ int cli_cmd_run_code(struct cli *c, int argc, char **argv)
 	size_t len;
 	if (rung_read_fd_all(0, 16u << 20, &code, &len, &err) < 0)
 		return cli_fail(c, &err);
+	if (c->remote) {
+		struct rung_exec_req creq = {.stdin_data = code, .stdin_len = len};
+		int st = strcmp(lang, "python") && strcmp(lang, "python3") && strcmp(lang, "sh")
+			     ? cli_usage_error("run-code", "--lang: '%s' is not python or sh", lang)
+			     : cli_remote_exec(c, id, &creq, lang);
+		free(code);
+		return st;
+	}
 	struct rung_sandbox *sb;
 	int r = open_sb(c, id, &sb);
 	if (r) {

@@ -3,19 +3,26 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/remote.h"
 #include "common/log.h"
 
 static void usage_all(FILE *f)
 {
 	fprintf(f, "rung %s: run untrusted code behind a declared isolation level\n\n"
-		   "usage: rung [--state-dir DIR] [--json] COMMAND [ARGS...]\n\ncommands:\n",
+		   "usage: rung [--state-dir DIR | --socket PATH] [--json] COMMAND [ARGS...]\n\n"
+		   "commands:\n",
 		RUNG_VERSION);
 	for (const struct cli_cmd *c = cli_cmds; c->name; c++)
 		fprintf(f, "  %s\n", c->usage);
 	fprintf(f, "\nglobal options (before or after COMMAND):\n"
 		   "  --state-dir DIR   the store (default $RUNG_STATE_DIR or /var/lib/rung)\n"
+		   "  --socket PATH     be a client of `rung serve` on PATH (default $RUNG_SOCKET;\n"
+		   "                    not root and neither given: " CLI_DEFAULT_SOCKET " if it\n"
+		   "                    exists). The daemon's tokens file maps your uid to a scope\n"
+		   "                    (\"uid UID SCOPE\"); RUNG_TOKEN sends a bearer token instead\n"
 		   "  --json            print one machine-readable JSON object on stdout\n"
 		   "  --help            help for rung or for COMMAND\n");
 }
@@ -24,10 +31,25 @@ static void usage_all(FILE *f)
 static int take_globals(struct cli *c, int *argc, char **argv)
 {
 	int o = 1;
-	bool after = false;
+	bool after = false, own_socket = false; /* serve and image have their own --socket */
 	for (int i = 1; i < *argc; i++) {
 		if (!after && !strcmp(argv[i], "--"))
 			after = true;
+		if (o == 1 && argv[i][0] != '-')
+			own_socket = !strcmp(argv[i], "serve") || !strcmp(argv[i], "image");
+		if (!after && !own_socket && !strncmp(argv[i], "--socket", 8) &&
+		    (argv[i][8] == '=' || argv[i][8] == '\0')) {
+			if (argv[i][8] == '=') {
+				c->socket = argv[i] + 9;
+				continue;
+			}
+			if (i + 1 >= *argc) {
+				fprintf(stderr, "rung: --socket needs a path\n");
+				return -1;
+			}
+			c->socket = argv[++i];
+			continue;
+		}
 		if (!after && !strcmp(argv[i], "--json")) {
 			c->json = true;
 			continue;
@@ -82,8 +104,21 @@ int main(int argc, char **argv)
 		if (cli_want_help(argc - 1, argv + 1) && strcmp(cmd->name, "serve") &&
 		    strcmp(cmd->name, "image"))
 			return cli_print_help(cmd->name);
+		c.root = geteuid() == 0;
+		if (strcmp(cmd->name, "serve") && strcmp(cmd->name, "image") &&
+		    strcmp(cmd->name, "gc")) {
+			struct rung_err err = {0};
+			c.token = getenv("RUNG_TOKEN");
+			if (c.token && !*c.token)
+				c.token = NULL;
+			const char *sd = getenv("RUNG_STATE_DIR");
+			if (cli_remote_select(&c, getenv("RUNG_SOCKET"), c.root || (sd && *sd),
+					      &err) < 0)
+				return cli_fail(&c, &err);
+		}
 		int r = cmd->run(&c, argc - 1, argv + 1);
 		rung_router_free(c.router);
+		cli_remote_close(&c);
 		rung_trace("cli: done");
 		return r;
 	}

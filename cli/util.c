@@ -37,6 +37,12 @@ int cli_fail(struct cli *c, const struct rung_err *err)
 		printf("\"}}\n");
 	}
 	fprintf(stderr, "rung: %s\n", err->msg);
+	if (c && c->hint[0])
+		fputs(c->hint, stderr);
+	if (c && !c->remote && !c->root && !c->hint[0] &&
+	    (err->code == EACCES || err->code == EPERM))
+		fprintf(stderr, "rung: not root: use `rung serve` through its socket instead "
+				"(--socket PATH or RUNG_SOCKET; see rung --help)\n");
 	return err->code == ENOENT ? 3 : 1;
 }
 

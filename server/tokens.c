@@ -182,8 +182,16 @@ int srv_tokens_parse(const char *text, size_t len, struct srv_tokens *out, struc
 			}
 			const char *w1, *w2;
 			size_t l1, l2;
-			bool admin = false;
-			if (word_is(q, ce, "admin")) {
+			bool admin = false, uidline = false;
+			if (word_is(q, ce, "uid")) {
+				/* "uid UID SCOPE": a Unix-socket client running as UID */
+				if (two_words(q + 3, (size_t)(ce - q - 3), &w1, &l1, &w2, &l2) < 0) {
+					r = rung_err_set(err, EINVAL,
+							 "line %u: expected \"uid UID SCOPE\"", lineno);
+					goto fail;
+				}
+				uidline = true;
+			} else if (word_is(q, ce, "admin")) {
 				/* "admin TOKEN": the token is the second word, the scope is fixed */
 				w1 = q + 5;
 				while (*w1 == ' ' || *w1 == '\t')
@@ -210,6 +218,12 @@ int srv_tokens_parse(const char *text, size_t len, struct srv_tokens *out, struc
 			static const char uidp[] = "unix-peer-uid:";
 			if (admin) {
 				c.kind = SRV_CRED_ADMIN;
+			} else if (uidline) {
+				c.kind = SRV_CRED_UNIX_UID;
+				if (parse_uid(w1, l1, &c.uid) < 0) {
+					r = rung_err_set(err, EINVAL, "line %u: bad uid", lineno);
+					goto fail;
+				}
 			} else if (l1 == 1 && w1[0] == '-') {
 				c.kind = SRV_CRED_UNIX_ANY;
 			} else if (l1 > sizeof(uidp) - 1 && !memcmp(w1, uidp, sizeof(uidp) - 1)) {
