@@ -44,24 +44,27 @@ if [ -n "$out" ]; then
 	bad=1
 fi
 
-# Files in the repository (tracked and untracked-but-not-ignored), outside tests/.
-if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-	files=$(git ls-files -co --exclude-standard | grep -v '^tests/' | grep -v '^scripts/check-docs.sh$')
-else
-	files=$(find . -type f ! -path './.git/*' ! -path './build/*' ! -path './tests/*' \
-		! -path './scripts/check-docs.sh' | sed 's|^\./||')
-fi
-pat='\.\./shared([/ `]|$)|/work/shared|shared/(kvm-nested|conformance|hooks|seeds)|(DESIGN|STYLE|PLATFORM)\.md'
-for f in $files; do
-	[ -f "$f" ] || continue
-	hits=$(grep -InE "$pat" "$f" 2>/dev/null) || continue
-	if grep -q 'optional test stage' "$f"; then
-		continue
+# Files in the repository (tracked and untracked-but-not-ignored), outside tests/: one grep.
+list_files() {
+	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+		git ls-files -z -co --exclude-standard
+	else
+		find . -type f ! -path './.git/*' ! -path './build/*' -print0 | sed -z 's|^\./||'
 	fi
-	echo "docs: $f refers to notes outside the repository (use docs/):"
-	printf '%s\n' "$hits"
+}
+pat='\.\./shared([/ `]|$)|/work/shared|shared/(kvm-nested|conformance|hooks|seeds)|(DESIGN|STYLE|PLATFORM)\.md'
+hits=$(list_files | grep -zv -e '^tests/' -e '^scripts/check-docs\.sh$' |
+	xargs -0 grep -HInE "$pat" -- 2>/dev/null)
+offenders=$(printf '%s\n' "$hits" | sed -n 's/^\([^:]*\):[0-9]*:.*/\1/p' | sort -u |
+	while IFS= read -r f; do
+		grep -q 'optional test stage' "$f" && continue
+		echo "docs: $f refers to notes outside the repository (use docs/):"
+		printf '%s\n' "$hits" | grep -F "$f:" | cut -c$((${#f} + 2))-
+	done)
+if [ -n "$offenders" ]; then
+	printf '%s\n' "$offenders"
 	bad=1
-done
+fi
 
 [ $bad = 0 ] && echo "docs: ok"
 exit $bad
