@@ -112,10 +112,15 @@ check-fuzz: $(FUZZERS)
 	  || { tail -40 $(B)/fuzz-$$n.log; exit 1; }; done
 CHECK_STAGES += check-fuzz
 
-# --- layering rule: includes point down only (STYLE.md) -------------------------------------
+# --- layering rule: includes point down only (docs/style.md) -------------------------------
 check-layers:
 	@sh scripts/check-layers.sh
 CHECK_STAGES += check-layers
+
+# --- docs: relative links resolve, nothing refers to notes outside the repository ----------
+check-docs:
+	@sh scripts/check-docs.sh
+CHECK_STAGES += check-docs
 
 setup:
 	sh scripts/setup-deps.sh test
@@ -127,7 +132,7 @@ clean:
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
 
 .SECONDARY:
-.PHONY: all demo check check-unit test-python-image check-fuzz check-layers fuzz setup clean
+.PHONY: all demo check check-unit test-python-image check-fuzz check-layers check-docs fuzz setup clean
 
 # --- benchmarks (bench/README.md) ------------------------------------------------------------
 $(B)/bench/%: bench/%.c $(B)/librung.a

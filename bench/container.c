@@ -5,7 +5,7 @@
  * be in the store (and so unpacked). Prints medians in ms, one "name value" per line.
  * With BUNDLE, each cycle also times, interleaved (so both see the same machine load),
  * `crun run -b BUNDLE` in the wrapper this host needs (unshare -m, umount the cgroup2
- * mount: PLATFORM.md) and the same wrapper around /bin/true.
+ * mount: docs/platform.md) and the same wrapper around /bin/true.
  * usage: container STATE_DIR IMAGE N [BUNDLE]
  */
 #include <spawn.h>

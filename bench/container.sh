@@ -9,7 +9,7 @@
 #         plus the CLI's own process start)
 #   crun: `crun run -b BUNDLE` of a bundle with the same rootfs and the same memory/pids/cpu
 #         limits, in `unshare -m sh -c 'umount /sys/fs/cgroup/unified && exec crun ...'`
-#         (crun 1.8.1 refuses this host's hybrid cgroups otherwise: PLATFORM.md), minus the
+#         (crun 1.8.1 refuses this host's hybrid cgroups otherwise: docs/platform.md), minus the
 #         same wrapper around /bin/true
 set -eu
 cd "$(dirname "$0")/.."

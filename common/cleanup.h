@@ -1,4 +1,4 @@
-/* common/cleanup.h: scope-bound resources (see STYLE.md "Cleanup"). */
+/* common/cleanup.h: scope-bound resources (see docs/style.md, "Cleanup"). */
 #ifndef RUNG_COMMON_CLEANUP_H
 #define RUNG_COMMON_CLEANUP_H
 

@@ -1,4 +1,4 @@
-/* common/err.h: filling struct rung_err (see STYLE.md "Errors"). */
+/* common/err.h: filling struct rung_err (see docs/style.md, "Errors"). */
 #ifndef RUNG_COMMON_ERR_H
 #define RUNG_COMMON_ERR_H
 

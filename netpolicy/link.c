@@ -311,7 +311,7 @@ int np_link_up(const struct np_names *nm, const char *id, int netns_fd, const st
 	rtnl_link_set_name(peer, NP_PEER_IFNAME);
 	rtnl_link_set_ns_fd(peer, netns_fd);
 	rtnl_link_put(peer);
-	/* PLATFORM.md: IFF_UP in the create request fails; up comes in a second request. */
+	/* docs/platform.md: IFF_UP in the create request fails; up comes in a second request. */
 	r = rtnl_link_add(sk, veth, NLM_F_CREATE | NLM_F_EXCL);
 	if (r < 0)
 		return rung_err_set(err, nl2errno(r), "create veth %s: %s", nm->veth,

@@ -1,5 +1,5 @@
 #!/bin/sh
-# STYLE.md: includes point down only. common <- rootfs, netpolicy, vmm (never each other)
+# docs/style.md: includes point down only. common <- rootfs, netpolicy, vmm (never each other)
 # <- runtime <- server, cli. agent uses common only. Fails listing each offending line.
 set -u
 bad=0

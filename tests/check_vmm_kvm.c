@@ -3,7 +3,8 @@
  * bzImage whose 64-bit entry writes "OK" to the UART and resets through the i8042, and one
  * that triple-faults. Exercises /dev/kvm, guest memory, the irqchip, long-mode vCPU setup,
  * port I/O exits, seccomp on every thread, exit reasons and statuses. Skips loudly where
- * /dev/kvm is absent (this project's build machines; see shared/kvm-nested for nested runs).
+ * /dev/kvm is absent (this project's build machines: `make check-vm` runs it nested, see
+ * vmm/guest/README.md).
  */
 #include <asm/bootparam.h>
 #include <check.h>
@@ -107,7 +108,7 @@ static int run_vmm(const uint8_t *code, size_t len, const char *cpus, char *errb
 START_TEST(kvm_boot_reset_and_triple_fault)
 {
 	if (access("/dev/kvm", R_OK | W_OK) != 0)
-		RUNG_SKIP("no /dev/kvm (run under nested KVM, see shared/kvm-nested)");
+		RUNG_SKIP("no /dev/kvm (run under nested KVM: make check-vm, vmm/guest/README.md)");
 	char vmm[512];
 	snprintf(vmm, sizeof(vmm), "%s/rung-vmm", rung_test_build_dir());
 	if (access(vmm, X_OK) != 0)
