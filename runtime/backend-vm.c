@@ -123,11 +123,28 @@ static bool vm_available(const struct rung_router *r, struct rung_err *err)
 	return true;
 }
 
+/* The vm rung gives whole vCPUs: a fractional or larger cpus limit is refused, not rounded
+ * (rounding up would grant more than the spec's limit). */
+int rt_vm_cpus(const struct rung_limits *l, unsigned *out, struct rung_err *err)
+{
+	if (l->cpus_milli % 1000 || l->cpus_milli < 1000 || l->cpus_milli > 4000)
+		return rung_err_set(err, ENOTSUP,
+				    "limits.cpus: the vm rung runs whole vCPUs (1, 2, 3 or 4); %.3f "
+				    "cannot be enforced there",
+				    l->cpus_milli / 1000.0);
+	*out = l->cpus_milli / 1000;
+	return 0;
+}
+
 static int vm_prepare(struct rt_sandbox *sb, struct rung_err *err)
 {
 	char **lowers = NULL;
 	char disk[4096];
-	int r = rt_image_lease(sb, "vm", &lowers, err);
+	unsigned cpus;
+	int r = rt_vm_cpus(&sb->meta.spec.limits, &cpus, err);
+	if (r < 0)
+		return r;
+	r = rt_image_lease(sb, "vm", &lowers, err);
 	if (r < 0)
 		return r;
 	rung_trace("vm: image leased");
@@ -322,8 +339,9 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 			 .dst = {dst[0], dst[1], dst[2], dst[3]},
 			 .uid = sb->meta.uid_base, .net = &net};
 	snprintf(j.dir, sizeof(j.dir), "%s", jail);
-	unsigned cpus = (s->limits.cpus_milli + 999) / 1000;
-	snprintf(j.cpus, sizeof(j.cpus), "%u", cpus < 1 ? 1 : cpus > 4 ? 4 : cpus);
+	unsigned cpus = 1;
+	(void)rt_vm_cpus(&s->limits, &cpus, err); /* checked by vm_prepare */
+	snprintf(j.cpus, sizeof(j.cpus), "%u", cpus);
 	snprintf(j.mem, sizeof(j.mem), "%llu", (unsigned long long)(s->limits.memory_bytes >> 20));
 	j.kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	j.vmm_fd = open(sb->router->vmm_path, O_PATH | O_CLOEXEC);

@@ -162,6 +162,7 @@ int rt_image_lease(struct rt_sandbox *sb, const char *rung, char ***lowers, stru
 void rt_image_release(struct rt_sandbox *sb);
 /* vm rung disks (vm-disk.c): a per-sandbox sparse ext4 upper disk (kept if present), and
  * the read-only ext4 base disk of an image, built once per digest from its layers. */
+int rt_vm_cpus(const struct rung_limits *l, unsigned *out, struct rung_err *err);
 int rt_vm_upper_disk(const char *path, uint64_t bytes, uid_t owner, struct rung_err *err);
 int rt_vm_base_disk(const char *state_dir, const char *digest, char **lowers, char *out,
 		    size_t out_len, struct rung_err *err);

@@ -212,17 +212,15 @@ json_t *rt_limits_describe(const struct rung_limits *l, enum rung_isolation iso)
 	uint64_t tmp = l->disk_bytes < (256ull << 20) ? l->disk_bytes : 256ull << 20;
 	const char *by =
 	    iso == RUNG_ISO_VM
-		? "guest RAM (memory), whole vCPUs rounded up, at most 4 (cpus), the guest "
+		? "guest RAM (memory), whole vCPUs, 1 to 4 (cpus; anything else is refused), the guest "
 		  "kernel's own process table (pids: not limited), the size of the sparse ext4 "
 		  "upper disk (disk)"
 		: "a cgroup (memory with swap off, counting shm, memfd and tmpfs pages; cpus as a "
 		  "CFS quota; pids.max) and a sparse ext4 image on a loop device for the writable "
 		  "storage (disk: ENOSPC past it); /tmp and /dev/shm are tmpfs of a fixed size, "
 		  "charged to the cgroup";
-	/* the vm rung gives whole vCPUs, 1..4 (backend-vm.c): that is what it shows */
-	unsigned vcpus = (l->cpus_milli + 999) / 1000;
-	double cpus = iso == RUNG_ISO_VM ? (vcpus < 1 ? 1 : vcpus > 4 ? 4 : vcpus)
-					 : l->cpus_milli / 1000.0;
+	/* the vm rung runs exactly cpus whole vCPUs (rt_vm_cpus refuses anything else) */
+	double cpus = l->cpus_milli / 1000.0;
 	json_t *o = json_pack("{s:I, s:f, s:I, s:I, s:s}", "memory", (json_int_t)l->memory_bytes,
 			      "cpus", cpus, "pids", (json_int_t)l->pids, "disk",
 			      (json_int_t)l->disk_bytes, "enforced_by", by);

@@ -112,6 +112,24 @@ START_TEST(test_upper_disk)
 }
 END_TEST
 
+/* Whole vCPUs only: a fractional or too large cpus limit is refused, never rounded up. */
+START_TEST(test_vm_cpus)
+{
+	struct rung_limits l = {.cpus_milli = 2000};
+	struct rung_err err = {0};
+	unsigned n = 0;
+	ck_assert_int_eq(rt_vm_cpus(&l, &n, &err), 0);
+	ck_assert_uint_eq(n, 2);
+	static const uint32_t bad[] = {500, 1500, 5000, 10};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		l.cpus_milli = bad[i];
+		ck_assert_int_eq(rt_vm_cpus(&l, &n, &err), -ENOTSUP);
+		ck_assert_msg(strstr(err.msg, "limits.cpus") && strstr(err.msg, "whole vCPUs"), "%s",
+			      err.msg);
+	}
+}
+END_TEST
+
 Suite *vm_disk_suite(void)
 {
 	Suite *s = suite_create("vm_disk");
@@ -122,5 +140,8 @@ Suite *vm_disk_suite(void)
 	tcase_add_test(tc, test_base_disk_from_layers);
 	tcase_add_test(tc, test_upper_disk);
 	suite_add_tcase(s, tc);
+	TCase *pure = tcase_create("cpus");
+	tcase_add_test(pure, test_vm_cpus);
+	suite_add_tcase(s, pure);
 	return s;
 }
