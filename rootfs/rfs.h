@@ -238,6 +238,8 @@ struct rfs_mount_plan {
 	char data[RFS_MOUNT_DATA_MAX]; /* lowerdir=A:B,upperdir=U,workdir=W[,userxattr] */
 	bool read_only;   /* no upper: a read-only stack */
 	bool bind;        /* one layer, no upper (overlayfs refuses that): a read-only bind */
+	bool classic;     /* apply with one classic lowerdir=A:B option even where the kernel
+			   * has lowerdir+ (tests; the apply step probes and falls back itself) */
 };
 /*
  * Pure. lowers top-most first (NULL-terminated, >= 1). upper and work may both be NULL
@@ -245,6 +247,11 @@ struct rfs_mount_plan {
  */
 int rfs_overlay_plan(const char *const *lowers, const char *upper, const char *work,
 		     const char *target, struct rfs_mount_plan *out, struct rung_err *err);
+/*
+ * Applies the plan. Kernels before 6.8 lack overlayfs' "lowerdir+" (probed at run time, not
+ * by version): the layers then go in one classic "lowerdir=A:B:..." option through mount(2),
+ * which holds one page; a stack whose options do not fit fails with E2BIG naming both.
+ */
 int rfs_overlay_apply(const struct rfs_mount_plan *p, struct rung_err *err);
 /*
  * The same, with every lower layer presented through an idmapped mount for userns_fd (an
