@@ -1,0 +1,106 @@
+#!/bin/sh
+# tests/distro/run.sh: the distro stage (make check-distro). The process-rung, container-rung,
+# cgroup and egress suites of check_rung on Debian 12's OWN kernel (the cloud kernel, 6.1) with
+# a PURE cgroup2 hierarchy and the stores on ext4, the layout of a stock Debian 12 / Ubuntu /
+# Fedora machine; the host's own run (make check-unit) covers its kernel and hybrid layout.
+#
+# L1 is that kernel under QEMU TCG (no nested KVM is needed: -cpu max, any host), booted with
+#   - an initramfs: busybox, the modules of fetch-kernel.sh, init.sh;
+#   - /dev/vda, a read-only ext4 payload that becomes L1's root: busybox and python3 (what the
+#     suites exec), iproute2's ip, check_rung, rung, rung-agent, rfs-tool with their libraries;
+#   - /dev/vdb, a sparse ext4 scratch disk: /tmp, /var/lib, /var/cache in L1 (main.sh).
+# One timeout per boot and ONE retry, loudly, only when L1 never reported its summary (a TCG
+# boot occasionally hangs). Prints the DISTRO lines, then "N passed, N failed"; exit 0 only if
+# every suite passed. Skips (exit 0, loudly) only when qemu-system-x86_64 is absent.
+#
+# Inputs (env): RUNG_BUILD (the build dir, with check_rung, rung, rung-agent, rfs-tool), OUT
+# (work dir, default $RUNG_BUILD/distro), DISTRO_SUITES (space-separated suite names or
+# prefixes; default below), RUNG_DISTRO_TIMEOUT (s per boot, default 1500), DISTRO_VERBOSE=1
+# (every suite's whole log), DISTRO_SMP / DISTRO_MEM (L1 CPUs / MiB; 2 / 3072).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+guest=$(cd "$here/../../vmm/guest" && pwd) # copy-libs.sh, mkrootfs.sh, mkdisk.sh (read-only use)
+: "${RUNG_BUILD:?the build dir}"
+OUT=${OUT:-$RUNG_BUILD/distro}
+SUITES=${DISTRO_SUITES:-"cgroup_v2 cgroup_plan rootfs_store spine_exec spine_life spine_escape spine_policy spine_leak spine_cli container_life container_limits container_leak netpolicy_net netpolicy_life egress_e2e egress_life egress_ctr egress_cli"}
+log() { echo "check-distro: $*" >&2; }
+t_start=$(date +%s)
+if ! command -v qemu-system-x86_64 >/dev/null; then
+	log "SKIPPED: qemu-system-x86_64 is not installed (apt-get install qemu-system-x86):" \
+		"the suites did NOT run on Debian 12's kernel with cgroup v2"
+	echo "0 passed, 0 failed (stage skipped: no qemu-system-x86_64)"
+	exit 0
+fi
+for f in check_rung rung rung-agent rfs-tool; do
+	[ -x "$RUNG_BUILD/$f" ] || { log "$RUNG_BUILD/$f is not built"; exit 1; }
+done
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+. "$guest/copy-libs.sh"
+kdir=$(sh "$here/fetch-kernel.sh")
+
+# --- the payload: L1's root ----------------------------------------------------------------
+t0=$(date +%s)
+P=$OUT/root
+sh "$guest/mkrootfs.sh" python "$P" >/dev/null
+for x in mnt/scratch var/lib var/cache run rung/bin rung/distro; do mkdir -p "$P/$x"; done
+for f in check_rung rung rung-agent rfs-tool; do
+	copy_with_libs "$P" "$(readlink -f "$RUNG_BUILD/$f")"
+	cp "$RUNG_BUILD/$f" "$P/rung/bin/"
+done
+copy_with_libs "$P" /usr/sbin/ip
+[ -e "$P/usr/sbin/ip" ] || cp -L /usr/sbin/ip "$P/usr/sbin/ip"
+# libnftables resolves protocol and service names through these; the resolver wants a nameserver.
+for f in /etc/protocols /etc/services /etc/nsswitch.conf; do [ -f "$f" ] && cp "$f" "$P/etc/"; done
+echo "nameserver 127.0.0.53" >"$P/etc/resolv.conf"
+printf '127.0.0.1 localhost\n' >"$P/etc/hosts"
+cp "$here/main.sh" "$here/suites.sh" "$P/rung/distro/"
+[ -f "$here/bench.sh" ] && cp "$here/bench.sh" "$P/rung/distro/"
+[ -n "${DISTRO_EXTRA:-}" ] && for f in $DISTRO_EXTRA; do copy_with_libs "$P" "$f"; done
+sh "$guest/mkdisk.sh" base "$P" "$OUT/root.img"
+rm -rf "$P"
+sh "$guest/mkdisk.sh" upper "$OUT/scratch.img" 4096 >/dev/null
+L1I=$OUT/initramfs.cpio.gz
+st=$(mktemp -d)
+mkdir -p "$st/bin" "$st/modules" "$st/dev"
+cp /bin/busybox "$st/bin/busybox"
+cp "$kdir"/modules/*.ko "$st/modules/" && cp "$kdir/modules.order" "$st/"
+install -m 755 "$here/init.sh" "$st/init"
+(cd "$st" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) | gzip -1 >"$L1I"
+rm -rf "$st"
+log "payload and disks: $(($(date +%s) - t0)) s; kernel $(cat "$kdir/version")"
+
+# --- boot ----------------------------------------------------------------------------------
+results=$OUT/console.log
+append="console=ttyS0 quiet panic=-1 distro_suites=$(echo $SUITES | tr ' ' ,)"
+[ "${DISTRO_VERBOSE:-0}" = 1 ] && append="$append distro_verbose=1"
+[ -n "${DISTRO_BENCH:-}" ] && append="$append distro_bench=$DISTRO_BENCH"
+tmo=${RUNG_DISTRO_TIMEOUT:-1500}
+for try in 1 2; do
+	[ $try = 2 ] && sh "$guest/mkdisk.sh" upper "$OUT/scratch.img" 4096 >/dev/null
+	log "L1 boot (try $try): Debian $(cat "$kdir/version") under qemu TCG -smp ${DISTRO_SMP:-2} -m ${DISTRO_MEM:-3072}, timeout ${tmo}s"
+	t0=$(date +%s)
+	timeout -k 5 "$tmo" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -M pc \
+		-smp "${DISTRO_SMP:-2}" -m "${DISTRO_MEM:-3072}" -nographic -no-reboot -nodefaults \
+		-serial stdio -monitor none -kernel "$kdir/vmlinuz" -initrd "$L1I" -append "$append" \
+		-drive "file=$OUT/root.img,if=virtio,format=raw,readonly=on" \
+		-drive "file=$OUT/scratch.img,if=virtio,format=raw" \
+		</dev/null 2>&1 | sed -u 's/\r$//' | tee "$results.try$try" |
+		grep --line-buffered -E '^(DISTRO|    )' || true
+	cp "$results.try$try" "$results"
+	log "L1 run took $(($(date +%s) - t0)) s"
+	grep -q '^DISTRO-SUMMARY' "$results" && break
+	grep -q '^DISTRO-DONE' "$results" && break # finished without a summary: no retry
+	log "RETRY: L1 did not finish (try $try); last console lines:"
+	tail -n 20 "$results" >&2
+done
+rm -f "$OUT/scratch.img"
+log "whole stage took $(($(date +%s) - t_start)) s"
+sum=$(grep '^DISTRO-SUMMARY' "$results" | tail -n 1)
+if [ -z "$sum" ]; then
+	echo "0 passed, 1 failed (the L1 run never reported; see $results)"
+	exit 1
+fi
+set -- $sum
+echo "$2 passed, $4 failed (Debian $(cat "$kdir/version"), cgroup2, ext4; log $results)"
+[ "$4" = 0 ]
