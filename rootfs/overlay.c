@@ -73,21 +73,6 @@ static int fsconfig_str(int fsfd, const char *k, const char *v)
 	return (int)syscall(SYS_fsconfig, fsfd, FSCONFIG_SET_STRING, k, v, 0);
 }
 
-/* A detached clone of dir, idmapped to userns_fd. */
-static int idmapped_clone(const char *dir, int userns_fd, struct rung_err *err)
-{
-	int tfd = (int)syscall(SYS_open_tree, AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	if (tfd < 0)
-		return rung_err_sys(err, errno, "open_tree %s", dir);
-	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns_fd };
-	if (syscall(SYS_mount_setattr, tfd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
-		int e = errno;
-		close(tfd);
-		return rung_err_sys(err, e, "idmap %s", dir);
-	}
-	return tfd;
-}
-
 /*
  * Does this kernel's overlayfs take "lowerdir+" (Linux 6.8)? Before 6.5 overlayfs parses
  * nothing at fsconfig time (the generic legacy parser takes any key, and an unknown one fails
@@ -199,7 +184,7 @@ static int apply_stack(const struct rfs_mount_plan *p, int userns_fd, const char
 				r = rung_err_sys(err, errno, "mkdir %s", at);
 				break;
 			}
-			cleanup_close int tfd = idmapped_clone(l, userns_fd, err);
+			cleanup_close int tfd = rfs_idmap_clone(l, userns_fd, 0, err);
 			if (tfd < 0) {
 				rmdir(at);
 				r = tfd;

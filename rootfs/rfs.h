@@ -262,6 +262,14 @@ int rfs_overlay_apply(const struct rfs_mount_plan *p, struct rung_err *err);
  * attached while the overlay is created (overlayfs here does not take detached mounts);
  * they are detached and their directories removed before return.
  */
+/*
+ * A detached clone of dir (open_tree), idmapped to userns_fd, with the MOUNT_ATTR_* flags in
+ * attrs set too; returns its fd. Idmapped mounts depend on the filesystem and the kernel
+ * (ext4/xfs 5.12, btrfs 5.15, overlayfs 5.19, tmpfs 6.3): where this kernel lacks them for
+ * dir's filesystem, -EOPNOTSUPP with an error naming the filesystem, the Linux version that
+ * has it and this kernel's (e.g. a state dir on tmpfs under Debian 12's 6.1).
+ */
+int rfs_idmap_clone(const char *dir, int userns_fd, uint64_t attrs, struct rung_err *err);
 int rfs_overlay_apply_idmapped(const struct rfs_mount_plan *p, int userns_fd,
 			       const char *scratch, struct rung_err *err);
 

@@ -110,14 +110,10 @@ static int ctr_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct run
 	for (size_t i = 0; i < n; i++)
 		tfd[i] = -1;
 	for (size_t i = 0; i < n && r == 0; i++) {
-		tfd[i] = (int)syscall(SYS_open_tree, AT_FDCWD, c->lowers[i],
-				      OPEN_TREE_CLONE | O_CLOEXEC);
-		struct mount_attr a = {.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY |
-						   MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-				       .userns_fd = (uint64_t)userns};
-		if (tfd[i] < 0 ||
-		    syscall(SYS_mount_setattr, tfd[i], "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
-			r = rung_err_sys(err, errno, "idmap layer %s", c->lowers[i]);
+		tfd[i] = rfs_idmap_clone(c->lowers[i], userns,
+					 MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
+		if (tfd[i] < 0)
+			r = rung_err_wrap(err, "layer %zu", i);
 	}
 	char **mnt = calloc(n + 1, sizeof(char *));
 	if (r == 0 && !mnt)

@@ -22,7 +22,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 guest=$(cd "$here/../../vmm/guest" && pwd) # copy-libs.sh, mkrootfs.sh, mkdisk.sh (read-only use)
 : "${RUNG_BUILD:?the build dir}"
 OUT=${OUT:-$RUNG_BUILD/distro}
-SUITES=${DISTRO_SUITES:-"cgroup_v2 cgroup_plan rootfs_store spine_exec spine_life spine_escape spine_policy spine_leak spine_cli container_life container_limits container_leak netpolicy_net netpolicy_life egress_e2e egress_life egress_ctr egress_cli"}
+SUITES=${DISTRO_SUITES:-"cgroup_v2 cgroup_plan rootfs_store container_kernel spine_exec spine_life spine_escape spine_policy spine_leak spine_cli container_life container_limits container_leak netpolicy_net netpolicy_life egress_e2e egress_life egress_ctr egress_cli"}
 log() { echo "check-distro: $*" >&2; }
 t_start=$(date +%s)
 if ! command -v qemu-system-x86_64 >/dev/null; then
@@ -49,6 +49,9 @@ for f in check_rung rung rung-agent rfs-tool; do
 	cp "$RUNG_BUILD/$f" "$P/rung/bin/"
 done
 copy_with_libs "$P" /usr/sbin/ip
+# spine_escape asks perl for raw syscalls and checks /etc/shadow stays hidden from a sandbox.
+copy_with_libs "$P" /usr/bin/perl
+printf 'root:*:19000:0:99999:7:::\n' >"$P/etc/shadow" && chmod 0640 "$P/etc/shadow"
 [ -e "$P/usr/sbin/ip" ] || cp -L /usr/sbin/ip "$P/usr/sbin/ip"
 # libnftables resolves protocol and service names through these; the resolver wants a nameserver.
 for f in /etc/protocols /etc/services /etc/nsswitch.conf; do [ -f "$f" ] && cp "$f" "$P/etc/"; done

@@ -18,6 +18,7 @@ bad() { nfail=$((nfail + 1)); echo "DISTRO FAIL $*"; }
 mounts0=$(wc -l </proc/self/mountinfo)
 for s in "$@"; do
 	t0=$(now)
+	d0=$(dmesg | wc -l)
 	rm -f "$W/build/skips.log"
 	timeout -s KILL "${DISTRO_SUITE_TIMEOUT:-900}" env RUNG_BUILD_DIR="$W/build" \
 		CK_DEFAULT_TIMEOUT="${DISTRO_CK_TIMEOUT:-240}" CK_TIMEOUT_MULTIPLIER="${DISTRO_CK_MULT:-4}" \
@@ -32,7 +33,7 @@ for s in "$@"; do
 		bad "$s rc=$rc (${res:-no summary}) ${secs}s"
 		grep -E ':[FE]:|SKIP|skip' "$W/$s.log" | head -n 40 | sed 's/^/    /'
 		[ "${DISTRO_VERBOSE:-0}" = 1 ] && sed 's/^/    | /' "$W/$s.log"
-		dmesg | tail -n 5 | sed 's/^/    dmesg: /'
+		dmesg | tail -n +$((d0 + 1)) | tail -n 8 | sed 's/^/    dmesg: /'
 	fi
 done
 # Nothing left behind by any suite.
