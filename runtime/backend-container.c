@@ -83,6 +83,7 @@ struct ctr_ctx {
 	struct rt_sandbox *sb;
 	char **lowers;         /* unpacked layers, top-most first */
 	struct rt_cgroup *cg;
+	int cgfd; /* v2: the group's fd for clone3(CLONE_INTO_CGROUP); -1: attach in after_go */
 };
 
 /* In the supervisor, once the sandbox's pid 1 exists (ids mapped, still waiting): build its
@@ -164,8 +165,17 @@ static int ctr_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct run
 static int ctr_after_go(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err)
 {
 	struct ctr_ctx *c = ud;
+	if (c->cgfd >= 0)
+		return 0; /* born in it (clone3 CLONE_INTO_CGROUP) */
 	int r = rt_cgroup_enter(c->cg, child, err);
 	return r < 0 ? rung_err_wrap(err, "cgroup") : 0;
+}
+
+/* RUNG_CLONE_INTO_CGROUP=0 turns clone3(CLONE_INTO_CGROUP) off (to measure what it saves). */
+static bool clone_into_cgroup_wanted(void)
+{
+	const char *e = getenv("RUNG_CLONE_INTO_CGROUP");
+	return !e || strcmp(e, "0") != 0;
 }
 
 static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
@@ -176,7 +186,7 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 		return rung_err_set(err, EINVAL, "container metadata lacks the image digest");
 	struct rfs_store *st = NULL;
 	struct rfs_image_info info = {0};
-	struct ctr_ctx c = {.sb = sb};
+	struct ctr_ctx c = {.sb = sb, .cgfd = -1};
 	char ref[100], p[4096];
 	snprintf(ref, sizeof(ref), "@%s", digest);
 	int r = rfs_store_open(sb->router->store.root, &st, err);
@@ -204,6 +214,10 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 		r = cgroup_of(sb, &c.cg, err);
 	if (r == 0 && (r = rt_cgroup_create(c.cg, &lim, err)) < 0)
 		rung_err_wrap(err, "cgroup");
+	if (r == 0 && rt_cgroup_version(c.cg) == RT_CGROUP_V2 && clone_into_cgroup_wanted()) {
+		struct rung_err e2 = {0};
+		c.cgfd = rt_cgroup_dirfd(c.cg, &e2); /* -1 on failure: attach as on v1 */
+	}
 	cleanup_free char *resolv = NULL;
 	int netns = -1;
 	if (r == 0)
@@ -220,11 +234,13 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 		};
 		struct rt_ns_params np = {.root = p, .root_params = &rp, .netns_fd = netns,
 					  .cgroup_limits = true, .on_child = ctr_on_child,
-					  .after_go = ctr_after_go, .ud = &c};
+					  .after_go = ctr_after_go, .ud = &c, .cgroup_fd = &c.cgfd};
 		r = rt_ns_start(sb, &np, listen_fd, err);
 	}
 	if (netns >= 0)
 		close(netns);
+	if (c.cgfd >= 0)
+		close(c.cgfd);
 	if (r < 0) {
 		struct rung_err e2 = {0};
 		if (c.cg)

@@ -46,6 +46,8 @@ for a in $(cat /proc/cmdline); do
 	esac
 done
 sh /rung/distro/suites.sh $suites
-echo "DISTRO-DONE rc=$? uptime $(cut -d' ' -f1 /proc/uptime)"
+rc=$?
+[ -n "${DISTRO_BENCH:-}" ] && [ -x /rung/bin/bench-container ] && sh /rung/distro/bench.sh "$DISTRO_BENCH"
+echo "DISTRO-DONE rc=$rc uptime $(cut -d' ' -f1 /proc/uptime)"
 sync
 poweroff -f

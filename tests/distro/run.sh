@@ -59,6 +59,37 @@ echo "nameserver 127.0.0.53" >"$P/etc/resolv.conf"
 printf '127.0.0.1 localhost\n' >"$P/etc/hosts"
 cp "$here/main.sh" "$here/suites.sh" "$P/rung/distro/"
 [ -f "$here/bench.sh" ] && cp "$here/bench.sh" "$P/rung/distro/"
+# DISTRO_BENCH=N: the container-vs-crun figure too (bench.sh): bench/container, crun, a
+# busybox OCI layout (rfs-tool layout) and a crun bundle of the same rootfs.
+if [ -n "${DISTRO_BENCH:-}" ]; then
+	[ -x "$RUNG_BUILD/bench/container" ] || { log "DISTRO_BENCH: build $RUNG_BUILD/bench/container first"; exit 1; }
+	copy_with_libs "$P" "$(readlink -f "$RUNG_BUILD/bench/container")"
+	cp "$RUNG_BUILD/bench/container" "$P/rung/bin/bench-container"
+	copy_with_libs "$P" /usr/bin/crun
+	bb=$OUT/bench-rootfs
+	rm -rf "$bb" && mkdir -p "$bb/bin" "$bb/etc" "$bb/tmp" "$bb/work" "$bb/proc" "$bb/dev" "$bb/sys"
+	cp /bin/busybox "$bb/bin/busybox"
+	for a in sh true ls cat echo id sleep; do ln -s busybox "$bb/bin/$a"; done
+	echo 'root:x:0:0:root:/root:/bin/sh' >"$bb/etc/passwd"
+	tar -C "$bb" -cf "$OUT/bench-rootfs.tar" .
+	mkdir -p "$P/rung/bench/bundle"
+	"$RUNG_BUILD/rfs-tool" layout --out "$P/rung/bench/oci" --tar "$OUT/bench-rootfs.tar" \
+		--tag bench/busybox:latest --compress gzip --env PATH=/bin >/dev/null
+	cp -a "$bb" "$P/rung/bench/bundle/rootfs"
+	(cd "$P/rung/bench/bundle" && crun spec)
+	python3 - "$P/rung/bench/bundle/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["process"]["args"] = ["/bin/true"]
+c["process"]["terminal"] = False
+c["linux"]["resources"] = {"memory": {"limit": 512 << 20},
+                           "cpu": {"quota": 100000, "period": 100000},
+                           "pids": {"limit": 256}}
+json.dump(c, open(p, "w"))
+PY
+	rm -rf "$bb" "$OUT/bench-rootfs.tar"
+fi
 [ -n "${DISTRO_EXTRA:-}" ] && for f in $DISTRO_EXTRA; do copy_with_libs "$P" "$f"; done
 sh "$guest/mkdisk.sh" base "$P" "$OUT/root.img"
 rm -rf "$P"
