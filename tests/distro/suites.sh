@@ -28,6 +28,8 @@ for s in "$@"; do
 	res=$(grep -E '^[0-9]+%: Checks' "$W/$s.log" | tail -n 1)
 	if [ "$rc" = 0 ] && [ -n "$res" ] && ! [ -s "$W/build/skips.log" ]; then
 		ok "$s ($res) ${secs}s"
+		# the figures the tests print (CPU used under cpu.max, peak pids, OOM kills, ...)
+		grep -E '^(container|cgroup|v2|spine|egress)[a-z0-9 _()-]*: ' "$W/$s.log" | head -n 12 | sed 's/^/    figure: /'
 		[ "${DISTRO_VERBOSE:-0}" = 1 ] && sed 's/^/    /' "$W/$s.log"
 	else
 		bad "$s rc=$rc (${res:-no summary}) ${secs}s"
