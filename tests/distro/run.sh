@@ -49,6 +49,8 @@ for f in check_rung rung rung-agent rung-serve rung-image rfs-tool; do
 	cp "$RUNG_BUILD/$f" "$P/rung/bin/"
 done
 copy_with_libs "$P" /usr/sbin/ip
+# egress_e2e checks that nft inside a sandbox cannot touch the rules (the binary, not libnftables).
+copy_with_libs "$P" /usr/sbin/nft
 # spine_escape asks perl for raw syscalls and checks /etc/shadow stays hidden from a sandbox.
 copy_with_libs "$P" /usr/bin/perl
 printf 'root:*:19000:0:99999:7:::\n' >"$P/etc/shadow" && chmod 0640 "$P/etc/shadow"
