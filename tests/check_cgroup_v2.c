@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <linux/magic.h>
 #include <stdio.h>
 #include <string.h>
@@ -83,6 +84,16 @@ static void cg_echo(const char *dir, const char *file, const char *value)
 	close(fd);
 }
 
+/* mkdir <root>/<cgt_parent()> and, when the root offers pids, enable only it for its children. */
+static void delegate_pids(const char *root, bool pids)
+{
+	char p[512];
+	mkdirs(root, cgt_parent());
+	snprintf(p, sizeof(p), "%s/%s", root, cgt_parent());
+	if (pids)
+		cg_echo(p, "cgroup.subtree_control", "+pids");
+}
+
 /*
  * On the real mount: a limit whose controller is not delegated to rung's cgroup root is
  * refused, naming the controller and how delegation works. When the host root offers every
@@ -98,12 +109,12 @@ START_TEST(test_v2_refusal_real)
 	snprintf(sub, sizeof(sub), "%s", root);
 	if (!rt_cgroup_open(root, "probe", &cg, &err) && rt_cgroup_has(cg, RT_CGCTL_MEMORY)) {
 		char rel[256];
-		snprintf(rel, sizeof(rel), "%s", cgt_parent());
-		mkdirs(root, rel);
+		bool pids = rt_cgroup_has(cg, RT_CGCTL_PIDS);
+		delegate_pids(root, pids);
 		snprintf(rel, sizeof(rel), "%s/deleg", cgt_parent());
 		mkdirs(root, rel);
 		snprintf(sub, sizeof(sub), "%s/%s", root, rel);
-		if (rt_cgroup_has(cg, RT_CGCTL_PIDS))
+		if (pids)
 			cg_echo(sub, "cgroup.subtree_control", "+pids");
 		snprintf(rel, sizeof(rel), "%s/deleg/nomem", cgt_parent());
 		mkdirs(root, rel);
@@ -136,7 +147,10 @@ START_TEST(test_v2_internal_process_refused)
 	REQUIRE_V2(root);
 	struct rung_err err = {0};
 	char rel[256], busy[512];
-	mkdirs(root, cgt_parent());
+	struct rt_cgroup *probe = NULL;
+	ck_assert_msg(rt_cgroup_open(root, "probe", &probe, &err) == 0, "%s", err.msg);
+	delegate_pids(root, rt_cgroup_has(probe, RT_CGCTL_PIDS));
+	rt_cgroup_free(probe);
 	snprintf(rel, sizeof(rel), "%s/busy", cgt_parent());
 	mkdirs(root, rel);
 	snprintf(busy, sizeof(busy), "%s/%s", root, rel);
