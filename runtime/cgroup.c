@@ -278,7 +278,7 @@ static int explain_busy_subtree(const struct rt_cgroup_op *op, struct rung_err *
 {
 	return rung_err_set(err, EBUSY,
 			    "enable \"%s\" in %s/cgroup.subtree_control: the group holds processes, "
-			    "and cgroup v2's no-internal-processes rule forbids controllers for its "
+			    "and cgroup v2's no-internal-processes rule forbids domain controllers (memory) for its "
 			    "children then: move those processes into a leaf group, or give rung a "
 			    "cgroup root (RUNG_CGROUP_ROOT) that holds none",
 			    op->value, op->dir);

@@ -84,13 +84,15 @@ static void cg_echo(const char *dir, const char *file, const char *value)
 	close(fd);
 }
 
-/* mkdir <root>/<cgt_parent()> and, when the root offers pids, enable only it for its children. */
-static void delegate_pids(const char *root, bool pids)
+/* mkdir <root>/<cgt_parent()> and enable memory and pids for its children (those the root offers). */
+static void delegate(const char *root, const struct rt_cgroup *probe)
 {
 	char p[512];
 	mkdirs(root, cgt_parent());
 	snprintf(p, sizeof(p), "%s/%s", root, cgt_parent());
-	if (pids)
+	if (rt_cgroup_has(probe, RT_CGCTL_MEMORY))
+		cg_echo(p, "cgroup.subtree_control", "+memory");
+	if (rt_cgroup_has(probe, RT_CGCTL_PIDS))
 		cg_echo(p, "cgroup.subtree_control", "+pids");
 }
 
@@ -110,7 +112,7 @@ START_TEST(test_v2_refusal_real)
 	if (!rt_cgroup_open(root, "probe", &cg, &err) && rt_cgroup_has(cg, RT_CGCTL_MEMORY)) {
 		char rel[256];
 		bool pids = rt_cgroup_has(cg, RT_CGCTL_PIDS);
-		delegate_pids(root, pids);
+		delegate(root, cg);
 		snprintf(rel, sizeof(rel), "%s/deleg", cgt_parent());
 		mkdirs(root, rel);
 		snprintf(sub, sizeof(sub), "%s/%s", root, rel);
@@ -138,7 +140,7 @@ START_TEST(test_v2_refusal_real)
 END_TEST
 
 /*
- * A cgroup root that holds processes itself cannot enable controllers for its children
+ * A cgroup root that holds processes itself cannot enable domain controllers for its children
  * (cgroup v2's no-internal-processes rule; e.g. RUNG_CGROUP_ROOT at a service's own group):
  * the kernel's bare EBUSY becomes an error naming the rule, the group and the way out.
  */
@@ -149,7 +151,7 @@ START_TEST(test_v2_internal_process_refused)
 	char rel[256], busy[512];
 	struct rt_cgroup *probe = NULL;
 	ck_assert_msg(rt_cgroup_open(root, "probe", &probe, &err) == 0, "%s", err.msg);
-	delegate_pids(root, rt_cgroup_has(probe, RT_CGCTL_PIDS));
+	delegate(root, probe);
 	rt_cgroup_free(probe);
 	snprintf(rel, sizeof(rel), "%s/busy", cgt_parent());
 	mkdirs(root, rel);
@@ -161,14 +163,15 @@ START_TEST(test_v2_internal_process_refused)
 	cg_echo(busy, "cgroup.procs", pid);
 	struct rt_cgroup *cg = NULL;
 	ck_assert_msg(rt_cgroup_open(busy, "sb", &cg, &err) == 0, "%s", err.msg);
-	struct rt_cgroup_limits lim = {.pids_max = 64};
+	/* memory: a domain controller (pids and cpu are threaded ones, which the rule spares) */
+	struct rt_cgroup_limits lim = {.memory_bytes = 64 << 20};
 	int r = rt_cgroup_create(cg, &lim, &err);
 	kill(c.pid, SIGKILL);
 	cgt_wait(c.pid, 5000);
 	cgt_child_close(&c);
-	if (!rt_cgroup_has(cg, RT_CGCTL_PIDS) && r == -ENOTSUP) {
+	if (!rt_cgroup_has(cg, RT_CGCTL_MEMORY) && r == -ENOTSUP) {
 		rt_cgroup_free(cg);
-		RUNG_SKIP("this cgroup2 root offers no pids controller to enable");
+		RUNG_SKIP("this cgroup2 root offers no memory controller to enable");
 	}
 	ck_assert_msg(r == -EBUSY, "create in a group holding a process: %d %s", r, err.msg);
 	ck_assert_msg(strstr(err.msg, "no-internal-processes") && strstr(err.msg, busy) &&
