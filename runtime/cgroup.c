@@ -273,14 +273,14 @@ int rt_cgroup_plan(const struct rt_cgroup *cg, const struct rt_cgroup_limits *li
 	return 0;
 }
 
-/* v2 refuses to enable controllers for the children of a group that holds processes. */
+/* v2 refuses to enable domain controllers for the children of a group that holds processes. */
 static int explain_busy_subtree(const struct rt_cgroup_op *op, struct rung_err *err)
 {
 	return rung_err_set(err, EBUSY,
 			    "enable \"%s\" in %s/cgroup.subtree_control: the group holds processes, "
-			    "and cgroup v2's no-internal-processes rule forbids domain controllers (memory) for its "
-			    "children then: move those processes into a leaf group, or give rung a "
-			    "cgroup root (RUNG_CGROUP_ROOT) that holds none",
+			    "and cgroup v2's no-internal-processes rule forbids domain controllers "
+			    "(memory) for its children then: move those processes into a leaf group, "
+			    "or give rung a cgroup root (RUNG_CGROUP_ROOT) that holds none",
 			    op->value, op->dir);
 }
 
