@@ -15,7 +15,9 @@
 #
 # Inputs (env): RUNG_BUILD (the build dir, with check_rung, rung, rung-agent, rfs-tool), OUT
 # (work dir, default $RUNG_BUILD/distro), DISTRO_SUITES (space-separated suite names or
-# prefixes; default below), RUNG_DISTRO_TIMEOUT (s per boot, default 1500), DISTRO_VERBOSE=1
+# prefixes; default below), RUNG_DISTRO_TIMEOUT (s per boot, default 2400; the whole run took
+# 990 s on a loaded 2-core host), RUNG_DISTRO_BOOT_TIMEOUT (s until L1 must have set up its
+# cgroup2 root, default 300: a hung TCG boot is retried then), DISTRO_VERBOSE=1
 # (every suite's whole log), DISTRO_SMP / DISTRO_MEM (L1 CPUs / MiB; 2 / 3072).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -111,23 +113,43 @@ results=$OUT/console.log
 append="console=ttyS0 quiet panic=-1 distro_suites=$(echo $SUITES | tr ' ' ,)"
 [ "${DISTRO_VERBOSE:-0}" = 1 ] && append="$append distro_verbose=1"
 [ -n "${DISTRO_BENCH:-}" ] && append="$append distro_bench=$DISTRO_BENCH"
-tmo=${RUNG_DISTRO_TIMEOUT:-1500}
+tmo=${RUNG_DISTRO_TIMEOUT:-2400}
+boot_tmo=${RUNG_DISTRO_BOOT_TIMEOUT:-300}
 for try in 1 2; do
 	[ $try = 2 ] && sh "$guest/mkdisk.sh" upper "$OUT/scratch.img" 4096 >/dev/null
 	log "L1 boot (try $try): Debian $(cat "$kdir/version") under qemu TCG -smp ${DISTRO_SMP:-2} -m ${DISTRO_MEM:-3072}, timeout ${tmo}s"
 	t0=$(date +%s)
+	raw=$results.try$try.raw
 	timeout -k 5 "$tmo" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -M pc \
 		-smp "${DISTRO_SMP:-2}" -m "${DISTRO_MEM:-3072}" -nographic -no-reboot -nodefaults \
 		-serial stdio -monitor none -kernel "$kdir/vmlinuz" -initrd "$L1I" -append "$append" \
 		-drive "file=$OUT/root.img,if=virtio,format=raw,readonly=on" \
 		-drive "file=$OUT/scratch.img,if=virtio,format=raw" \
-		</dev/null 2>&1 | sed -u 's/\r$//' | tee "$results.try$try" |
-		grep --line-buffered -E '^(DISTRO|    )' || true
+		</dev/null >"$raw" 2>&1 &
+	qpid=$!
+	tail -n +1 -f --pid=$qpid "$raw" | sed -u 's/\r$//' | grep --line-buffered -E '^(DISTRO|    )' &
+	tpid=$!
+	# A TCG boot that hangs hangs early: no "DISTRO-L1 subtree_control" within the boot
+	# timeout ends this try at once instead of after the whole run's timeout.
+	waited=0
+	while kill -0 $qpid 2>/dev/null; do
+		if [ $waited -ge "$boot_tmo" ] && ! grep -q '^DISTRO-L1 subtree_control' "$raw"; then
+			log "L1 did not come up within ${boot_tmo}s (try $try): stopping it"
+			kill $qpid 2>/dev/null
+			break
+		fi
+		sleep 2
+		waited=$((waited + 2))
+	done
+	wait $qpid || true
+	wait $tpid 2>/dev/null || true
+	sed 's/\r$//' "$raw" >"$results.try$try" && rm -f "$raw"
 	cp "$results.try$try" "$results"
 	log "L1 run took $(($(date +%s) - t0)) s"
 	grep -q '^DISTRO-SUMMARY' "$results" && break
 	grep -q '^DISTRO-DONE' "$results" && break # finished without a summary: no retry
-	log "RETRY: L1 did not finish (try $try); last console lines:"
+	[ $try = 1 ] && log "RETRY (once): L1 did not finish (try 1); last console lines:" ||
+		log "L1 did not finish on the retry either; last console lines:"
 	tail -n 20 "$results" >&2
 done
 rm -f "$OUT/scratch.img"
