@@ -6,9 +6,9 @@
  * EINVAL for a filesystem that does not support it (probed by trying, not by version).
  */
 #include <fcntl.h>
-#include <stdbool.h>
 #include <linux/magic.h>
 #include <linux/mount.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -28,9 +28,9 @@ static const struct {
 	unsigned long magic;
 	const char *name, *since;
 } idmap_fs[] = {
-    {EXT4_SUPER_MAGIC, "ext4", "5.12"},	  {XFS_SUPER_MAGIC, "xfs", "5.12"},
-    {MSDOS_SUPER_MAGIC, "vfat", "5.12"},  {BTRFS_SUPER_MAGIC, "btrfs", "5.15"},
-    {F2FS_SUPER_MAGIC, "f2fs", "5.18"},	  {OVERLAYFS_SUPER_MAGIC, "overlayfs", "5.19"},
+    {EXT4_SUPER_MAGIC, "ext4", "5.12"},	 {XFS_SUPER_MAGIC, "xfs", "5.12"},
+    {MSDOS_SUPER_MAGIC, "vfat", "5.12"}, {BTRFS_SUPER_MAGIC, "btrfs", "5.15"},
+    {F2FS_SUPER_MAGIC, "f2fs", "5.18"},	 {OVERLAYFS_SUPER_MAGIC, "overlayfs", "5.19"},
     {TMPFS_MAGIC, "tmpfs", "6.3"},
 };
 
@@ -72,18 +72,19 @@ int rfs_idmap_clone(const char *dir, int userns_fd, uint64_t attrs, struct rung_
 {
 	int tfd = (int)syscall(SYS_open_tree, AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (tfd < 0 && errno == ENOSYS)
-		return rung_err_set(err, ENOSYS,
-				    "open_tree %s: the new mount API needs Linux 5.2", dir);
+		return rung_err_set(err, ENOSYS, "open_tree %s: the new mount API needs Linux 5.2",
+				    dir);
 	if (tfd < 0)
 		return rung_err_sys(err, errno, "open_tree %s", dir);
-	struct mount_attr a = {.attr_set = MOUNT_ATTR_IDMAP | attrs, .userns_fd = (uint64_t)userns_fd};
+	struct mount_attr a = {.attr_set = MOUNT_ATTR_IDMAP | attrs,
+			       .userns_fd = (uint64_t)userns_fd};
 	if (syscall(SYS_mount_setattr, tfd, "", AT_EMPTY_PATH, &a, sizeof(a)) == 0)
 		return tfd;
 	int e = errno;
 	close(tfd);
 	if (e == ENOSYS)
-		return rung_err_set(err, ENOSYS,
-				    "idmap %s: mount_setattr (idmapped mounts) needs Linux 5.12", dir);
+		return rung_err_set(
+		    err, ENOSYS, "idmap %s: mount_setattr (idmapped mounts) needs Linux 5.12", dir);
 	if (e == EINVAL)
 		return explain_einval(dir, err);
 	return rung_err_sys(err, e, "idmap %s", dir);
