@@ -73,90 +73,75 @@ static int fsconfig_str(int fsfd, const char *k, const char *v)
 	return (int)syscall(SYS_fsconfig, fsfd, FSCONFIG_SET_STRING, k, v, 0);
 }
 
-/* A detached clone of dir, idmapped to userns_fd. */
-static int idmapped_clone(const char *dir, int userns_fd, struct rung_err *err)
+/*
+ * Does this kernel's overlayfs take "lowerdir+" (Linux 6.8)? Before 6.5 overlayfs parses
+ * nothing at fsconfig time (the generic legacy parser takes any key, and an unknown one fails
+ * only at create), so a made-up key succeeding means "no"; from 6.5 an unknown key is refused
+ * at once, and "lowerdir+" itself tells.
+ */
+static bool has_lowerdir_plus(void)
 {
-	int tfd = (int)syscall(SYS_open_tree, AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	if (tfd < 0)
-		return rung_err_sys(err, errno, "open_tree %s", dir);
-	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns_fd };
-	if (syscall(SYS_mount_setattr, tfd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
-		int e = errno;
-		close(tfd);
-		return rung_err_sys(err, e, "idmap %s", dir);
-	}
-	return tfd;
+	cleanup_close int fd = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
+	if (fd < 0 || fsconfig_str(fd, "rung-probe", "1") == 0)
+		return false;
+	return fsconfig_str(fd, "lowerdir+", "/") == 0;
 }
 
-/*
- * The new mount API: one "lowerdir+" per layer, so no single option hits a page limit.
- * Idmapped: overlayfs cannot take a detached mount (it clones each lower), so each layer's
- * idmapped clone is attached on scratch/N for the duration of the overlay's creation, then
- * detached again and the directory removed.
- */
-static int apply_fsopen(const struct rfs_mount_plan *p, int userns_fd, const char *scratch,
+/* The options with lowerdir replaced by the layers as given (top-most first). */
+static int classic_data(const struct rfs_mount_plan *p, char *const *lowers, size_t n, char *out,
+			size_t outlen, struct rung_err *err)
+{
+	size_t o = (size_t)snprintf(out, outlen, "lowerdir=");
+	for (size_t i = 0; i < n && o < outlen; i++)
+		o += (size_t)snprintf(out + o, outlen - o, "%s%s", i ? ":" : "", lowers[i]);
+	const char *rest = strchr(p->data, ',');
+	if (o < outlen && rest)
+		o += (size_t)snprintf(out + o, outlen - o, "%s", rest);
+	if (o >= outlen)
+		return rung_err_set(err, E2BIG,
+				    "overlay: %zu layers need %zu bytes of options, over the %zu "
+				    "the classic lowerdir= option holds; one option per layer "
+				    "(overlayfs lowerdir+) needs Linux 6.8",
+				    n, o, outlen - 1);
+	return 0;
+}
+
+static int mount_classic(const struct rfs_mount_plan *p, char *const *lowers, size_t n,
+			 struct rung_err *err)
+{
+	char data[4096]; /* mount(2) copies one page of options */
+	int r = classic_data(p, lowers, n, data, sizeof(data), err);
+	if (r < 0)
+		return r;
+	unsigned long fl = p->flags | (p->read_only ? MS_RDONLY : 0);
+	if (mount(p->source, p->target, p->fstype, fl, data) < 0)
+		return rung_err_sys(err, errno, "mount overlay on %s", p->target);
+	return 0;
+}
+
+/* The new mount API: one "lowerdir+" per layer, so no single option hits a page limit. */
+static int mount_fsopen(const struct rfs_mount_plan *p, char *const *lowers, size_t n,
 			struct rung_err *err)
 {
 	cleanup_close int fsfd = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
 	if (fsfd < 0)
-		return -errno;
+		return rung_err_sys(err, errno, "fsopen overlay");
 	char buf[RFS_MOUNT_DATA_MAX];
 	snprintf(buf, sizeof(buf), "%s", p->data);
-	char covered[512][280];
-	size_t ncov = 0;
-	int r = 0;
 	char *save = NULL;
-	for (char *opt = strtok_r(buf, ",", &save); r == 0 && opt; opt = strtok_r(NULL, ",", &save)) {
+	for (char *opt = strtok_r(buf, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(opt, '=');
-		if (!eq)
+		if (!eq || !strncmp(opt, "lowerdir=", 9))
 			continue;
 		*eq = '\0';
-		if (strcmp(opt, "lowerdir")) {
-			if (fsconfig_str(fsfd, opt, eq + 1) < 0)
-				r = rung_err_sys(err, errno, "overlay %s=%s", opt, eq + 1);
-			continue;
-		}
-		char *s2 = NULL;
-		for (char *l = strtok_r(eq + 1, ":", &s2); r == 0 && l; l = strtok_r(NULL, ":", &s2)) {
-			if (userns_fd >= 0) {
-				if (ncov == RUNG_ARRAY_SIZE(covered)) {
-					r = rung_err_set(err, E2BIG, "overlay: too many layers");
-					break;
-				}
-				char *at = covered[ncov];
-				snprintf(at, sizeof(covered[0]), "%s/%zu", scratch, ncov);
-				if (mkdir(at, 0700) < 0 && errno != EEXIST) {
-					r = rung_err_sys(err, errno, "mkdir %s", at);
-					break;
-				}
-				cleanup_close int tfd = idmapped_clone(l, userns_fd, err);
-				if (tfd < 0) {
-					rmdir(at);
-					r = tfd;
-					break;
-				}
-				if (syscall(SYS_move_mount, tfd, "", AT_FDCWD, at,
-					    MOVE_MOUNT_F_EMPTY_PATH) < 0) {
-					r = rung_err_sys(err, errno, "attach idmapped %s on %s", l, at);
-					rmdir(at);
-					break;
-				}
-				ncov++;
-				l = at;
-			}
-			if (fsconfig_str(fsfd, "lowerdir+", l) < 0)
-				r = rung_err_sys(err, errno, "overlay lowerdir+ %s", l);
-		}
+		if (fsconfig_str(fsfd, opt, eq + 1) < 0)
+			return rung_err_sys(err, errno, "overlay %s=%s", opt, eq + 1);
 	}
-	if (r == 0 && syscall(SYS_fsconfig, fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-		r = rung_err_sys(err, errno, "overlay mount on %s", p->target);
-	for (size_t i = 0; i < ncov; i++) {
-		if (umount2(covered[i], MNT_DETACH) < 0)
-			LOG_WARN("detach idmapped %s: %s", covered[i], strerror(errno));
-		rmdir(covered[i]);
-	}
-	if (r < 0)
-		return r;
+	for (size_t i = 0; i < n; i++)
+		if (fsconfig_str(fsfd, "lowerdir+", lowers[i]) < 0)
+			return rung_err_sys(err, errno, "overlay lowerdir+ %s", lowers[i]);
+	if (syscall(SYS_fsconfig, fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return rung_err_sys(err, errno, "overlay mount on %s", p->target);
 	unsigned attr = (p->flags & MS_NODEV ? MOUNT_ATTR_NODEV : 0) |
 			(p->flags & MS_NOSUID ? MOUNT_ATTR_NOSUID : 0) |
 			(p->flags & MS_NOEXEC ? MOUNT_ATTR_NOEXEC : 0) |
@@ -167,6 +152,64 @@ static int apply_fsopen(const struct rfs_mount_plan *p, int userns_fd, const cha
 	if (syscall(SYS_move_mount, mfd, "", AT_FDCWD, p->target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return rung_err_sys(err, errno, "overlay move_mount to %s", p->target);
 	return 0;
+}
+
+/*
+ * Mounts the plan's stack. Idmapped: overlayfs cannot take a detached mount (it clones each
+ * lower), so each layer's idmapped clone is attached on scratch/N for the duration of the
+ * overlay's creation, then detached again and the directory removed.
+ */
+static int apply_stack(const struct rfs_mount_plan *p, int userns_fd, const char *scratch,
+		       struct rung_err *err)
+{
+	char buf[RFS_MOUNT_DATA_MAX];
+	snprintf(buf, sizeof(buf), "%s", p->data + strlen("lowerdir="));
+	char *comma = strchr(buf, ',');
+	if (comma)
+		*comma = '\0';
+	char *lowers[512];
+	char covered[512][280];
+	size_t n = 0, ncov = 0;
+	int r = 0;
+	char *s2 = NULL;
+	for (char *l = strtok_r(buf, ":", &s2); r == 0 && l; l = strtok_r(NULL, ":", &s2)) {
+		if (n == RUNG_ARRAY_SIZE(lowers)) {
+			r = rung_err_set(err, E2BIG, "overlay: too many layers");
+			break;
+		}
+		if (userns_fd >= 0) {
+			char *at = covered[ncov];
+			snprintf(at, sizeof(covered[0]), "%s/%zu", scratch, ncov);
+			if (mkdir(at, 0700) < 0 && errno != EEXIST) {
+				r = rung_err_sys(err, errno, "mkdir %s", at);
+				break;
+			}
+			cleanup_close int tfd = rfs_idmap_clone(l, userns_fd, 0, err);
+			if (tfd < 0) {
+				rmdir(at);
+				r = tfd;
+				break;
+			}
+			if (syscall(SYS_move_mount, tfd, "", AT_FDCWD, at, MOVE_MOUNT_F_EMPTY_PATH) <
+			    0) {
+				r = rung_err_sys(err, errno, "attach idmapped %s on %s", l, at);
+				rmdir(at);
+				break;
+			}
+			ncov++;
+			l = at;
+		}
+		lowers[n++] = l;
+	}
+	if (r == 0)
+		r = !p->classic && has_lowerdir_plus() ? mount_fsopen(p, lowers, n, err)
+						       : mount_classic(p, lowers, n, err);
+	for (size_t i = 0; i < ncov; i++) {
+		if (umount2(covered[i], MNT_DETACH) < 0)
+			LOG_WARN("detach idmapped %s: %s", covered[i], strerror(errno));
+		rmdir(covered[i]);
+	}
+	return r;
 }
 
 int rfs_overlay_apply_idmapped(const struct rfs_mount_plan *p, int userns_fd,
@@ -182,8 +225,7 @@ int rfs_overlay_apply_idmapped(const struct rfs_mount_plan *p, int userns_fd,
 	if (strlen(scratch) > 200)
 		return rung_err_set(err, ENAMETOOLONG, "overlay scratch dir '%.64s...' too long",
 				    scratch);
-	r = apply_fsopen(p, userns_fd, scratch, err);
-	return r == -ENOSYS ? rung_err_set(err, ENOSYS, "overlay: fsopen unavailable") : r;
+	return apply_stack(p, userns_fd, scratch, err);
 }
 
 /* One read-only layer: a read-only, nodev, nosuid bind of it (overlayfs needs two lowers). */
@@ -209,12 +251,5 @@ int rfs_overlay_apply(const struct rfs_mount_plan *p, struct rung_err *err)
 {
 	if (p->bind)
 		return apply_bind(p, err);
-	int r = apply_fsopen(p, -1, NULL, err);
-	if (r != -ENOSYS)
-		return r;
-	if (strlen(p->data) >= 4096)
-		return rung_err_set(err, E2BIG, "overlay options exceed a page and fsopen is absent");
-	if (mount(p->source, p->target, p->fstype, p->flags, p->data) < 0)
-		return rung_err_sys(err, errno, "mount overlay on %s", p->target);
-	return 0;
+	return apply_stack(p, -1, NULL, err);
 }

@@ -269,6 +269,8 @@ struct rfs_mount_plan {
 	char data[RFS_MOUNT_DATA_MAX]; /* lowerdir=A:B,upperdir=U,workdir=W[,userxattr] */
 	bool read_only;   /* no upper: a read-only stack */
 	bool bind;        /* one layer, no upper (overlayfs refuses that): a read-only bind */
+	bool classic;     /* apply with one classic lowerdir=A:B option even where the kernel
+			   * has lowerdir+ (tests; the apply step probes and falls back itself) */
 };
 /*
  * Pure. lowers top-most first (NULL-terminated, >= 1). upper and work may both be NULL
@@ -276,6 +278,11 @@ struct rfs_mount_plan {
  */
 int rfs_overlay_plan(const char *const *lowers, const char *upper, const char *work,
 		     const char *target, struct rfs_mount_plan *out, struct rung_err *err);
+/*
+ * Applies the plan. Kernels before 6.8 lack overlayfs' "lowerdir+" (probed at run time, not
+ * by version): the layers then go in one classic "lowerdir=A:B:..." option through mount(2),
+ * which holds one page; a stack whose options do not fit fails with E2BIG naming both.
+ */
 int rfs_overlay_apply(const struct rfs_mount_plan *p, struct rung_err *err);
 /*
  * The same, with every lower layer presented through an idmapped mount for userns_fd (an
@@ -286,6 +293,14 @@ int rfs_overlay_apply(const struct rfs_mount_plan *p, struct rung_err *err);
  * attached while the overlay is created (overlayfs here does not take detached mounts);
  * they are detached and their directories removed before return.
  */
+/*
+ * A detached clone of dir (open_tree), idmapped to userns_fd, with the MOUNT_ATTR_* flags in
+ * attrs set too; returns its fd. Idmapped mounts depend on the filesystem and the kernel
+ * (ext4/xfs 5.12, btrfs 5.15, overlayfs 5.19, tmpfs 6.3): where this kernel lacks them for
+ * dir's filesystem, -EOPNOTSUPP with an error naming the filesystem, the Linux version that
+ * has it and this kernel's (e.g. a state dir on tmpfs under Debian 12's 6.1).
+ */
+int rfs_idmap_clone(const char *dir, int userns_fd, uint64_t attrs, struct rung_err *err);
 int rfs_overlay_apply_idmapped(const struct rfs_mount_plan *p, int userns_fd,
 			       const char *scratch, struct rung_err *err);
 

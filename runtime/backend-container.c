@@ -49,6 +49,7 @@ struct ctr_ctx {
 	char **lowers;         /* unpacked layers, top-most first */
 	struct rt_cgroup *cg;
 	int disk_fd;           /* the detached mount of the sandbox's disk (upper, ovlwork) */
+	int cgfd; /* v2: the group's fd for clone3(CLONE_INTO_CGROUP); -1: attach in after_go */
 };
 
 /* In the supervisor, once the sandbox's pid 1 exists (ids mapped, still waiting): build its
@@ -76,14 +77,10 @@ static int ctr_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct run
 	for (size_t i = 0; i < n; i++)
 		tfd[i] = -1;
 	for (size_t i = 0; i < n && r == 0; i++) {
-		tfd[i] = (int)syscall(SYS_open_tree, AT_FDCWD, c->lowers[i],
-				      OPEN_TREE_CLONE | O_CLOEXEC);
-		struct mount_attr a = {.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY |
-						   MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-				       .userns_fd = (uint64_t)userns};
-		if (tfd[i] < 0 ||
-		    syscall(SYS_mount_setattr, tfd[i], "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
-			r = rung_err_sys(err, errno, "idmap layer %s", c->lowers[i]);
+		tfd[i] = rfs_idmap_clone(c->lowers[i], userns,
+					 MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
+		if (tfd[i] < 0)
+			r = rung_err_wrap(err, "layer %zu", i);
 	}
 	char **mnt = calloc(n + 1, sizeof(char *));
 	if (r == 0 && !mnt)
@@ -139,8 +136,17 @@ static int ctr_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct run
 static int ctr_after_go(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err)
 {
 	struct ctr_ctx *c = ud;
+	if (c->cgfd >= 0)
+		return 0; /* born in it (clone3 CLONE_INTO_CGROUP) */
 	int r = rt_cgroup_enter(c->cg, child, err);
 	return r < 0 ? rung_err_wrap(err, "cgroup") : 0;
+}
+
+/* RUNG_CLONE_INTO_CGROUP=0 turns clone3(CLONE_INTO_CGROUP) off (to measure what it saves). */
+static bool clone_into_cgroup_wanted(void)
+{
+	const char *e = getenv("RUNG_CLONE_INTO_CGROUP");
+	return !e || strcmp(e, "0") != 0;
 }
 
 static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
@@ -151,7 +157,7 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 		return rung_err_set(err, EINVAL, "container metadata lacks the image digest");
 	struct rfs_store *st = NULL;
 	struct rfs_image_info info = {0};
-	struct ctr_ctx c = {.sb = sb, .disk_fd = -1};
+	struct ctr_ctx c = {.sb = sb, .disk_fd = -1, .cgfd = -1};
 	char ref[100], p[4096];
 	snprintf(ref, sizeof(ref), "@%s", digest);
 	int r = rfs_store_open(sb->router->store.root, &st, err);
@@ -182,6 +188,10 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 	}
 	if (r == 0)
 		r = rt_sandbox_cgroup_create(sb, &c.cg, err);
+	if (r == 0 && rt_cgroup_version(c.cg) == RT_CGROUP_V2 && clone_into_cgroup_wanted()) {
+		struct rung_err e2 = {0};
+		c.cgfd = rt_cgroup_dirfd(c.cg, &e2); /* -1 on failure: attach as on v1 */
+	}
 	cleanup_free char *resolv = NULL;
 	int netns = -1;
 	if (r == 0)
@@ -197,14 +207,16 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 			.resolv_conf = resolv,
 		};
 		struct rt_ns_params np = {.root = p, .root_params = &rp, .netns_fd = netns,
-					  .on_child = ctr_on_child,
-					  .after_go = ctr_after_go, .ud = &c};
+					  .on_child = ctr_on_child, .after_go = ctr_after_go,
+					  .ud = &c, .cgroup_fd = &c.cgfd};
 		r = rt_ns_start(sb, &np, listen_fd, err);
 	}
 	if (netns >= 0)
 		close(netns);
 	if (c.disk_fd >= 0)
 		close(c.disk_fd); /* the sandbox's mount namespace holds it now */
+	if (c.cgfd >= 0)
+		close(c.cgfd);
 	if (r < 0) {
 		struct rung_err e2 = {0};
 		if (c.cg)

@@ -52,8 +52,10 @@ static int need(const struct rt_cgroup *cg, enum rt_cgroup_ctl c, const char *wh
 	if (cg->has[c])
 		return 0;
 	return rung_err_set(err, ENOTSUP,
-			    "%s needs the %s controller, which %s/cgroup.controllers does not list",
-			    what, rt_cgroup_ctl_name(c), cg->root);
+			    "%s needs the %s controller, which %s/cgroup.controllers does not list: "
+			    "it is not delegated to that group (enable it with \"+%s\" in the "
+			    "parent's cgroup.subtree_control)",
+			    what, rt_cgroup_ctl_name(c), cg->root, rt_cgroup_ctl_name(c));
 }
 
 static int v2_plan(const struct rt_cgroup *cg, const struct rt_cgroup_limits *lim,

@@ -273,6 +273,17 @@ int rt_cgroup_plan(const struct rt_cgroup *cg, const struct rt_cgroup_limits *li
 	return 0;
 }
 
+/* v2 refuses to enable domain controllers for the children of a group that holds processes. */
+static int explain_busy_subtree(const struct rt_cgroup_op *op, struct rung_err *err)
+{
+	return rung_err_set(err, EBUSY,
+			    "enable \"%s\" in %s/cgroup.subtree_control: the group holds processes, "
+			    "and cgroup v2's no-internal-processes rule forbids domain controllers "
+			    "(memory) for its children then: move those processes into a leaf group, "
+			    "or give rung a cgroup root (RUNG_CGROUP_ROOT) that holds none",
+			    op->value, op->dir);
+}
+
 int rt_cgroup_apply(const struct rt_cgroup_plan *plan, struct rung_err *err)
 {
 	for (size_t i = 0; i < plan->n; i++) {
@@ -283,6 +294,8 @@ int rt_cgroup_apply(const struct rt_cgroup_plan *plan, struct rung_err *err)
 			continue;
 		}
 		int r = rt_cg_write(op->dir, op->file, op->value, err);
+		if (r == -EBUSY && !strcmp(op->file, "cgroup.subtree_control"))
+			return explain_busy_subtree(op, err);
 		if (r == -ENOENT && op->optional) {
 			LOG_DEBUG("%s/%s absent: skipped", op->dir, op->file);
 			continue;

@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
@@ -134,6 +135,29 @@ static void child_main(struct child_ctx *c)
 	child_fail(c->err_fd, &err);
 }
 
+/*
+ * clone(flags), or clone3 with CLONE_INTO_CGROUP when *cgroup_fd is given: the child is born
+ * in its cgroup (no later cgroup.procs write, which waits for an RCU grace period). A kernel
+ * without clone3 (5.3) or CLONE_INTO_CGROUP (5.7) answers ENOSYS, E2BIG or EINVAL: then a
+ * plain clone, and *cgroup_fd = -1 tells the caller to attach the child itself.
+ */
+static pid_t clone_ns(unsigned long flags, int *cgroup_fd)
+{
+	if (cgroup_fd && *cgroup_fd >= 0) {
+		struct clone_args ca = {.flags = (flags & ~0xffUL) | CLONE_INTO_CGROUP,
+					.exit_signal = flags & 0xff,
+					.cgroup = (uint64_t)*cgroup_fd};
+		pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+		if (pid >= 0 || (errno != ENOSYS && errno != E2BIG && errno != EINVAL))
+			return pid;
+		LOG_DEBUG("clone3(CLONE_INTO_CGROUP): %s: attaching through cgroup.procs",
+			  strerror(errno));
+		close(*cgroup_fd);
+		*cgroup_fd = -1;
+	}
+	return (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
+}
+
 int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen_fd,
 		struct rung_err *err)
 {
@@ -171,7 +195,7 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 			close(self_net);
 		goto out;
 	}
-	pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
+	pid = clone_ns(flags, np->cgroup_fd);
 	if (pid > 0 && self_net >= 0 && setns(self_net, CLONE_NEWNET) < 0) {
 		r = rung_err_sys(err, errno, "return to the host network namespace");
 		close(self_net);

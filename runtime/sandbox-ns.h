@@ -15,6 +15,11 @@ struct rt_ns_params {
 	 * attach waits for an RCU grace period: overlapped with the child's setup). */
 	int (*after_go)(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err);
 	void *ud;
+	/* Optional (v2): start pid 1 straight inside this cgroup (an O_DIRECTORY fd) with
+	 * clone3(CLONE_INTO_CGROUP), so after_go need not move it (Linux 5.7). Where the kernel
+	 * lacks clone3 or the flag, rt_ns_start clones as before and sets *cgroup_fd to -1
+	 * (closing it): the caller then enters the cgroup itself. NULL: plain clone. */
+	int *cgroup_fd;
 };
 
 /* clone + maps + mounts + drop privileges + exec rung-agent. Returns the host pid of pid 1. */

@@ -168,6 +168,7 @@ START_TEST(test_overlay_mount)
 	ck_assert_msg(rfs_overlay_plan((const char *const *)dirs, upper, work, merged, &plan,
 				       &err) == 0,
 		      "%s", err.msg);
+	plan.classic = _i; /* 1: the classic lowerdir= option, as kernels before 6.8 take */
 	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
 	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
 	ck_assert_msg(rfs_overlay_apply(&plan, &err) == 0, "%s", err.msg);
@@ -200,6 +201,7 @@ START_TEST(test_overlay_mount)
 	ck_assert_int_eq(rfs_overlay_plan((const char *const *)dirs, NULL, NULL, merged, &plan,
 					  &err),
 			 0);
+	plan.classic = _i;
 	ck_assert_msg(rfs_overlay_apply(&plan, &err) == 0, "%s", err.msg);
 	snprintf(p, sizeof(p), "%s/etc/motd", merged);
 	ck_assert_int_eq(stat(p, &st), 0);
@@ -223,6 +225,28 @@ START_TEST(test_overlay_mount)
 	free(dirs);
 	rfs_image_info_release(&info);
 	env_done(&e);
+}
+END_TEST
+
+/* Without lowerdir+ a stack must fit one page of options: past it, E2BIG names both limits
+ * (nothing is mounted or attached before that check). */
+START_TEST(test_overlay_classic_page)
+{
+	char *lowers[61], target[] = "/nonexistent-rung-target";
+	for (size_t i = 0; i < 60; i++) {
+		ck_assert_int_ge(asprintf(&lowers[i], "/nonexistent/%0120zu", i), 0);
+	}
+	lowers[60] = NULL;
+	struct rfs_mount_plan plan;
+	struct rung_err err = { 0 };
+	ck_assert_msg(rfs_overlay_plan((const char *const *)lowers, "/u", "/w", target, &plan,
+				       &err) == 0,
+		      "%s", err.msg);
+	plan.classic = true;
+	ck_assert_int_eq(rfs_overlay_apply(&plan, &err), -E2BIG);
+	ck_assert_msg(strstr(err.msg, "60 layers") && strstr(err.msg, "Linux 6.8"), "%s", err.msg);
+	for (size_t i = 0; i < 60; i++)
+		free(lowers[i]);
 }
 END_TEST
 
@@ -273,6 +297,7 @@ START_TEST(test_overlay_idmapped)
 	char scratch[4200];
 	snprintf(scratch, sizeof(scratch), "%s/scratch", e.tmp);
 	ck_assert_int_eq(mkdir(scratch, 0700), 0);
+	plan.classic = _i;
 	int mounts = rung_test_count_mounts();
 	int r = rfs_overlay_apply_idmapped(&plan, ufd, scratch, &err);
 	kill(kid, SIGKILL);
@@ -774,8 +799,9 @@ Suite *rootfs_store_suite(void)
 	tcase_add_test(tc, test_import_oci_tar);
 	tcase_add_test(tc, test_import_oci_gzip);
 	tcase_add_test(tc, test_import_oci_zstd);
-	tcase_add_test(tc, test_overlay_mount);
-	tcase_add_test(tc, test_overlay_idmapped);
+	tcase_add_loop_test(tc, test_overlay_mount, 0, 2);
+	tcase_add_loop_test(tc, test_overlay_idmapped, 0, 2);
+	tcase_add_test(tc, test_overlay_classic_page);
 	tcase_add_test(tc, test_digest_mismatch);
 	tcase_add_test(tc, test_size_mismatch);
 	tcase_add_test(tc, test_import_layout_tarball);

@@ -1,0 +1,50 @@
+#!/bin/sh
+# tests/distro/suites.sh SUITE...: run Check suites of check_rung inside the distro stage's L1
+# (main.sh), one process per suite, each bounded by a timeout. One line per suite:
+#   DISTRO PASS|FAIL <suite> <Check's summary line> <seconds>
+# then a check that nothing was left behind (cgroups, nft tables, veths, mounts), and
+#   DISTRO-SUMMARY <n> passed, <n> failed
+# A suite whose log reports a skipped test counts as failed: every facility is there.
+set -u
+B=/rung/bin
+W=/tmp/distro
+rm -rf "$W" && mkdir -p "$W/build"
+# RUNG_BUILD_DIR holds rung, rung-agent, rfs-tool and gets skips.log: a writable copy.
+cp -a "$B"/. "$W/build/"
+npass=0 nfail=0
+now() { cut -d' ' -f1 /proc/uptime; }
+ok() { npass=$((npass + 1)); echo "DISTRO PASS $*"; }
+bad() { nfail=$((nfail + 1)); echo "DISTRO FAIL $*"; }
+mounts0=$(wc -l </proc/self/mountinfo)
+for s in "$@"; do
+	t0=$(now)
+	d0=$(dmesg | wc -l)
+	rm -f "$W/build/skips.log"
+	timeout -s KILL "${DISTRO_SUITE_TIMEOUT:-900}" env RUNG_BUILD_DIR="$W/build" \
+		CK_DEFAULT_TIMEOUT="${DISTRO_CK_TIMEOUT:-240}" CK_TIMEOUT_MULTIPLIER="${DISTRO_CK_MULT:-4}" \
+		CK_VERBOSITY=verbose "$W/build/check_rung" "$s" >"$W/$s.log" 2>&1
+	rc=$?
+	secs=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }')
+	res=$(grep -E '^[0-9]+%: Checks' "$W/$s.log" | tail -n 1)
+	if [ "$rc" = 0 ] && [ -n "$res" ] && ! [ -s "$W/build/skips.log" ]; then
+		ok "$s ($res) ${secs}s"
+		# the figures the tests print (CPU used under cpu.max, peak pids, OOM kills, ...)
+		grep -E '^(container|cgroup|v2|spine|egress)[a-z0-9 _()-]*: ' "$W/$s.log" | head -n 12 | sed 's/^/    figure: /'
+		[ "${DISTRO_VERBOSE:-0}" = 1 ] && sed 's/^/    /' "$W/$s.log"
+	else
+		bad "$s rc=$rc (${res:-no summary}) ${secs}s"
+		grep -E ':[FE]:|SKIP|skip' "$W/$s.log" | head -n 40 | sed 's/^/    /'
+		[ "${DISTRO_VERBOSE:-0}" = 1 ] && sed 's/^/    | /' "$W/$s.log"
+		dmesg | tail -n +$((d0 + 1)) | tail -n 8 | sed 's/^/    dmesg: /'
+	fi
+done
+# Nothing left behind by any suite.
+left=""
+for d in /sys/fs/cgroup/rung-*; do [ -d "$d" ] && left="$left cgroup:${d#/sys/fs/cgroup/}"; done
+for d in /sys/fs/cgroup/ci.scope/*/; do [ -d "$d" ] && left="$left cgroup:$d"; done
+for l in $(ls /sys/class/net); do case "$l" in lo) ;; *) left="$left link:$l" ;; esac; done
+mounts1=$(wc -l </proc/self/mountinfo)
+[ "$mounts1" -gt "$mounts0" ] && left="$left mounts:$mounts0->$mounts1"
+if [ -z "$left" ]; then ok "leftovers none (cgroups, links, mounts)"; else bad "leftovers:$left"; fi
+echo "DISTRO-SUMMARY $npass passed, $nfail failed"
+[ "$nfail" = 0 ]
