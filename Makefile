@@ -136,3 +136,90 @@ $(B)/bench/%: bench/%.c $(B)/librung.a
 bench: all $(B)/bench/exec-rate
 	sh bench/spine.sh
 .PHONY: bench
+
+# --- install (PREFIX, DESTDIR) ----------------------------------------------------------------
+# Programs in $(PREFIX)/bin; helpers where the FHS puts them, $(PREFIX)/libexec/rung (rung
+# finds them from its own path: $(PREFIX)/bin/rung -> $(PREFIX)/libexec/rung, so only PREFIX
+# moves them); the guest kernel and initramfs, when built, in its vm/ (beside rung-vmm, where
+# the vm rung looks). The header, librung.a and rung.pc; the systemd unit with its paths
+# substituted; man pages generated from each program's --help (help2man). Tested by
+# `make check-install` (tests/install.sh).
+PREFIX     ?= /usr/local
+BINDIR     := $(PREFIX)/bin
+LIBEXECDIR := $(PREFIX)/libexec/rung
+LIBDIR     := $(PREFIX)/lib
+INCLUDEDIR := $(PREFIX)/include
+MANDIR     := $(PREFIX)/share/man
+DOCDIR     := $(PREFIX)/share/doc/rung
+UNITDIR    := $(PREFIX)/lib/systemd/system
+VERSION    := $(shell sed -n 's/^\#define RUNG_VERSION "\(.*\)"/\1/p' include/rung/rung.h)
+INSTALL_PROGS   := rung rung-serve rung-image
+INSTALL_HELPERS := rung-agent rung-vmm
+# The static library's dependencies, for `pkg-config --static` (LDLIBS above, as packages).
+# helperdir: where a program linking librung finds rung-agent and rung-vmm (rung_router_opts).
+PC_REQUIRES := libseccomp libcap libnl-3.0 libnl-route-3.0 libnftables libnftnl libmnl jansson \
+               libarchive libcurl libcrypto
+
+$(B)/rung.pc: include/rung/rung.h Makefile
+	@mkdir -p $(B)
+	printf '%s\n' 'prefix=$(PREFIX)' 'exec_prefix=$${prefix}' 'libdir=$${exec_prefix}/lib' \
+	  'includedir=$${prefix}/include' 'helperdir=$${exec_prefix}/libexec/rung' '' \
+	  'Name: rung' 'Description: rung local sandbox runtime: the public C API (static library)' \
+	  'Version: $(VERSION)' 'Requires.private: $(PC_REQUIRES)' \
+	  'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lrung' 'Libs.private: -lpthread' > $@.tmp
+	mv $@.tmp $@
+.PHONY: $(B)/rung.pc
+
+MAN_NAME_rung       := run agent-written code in local sandboxes (process, container, vm)
+MAN_NAME_rung-serve := the rung sandbox API daemon (HTTP/JSON on a Unix socket)
+MAN_NAME_rung-image := import, pull and manage OCI images in the rung store
+$(B)/man/%.1: $(B)/%
+	@command -v help2man >/dev/null || { echo "make install: help2man missing (sh scripts/setup-deps.sh build)" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	help2man --no-info --no-discard-stderr --version-string=$(VERSION) \
+	  --name="$(MAN_NAME_$*)" -o $@ $<
+
+install: all $(B)/rung.pc $(patsubst %,$(B)/man/%.1,$(INSTALL_PROGS))
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+	  $(DESTDIR)$(INCLUDEDIR)/rung $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(UNITDIR) \
+	  $(DESTDIR)$(DOCDIR)/server $(DESTDIR)$(DOCDIR)/clients/python
+	install -m 0755 $(addprefix $(B)/,$(INSTALL_PROGS)) $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(addprefix $(B)/,$(INSTALL_HELPERS)) $(DESTDIR)$(LIBEXECDIR)/
+	@k=$$(sh vmm/guest/build-kernel.sh --path 2>/dev/null || true); \
+	if [ -n "$$k" ] && [ -f "$$k" ]; then \
+	  echo "install -D -m 0644 $$k $(DESTDIR)$(LIBEXECDIR)/vm/bzImage"; \
+	  install -D -m 0644 "$$k" $(DESTDIR)$(LIBEXECDIR)/vm/bzImage; \
+	else echo "make install: no guest kernel built (make guest-kernel): the vm rung is not installed"; fi
+	@if [ -f $(VM_OUT)/initramfs.cpio.gz ]; then \
+	  echo "install -D -m 0644 $(VM_OUT)/initramfs.cpio.gz $(DESTDIR)$(LIBEXECDIR)/vm/"; \
+	  install -D -m 0644 $(VM_OUT)/initramfs.cpio.gz $(DESTDIR)$(LIBEXECDIR)/vm/initramfs.cpio.gz; \
+	else echo "make install: no initramfs built (make vm-initramfs): the vm rung is not installed"; fi
+	install -m 0644 include/rung/rung.h include/rung/err.h $(DESTDIR)$(INCLUDEDIR)/rung/
+	install -m 0644 $(B)/librung.a $(DESTDIR)$(LIBDIR)/
+	install -m 0644 $(B)/rung.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -m 0644 $(patsubst %,$(B)/man/%.1,$(INSTALL_PROGS)) $(DESTDIR)$(MANDIR)/man1/
+	sed -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|/usr/share/doc/rung/|$(DOCDIR)/|g' \
+	  contrib/rung.service > $(DESTDIR)$(UNITDIR)/rung.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/rung.service
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 server/README.md $(DESTDIR)$(DOCDIR)/server/
+	install -m 0644 clients/python/README.md $(DESTDIR)$(DOCDIR)/clients/python/
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(INSTALL_PROGS)) \
+	  $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(addsuffix .1,$(INSTALL_PROGS))) \
+	  $(DESTDIR)$(INCLUDEDIR)/rung/rung.h $(DESTDIR)$(INCLUDEDIR)/rung/err.h \
+	  $(DESTDIR)$(LIBDIR)/librung.a $(DESTDIR)$(LIBDIR)/pkgconfig/rung.pc \
+	  $(DESTDIR)$(UNITDIR)/rung.service
+	rm -rf $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(DOCDIR)
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/rung
+
+# A DESTDIR install, run from there with the build tree out of reach: a process sandbox, a C
+# program built with pkg-config against the installed header, the Python client pip-installed
+# offline.
+check-install: all
+	@sh scripts/setup-deps.sh test
+	sh tests/install.sh
+CHECK_STAGES += check-install
+
+.PHONY: install uninstall check-install

@@ -4,7 +4,6 @@
  * deployed, one policy table reads the rung's boundary together with the capability surface.
  * It never silently degrades: a refusal names the capability and the rung.
  */
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -102,15 +101,10 @@ static char *sibling_binary(const char *env, const char *name)
 	const char *e = getenv(env);
 	if (e && *e)
 		return strdup(e);
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
+	char path[PATH_MAX];
+	if (rung_helper_path(name, path, sizeof(path)) < 0)
 		return NULL;
-	self[n] = '\0';
-	char *out;
-	if (asprintf(&out, "%s/%s", dirname(self), name) < 0)
-		return NULL;
-	return out;
+	return strdup(path);
 }
 
 int rung_router_new(const struct rung_router_opts *opts, struct rung_router **out,
