@@ -156,9 +156,13 @@ VERSION    := $(shell sed -n 's/^\#define RUNG_VERSION "\(.*\)"/\1/p' include/ru
 INSTALL_PROGS   := rung rung-serve rung-image
 INSTALL_HELPERS := rung-agent rung-vmm
 # The static library's dependencies, for `pkg-config --static` (LDLIBS above, as packages).
+# libarchive and libcurl are plain -l flags: their .pc files' own static closure (acl, zstd,
+# nghttp2, ldap, ...) needs -dev packages Debian's libarchive-dev/libcurl4-openssl-dev do not
+# pull in, and the shared libraries bring their dependencies themselves.
 # helperdir: where a program linking librung finds rung-agent and rung-vmm (rung_router_opts).
 PC_REQUIRES := libseccomp libcap libnl-3.0 libnl-route-3.0 libnftables libnftnl libmnl jansson \
-               libarchive libcurl libcrypto
+               libcrypto
+PC_LIBS_PRIVATE := -larchive -lcurl -lpthread
 
 $(B)/rung.pc: include/rung/rung.h Makefile
 	@mkdir -p $(B)
@@ -166,20 +170,30 @@ $(B)/rung.pc: include/rung/rung.h Makefile
 	  'includedir=$${prefix}/include' 'helperdir=$${exec_prefix}/libexec/rung' '' \
 	  'Name: rung' 'Description: rung local sandbox runtime: the public C API (static library)' \
 	  'Version: $(VERSION)' 'Requires.private: $(PC_REQUIRES)' \
-	  'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lrung' 'Libs.private: -lpthread' > $@.tmp
+	  'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lrung' 'Libs.private: $(PC_LIBS_PRIVATE)' > $@.tmp
 	mv $@.tmp $@
 .PHONY: $(B)/rung.pc
 
 MAN_NAME_rung       := run agent-written code in local sandboxes (process, container, vm)
 MAN_NAME_rung-serve := the rung sandbox API daemon (HTTP/JSON on a Unix socket)
 MAN_NAME_rung-image := import, pull and manage OCI images in the rung store
-$(B)/man/%.1: $(B)/%
-	@command -v help2man >/dev/null || { echo "make install: help2man missing (sh scripts/setup-deps.sh build)" >&2; exit 1; }
-	@mkdir -p $(dir $@)
-	help2man --no-info --no-discard-stderr --version-string=$(VERSION) \
-	  --name="$(MAN_NAME_$*)" -o $@ $<
+# and one page per CLI command (rung-run(1), ...), from `rung CMD --help`
+RUNG_CMDS := run acquire exec write read run-code ls inspect suspend resume dispose \
+             dispose-scope gc
+MAN_PAGES := $(patsubst %,$(B)/man/%.1,$(INSTALL_PROGS) $(addprefix rung-,$(RUNG_CMDS)))
+HELP2MAN = @command -v help2man >/dev/null || \
+	{ echo "make install: help2man missing (sh scripts/setup-deps.sh build)" >&2; exit 1; }; \
+	mkdir -p $(B)/man; help2man --no-info --no-discard-stderr --version-string=$(VERSION)
 
-install: all $(B)/rung.pc $(patsubst %,$(B)/man/%.1,$(INSTALL_PROGS))
+$(patsubst %,$(B)/man/%.1,$(INSTALL_PROGS)): $(B)/man/%.1: $(B)/%
+	$(HELP2MAN) --name="$(MAN_NAME_$*)" -o $@ $<
+
+$(patsubst %,$(B)/man/rung-%.1,$(RUNG_CMDS)): $(B)/man/rung-%.1: $(B)/rung
+	$(HELP2MAN) --name="$$($< $* --help 2>&1 | sed -n '3{s/\..*//;p;}')" -o $@ \
+	  "$$(mkdir -p $(B)/man/bin && f=$(CURDIR)/$(B)/man/bin/rung-$* && \
+	      printf '#!/bin/sh\nexec %s %s "$$@"\n' $(CURDIR)/$< $* > $$f && chmod +x $$f && echo $$f)"
+
+install: all $(B)/rung.pc $(MAN_PAGES)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
 	  $(DESTDIR)$(INCLUDEDIR)/rung $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(UNITDIR) \
 	  $(DESTDIR)$(DOCDIR)/server $(DESTDIR)$(DOCDIR)/clients/python
@@ -197,7 +211,7 @@ install: all $(B)/rung.pc $(patsubst %,$(B)/man/%.1,$(INSTALL_PROGS))
 	install -m 0644 include/rung/rung.h include/rung/err.h $(DESTDIR)$(INCLUDEDIR)/rung/
 	install -m 0644 $(B)/librung.a $(DESTDIR)$(LIBDIR)/
 	install -m 0644 $(B)/rung.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
-	install -m 0644 $(patsubst %,$(B)/man/%.1,$(INSTALL_PROGS)) $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(MAN_PAGES) $(DESTDIR)$(MANDIR)/man1/
 	sed -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|/usr/share/doc/rung/|$(DOCDIR)/|g' \
 	  contrib/rung.service > $(DESTDIR)$(UNITDIR)/rung.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/rung.service
@@ -207,7 +221,7 @@ install: all $(B)/rung.pc $(patsubst %,$(B)/man/%.1,$(INSTALL_PROGS))
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(INSTALL_PROGS)) \
-	  $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(addsuffix .1,$(INSTALL_PROGS))) \
+	  $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN_PAGES))) \
 	  $(DESTDIR)$(INCLUDEDIR)/rung/rung.h $(DESTDIR)$(INCLUDEDIR)/rung/err.h \
 	  $(DESTDIR)$(LIBDIR)/librung.a $(DESTDIR)$(LIBDIR)/pkgconfig/rung.pc \
 	  $(DESTDIR)$(UNITDIR)/rung.service

@@ -380,7 +380,11 @@ int rung_helper_path(const char *name, char *out, size_t len)
 		 prefix[strlen(prefix) - 1] == '/' ? "" : "/", name);
 	if ((size_t)snprintf(out, len, "%s/%s", bin, name) >= len)
 		return -ENAMETOOLONG;
-	if (access(out, F_OK) == 0 || access(libexec, F_OK) < 0)
+	if (access(out, F_OK) == 0)
+		return 0;
+	/* neither there: name the place an installed rung ($PREFIX/bin/...) expects it */
+	const char *base = strrchr(bin, '/');
+	if (access(libexec, F_OK) < 0 && strcmp(base ? base + 1 : bin, "bin") != 0)
 		return 0;
 	if ((size_t)snprintf(out, len, "%s", libexec) >= len)
 		return -ENAMETOOLONG;

@@ -53,8 +53,9 @@ uint64_t rung_proc_starttime(pid_t pid);
  * the running binary's own path (/proc/self/exe), never from a fixed prefix: beside it (the
  * build tree: build/rung -> build/rung-agent; or $PREFIX/bin/rung -> $PREFIX/bin/rung-serve),
  * else in the installed helper dir ($PREFIX/bin/rung -> $PREFIX/libexec/rung/rung-agent).
- * When neither exists, the path beside the binary, so that the error of whoever uses it names
- * a real place. Returns 0, -ENOENT when /proc/self/exe cannot be read, or -ENAMETOOLONG.
+ * When neither exists, the path where it was expected (libexec when the binary is in a bin/
+ * dir, else beside it), for the error of whoever uses it. Returns 0, -ENOENT when
+ * /proc/self/exe cannot be read, or -ENAMETOOLONG.
  */
 int rung_helper_path(const char *name, char *out, size_t len);
 
