@@ -50,30 +50,39 @@ grep -q '^ExecStart=/usr/local/bin/rung serve' "$P/lib/systemd/system/rung.servi
 	ok "rung.service runs /usr/local/bin/rung" || ko "rung.service ExecStart not substituted"
 
 # -- a process sandbox from the installed CLI, the build tree hidden -------------------------
-out=$(hidden "$P/bin/rung" --state-dir "$T/state" run -- /bin/echo hi 2>"$T/run.err")
-[ "$out" = hi ] && ok "installed rung run -- /bin/echo hi" ||
-	{ cat "$T/run.err"; ko "installed rung run printed '$out'"; }
-hidden sh -c '[ ! -e "$0/Makefile" ]' "$repo" && ok "the build tree is hidden in that namespace" ||
-	ko "the repository is still visible in the test namespace"
-# relocated: the same tree under another prefix finds its own helpers
-mkdir -p "$T/elsewhere" && cp -a "$P" "$T/elsewhere/prefix"
-out=$(hidden "$T/elsewhere/prefix/bin/rung" --state-dir "$T/state" run -- /bin/echo moved 2>"$T/run.err")
-[ "$out" = moved ] && ok "a copy of the prefix elsewhere runs a sandbox" ||
-	{ cat "$T/run.err"; ko "relocated rung run printed '$out'"; }
-# and it really uses libexec: without its agent it fails naming that path
-mv "$T/elsewhere/prefix/libexec/rung/rung-agent" "$T/agent.away"
-hidden "$T/elsewhere/prefix/bin/rung" --state-dir "$T/state" run -- /bin/true 2>"$T/run.err"
-rc=$?
-if [ $rc != 0 ] && grep -q "rung-agent binary $T/elsewhere/prefix/libexec/rung/rung-agent: No such file" "$T/run.err"; then
-	ok "without libexec/rung/rung-agent: refused naming the path ($(head -c 200 "$T/run.err"))"
-else
-	cat "$T/run.err"; ko "without its agent rung exited $rc"
+root=1
+if [ "$(id -u)" != 0 ]; then
+	root=0
+	echo "SKIP (LOUD): not root: no sandbox is run from the install and no mount namespace hides"
+	echo "  the build tree; only the files, pkg-config, the build of a C program against the"
+	echo "  install and the Python client are checked (make check runs as root)."
 fi
-# rung serve / rung image: the installed CLI execs its installed siblings
-hidden "$P/bin/rung" --state-dir "$T/state" image ls >"$T/img.out" 2>&1 &&
-	ok "installed rung image ls (rung-image beside rung)" || { cat "$T/img.out"; ko "rung image ls"; }
-hidden "$P/bin/rung" serve --help 2>&1 | grep -q -- '--tokens' &&
-	ok "installed rung serve --help (rung-serve beside rung)" || ko "rung serve --help"
+if [ $root = 1 ]; then
+	out=$(hidden "$P/bin/rung" --state-dir "$T/state" run -- /bin/echo hi 2>"$T/run.err")
+	[ "$out" = hi ] && ok "installed rung run -- /bin/echo hi" ||
+		{ cat "$T/run.err"; ko "installed rung run printed '$out'"; }
+	hidden sh -c '[ ! -e "$0/Makefile" ]' "$repo" && ok "the build tree is hidden in that namespace" ||
+		ko "the repository is still visible in the test namespace"
+	# relocated: the same tree under another prefix finds its own helpers
+	mkdir -p "$T/elsewhere" && cp -a "$P" "$T/elsewhere/prefix"
+	out=$(hidden "$T/elsewhere/prefix/bin/rung" --state-dir "$T/state" run -- /bin/echo moved 2>"$T/run.err")
+	[ "$out" = moved ] && ok "a copy of the prefix elsewhere runs a sandbox" ||
+		{ cat "$T/run.err"; ko "relocated rung run printed '$out'"; }
+	# and it really uses libexec: without its agent it fails naming that path
+	mv "$T/elsewhere/prefix/libexec/rung/rung-agent" "$T/agent.away"
+	hidden "$T/elsewhere/prefix/bin/rung" --state-dir "$T/state" run -- /bin/true 2>"$T/run.err"
+	rc=$?
+	if [ $rc != 0 ] && grep -q "rung-agent binary $T/elsewhere/prefix/libexec/rung/rung-agent: No such file" "$T/run.err"; then
+		ok "without libexec/rung/rung-agent: refused naming the path ($(head -c 200 "$T/run.err"))"
+	else
+		cat "$T/run.err"; ko "without its agent rung exited $rc"
+	fi
+	# rung serve / rung image: the installed CLI execs its installed siblings
+	hidden "$P/bin/rung" --state-dir "$T/state" image ls >"$T/img.out" 2>&1 &&
+		ok "installed rung image ls (rung-image beside rung)" || { cat "$T/img.out"; ko "rung image ls"; }
+	hidden "$P/bin/rung" serve --help 2>&1 | grep -q -- '--tokens' &&
+		ok "installed rung serve --help (rung-serve beside rung)" || ko "rung serve --help"
+fi
 
 # -- a C program against the installed header and librung.a, through pkg-config --------------
 cat >"$T/hello.c" <<'C'
@@ -117,9 +126,11 @@ flags=$(pc --cflags --libs --static) && helperdir=$(pc --variable=helperdir) &&
 if cc -std=c11 -Wall -Werror -o "$T/hello" "$T/hello.c" -DHELPERDIR="\"$helperdir\"" $flags \
 	2>"$T/cc.err"; then
 	ok "a C program builds against the installed header and librung.a"
-	out=$(hidden "$T/hello" "$T/state" 2>"$T/hello.err")
-	[ "$out" = "process 0 from-c" ] && ok "it acquires a process sandbox, execs, disposes: '$out'" ||
-		{ cat "$T/hello.err"; ko "the C program printed '$out'"; }
+	if [ $root = 1 ]; then
+		out=$(hidden "$T/hello" "$T/state" 2>"$T/hello.err")
+		[ "$out" = "process 0 from-c" ] && ok "it acquires a process sandbox, execs, disposes: '$out'" ||
+			{ cat "$T/hello.err"; ko "the C program printed '$out'"; }
+	fi
 else
 	cat "$T/cc.err"; ko "cc against the installed rung"
 fi

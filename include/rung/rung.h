@@ -99,8 +99,11 @@ struct rung_router;
 struct rung_router_opts {
 	const char *state_dir;  /* NULL: $RUNG_STATE_DIR, else /var/lib/rung */
 	bool deployed;          /* apply the deployed isolation x capability policy */
-	const char *agent_path; /* rung-agent binary; NULL: next to the running binary */
-	const char *vmm_path;   /* rung-vmm binary; NULL: next to the running binary */
+	/* rung-agent / rung-vmm binaries; NULL: found from the running binary, beside it or in
+	 * ../libexec/rung (an installed rung). Other programs linking librung pass the installed
+	 * ones: `pkg-config --variable=helperdir rung`/rung-agent. */
+	const char *agent_path;
+	const char *vmm_path;
 };
 
 int rung_router_new(const struct rung_router_opts *opts, struct rung_router **out,
