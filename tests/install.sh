@@ -153,5 +153,10 @@ case "$got" in
 *) ko "import rung_client: $got" ;;
 esac
 
+# -- make uninstall takes every installed file back ------------------------------------------
+make -C "$repo" --no-print-directory uninstall DESTDIR="$D" >"$T/uninstall.log" 2>&1
+left=$(find "$D" ! -type d | head -5)
+[ -z "$left" ] && ok "make uninstall DESTDIR=... leaves no file" || ko "make uninstall left: $left"
+
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]
