@@ -141,7 +141,8 @@ bench: all $(B)/bench/exec-rate
 # Programs in $(PREFIX)/bin; helpers where the FHS puts them, $(PREFIX)/libexec/rung (rung
 # finds them from its own path: $(PREFIX)/bin/rung -> $(PREFIX)/libexec/rung, so only PREFIX
 # moves them); the guest kernel and initramfs, when built, in its vm/ (beside rung-vmm, where
-# the vm rung looks). The header, librung.a and rung.pc; the systemd unit with its paths
+# the vm rung looks); and a link to rung, so that helperdir (rung.pc) names all three for
+# programs linking librung. The header, librung.a and rung.pc; the systemd unit with its paths
 # substituted; man pages generated from each program's --help (help2man). Tested by
 # `make check-install` (tests/install.sh).
 PREFIX     ?= /usr/local
@@ -199,6 +200,7 @@ install: all $(B)/rung.pc $(MAN_PAGES)
 	  $(DESTDIR)$(DOCDIR)/server $(DESTDIR)$(DOCDIR)/clients/python
 	install -m 0755 $(addprefix $(B)/,$(INSTALL_PROGS)) $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(addprefix $(B)/,$(INSTALL_HELPERS)) $(DESTDIR)$(LIBEXECDIR)/
+	ln -sf ../../bin/rung $(DESTDIR)$(LIBEXECDIR)/rung
 	@k=$$(sh vmm/guest/build-kernel.sh --path 2>/dev/null || true); \
 	if [ -n "$$k" ] && [ -f "$$k" ]; then \
 	  echo "install -D -m 0644 $$k $(DESTDIR)$(LIBEXECDIR)/vm/bzImage"; \

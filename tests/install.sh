@@ -87,16 +87,27 @@ fi
 # -- a C program against the installed header and librung.a, through pkg-config --------------
 cat >"$T/hello.c" <<'C'
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <rung/rung.h>
+static void *idle(void *arg)
+{
+	for (;;)
+		pause();
+	return arg;
+}
 int main(int argc, char **argv)
 {
+	/* a second thread: the sandbox's supervisor is then `rung __supervise`, re-exec'd from
+	 * helperdir (a single-threaded caller's is a plain fork) */
+	pthread_t th;
+	pthread_create(&th, NULL, idle, NULL);
 	struct rung_err err = {0};
 	struct rung_router *r;
-	struct rung_router_opts o = {.state_dir = argv[1], .agent_path = HELPERDIR "/rung-agent",
-				     .vmm_path = HELPERDIR "/rung-vmm"};
-	if (argc != 2 || rung_router_new(&o, &r, &err) < 0)
+	struct rung_router_opts o = {.state_dir = argv[1], .helper_dir = argc > 2 ? argv[2] : HELPERDIR};
+	if (argc < 2 || rung_router_new(&o, &r, &err) < 0)
 		return fprintf(stderr, "router: %s\n", err.msg), 1;
 	struct rung_spec spec;
 	rung_spec_init(&spec);
@@ -130,6 +141,12 @@ if cc -std=c11 -Wall -Werror -o "$T/hello" "$T/hello.c" -DHELPERDIR="\"$helperdi
 		out=$(hidden "$T/hello" "$T/state" 2>"$T/hello.err")
 		[ "$out" = "process 0 from-c" ] && ok "it acquires a process sandbox, execs, disposes: '$out'" ||
 			{ cat "$T/hello.err"; ko "the C program printed '$out'"; }
+		# its supervisor really is helperdir's rung: the same helpers without it fail there
+		mkdir -p "$T/norung" && cp "$helperdir/rung-agent" "$helperdir/rung-vmm" "$T/norung/"
+		hidden "$T/hello" "$T/state" "$T/norung" >/dev/null 2>"$T/hello.err"
+		grep -q "supervisor" "$T/hello.err" &&
+			ok "the supervisor is re-exec'd from helperdir (without rung there: $(cat "$T/hello.err"))" ||
+			{ cat "$T/hello.err"; ko "a helper dir without rung did not fail on __supervise"; }
 	fi
 else
 	cat "$T/cc.err"; ko "cc against the installed rung"
