@@ -126,7 +126,8 @@ int rung_router_new(const struct rung_router_opts *opts, struct rung_router **ou
 		return rung_err_set(err, ENOMEM, "out of memory");
 	r->deployed = o.deployed;
 	const char *hd = o.helper_dir;
-	r->agent_path = o.agent_path ? strdup(o.agent_path) : helper_binary(hd, "RUNG_AGENT", "rung-agent");
+	r->agent_path = o.agent_path ? strdup(o.agent_path)
+				     : helper_binary(hd, "RUNG_AGENT", "rung-agent");
 	r->vmm_path = o.vmm_path ? strdup(o.vmm_path) : helper_binary(hd, "RUNG_VMM", "rung-vmm");
 	r->rung_path = helper_binary(hd, "RUNG_BIN", "rung");
 	int rc = rt_store_open(dir, &r->store, err);
