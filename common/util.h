@@ -58,6 +58,8 @@ uint64_t rung_proc_starttime(pid_t pid);
  * /proc/self/exe cannot be read, or -ENAMETOOLONG.
  */
 int rung_helper_path(const char *name, char *out, size_t len);
+/* The same for a binary in the directory bin (rung_helper_path passes its own). */
+int rung_helper_path_in(const char *bin, const char *name, char *out, size_t len);
 
 /* Set or clear O_NONBLOCK / FD_CLOEXEC. */
 int rung_fd_set_nonblock(int fd, int on);
