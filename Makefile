@@ -141,3 +141,106 @@ $(B)/bench/%: bench/%.c $(B)/librung.a
 bench: all $(B)/bench/exec-rate
 	sh bench/spine.sh
 .PHONY: bench
+
+# --- install (PREFIX, DESTDIR) ----------------------------------------------------------------
+# Programs in $(PREFIX)/bin; helpers where the FHS puts them, $(PREFIX)/libexec/rung (rung
+# finds them from its own path: $(PREFIX)/bin/rung -> $(PREFIX)/libexec/rung, so only PREFIX
+# moves them); the guest kernel and initramfs, when built, in its vm/ (beside rung-vmm, where
+# the vm rung looks); and a link to rung, so that helperdir (rung.pc) names all three for
+# programs linking librung. The header, librung.a and rung.pc; the systemd unit with its paths
+# substituted; man pages generated from each program's --help (help2man). Tested by
+# `make check-install` (tests/install.sh).
+PREFIX     ?= /usr/local
+BINDIR     := $(PREFIX)/bin
+LIBEXECDIR := $(PREFIX)/libexec/rung
+LIBDIR     := $(PREFIX)/lib
+INCLUDEDIR := $(PREFIX)/include
+MANDIR     := $(PREFIX)/share/man
+DOCDIR     := $(PREFIX)/share/doc/rung
+UNITDIR    := $(PREFIX)/lib/systemd/system
+VERSION    := $(shell sed -n 's/^\#define RUNG_VERSION "\(.*\)"/\1/p' include/rung/rung.h)
+INSTALL_PROGS   := rung rung-serve rung-image
+INSTALL_HELPERS := rung-agent rung-vmm
+# The static library's dependencies, for `pkg-config --static` (LDLIBS above, as packages).
+# libarchive and libcurl are plain -l flags: their .pc files' own static closure (acl, zstd,
+# nghttp2, ldap, ...) needs -dev packages Debian's libarchive-dev/libcurl4-openssl-dev do not
+# pull in, and the shared libraries bring their dependencies themselves.
+# helperdir: where a program linking librung finds rung-agent and rung-vmm (rung_router_opts).
+PC_REQUIRES := libseccomp libcap libnl-3.0 libnl-route-3.0 libnftables libnftnl libmnl jansson \
+               libcrypto
+PC_LIBS_PRIVATE := -larchive -lcurl -lpthread
+
+$(B)/rung.pc: include/rung/rung.h Makefile
+	@mkdir -p $(B)
+	printf '%s\n' 'prefix=$(PREFIX)' 'exec_prefix=$${prefix}' 'libdir=$${exec_prefix}/lib' \
+	  'includedir=$${prefix}/include' 'helperdir=$${exec_prefix}/libexec/rung' '' \
+	  'Name: rung' 'Description: rung local sandbox runtime: the public C API (static library)' \
+	  'Version: $(VERSION)' 'Requires.private: $(PC_REQUIRES)' \
+	  'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lrung' 'Libs.private: $(PC_LIBS_PRIVATE)' > $@.tmp
+	mv $@.tmp $@
+.PHONY: $(B)/rung.pc
+
+MAN_NAME_rung       := run agent-written code in local sandboxes (process, container, vm)
+MAN_NAME_rung-serve := the rung sandbox API daemon (HTTP/JSON on a Unix socket)
+MAN_NAME_rung-image := import, pull and manage OCI images in the rung store
+# and one page per CLI command (rung-run(1), ...), from `rung CMD --help`
+RUNG_CMDS := run acquire exec write read run-code ls inspect suspend resume dispose \
+             dispose-scope gc
+MAN_PAGES := $(patsubst %,$(B)/man/%.1,$(INSTALL_PROGS) $(addprefix rung-,$(RUNG_CMDS)))
+HELP2MAN = @command -v help2man >/dev/null || \
+	{ echo "make install: help2man missing (sh scripts/setup-deps.sh build)" >&2; exit 1; }; \
+	mkdir -p $(B)/man; help2man --no-info --no-discard-stderr --version-string=$(VERSION)
+
+$(patsubst %,$(B)/man/%.1,$(INSTALL_PROGS)): $(B)/man/%.1: $(B)/%
+	$(HELP2MAN) --name="$(MAN_NAME_$*)" -o $@ $<
+
+$(patsubst %,$(B)/man/rung-%.1,$(RUNG_CMDS)): $(B)/man/rung-%.1: $(B)/rung
+	$(HELP2MAN) --name="$$($< $* --help 2>&1 | sed -n '3{s/\..*//;p;}')" -o $@ \
+	  "$$(mkdir -p $(B)/man/bin && f=$(CURDIR)/$(B)/man/bin/rung-$* && \
+	      printf '#!/bin/sh\nexec %s %s "$$@"\n' $(CURDIR)/$< $* > $$f && chmod +x $$f && echo $$f)"
+
+install: all $(B)/rung.pc $(MAN_PAGES)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+	  $(DESTDIR)$(INCLUDEDIR)/rung $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(UNITDIR) \
+	  $(DESTDIR)$(DOCDIR)/server $(DESTDIR)$(DOCDIR)/clients/python
+	install -m 0755 $(addprefix $(B)/,$(INSTALL_PROGS)) $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(addprefix $(B)/,$(INSTALL_HELPERS)) $(DESTDIR)$(LIBEXECDIR)/
+	ln -sf ../../bin/rung $(DESTDIR)$(LIBEXECDIR)/rung
+	@k=$$(sh vmm/guest/build-kernel.sh --path 2>/dev/null || true); \
+	if [ -n "$$k" ] && [ -f "$$k" ]; then \
+	  echo "install -D -m 0644 $$k $(DESTDIR)$(LIBEXECDIR)/vm/bzImage"; \
+	  install -D -m 0644 "$$k" $(DESTDIR)$(LIBEXECDIR)/vm/bzImage; \
+	else echo "make install: no guest kernel built (make guest-kernel): the vm rung is not installed"; fi
+	@if [ -f $(VM_OUT)/initramfs.cpio.gz ]; then \
+	  echo "install -D -m 0644 $(VM_OUT)/initramfs.cpio.gz $(DESTDIR)$(LIBEXECDIR)/vm/"; \
+	  install -D -m 0644 $(VM_OUT)/initramfs.cpio.gz $(DESTDIR)$(LIBEXECDIR)/vm/initramfs.cpio.gz; \
+	else echo "make install: no initramfs built (make vm-initramfs): the vm rung is not installed"; fi
+	install -m 0644 include/rung/rung.h include/rung/err.h $(DESTDIR)$(INCLUDEDIR)/rung/
+	install -m 0644 $(B)/librung.a $(DESTDIR)$(LIBDIR)/
+	install -m 0644 $(B)/rung.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -m 0644 $(MAN_PAGES) $(DESTDIR)$(MANDIR)/man1/
+	sed -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|/usr/share/doc/rung/|$(DOCDIR)/|g' \
+	  contrib/rung.service > $(DESTDIR)$(UNITDIR)/rung.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/rung.service
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 server/README.md $(DESTDIR)$(DOCDIR)/server/
+	install -m 0644 clients/python/README.md $(DESTDIR)$(DOCDIR)/clients/python/
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(INSTALL_PROGS)) \
+	  $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN_PAGES))) \
+	  $(DESTDIR)$(INCLUDEDIR)/rung/rung.h $(DESTDIR)$(INCLUDEDIR)/rung/err.h \
+	  $(DESTDIR)$(LIBDIR)/librung.a $(DESTDIR)$(LIBDIR)/pkgconfig/rung.pc \
+	  $(DESTDIR)$(UNITDIR)/rung.service
+	rm -rf $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(DOCDIR)
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/rung
+
+# A DESTDIR install, run from there with the build tree out of reach: a process sandbox, a C
+# program built with pkg-config against the installed header, the Python client pip-installed
+# offline.
+check-install: all
+	@sh scripts/setup-deps.sh test
+	sh tests/install.sh
+CHECK_STAGES += check-install
+
+.PHONY: install uninstall check-install

@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "cli/remote.h"
+#include "common/util.h"
 
 /* [--scope S] [--thread T]: 0, or the usage-error exit status. */
 static int scope_opts(const char *cmd, int argc, char **argv, const char **scope,
@@ -164,13 +165,9 @@ CLI_CMD(dispose_scope)
  */
 static int exec_sibling(struct cli *c, const char *prog, int argc, char **argv)
 {
-	char self[4096], path[4200];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
+	char path[4096];
+	if (rung_helper_path(prog, path, sizeof(path)) < 0)
 		return fprintf(stderr, "rung: cannot find my own binary\n"), 1;
-	self[n] = '\0';
-	*strrchr(self, '/') = '\0';
-	snprintf(path, sizeof(path), "%s/%s", self, prog);
 	char **v = calloc((size_t)argc + 5, sizeof(char *));
 	if (!v)
 		return 1;

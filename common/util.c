@@ -2,10 +2,12 @@
 #include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/util.h"
 
@@ -456,4 +458,41 @@ int rung_fd_set_cloexec(int fd, int on)
 		return -errno;
 	fl = on ? (fl | FD_CLOEXEC) : (fl & ~FD_CLOEXEC);
 	return fcntl(fd, F_SETFD, fl) < 0 ? -errno : 0;
+}
+
+int rung_helper_path_in(const char *bin, const char *name, char *out, size_t len)
+{
+	/* $PREFIX/bin -> $PREFIX/libexec/rung: the FHS place for a package's helpers */
+	char prefix[PATH_MAX], libexec[PATH_MAX + 32];
+	snprintf(prefix, sizeof(prefix), "%s", bin[0] ? bin : "/");
+	char *p = strrchr(prefix, '/');
+	if (p)
+		*(p == prefix ? p + 1 : p) = '\0';
+	snprintf(libexec, sizeof(libexec), "%s%slibexec/rung/%s", prefix,
+		 prefix[0] && prefix[strlen(prefix) - 1] == '/' ? "" : "/", name);
+	if ((size_t)snprintf(out, len, "%s/%s", bin, name) >= len)
+		return -ENAMETOOLONG;
+	if (access(out, F_OK) == 0)
+		return 0;
+	/* neither there: name the place an installed rung ($PREFIX/bin/...) expects it */
+	const char *base = strrchr(bin, '/');
+	if (access(libexec, F_OK) < 0 && strcmp(base ? base + 1 : bin, "bin") != 0)
+		return 0;
+	if ((size_t)snprintf(out, len, "%s", libexec) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int rung_helper_path(const char *name, char *out, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return -ENOENT;
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = '\0';
+	return rung_helper_path_in(self, name, out, len);
 }

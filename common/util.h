@@ -48,6 +48,19 @@ int rung_parse_u64(const char *s, uint64_t *out);
 /* Process start time (field 22 of /proc/PID/stat) for PID-reuse checks; 0 if gone. */
 uint64_t rung_proc_starttime(pid_t pid);
 
+/*
+ * Where rung's helper program `name` (rung-agent, rung-vmm, rung-serve, ...) is, found from
+ * the running binary's own path (/proc/self/exe), never from a fixed prefix: beside it (the
+ * build tree: build/rung -> build/rung-agent; or $PREFIX/bin/rung -> $PREFIX/bin/rung-serve),
+ * else in the installed helper dir ($PREFIX/bin/rung -> $PREFIX/libexec/rung/rung-agent).
+ * When neither exists, the path where it was expected (libexec when the binary is in a bin/
+ * dir, else beside it), for the error of whoever uses it. Returns 0, -ENOENT when
+ * /proc/self/exe cannot be read, or -ENAMETOOLONG.
+ */
+int rung_helper_path(const char *name, char *out, size_t len);
+/* The same for a binary in the directory bin (rung_helper_path passes its own). */
+int rung_helper_path_in(const char *bin, const char *name, char *out, size_t len);
+
 /* Set or clear O_NONBLOCK / FD_CLOEXEC. */
 int rung_fd_set_nonblock(int fd, int on);
 int rung_fd_set_cloexec(int fd, int on);

@@ -4,7 +4,6 @@
  * deployed, one policy table reads the rung's boundary together with the capability surface.
  * It never silently degrades: a refusal names the capability and the rung.
  */
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -97,20 +96,20 @@ int rt_op_check(const struct rt_meta *m, enum rt_op op, struct rung_err *err)
 			    have[0] ? have : "nothing", need);
 }
 
-static char *sibling_binary(const char *env, const char *name)
+/* A helper program: in the caller's helper_dir, else $env, else found from our own binary. */
+static char *helper_binary(const char *dir, const char *env, const char *name)
 {
+	char path[PATH_MAX];
+	if (dir && *dir) {
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		return strdup(path);
+	}
 	const char *e = getenv(env);
 	if (e && *e)
 		return strdup(e);
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
+	if (rung_helper_path(name, path, sizeof(path)) < 0)
 		return NULL;
-	self[n] = '\0';
-	char *out;
-	if (asprintf(&out, "%s/%s", dirname(self), name) < 0)
-		return NULL;
-	return out;
+	return strdup(path);
 }
 
 int rung_router_new(const struct rung_router_opts *opts, struct rung_router **out,
@@ -126,9 +125,11 @@ int rung_router_new(const struct rung_router_opts *opts, struct rung_router **ou
 	if (!r)
 		return rung_err_set(err, ENOMEM, "out of memory");
 	r->deployed = o.deployed;
-	r->agent_path = o.agent_path ? strdup(o.agent_path) : sibling_binary("RUNG_AGENT", "rung-agent");
-	r->vmm_path = o.vmm_path ? strdup(o.vmm_path) : sibling_binary("RUNG_VMM", "rung-vmm");
-	r->rung_path = sibling_binary("RUNG_BIN", "rung");
+	const char *hd = o.helper_dir;
+	r->agent_path = o.agent_path ? strdup(o.agent_path)
+				     : helper_binary(hd, "RUNG_AGENT", "rung-agent");
+	r->vmm_path = o.vmm_path ? strdup(o.vmm_path) : helper_binary(hd, "RUNG_VMM", "rung-vmm");
+	r->rung_path = helper_binary(hd, "RUNG_BIN", "rung");
 	int rc = rt_store_open(dir, &r->store, err);
 	if (rc == 0 && (!r->agent_path || !r->vmm_path || !r->rung_path))
 		rc = rung_err_set(err, ENOMEM, "out of memory");

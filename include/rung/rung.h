@@ -99,8 +99,14 @@ struct rung_router;
 struct rung_router_opts {
 	const char *state_dir;  /* NULL: $RUNG_STATE_DIR, else /var/lib/rung */
 	bool deployed;          /* apply the deployed isolation x capability policy */
-	const char *agent_path; /* rung-agent binary; NULL: next to the running binary */
-	const char *vmm_path;   /* rung-vmm binary; NULL: next to the running binary */
+	/* rung-agent / rung-vmm binaries; NULL: in helper_dir */
+	const char *agent_path;
+	const char *vmm_path;
+	/* The dir holding rung-agent, rung-vmm (with the guest kernel in vm/) and rung (re-exec'd
+	 * as the sandbox supervisor of a multi-threaded caller). A program linking librung passes
+	 * the installed one, `pkg-config --variable=helperdir rung`. NULL: found from the running
+	 * binary, beside it (the build tree) or in ../libexec/rung (an installed rung). */
+	const char *helper_dir;
 };
 
 int rung_router_new(const struct rung_router_opts *opts, struct rung_router **out,
