@@ -412,25 +412,14 @@ START_TEST(test_errors)
 }
 END_TEST
 
-/* One tcase per test: each gets its own store, so one failure cannot spill into another. */
-static void add(Suite *s, const char *name, const TTest *t)
-{
-	TCase *tc = tcase_create(name);
-	tcase_set_tags(tc, "root");
-	tcase_set_timeout(tc, 120);
-	tcase_add_unchecked_fixture(tc, ct_setup, ct_teardown);
-	tcase_add_test(tc, t);
-	suite_add_tcase(s, tc);
-}
-
 Suite *container_life_suite(void)
 {
 	Suite *s = suite_create("container_life");
-	add(s, "image_root", test_image_root);
-	add(s, "persist", test_persist_suspend_reacquire);
-	add(s, "timeout", test_timeout_kills_tree);
-	add(s, "gc", test_gc_orphan);
-	add(s, "dispose_frozen", test_dispose_frozen);
-	add(s, "errors", test_errors);
+	ct_add(s, "image_root", test_image_root, 120);
+	ct_add(s, "persist", test_persist_suspend_reacquire, 120);
+	ct_add(s, "timeout", test_timeout_kills_tree, 120);
+	ct_add(s, "gc", test_gc_orphan, 120);
+	ct_add(s, "dispose_frozen", test_dispose_frozen, 120);
+	ct_add(s, "errors", test_errors, 120);
 	return s;
 }

@@ -452,6 +452,16 @@ int ct_count_store_procs(const char *state)
 	return count;
 }
 
+void ct_add(Suite *s, const char *name, const TTest *t, int timeout_s)
+{
+	TCase *tc = tcase_create(name);
+	tcase_set_tags(tc, "root");
+	tcase_set_timeout(tc, timeout_s);
+	tcase_add_unchecked_fixture(tc, ct_setup, ct_teardown);
+	tcase_add_test(tc, t);
+	suite_add_tcase(s, tc);
+}
+
 /* debugfs -R CMD IMG (read-only): its stdout (malloc'd), or NULL. */
 char *ct_debugfs(const char *img, const char *cmd)
 {

@@ -10,6 +10,7 @@
 #ifndef RUNG_TESTS_CONTAINER_TESTUTIL_H
 #define RUNG_TESTS_CONTAINER_TESTUTIL_H
 
+#include <check.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -22,6 +23,9 @@
 /* Unchecked fixture: make the store and import the image / dispose everything, remove it. */
 void ct_setup(void);
 void ct_teardown(void);
+/* Add test t to s as a tcase of its own (so each gets its own store), tagged "root", with
+ * timeout_s and the fixture above. */
+void ct_add(Suite *s, const char *name, const TTest *t, int timeout_s);
 /* The fixture's temporary directory and its store (state dir). */
 const char *ct_tmp(void);
 const char *ct_state(void);
