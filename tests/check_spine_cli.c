@@ -372,15 +372,11 @@ END_TEST
 Suite *spine_cli_suite(void)
 {
 	Suite *s = suite_create("spine_cli");
-	TCase *tc = tcase_create("cli");
-	tcase_set_tags(tc, "root");
-	tcase_set_timeout(tc, 120);
-	tcase_add_unchecked_fixture(tc, spine_base_setup, spine_base_teardown);
+	TCase *tc = spine_tcase(s, "cli", 120);
 	tcase_add_test(tc, test_run_status);
 	tcase_add_test(tc, test_run_signal);
 	tcase_add_test(tc, test_json);
 	tcase_add_test(tc, test_help_and_usage);
 	tcase_add_test(tc, test_spec_errors);
-	suite_add_tcase(s, tc);
 	return s;
 }

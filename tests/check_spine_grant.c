@@ -279,12 +279,8 @@ Suite *spine_grant_suite(void)
 	tcase_set_timeout(pure, 10);
 	tcase_add_test(pure, test_op_table);
 	suite_add_tcase(s, pure);
-	TCase *tc = tcase_create("live");
-	tcase_set_tags(tc, "root");
-	tcase_set_timeout(tc, 120);
-	tcase_add_unchecked_fixture(tc, spine_base_setup, spine_base_teardown);
+	TCase *tc = spine_tcase(s, "live", 120);
 	tcase_add_test(tc, test_deployed_run_code_only);
 	tcase_add_test(tc, test_grant_follows_requires);
-	suite_add_tcase(s, tc);
 	return s;
 }

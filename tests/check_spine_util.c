@@ -26,6 +26,16 @@ void spine_base_setup(void)
 	free(d);
 }
 
+TCase *spine_tcase(Suite *s, const char *name, int timeout_s)
+{
+	TCase *tc = tcase_create(name);
+	tcase_set_tags(tc, "root");
+	tcase_set_timeout(tc, timeout_s);
+	tcase_add_unchecked_fixture(tc, spine_base_setup, spine_base_teardown);
+	suite_add_tcase(s, tc);
+	return tc;
+}
+
 static void agent_path(char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/rung-agent", rung_test_build_dir());

@@ -23,6 +23,8 @@ bool spine_vm(void);
 
 void spine_base_setup(void);
 void spine_base_teardown(void);
+/* A tcase added to s, tagged "root", with timeout_s and the base fixture above. */
+TCase *spine_tcase(Suite *s, const char *name, int timeout_s);
 /* The tcase's base directory (valid between the fixtures). */
 const char *spine_base(void);
 
