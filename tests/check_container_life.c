@@ -284,12 +284,8 @@ START_TEST(test_gc_orphan)
 	ck_assert_int_eq(v[0].state, RUNG_STATE_RUNNING);
 	free(v);
 	ck_assert_int_gt(ct_count_store_procs(ct_state()), 1);
-	ck_assert_int_eq(kill(sup, SIGKILL), 0);
 	/* Wait for the dead supervisor to be reaped by its new parent. */
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d", (int)sup);
-	for (int i = 0; i < 250 && access(p, F_OK) == 0; i++)
-		usleep(20000);
+	ct_kill_reaped(sup);
 	ck_assert_msg(rung_list(r, "life", NULL, &v, &n, &err) == 0, "%s", err.msg);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_int_eq(v[0].state, RUNG_STATE_DEAD);
@@ -345,11 +341,7 @@ START_TEST(test_dispose_frozen)
 			ck_assert_int_eq(v[0].state, RUNG_STATE_SUSPENDED);
 			pid_t sup = v[0].supervisor;
 			free(v);
-			ck_assert_int_eq(kill(sup, SIGKILL), 0);
-			char p[64];
-			snprintf(p, sizeof(p), "/proc/%d", (int)sup);
-			for (int i = 0; i < 250 && access(p, F_OK) == 0; i++)
-				usleep(20000);
+			ct_kill_reaped(sup);
 			struct rung_gc_report rep;
 			ck_assert_msg(rung_gc(r, &rep, &err) == 0, "%s", err.msg);
 			ck_assert_uint_eq(rep.disposed_dead, 1);

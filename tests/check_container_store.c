@@ -281,11 +281,7 @@ START_TEST(test_deep_tree_dispose_and_gc)
 	ck_assert_msg(rt_store_meta_read(&r->store, id, &m, &err) == 0, "%s", err.msg);
 	pid_t sup = m.sup_pid;
 	rt_meta_release(&m);
-	ck_assert_int_eq(kill(sup, SIGKILL), 0);
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d", (int)sup);
-	for (int i = 0; i < 250 && access(p, F_OK) == 0; i++)
-		usleep(20000);
+	ct_kill_reaped(sup);
 	struct rung_gc_report rep;
 	ck_assert_msg(rung_gc(r, &rep, &err) == 0, "gc: %s", err.msg);
 	ck_assert_uint_eq(rep.disposed_dead, 1);

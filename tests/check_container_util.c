@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -450,6 +451,15 @@ int ct_count_store_procs(const char *state)
 	}
 	free(v);
 	return count;
+}
+
+void ct_kill_reaped(pid_t pid)
+{
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d", (int)pid);
+	for (int i = 0; i < 250 && access(p, F_OK) == 0; i++)
+		usleep(20000);
 }
 
 void ct_add(Suite *s, const char *name, const TTest *t, int timeout_s)

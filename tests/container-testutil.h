@@ -78,6 +78,9 @@ int ct_count_dir(const char *path);
 int ct_count_leases(const char *state);
 /* Supervisors whose log is in state (and their descendants): the store's processes. */
 int ct_count_store_procs(const char *state);
+/* SIGKILL pid (asserting the kill) and wait up to 5 s for its /proc entry to go: dead and
+ * reaped (a supervisor's new parent reaps it). */
+void ct_kill_reaped(pid_t pid);
 uint64_t ct_now_us(void);
 
 /* debugfs -R CMD IMG (read-only, e.g. a sandbox's disk.img after a sync inside): its
