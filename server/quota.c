@@ -49,10 +49,11 @@ static int scope_take(struct srv *s, const char *scope, uint32_t limit, bool con
 					 "idle ones",
 					 q->conns);
 		else
-			r = rung_err_set(err, EAGAIN,
-					 "this scope already has %u requests in flight (its limit): "
-					 "retry when one has finished",
-					 q->inflight);
+			r = rung_err_set(
+			    err, EAGAIN,
+			    "this scope already has %u requests in flight (its limit): "
+			    "retry when one has finished",
+			    q->inflight);
 	} else {
 		(*count_of(q, conns))++;
 		*out = q;
@@ -76,10 +77,7 @@ int srv_scope_enter(struct srv *s, const char *scope, uint32_t limit, struct srv
 	return scope_take(s, scope, limit, false, out, err);
 }
 
-void srv_scope_leave(struct srv *s, struct srv_scope *q)
-{
-	scope_put(s, q, false);
-}
+void srv_scope_leave(struct srv *s, struct srv_scope *q) { scope_put(s, q, false); }
 
 int srv_scope_attach(struct srv *s, const char *scope, uint32_t limit, struct srv_scope **out,
 		     struct rung_err *err)
@@ -87,10 +85,7 @@ int srv_scope_attach(struct srv *s, const char *scope, uint32_t limit, struct sr
 	return scope_take(s, scope, limit, true, out, err);
 }
 
-void srv_scope_detach(struct srv *s, struct srv_scope *q)
-{
-	scope_put(s, q, true);
-}
+void srv_scope_detach(struct srv *s, struct srv_scope *q) { scope_put(s, q, true); }
 
 void srv_scope_snapshot(struct srv *s, const char *scope, unsigned *inflight, unsigned long *refused)
 {

@@ -18,7 +18,7 @@
 #define CLI(res, in, ...)                                                                          \
 	do {                                                                                       \
 		const char *const a_[] = {__VA_ARGS__, NULL};                                      \
-		spine_cli_run(res, in, a_);                                                             \
+		spine_cli_run(res, in, a_);                                                        \
 	} while (0)
 
 static char *state_dir(void)
