@@ -2,6 +2,7 @@
 #ifndef RUNG_CLI_H
 #define RUNG_CLI_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -34,6 +35,10 @@ struct rung_router *cli_router(struct cli *c);
 int cli_fail(struct cli *c, const struct rung_err *err);   /* prints, returns exit status */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool cli_want_help(int argc, char **argv);
+/* `rung run`'s stop signals (SIGINT, SIGTERM, SIGHUP) into set; block them (the old mask in
+ * prev) when block, so one that comes while an anonymous sandbox is being created is held for
+ * the exec's wait instead of leaving the new sandbox behind. */
+void cli_hold_stop_signals(bool block, sigset_t *set, sigset_t *prev);
 int cli_print_help(const char *cmd);
 
 /* SPEC-OPTS: consumes recognised options at argv[*i]; 1 if consumed, 0 if not, <0 on error. */

@@ -92,31 +92,31 @@ int cli_remote_read(struct cli *c, const char *id, const char *path)
 	return 0;
 }
 
-int cli_remote_simple(struct cli *c, const char *op, const char *id)
+/* A bodiless call on one sandbox (tail: NULL or "/<op>"); --json prints {"id", done: true}. */
+static int sb_call(struct cli *c, const char *method, const char *id, const char *tail,
+		   const char *done)
 {
-	char p[256], tail[32];
-	snprintf(tail, sizeof(tail), "/%s", op);
+	char p[256];
 	cli_url_sb(p, sizeof(p), id, tail);
 	cleanup_http struct cli_http h = {0};
 	struct rung_err err = {0};
-	if (cli_http_call(c, &h, "POST", p, NULL, NULL, 0, &err) < 0)
+	if (cli_http_call(c, &h, method, p, NULL, NULL, 0, &err) < 0)
 		return cli_fail(c, &err);
 	if (c->json)
-		printf("{\"id\": \"%s\", \"ok\": true}\n", id);
+		printf("{\"id\": \"%s\", \"%s\": true}\n", id, done);
 	return 0;
+}
+
+int cli_remote_simple(struct cli *c, const char *op, const char *id)
+{
+	char tail[32];
+	snprintf(tail, sizeof(tail), "/%s", op);
+	return sb_call(c, "POST", id, tail, "ok");
 }
 
 int cli_remote_dispose(struct cli *c, const char *id)
 {
-	char p[256];
-	cli_url_sb(p, sizeof(p), id, NULL);
-	cleanup_http struct cli_http h = {0};
-	struct rung_err err = {0};
-	if (cli_http_call(c, &h, "DELETE", p, NULL, NULL, 0, &err) < 0)
-		return cli_fail(c, &err);
-	if (c->json)
-		printf("{\"id\": \"%s\", \"disposed\": true}\n", id);
-	return 0;
+	return sb_call(c, "DELETE", id, NULL, "disposed");
 }
 
 static void thread_query(char *out, size_t n, const char *base, const char *thread)

@@ -293,12 +293,7 @@ int cli_cmd_run(struct cli *c, int argc, char **argv)
 	/* A signal that arrives while the sandbox is being created is held until
 	 * run_interruptible waits for it, so it cannot leave the new sandbox behind. */
 	sigset_t hold, prev;
-	sigemptyset(&hold);
-	sigaddset(&hold, SIGINT);
-	sigaddset(&hold, SIGTERM);
-	sigaddset(&hold, SIGHUP);
-	if (anonymous)
-		sigprocmask(SIG_BLOCK, &hold, &prev);
+	cli_hold_stop_signals(anonymous, &hold, &prev);
 	if (rung_acquire(r, &key, &so.spec, &sb, &created, &err) < 0) {
 		rung_spec_release(&so.spec);
 		if (anonymous)

@@ -287,12 +287,7 @@ int cli_remote_run(struct cli *c, const struct rung_key *key, bool anonymous,
 	char id[65], iso[16];
 	bool created;
 	sigset_t hold, prev;
-	sigemptyset(&hold);
-	sigaddset(&hold, SIGINT);
-	sigaddset(&hold, SIGTERM);
-	sigaddset(&hold, SIGHUP);
-	if (anonymous)
-		sigprocmask(SIG_BLOCK, &hold, &prev);
+	cli_hold_stop_signals(anonymous, &hold, &prev);
 	if (cli_remote_acquire(c, key, spec, id, iso, &created, &err) < 0) {
 		if (anonymous)
 			sigprocmask(SIG_SETMASK, &prev, NULL);

@@ -57,6 +57,16 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 	return 2;
 }
 
+void cli_hold_stop_signals(bool block, sigset_t *set, sigset_t *prev)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+	if (block)
+		sigprocmask(SIG_BLOCK, set, prev);
+}
+
 bool cli_want_help(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {

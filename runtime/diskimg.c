@@ -126,28 +126,36 @@ static int sparse_copy(int in, int out, uint64_t size)
 	}
 }
 
+int rt_disk_build_lock(const char *dir, const char *out, int *lock, struct rung_err *err)
+{
+	if (access(out, R_OK) == 0)
+		return 1;
+	char lockp[4096];
+	snprintf(lockp, sizeof(lockp), "%s/lock", dir);
+	*lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (*lock < 0 || flock(*lock, LOCK_EX) < 0)
+		return rung_err_sys(err, errno, "lock %s", lockp);
+	return access(out, R_OK) == 0 ? 1 : 0; /* 1: built while we waited */
+}
+
 /* <state>/disks/ext4-<bytes>.img: a blank filesystem of that size, built once. */
 static int template_of(const char *state_dir, uint64_t bytes, char *out, size_t len,
 		       struct rung_err *err)
 {
-	char dir[3900], lockp[4096], tmp[4200];
+	char dir[3900], tmp[4200];
 	snprintf(dir, sizeof(dir), "%s/disks", state_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return rung_err_sys(err, errno, "mkdir %s", dir);
 	snprintf(out, len, "%.3900s/ext4-%llu.img", dir, (unsigned long long)bytes);
-	if (access(out, R_OK) == 0)
-		return 0;
-	snprintf(lockp, sizeof(lockp), "%s/lock", dir);
-	cleanup_close int lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (lock < 0 || flock(lock, LOCK_EX) < 0)
-		return rung_err_sys(err, errno, "lock %s", lockp);
-	if (access(out, R_OK) == 0)
-		return 0; /* built while we waited */
+	cleanup_close int lock = -1;
+	int r = rt_disk_build_lock(dir, out, &lock, err);
+	if (r != 0)
+		return r < 0 ? r : 0;
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", out, (int)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return rung_err_sys(err, errno, "create %s", tmp);
-	int r = ftruncate(fd, (off_t)bytes) < 0 ? -errno : 0;
+	r = ftruncate(fd, (off_t)bytes) < 0 ? -errno : 0;
 	close(fd);
 	if (r < 0)
 		r = rung_err_sys(err, -r, "size %s", tmp);

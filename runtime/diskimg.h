@@ -28,6 +28,11 @@ int rt_disk_check(struct rung_err *err);
  * copied sparsely (holes stay holes). Returns 1 when it made the image, 0 when it was there.
  */
 int rt_disk_image(const char *state_dir, const char *path, uint64_t bytes, struct rung_err *err);
+/* An image built once and shared (a blank template, a vm base disk) at out, in dir: 1 when it
+ * is there; else takes <dir>/lock into *lock (held until the caller closes it, after it has
+ * installed out) and looks again: 1 when another process built it meanwhile, 0 when the
+ * caller is to build it. */
+int rt_disk_build_lock(const char *dir, const char *out, int *lock, struct rung_err *err);
 /* Attach img to a free loop device and mount it nosuid,nodev as a detached mount whose root
  * belongs to owner. Returns the mount fd (for move_mount). */
 int rt_disk_mount(const char *img, uid_t owner, struct rung_err *err);

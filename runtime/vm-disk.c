@@ -72,21 +72,17 @@ static int build_base(char **lowers, const char *mnt, const char *img, struct ru
 int rt_vm_base_disk(const char *state_dir, const char *digest, char **lowers, char *out,
 		    size_t out_len, struct rung_err *err)
 {
-	char dir[4000], lockp[4096], tmp[4096], mnt[4096];
+	char dir[4000], tmp[4096], mnt[4096];
 	snprintf(dir, sizeof(dir), "%s/vmdisks", state_dir);
 	/* root's alone: a base disk holds a whole image (the jail binds it in as root) */
 	if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || chmod(dir, 0700) < 0)
 		return rung_err_sys(err, errno, "mkdir %s", dir);
 	const char *hex = strchr(digest, ':') ? strchr(digest, ':') + 1 : digest;
 	snprintf(out, out_len, "%s/%s.ext4", dir, hex);
-	if (access(out, R_OK) == 0)
-		return 0;
-	snprintf(lockp, sizeof(lockp), "%s/lock", dir);
-	cleanup_close int lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (lock < 0 || flock(lock, LOCK_EX) < 0)
-		return rung_err_sys(err, errno, "lock %s", lockp);
-	if (access(out, R_OK) == 0)
-		return 0; /* built while we waited */
+	cleanup_close int lock = -1;
+	int r = rt_disk_build_lock(dir, out, &lock, err);
+	if (r != 0)
+		return r < 0 ? r : 0;
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", out, (int)getpid());
 	snprintf(mnt, sizeof(mnt), "%s/mnt.%d", dir, (int)getpid());
 	if (mkdir(mnt, 0700) < 0 && errno != EEXIST)

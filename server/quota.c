@@ -2,6 +2,7 @@
  * server/quota.c: what each scope holds right now (requests in flight, sandboxes being
  * created), against its limits (struct srv_limits), so that one tenant cannot starve another.
  */
+#include <stdbool.h>
 #include <string.h>
 
 #include "common/err.h"
@@ -25,66 +26,66 @@ static struct srv_scope *scope_get(struct srv *s, const char *scope)
 	return q;
 }
 
-int srv_scope_enter(struct srv *s, const char *scope, uint32_t limit, struct srv_scope **out,
-		    struct rung_err *err)
+/* What a scope counts against a limit: requests in flight, or open connections. */
+static unsigned *count_of(struct srv_scope *q, bool conns)
+{
+	return conns ? &q->conns : &q->inflight;
+}
+
+/* Take one more of the scope's count if it holds fewer than limit; otherwise count a refusal. */
+static int scope_take(struct srv *s, const char *scope, uint32_t limit, bool conns,
+		      struct srv_scope **out, struct rung_err *err)
 {
 	pthread_mutex_lock(&s->scope_mu);
 	struct srv_scope *q = scope_get(s, scope);
 	int r = 0;
 	if (!q)
 		r = rung_err_set(err, ENOMEM, "out of memory");
-	else if (q->inflight >= limit) {
+	else if (*count_of(q, conns) >= limit) {
 		q->refused++;
-		r = rung_err_set(err, EAGAIN,
-				 "this scope already has %u requests in flight (its limit): retry "
-				 "when one has finished",
-				 q->inflight);
+		if (conns)
+			r = rung_err_set(err, EAGAIN,
+					 "this scope holds %u open connections (its limit): close "
+					 "idle ones",
+					 q->conns);
+		else
+			r = rung_err_set(
+			    err, EAGAIN,
+			    "this scope already has %u requests in flight (its limit): "
+			    "retry when one has finished",
+			    q->inflight);
 	} else {
-		q->inflight++;
+		(*count_of(q, conns))++;
 		*out = q;
 	}
 	pthread_mutex_unlock(&s->scope_mu);
 	return r;
 }
 
-void srv_scope_leave(struct srv *s, struct srv_scope *q)
+static void scope_put(struct srv *s, struct srv_scope *q, bool conns)
 {
 	if (!q)
 		return;
 	pthread_mutex_lock(&s->scope_mu);
-	q->inflight--;
+	(*count_of(q, conns))--;
 	pthread_mutex_unlock(&s->scope_mu);
 }
+
+int srv_scope_enter(struct srv *s, const char *scope, uint32_t limit, struct srv_scope **out,
+		    struct rung_err *err)
+{
+	return scope_take(s, scope, limit, false, out, err);
+}
+
+void srv_scope_leave(struct srv *s, struct srv_scope *q) { scope_put(s, q, false); }
 
 int srv_scope_attach(struct srv *s, const char *scope, uint32_t limit, struct srv_scope **out,
 		     struct rung_err *err)
 {
-	pthread_mutex_lock(&s->scope_mu);
-	struct srv_scope *q = scope_get(s, scope);
-	int r = 0;
-	if (!q)
-		r = rung_err_set(err, ENOMEM, "out of memory");
-	else if (q->conns >= limit) {
-		q->refused++;
-		r = rung_err_set(err, EAGAIN,
-				 "this scope holds %u open connections (its limit): close idle ones",
-				 q->conns);
-	} else {
-		q->conns++;
-		*out = q;
-	}
-	pthread_mutex_unlock(&s->scope_mu);
-	return r;
+	return scope_take(s, scope, limit, true, out, err);
 }
 
-void srv_scope_detach(struct srv *s, struct srv_scope *q)
-{
-	if (!q)
-		return;
-	pthread_mutex_lock(&s->scope_mu);
-	q->conns--;
-	pthread_mutex_unlock(&s->scope_mu);
-}
+void srv_scope_detach(struct srv *s, struct srv_scope *q) { scope_put(s, q, true); }
 
 void srv_scope_snapshot(struct srv *s, const char *scope, unsigned *inflight, unsigned long *refused)
 {

@@ -86,20 +86,10 @@ START_TEST(test_kill_ppid_leaves_nothing)
 }
 END_TEST
 
-static void add(Suite *s, const char *name, const TTest *t)
-{
-	TCase *tc = tcase_create(name);
-	tcase_set_tags(tc, "root");
-	tcase_set_timeout(tc, 120);
-	tcase_add_unchecked_fixture(tc, ct_setup, ct_teardown);
-	tcase_add_test(tc, t);
-	suite_add_tcase(s, tc);
-}
-
 Suite *container_agentside_suite(void)
 {
 	Suite *s = suite_create("container_agentside");
-	add(s, "untouchable", test_agent_side_untouchable);
-	add(s, "kill_ppid", test_kill_ppid_leaves_nothing);
+	ct_add(s, "untouchable", test_agent_side_untouchable, 120);
+	ct_add(s, "kill_ppid", test_kill_ppid_leaves_nothing, 120);
 	return s;
 }

@@ -284,12 +284,8 @@ START_TEST(test_gc_orphan)
 	ck_assert_int_eq(v[0].state, RUNG_STATE_RUNNING);
 	free(v);
 	ck_assert_int_gt(ct_count_store_procs(ct_state()), 1);
-	ck_assert_int_eq(kill(sup, SIGKILL), 0);
 	/* Wait for the dead supervisor to be reaped by its new parent. */
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d", (int)sup);
-	for (int i = 0; i < 250 && access(p, F_OK) == 0; i++)
-		usleep(20000);
+	ct_kill_reaped(sup);
 	ck_assert_msg(rung_list(r, "life", NULL, &v, &n, &err) == 0, "%s", err.msg);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_int_eq(v[0].state, RUNG_STATE_DEAD);
@@ -345,11 +341,7 @@ START_TEST(test_dispose_frozen)
 			ck_assert_int_eq(v[0].state, RUNG_STATE_SUSPENDED);
 			pid_t sup = v[0].supervisor;
 			free(v);
-			ck_assert_int_eq(kill(sup, SIGKILL), 0);
-			char p[64];
-			snprintf(p, sizeof(p), "/proc/%d", (int)sup);
-			for (int i = 0; i < 250 && access(p, F_OK) == 0; i++)
-				usleep(20000);
+			ct_kill_reaped(sup);
 			struct rung_gc_report rep;
 			ck_assert_msg(rung_gc(r, &rep, &err) == 0, "%s", err.msg);
 			ck_assert_uint_eq(rep.disposed_dead, 1);
@@ -412,25 +404,14 @@ START_TEST(test_errors)
 }
 END_TEST
 
-/* One tcase per test: each gets its own store, so one failure cannot spill into another. */
-static void add(Suite *s, const char *name, const TTest *t)
-{
-	TCase *tc = tcase_create(name);
-	tcase_set_tags(tc, "root");
-	tcase_set_timeout(tc, 120);
-	tcase_add_unchecked_fixture(tc, ct_setup, ct_teardown);
-	tcase_add_test(tc, t);
-	suite_add_tcase(s, tc);
-}
-
 Suite *container_life_suite(void)
 {
 	Suite *s = suite_create("container_life");
-	add(s, "image_root", test_image_root);
-	add(s, "persist", test_persist_suspend_reacquire);
-	add(s, "timeout", test_timeout_kills_tree);
-	add(s, "gc", test_gc_orphan);
-	add(s, "dispose_frozen", test_dispose_frozen);
-	add(s, "errors", test_errors);
+	ct_add(s, "image_root", test_image_root, 120);
+	ct_add(s, "persist", test_persist_suspend_reacquire, 120);
+	ct_add(s, "timeout", test_timeout_kills_tree, 120);
+	ct_add(s, "gc", test_gc_orphan, 120);
+	ct_add(s, "dispose_frozen", test_dispose_frozen, 120);
+	ct_add(s, "errors", test_errors, 120);
 	return s;
 }

@@ -398,23 +398,13 @@ START_TEST(test_disk)
 }
 END_TEST
 
-static void add(Suite *s, const char *name, const TTest *t)
-{
-	TCase *tc = tcase_create(name);
-	tcase_set_tags(tc, "root");
-	tcase_set_timeout(tc, 120);
-	tcase_add_unchecked_fixture(tc, ct_setup, ct_teardown);
-	tcase_add_test(tc, t);
-	suite_add_tcase(s, tc);
-}
-
 Suite *container_limits_suite(void)
 {
 	Suite *s = suite_create("container_limits");
-	add(s, "oom", test_oom);
-	add(s, "oom_cli", test_oom_cli_json);
-	add(s, "fork_bomb", test_fork_bomb);
-	add(s, "cpu_hog", test_cpu_hog);
-	add(s, "disk", test_disk);
+	ct_add(s, "oom", test_oom, 120);
+	ct_add(s, "oom_cli", test_oom_cli_json, 120);
+	ct_add(s, "fork_bomb", test_fork_bomb, 120);
+	ct_add(s, "cpu_hog", test_cpu_hog, 120);
+	ct_add(s, "disk", test_disk, 120);
 	return s;
 }

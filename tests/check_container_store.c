@@ -281,11 +281,7 @@ START_TEST(test_deep_tree_dispose_and_gc)
 	ck_assert_msg(rt_store_meta_read(&r->store, id, &m, &err) == 0, "%s", err.msg);
 	pid_t sup = m.sup_pid;
 	rt_meta_release(&m);
-	ck_assert_int_eq(kill(sup, SIGKILL), 0);
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d", (int)sup);
-	for (int i = 0; i < 250 && access(p, F_OK) == 0; i++)
-		usleep(20000);
+	ct_kill_reaped(sup);
 	struct rung_gc_report rep;
 	ck_assert_msg(rung_gc(r, &rep, &err) == 0, "gc: %s", err.msg);
 	ck_assert_uint_eq(rep.disposed_dead, 1);
@@ -483,23 +479,13 @@ START_TEST(test_restart_planted_dir_link)
 }
 END_TEST
 
-static void add(Suite *s, const char *name, const TTest *t, int timeout)
-{
-	TCase *tc = tcase_create(name);
-	tcase_set_tags(tc, "root");
-	tcase_set_timeout(tc, timeout);
-	tcase_add_unchecked_fixture(tc, ct_setup, ct_teardown);
-	tcase_add_test(tc, t);
-	suite_add_tcase(s, tc);
-}
-
 Suite *container_store_suite(void)
 {
 	Suite *s = suite_create("container_store");
-	add(s, "perm", test_other_users_shut_out, 120);
-	add(s, "deep", test_deep_tree_dispose_and_gc, 180);
-	add(s, "rmrf", test_rm_rf_no_depth_limit, 120);
-	add(s, "leaflinks", test_restart_planted_leaf_links, 120);
-	add(s, "dirlink", test_restart_planted_dir_link, 120);
+	ct_add(s, "perm", test_other_users_shut_out, 120);
+	ct_add(s, "deep", test_deep_tree_dispose_and_gc, 180);
+	ct_add(s, "rmrf", test_rm_rf_no_depth_limit, 120);
+	ct_add(s, "leaflinks", test_restart_planted_leaf_links, 120);
+	ct_add(s, "dirlink", test_restart_planted_dir_link, 120);
 	return s;
 }

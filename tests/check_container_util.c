@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -450,6 +451,25 @@ int ct_count_store_procs(const char *state)
 	}
 	free(v);
 	return count;
+}
+
+void ct_kill_reaped(pid_t pid)
+{
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d", (int)pid);
+	for (int i = 0; i < 250 && access(p, F_OK) == 0; i++)
+		usleep(20000);
+}
+
+void ct_add(Suite *s, const char *name, const TTest *t, int timeout_s)
+{
+	TCase *tc = tcase_create(name);
+	tcase_set_tags(tc, "root");
+	tcase_set_timeout(tc, timeout_s);
+	tcase_add_unchecked_fixture(tc, ct_setup, ct_teardown);
+	tcase_add_test(tc, t);
+	suite_add_tcase(s, tc);
 }
 
 /* debugfs -R CMD IMG (read-only): its stdout (malloc'd), or NULL. */

@@ -17,6 +17,7 @@
 
 #include "common/util.h"
 #include "netpolicy/np.h"
+#include "tests/egress-testutil.h"
 #include "tests/np_world.h"
 #include "tests/testutil.h"
 
@@ -36,18 +37,6 @@ static int sysctl_set(const char *path, const char *v)
 	int r = write(fd, v, strlen(v)) == (ssize_t)strlen(v) ? 0 : -EIO;
 	close(fd);
 	return r;
-}
-
-static bool table_exists(const char *name)
-{
-	struct nft_ctx *c = nft_ctx_new(NFT_CTX_DEFAULT);
-	nft_ctx_buffer_error(c);
-	nft_ctx_buffer_output(c);
-	char cmd[96];
-	snprintf(cmd, sizeof(cmd), "list table inet %s", name);
-	bool ok = nft_run_cmd_from_buffer(c, cmd) == 0;
-	nft_ctx_free(c);
-	return ok;
 }
 
 static int p_ping_b(void *arg)
@@ -83,7 +72,7 @@ static int in_h(void *arg)
 	if (f->up == 0) {
 		f->a_to_b = npw_in_netns(f->a, p_ping_b, NULL);
 		f->s_to_b = npw_in_netns(s, p_ping_b, NULL);
-		f->guarded = table_exists(NP_FORWARD_GUARD);
+		f->guarded = eg_table_exists(NP_FORWARD_GUARD);
 		np_net_free(net);
 		np_sandbox_down(f->state_dir, "fwd-guard", &err);
 	}
@@ -156,7 +145,7 @@ static int enable_when_on(void *arg)
 	int r = np_forward_enable(&g, &err);
 	if (r < 0)
 		return r;
-	return g ? 1 : table_exists(NP_FORWARD_GUARD) ? 2 : 0;
+	return g ? 1 : eg_table_exists(NP_FORWARD_GUARD) ? 2 : 0;
 }
 
 static int enable_when_off(void *arg)
@@ -173,7 +162,7 @@ static int enable_when_off(void *arg)
 	int fd = open("/proc/sys/net/ipv4/ip_forward", O_RDONLY | O_CLOEXEC);
 	(void)!read(fd, v, 1);
 	close(fd);
-	return !g ? 1 : !table_exists(NP_FORWARD_GUARD) ? 2 : v[0] != '1' ? 3 : 0;
+	return !g ? 1 : !eg_table_exists(NP_FORWARD_GUARD) ? 2 : v[0] != '1' ? 3 : 0;
 }
 
 START_TEST(test_forwarding_already_on_left_alone)

@@ -22,22 +22,11 @@
 #include "common/digest.h"
 #include "common/util.h"
 #include "netpolicy/np.h"
+#include "tests/egress-testutil.h"
 #include "tests/np_sb.h"
 #include "tests/testutil.h"
 
 /* ---- lifecycle: down, gc, leaks ---- */
-
-static bool table_exists(const char *name)
-{
-	struct nft_ctx *c = nft_ctx_new(NFT_CTX_DEFAULT);
-	nft_ctx_buffer_error(c);
-	nft_ctx_buffer_output(c);
-	char cmd[96];
-	snprintf(cmd, sizeof(cmd), "list table inet %s", name);
-	bool r = nft_run_cmd_from_buffer(c, cmd) == 0;
-	nft_ctx_free(c);
-	return r;
-}
 
 /* Our tables ("rung_*" with this state dir's comment) and links, by listing everything. */
 /* "rung-np:<12 hex of sha256(realpath(sd))>:" marks what netpolicy made for that store. */
@@ -162,27 +151,27 @@ START_TEST(test_down_idempotent_and_gc)
 			}
 		closedir(d);
 	}
-	ck_assert(table_exists(t.info.table));
+	ck_assert(eg_table_exists(t.info.table));
 	struct rung_err err = {0};
 	const char *live[] = {"t-gc-a"};
 	ck_assert_msg(np_gc(npt_state_dir, live, 1, &err) == 0, "gc: %s", err.msg);
-	ck_assert(!table_exists(t.info.table));
-	ck_assert(table_exists(a.info.table));
+	ck_assert(!eg_table_exists(t.info.table));
+	ck_assert(eg_table_exists(a.info.table));
 	ck_assert_uint_ne(if_nametoindex(a.info.veth), 0);
-	ck_assert(!table_exists(b.info.table));
+	ck_assert(!eg_table_exists(b.info.table));
 	ck_assert_uint_eq(if_nametoindex(b.info.veth), 0);
-	ck_assert(!table_exists(g.info.table));
+	ck_assert(!eg_table_exists(g.info.table));
 	ck_assert_int_eq(count_leases(npt_state_dir), 1);
-	ck_assert(table_exists(o.info.table)); /* not ours */
+	ck_assert(eg_table_exists(o.info.table)); /* not ours */
 	ck_assert_uint_ne(if_nametoindex(o.info.veth), 0);
 	/* down is idempotent and works from the id alone */
 	ck_assert_int_eq(np_sandbox_down(npt_state_dir, "t-gc-a", &err), 0);
 	ck_assert_int_eq(np_sandbox_down(npt_state_dir, "t-gc-a", &err), 0);
-	ck_assert(!table_exists(a.info.table));
+	ck_assert(!eg_table_exists(a.info.table));
 	ck_assert_uint_eq(if_nametoindex(a.info.veth), 0);
 	ck_assert_int_eq(np_sandbox_down(npt_state_dir, "bad/id", &err), -EINVAL);
 	ck_assert_int_eq(np_sandbox_down(other_sd, "t-gc-other", &err), 0);
-	ck_assert(!table_exists(o.info.table));
+	ck_assert(!eg_table_exists(o.info.table));
 	ck_assert_int_eq(count_rung_tables(npt_state_dir), tables0);
 	ck_assert_int_eq(count_rg_links(npt_state_dir), links0);
 	ck_assert_int_eq(count_rung_tables(other_sd), 0);
@@ -253,7 +242,7 @@ START_TEST(test_up_over_leftovers)
 	npt_proxy_stop_free(&s);
 	ck_assert_int_eq(npw_ip(-1, "link del %s", s.info.veth), 0);
 	close(s.fd);
-	ck_assert(table_exists(s.info.table));
+	ck_assert(eg_table_exists(s.info.table));
 	ck_assert_int_eq(count_leases(npt_state_dir), 1);
 	struct npt_sb s2;
 	npt_sb_up(&s2, "t-leftover", allow, 1);

@@ -68,34 +68,6 @@ START_TEST(grant_http)
 }
 END_TEST
 
-/* Host processes whose command line holds needle. */
-static int count_procs_with(const char *needle)
-{
-	DIR *d = opendir("/proc");
-	int n = 0;
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		char p[300], buf[512];
-		snprintf(p, sizeof(p), "/proc/%s/cmdline", de->d_name);
-		int fd = open(p, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t k = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		for (ssize_t i = 0; i < k; i++)
-			if (!buf[i])
-				buf[i] = ' ';
-		buf[k > 0 ? k : 0] = '\0';
-		if (k > 0 && strstr(buf, needle))
-			n++;
-	}
-	if (d)
-		closedir(d);
-	return n;
-}
-
 /* POST an exec on a raw connection and leave it in flight; returns the connection. */
 static int exec_in_flight(const char *sock, const char *token, const char *id, const char *body)
 {
@@ -135,9 +107,9 @@ START_TEST(scope_limits)
 	int fds[3];
 	for (int i = 0; i < 3; i++)
 		fds[i] = exec_in_flight(t.sock[0], TOK_A, ida, body);
-	for (int i = 0; i < 500 && count_procs_with(needle) < 3; i++)
+	for (int i = 0; i < 500 && srvt_count_procs_with(needle) < 3; i++)
 		usleep(20000);
-	ck_assert_int_eq(count_procs_with(needle), 3);
+	ck_assert_int_eq(srvt_count_procs_with(needle), 3);
 	struct srvt_resp m = {0};
 	r = post(&t, TOK_A, ida, "exec", "{\"argv\":[\"true\"]}");
 	ck_assert_msg(r.status == 429 && strstr(r.body, "too_many_requests") &&

@@ -10,35 +10,6 @@
 
 #define KEYHDR1 "X-Rung-Thread: t1\r\nX-Rung-Agent: agent1\r\n"
 
-static int count_procs_with(const char *needle)
-{
-	DIR *d = opendir("/proc");
-	int n = 0;
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		char p[300], buf[512];
-		snprintf(p, sizeof(p), "/proc/%s/cmdline", de->d_name);
-		int fd = open(p, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t k = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (k <= 0)
-			continue;
-		for (ssize_t i = 0; i < k; i++)
-			if (!buf[i])
-				buf[i] = ' ';
-		buf[k] = '\0';
-		if (strstr(buf, needle))
-			n++;
-	}
-	if (d)
-		closedir(d);
-	return n;
-}
-
 static int count_in(const char *body, const char *needle)
 {
 	int n = 0;
@@ -87,9 +58,9 @@ START_TEST(restart_mid_exec)
 	int fd = exec_in_flight(t.sock[0], id, body);
 	char needle[64];
 	snprintf(needle, sizeof(needle), "sleep %s", marker);
-	for (int i = 0; i < 200 && count_procs_with(needle) == 0; i++)
+	for (int i = 0; i < 200 && srvt_count_procs_with(needle) == 0; i++)
 		usleep(10000);
-	ck_assert_int_eq(count_procs_with(needle), 1);
+	ck_assert_int_eq(srvt_count_procs_with(needle), 1);
 	srvt_stop(&t, 0, SIGKILL);
 	char *raw;
 	size_t len;
@@ -99,9 +70,9 @@ START_TEST(restart_mid_exec)
 	close(fd);
 
 	/* nothing the exec started survives its daemon */
-	for (int i = 0; i < 300 && count_procs_with(needle) > 0; i++)
+	for (int i = 0; i < 300 && srvt_count_procs_with(needle) > 0; i++)
 		usleep(10000);
-	ck_assert_int_eq(count_procs_with(needle), 0);
+	ck_assert_int_eq(srvt_count_procs_with(needle), 0);
 
 	/* the restarted daemon finds the sandbox in the store, intact and usable */
 	srvt_start(&t, 0, NULL);
@@ -141,14 +112,14 @@ START_TEST(client_gone_cancels_exec)
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
 	snprintf(needle, sizeof(needle), "sleep %s", marker);
 	int fd = exec_in_flight(t.sock[0], id, body);
-	for (int i = 0; i < 300 && count_procs_with(needle) == 0; i++)
+	for (int i = 0; i < 300 && srvt_count_procs_with(needle) == 0; i++)
 		usleep(10000);
-	ck_assert_int_eq(count_procs_with(needle), 1);
+	ck_assert_int_eq(srvt_count_procs_with(needle), 1);
 	uint64_t t0 = rung_now_ms();
 	close(fd);
-	while (count_procs_with(needle) > 0 && rung_now_ms() - t0 < 5000)
+	while (srvt_count_procs_with(needle) > 0 && rung_now_ms() - t0 < 5000)
 		usleep(10000);
-	ck_assert_msg(count_procs_with(needle) == 0, "the exec outlived its client by 5 s");
+	ck_assert_msg(srvt_count_procs_with(needle) == 0, "the exec outlived its client by 5 s");
 	/* the sandbox is fine afterwards */
 	struct srvt_resp r =
 	    srvt_req(t.sock[0], "POST", path, TOK_A, NULL, "{\"argv\":[\"echo\",\"after\"]}");

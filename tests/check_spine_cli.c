@@ -15,62 +15,10 @@
 #include "tests/check_spine_util.h"
 #include "tests/testutil.h"
 
-struct run {
-	int status; /* exit status, or 128+signal */
-	char *out, *err;
-};
-
-static void run_release(struct run *r)
-{
-	free(r->out);
-	free(r->err);
-	memset(r, 0, sizeof(*r));
-}
-
-/* Run build/rung with args (NULL-terminated) and optional stdin text; capture everything. */
-static void rung_cli(struct run *res, const char *stdin_text, const char *const *args)
-{
-	static int seq;
-	char bin[4096], outp[4200], errp[4200], inp[4200];
-	snprintf(bin, sizeof(bin), "%s/rung", rung_test_build_dir());
-	ck_assert_msg(access(bin, X_OK) == 0, "%s is not built", bin);
-	snprintf(outp, sizeof(outp), "%s/cli-%d-%d.out", spine_base(), (int)getpid(), seq);
-	snprintf(errp, sizeof(errp), "%s/cli-%d-%d.err", spine_base(), (int)getpid(), seq);
-	snprintf(inp, sizeof(inp), "%s/cli-%d-%d.in", spine_base(), (int)getpid(), seq++);
-	struct rung_err e = {0};
-	const char *in = stdin_text ? stdin_text : "";
-	ck_assert_int_eq(rung_write_file_atomic(AT_FDCWD, inp, in, strlen(in), 0600, &e), 0);
-	const char *argv[64] = {bin};
-	int n = 1;
-	for (; args[n - 1] && n < 63; n++)
-		argv[n] = args[n - 1];
-	argv[n] = NULL;
-	pid_t p = fork();
-	ck_assert_int_ge(p, 0);
-	if (p == 0) {
-		int i = open(inp, O_RDONLY), o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600),
-		    x = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (i < 0 || o < 0 || x < 0 || dup2(i, 0) < 0 || dup2(o, 1) < 0 || dup2(x, 2) < 0)
-			_exit(126);
-		char *envp[] = {"PATH=/usr/bin:/bin", NULL};
-		execve(bin, (char **)argv, envp);
-		_exit(127);
-	}
-	int st;
-	ck_assert_int_eq(waitpid(p, &st, 0), p);
-	res->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	res->out = spine_slurp(outp, NULL);
-	res->err = spine_slurp(errp, NULL);
-	ck_assert(res->out && res->err);
-	unlink(outp);
-	unlink(errp);
-	unlink(inp);
-}
-
 #define CLI(res, in, ...)                                                                          \
 	do {                                                                                       \
 		const char *const a_[] = {__VA_ARGS__, NULL};                                      \
-		rung_cli(res, in, a_);                                                             \
+		spine_cli_run(res, in, a_);                                                        \
 	} while (0)
 
 static char *state_dir(void)
@@ -84,26 +32,26 @@ START_TEST(test_run_status)
 {
 	RUNG_REQUIRE_ROOT();
 	char *sd = state_dir();
-	struct run r;
+	struct spine_run r;
 	CLI(&r, NULL, "--state-dir", sd, "run", "--", "/bin/sh", "-c",
 	    "echo out; echo err >&2; exit 3");
 	ck_assert_int_eq(r.status, 3);
 	ck_assert_str_eq(r.out, "out\n");
 	ck_assert_str_eq(r.err, "err\n");
-	run_release(&r);
+	spine_run_release(&r);
 	CLI(&r, NULL, "--state-dir", sd, "run", "--", "true");
 	ck_assert_int_eq(r.status, 0);
-	run_release(&r);
+	spine_run_release(&r);
 	CLI(&r, NULL, "--state-dir", sd, "run", "--", "/bin/sh", "-c", "kill -TERM $$");
 	ck_assert_int_eq(r.status, 128 + 15);
-	run_release(&r);
+	spine_run_release(&r);
 	/* A timed-out command: 124, said on stderr, and nothing left behind. */
 	uint64_t t0 = rung_now_ms();
 	CLI(&r, NULL, "--state-dir", sd, "run", "--timeout", "1", "--", "sleep", "30");
 	ck_assert_int_eq(r.status, 124);
 	ck_assert_msg(strstr(r.err, "timed out"), "stderr: %s", r.err);
 	ck_assert_uint_lt(rung_now_ms() - t0, 10000);
-	run_release(&r);
+	spine_run_release(&r);
 	/* Anonymous runs dispose their sandbox. */
 	ck_assert_int_eq(spine_store_entries(sd), 0);
 	free(sd);
@@ -114,7 +62,7 @@ START_TEST(test_json)
 {
 	RUNG_REQUIRE_ROOT();
 	char *sd = state_dir();
-	struct run r;
+	struct spine_run r;
 	json_error_t je;
 	CLI(&r, NULL, "--state-dir", sd, "--json", "run", "--", "/bin/sh", "-c",
 	    "printf 'a\"b\\\\c\\n'; echo e >&2; exit 5");
@@ -130,7 +78,7 @@ START_TEST(test_json)
 	ck_assert(json_is_integer(json_object_get(j, "duration_ms")));
 	ck_assert_uint_eq(strlen(json_string_value(json_object_get(j, "id"))), RT_ID_LEN);
 	json_decref(j);
-	run_release(&r);
+	spine_run_release(&r);
 
 	/* acquire --json: created, then warm; exec --json; ls --json; inspect; dispose. */
 	CLI(&r, NULL, "--state-dir", sd, "--json", "acquire", "--scope", "s", "--thread", "t",
@@ -143,7 +91,7 @@ START_TEST(test_json)
 	char id[RT_ID_LEN + 1];
 	snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(j, "id")));
 	json_decref(j);
-	run_release(&r);
+	spine_run_release(&r);
 	CLI(&r, NULL, "--state-dir", sd, "acquire", "--json", "--scope", "s", "--thread", "t",
 	    "--agent", "a", "--kind", "k");
 	j = json_loads(r.out, 0, &je);
@@ -151,21 +99,21 @@ START_TEST(test_json)
 	ck_assert(json_is_false(json_object_get(j, "created")));
 	ck_assert_str_eq(json_string_value(json_object_get(j, "id")), id);
 	json_decref(j);
-	run_release(&r);
+	spine_run_release(&r);
 	CLI(&r, "hello from stdin", "--state-dir", sd, "write", id, "in.txt");
 	ck_assert_int_eq(r.status, 0);
-	run_release(&r);
+	spine_run_release(&r);
 	CLI(&r, NULL, "--state-dir", sd, "--json", "exec", id, "--", "cat", "/work/in.txt");
 	ck_assert_int_eq(r.status, 0);
 	j = json_loads(r.out, 0, &je);
 	ck_assert_msg(j != NULL, "not JSON: %s", r.out);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "stdout")), "hello from stdin");
 	json_decref(j);
-	run_release(&r);
+	spine_run_release(&r);
 	CLI(&r, NULL, "--state-dir", sd, "read", id, "in.txt");
 	ck_assert_int_eq(r.status, 0);
 	ck_assert_str_eq(r.out, "hello from stdin");
-	run_release(&r);
+	spine_run_release(&r);
 	CLI(&r, NULL, "--state-dir", sd, "--json", "ls", "--scope", "s");
 	j = json_loads(r.out, 0, &je);
 	ck_assert_msg(json_is_array(j), "not a JSON array: %s", r.out);
@@ -175,13 +123,13 @@ START_TEST(test_json)
 			      json_object_get(json_array_get(j, 0), "labels"), "scope"))),
 			  64);
 	json_decref(j);
-	run_release(&r);
+	spine_run_release(&r);
 	CLI(&r, NULL, "--state-dir", sd, "inspect", id);
 	j = json_loads(r.out, 0, &je);
 	ck_assert_msg(j != NULL, "not JSON: %s", r.out);
 	ck_assert_str_eq(json_string_value(json_object_get(j, "state")), "running");
 	json_decref(j);
-	run_release(&r);
+	spine_run_release(&r);
 	CLI(&r, NULL, "--state-dir", sd, "--json", "exec", "--timeout", "0.5", id, "--", "sleep",
 	    "9");
 	ck_assert_int_eq(r.status, 124);
@@ -189,7 +137,7 @@ START_TEST(test_json)
 	ck_assert_msg(j != NULL, "not JSON: %s", r.out);
 	ck_assert(json_is_true(json_object_get(j, "timed_out")));
 	json_decref(j);
-	run_release(&r);
+	spine_run_release(&r);
 	/* An error in --json mode is a JSON object too. */
 	CLI(&r, NULL, "--state-dir", sd, "--json", "exec", "0123456789abcdef0123456789abcdef", "--",
 	    "true");
@@ -199,20 +147,20 @@ START_TEST(test_json)
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "error"), "errno")),
 			 ENOENT);
 	json_decref(j);
-	run_release(&r);
+	spine_run_release(&r);
 	CLI(&r, NULL, "--state-dir", sd, "--json", "dispose-scope", "--scope", "s");
 	ck_assert_int_eq(r.status, 0);
 	j = json_loads(r.out, 0, &je);
 	ck_assert_msg(j != NULL, "not JSON: %s", r.out);
 	ck_assert_int_eq(json_integer_value(json_object_get(j, "disposed")), 1);
 	json_decref(j);
-	run_release(&r);
+	spine_run_release(&r);
 	CLI(&r, NULL, "--state-dir", sd, "--json", "gc");
 	j = json_loads(r.out, 0, &je);
 	ck_assert_msg(j != NULL, "not JSON: %s", r.out);
 	ck_assert(json_is_integer(json_object_get(j, "disposed_dead")));
 	json_decref(j);
-	run_release(&r);
+	spine_run_release(&r);
 	ck_assert_int_eq(spine_store_entries(sd), 0);
 	free(sd);
 }
@@ -220,52 +168,52 @@ END_TEST
 
 START_TEST(test_help_and_usage)
 {
-	struct run r;
+	struct spine_run r;
 	for (const struct cli_cmd *c = cli_cmds; c->name; c++) {
 		CLI(&r, NULL, c->name, "--help");
 		ck_assert_msg(r.status == 0, "rung %s --help exited %d", c->name, r.status);
 		ck_assert_msg(strstr(r.out, "usage:"), "rung %s --help: %s", c->name, r.out);
-		run_release(&r);
+		spine_run_release(&r);
 		CLI(&r, NULL, "help", c->name);
 		ck_assert_int_eq(r.status, 0);
-		run_release(&r);
+		spine_run_release(&r);
 	}
 	CLI(&r, NULL, "--help");
 	ck_assert_int_eq(r.status, 0);
 	for (const struct cli_cmd *c = cli_cmds; c->name; c++)
 		ck_assert_msg(strstr(r.out, c->usage), "rung --help does not list %s", c->name);
-	run_release(&r);
+	spine_run_release(&r);
 	CLI(&r, NULL, "--version");
 	ck_assert_int_eq(r.status, 0);
 	ck_assert_ptr_nonnull(strstr(r.out, RUNG_VERSION));
-	run_release(&r);
+	spine_run_release(&r);
 	CLI(&r, NULL, "frobnicate");
 	ck_assert_int_eq(r.status, 2);
 	ck_assert_ptr_nonnull(strstr(r.err, "unknown command 'frobnicate'"));
-	run_release(&r);
+	spine_run_release(&r);
 	/* No command at all, a missing --, an unknown option: usage errors (2). */
 	const char *none[] = {NULL};
-	rung_cli(&r, NULL, none);
+	spine_cli_run(&r, NULL, none);
 	ck_assert_int_eq(r.status, 2);
-	run_release(&r);
+	spine_run_release(&r);
 	CLI(&r, NULL, "run", "true");
 	ck_assert_int_eq(r.status, 2);
 	ck_assert_ptr_nonnull(strstr(r.err, "run"));
-	run_release(&r);
+	spine_run_release(&r);
 	CLI(&r, NULL, "exec", "--bogus", "x", "--", "true");
 	ck_assert_int_eq(r.status, 2);
-	run_release(&r);
+	spine_run_release(&r);
 	CLI(&r, NULL, "acquire", "--scope", "s");
 	ck_assert_int_eq(r.status, 2);
 	ck_assert_ptr_nonnull(strstr(r.err, "--thread"));
-	run_release(&r);
+	spine_run_release(&r);
 }
 END_TEST
 
 START_TEST(test_spec_errors)
 {
 	char *sd = state_dir();
-	struct run r;
+	struct spine_run r;
 	char spec[4200];
 	snprintf(spec, sizeof(spec), "%s/spec-%d.json", spine_base(), (int)getpid());
 	struct rung_err e = {0};
@@ -287,29 +235,29 @@ START_TEST(test_spec_errors)
 		ck_assert_msg(strstr(r.err, bad[i].needle), "%s: stderr '%s' lacks '%s'",
 			      bad[i].json, r.err, bad[i].needle);
 		ck_assert_msg(strstr(r.err, spec), "the error does not name the file: %s", r.err);
-		run_release(&r);
+		spine_run_release(&r);
 	}
 	/* The same checks on the flag path. */
 	CLI(&r, NULL, "--state-dir", sd, "run", "--memory", "1K", "--", "true");
 	ck_assert_int_ne(r.status, 0);
 	ck_assert_msg(strstr(r.err, "limits.memory"), "%s", r.err);
-	run_release(&r);
+	spine_run_release(&r);
 	CLI(&r, NULL, "--state-dir", sd, "run", "--allow", "not a host", "--", "true");
 	ck_assert_int_ne(r.status, 0);
 	ck_assert_msg(strstr(r.err, "egress_allow[0]"), "%s", r.err);
-	run_release(&r);
+	spine_run_release(&r);
 	CLI(&r, NULL, "--state-dir", sd, "run", "--requires", "exec,root", "--", "true");
 	ck_assert_int_ne(r.status, 0);
 	ck_assert_msg(strstr(r.err, "root"), "%s", r.err);
-	run_release(&r);
+	spine_run_release(&r);
 	CLI(&r, NULL, "--state-dir", sd, "run", "--isolation", "vm", "--", "true");
 	ck_assert_int_ne(r.status, 0);
 	ck_assert_msg(strstr(r.err, "not available"), "%s", r.err);
-	run_release(&r);
+	spine_run_release(&r);
 	CLI(&r, NULL, "--state-dir", sd, "--deployed", "run", "--", "true");
 	ck_assert_int_ne(r.status, 0);
 	ck_assert_msg(strstr(r.err, "shell-capable"), "%s", r.err);
-	run_release(&r);
+	spine_run_release(&r);
 	unlink(spec);
 	/* None of that created anything. */
 	ck_assert_int_le(spine_store_entries(sd), 0);
@@ -372,15 +320,11 @@ END_TEST
 Suite *spine_cli_suite(void)
 {
 	Suite *s = suite_create("spine_cli");
-	TCase *tc = tcase_create("cli");
-	tcase_set_tags(tc, "root");
-	tcase_set_timeout(tc, 120);
-	tcase_add_unchecked_fixture(tc, spine_base_setup, spine_base_teardown);
+	TCase *tc = spine_tcase(s, "cli", 120);
 	tcase_add_test(tc, test_run_status);
 	tcase_add_test(tc, test_run_signal);
 	tcase_add_test(tc, test_json);
 	tcase_add_test(tc, test_help_and_usage);
 	tcase_add_test(tc, test_spec_errors);
-	suite_add_tcase(s, tc);
 	return s;
 }

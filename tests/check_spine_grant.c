@@ -69,32 +69,11 @@ END_TEST
 /* Run build/rung with args; returns the exit status, stderr into err (malloc'd). */
 static int cli(char **err_text, const char *const *args)
 {
-	char bin[4096], errp[4200];
-	snprintf(bin, sizeof(bin), "%s/rung", rung_test_build_dir());
-	ck_assert_msg(access(bin, X_OK) == 0, "%s is not built", bin);
-	snprintf(errp, sizeof(errp), "%s/grant-%d.err", spine_base(), (int)getpid());
-	const char *argv[32] = {bin};
-	int n = 1;
-	for (; args[n - 1] && n < 31; n++)
-		argv[n] = args[n - 1];
-	argv[n] = NULL;
-	pid_t p = fork();
-	ck_assert_int_ge(p, 0);
-	if (p == 0) {
-		int x = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		int nul = open("/dev/null", O_RDWR);
-		if (x < 0 || nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(x, 2) < 0)
-			_exit(126);
-		char *envp[] = {"PATH=/usr/bin:/bin", NULL};
-		execve(bin, (char **)argv, envp);
-		_exit(127);
-	}
-	int st;
-	ck_assert_int_eq(waitpid(p, &st, 0), p);
-	*err_text = spine_slurp(errp, NULL);
-	ck_assert_ptr_nonnull(*err_text);
-	unlink(errp);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	struct spine_run res = {0};
+	spine_cli_run(&res, NULL, args);
+	*err_text = res.err;
+	free(res.out);
+	return res.status;
 }
 #define CLI(errt, ...)                                                                             \
 	({                                                                                         \
@@ -279,12 +258,8 @@ Suite *spine_grant_suite(void)
 	tcase_set_timeout(pure, 10);
 	tcase_add_test(pure, test_op_table);
 	suite_add_tcase(s, pure);
-	TCase *tc = tcase_create("live");
-	tcase_set_tags(tc, "root");
-	tcase_set_timeout(tc, 120);
-	tcase_add_unchecked_fixture(tc, spine_base_setup, spine_base_teardown);
+	TCase *tc = spine_tcase(s, "live", 120);
 	tcase_add_test(tc, test_deployed_run_code_only);
 	tcase_add_test(tc, test_grant_follows_requires);
-	suite_add_tcase(s, tc);
 	return s;
 }

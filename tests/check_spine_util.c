@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
+#include "common/util.h"
 #include "tests/check_spine_util.h"
 #include "tests/testutil.h"
 
@@ -24,6 +26,62 @@ void spine_base_setup(void)
 	}
 	snprintf(base_dir, sizeof(base_dir), "%s", d);
 	free(d);
+}
+
+TCase *spine_tcase(Suite *s, const char *name, int timeout_s)
+{
+	TCase *tc = tcase_create(name);
+	tcase_set_tags(tc, "root");
+	tcase_set_timeout(tc, timeout_s);
+	tcase_add_unchecked_fixture(tc, spine_base_setup, spine_base_teardown);
+	suite_add_tcase(s, tc);
+	return tc;
+}
+
+void spine_run_release(struct spine_run *r)
+{
+	free(r->out);
+	free(r->err);
+	memset(r, 0, sizeof(*r));
+}
+
+void spine_cli_run(struct spine_run *res, const char *stdin_text, const char *const *args)
+{
+	static int seq;
+	char bin[4096], outp[4200], errp[4200], inp[4200];
+	snprintf(bin, sizeof(bin), "%s/rung", rung_test_build_dir());
+	ck_assert_msg(access(bin, X_OK) == 0, "%s is not built", bin);
+	snprintf(outp, sizeof(outp), "%s/cli-%d-%d.out", spine_base(), (int)getpid(), seq);
+	snprintf(errp, sizeof(errp), "%s/cli-%d-%d.err", spine_base(), (int)getpid(), seq);
+	snprintf(inp, sizeof(inp), "%s/cli-%d-%d.in", spine_base(), (int)getpid(), seq++);
+	struct rung_err e = {0};
+	const char *in = stdin_text ? stdin_text : "";
+	ck_assert_int_eq(rung_write_file_atomic(AT_FDCWD, inp, in, strlen(in), 0600, &e), 0);
+	const char *argv[64] = {bin};
+	int n = 1;
+	for (; args[n - 1] && n < 63; n++)
+		argv[n] = args[n - 1];
+	argv[n] = NULL;
+	pid_t p = fork();
+	ck_assert_int_ge(p, 0);
+	if (p == 0) {
+		int i = open(inp, O_RDONLY), o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600),
+		    x = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (i < 0 || o < 0 || x < 0 || dup2(i, 0) < 0 || dup2(o, 1) < 0 || dup2(x, 2) < 0)
+			_exit(126);
+		char *envp[] = {"PATH=/usr/bin:/bin", NULL};
+		execve(bin, (char **)argv, envp);
+		_exit(127);
+	}
+	int st;
+	ck_assert_int_eq(waitpid(p, &st, 0), p);
+	res->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	res->out = spine_slurp(outp, NULL);
+	res->err = spine_slurp(errp, NULL);
+	ck_assert(res->out && res->err);
+	unlink(outp);
+	unlink(errp);
+	unlink(inp);
 }
 
 static void agent_path(char *buf, size_t len)

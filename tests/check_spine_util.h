@@ -23,6 +23,16 @@ bool spine_vm(void);
 
 void spine_base_setup(void);
 void spine_base_teardown(void);
+/* build/rung run with args (NULL-terminated) and stdin_text (NULL: empty), PATH alone in its
+ * environment: its exit status (or 128+signal), stdout and stderr (malloc'd). */
+struct spine_run {
+	int status; /* exit status, or 128+signal */
+	char *out, *err;
+};
+void spine_cli_run(struct spine_run *res, const char *stdin_text, const char *const *args);
+void spine_run_release(struct spine_run *r);
+/* A tcase added to s, tagged "root", with timeout_s and the base fixture above. */
+TCase *spine_tcase(Suite *s, const char *name, int timeout_s);
 /* The tcase's base directory (valid between the fixtures). */
 const char *spine_base(void);
 

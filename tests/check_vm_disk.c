@@ -15,29 +15,6 @@
 #include "tests/container-testutil.h"
 #include "tests/testutil.h"
 
-/* Run debugfs -R CMD IMG and return its stdout (malloc'd). */
-static char *debugfs(const char *img, const char *cmd)
-{
-	int p[2];
-	ck_assert_int_eq(pipe(p), 0);
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(p[1], 1);
-		int null = open("/dev/null", O_WRONLY);
-		dup2(null, 2);
-		execl("/sbin/debugfs", "debugfs", "-R", cmd, img, (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	char *out = NULL;
-	size_t len;
-	struct rung_err err = {0};
-	rung_read_fd_all(p[0], 1 << 20, &out, &len, &err);
-	close(p[0]);
-	waitpid(pid, NULL, 0);
-	return out;
-}
-
 START_TEST(test_base_disk_from_layers)
 {
 	char why[256];
@@ -62,13 +39,13 @@ START_TEST(test_base_disk_from_layers)
 	ck_assert_msg(strstr(disk, info.digest + 7) != NULL, "disk %s not keyed by digest", disk);
 	ck_assert_int_eq(s1.st_mode & 0777, 0644);
 	/* The merged view of both layers, as an ext4 the guest mounts read-only. */
-	char *rel = debugfs(disk, "cat /etc/image-release");
+	char *rel = ct_debugfs(disk, "cat /etc/image-release");
 	ck_assert_msg(rel && strstr(rel, "ct-busybox 1"), "image-release: %s", rel ? rel : "");
 	free(rel);
-	char *bin = debugfs(disk, "ls -l /bin");
+	char *bin = ct_debugfs(disk, "ls -l /bin");
 	ck_assert_msg(bin && strstr(bin, "busybox") && strstr(bin, "sh"), "bin: %s", bin ? bin : "");
 	free(bin);
-	char *home = debugfs(disk, "stat /home/owned-by-1000");
+	char *home = ct_debugfs(disk, "stat /home/owned-by-1000");
 	ck_assert_msg(home && strstr(home, "User:  1000"), "ownership kept: %s", home ? home : "");
 	free(home);
 	/* Cached: a second call reuses the same file at once. */
@@ -105,7 +82,7 @@ START_TEST(test_upper_disk)
 	ck_assert_msg(rt_vm_upper_disk(p, 64ull << 20, 200123456, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(stat(p, &s), 0);
 	ck_assert_int_eq(s.st_ino, ino);
-	char *sb = debugfs(p, "stats");
+	char *sb = ct_debugfs(p, "stats");
 	ck_assert_msg(sb && strstr(sb, "Filesystem magic number:  0xEF53"), "not ext4: %.200s",
 		      sb ? sb : "");
 	free(sb);

@@ -10,6 +10,7 @@
 #ifndef RUNG_TESTS_CONTAINER_TESTUTIL_H
 #define RUNG_TESTS_CONTAINER_TESTUTIL_H
 
+#include <check.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -22,6 +23,9 @@
 /* Unchecked fixture: make the store and import the image / dispose everything, remove it. */
 void ct_setup(void);
 void ct_teardown(void);
+/* Add test t to s as a tcase of its own (so each gets its own store), tagged "root", with
+ * timeout_s and the fixture above. */
+void ct_add(Suite *s, const char *name, const TTest *t, int timeout_s);
 /* The fixture's temporary directory and its store (state dir). */
 const char *ct_tmp(void);
 const char *ct_state(void);
@@ -74,6 +78,9 @@ int ct_count_dir(const char *path);
 int ct_count_leases(const char *state);
 /* Supervisors whose log is in state (and their descendants): the store's processes. */
 int ct_count_store_procs(const char *state);
+/* SIGKILL pid (asserting the kill) and wait up to 5 s for its /proc entry to go: dead and
+ * reaped (a supervisor's new parent reaps it). */
+void ct_kill_reaped(pid_t pid);
 uint64_t ct_now_us(void);
 
 /* debugfs -R CMD IMG (read-only, e.g. a sandbox's disk.img after a sync inside): its

@@ -125,6 +125,42 @@ static inline void srvt_stop(struct srvt *t, int i, int sig)
 	}
 }
 
+/* /proc/<pid>/cmdline with its NULs as spaces, in buf (len bytes at most); its length, or
+ * <= 0 when it cannot be read or is empty (a kernel thread, a zombie). */
+static inline ssize_t srvt_cmdline(const char *pid, char *buf, size_t len)
+{
+	char p[300];
+	snprintf(p, sizeof(p), "/proc/%s/cmdline", pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t k = read(fd, buf, len - 1);
+	close(fd);
+	for (ssize_t i = 0; i < k; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	buf[k > 0 ? k : 0] = '\0';
+	return k;
+}
+
+/* Host processes whose command line (its first 511 bytes) holds needle. */
+static inline int srvt_count_procs_with(const char *needle)
+{
+	DIR *d = opendir("/proc");
+	int n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		char buf[512];
+		if (srvt_cmdline(de->d_name, buf, sizeof(buf)) > 0 && strstr(buf, needle))
+			n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 /*
  * SIGKILL every process whose command line mentions dir (this test's daemons, and the sandbox
  * supervisors they forked, which keep the daemon's argv), and their children (the agents).
@@ -140,16 +176,7 @@ static inline int srvt_kill_matching(const char *dir)
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
 			continue;
 		char p[300], buf[4096];
-		snprintf(p, sizeof(p), "/proc/%s/cmdline", de->d_name);
-		int fd = open(p, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t k = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		for (ssize_t i = 0; i < k; i++)
-			if (!buf[i])
-				buf[i] = ' ';
-		buf[k > 0 ? k : 0] = '\0';
+		ssize_t k = srvt_cmdline(de->d_name, buf, sizeof(buf));
 		pid_t pid = (pid_t)atoi(de->d_name);
 		if (k <= 0 || !strstr(buf, dir) || pid == getpid())
 			continue;
