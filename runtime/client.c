@@ -325,14 +325,14 @@ static int file_result(const struct rung_frame *f, uint64_t *size, struct rung_e
 }
 
 int rt_agent_write_file(int fd, const char *path, const void *data, size_t len, unsigned mode,
-			unsigned timeout_ms, struct rung_err *err)
+			unsigned timeout_ms, int cancel_fd, struct rung_err *err)
 {
 	struct rt_agent_io io;
 	struct data_src src = {.p = data,
 			       .len = len,
 			       .type = RUNG_MSG_FILE_DATA,
 			       .end_type = RUNG_MSG_FILE_END};
-	int r = rt_agent_io_init(&io, fd, timeout_ms, -1, err);
+	int r = rt_agent_io_init(&io, fd, timeout_ms, cancel_fd, err);
 	if (r == 0 && (r = file_req(&io, RUNG_MSG_WRITE_FILE, path, mode, len, err)) == 0) {
 		io.refill = data_refill;
 		io.ud = &src;
@@ -358,10 +358,10 @@ int rt_agent_write_file(int fd, const char *path, const void *data, size_t len, 
 }
 
 int rt_agent_read_file(int fd, const char *path, size_t max, char **data, size_t *len,
-		       unsigned timeout_ms, struct rung_err *err)
+		       unsigned timeout_ms, int cancel_fd, struct rung_err *err)
 {
 	struct rt_agent_io io;
-	int r = rt_agent_io_init(&io, fd, timeout_ms, -1, err);
+	int r = rt_agent_io_init(&io, fd, timeout_ms, cancel_fd, err);
 	if (r == 0)
 		r = file_req(&io, RUNG_MSG_READ_FILE, path, 0, max, err);
 	char *buf = NULL;

@@ -202,10 +202,11 @@ int rt_agent_connect(const char *sock_path, struct rung_err *err);
 int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
 		  const char *const *image_env, struct rung_exec_res *res, struct rung_err *err);
 /* File operations: timeout_ms bounds the whole operation (rt_agent_file_timeout_ms(size)). */
+/* cancel_fd: -1, or an fd whose peer hanging up ends the operation with -ECANCELED */
 int rt_agent_write_file(int fd, const char *path, const void *data, size_t len, unsigned mode,
-			unsigned timeout_ms, struct rung_err *err);
+			unsigned timeout_ms, int cancel_fd, struct rung_err *err);
 int rt_agent_read_file(int fd, const char *path, size_t max, char **data, size_t *len,
-		       unsigned timeout_ms, struct rung_err *err);
+		       unsigned timeout_ms, int cancel_fd, struct rung_err *err);
 unsigned rt_agent_file_timeout_ms(uint64_t size);
 int rt_agent_ping(int fd, unsigned timeout_ms, struct rung_err *err);
 

@@ -23,6 +23,7 @@ struct meta_ident {
 struct rung_sandbox {
 	struct rt_sandbox sb;
 	struct meta_ident ident;
+	int cancel_fd; /* -1, or rung_sandbox_set_cancel_fd's: its hang-up ends file operations */
 };
 
 static bool meta_ident_get(const struct rt_store *st, const char *id, struct meta_ident *out)
@@ -53,6 +54,7 @@ static struct rung_sandbox *sandbox_new(struct rung_router *r, struct rung_err *
 		return NULL;
 	}
 	s->sb.router = r;
+	s->cancel_fd = -1;
 	return s;
 }
 
@@ -377,6 +379,11 @@ static int sandbox_path(struct rung_sandbox *s, const char *path, char *buf, siz
 	return 0;
 }
 
+void rung_sandbox_set_cancel_fd(struct rung_sandbox *s, int fd)
+{
+	s->cancel_fd = fd;
+}
+
 int rung_write_file(struct rung_sandbox *s, const char *path, const void *data, size_t len,
 		    unsigned mode, struct rung_err *err)
 {
@@ -394,7 +401,7 @@ int rung_write_file(struct rung_sandbox *s, const char *path, const void *data, 
 	if (fd < 0)
 		return fd;
 	r = rt_agent_write_file(fd, p, data, len, mode ? mode : 0644, rt_agent_file_timeout_ms(len),
-				err);
+				s->cancel_fd, err);
 	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id, false);
 	return r;
 }
@@ -412,7 +419,8 @@ int rung_read_file(struct rung_sandbox *s, const char *path, size_t max, char **
 	if (fd < 0)
 		return fd;
 	max = max ? max : (64u << 20);
-	r = rt_agent_read_file(fd, p, max, data, len, rt_agent_file_timeout_ms(max), err);
+	r = rt_agent_read_file(fd, p, max, data, len, rt_agent_file_timeout_ms(max), s->cancel_fd,
+			       err);
 	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id, false);
 	return r;
 }

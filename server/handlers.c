@@ -132,6 +132,16 @@ static enum MHD_Result do_dispose(struct srv_call *call, struct MHD_Connection *
  * The sweeper suspends idle sandboxes behind their clients' backs, so an op refused because
  * the sandbox is suspended (-EBADFD, before anything ran) resumes it and is retried once.
  */
+/* A client that goes away mid-transfer cancels a file operation (the handle is this
+ * request's own), rather than leaving it to run to its deadline. */
+static void watch_client(struct MHD_Connection *c, struct rung_sandbox *sb)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci)
+		rung_sandbox_set_cancel_fd(sb, ci->connect_fd);
+}
+
 bool srv_wake(struct rung_sandbox *sb, int rc)
 {
 	struct rung_err e2 = {0};
@@ -209,6 +219,7 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 		return srv_reply_exec(call, c, &res);
 	}
 	case SRV_R_FILE_PUT:
+		watch_client(c, sb);
 		for (int tries = 0; tries < 2; tries++) {
 			rc = rung_write_file(sb, call->req.file_path, call->body ? call->body : "",
 					     call->body_len, call->req.file_mode, &err);
@@ -224,6 +235,7 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 	case SRV_R_FILE_GET: {
 		char *data = NULL;
 		size_t len = 0;
+		watch_client(c, sb);
 		for (int tries = 0; tries < 2; tries++) {
 			rc = rung_read_file(sb, call->req.file_path, SRV_MAX_READ_FILE, &data, &len,
 					    &err);

@@ -65,7 +65,7 @@ START_TEST(test_write_file_to_agent_that_stops_reading)
 	ck_assert_ptr_nonnull(data);
 	struct rung_err err = {0};
 	uint64_t t0 = rung_now_ms();
-	int r = rt_agent_write_file(sv[0], "/work/big", data, len, 0644, 1500, &err);
+	int r = rt_agent_write_file(sv[0], "/work/big", data, len, 0644, 1500, -1, &err);
 	uint64_t took = rung_now_ms() - t0;
 	ck_assert_int_eq(r, -ETIMEDOUT);
 	ck_assert_ptr_nonnull(strstr(err.msg, "write_file /work/big"));
@@ -102,7 +102,7 @@ START_TEST(test_read_file_trickle_ends_at_deadline)
 	size_t len = 0;
 	struct rung_err err = {0};
 	uint64_t t0 = rung_now_ms();
-	int r = rt_agent_read_file(sv[0], "/etc/hostname", 4096, &data, &len, 1000, &err);
+	int r = rt_agent_read_file(sv[0], "/etc/hostname", 4096, &data, &len, 1000, -1, &err);
 	uint64_t took = rung_now_ms() - t0;
 	ck_assert_int_eq(r, -ETIMEDOUT);
 	ck_assert_ptr_nonnull(strstr(err.msg, "read_file /etc/hostname"));
@@ -239,6 +239,39 @@ START_TEST(test_exec_cancel_while_sending_stdin)
 }
 END_TEST
 
+/* The caller hanging up cancels a file operation in every phase: while the data goes out to
+ * an agent that stopped reading, and while waiting on one that trickles empty frames. */
+START_TEST(test_file_ops_cancel_on_hang_up)
+{
+	for (int op = 0; op < 2; op++) {
+		int sv[2], cv[2];
+		pair(sv);
+		pair(cv);
+		pid_t agent = fake_agent(sv[1], op == 0 ? agent_stops_reading : agent_trickles);
+		pid_t caller = fake_agent(cv[1], hang_up_soon);
+		close(sv[1]);
+		close(cv[1]);
+		size_t len = 32u << 20;
+		char *data = op == 0 ? calloc(1, len) : NULL;
+		size_t got = 0;
+		struct rung_err err = {0};
+		uint64_t t0 = rung_now_ms();
+		int r = op == 0 ? rt_agent_write_file(sv[0], "/work/big", data, len, 0644, 60000,
+						      cv[0], &err)
+				: rt_agent_read_file(sv[0], "/etc/hostname", 4096, &data, &got,
+						     60000, cv[0], &err);
+		uint64_t took = rung_now_ms() - t0;
+		ck_assert_msg(r == -ECANCELED, "op %d: %d %s", op, r, err.msg);
+		ck_assert_uint_lt(took, 3000); /* the hang-up, not the 60 s deadline */
+		free(data);
+		close(sv[0]);
+		close(cv[0]);
+		reap(agent);
+		reap(caller);
+	}
+}
+END_TEST
+
 Suite *agent_client_suite(void)
 {
 	Suite *s = suite_create("agent_client");
@@ -249,6 +282,7 @@ Suite *agent_client_suite(void)
 	tcase_add_test(tc, test_ping_deadline_against_trickle);
 	tcase_add_test(tc, test_exec_reads_while_writing_stdin);
 	tcase_add_test(tc, test_exec_cancel_while_sending_stdin);
+	tcase_add_test(tc, test_file_ops_cancel_on_hang_up);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -181,6 +181,12 @@ void rung_exec_res_release(struct rung_exec_res *res);
 
 int rung_exec(struct rung_sandbox *sb, const struct rung_exec_req *req,
 	      struct rung_exec_res *res, struct rung_err *err);
+/*
+ * Optional: an fd (e.g. a daemon's client connection) whose peer hanging up cancels this
+ * handle's file operations with -ECANCELED, in every phase (-1: none, the default). Each
+ * operation also has its own deadline either way.
+ */
+void rung_sandbox_set_cancel_fd(struct rung_sandbox *sb, int fd);
 /* Paths are confined to the sandbox root: "..", absolute symlinks and planted links stay inside. */
 int rung_write_file(struct rung_sandbox *sb, const char *path, const void *data, size_t len,
 		    unsigned mode, struct rung_err *err);
