@@ -158,6 +158,28 @@ static pid_t clone_ns(unsigned long flags, int *cgroup_fd)
 	return (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
 }
 
+/* The child's own report of a failed setup (its rung_err on the CLOEXEC error pipe; EOF once
+ * it exec'd rung-agent): what it read, and err filled when it is a whole report. */
+static ssize_t child_report(int errfd, struct rung_err *err)
+{
+	struct rung_err cerr;
+	ssize_t n = read(errfd, &cerr, sizeof(cerr));
+	if (n == (ssize_t)sizeof(cerr)) {
+		*err = cerr;
+		err->msg[sizeof(err->msg) - 1] = '\0';
+		rung_err_wrap(err, "sandbox setup");
+	}
+	return n;
+}
+
+/* A write to a child that is gone (EPIPE): it failed its setup, and said why first. */
+static int child_failed(int errfd, int e, const char *what, struct rung_err *err)
+{
+	if (e == EPIPE && child_report(errfd, err) == (ssize_t)sizeof(struct rung_err))
+		return -(err->code ? err->code : EIO);
+	return rung_err_sys(err, e, "%s", what);
+}
+
 int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen_fd,
 		struct rung_err *err)
 {
@@ -242,7 +264,7 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 		goto kill;
 	rung_trace("ns: ids mapped");
 	if (write(gop[1], "g", 1) != 1) {
-		r = rung_err_sys(err, errno, "start the sandbox");
+		r = child_failed(errp[0], errno, "start the sandbox", err);
 		goto kill;
 	}
 	/* The seccomp filter is built now, while the child builds its root (it needs the
@@ -252,19 +274,15 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 	uint32_t blen = (uint32_t)c.bpf_len;
 	if (rung_write_all(gop[1], &blen, sizeof(blen)) < 0 ||
 	    rung_write_all(gop[1], c.bpf, c.bpf_len) < 0) {
-		r = rung_err_sys(err, errno, "send the seccomp filter");
+		r = child_failed(errp[0], errno, "send the seccomp filter", err);
 		goto kill;
 	}
 	rung_trace("ns: seccomp sent");
 	if (np->after_go && (r = np->after_go(sb, pid, np->ud, err)) < 0)
 		goto kill;
-	struct rung_err cerr;
-	ssize_t n = read(errp[0], &cerr, sizeof(cerr));
-	if (n == (ssize_t)sizeof(cerr)) {
-		*err = cerr;
-		err->msg[sizeof(err->msg) - 1] = '\0';
+	ssize_t n = child_report(errp[0], err);
+	if (n == (ssize_t)sizeof(struct rung_err)) {
 		r = -(err->code ? err->code : EIO);
-		rung_err_wrap(err, "sandbox setup");
 		goto kill;
 	}
 	if (n != 0) {

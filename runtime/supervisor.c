@@ -406,6 +406,10 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 		close(p[0]);
 		setsid();
 		signal(SIGHUP, SIG_IGN);
+		/* A sandbox's pid 1 that dies mid-setup must not take its supervisor with it
+		 * through a write to their pipe or socket: EPIPE, and the child's own report
+		 * (rung-agent ignores SIGPIPE too; a command starts with every default). */
+		signal(SIGPIPE, SIG_IGN);
 		/* The intermediate stays until the supervisor reports, so that a supervisor
 		 * that dies first is reaped here and its wait status reaches the caller. */
 		int q[2];
