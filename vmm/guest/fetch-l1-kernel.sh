@@ -8,28 +8,32 @@
 # Cache: ${RUNG_CACHE_DIR:-/var/cache/rung}/l1-kernel-<version>-m<hash of MODULES>/ (reused
 # when present; a cache made for another module list is not).
 # Version: $RUNG_L1_KERNEL, else what `apt-cache depends linux-image-cloud-amd64` names.
+# Other stages reuse it with their own list and cache name (tests/distro/fetch-kernel.sh):
+#   L1_MODULES="..."   the module list (default: the nested stage's, below)
+#   L1_CACHE_NAME=NAME the cache's prefix (default l1-kernel); the kernel's config is kept too
 set -eu
 # Modules L1 loads (their dependencies are added, in order): KVM (AMD, nested), the
 # virtio-pci disk that carries the test payload, vhost-vsock for the QEMU baseline, tun for
 # the virtio-net test's tap; veth and nftables (the netpolicy table: ct, nat, masquerade,
 # reject) for the vm_egress suite. Add to this list; the cache key follows it.
-MODULES="kvm-amd virtio_pci virtio_blk vhost_vsock tun veth nf_tables nft_ct nft_chain_nat nft_masq nft_reject_inet"
+MODULES=${L1_MODULES:-"kvm-amd virtio_pci virtio_blk vhost_vsock tun veth nf_tables nft_ct nft_chain_nat nft_masq nft_reject_inet"}
+name=${L1_CACHE_NAME:-l1-kernel}
 mhash=$(echo "$MODULES" | sha256sum | cut -c1-8)
 cache=${RUNG_CACHE_DIR:-/var/cache/rung}
 pkg=${RUNG_L1_KERNEL:-}
 if [ -z "$pkg" ]; then
 	# Reuse any cached one first: the stage must not depend on the mirror once primed.
-	for d in "$cache"/l1-kernel-*-m"$mhash"/; do
+	for d in "$cache"/"$name"-*-m"$mhash"/; do
 		[ -f "$d/vmlinuz" ] && { echo "${d%/}"; exit 0; }
 	done
 	pkg=$(apt-cache depends linux-image-cloud-amd64 | sed -n 's/.*Depends: \(linux-image-[^ ]*-cloud-amd64\).*/\1/p' | head -1)
 	[ -n "$pkg" ] || { echo "fetch-l1-kernel: cannot resolve linux-image-cloud-amd64 (apt-get update?)" >&2; exit 1; }
 fi
 ver=${pkg#linux-image-}
-out=$cache/l1-kernel-$ver-m$mhash
+out=$cache/$name-$ver-m$mhash
 [ -f "$out/vmlinuz" ] && { echo "$out"; exit 0; }
 mkdir -p "$cache"
-exec 9>"$cache/l1-kernel.lock"
+exec 9>"$cache/$name.lock"
 flock 9
 [ -f "$out/vmlinuz" ] && { echo "$out"; exit 0; }
 tmp=$out.tmp.$$
@@ -38,6 +42,7 @@ trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp/deb" && apt-get download -q "$pkg" >&2)
 dpkg -x "$tmp"/deb/*.deb "$tmp/x"
 cp "$tmp/x/boot/vmlinuz-$ver" "$tmp/vmlinuz"
+cp "$tmp/x/boot/config-$ver" "$tmp/config"
 kd=$tmp/x/lib/modules/$ver/kernel
 # MODULES, in dependency order (resolved with modinfo).
 : >"$tmp/modules.order"
