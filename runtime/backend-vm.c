@@ -184,18 +184,37 @@ static void jail_fail(int fd, struct rung_err *e)
 static void jail_child(struct jail *j)
 {
 	struct rung_err err = {0};
-	char p[4200];
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		jail_fail(j->err_fd, (rung_err_sys(&err, errno, "private mounts"), &err));
+	/* Onto the very files vm_start checked, never a path the VMM could have relinked. Its
+	 * fds belong to the mount namespace this one was copied from (a mount target must be
+	 * in ours), so each is found again here, without following, and must be the same
+	 * inode; the bind is made detached with its flags set, then attached through that fd. */
+	cleanup_close int jd = open(j->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (jd < 0)
+		jail_fail(j->err_fd, (rung_err_sys(&err, errno, "open %s", j->dir), &err));
 	for (int i = 0; i < 4; i++) {
-		/* onto the very file vm_start checked, never a path the VMM could have relinked */
-		snprintf(p, sizeof(p), "/proc/self/fd/%d", j->dst[i]);
-		unsigned long ro = i < 3 ? MS_RDONLY : 0;
-		if (mount(j->src[i], p, NULL, MS_BIND, NULL) < 0 ||
-		    mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC | ro,
-			  NULL) < 0)
+		struct stat want, got;
+		int tfd = openat(jd, jail_names[i], O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (tfd < 0 || fstat(tfd, &got) < 0 || fstat(j->dst[i], &want) < 0)
+			jail_fail(j->err_fd,
+				  (rung_err_sys(&err, errno, "open %s/%s", j->dir, jail_names[i]), &err));
+		if (!S_ISREG(got.st_mode) || got.st_dev != want.st_dev || got.st_ino != want.st_ino)
+			jail_fail(j->err_fd, (rung_err_set(&err, EPERM, "%s/%s was replaced",
+							   j->dir, jail_names[i]),
+					      &err));
+		struct mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+						   MOUNT_ATTR_NOEXEC |
+						   (i < 3 ? MOUNT_ATTR_RDONLY : 0)};
+		int m = (int)syscall(SYS_open_tree, AT_FDCWD, j->src[i],
+				     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (m < 0 || syscall(SYS_mount_setattr, m, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0 ||
+		    syscall(SYS_move_mount, m, "", tfd, "",
+			    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 			jail_fail(j->err_fd, (rung_err_sys(&err, errno, "bind %s", j->src[i]), &err));
+		close(m);
+		close(tfd);
 	}
 	if (chdir(j->dir) < 0 || chroot(".") < 0 || chdir("/") < 0)
 		jail_fail(j->err_fd, (rung_err_sys(&err, errno, "chroot %s", j->dir), &err));
