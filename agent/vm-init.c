@@ -96,6 +96,13 @@ static int apply_key(struct agent_vm_opts *o, const char *key, const char *val,
 		return set_u32(&o->port, key, val, 1, UINT32_MAX - 1, err);
 	if (!strcmp(key, "rung.wait_ms"))
 		return set_u32(&o->wait_ms, key, val, 0, 600000, err);
+	if (!strcmp(key, "rung.privileged")) {
+		if (strcmp(val, "1"))
+			return rung_err_set(err, EINVAL,
+					    "kernel command line: rung.privileged takes only 1");
+		o->privileged = true;
+		return 0;
+	}
 	if (!strcmp(key, "rung.dns")) {
 		struct in_addr a;
 		if (strlen(val) >= sizeof(o->dns) || inet_pton(AF_INET, val, &a) != 1)
@@ -374,7 +381,7 @@ int agent_vm_listen(uint32_t port, struct rung_err *err)
 	return rung_steal_fd(&fd);
 }
 
-int agent_vm_init(int *listen_fd, struct rung_err *err)
+int agent_vm_init(int *listen_fd, bool *privileged, struct rung_err *err)
 {
 	uint64_t t0 = rung_now_us();
 	struct agent_vm_opts o;
@@ -393,6 +400,7 @@ int agent_vm_init(int *listen_fd, struct rung_err *err)
 		return r;
 	if ((r = agent_vm_opts_parse(cmdline, &o, err)) < 0)
 		return r;
+	*privileged = o.privileged;
 	if ((r = agent_vm_plan_build(&o, &plan, err)) < 0)
 		return r;
 	if ((r = agent_vm_plan_apply(&plan, err)) < 0)

@@ -31,6 +31,7 @@
 #ifndef RUNG_AGENT_VM_INIT_H
 #define RUNG_AGENT_VM_INIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +50,7 @@ struct agent_vm_opts {
 	uint32_t port;                     /* 1024 */
 	uint32_t wait_ms;                  /* 5000 */
 	char dns[16];                      /* "" (no network), or the DNS server's IPv4 */
+	bool privileged;                   /* rung.privileged=1: test stages only (below) */
 };
 
 enum agent_vm_step_kind {
@@ -93,6 +95,10 @@ int agent_vm_listen(uint32_t port, struct rung_err *err);
  * All of the above for pid 1: parse /proc/cmdline, apply the plan, set hostname and
  * environment, and return the listening vsock fd in *listen_fd. Returns 0 or -errno.
  */
-int agent_vm_init(int *listen_fd, struct rung_err *err);
+/* *privileged: rung.privileged=1 was given. The nested test stage sets it for the guests that
+ * must own their kernel (writing garbage into virtio registers through /dev/mem); the runtime
+ * never does, and the guest cannot change its command line. Then the agent keeps root and
+ * commands run with root's capabilities, in that guest only. */
+int agent_vm_init(int *listen_fd, bool *privileged, struct rung_err *err);
 
 #endif

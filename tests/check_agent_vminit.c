@@ -52,6 +52,9 @@ START_TEST(test_opts_cmdline)
 	ck_assert_str_eq(o.hostname, "sb-1.local");
 	ck_assert_uint_eq(o.port, 2000);
 	ck_assert_uint_eq(o.wait_ms, 0);
+	ck_assert(!o.privileged);
+	ck_assert_int_eq(agent_vm_opts_parse("rung.privileged=1", &o, &err), 0);
+	ck_assert(o.privileged);
 }
 END_TEST
 
@@ -67,6 +70,7 @@ static void bad(const char *cl, const char *needle)
 START_TEST(test_opts_errors)
 {
 	bad("rung.bogus=1", "unknown key rung.bogus");
+	bad("rung.privileged=yes", "rung.privileged takes only 1");
 	bad("rung.root=/etc/passwd", "rung.root must be a /dev/ path");
 	bad("rung.root=/dev/../etc/shadow", "rung.root");
 	bad("rung.root=/dev/vda,upperdir=/x", "bad value for rung.root");
