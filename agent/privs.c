@@ -65,6 +65,10 @@ int agent_privs_vm_drop(struct rung_err *err)
 	if (setresgid(RUNG_AGENT_UID, RUNG_AGENT_UID, RUNG_AGENT_UID) < 0 ||
 	    setresuid(RUNG_AGENT_UID, RUNG_AGENT_UID, RUNG_AGENT_UID) < 0)
 		return rung_err_sys(err, errno, "become the agent uid %d", RUNG_AGENT_UID);
+	/* The uid change made pid 1 non-dumpable, which hands its /proc files (oom_score_adj,
+	 * fd/) to root, the command's uid in the guest: dumpable, they are the agent uid's. */
+	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+		return rung_err_sys(err, errno, "set dumpable");
 	return caps_keep_only(err);
 }
 

@@ -55,6 +55,9 @@ copy_with_libs "$P" /usr/sbin/ip
 copy_with_libs "$P" "$(readlink -f /sbin/mkfs.ext4)"
 [ -e "$P/sbin/mkfs.ext4" ] || { mkdir -p "$P/sbin" && cp -L /sbin/mkfs.ext4 "$P/sbin/mkfs.ext4"; }
 cp /etc/mke2fs.conf "$P/etc/" 2>/dev/null || true
+# the container suites read a stopped sandbox's disk image with debugfs (e2fsprogs)
+copy_with_libs "$P" "$(readlink -f /sbin/debugfs)"
+[ -e "$P/sbin/debugfs" ] || cp -L /sbin/debugfs "$P/sbin/debugfs"
 # egress_e2e checks that nft inside a sandbox cannot touch the rules (the binary, not libnftables).
 copy_with_libs "$P" /usr/sbin/nft
 # spine_escape asks perl for raw syscalls and checks /etc/shadow stays hidden from a sandbox.
