@@ -82,9 +82,9 @@ START_TEST(test_timeout_kills_daemons)
 	ck_assert_int_eq(res.signal, SIGKILL);
 	ck_assert_uint_ge(took, tmo - 100);
 	ck_assert_uint_lt(took, tmo + 4500);
-	/* the host counts when "started" arrives (the last sleep has been exec'd by then); the
-	 * script's own count (vm rung) runs before that exec: 4 */
-	int want = spine_vm() ? 4 : 5;
+	/* the four background sleeps; the fifth is the shell's own exec, which a loaded machine
+	 * may not have finished when "started" arrives (seen at load ~15: 4 of 5) */
+	int want = 4;
 	ck_assert_msg(w.seen >= want, "only %d of the %d sleeps were running before the timeout",
 		      w.seen, want);
 	rung_exec_res_release(&res);
