@@ -1,5 +1,6 @@
 /* tests/check_rootfs_parse.c: references, manifests, configs, overlay plans (pure). */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +250,28 @@ START_TEST(test_overlay_plan)
 }
 END_TEST
 
+/* Without lowerdir+ a stack must fit one page of options: past it, E2BIG names both limits
+ * (nothing is mounted or attached before that check). */
+START_TEST(test_overlay_classic_page)
+{
+	char *lowers[61], target[] = "/nonexistent-rung-target";
+	for (size_t i = 0; i < 60; i++) {
+		ck_assert_int_ge(asprintf(&lowers[i], "/nonexistent/%0120zu", i), 0);
+	}
+	lowers[60] = NULL;
+	struct rfs_mount_plan plan;
+	struct rung_err err = { 0 };
+	ck_assert_msg(rfs_overlay_plan((const char *const *)lowers, "/u", "/w", target, &plan,
+				       &err) == 0,
+		      "%s", err.msg);
+	plan.classic = true;
+	ck_assert_int_eq(rfs_overlay_apply(&plan, &err), -E2BIG);
+	ck_assert_msg(strstr(err.msg, "60 layers") && strstr(err.msg, "Linux 6.8"), "%s", err.msg);
+	for (size_t i = 0; i < 60; i++)
+		free(lowers[i]);
+}
+END_TEST
+
 Suite *rootfs_parse_suite(void)
 {
 	Suite *s = suite_create("rootfs_parse");
@@ -259,6 +282,7 @@ Suite *rootfs_parse_suite(void)
 	tcase_add_test(tc, test_manifest_bad);
 	tcase_add_test(tc, test_config);
 	tcase_add_test(tc, test_overlay_plan);
+	tcase_add_test(tc, test_overlay_classic_page);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -228,28 +228,6 @@ START_TEST(test_overlay_mount)
 }
 END_TEST
 
-/* Without lowerdir+ a stack must fit one page of options: past it, E2BIG names both limits
- * (nothing is mounted or attached before that check). */
-START_TEST(test_overlay_classic_page)
-{
-	char *lowers[61], target[] = "/nonexistent-rung-target";
-	for (size_t i = 0; i < 60; i++) {
-		ck_assert_int_ge(asprintf(&lowers[i], "/nonexistent/%0120zu", i), 0);
-	}
-	lowers[60] = NULL;
-	struct rfs_mount_plan plan;
-	struct rung_err err = { 0 };
-	ck_assert_msg(rfs_overlay_plan((const char *const *)lowers, "/u", "/w", target, &plan,
-				       &err) == 0,
-		      "%s", err.msg);
-	plan.classic = true;
-	ck_assert_int_eq(rfs_overlay_apply(&plan, &err), -E2BIG);
-	ck_assert_msg(strstr(err.msg, "60 layers") && strstr(err.msg, "Linux 6.8"), "%s", err.msg);
-	for (size_t i = 0; i < 60; i++)
-		free(lowers[i]);
-}
-END_TEST
-
 START_TEST(test_overlay_idmapped)
 {
 	RUNG_REQUIRE_ROOT();
@@ -801,7 +779,6 @@ Suite *rootfs_store_suite(void)
 	tcase_add_test(tc, test_import_oci_zstd);
 	tcase_add_loop_test(tc, test_overlay_mount, 0, 2);
 	tcase_add_loop_test(tc, test_overlay_idmapped, 0, 2);
-	tcase_add_test(tc, test_overlay_classic_page);
 	tcase_add_test(tc, test_digest_mismatch);
 	tcase_add_test(tc, test_size_mismatch);
 	tcase_add_test(tc, test_import_layout_tarball);
