@@ -166,6 +166,11 @@ if [ -z "$sum" ]; then
 	echo "0 passed, 1 failed (the L1 run never reported; see $results)"
 	exit 1
 fi
+# The failures again, last, with their details: a CI log keeps only its tail.
+if grep -q '^DISTRO FAIL' "$results"; then
+	echo "check-distro: the failures again:"
+	awk '/^DISTRO FAIL/ { on = 1; print; next } /^DISTRO / { on = 0 } on' "$results"
+fi
 set -- $sum
 echo "$2 passed, $4 failed (Debian $(cat "$kdir/version"), cgroup2, ext4; log $results)"
 [ "$4" = 0 ]
