@@ -3,6 +3,7 @@
 # Loads kvm-amd (nested=1), virtio-pci/blk and vhost-vsock, mounts the read-only payload
 # disk (/dev/vda), and runs rung/l1-tests.sh chrooted into it. Kernel command line:
 #   vmtest_driver=rung-vmm|qemu   vmtest_bench=N   vmtest_shell=1 (debug: a shell at the end)
+#   l1_kvm_amd=npt=0,vgif=0 (more kvm-amd options, comma-separated: the lockup experiments)
 /bin/busybox mkdir -p /proc /sys /dev /p /bin
 /bin/busybox mount -t proc proc /proc
 /bin/busybox mount -t sysfs sys /sys
@@ -10,8 +11,12 @@
 /bin/busybox --install -s /bin
 export PATH=/bin
 echo "L1-READY uptime $(cut -d' ' -f1 /proc/uptime) nproc $(grep -c ^processor /proc/cpuinfo) svm $(grep -cw svm /proc/cpuinfo)"
+kvm_amd_opt="nested=1"
+for a in $(cat /proc/cmdline); do
+	case "$a" in l1_kvm_amd=*) kvm_amd_opt="$kvm_amd_opt $(echo "${a#*=}" | tr , " ")" ;; esac
+done
 for m in $(cat /modules.order); do
-	opt=""; [ "$m" = kvm-amd ] && opt="nested=1"
+	opt=""; [ "$m" = kvm-amd ] && opt=$kvm_amd_opt
 	insmod "/modules/$m.ko" $opt || echo "L1 insmod $m FAILED"
 done
 kp() { for p in "$@"; do printf ' %s=%s' "$p" "$(cat /sys/module/kvm_amd/parameters/$p 2>/dev/null)"; done; }

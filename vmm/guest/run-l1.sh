@@ -13,7 +13,9 @@
 #
 # Inputs (env): KERNEL (guest bzImage), INITRAMFS, VMTEST (rung-vmtest), VMM (rung-vmm,
 # optional), OUT (work dir, default build/vm), RUNG_VM_TIMEOUT (s per L1 run, 600),
-# RUNG_L1_SMP (L1 vCPUs, 2), RUNG_VM_QUIET (s without L1 console output before it is
+# RUNG_L1_SMP (L1 vCPUs, 2), RUNG_L1_ACCEL (QEMU's -accel for L1, tcg,thread=multi),
+# RUNG_L1_KVM_AMD (more kvm-amd options in L1, comma-separated, e.g. npt=0,vgif=0),
+# RUNG_VM_QUIET (s without L1 console output before it is
 # stopped as wedged, 150),
 # VMTEST_DRIVER, VMTEST_BENCH, VMTEST_ONLY_BENCH.
 set -eu
@@ -131,6 +133,7 @@ else
 	# the lockup's backtrace (both CPUs') for the retry's report.
 	append="console=ttyS0 quiet panic=-1 watchdog_thresh=20 softlockup_panic=1 softlockup_all_cpu_backtrace=1"
 	[ -n "${VMTEST_DRIVER:-}" ] && append="$append vmtest_driver=$VMTEST_DRIVER"
+	[ -n "${RUNG_L1_KVM_AMD:-}" ] && append="$append l1_kvm_amd=$RUNG_L1_KVM_AMD"
 	[ -n "${VMTEST_BENCH:-}" ] && append="$append vmtest_bench=$VMTEST_BENCH"
 	[ -n "${VMTEST_ONLY_BENCH:-}" ] && append="$append vmtest_only_bench=$VMTEST_ONLY_BENCH"
 	[ -n "${VMTEST_TRACE:-}" ] && append="$append vmtest_trace=$VMTEST_TRACE"
@@ -140,13 +143,14 @@ else
 	# after $limit s, so a hung L1 costs at most one extra $limit s. Never more tries.
 	limit=${RUNG_VM_TIMEOUT:-600}
 	smp=${RUNG_L1_SMP:-2}
+	accel=${RUNG_L1_ACCEL:-tcg,thread=multi}
 	quiet=${RUNG_VM_QUIET:-150}
 	for try in 1 2; do
-		log "L1 boot (try $try of at most 2): qemu TCG -cpu max -smp $smp -m 3072, timeout ${limit}s"
+		log "L1 boot (try $try of at most 2): qemu -accel $accel -cpu max -smp $smp -m 3072, timeout ${limit}s"
 		t0=$(date +%s)
 		rm -f "$OUT/l1.rc"
 		: >"$results.try$try"
-		{ timeout -k 5 "$limit" qemu-system-x86_64 -accel tcg,thread=multi -cpu max \
+		{ timeout -k 5 "$limit" qemu-system-x86_64 -accel "$accel" -cpu max \
 			-M pc -smp "$smp" -m 3072 -nographic -no-reboot -nodefaults -serial stdio \
 			-monitor "unix:$OUT/l1.mon,server=on,wait=off" \
 			-kernel "$l1/vmlinuz" -initrd "$L1I" -append "$append" \
