@@ -258,7 +258,9 @@ const struct cli_cmd cli_cmds[] = {
 	{"inspect", cli_cmd_inspect, "rung inspect ID",
 	 "Describe a sandbox as JSON: state, spec, labels, effective egress policy, and its\n"
 	 "security metadata for an information-flow layer.\n"},
-	{"suspend", cli_cmd_suspend, "rung suspend ID", "Stop every process of the sandbox.\n"},
+	{"suspend", cli_cmd_suspend, "rung suspend ID",
+	 "Stop every process of the sandbox. Its next use (exec, write, read, run-code, here\n"
+	 "or through the library or the daemon) resumes it, as after an idle suspend.\n"},
 	{"resume", cli_cmd_resume, "rung resume ID", "Continue a suspended sandbox.\n"},
 	{"dispose", cli_cmd_dispose, "rung dispose ID",
 	 "Destroy a sandbox: its processes, mounts, network and files.\n"},

@@ -280,7 +280,14 @@ int rung_sandbox_lookup(struct rung_router *r, const struct rung_key *key, const
 	return 0;
 }
 
-/* Connect to a sandbox's agent, refusing a sandbox that is not running. */
+static int set_suspended(struct rung_sandbox *s, bool suspend, struct rung_err *err);
+
+/*
+ * Connect to a sandbox's agent, refusing a sandbox that is not running. A suspended one is
+ * resumed first, whoever suspended it (`rung suspend` or the idle policy): every use (exec,
+ * run_code, files) from the library, the CLI and the daemon goes through here, so one rule
+ * holds for all of them (docs/architecture.md).
+ */
 static int connect_agent(struct rung_sandbox *s, struct rung_err *err)
 {
 	struct rt_meta *m = &s->sb.meta;
@@ -305,8 +312,15 @@ static int connect_agent(struct rung_sandbox *s, struct rung_err *err)
 	if (!alive)
 		return rung_err_set(err, EBADFD, "sandbox %s is not running (its supervisor is gone; "
 				    "acquire it again or run `rung gc`)", m->id);
-	if (st == RUNG_STATE_SUSPENDED)
-		return rung_err_set(err, EBADFD, "sandbox %s is suspended: resume it first", m->id);
+	if (st == RUNG_STATE_SUSPENDED) {
+		int r = set_suspended(s, false, err);
+		if (r < 0) {
+			rung_err_wrap(err, "resume suspended sandbox %s", m->id);
+			return r;
+		}
+		LOG_INFO("op=resume id=%s reason=use", m->id);
+		st = m->state;
+	}
 	if (st != RUNG_STATE_RUNNING)
 		return rung_err_set(err, EBADFD, "sandbox %s is %s", m->id, rung_state_name(st));
 	char sock[4096];
@@ -496,6 +510,9 @@ static int set_suspended(struct rung_sandbox *s, bool suspend, struct rung_err *
 	enum rung_state want = suspend ? RUNG_STATE_SUSPENDED : RUNG_STATE_RUNNING;
 	if (s->sb.meta.state == want)
 		return 0;
+	if (s->sb.meta.state != RUNG_STATE_RUNNING && s->sb.meta.state != RUNG_STATE_SUSPENDED)
+		return rung_err_set(err, EBADFD, "sandbox %s is %s", s->sb.meta.id,
+				    rung_state_name(s->sb.meta.state));
 	r = suspend ? ops->suspend(&s->sb, err) : ops->resume(&s->sb, err);
 	if (r < 0)
 		return r;

@@ -128,10 +128,6 @@ static enum MHD_Result do_dispose(struct srv_call *call, struct MHD_Connection *
 	return srv_reply_json(call, c, 200, json_pack("{s:I}", "disposed", (json_int_t)n));
 }
 
-/*
- * The sweeper suspends idle sandboxes behind their clients' backs, so an op refused because
- * the sandbox is suspended (-EBADFD, before anything ran) resumes it and is retried once.
- */
 /* A client that goes away mid-transfer cancels a file operation (the handle is this
  * request's own), rather than leaving it to run to its deadline. */
 static void watch_client(struct MHD_Connection *c, struct rung_sandbox *sb)
@@ -140,15 +136,6 @@ static void watch_client(struct MHD_Connection *c, struct rung_sandbox *sb)
 	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	if (ci)
 		rung_sandbox_set_cancel_fd(sb, ci->connect_fd);
-}
-
-bool srv_wake(struct rung_sandbox *sb, int rc)
-{
-	struct rung_err e2 = {0};
-	if (rc != -EBADFD || rung_resume(sb, &e2) < 0)
-		return false;
-	LOG_INFO("op=resume id=%s reason=use", rung_sandbox_id(sb));
-	return true;
 }
 
 /* The routes on one sandbox: open it within the caller's scope first. */
@@ -204,15 +191,11 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 			q.watch_fd = true;
 			q.cancel_fd = ci->connect_fd;
 		}
+		/* A suspended sandbox (the sweeper's idle policy, or a client's suspend) is
+		 * resumed by the runtime on use, as from the CLI and the library. */
 		__attribute__((cleanup(exec_resp))) struct rung_exec_res res = {0};
-		for (int tries = 0; tries < 2; tries++) {
-			rung_exec_res_release(&res);
-			rc = rt == SRV_R_EXEC
-				 ? rung_exec(sb, &q, &res, &err)
-				 : rung_run_code(sb, x.language, x.code, &q, &res, &err);
-			if (tries || !srv_wake(sb, rc))
-				break;
-		}
+		rc = rt == SRV_R_EXEC ? rung_exec(sb, &q, &res, &err)
+				      : rung_run_code(sb, x.language, x.code, &q, &res, &err);
 		srv_metrics_exec(&call->s->metrics, &res, rc);
 		if (rc < 0)
 			return srv_reply_rung_err(call, c, rc, &err);
@@ -220,12 +203,8 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 	}
 	case SRV_R_FILE_PUT:
 		watch_client(c, sb);
-		for (int tries = 0; tries < 2; tries++) {
-			rc = rung_write_file(sb, call->req.file_path, call->body ? call->body : "",
-					     call->body_len, call->req.file_mode, &err);
-			if (tries || !srv_wake(sb, rc))
-				break;
-		}
+		rc = rung_write_file(sb, call->req.file_path, call->body ? call->body : "",
+				     call->body_len, call->req.file_mode, &err);
 		if (rc < 0)
 			return srv_reply_rung_err(call, c, rc, &err);
 		return srv_reply_json(call, c, 200,
@@ -236,12 +215,7 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 		char *data = NULL;
 		size_t len = 0;
 		watch_client(c, sb);
-		for (int tries = 0; tries < 2; tries++) {
-			rc = rung_read_file(sb, call->req.file_path, SRV_MAX_READ_FILE, &data, &len,
-					    &err);
-			if (tries || !srv_wake(sb, rc))
-				break;
-		}
+		rc = rung_read_file(sb, call->req.file_path, SRV_MAX_READ_FILE, &data, &len, &err);
 		if (rc < 0)
 			return srv_reply_rung_err(call, c, rc, &err);
 		return srv_reply_bytes(call, c, 200, "application/octet-stream", data, len);

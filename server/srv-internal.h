@@ -176,8 +176,6 @@ enum MHD_Result srv_dispatch(struct srv_call *call, struct MHD_Connection *c);
 /* encode.c: a collected exec's result, encoded as it is sent (takes res's buffers). */
 enum MHD_Result srv_reply_exec(struct srv_call *call, struct MHD_Connection *c,
 			       struct rung_exec_res *res);
-/* After an op failed with rc: resume the sandbox if that was the reason; true: retry it. */
-bool srv_wake(struct rung_sandbox *sb, int rc);
 
 /* stream.c: exec/run-code streamed as NDJSON; takes ownership of sb and x. */
 enum MHD_Result srv_exec_stream(struct srv_call *call, struct MHD_Connection *c,

@@ -82,14 +82,8 @@ static void *worker(void *arg)
 	q.no_collect = true;
 	struct rung_exec_res res = {0};
 	struct rung_err err = {0};
-	int rc = 0;
-	for (int tries = 0; tries < 2; tries++) {
-		rung_exec_res_release(&res);
-		rc = j->is_code ? rung_run_code(j->sb, j->x.language, j->x.code, &q, &res, &err)
-				: rung_exec(j->sb, &q, &res, &err);
-		if (tries || !srv_wake(j->sb, rc))
-			break;
-	}
+	int rc = j->is_code ? rung_run_code(j->sb, j->x.language, j->x.code, &q, &res, &err)
+			    : rung_exec(j->sb, &q, &res, &err);
 	srv_metrics_exec(&j->s->metrics, &res, rc);
 	json_t *o;
 	if (rc < 0) {

@@ -203,6 +203,11 @@ int rung_run_code(struct rung_sandbox *sb, const char *language, const char *cod
  */
 int rung_sandbox_allows(const struct rung_sandbox *sb, const char *op, const char *language,
 			struct rung_err *err);
+/*
+ * Stop / continue every process of the sandbox. A suspended sandbox (by rung_suspend or by
+ * its idle_suspend_s) is resumed by its next exec, run_code, write_file or read_file, through
+ * any handle in any process: rung_resume is needed only to let its processes run unused.
+ */
 int rung_suspend(struct rung_sandbox *sb, struct rung_err *err);
 int rung_resume(struct rung_sandbox *sb, struct rung_err *err);
 

@@ -38,6 +38,15 @@ else
 		else
 			fail rung-suspend-vm "$(tr '\n' ' ' <"$W/rung-sus.err" | cut -c1-300)"
 		fi
+		# Suspended, then used without `rung resume`: the exec resumes it (docs/architecture.md).
+		"$R" suspend "$id" 2>"$W/rung-sus2.err"
+		st=$("$R" inspect "$id" | grep -o '"state": "[a-z]*"' | head -n 1)
+		got=$("$R" exec "$id" -- cat /work/notes/a.txt 2>>"$W/rung-sus2.err")
+		st2=$("$R" inspect "$id" | grep -o '"state": "[a-z]*"' | head -n 1)
+		case "$st / $st2" in
+		*suspended*/*running*) [ "$got" = "persist me" ] && pass rung-resume-on-use-vm "exec resumed it, files intact" || fail rung-resume-on-use-vm "exec while suspended: '$got' $(tr '\n' ' ' <"$W/rung-sus2.err" | cut -c1-200)" ;;
+		*) fail rung-resume-on-use-vm "states: $st / $st2 $(tr '\n' ' ' <"$W/rung-sus2.err" | cut -c1-200)" ;;
+		esac
 		out=$(echo 'import os; print(len(os.listdir("/")) > 3)' | "$R" run-code "$id" --lang python 2>&1)
 		[ "$out" = True ] && pass rung-run-code-vm "python run_code" || fail rung-run-code-vm "got '$out'"
 		"$R" exec --timeout 2 "$id" -- sh -c 'sleep 60 & sleep 60' >/dev/null 2>&1
