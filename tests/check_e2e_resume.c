@@ -269,6 +269,10 @@ static void cli_uses(const struct rung_kind *k)
 	const char *const d2[] = {"--state-dir", sd, "dispose", idle_id, NULL};
 	cli_ok(&r, NULL, d2);
 	spine_run_release(&r);
+	/* the emptied store's cgroup parent (rung-<store>) goes with a gc pass */
+	const char *const gc[] = {"--state-dir", sd, "gc", NULL};
+	cli_ok(&r, NULL, gc);
+	spine_run_release(&r);
 }
 
 /* ---- the daemon ---- */
