@@ -6,7 +6,13 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "server/encode.h"
+#include "server/handlers.h"
+#include "server/op.h"
+#include "server/pool.h"
+#include "server/reply.h"
 #include "server/srv-internal.h"
+#include "server/stream.h"
 
 struct call_router {
 	struct srv *s;
@@ -24,17 +30,6 @@ static inline void sandboxp(struct rung_sandbox **sb) { rung_sandbox_close(*sb);
 static inline void specp(struct rung_spec *s) { rung_spec_release(s); }
 static inline void exec_resp(struct rung_exec_res *r) { rung_exec_res_release(r); }
 static inline void srv_execp(struct srv_exec *x) { srv_exec_release(x); }
-void srv_exec_req_fill(const struct srv_exec *x, struct rung_exec_req *q)
-{
-	memset(q, 0, sizeof(*q));
-	q->argv = (const char *const *)x->argv;
-	q->env = (const char *const *)x->env;
-	q->cwd = x->cwd;
-	q->stdin_data = x->stdin_data;
-	q->stdin_len = x->stdin_len;
-	q->timeout_ms = x->timeout_ms;
-	q->max_output = x->output_bytes; /* the runtime keeps it within the spec's */
-}
 
 static enum MHD_Result do_create(struct srv_call *call, struct MHD_Connection *c,
 				 struct rung_router *r)
@@ -128,10 +123,6 @@ static enum MHD_Result do_dispose(struct srv_call *call, struct MHD_Connection *
 	return srv_reply_json(call, c, 200, json_pack("{s:I}", "disposed", (json_int_t)n));
 }
 
-/*
- * The sweeper suspends idle sandboxes behind their clients' backs, so an op refused because
- * the sandbox is suspended (-EBADFD, before anything ran) resumes it and is retried once.
- */
 /* A client that goes away mid-transfer cancels a file operation (the handle is this
  * request's own), rather than leaving it to run to its deadline. */
 static void watch_client(struct MHD_Connection *c, struct rung_sandbox *sb)
@@ -140,15 +131,6 @@ static void watch_client(struct MHD_Connection *c, struct rung_sandbox *sb)
 	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	if (ci)
 		rung_sandbox_set_cancel_fd(sb, ci->connect_fd);
-}
-
-bool srv_wake(struct rung_sandbox *sb, int rc)
-{
-	struct rung_err e2 = {0};
-	if (rc != -EBADFD || rung_resume(sb, &e2) < 0)
-		return false;
-	LOG_INFO("op=resume id=%s reason=use", rung_sandbox_id(sb));
-	return true;
 }
 
 /* The routes on one sandbox: open it within the caller's scope first. */
