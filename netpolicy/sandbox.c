@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "netpolicy/lease.h"
+#include "netpolicy/link.h"
 #include "netpolicy/np-internal.h"
 
 struct np_net {
