@@ -149,7 +149,7 @@ static int vm_prepare(struct rt_sandbox *sb, struct rung_err *err)
 		return r;
 	rung_trace("vm: image leased");
 	const char *digest = json_string_value(json_object_get(sb->meta.backend, "image_digest"));
-	r = rt_vm_base_disk(sb->router->store.root, digest, lowers, disk, sizeof(disk), err);
+	r = rfs_vm_base_disk(sb->router->store.root, digest, lowers, disk, sizeof(disk), err);
 	rung_strvfreep(&lowers);
 	rung_trace("vm: base disk ready");
 	if (r == 0 && json_object_set_new(sb->meta.backend, "base_disk", json_string(disk)) < 0)
@@ -409,7 +409,7 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 	if (!base)
 		return rung_err_set(err, EINVAL, "vm metadata lacks the base disk");
 	rt_store_path(st, sb->meta.id, "upper.ext4", upper, sizeof(upper));
-	int r = rt_vm_upper_disk(upper, s->limits.disk_bytes, sb->meta.uid_base, err);
+	int r = rfs_vm_upper_disk(upper, s->limits.disk_bytes, sb->meta.uid_base, err);
 	if (r < 0)
 		return r;
 	rung_trace("vm: upper disk ready");
