@@ -18,6 +18,7 @@ src_of   = $(filter-out $(1)/main%.c,$(wildcard $(1)/*.c))
 COMMON   := $(call src_of,common)
 ROOTFS   := $(call src_of,rootfs)
 NETPOL   := $(call src_of,netpolicy)
+CGROUP   := $(call src_of,cgroup)
 VMM      := $(call src_of,vmm)
 RUNTIME  := $(call src_of,runtime)
 SERVER   := $(call src_of,server)
@@ -25,7 +26,7 @@ AGENT    := $(call src_of,agent)
 CLI      := $(call src_of,cli)
 obj      = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
-LIB_SRC  := $(COMMON) $(ROOTFS) $(NETPOL) $(RUNTIME)
+LIB_SRC  := $(COMMON) $(ROOTFS) $(NETPOL) $(CGROUP) $(RUNTIME)
 # What the static programs (agent, vmm) may link from common: no libcrypto.
 COMMON_MIN := common/err.c common/log.c common/util.c common/proto.c
 
@@ -93,7 +94,7 @@ check-unit: $(B)/check_rung $(B)/rung $(B)/rung-agent test-python-image
 
 # --- fuzzing (libFuzzer) --------------------------------------------------------------------
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
-FUZZ_LIB := $(COMMON) $(ROOTFS) $(NETPOL) $(VMM) $(RUNTIME) $(SERVER) $(filter-out agent/main%.c,$(AGENT))
+FUZZ_LIB := $(COMMON) $(ROOTFS) $(NETPOL) $(CGROUP) $(VMM) $(RUNTIME) $(SERVER) $(filter-out agent/main%.c,$(AGENT))
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer-no-link,address,undefined -D_GNU_SOURCE \
                -DRUNG_FUZZING -Iinclude -I. $(PKG_CFLAGS) -MMD -MP
 $(B)/fobj/%.o: %.c

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "netpolicy/link.h"
 #include "netpolicy/np-internal.h"
 
 #define IP_FORWARD "/proc/sys/net/ipv4/ip_forward"

@@ -10,7 +10,8 @@
 
 #include "common/digest.h"
 #include "common/util.h"
-#include "netpolicy/np-internal.h"
+#include "netpolicy/lease.h"
+#include "netpolicy/link.h"
 
 void np_names_derive(const char *state_dir, const char *id, struct np_names *nm)
 {
@@ -23,19 +24,6 @@ void np_names_derive(const char *state_dir, const char *id, struct np_names *nm)
 	const char *sd = realpath(state_dir, real) ? real : state_dir;
 	rung_sha256_hex(sd, strlen(sd), h);
 	snprintf(nm->tag, sizeof(nm->tag), "rung-np:%.12s", h);
-}
-
-bool np_routes_overlap(const struct np_route4 *r, size_t n, uint32_t net, uint8_t len, int skip_oif)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (skip_oif && r[i].oif == skip_oif)
-			continue;
-		uint8_t l = r[i].len < len ? r[i].len : len;
-		uint32_t mask = l ? ~0u << (32 - l) : 0;
-		if (l && (r[i].net & mask) == (net & mask))
-			return true;
-	}
-	return false;
 }
 
 int np_pool_parse(const char *pool, uint32_t *base, uint32_t *slots, struct rung_err *err)

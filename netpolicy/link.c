@@ -16,7 +16,7 @@
 #include <netlink/route/route.h>
 
 #include "common/util.h"
-#include "netpolicy/np-internal.h"
+#include "netpolicy/link.h"
 
 static void nlsock_freep(struct nl_sock **s)
 {
@@ -394,6 +394,19 @@ int np_routes_dump(struct np_route4 **out, size_t *n, struct rung_err *err)
 	*out = v;
 	*n = k;
 	return 0;
+}
+
+bool np_routes_overlap(const struct np_route4 *r, size_t n, uint32_t net, uint8_t len, int skip_oif)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (skip_oif && r[i].oif == skip_oif)
+			continue;
+		uint8_t l = r[i].len < len ? r[i].len : len;
+		uint32_t mask = l ? ~0u << (32 - l) : 0;
+		if (l && (r[i].net & mask) == (net & mask))
+			return true;
+	}
+	return false;
 }
 
 int np_link_foreach(void (*fn)(const char *name, const char *alias, void *), void *data,

@@ -1,4 +1,6 @@
-/* netpolicy/np-internal.h: shared by the .c files of netpolicy/ only. */
+/* netpolicy/np-internal.h: shared by the .c files of netpolicy/ only. lease.c and link.c
+ * declare their functions in lease.h and link.h, so that scripts/check-layers.sh sees who calls
+ * whom (lease -> link, never back). */
 #ifndef RUNG_NETPOLICY_INTERNAL_H
 #define RUNG_NETPOLICY_INTERNAL_H
 
@@ -21,45 +23,12 @@ struct np_names {
 	char table[32]; /* "rung_" + hash */
 	char tag[32];	/* "rung-np:" + 12 hex of sha256(state_dir) */
 };
-void np_names_derive(const char *state_dir, const char *id, struct np_names *nm);
 
-/* lease.c: one /30 per sandbox out of the pool, under <state_dir>/net/ with flock. */
+/* A /30 leased to a sandbox (lease.h), its host end set up by link.h. */
 struct np_lease {
 	uint32_t index;
 	uint8_t net[4], host_ip[4], sb_ip[4];
 };
-int np_lease_acquire(const char *state_dir, const char *pool, const char *id,
-		     const struct np_names *nm, struct np_lease *out, struct rung_err *err);
-int np_lease_release(const char *state_dir, const struct np_names *nm, struct rung_err *err);
-/* Calls fn(id, hash) for each lease file in the state dir. */
-int np_lease_foreach(const char *state_dir, void (*fn)(const char *id, const char *hash, void *),
-		     void *data, struct rung_err *err);
-/* Pure: pool "A.B.C.D/N" -> base and slot count (/30 slots). */
-int np_pool_parse(const char *pool, uint32_t *base, uint32_t *slots, struct rung_err *err);
-
-/* link.c: libnl plumbing. */
-int np_link_up(const struct np_names *nm, const char *id, int netns_fd, const struct np_lease *l,
-	       struct rung_err *err);
-/* A VM's host end instead of a veth: a tap (its fd in *tap_fd) with the host end's setup. */
-int np_tap_up(const struct np_names *nm, const char *id, const struct np_lease *l, int *tap_fd,
-	      struct rung_err *err);
-int np_link_del(const char *veth, struct rung_err *err);
-/* Loopback up only (no network). */
-int np_netns_lo_only(int netns_fd, struct rung_err *err);
-/* The host's IPv4 routes (all tables), default routes left out. */
-struct np_route4 {
-	uint32_t net; /* host byte order */
-	uint8_t len;
-	int oif; /* first nexthop's ifindex (0: none) */
-};
-int np_routes_dump(struct np_route4 **out, size_t *n, struct rung_err *err);
-/* Pure: does net/len overlap any of the routes (those via skip_oif left out; 0: none)? */
-bool np_routes_overlap(const struct np_route4 *r, size_t n, uint32_t net, uint8_t len,
-		       int skip_oif);
-/* Calls fn(veth name, ifalias) for each host link named "rg*". */
-int np_link_foreach(void (*fn)(const char *name, const char *alias, void *), void *data,
-		    struct rung_err *err);
-int np_sysctl_write(const char *path, const char *val, struct rung_err *err);
 
 /* nft.c: libnftables. */
 struct nft_ctx;

@@ -66,34 +66,18 @@ static void put_set(FILE *f, const char *name, const char *type, const char *fla
 	fputs("\t}\n", f);
 }
 
-char *np_policy_render(const struct np_policy *p, const struct np_render_params *rp,
-		       struct rung_err *err)
-{
-	if (!p || p->n == 0) {
-		rung_err_set(err, EINVAL,
-			     "np_policy_render: empty policy has no table (no network)");
-		return NULL;
-	}
-	if (!ident_ok(rp->table, sizeof(rp->table) - 1) || strlen(rp->veth) == 0 ||
-	    strlen(rp->veth) > 15 || !ident_ok(rp->veth, 15) || !comment_ok(rp->comment)) {
-		rung_err_set(err, EINVAL,
-			     "np_policy_render: bad table \"%s\", veth \"%s\" or comment",
-			     rp->table, rp->veth);
-		return NULL;
-	}
-	char host[INET_ADDRSTRLEN], sb[INET_ADDRSTRLEN];
-	inet_ntop(AF_INET, rp->host_ip, host, sizeof(host));
-	inet_ntop(AF_INET, rp->sb_ip, sb, sizeof(sb));
-	const char *t = rp->table, *v = rp->veth;
+/* The sets a policy uses: only those exist (every object here is re-read by libnftables for
+ * each later command on the host, so fewer is faster for everyone). IPv6 has none: it is
+ * disabled in the sandbox and dropped below. */
+struct used_sets {
+	bool c4, c4p; /* CIDR entries, without and with ports */
+	bool h, hp;   /* names (filled by the DNS proxy), without and with ports */
+};
 
-	cleanup_free char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f) {
-		rung_err_set(err, ENOMEM, "open_memstream");
-		return NULL;
-	}
-	/* Replace atomically: the whole script is one transaction. */
+/* Replace atomically: the whole script is one transaction. */
+static void put_table_head(FILE *f, const struct np_render_params *rp)
+{
+	const char *t = rp->table;
 	/*
 	 * The comment (np_gc's owner mark) only sticks when the table is created: with
 	 * create_only it goes on the "create" itself (libnftables 1.0.6 ignores the rest of a
@@ -107,24 +91,47 @@ char *np_policy_render(const struct np_policy *p, const struct np_render_params 
 			"add table inet %s\ndelete table inet %s\ntable inet %s {\n"
 			"\tcomment \"%s\"\n",
 			t, t, t, rp->comment);
-	/*
-	 * Only the sets this policy uses exist (every object here is re-read by libnftables for
-	 * each later command on the host, so fewer is faster for everyone). IPv6 has none: it is
-	 * disabled in the sandbox and dropped below.
-	 */
-	bool c4 = has(p, NP_ENTRY_CIDR4, 0), c4p = has(p, NP_ENTRY_CIDR4, 1);
-	bool h = has(p, NP_ENTRY_HOST, 0) || has(p, NP_ENTRY_SUFFIX, 0);
-	bool hp = has(p, NP_ENTRY_HOST, 1) || has(p, NP_ENTRY_SUFFIX, 1);
-	if (c4)
+}
+
+static void put_sets(FILE *f, const struct np_policy *p, const struct used_sets *u)
+{
+	if (u->c4)
 		put_set(f, "s4", "ipv4_addr", "interval", p, NP_ENTRY_CIDR4, false);
-	if (c4p)
+	if (u->c4p)
 		put_set(f, "s4p", "ipv4_addr . inet_service", "interval", p, NP_ENTRY_CIDR4, true);
 	/* Filled only by the DNS proxy, each element with timeout = clamped TTL. */
-	if (h)
+	if (u->h)
 		put_set(f, "d4", "ipv4_addr", "timeout", p, -1, false);
-	if (hp)
+	if (u->hp)
 		put_set(f, "d4p", "ipv4_addr . inet_service", "timeout", p, -1, false);
+}
 
+/* The sandbox's traffic: only to the sets' addresses, never DNS but through the proxy. */
+static void put_egress(FILE *f, const struct used_sets *u, const char *sb)
+{
+	fprintf(f,
+		"\tchain egress {\n"
+		"\t\tmeta nfproto ipv6 drop\n"
+		"\t\tip saddr != %s drop\n"
+		"\t\tct state established,related accept\n"
+		"\t\tct state invalid drop\n"
+		"\t\tmeta l4proto { tcp, udp } th dport 53 jump deny\n",
+		sb);
+	if (u->c4)
+		fputs("\t\tip daddr @s4 accept\n", f);
+	if (u->c4p)
+		fputs("\t\tmeta l4proto { tcp, udp } ip daddr . th dport @s4p accept\n", f);
+	if (u->h)
+		fputs("\t\tip daddr @d4 accept\n", f);
+	if (u->hp)
+		fputs("\t\tmeta l4proto { tcp, udp } ip daddr . th dport @d4p accept\n", f);
+	fputs("\t\tjump deny\n\t}\n", f);
+}
+
+/* The hooks, the egress chain, the host's DNS only, deny, masquerade; closes the table. */
+static void put_chains(FILE *f, const struct used_sets *u, const char *v, const char *host,
+		       const char *sb)
+{
 	fprintf(f,
 		"\tchain forward_hook {\n"
 		"\t\ttype filter hook forward priority filter; policy accept;\n"
@@ -137,23 +144,7 @@ char *np_policy_render(const struct np_policy *p, const struct np_render_params 
 		"\t\tiifname \"%s\" jump to_host\n"
 		"\t}\n",
 		v, v, v, v);
-	fprintf(f,
-		"\tchain egress {\n"
-		"\t\tmeta nfproto ipv6 drop\n"
-		"\t\tip saddr != %s drop\n"
-		"\t\tct state established,related accept\n"
-		"\t\tct state invalid drop\n"
-		"\t\tmeta l4proto { tcp, udp } th dport 53 jump deny\n",
-		sb);
-	if (c4)
-		fputs("\t\tip daddr @s4 accept\n", f);
-	if (c4p)
-		fputs("\t\tmeta l4proto { tcp, udp } ip daddr . th dport @s4p accept\n", f);
-	if (h)
-		fputs("\t\tip daddr @d4 accept\n", f);
-	if (hp)
-		fputs("\t\tmeta l4proto { tcp, udp } ip daddr . th dport @d4p accept\n", f);
-	fputs("\t\tjump deny\n\t}\n", f);
+	put_egress(f, u, sb);
 	fprintf(f,
 		"\tchain to_host {\n"
 		"\t\tmeta nfproto ipv6 drop\n"
@@ -173,8 +164,45 @@ char *np_policy_render(const struct np_policy *p, const struct np_render_params 
 		"\t}\n"
 		"}\n",
 		sb, host, host, sb, v);
+}
+
+char *np_policy_render(const struct np_policy *p, const struct np_render_params *rp,
+		       struct rung_err *err)
+{
+	if (!p || p->n == 0) {
+		rung_err_set(err, EINVAL,
+			     "np_policy_render: empty policy has no table (no network)");
+		return NULL;
+	}
+	if (!ident_ok(rp->table, sizeof(rp->table) - 1) || strlen(rp->veth) == 0 ||
+	    strlen(rp->veth) > 15 || !ident_ok(rp->veth, 15) || !comment_ok(rp->comment)) {
+		rung_err_set(err, EINVAL,
+			     "np_policy_render: bad table \"%s\", veth \"%s\" or comment",
+			     rp->table, rp->veth);
+		return NULL;
+	}
+	char host[INET_ADDRSTRLEN], sb[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, rp->host_ip, host, sizeof(host));
+	inet_ntop(AF_INET, rp->sb_ip, sb, sizeof(sb));
+
+	cleanup_free char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f) {
+		rung_err_set(err, ENOMEM, "open_memstream");
+		return NULL;
+	}
+	struct used_sets u = {
+	    .c4 = has(p, NP_ENTRY_CIDR4, 0),
+	    .c4p = has(p, NP_ENTRY_CIDR4, 1),
+	    .h = has(p, NP_ENTRY_HOST, 0) || has(p, NP_ENTRY_SUFFIX, 0),
+	    .hp = has(p, NP_ENTRY_HOST, 1) || has(p, NP_ENTRY_SUFFIX, 1),
+	};
+	put_table_head(f, rp);
+	put_sets(f, p, &u);
+	put_chains(f, &u, rp->veth, host, sb);
 	if (fclose(f) != 0 || !buf) {
-		rung_err_set(err, ENOMEM, "rendering nft table %s", t);
+		rung_err_set(err, ENOMEM, "rendering nft table %s", rp->table);
 		return NULL;
 	}
 	return rung_steal_ptr(&buf);

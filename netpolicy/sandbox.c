@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "netpolicy/lease.h"
+#include "netpolicy/link.h"
 #include "netpolicy/np-internal.h"
 
 struct np_net {
@@ -61,6 +63,48 @@ static int apply_table(struct np_net *n, struct rung_err *err)
 		r = np_nft_run(n->nft, txt, err);
 	}
 	return r < 0 ? rung_err_wrap(err, "table %s", n->nm.table) : 0;
+}
+
+/*
+ * The host end (a veth into netns_fd, or a tap) and the DNS proxy on the lease's host address.
+ * A clash with another state dir's subnet (EADDRINUSE) gives the lease up and leases again, up
+ * to five times. *t3: when the link was last up.
+ */
+static int link_and_proxy(const struct np_config *cfg, const char *id, struct np_net *n,
+			  int netns_fd, struct np_proxy_params *pp, const char *pool, uint64_t *t3,
+			  struct rung_err *err)
+{
+	pp->listen.sin_family = AF_INET;
+	pp->listen.sin_port = htons(53);
+	int r;
+	for (int attempt = 0;; attempt++) {
+		r = cfg->tap ? np_tap_up(&n->nm, id, &n->lease, &n->tap_fd, err)
+			     : np_link_up(&n->nm, id, netns_fd, &n->lease, err);
+		*t3 = rung_now_us();
+		if (r == 0) {
+			/* our proxy's address taken is a clash too (a store without this check) */
+			memcpy(&pp->listen.sin_addr, n->lease.host_ip, 4);
+			r = np_proxy_new(pp, &n->proxy, err);
+		}
+		if (r != -EADDRINUSE || attempt == 5)
+			break;
+		/* a clash with another state dir: give the subnet up, wait a little, lease again */
+		LOG_INFO("sandbox %s: %s; leasing again", id, err->msg);
+		struct rung_err e2;
+		if (n->tap_fd >= 0)
+			close(n->tap_fd);
+		n->tap_fd = -1;
+		np_link_del(n->nm.veth, &e2);
+		np_lease_release(cfg->state_dir, &n->nm, &e2);
+		uint16_t jitter;
+		if (getrandom(&jitter, sizeof(jitter), 0) != sizeof(jitter))
+			jitter = (uint16_t)rung_now_us();
+		usleep(500 + jitter % 2000);
+		if ((r = np_lease_acquire(cfg->state_dir, pool, id, &n->nm, &n->lease, err)) < 0 ||
+		    (r = apply_table(n, err)) < 0)
+			break;
+	}
+	return r;
 }
 
 int np_sandbox_up(const struct np_config *cfg, const char *id, int netns_fd,
@@ -146,36 +190,7 @@ int np_sandbox_up(const struct np_config *cfg, const char *id, int netns_fd,
 		goto fail;
 	uint64_t t2 = rung_now_us();
 	uint64_t t3 = t2;
-	pp.listen.sin_family = AF_INET;
-	pp.listen.sin_port = htons(53);
-	for (int attempt = 0;; attempt++) {
-		r = cfg->tap ? np_tap_up(&n->nm, id, &n->lease, &n->tap_fd, err)
-			     : np_link_up(&n->nm, id, netns_fd, &n->lease, err);
-		t3 = rung_now_us();
-		if (r == 0) {
-			/* our proxy's address taken is a clash too (a store without this check) */
-			memcpy(&pp.listen.sin_addr, n->lease.host_ip, 4);
-			r = np_proxy_new(&pp, &n->proxy, err);
-		}
-		if (r != -EADDRINUSE || attempt == 5)
-			break;
-		/* a clash with another state dir: give the subnet up, wait a little, lease again */
-		LOG_INFO("sandbox %s: %s; leasing again", id, err->msg);
-		struct rung_err e2;
-		if (n->tap_fd >= 0)
-			close(n->tap_fd);
-		n->tap_fd = -1;
-		np_link_del(n->nm.veth, &e2);
-		np_lease_release(cfg->state_dir, &n->nm, &e2);
-		uint16_t jitter;
-		if (getrandom(&jitter, sizeof(jitter), 0) != sizeof(jitter))
-			jitter = (uint16_t)rung_now_us();
-		usleep(500 + jitter % 2000);
-		if ((r = np_lease_acquire(cfg->state_dir, pool, id, &n->nm, &n->lease, err)) < 0 ||
-		    (r = apply_table(n, err)) < 0)
-			break;
-	}
-	if (r < 0)
+	if ((r = link_and_proxy(cfg, id, n, netns_fd, &pp, pool, &t3, err)) < 0)
 		goto fail;
 	uint64_t t4 = rung_now_us();
 	n->t_us[0] = (uint32_t)(t1 - t0);

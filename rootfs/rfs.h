@@ -304,4 +304,26 @@ int rfs_idmap_clone(const char *dir, int userns_fd, uint64_t attrs, struct rung_
 int rfs_overlay_apply_idmapped(const struct rfs_mount_plan *p, int userns_fd,
 			       const char *scratch, struct rung_err *err);
 
+/* ---- ext4 images (ext4.c) and the vm rung's disks (vmdisk.c) ---------------------------- */
+
+/* The mkfs.ext4 this host has (/sbin or /usr/sbin), or NULL. */
+const char *rfs_mkfs_path(void);
+/* mkfs.ext4 (execve, never a shell). from_dir: "-d DIR" (or NULL). scratch: one sandbox's
+ * writable space: no reserved blocks, no journal (no jbd2 thread per sandbox), no resize inode. */
+int rfs_mkfs_ext4(const char *img, uint64_t bytes, const char *from_dir, bool scratch,
+		  struct rung_err *err);
+/* An image built once and shared (a blank template, a vm base disk) at out, in dir: 1 when it
+ * is there; else takes <dir>/lock into *lock (held until the caller closes it, after it has
+ * installed out) and looks again: 1 when another process built it meanwhile, 0 when the
+ * caller is to build it. */
+int rfs_disk_build_lock(const char *dir, const char *out, int *lock, struct rung_err *err);
+/* A per-sandbox sparse ext4 upper disk at path, owned by owner (kept if present: it persists
+ * across VM restarts). */
+int rfs_vm_upper_disk(const char *path, uint64_t bytes, uid_t owner, struct rung_err *err);
+/* The read-only ext4 base disk of an image (<state_dir>/vmdisks/<hex>.ext4, its path in out),
+ * built once per digest from the merged view of its layers (lowers as rfs_overlay_plan takes
+ * them). */
+int rfs_vm_base_disk(const char *state_dir, const char *digest, char **lowers, char *out,
+		     size_t out_len, struct rung_err *err);
+
 #endif

@@ -295,16 +295,10 @@ static int do_hardlink(struct unpacker *u, int pfd, const char *leaf, const char
 	return 0;
 }
 
-static int do_entry(struct unpacker *u, struct archive *a, struct archive_entry *e,
-		    struct rung_err *err)
+/* May this entry be unpacked? 1: yes (counted), 0: skip it (aufs bookkeeping), <0: refused. */
+static int entry_admit(struct unpacker *u, struct archive_entry *e, const char *entry,
+		       const char *path, struct rung_err *err)
 {
-	const char *entry = archive_entry_pathname(e);
-	if (!entry)
-		return rung_err_set(err, EINVAL, "layer entry without a path name");
-	char path[4096];
-	int r = clean_path(entry, entry, path, sizeof(path), err);
-	if (r < 0)
-		return r;
 	/* aufs bookkeeping (".wh..wh.plnk/...", ".wh..wh.aufs"): not content; skipped, as
 	 * Docker does. The opaque marker is the one ".wh..wh." name that means something. */
 	for (const char *c = path; c; c = strchr(c, '/'), c = c ? c + 1 : NULL)
@@ -327,73 +321,116 @@ static int do_entry(struct unpacker *u, struct archive *a, struct archive_entry 
 		return rung_err_set(err, EFBIG, "layer entry '%.200s': the layer has more than %llu entries",
 				    entry, (unsigned long long)u->max_entries);
 	u->stats->entries++;
-	if (!path[0]) { /* the root itself ("./") */
-		if (type != AE_IFDIR)
-			return rung_err_set(err, EPERM, "layer entry '%.200s': root is not a directory",
-					    entry);
-		if ((r = set_owner(u, u->rootfd, NULL, e, entry, err)) < 0)
+	return 1;
+}
+
+/* The root itself ("./"): its owner and mode. */
+static int do_root(struct unpacker *u, struct archive_entry *e, const char *entry,
+		   struct rung_err *err)
+{
+	if (archive_entry_filetype(e) != AE_IFDIR)
+		return rung_err_set(err, EPERM, "layer entry '%.200s': root is not a directory",
+				    entry);
+	int r = set_owner(u, u->rootfd, NULL, e, entry, err);
+	if (r < 0)
+		return r;
+	fchmod(u->rootfd, safe_mode(u, archive_entry_perm(e)));
+	return 0;
+}
+
+static int do_dir(struct unpacker *u, int pfd, const char *leaf, struct archive_entry *e,
+		  const char *entry, struct rung_err *err)
+{
+	int r;
+	if (mkdirat(pfd, leaf, 0700) < 0) {
+		if (errno != EEXIST)
+			return rung_err_sys(err, errno, "layer entry '%.200s': mkdir", entry);
+		if ((r = remove_existing(u, pfd, leaf, entry, true, err)) < 0)
 			return r;
-		fchmod(u->rootfd, safe_mode(u, archive_entry_perm(e)));
-		return 0;
+		if (r == 0 && mkdirat(pfd, leaf, 0700) < 0)
+			return rung_err_sys(err, errno, "layer entry '%.200s': mkdir", entry);
 	}
+	cleanup_close int dfd = openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return rung_err_sys(err, errno, "layer entry '%.200s': open", entry);
+	if ((r = set_owner(u, dfd, NULL, e, entry, err)) < 0)
+		return r;
+	if (fchmod(dfd, safe_mode(u, archive_entry_perm(e))) < 0)
+		return rung_err_sys(err, errno, "layer entry '%.200s': chmod", entry);
+	return 0;
+}
+
+/* parent: the path of leaf's directory, opened again once the old entry is gone. */
+static int do_symlink(struct unpacker *u, int pfd, const char *parent, const char *leaf,
+		      struct archive_entry *e, const char *entry, struct rung_err *err)
+{
+	const char *target = archive_entry_symlink(e);
+	if (!target || !target[0])
+		return rung_err_set(err, EINVAL, "layer entry '%.200s': empty symlink", entry);
+	int r = remove_existing(u, pfd, leaf, entry, false, err);
+	if (r < 0)
+		return r;
+	cache_drop(u); /* a new symlink may change what a cached parent path means */
+	pfd = open_parent(u, entry, parent, err);
+	if (pfd < 0)
+		return pfd;
+	if (symlinkat(target, pfd, leaf) < 0)
+		return rung_err_sys(err, errno, "layer entry '%.200s': symlink", entry);
+	if ((r = set_owner(u, pfd, leaf, e, entry, err)) < 0)
+		return r;
+	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT },
+				  { archive_entry_mtime(e), archive_entry_mtime_nsec(e) } };
+	utimensat(pfd, leaf, ts, AT_SYMLINK_NOFOLLOW);
+	return 0;
+}
+
+static int do_fifo(struct unpacker *u, int pfd, const char *leaf, struct archive_entry *e,
+		   const char *entry, struct rung_err *err)
+{
+	int r = remove_existing(u, pfd, leaf, entry, false, err);
+	if (r < 0)
+		return r;
+	if (mkfifoat(pfd, leaf, safe_mode(u, archive_entry_perm(e))) < 0)
+		return rung_err_sys(err, errno, "layer entry '%.200s': mkfifo", entry);
+	return set_owner(u, pfd, leaf, e, entry, err);
+}
+
+static int do_entry(struct unpacker *u, struct archive *a, struct archive_entry *e,
+		    struct rung_err *err)
+{
+	const char *entry = archive_entry_pathname(e);
+	if (!entry)
+		return rung_err_set(err, EINVAL, "layer entry without a path name");
+	char path[4096];
+	int r = clean_path(entry, entry, path, sizeof(path), err);
+	if (r < 0)
+		return r;
+	if ((r = entry_admit(u, e, entry, path, err)) <= 0)
+		return r;
+	if (!path[0])
+		return do_root(u, e, entry, err);
 	char *slash = strrchr(path, '/');
 	const char *leaf = slash ? slash + 1 : path;
 	if (slash)
 		*slash = '\0';
-	int pfd = open_parent(u, entry, slash ? path : "", err);
+	const char *parent = slash ? path : "";
+	int pfd = open_parent(u, entry, parent, err);
 	if (pfd < 0)
 		return pfd;
+	const char *hl = archive_entry_hardlink(e);
 	if (!strncmp(leaf, WH_PREFIX, strlen(WH_PREFIX)))
 		return do_whiteout(u, pfd, leaf, entry, err);
 	if (hl)
 		return do_hardlink(u, pfd, leaf, hl, entry, err);
-	switch (type) {
+	switch (archive_entry_filetype(e)) {
 	case AE_IFREG:
 		return write_file(u, a, pfd, leaf, e, entry, err);
-	case AE_IFDIR: {
-		if (mkdirat(pfd, leaf, 0700) < 0) {
-			if (errno != EEXIST)
-				return rung_err_sys(err, errno, "layer entry '%.200s': mkdir", entry);
-			if ((r = remove_existing(u, pfd, leaf, entry, true, err)) < 0)
-				return r;
-			if (r == 0 && mkdirat(pfd, leaf, 0700) < 0)
-				return rung_err_sys(err, errno, "layer entry '%.200s': mkdir", entry);
-		}
-		cleanup_close int dfd =
-			openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (dfd < 0)
-			return rung_err_sys(err, errno, "layer entry '%.200s': open", entry);
-		if ((r = set_owner(u, dfd, NULL, e, entry, err)) < 0)
-			return r;
-		if (fchmod(dfd, safe_mode(u, archive_entry_perm(e))) < 0)
-			return rung_err_sys(err, errno, "layer entry '%.200s': chmod", entry);
-		return 0;
-	}
-	case AE_IFLNK: {
-		const char *target = archive_entry_symlink(e);
-		if (!target || !target[0])
-			return rung_err_set(err, EINVAL, "layer entry '%.200s': empty symlink", entry);
-		if ((r = remove_existing(u, pfd, leaf, entry, false, err)) < 0)
-			return r;
-		cache_drop(u); /* a new symlink may change what a cached parent path means */
-		pfd = open_parent(u, entry, slash ? path : "", err);
-		if (pfd < 0)
-			return pfd;
-		if (symlinkat(target, pfd, leaf) < 0)
-			return rung_err_sys(err, errno, "layer entry '%.200s': symlink", entry);
-		if ((r = set_owner(u, pfd, leaf, e, entry, err)) < 0)
-			return r;
-		struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT },
-					  { archive_entry_mtime(e), archive_entry_mtime_nsec(e) } };
-		utimensat(pfd, leaf, ts, AT_SYMLINK_NOFOLLOW);
-		return 0;
-	}
+	case AE_IFDIR:
+		return do_dir(u, pfd, leaf, e, entry, err);
+	case AE_IFLNK:
+		return do_symlink(u, pfd, parent, leaf, e, entry, err);
 	case AE_IFIFO:
-		if ((r = remove_existing(u, pfd, leaf, entry, false, err)) < 0)
-			return r;
-		if (mkfifoat(pfd, leaf, safe_mode(u, archive_entry_perm(e))) < 0)
-			return rung_err_sys(err, errno, "layer entry '%.200s': mkfifo", entry);
-		return set_owner(u, pfd, leaf, e, entry, err);
+		return do_fifo(u, pfd, leaf, e, entry, err);
 	}
 	return rung_err_set(err, EPERM, "layer entry '%.200s': unsupported type", entry);
 }

@@ -149,7 +149,7 @@ static int vm_prepare(struct rt_sandbox *sb, struct rung_err *err)
 		return r;
 	rung_trace("vm: image leased");
 	const char *digest = json_string_value(json_object_get(sb->meta.backend, "image_digest"));
-	r = rt_vm_base_disk(sb->router->store.root, digest, lowers, disk, sizeof(disk), err);
+	r = rfs_vm_base_disk(sb->router->store.root, digest, lowers, disk, sizeof(disk), err);
 	rung_strvfreep(&lowers);
 	rung_trace("vm: base disk ready");
 	if (r == 0 && json_object_set_new(sb->meta.backend, "base_disk", json_string(disk)) < 0)
@@ -304,6 +304,101 @@ static int wait_ready(const char *sock, pid_t vmm, unsigned timeout_ms, struct r
 			    e2.msg);
 }
 
+static void jail_release(struct jail *j)
+{
+	for (int i = 0; i < 4; i++)
+		rung_closep(&j->dst[i]);
+	rung_closep(&j->kvm_fd);
+	rung_closep(&j->vmm_fd);
+}
+
+/* Bind targets. The jail belongs to the VMM's uid, and a VMM of an earlier life may have left
+ * links, fifos or directories there: each target is opened without following or blocking,
+ * must be a regular file, and is mounted on through its fd (dst: the caller closes them). */
+static int jail_targets(const char *jail, int dst[4], struct rung_err *err)
+{
+	cleanup_close int jfd = open(jail, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (jfd < 0)
+		return rung_err_sys(err, errno, "open jail dir %s", jail);
+	for (int i = 0; i < 4; i++) {
+		cleanup_close int fd = openat(jfd, jail_names[i], O_RDONLY | O_CREAT | O_NOFOLLOW |
+							      O_NONBLOCK | O_CLOEXEC, 0600);
+		struct stat fst;
+		if (fd < 0)
+			return rung_err_sys(err, errno, "create %s/%s", jail, jail_names[i]);
+		if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode))
+			return rung_err_set(err, EPERM, "%s/%s is not a regular file", jail,
+					    jail_names[i]);
+		dst[i] = rung_steal_fd(&fd);
+	}
+	return 0;
+}
+
+/* Clone rung-vmm into its jail (jail_child): its pid once it exec'd (EOF on the error pipe),
+ * or its report of a failed setup (it is reaped). */
+static pid_t jail_spawn(struct jail *j, const char *vmm_path, struct rung_err *err)
+{
+	cleanup_close int ep_r = -1, ep_w = -1;
+	int ep[2];
+	j->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	j->vmm_fd = open(vmm_path, O_PATH | O_CLOEXEC);
+	if (j->kvm_fd < 0 || j->vmm_fd < 0 || pipe2(ep, O_CLOEXEC) < 0)
+		return rung_err_sys(err, errno, "open /dev/kvm, rung-vmm or a pipe");
+	ep_r = ep[0], ep_w = ep[1];
+	j->err_fd = ep_w;
+	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+						      CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
+				   NULL, NULL, NULL, 0);
+	if (pid < 0)
+		return rung_err_sys(err, errno, "clone the VMM's namespaces");
+	if (pid == 0) {
+		close(ep_r);
+		jail_child(j); /* never returns */
+	}
+	rung_closep(&ep_w);
+	struct rung_err cerr;
+	ssize_t n = read(ep_r, &cerr, sizeof(cerr));
+	if (n == (ssize_t)sizeof(cerr)) {
+		*err = cerr;
+		err->msg[sizeof(err->msg) - 1] = '\0';
+		waitpid(pid, NULL, 0);
+		return -(err->code ? err->code : EIO);
+	}
+	return pid;
+}
+
+/* Start rung-vmm in its jail and wait for the guest's agent: the VMM's pid. */
+static int vm_boot(struct rt_sandbox *sb, struct jail *j, struct rung_err *err)
+{
+	const struct rung_spec *s = &sb->meta.spec;
+	unsigned cpus = 1;
+	(void)rt_vm_cpus(&s->limits, &cpus, err); /* checked by vm_prepare */
+	snprintf(j->cpus, sizeof(j->cpus), "%u", cpus);
+	snprintf(j->mem, sizeof(j->mem), "%llu", (unsigned long long)(s->limits.memory_bytes >> 20));
+	pid_t pid = jail_spawn(j, sb->router->vmm_path, err);
+	if (pid < 0)
+		return (int)pid;
+	rung_trace("vm: rung-vmm started in its jail");
+	char sock[4096];
+	rt_store_path(&sb->router->store, sb->meta.id, "agent.sock", sock, sizeof(sock));
+	unsigned boot_ms = 60000;
+	const char *bt = getenv("RUNG_VM_BOOT_TIMEOUT_MS");
+	if (bt && atoi(bt) > 0)
+		boot_ms = (unsigned)atoi(bt);
+	int r = wait_ready(sock, pid, boot_ms, err);
+	if (r < 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		char last[160];
+		console_tail(j->dir, last, sizeof(last));
+		if (last[0])
+			rung_err_wrap(err, "guest console's last line: \"%s\"", last);
+		return r;
+	}
+	rung_trace("vm: agent ready");
+	return pid;
+}
+
 static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 {
 	const struct rung_spec *s = &sb->meta.spec;
@@ -314,7 +409,7 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 	if (!base)
 		return rung_err_set(err, EINVAL, "vm metadata lacks the base disk");
 	rt_store_path(st, sb->meta.id, "upper.ext4", upper, sizeof(upper));
-	int r = rt_vm_upper_disk(upper, s->limits.disk_bytes, sb->meta.uid_base, err);
+	int r = rfs_vm_upper_disk(upper, s->limits.disk_bytes, sb->meta.uid_base, err);
 	if (r < 0)
 		return r;
 	rung_trace("vm: upper disk ready");
@@ -322,107 +417,19 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 	if ((mkdir(jail, 0700) < 0 && errno != EEXIST) ||
 	    chown(jail, sb->meta.uid_base, sb->meta.uid_base) < 0)
 		return rung_err_sys(err, errno, "jail dir %s", jail);
-	/* Bind targets. The jail belongs to the VMM's uid, and a VMM of an earlier life may
-	 * have left links, fifos or directories there: each target is opened without following
-	 * or blocking, must be a regular file, and is mounted on through its fd. */
-	int dst[4] = {-1, -1, -1, -1};
-	cleanup_close int jfd = open(jail, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (jfd < 0)
-		return rung_err_sys(err, errno, "open jail dir %s", jail);
-	for (int i = 0; i < 4 && r == 0; i++) {
-		cleanup_close int fd = openat(jfd, jail_names[i], O_RDONLY | O_CREAT | O_NOFOLLOW |
-							      O_NONBLOCK | O_CLOEXEC, 0600);
-		struct stat fst;
-		if (fd < 0)
-			r = rung_err_sys(err, errno, "create %s/%s", jail, jail_names[i]);
-		else if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode))
-			r = rung_err_set(err, EPERM, "%s/%s is not a regular file", jail,
-					 jail_names[i]);
-		else
-			dst[i] = rung_steal_fd(&fd);
-	}
-	if (r < 0) {
-		for (int i = 0; i < 4; i++)
-			if (dst[i] >= 0)
-				close(dst[i]);
-		return r;
-	}
-	struct rt_vm_net net;
-	if ((r = rt_net_setup_vm(sb, &net, err)) < 0) {
-		for (int i = 0; i < 4; i++)
-			close(dst[i]);
-		return r;
-	}
-	rung_trace("vm: network ready");
-	struct jail j = {.src = {kernel, initrd, base, upper}, .listen_fd = listen_fd,
-			 .dst = {dst[0], dst[1], dst[2], dst[3]},
-			 .uid = sb->meta.uid_base, .net = &net};
+	__attribute__((cleanup(jail_release))) struct jail j = {
+	    .src = {kernel, initrd, base, upper}, .dst = {-1, -1, -1, -1}, .vmm_fd = -1,
+	    .kvm_fd = -1, .listen_fd = listen_fd, .uid = sb->meta.uid_base, .err_fd = -1};
 	snprintf(j.dir, sizeof(j.dir), "%s", jail);
-	unsigned cpus = 1;
-	(void)rt_vm_cpus(&s->limits, &cpus, err); /* checked by vm_prepare */
-	snprintf(j.cpus, sizeof(j.cpus), "%u", cpus);
-	snprintf(j.mem, sizeof(j.mem), "%llu", (unsigned long long)(s->limits.memory_bytes >> 20));
-	j.kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	j.vmm_fd = open(sb->router->vmm_path, O_PATH | O_CLOEXEC);
-	int ep[2] = {-1, -1};
-	if (j.kvm_fd < 0 || j.vmm_fd < 0 || pipe2(ep, O_CLOEXEC) < 0) {
-		r = rung_err_sys(err, errno, "open /dev/kvm, rung-vmm or a pipe");
-		goto out;
-	}
-	j.err_fd = ep[1];
-	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
-						      CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
-				   NULL, NULL, NULL, 0);
-	if (pid < 0) {
-		r = rung_err_sys(err, errno, "clone the VMM's namespaces");
-		goto out;
-	}
-	if (pid == 0) {
-		close(ep[0]);
-		jail_child(&j);
-	}
-	close(ep[1]);
-	ep[1] = -1;
-	struct rung_err cerr;
-	ssize_t n = read(ep[0], &cerr, sizeof(cerr));
-	if (n == (ssize_t)sizeof(cerr)) {
-		*err = cerr;
-		err->msg[sizeof(err->msg) - 1] = '\0';
-		r = -(err->code ? err->code : EIO);
-		waitpid(pid, NULL, 0);
-		goto out;
-	}
-	rung_trace("vm: rung-vmm started in its jail");
-	char sock[4096];
-	rt_store_path(st, sb->meta.id, "agent.sock", sock, sizeof(sock));
-	unsigned boot_ms = 60000;
-	const char *bt = getenv("RUNG_VM_BOOT_TIMEOUT_MS");
-	if (bt && atoi(bt) > 0)
-		boot_ms = (unsigned)atoi(bt);
-	if ((r = wait_ready(sock, pid, boot_ms, err)) < 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		char last[160];
-		console_tail(jail, last, sizeof(last));
-		if (last[0])
-			rung_err_wrap(err, "guest console's last line: \"%s\"", last);
-		goto out;
-	}
-	rung_trace("vm: agent ready");
-	r = pid;
-out:
-	if (r < 0)
+	if ((r = jail_targets(jail, j.dst, err)) < 0)
+		return r;
+	struct rt_vm_net net;
+	if ((r = rt_net_setup_vm(sb, &net, err)) < 0)
+		return r;
+	rung_trace("vm: network ready");
+	j.net = &net;
+	if ((r = vm_boot(sb, &j, err)) < 0)
 		rt_net_teardown(sb);
-	if (ep[0] >= 0)
-		close(ep[0]);
-	if (ep[1] >= 0)
-		close(ep[1]);
-	if (j.kvm_fd >= 0)
-		close(j.kvm_fd);
-	if (j.vmm_fd >= 0)
-		close(j.vmm_fd);
-	for (int i = 0; i < 4; i++)
-		close(j.dst[i]);
 	return r;
 }
 

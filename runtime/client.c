@@ -170,6 +170,72 @@ static int data_refill(void *ud, struct rung_buf *out, struct rung_err *err)
 	return 0;
 }
 
+/* A STDOUT or STDERR frame: to the caller's callback, and collected up to max_out. */
+struct out_sink {
+	const struct rung_exec_req *req;
+	struct rung_exec_res *res;
+	size_t cap_o, cap_e;
+	uint64_t max_out;
+	bool collect;
+};
+
+static int output_frame(struct out_sink *o, const struct rung_frame *f, struct rung_err *err)
+{
+	struct rung_tlv_iter it;
+	uint16_t tag;
+	const uint8_t *v;
+	uint32_t l;
+	int r;
+	struct rung_exec_res *res = o->res;
+	enum rung_stream s = f->type == RUNG_MSG_STDOUT ? RUNG_STDOUT : RUNG_STDERR;
+	rung_tlv_init(&it, f->payload, f->len);
+	while ((r = rung_tlv_next(&it, &tag, &v, &l, err)) > 0) {
+		if (tag != RUNG_TAG_DATA)
+			continue;
+		if (o->req->on_output && o->req->on_output(o->req->ud, s, v, l) < 0) {
+			/* The caller gave up: closing the connection makes the agent kill
+			 * everything the exec started. */
+			r = rung_err_set(err, ECANCELED, "output consumer cancelled");
+			break;
+		}
+		if (!o->collect)
+			continue;
+		int ar = s == RUNG_STDOUT ? append_out(&res->out, &res->out_len, &o->cap_o, v, l,
+						       o->max_out, &res->truncated)
+					  : append_out(&res->errout, &res->err_len, &o->cap_e, v, l,
+						       o->max_out, &res->truncated);
+		if (ar < 0)
+			r = rung_err_set(err, ENOMEM, "out of memory");
+	}
+	return r;
+}
+
+/* The frame after the output: EXIT fills res; ERROR or anything else is the exec's error. */
+static int exec_end(const struct rung_frame *f, struct rung_exec_res *res, struct rung_err *err)
+{
+	if (f->type == RUNG_MSG_ERROR) {
+		rung_proto_error_decode(f->payload, f->len, err);
+		return rung_err_wrap(err, "exec");
+	}
+	if (f->type != RUNG_MSG_EXIT)
+		return rung_err_set(err, EPROTO, "exec: unexpected frame type %u from agent",
+				    f->type);
+	struct rung_proto_exit ex;
+	if (rung_proto_exit_decode(f->payload, f->len, &ex, err) < 0)
+		return rung_err_wrap(err, "exec");
+	res->exit_code = (int)ex.exit_code;
+	res->signal = (int)ex.signal;
+	res->timed_out = ex.flags & RUNG_EXIT_TIMED_OUT;
+	res->truncated |= (ex.flags & (RUNG_EXIT_TRUNC_STDOUT | RUNG_EXIT_TRUNC_STDERR)) != 0;
+	res->oom = ex.flags & RUNG_EXIT_OOM;
+	res->duration_us = ex.duration_us;
+	if (!res->out)
+		res->out = calloc(1, 1);
+	if (!res->errout)
+		res->errout = calloc(1, 1);
+	return 0;
+}
+
 int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
 		  const char *const *image_env, struct rung_exec_res *res, struct rung_err *err)
 {
@@ -200,8 +266,8 @@ int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spe
 		rt_agent_io_release(&io);
 		return rung_err_wrap(err, "exec");
 	}
-	size_t cap_o = 0, cap_e = 0;
-	bool collect = !(req->on_output && req->no_collect);
+	struct out_sink o = {.req = req, .res = res, .max_out = max_out,
+			     .collect = !(req->on_output && req->no_collect)};
 	for (;;) {
 		struct rung_frame f;
 		if ((r = rt_agent_io_next(&io, &f, err)) < 0) {
@@ -210,31 +276,7 @@ int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spe
 			return rung_err_wrap(err, "exec");
 		}
 		if (f.type == RUNG_MSG_STDOUT || f.type == RUNG_MSG_STDERR) {
-			struct rung_tlv_iter it;
-			uint16_t tag;
-			const uint8_t *v;
-			uint32_t l;
-			enum rung_stream s = f.type == RUNG_MSG_STDOUT ? RUNG_STDOUT : RUNG_STDERR;
-			rung_tlv_init(&it, f.payload, f.len);
-			while ((r = rung_tlv_next(&it, &tag, &v, &l, err)) > 0) {
-				if (tag != RUNG_TAG_DATA)
-					continue;
-				if (req->on_output && req->on_output(req->ud, s, v, l) < 0) {
-					/* The caller gave up: closing the connection makes the
-					 * agent kill everything the exec started. */
-					r = rung_err_set(err, ECANCELED, "output consumer cancelled");
-					break;
-				}
-				if (!collect)
-					continue;
-				int ar = s == RUNG_STDOUT
-						 ? append_out(&res->out, &res->out_len, &cap_o, v, l,
-							      max_out, &res->truncated)
-						 : append_out(&res->errout, &res->err_len, &cap_e, v, l,
-							      max_out, &res->truncated);
-				if (ar < 0)
-					r = rung_err_set(err, ENOMEM, "out of memory");
-			}
+			r = output_frame(&o, &f, err);
 			rung_frame_release(&f);
 			if (r < 0) {
 				rt_agent_io_release(&io);
@@ -244,36 +286,11 @@ int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spe
 			continue;
 		}
 		rt_agent_io_release(&io);
-		if (f.type == RUNG_MSG_ERROR) {
-			rung_proto_error_decode(f.payload, f.len, err);
-			rung_frame_release(&f);
-			rung_exec_res_release(res);
-			return rung_err_wrap(err, "exec");
-		}
-		if (f.type != RUNG_MSG_EXIT) {
-			uint8_t t = f.type;
-			rung_frame_release(&f);
-			rung_exec_res_release(res);
-			return rung_err_set(err, EPROTO, "exec: unexpected frame type %u from agent", t);
-		}
-		struct rung_proto_exit ex;
-		r = rung_proto_exit_decode(f.payload, f.len, &ex, err);
+		r = exec_end(&f, res, err);
 		rung_frame_release(&f);
-		if (r < 0) {
+		if (r < 0)
 			rung_exec_res_release(res);
-			return rung_err_wrap(err, "exec");
-		}
-		res->exit_code = (int)ex.exit_code;
-		res->signal = (int)ex.signal;
-		res->timed_out = ex.flags & RUNG_EXIT_TIMED_OUT;
-		res->truncated |= (ex.flags & (RUNG_EXIT_TRUNC_STDOUT | RUNG_EXIT_TRUNC_STDERR)) != 0;
-		res->oom = ex.flags & RUNG_EXIT_OOM;
-		res->duration_us = ex.duration_us;
-		if (!res->out)
-			res->out = calloc(1, 1);
-		if (!res->errout)
-			res->errout = calloc(1, 1);
-		return 0;
+		return r;
 	}
 }
 

@@ -2,7 +2,8 @@
  * runtime/diskimg.c: size-limited sandbox storage on a sparse ext4 image and a loop device
  * (see diskimg.h). mkfs.ext4 runs through execve with an argv array, never a shell; the loop
  * device is configured with LOOP_CTL_GET_FREE + LOOP_CONFIGURE (autoclear), and the filesystem
- * is mounted with fsopen/fsmount, so it is attached nowhere on the host.
+ * is mounted with fsopen/fsmount, so it is attached nowhere on the host. mkfs.ext4 and the
+ * build lock are rootfs/ext4.c's (shared with the vm rung's disks, rootfs/vmdisk.c).
  */
 #include <dirent.h>
 #include <limits.h>
@@ -18,72 +19,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "rootfs/rfs.h"
 #include "runtime/diskimg.h"
 #include "runtime/rt-internal.h"
-
-static const char *const mkfs_paths[] = {"/sbin/mkfs.ext4", "/usr/sbin/mkfs.ext4"};
-
-static const char *mkfs_path(void)
-{
-	for (size_t i = 0; i < RUNG_ARRAY_SIZE(mkfs_paths); i++)
-		if (access(mkfs_paths[i], X_OK) == 0)
-			return mkfs_paths[i];
-	return NULL;
-}
 
 static const char *loop_control(void)
 {
 	const char *p = getenv("RUNG_LOOP_CONTROL");
 	return p && *p ? p : "/dev/loop-control";
-}
-
-int rt_mkfs_ext4(const char *img, uint64_t bytes, const char *from_dir, bool scratch,
-		 struct rung_err *err)
-{
-	const char *mkfs = mkfs_path();
-	if (!mkfs)
-		return rung_err_set(err, ENOENT, "mkfs.ext4 not found (package e2fsprogs)");
-	char size[32];
-	snprintf(size, sizeof(size), "%lluk", (unsigned long long)(bytes >> 10));
-	const char *argv[16];
-	int n = 0;
-	argv[n++] = mkfs;
-	argv[n++] = "-q";
-	argv[n++] = "-F";
-	argv[n++] = "-E";
-	argv[n++] = "lazy_itable_init=1,lazy_journal_init=1";
-	if (from_dir) {
-		argv[n++] = "-d";
-		argv[n++] = from_dir;
-	}
-	if (scratch) {
-		/* scratch space for one sandbox: all of it usable, no jbd2 thread per sandbox,
-		 * never resized (no reserved GDT blocks: 144K written instead of 656K per GiB) */
-		argv[n++] = "-m";
-		argv[n++] = "0";
-		argv[n++] = "-O";
-		argv[n++] = "^has_journal,^resize_inode";
-	}
-	argv[n++] = img;
-	argv[n++] = size;
-	argv[n] = NULL;
-	pid_t pid = fork();
-	if (pid < 0)
-		return rung_err_sys(err, errno, "fork");
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-		dup2(null, 0);
-		dup2(null, 1);
-		char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-		execve(mkfs, (char **)argv, envp);
-		_exit(127);
-	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		return rung_err_set(err, EIO, "mkfs.ext4 %s failed (status 0x%x)", img, st);
-	return 0;
 }
 
 int rt_disk_check(struct rung_err *err)
@@ -94,7 +37,7 @@ int rt_disk_check(struct rung_err *err)
 				    "limits.disk cannot be enforced: no loop device control at %s "
 				    "(%s)",
 				    ctl, strerror(errno));
-	if (!mkfs_path())
+	if (!rfs_mkfs_path())
 		return rung_err_set(err, ENOTSUP,
 				    "limits.disk cannot be enforced: mkfs.ext4 not found (package "
 				    "e2fsprogs)");
@@ -126,18 +69,6 @@ static int sparse_copy(int in, int out, uint64_t size)
 	}
 }
 
-int rt_disk_build_lock(const char *dir, const char *out, int *lock, struct rung_err *err)
-{
-	if (access(out, R_OK) == 0)
-		return 1;
-	char lockp[4096];
-	snprintf(lockp, sizeof(lockp), "%s/lock", dir);
-	*lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (*lock < 0 || flock(*lock, LOCK_EX) < 0)
-		return rung_err_sys(err, errno, "lock %s", lockp);
-	return access(out, R_OK) == 0 ? 1 : 0; /* 1: built while we waited */
-}
-
 /* <state>/disks/ext4-<bytes>.img: a blank filesystem of that size, built once. */
 static int template_of(const char *state_dir, uint64_t bytes, char *out, size_t len,
 		       struct rung_err *err)
@@ -148,7 +79,7 @@ static int template_of(const char *state_dir, uint64_t bytes, char *out, size_t 
 		return rung_err_sys(err, errno, "mkdir %s", dir);
 	snprintf(out, len, "%.3900s/ext4-%llu.img", dir, (unsigned long long)bytes);
 	cleanup_close int lock = -1;
-	int r = rt_disk_build_lock(dir, out, &lock, err);
+	int r = rfs_disk_build_lock(dir, out, &lock, err);
 	if (r != 0)
 		return r < 0 ? r : 0;
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", out, (int)getpid());
@@ -160,7 +91,7 @@ static int template_of(const char *state_dir, uint64_t bytes, char *out, size_t 
 	if (r < 0)
 		r = rung_err_sys(err, -r, "size %s", tmp);
 	if (r == 0)
-		r = rt_mkfs_ext4(tmp, bytes, NULL, true, err);
+		r = rfs_mkfs_ext4(tmp, bytes, NULL, true, err);
 	if (r == 0 && rename(tmp, out) < 0)
 		r = rung_err_sys(err, errno, "install %s", out);
 	if (r < 0)

@@ -15,10 +15,6 @@
 
 #include "common/err.h"
 
-/* mkfs.ext4 (execve, never a shell). from_dir: "-d DIR" (or NULL). scratch: one sandbox's
- * writable space: no reserved blocks, no journal (no jbd2 thread per sandbox), no resize inode. */
-int rt_mkfs_ext4(const char *img, uint64_t bytes, const char *from_dir, bool scratch,
-		 struct rung_err *err);
 /* Can this host give a sandbox a disk limit? -ENOTSUP naming the missing facility (the loop
  * control device, RUNG_LOOP_CONTROL overrides its path; or mkfs.ext4). */
 int rt_disk_check(struct rung_err *err);
@@ -28,11 +24,6 @@ int rt_disk_check(struct rung_err *err);
  * copied sparsely (holes stay holes). Returns 1 when it made the image, 0 when it was there.
  */
 int rt_disk_image(const char *state_dir, const char *path, uint64_t bytes, struct rung_err *err);
-/* An image built once and shared (a blank template, a vm base disk) at out, in dir: 1 when it
- * is there; else takes <dir>/lock into *lock (held until the caller closes it, after it has
- * installed out) and looks again: 1 when another process built it meanwhile, 0 when the
- * caller is to build it. */
-int rt_disk_build_lock(const char *dir, const char *out, int *lock, struct rung_err *err);
 /* Attach img to a free loop device and mount it nosuid,nodev as a detached mount whose root
  * belongs to owner. Returns the mount fd (for move_mount). */
 int rt_disk_mount(const char *img, uid_t owner, struct rung_err *err);

@@ -160,12 +160,8 @@ const struct rt_backend_ops *rt_backend_get(enum rung_isolation iso);
  * first); release the lease. */
 int rt_image_lease(struct rt_sandbox *sb, const char *rung, char ***lowers, struct rung_err *err);
 void rt_image_release(struct rt_sandbox *sb);
-/* vm rung disks (vm-disk.c): a per-sandbox sparse ext4 upper disk (kept if present), and
- * the read-only ext4 base disk of an image, built once per digest from its layers. */
+/* vm rung: the vCPU count of the limits (the disks: rfs_vm_upper_disk, rfs_vm_base_disk). */
 int rt_vm_cpus(const struct rung_limits *l, unsigned *out, struct rung_err *err);
-int rt_vm_upper_disk(const char *path, uint64_t bytes, uid_t owner, struct rung_err *err);
-int rt_vm_base_disk(const char *state_dir, const char *digest, char **lowers, char *out,
-		    size_t out_len, struct rung_err *err);
 /* The effective limits of a sandbox as JSON (inspect): memory, cpus, pids, disk, tmpfs sizes
  * and what enforces them on its rung (sandbox-cgroup.c). */
 json_t *rt_limits_describe(const struct rung_limits *l, enum rung_isolation iso);

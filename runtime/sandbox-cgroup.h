@@ -6,7 +6,7 @@
 #ifndef RUNG_RT_SANDBOX_CGROUP_H
 #define RUNG_RT_SANDBOX_CGROUP_H
 
-#include "runtime/cgroup.h"
+#include "cgroup/cgroup.h"
 #include "runtime/rt-internal.h"
 
 const char *rt_cgroup_root(void);

@@ -180,71 +180,52 @@ static int child_failed(int errfd, int e, const char *what, struct rung_err *err
 	return rung_err_sys(err, e, "%s", what);
 }
 
-int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen_fd,
-		struct rung_err *err)
+static void child_ctx_release(struct child_ctx *c)
 {
-	struct rt_mount_plan plan;
-	rung_trace("ns: begin");
-	int r = rt_root_plan(np->root_params, &plan, err);
-	if (r < 0)
-		return r;
-	struct child_ctx c = {.sb = sb, .np = np, .plan = &plan, .listen_fd = listen_fd,
-			      .agent_fd = -1};
-	int gop[2] = {-1, -1}, errp[2] = {-1, -1};
-	pid_t pid = -1;
-	c.agent_fd = open(sb->router->agent_path, O_PATH | O_CLOEXEC);
-	if (c.agent_fd < 0) {
-		r = rung_err_sys(err, errno, "open %s", sb->router->agent_path);
-		goto out;
-	}
-	if (pipe2(gop, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
-		r = rung_err_sys(err, errno, "pipe");
-		goto out;
-	}
-	c.go_fd = gop[0];
-	c.err_fd = errp[1];
+	rung_closep(&c->agent_fd);
+	free(c->bpf);
+}
+static void mount_planp(struct rt_mount_plan *p) { rt_mount_plan_release(p); }
+
+/* A parent-side step failed after the clone: the child dies with it. */
+static int kill_child(pid_t pid, int r)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return r;
+}
+
+/* Clone the child into its namespaces; with egress, born in the host-owned netns netpolicy
+ * set up (it could not setns into it from its own user namespace): enter it around the clone.
+ * Returns the pid (0 in the child), or <0 (a child cloned is reaped). */
+static pid_t clone_child(const struct rt_ns_params *np, struct rung_err *err)
+{
 	unsigned long flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
 			      CLONE_NEWUTS | CLONE_NEWCGROUP | SIGCHLD;
-	/* With egress, the child is born in the host-owned netns netpolicy set up (it could not
-	 * setns into it from its own user namespace): enter it around the clone. */
-	int self_net = -1;
-	if (np->netns_fd < 0) {
+	cleanup_close int self_net = -1;
+	if (np->netns_fd < 0)
 		flags |= CLONE_NEWNET;
-	} else if ((self_net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0 ||
-		   setns(np->netns_fd, CLONE_NEWNET) < 0) {
-		r = rung_err_sys(err, errno, "enter the sandbox network namespace");
-		if (self_net >= 0)
-			close(self_net);
-		goto out;
-	}
-	pid = clone_ns(flags, np->cgroup_fd);
-	if (pid > 0 && self_net >= 0 && setns(self_net, CLONE_NEWNET) < 0) {
-		r = rung_err_sys(err, errno, "return to the host network namespace");
-		close(self_net);
-		goto kill;
-	}
-	if (pid != 0 && self_net >= 0)
-		close(self_net);
-	if (pid < 0) {
-		r = rung_err_sys(err, errno, "clone the sandbox's namespaces");
-		goto out;
-	}
-	if (pid == 0) {
-		close(gop[1]);
-		close(errp[0]);
-		child_main(&c);
-	}
-	rung_trace("ns: cloned");
-	close(gop[0]);
-	gop[0] = -1;
-	close(errp[1]);
-	errp[1] = -1;
+	else if ((self_net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0 ||
+		 setns(np->netns_fd, CLONE_NEWNET) < 0)
+		return rung_err_sys(err, errno, "enter the sandbox network namespace");
+	pid_t pid = clone_ns(flags, np->cgroup_fd);
+	if (pid > 0 && self_net >= 0 && setns(self_net, CLONE_NEWNET) < 0)
+		return kill_child(pid, rung_err_sys(err, errno, "return to the host network namespace"));
+	if (pid < 0)
+		return rung_err_sys(err, errno, "clone the sandbox's namespaces");
+	return pid;
+}
+
+/* The child's id maps, and pid 1's OOM score. */
+static int map_child(struct rt_sandbox *sb, pid_t pid, struct rung_err *err)
+{
 	char map[64];
+	int r;
 	snprintf(map, sizeof(map), "0 %u %u\n", sb->meta.uid_base, RT_UID_RANGE);
 	if ((r = write_proc(pid, "uid_map", map, err)) < 0 ||
 	    (r = write_proc(pid, "setgroups", "deny", err)) < 0 ||
 	    (r = write_proc(pid, "gid_map", map, err)) < 0)
-		goto kill;
+		return r;
 	/* Pin pid 1's OOM score (and, as we have CAP_SYS_RESOURCE, the floor its children may
 	 * return to): the sandbox cannot make its agent the OOM victim, and cannot raise the
 	 * value either, as the agent runs as another uid (agent/privs.c). Commands reset theirs
@@ -253,62 +234,84 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 	if (write_proc(pid, "oom_score_adj", "-1000", &oerr) < 0) {
 		if (oerr.code != EACCES) {
 			*err = oerr;
-			r = -oerr.code;
-			goto kill;
+			return -oerr.code;
 		}
 		/* Lowering needs CAP_SYS_RESOURCE, which this host's root may lack: the agent
 		 * keeps the score it inherited, which the sandbox still cannot raise. */
 		LOG_INFO("no CAP_SYS_RESOURCE: the agent's oom_score_adj stays as inherited");
 	}
-	if (np->on_child && (r = np->on_child(sb, pid, np->ud, err)) < 0)
-		goto kill;
-	rung_trace("ns: ids mapped");
-	if (write(gop[1], "g", 1) != 1) {
-		r = child_failed(errp[0], errno, "start the sandbox", err);
-		goto kill;
-	}
+	return 0;
+}
+
+/* Let the child go, send it the seccomp filter, and wait for its exec of rung-agent (EOF on
+ * the error pipe) or its report of a failed setup. */
+static int run_child(struct rt_sandbox *sb, const struct rt_ns_params *np, struct child_ctx *c,
+		     pid_t pid, int go_fd, int err_fd, struct rung_err *err)
+{
+	int r;
+	if (write(go_fd, "g", 1) != 1)
+		return child_failed(err_fd, errno, "start the sandbox", err);
 	/* The seccomp filter is built now, while the child builds its root (it needs the
 	 * filter only at the end): still in this process, before any untrusted input. */
-	if ((r = rt_seccomp_build(&c.bpf, &c.bpf_len, err)) < 0)
-		goto kill;
-	uint32_t blen = (uint32_t)c.bpf_len;
-	if (rung_write_all(gop[1], &blen, sizeof(blen)) < 0 ||
-	    rung_write_all(gop[1], c.bpf, c.bpf_len) < 0) {
-		r = child_failed(errp[0], errno, "send the seccomp filter", err);
-		goto kill;
-	}
+	if ((r = rt_seccomp_build(&c->bpf, &c->bpf_len, err)) < 0)
+		return r;
+	uint32_t blen = (uint32_t)c->bpf_len;
+	if (rung_write_all(go_fd, &blen, sizeof(blen)) < 0 ||
+	    rung_write_all(go_fd, c->bpf, c->bpf_len) < 0)
+		return child_failed(err_fd, errno, "send the seccomp filter", err);
 	rung_trace("ns: seccomp sent");
 	if (np->after_go && (r = np->after_go(sb, pid, np->ud, err)) < 0)
-		goto kill;
-	ssize_t n = child_report(errp[0], err);
-	if (n == (ssize_t)sizeof(struct rung_err)) {
-		r = -(err->code ? err->code : EIO);
-		goto kill;
+		return r;
+	ssize_t n = child_report(err_fd, err);
+	if (n == (ssize_t)sizeof(struct rung_err))
+		return -(err->code ? err->code : EIO);
+	if (n != 0)
+		return rung_err_set(err, EIO, "sandbox setup: short status read");
+	return 0;
+}
+
+int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen_fd,
+		struct rung_err *err)
+{
+	__attribute__((cleanup(mount_planp))) struct rt_mount_plan plan = {0};
+	rung_trace("ns: begin");
+	int r = rt_root_plan(np->root_params, &plan, err);
+	if (r < 0)
+		return r;
+	__attribute__((cleanup(child_ctx_release))) struct child_ctx c = {
+	    .sb = sb, .np = np, .plan = &plan, .listen_fd = listen_fd, .agent_fd = -1};
+	cleanup_close int go_r = -1, go_w = -1, err_r = -1, err_w = -1;
+	int gop[2], errp[2];
+	c.agent_fd = open(sb->router->agent_path, O_PATH | O_CLOEXEC);
+	if (c.agent_fd < 0)
+		return rung_err_sys(err, errno, "open %s", sb->router->agent_path);
+	if (pipe2(gop, O_CLOEXEC) < 0)
+		return rung_err_sys(err, errno, "pipe");
+	go_r = gop[0], go_w = gop[1];
+	if (pipe2(errp, O_CLOEXEC) < 0)
+		return rung_err_sys(err, errno, "pipe");
+	err_r = errp[0], err_w = errp[1];
+	c.go_fd = go_r;
+	c.err_fd = err_w;
+	pid_t pid = clone_child(np, err);
+	if (pid < 0)
+		return (int)pid;
+	if (pid == 0) {
+		close(go_w);
+		close(err_r);
+		child_main(&c); /* never returns */
 	}
-	if (n != 0) {
-		r = rung_err_set(err, EIO, "sandbox setup: short status read");
-		goto kill;
-	}
+	rung_trace("ns: cloned");
+	rung_closep(&go_r);
+	rung_closep(&err_w);
+	if ((r = map_child(sb, pid, err)) < 0 ||
+	    (np->on_child && (r = np->on_child(sb, pid, np->ud, err)) < 0))
+		return kill_child(pid, r);
+	rung_trace("ns: ids mapped");
+	if ((r = run_child(sb, np, &c, pid, go_w, err_r, err)) < 0)
+		return kill_child(pid, r);
 	rung_trace("ns: agent exec'd");
-	r = pid;
-	goto out;
-kill:
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-out:
-	if (gop[0] >= 0)
-		close(gop[0]);
-	if (gop[1] >= 0)
-		close(gop[1]);
-	if (errp[0] >= 0)
-		close(errp[0]);
-	if (errp[1] >= 0)
-		close(errp[1]);
-	if (c.agent_fd >= 0)
-		close(c.agent_fd);
-	free(c.bpf);
-	rt_mount_plan_release(&plan);
-	return r;
+	return pid;
 }
 
 static int ns_inode(pid_t pid, unsigned long *ino)

@@ -12,6 +12,8 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "server/encode.h"
+#include "server/reply.h"
 #include "server/srv-internal.h"
 
 static const char b64_tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

@@ -6,7 +6,13 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "server/encode.h"
+#include "server/handlers.h"
+#include "server/op.h"
+#include "server/pool.h"
+#include "server/reply.h"
 #include "server/srv-internal.h"
+#include "server/stream.h"
 
 struct call_router {
 	struct srv *s;
@@ -24,17 +30,6 @@ static inline void sandboxp(struct rung_sandbox **sb) { rung_sandbox_close(*sb);
 static inline void specp(struct rung_spec *s) { rung_spec_release(s); }
 static inline void exec_resp(struct rung_exec_res *r) { rung_exec_res_release(r); }
 static inline void srv_execp(struct srv_exec *x) { srv_exec_release(x); }
-void srv_exec_req_fill(const struct srv_exec *x, struct rung_exec_req *q)
-{
-	memset(q, 0, sizeof(*q));
-	q->argv = (const char *const *)x->argv;
-	q->env = (const char *const *)x->env;
-	q->cwd = x->cwd;
-	q->stdin_data = x->stdin_data;
-	q->stdin_len = x->stdin_len;
-	q->timeout_ms = x->timeout_ms;
-	q->max_output = x->output_bytes; /* the runtime keeps it within the spec's */
-}
 
 static enum MHD_Result do_create(struct srv_call *call, struct MHD_Connection *c,
 				 struct rung_router *r)

@@ -1,4 +1,6 @@
-/* server/srv-internal.h: shared between the server's files; never included outside server/. */
+/* server/srv-internal.h: the types shared between the server's files (no functions of a file of
+ * its own: those are in that file's header, so scripts/check-layers.sh sees who calls whom);
+ * never included outside server/. */
 #ifndef RUNG_SERVER_SRV_INTERNAL_H
 #define RUNG_SERVER_SRV_INTERNAL_H
 
@@ -123,19 +125,6 @@ int srv_create_enter(struct srv *s, struct rung_router *r, const char *scope,
 		     struct srv_scope **out, struct rung_err *err);
 void srv_create_leave(struct srv *s, struct srv_scope *q);
 
-int srv_router_get(struct srv *s, struct rung_router **out, struct rung_err *err);
-void srv_router_put(struct srv *s, struct rung_router *r);
-
-/* http.c */
-enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-			   const char *version, const char *upload, size_t *upload_size,
-			   void **con_cls);
-void srv_completed(void *cls, struct MHD_Connection *c, void **con_cls,
-		   enum MHD_RequestTerminationCode toe);
-void srv_notify_conn(void *cls, struct MHD_Connection *c, void **socket_context,
-		     enum MHD_ConnectionNotificationCode code);
-void *srv_watchdog_main(void *arg);
-
 /* The state of one request while it runs (the HTTP layer's con_cls). */
 struct srv_call {
 	struct srv *s;
@@ -160,29 +149,5 @@ struct srv_call {
 	size_t n_kv, cap_kv;
 	char *strs;
 };
-
-/* Responses. All return the MHD_queue_response result. */
-enum MHD_Result srv_reply_json(struct srv_call *call, struct MHD_Connection *c, unsigned status,
-			       json_t *body /* stolen */);
-enum MHD_Result srv_reply_error(struct srv_call *call, struct MHD_Connection *c, enum srv_code code,
-				const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-enum MHD_Result srv_reply_rung_err(struct srv_call *call, struct MHD_Connection *c, int r,
-				   const struct rung_err *err);
-enum MHD_Result srv_reply_bytes(struct srv_call *call, struct MHD_Connection *c, unsigned status,
-				const char *ctype, char *data /* stolen */, size_t len);
-
-/* handlers.c: one dispatch for every route, after auth and the body are in. */
-enum MHD_Result srv_dispatch(struct srv_call *call, struct MHD_Connection *c);
-/* encode.c: a collected exec's result, encoded as it is sent (takes res's buffers). */
-enum MHD_Result srv_reply_exec(struct srv_call *call, struct MHD_Connection *c,
-			       struct rung_exec_res *res);
-
-/* stream.c: exec/run-code streamed as NDJSON; takes ownership of sb and x. */
-enum MHD_Result srv_exec_stream(struct srv_call *call, struct MHD_Connection *c,
-				struct rung_sandbox *sb, struct rung_router *router,
-				struct srv_exec *x, bool is_code);
-
-/* Fill a rung_exec_req from the decoded body (pointers into x). */
-void srv_exec_req_fill(const struct srv_exec *x, struct rung_exec_req *q);
 
 #endif

@@ -20,7 +20,11 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "server/op.h"
+#include "server/pool.h"
+#include "server/reply.h"
 #include "server/srv-internal.h"
+#include "server/stream.h"
 
 #define HEARTBEAT_MS 5000
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "runtime/cgroup.h"
+#include "cgroup/cgroup.h"
 #include "tests/testutil.h"
 
 static void put(const char *dir, const char *file, const char *val)

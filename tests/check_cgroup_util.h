@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "runtime/cgroup.h"
+#include "cgroup/cgroup.h"
 
 /*
  * A child that waits on a pipe before running its body, so the test can put it in a

@@ -16,7 +16,7 @@
 #include "common/digest.h"
 #include "common/util.h"
 #include "rootfs/rfs.h"
-#include "runtime/cgroup.h"
+#include "cgroup/cgroup.h"
 #include "tests/container-testutil.h"
 #include "tests/rootfs-testutil.h"
 #include "tests/testutil.h"

@@ -31,7 +31,7 @@ START_TEST(test_base_disk_from_layers)
 	ck_assert_msg(rfs_image_layers(st, &info, &lowers, &err) == 0, "%s", err.msg);
 	char disk[4096], again[4096];
 	uint64_t t0 = rung_now_ms();
-	ck_assert_msg(rt_vm_base_disk(ct_state(), info.digest, lowers, disk, sizeof(disk), &err) == 0,
+	ck_assert_msg(rfs_vm_base_disk(ct_state(), info.digest, lowers, disk, sizeof(disk), &err) == 0,
 		      "%s", err.msg);
 	uint64_t t1 = rung_now_ms();
 	struct stat s1, s2;
@@ -49,7 +49,7 @@ START_TEST(test_base_disk_from_layers)
 	ck_assert_msg(home && strstr(home, "User:  1000"), "ownership kept: %s", home ? home : "");
 	free(home);
 	/* Cached: a second call reuses the same file at once. */
-	ck_assert_msg(rt_vm_base_disk(ct_state(), info.digest, lowers, again, sizeof(again), &err) == 0,
+	ck_assert_msg(rfs_vm_base_disk(ct_state(), info.digest, lowers, again, sizeof(again), &err) == 0,
 		      "%s", err.msg);
 	ck_assert_str_eq(disk, again);
 	ck_assert_int_eq(stat(again, &s2), 0);
@@ -70,7 +70,7 @@ START_TEST(test_upper_disk)
 	char p[4200];
 	struct rung_err err = {0};
 	snprintf(p, sizeof(p), "%s/upper.ext4", ct_tmp());
-	ck_assert_msg(rt_vm_upper_disk(p, 64ull << 20, 200123456, &err) == 0, "%s", err.msg);
+	ck_assert_msg(rfs_vm_upper_disk(p, 64ull << 20, 200123456, &err) == 0, "%s", err.msg);
 	struct stat s;
 	ck_assert_int_eq(stat(p, &s), 0);
 	ck_assert_int_eq(s.st_size, 64 << 20);
@@ -79,7 +79,7 @@ START_TEST(test_upper_disk)
 		      (long long)s.st_blocks);
 	/* It persists: a second call keeps the file (and whatever the guest wrote in it). */
 	ino_t ino = s.st_ino;
-	ck_assert_msg(rt_vm_upper_disk(p, 64ull << 20, 200123456, &err) == 0, "%s", err.msg);
+	ck_assert_msg(rfs_vm_upper_disk(p, 64ull << 20, 200123456, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(stat(p, &s), 0);
 	ck_assert_int_eq(s.st_ino, ino);
 	char *sb = ct_debugfs(p, "stats");

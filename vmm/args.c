@@ -74,6 +74,34 @@ static int parse_num(const char *name, const char *v, uint64_t min, uint64_t max
 	return 0;
 }
 
+/* After the options: what a run needs is there, and no two options contradict each other. */
+static int args_complete(const struct vmm_config *cfg, bool have_mem, bool have_cpus,
+			 struct rung_err *err)
+{
+	if (!cfg->kernel)
+		return rung_err_set(err, EINVAL, "--kernel: required");
+	if (!have_mem)
+		return rung_err_set(err, EINVAL, "--mem: required");
+	if (!have_cpus)
+		return rung_err_set(err, EINVAL, "--cpus: required");
+	if (!cfg->serial_log)
+		return rung_err_set(err, EINVAL, "--serial-log: required");
+	if (!cfg->vsock_uds && cfg->vsock_fd < 0)
+		return rung_err_set(err, EINVAL, "--vsock-uds (or --vsock-fd): required");
+	if (cfg->vsock_uds && cfg->vsock_fd >= 0)
+		return rung_err_set(err, EINVAL, "--vsock-uds and --vsock-fd: give one");
+	if (cfg->vsock_fd >= 0 && cfg->vsock_fd == cfg->kvm_fd)
+		return rung_err_set(err, EINVAL, "--vsock-fd and --kvm-fd: the same fd");
+	if (cfg->net_fd >= 0 && cfg->net_tap)
+		return rung_err_set(err, EINVAL, "--net-fd and --net-tap: give one");
+	if (cfg->net_fd >= 0 && (cfg->net_fd == cfg->vsock_fd || cfg->net_fd == cfg->kvm_fd))
+		return rung_err_set(err, EINVAL, "--net-fd %d: also given as --vsock-fd or --kvm-fd",
+				    cfg->net_fd);
+	if (cfg->net_mac_set && cfg->net_fd < 0 && !cfg->net_tap)
+		return rung_err_set(err, EINVAL, "--net-mac: needs --net-fd or --net-tap");
+	return 0;
+}
+
 int vmm_args_parse(int argc, char *const *argv, struct vmm_config *cfg, struct rung_err *err)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -166,28 +194,7 @@ int vmm_args_parse(int argc, char *const *argv, struct vmm_config *cfg, struct r
 	}
 	if (cfg->probe)
 		return 0; /* --probe [--kvm-fd N] needs nothing else */
-	if (!cfg->kernel)
-		return rung_err_set(err, EINVAL, "--kernel: required");
-	if (!have_mem)
-		return rung_err_set(err, EINVAL, "--mem: required");
-	if (!have_cpus)
-		return rung_err_set(err, EINVAL, "--cpus: required");
-	if (!cfg->serial_log)
-		return rung_err_set(err, EINVAL, "--serial-log: required");
-	if (!cfg->vsock_uds && cfg->vsock_fd < 0)
-		return rung_err_set(err, EINVAL, "--vsock-uds (or --vsock-fd): required");
-	if (cfg->vsock_uds && cfg->vsock_fd >= 0)
-		return rung_err_set(err, EINVAL, "--vsock-uds and --vsock-fd: give one");
-	if (cfg->vsock_fd >= 0 && cfg->vsock_fd == cfg->kvm_fd)
-		return rung_err_set(err, EINVAL, "--vsock-fd and --kvm-fd: the same fd");
-	if (cfg->net_fd >= 0 && cfg->net_tap)
-		return rung_err_set(err, EINVAL, "--net-fd and --net-tap: give one");
-	if (cfg->net_fd >= 0 && (cfg->net_fd == cfg->vsock_fd || cfg->net_fd == cfg->kvm_fd))
-		return rung_err_set(err, EINVAL, "--net-fd %d: also given as --vsock-fd or --kvm-fd",
-				    cfg->net_fd);
-	if (cfg->net_mac_set && cfg->net_fd < 0 && !cfg->net_tap)
-		return rung_err_set(err, EINVAL, "--net-mac: needs --net-fd or --net-tap");
-	return 0;
+	return args_complete(cfg, have_mem, have_cpus, err);
 }
 
 enum vmm_ctl_cmd vmm_control_parse(const char *line, size_t len)

@@ -1,4 +1,4 @@
-/* runtime/cgroup.c: version detection, the group object, plans, and dispatch to v1/v2. */
+/* cgroup/cgroup.c: version detection, the group object, plans, and dispatch to v1/v2. */
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <sys/statfs.h>
 
 #include "common/util.h"
-#include "runtime/cgroup-internal.h"
+#include "cgroup/cgroup-internal.h"
 
 static const struct rt_cgroup_ops *const rt_cgroup_managers[RT_CGROUP__COUNT] = {
     [RT_CGROUP_V1] = &rt_cgroup_v1_ops,

@@ -1,5 +1,6 @@
 /*
- * runtime/cgroup.h: the cgroup layer of the runtime (container rung, and the VMM jail).
+ * cgroup/cgroup.h: the cgroup library, a module of its own (it includes common/ only): the
+ * cgroup layer of the process and container rungs and of the VMM jail.
  *
  * One API over two implementations, picked at open time from the layout of the cgroup
  * root (crun's libcrun_cgroup_manager style: a const ops table per version):
@@ -42,8 +43,8 @@
  *	rt_cgroup_destroy(cg, err);              (kills everything left, removes every dir)
  *	rt_cgroup_free(cg);
  */
-#ifndef RUNG_RUNTIME_CGROUP_H
-#define RUNG_RUNTIME_CGROUP_H
+#ifndef RUNG_CGROUP_H
+#define RUNG_CGROUP_H
 
 #include <stdbool.h>
 #include <stddef.h>

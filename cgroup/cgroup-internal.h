@@ -1,8 +1,8 @@
-/* runtime/cgroup-internal.h: shared by cgroup.c, cgroup-v1.c, cgroup-v2.c only. */
-#ifndef RUNG_RUNTIME_CGROUP_INTERNAL_H
-#define RUNG_RUNTIME_CGROUP_INTERNAL_H
+/* cgroup/cgroup-internal.h: shared by cgroup.c, cgroup-v1.c, cgroup-v2.c only. */
+#ifndef RUNG_CGROUP_INTERNAL_H
+#define RUNG_CGROUP_INTERNAL_H
 
-#include "runtime/cgroup.h"
+#include "cgroup/cgroup.h"
 
 struct rt_cgroup {
 	enum rt_cgroup_version version;

@@ -1,5 +1,5 @@
 /*
- * runtime/cgroup-v2.c: the cgroup v2 (unified) manager. One directory per group; the
+ * cgroup/cgroup-v2.c: the cgroup v2 (unified) manager. One directory per group; the
  * controllers a group may use are those enabled in its parent's cgroup.subtree_control,
  * so the plan enables them from the root down. Freezing and killing are built in
  * (cgroup.freeze, cgroup.kill).
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "runtime/cgroup-internal.h"
+#include "cgroup/cgroup-internal.h"
 
 #define CPU_PERIOD_US 100000u
 

@@ -1,5 +1,5 @@
 /*
- * runtime/vm-disk.c: the vm rung's disks. An image becomes one read-only ext4 base disk,
+ * rootfs/vmdisk.c: the vm rung's disks. An image becomes one read-only ext4 base disk,
  * built once per image digest from the merged view of its layers (an overlay mounted read-only
  * in a private mount namespace) with `mkfs.ext4 -d`, and shared by every VM of that image.
  * Each sandbox gets a sparse ext4 upper disk of its own, where the guest keeps its writes.
@@ -14,11 +14,11 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "common/cleanup.h"
+#include "common/util.h"
 #include "rootfs/rfs.h"
-#include "runtime/diskimg.h"
-#include "runtime/rt-internal.h"
 
-int rt_vm_upper_disk(const char *path, uint64_t bytes, uid_t owner, struct rung_err *err)
+int rfs_vm_upper_disk(const char *path, uint64_t bytes, uid_t owner, struct rung_err *err)
 {
 	if (access(path, F_OK) == 0)
 		return 0; /* it persists across VM restarts: that is the point */
@@ -31,7 +31,7 @@ int rt_vm_upper_disk(const char *path, uint64_t bytes, uid_t owner, struct rung_
 	close(fd);
 	if (r < 0)
 		return rung_err_sys(err, -r, "size %s", tmp);
-	if ((r = rt_mkfs_ext4(tmp, bytes, NULL, false, err)) < 0 || chown(tmp, owner, owner) < 0 ||
+	if ((r = rfs_mkfs_ext4(tmp, bytes, NULL, false, err)) < 0 || chown(tmp, owner, owner) < 0 ||
 	    rename(tmp, path) < 0) {
 		if (r == 0)
 			r = rung_err_sys(err, errno, "install %s", path);
@@ -66,10 +66,10 @@ static int build_base(char **lowers, const char *mnt, const char *img, struct ru
 	if (nftw(mnt, add_size, 64, FTW_PHYS) < 0)
 		return rung_err_sys(err, errno, "measure %s", mnt);
 	uint64_t size = tree_bytes + tree_bytes / 4 + (64ull << 20);
-	return rt_mkfs_ext4(img, size, mnt, false, err);
+	return rfs_mkfs_ext4(img, size, mnt, false, err);
 }
 
-int rt_vm_base_disk(const char *state_dir, const char *digest, char **lowers, char *out,
+int rfs_vm_base_disk(const char *state_dir, const char *digest, char **lowers, char *out,
 		    size_t out_len, struct rung_err *err)
 {
 	char dir[4000], tmp[4096], mnt[4096];
@@ -80,7 +80,7 @@ int rt_vm_base_disk(const char *state_dir, const char *digest, char **lowers, ch
 	const char *hex = strchr(digest, ':') ? strchr(digest, ':') + 1 : digest;
 	snprintf(out, out_len, "%s/%s.ext4", dir, hex);
 	cleanup_close int lock = -1;
-	int r = rt_disk_build_lock(dir, out, &lock, err);
+	int r = rfs_disk_build_lock(dir, out, &lock, err);
 	if (r != 0)
 		return r < 0 ? r : 0;
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", out, (int)getpid());

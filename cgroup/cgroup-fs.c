@@ -1,4 +1,4 @@
-/* runtime/cgroup-fs.c: cgroupfs file I/O shared by the v1 and v2 managers. */
+/* cgroup/cgroup-fs.c: cgroupfs file I/O shared by the v1 and v2 managers. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "common/util.h"
-#include "runtime/cgroup-internal.h"
+#include "cgroup/cgroup-internal.h"
 
 #define CG_FILE_MAX (1 << 20)
 

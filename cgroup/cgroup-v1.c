@@ -1,5 +1,5 @@
 /*
- * runtime/cgroup-v1.c: the cgroup v1 manager. One hierarchy per controller under the
+ * cgroup/cgroup-v1.c: the cgroup v1 manager. One hierarchy per controller under the
  * root (memory/, cpu/ (often a link to cpu,cpuacct/), pids/, freezer/, cpuacct/); a group
  * is the same relative directory in each. Race-free kill uses the freezer.
  */
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 #include "common/util.h"
-#include "runtime/cgroup-internal.h"
+#include "cgroup/cgroup-internal.h"
 
 #define CFS_PERIOD_US 100000u
 
