@@ -50,17 +50,19 @@ $(B)/rung-agent: $(call obj,$(AGENT) agent/main.c $(filter $(COMMON_MIN),$(COMMO
 	$(CC) -static $(LDFLAGS) -Wl,--gc-sections -o $@ $^
 
 # --- tests (Check) -------------------------------------------------------------------------
+# tests/check_<suite>.c: one suite each; tests/lib/: the runner (main.c), helpers, fixtures.
 TEST_SRC := $(wildcard tests/check_*.c)
+TEST_HELPER_SRC := $(wildcard tests/lib/*.c)
 TEST_LIB_SRC := $(LIB_SRC) $(VMM) $(SERVER) $(AGENT) $(CLI)
 
 $(B)/suites.h: $(TEST_SRC) tests/gen-suites.sh
 	@mkdir -p $(B)
 	sh tests/gen-suites.sh $(TEST_SRC) > $@.tmp && mv $@.tmp $@
 
-$(B)/obj/tests/check_main.o: $(B)/suites.h
-$(B)/obj/tests/check_main.o: CFLAGS += -I$(B)
+$(B)/obj/tests/lib/main.o: $(B)/suites.h
+$(B)/obj/tests/lib/main.o: CFLAGS += -I$(B)
 
-$(B)/check_rung: $(call obj,$(TEST_SRC) tests/check_main.c tests/testutil.c $(TEST_LIB_SRC))
+$(B)/check_rung: $(call obj,$(TEST_SRC) $(TEST_HELPER_SRC) $(TEST_LIB_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs check)
 
 # `make check`: every suite, every tag (root, net, kvm). Python client tests, fuzz smoke
@@ -88,9 +90,14 @@ test-python-image: $(B)/rung $(B)/rung-image $(B)/rfs-tool
 	  $(MAKE) --no-print-directory image-default RUNG_STATE_DIR=$(TEST_PY_STATE) || \
 	  echo "*** WARNING: could not build rung/python:3; the pip test will skip ***"
 
+# `make check-unit SUITE="runtime_store e2e_egress"`: only the suites named (names or prefixes:
+# SUITE=runtime is the runtime module's suites); names in tests/README.md.
+SUITE ?=
 check-unit: $(B)/check_rung $(B)/rung $(B)/rung-agent test-python-image
+	@$(if $(SUITE),echo "check-unit: suites $(SUITE)",echo "check-unit: every suite; one suite or module: make check-unit SUITE=runtime_store (or SUITE=runtime, SUITE=e2e_egress; tests/README.md)")
 	RUNG_BUILD_DIR=$(CURDIR)/$(B) RUNG_TEST_PYTHON_STATE=$(TEST_PY_STATE) \
-	  CK_DEFAULT_TIMEOUT=60 $(B)/check_rung
+	  CK_DEFAULT_TIMEOUT=60 $(B)/check_rung $(SUITE)
+	@$(if $(SUITE),,echo "check-unit: to run one suite or one module's suites: make check-unit SUITE=NAME (tests/README.md)")
 
 # --- fuzzing (libFuzzer) --------------------------------------------------------------------
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)

@@ -5,7 +5,7 @@
  *   2. DNS: median latency of an A query answered through the sandbox's proxy (which checks the
  *      allowlist and inserts the answer into the nft set before replying) vs the same query
  *      sent from the host straight to the upstream server.
- * Runs against the test internet of tests/np_world.h (a public-looking /24 + netns); needs root.
+ * Runs against the test internet of tests/lib/np_world.h (a public-looking /24 + netns); needs root.
  * Usage: build/bench/netpolicy [cycles] [queries]
  */
 #include <arpa/inet.h>
@@ -22,8 +22,8 @@
 
 #include "common/util.h"
 #include "netpolicy/np.h"
-#include "tests/np_dnsbuild.h"
-#include "tests/np_world.h"
+#include "tests/lib/np_dnsbuild.h"
+#include "tests/lib/np_world.h"
 
 static uint64_t cpu_us(void)
 {

@@ -392,9 +392,11 @@ int rung_parse_size(const char *s, uint64_t *out)
 		n--; /* "MB", "GiB" handled below via the letter before */
 		last = (char)tolower((unsigned char)s[n - 1]);
 	}
-	if (last == 'i' && n > 1) { /* "Mi", "Gi" */
+	if (last == 'i' && n > 1) { /* "Mi", "Gi"; a bare "1i" is no size */
 		n--;
 		last = (char)tolower((unsigned char)s[n - 1]);
+		if (!strchr("kmgt", last))
+			return -EINVAL;
 	}
 	switch (last) {
 	case 'k': mult = 1ULL << 10; n--; break;

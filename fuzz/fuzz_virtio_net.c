@@ -14,7 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "tests/vmm-fake.h"
+#include "tests/lib/vmm_fake.h"
 
 #define MEM_WINDOW 0x10000u
 #define BUF_BASE 0x8000u

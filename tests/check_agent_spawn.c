@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "tests/testutil.h"
+#include "tests/lib/testutil.h"
 
 struct run {
 	pid_t pid;

@@ -9,7 +9,7 @@
 
 #include "agent/vm-init.h"
 #include "common/util.h"
-#include "tests/testutil.h"
+#include "tests/lib/testutil.h"
 
 static const struct agent_vm_step *find(const struct agent_vm_plan *p,
 					enum agent_vm_step_kind kind, const char *target)

@@ -12,7 +12,7 @@
 
 #include "common/util.h"
 #include "cgroup/cgroup.h"
-#include "tests/testutil.h"
+#include "tests/lib/testutil.h"
 
 static void put(const char *dir, const char *file, const char *val)
 {

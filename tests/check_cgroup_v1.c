@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tests/check_cgroup_util.h"
-#include "tests/testutil.h"
+#include "tests/lib/cgroup.h"
+#include "tests/lib/testutil.h"
 
 #define V1_ROOT "/sys/fs/cgroup"
 

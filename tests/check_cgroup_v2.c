@@ -16,8 +16,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "tests/check_cgroup_util.h"
-#include "tests/testutil.h"
+#include "tests/lib/cgroup.h"
+#include "tests/lib/testutil.h"
 
 static const char *v2_root(void)
 {

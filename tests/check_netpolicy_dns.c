@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "netpolicy/np.h"
-#include "tests/np_dnsbuild.h"
-#include "tests/testutil.h"
+#include "tests/lib/np_dnsbuild.h"
+#include "tests/lib/testutil.h"
 
 static struct np_dns_msg m;
 

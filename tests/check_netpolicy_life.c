@@ -22,9 +22,9 @@
 #include "common/digest.h"
 #include "common/util.h"
 #include "netpolicy/np.h"
-#include "tests/egress-testutil.h"
-#include "tests/np_sb.h"
-#include "tests/testutil.h"
+#include "tests/lib/egress.h"
+#include "tests/lib/np_sb.h"
+#include "tests/lib/testutil.h"
 
 /* ---- lifecycle: down, gc, leaks ---- */
 

@@ -1,5 +1,5 @@
 /*
- * Integration tests of netpolicy against a test-built internet (tests/np_world.h): real
+ * Integration tests of netpolicy against a test-built internet (tests/lib/np_world.h): real
  * namespaces, veths, nftables and the DNS proxy. Tagged "net"; they need root.
  */
 #include <arpa/inet.h>
@@ -21,9 +21,9 @@
 
 #include "common/util.h"
 #include "netpolicy/np.h"
-#include "tests/np_dnsbuild.h"
-#include "tests/np_sb.h"
-#include "tests/testutil.h"
+#include "tests/lib/np_dnsbuild.h"
+#include "tests/lib/np_sb.h"
+#include "tests/lib/testutil.h"
 
 /* ---- the tests ---- */
 

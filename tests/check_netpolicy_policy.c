@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "netpolicy/np.h"
-#include "tests/testutil.h"
+#include "tests/lib/testutil.h"
 
 static void parse_ok(const char *s, enum np_entry_kind kind, const char *canon, uint16_t port)
 {

@@ -14,8 +14,8 @@
 
 #include "common/util.h"
 #include "netpolicy/np.h"
-#include "tests/np_sb.h"
-#include "tests/testutil.h"
+#include "tests/lib/np_sb.h"
+#include "tests/lib/testutil.h"
 
 static const uint8_t G_MAC[6] = {0x02, 0x72, 0x75, 0x6e, 0x67, 0x01};
 

@@ -20,8 +20,8 @@
 
 #include "common/util.h"
 #include "rootfs/rfs.h"
-#include "tests/rootfs-testutil.h"
-#include "tests/testutil.h"
+#include "tests/lib/rootfs.h"
+#include "tests/lib/testutil.h"
 
 #define REGISTRY "/usr/bin/docker-registry"
 #define SKOPEO "/usr/bin/skopeo"

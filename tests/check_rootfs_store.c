@@ -19,8 +19,8 @@
 #include "common/digest.h"
 #include "common/util.h"
 #include "rootfs/rfs.h"
-#include "tests/rootfs-testutil.h"
-#include "tests/testutil.h"
+#include "tests/lib/rootfs.h"
+#include "tests/lib/testutil.h"
 
 struct env {
 	char *tmp;

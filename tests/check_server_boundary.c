@@ -7,7 +7,7 @@
 #include "common/util.h"
 #include "rung/rung.h"
 #include "server/server.h"
-#include "tests/server_testlib.h"
+#include "tests/lib/server.h"
 
 #define KEYHDR(t) "X-Rung-Thread: " t "\r\nX-Rung-Agent: agent1\r\n"
 

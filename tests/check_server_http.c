@@ -2,7 +2,7 @@
  * tests/check_server_http.c: `rung serve` over its Unix socket: auth and scope isolation on every
  * endpoint, malformed and oversized requests, slow clients, path traversal, streaming, timeouts.
  */
-#include "tests/server_testlib.h"
+#include "tests/lib/server.h"
 
 struct ep {
 	const char *method, *path_fmt, *body;

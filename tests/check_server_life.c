@@ -6,7 +6,7 @@
 #include <dirent.h>
 
 #include "common/util.h"
-#include "tests/server_testlib.h"
+#include "tests/lib/server.h"
 
 #define KEYHDR1 "X-Rung-Thread: t1\r\nX-Rung-Agent: agent1\r\n"
 

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "server/server.h"
-#include "tests/testutil.h"
+#include "tests/lib/testutil.h"
 
 #define TOK_A "tok-aaaaaaaaaaaaaaaa"
 #define TOK_B "tok-bbbbbbbbbbbbbbbb"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/testutil.h"
+#include "tests/lib/testutil.h"
 #include "vmm/vmm.h"
 
 #define MEM_SIZE (8u << 20)

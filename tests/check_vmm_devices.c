@@ -13,8 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tests/testutil.h"
-#include "tests/vmm-fake.h"
+#include "tests/lib/testutil.h"
+#include "tests/lib/vmm_fake.h"
 
 #define HDRSZ sizeof(struct virtio_vsock_hdr)
 #define RX_BASE 0x40000ull

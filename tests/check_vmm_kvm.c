@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "tests/testutil.h"
+#include "tests/lib/testutil.h"
 
 static const uint8_t code_ok[] = {
 	0x66, 0xba, 0xf8, 0x03, /* mov dx, 0x3f8 */

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "tests/testutil.h"
-#include "tests/vmm-fake.h"
+#include "tests/lib/testutil.h"
+#include "tests/lib/vmm_fake.h"
 
 #define RXQ 0
 #define TXQ 1

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "tests/testutil.h"
-#include "tests/vmm-fake.h"
+#include "tests/lib/testutil.h"
+#include "tests/lib/vmm_fake.h"
 
 static uint64_t dummy_features(void *dev)
 {

@@ -24,7 +24,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 guest=$(cd "$here/../../vmm/guest" && pwd) # copy-libs.sh, mkrootfs.sh, mkdisk.sh (read-only use)
 : "${RUNG_BUILD:?the build dir}"
 OUT=${OUT:-$RUNG_BUILD/distro}
-SUITES=${DISTRO_SUITES:-"cgroup_v2 cgroup_plan rootfs_store container_kernel process_limits spine_agentside spine_seccomp container_store container_agentside spine_exec spine_life spine_escape spine_policy spine_leak spine_cli container_life container_limits container_leak netpolicy_net netpolicy_life egress_e2e egress_life egress_ctr egress_cli"}
+SUITES=${DISTRO_SUITES:-"cgroup_v2 cgroup_plan rootfs_store e2e_container_kernel e2e_process_limits e2e_process_agentside runtime_seccomp e2e_container_store e2e_container_agentside e2e_process_exec e2e_process_life e2e_process_escape runtime_policy e2e_process_leak e2e_cli_basics e2e_container_life e2e_container_limits e2e_container_leak netpolicy_net netpolicy_life e2e_egress_process e2e_egress_life e2e_egress_container e2e_egress_cli"}
 log() { echo "check-distro: $*" >&2; }
 t_start=$(date +%s)
 if ! command -v qemu-system-x86_64 >/dev/null; then
@@ -58,9 +58,9 @@ cp /etc/mke2fs.conf "$P/etc/" 2>/dev/null || true
 # the container suites read a stopped sandbox's disk image with debugfs (e2fsprogs)
 copy_with_libs "$P" "$(readlink -f /sbin/debugfs)"
 [ -e "$P/sbin/debugfs" ] || cp -L /sbin/debugfs "$P/sbin/debugfs"
-# egress_e2e checks that nft inside a sandbox cannot touch the rules (the binary, not libnftables).
+# e2e_egress_process checks that nft inside a sandbox cannot touch the rules (the binary, not libnftables).
 copy_with_libs "$P" /usr/sbin/nft
-# spine_escape asks perl for raw syscalls and checks /etc/shadow stays hidden from a sandbox.
+# e2e_process_escape asks perl for raw syscalls and checks /etc/shadow stays hidden from a sandbox.
 copy_with_libs "$P" /usr/bin/perl
 printf 'root:*:19000:0:99999:7:::\n' >"$P/etc/shadow" && chmod 0640 "$P/etc/shadow"
 [ -e "$P/usr/sbin/ip" ] || cp -L /usr/sbin/ip "$P/usr/sbin/ip"

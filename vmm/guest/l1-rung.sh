@@ -96,14 +96,14 @@ else
 		mkdir -p "$W/ck"
 		# The egress allowlist on the vm rung: a test internet in a netns, a guest whose
 		# virtio-net frames reach it through a tap behind the netpolicy table.
-		ck_suite rung-egress-vm vm_egress "allowed name reachable through the tap, everything else refused, no device without an allowlist"
+		ck_suite rung-egress-vm e2e_egress_vm "allowed name reachable through the tap, everything else refused, no device without an allowlist"
 		left=$(ls /sys/class/net | grep '^rg' | tr '\n' ' ')
 		[ -z "$left" ] || fail rung-egress-vm-leak "a tap is left: $left"
 		# The protocol-level suite of the other rungs (exec, output caps, exit codes,
 		# stdin, cancel, run_code, env, cwd, files, concurrency) on the vm rung.
-		ck_suite rung-protocol-vm spine_exec "the process rung's protocol suite, on the vm rung" RUNG_TEST_RUNG=vm
+		ck_suite rung-protocol-vm e2e_process_exec "the process rung's protocol suite, on the vm rung" RUNG_TEST_RUNG=vm
 		# The command against the guest's agent side (kill, ptrace, oom_score_adj, kernel
 		# knobs; orphans of a dead handler).
-		ck_suite rung-agentside-vm spine_agentside "the agent side is out of the command's reach, on the vm rung" RUNG_TEST_RUNG=vm
+		ck_suite rung-agentside-vm e2e_process_agentside "the agent side is out of the command's reach, on the vm rung" RUNG_TEST_RUNG=vm
 	fi
 fi

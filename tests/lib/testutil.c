@@ -1,0 +1,87 @@
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/lib/testutil.h"
+
+void rung_test_skip(const char *test, const char *why)
+{
+	fprintf(stderr, "\n*** SKIP %s: %s ***\n", test, why);
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/skips.log", rung_test_build_dir());
+	FILE *f = fopen(path, "a");
+	if (f) {
+		fprintf(f, "%s: %s\n", test, why);
+		fclose(f);
+	}
+}
+
+const char *rung_test_build_dir(void)
+{
+	const char *b = getenv("RUNG_BUILD_DIR");
+	return b && *b ? b : "build";
+}
+
+char *rung_test_tmpdir(const char *tag)
+{
+	char *p;
+	if (asprintf(&p, "/tmp/rung-test-%s-XXXXXX", tag) < 0)
+		return NULL;
+	if (!mkdtemp(p)) {
+		free(p);
+		return NULL;
+	}
+	chmod(p, 0711);
+	return p;
+}
+
+static int count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+int rung_test_count_fds(void)
+{
+	return count_entries("/proc/self/fd") - 1; /* minus the opendir fd */
+}
+
+int rung_test_count_mounts(void)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	if (!f)
+		return -1;
+	int n = 0, c;
+	while ((c = fgetc(f)) != EOF)
+		if (c == '\n')
+			n++;
+	fclose(f);
+	return n;
+}
+
+int rung_test_count_procs(void)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_name[0] >= '1' && de->d_name[0] <= '9')
+			n++;
+	closedir(d);
+	return n;
+}

@@ -1,0 +1,34 @@
+/* tests/lib/testutil.h: helpers shared by the Check suites. */
+#ifndef RUNG_TESTUTIL_H
+#define RUNG_TESTUTIL_H
+
+#include <check.h>
+#include <stdbool.h>
+
+/*
+ * A test whose facility is truly absent (no /dev/kvm, not root, ...) skips
+ * loudly: a line on stderr and a line in $RUNG_BUILD_DIR/skips.log, which
+ * check_main counts and prints at the end. It never passes silently.
+ */
+void rung_test_skip(const char *test, const char *why);
+#define RUNG_SKIP(why)                                                                             \
+	do {                                                                                       \
+		rung_test_skip(__func__, why);                                                     \
+		return;                                                                            \
+	} while (0)
+#define RUNG_REQUIRE_ROOT()                                                                        \
+	do {                                                                                       \
+		if (geteuid() != 0)                                                                \
+			RUNG_SKIP("needs root (CI runs as root)");                                 \
+	} while (0)
+
+/* build/ directory holding rung, rung-agent (from $RUNG_BUILD_DIR, else ./build). */
+const char *rung_test_build_dir(void);
+/* A fresh temporary directory under /tmp (mode 0711); caller removes it. */
+char *rung_test_tmpdir(const char *tag);
+/* Count of open fds of this process, entries in /proc/self/mountinfo, processes on the host. */
+int rung_test_count_fds(void);
+int rung_test_count_mounts(void);
+int rung_test_count_procs(void);
+
+#endif
