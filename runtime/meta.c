@@ -78,6 +78,10 @@ int rt_meta_from_json(const char *txt, size_t len, struct rt_meta *m, struct run
 		r = rung_err_set(err, EINVAL, "metadata: unsupported version %d", ver);
 		goto out;
 	}
+	if (!json_is_object(spec)) {
+		r = rung_err_set(err, EINVAL, "metadata: spec is not an object");
+		goto out;
+	}
 	if ((r = copy_hex(m->id, id, RT_ID_LEN, "id", err)) < 0 ||
 	    (r = copy_hex(m->labels.scope, ls, 64, "labels.scope", err)) < 0 ||
 	    (r = copy_hex(m->labels.thread, lt, 64, "labels.thread", err)) < 0 ||

@@ -222,7 +222,10 @@ START_TEST(test_bad_fields)
 	expect_bad(o, "metadata");
 	o = good_json();
 	json_object_set_new(o, "spec", json_string("{}"));
-	expect_bad(o, "metadata");
+	expect_bad(o, "spec is not an object"); /* once reported as out of memory */
+	o = good_json();
+	json_object_set_new(o, "spec", json_pack("[s]", "kind"));
+	expect_bad(o, "spec is not an object");
 	o = good_json();
 	json_object_set_new(o, "granted", json_string("all"));
 	expect_bad(o, "metadata");

@@ -57,7 +57,7 @@ START_TEST(test_open_layout)
 	ck_assert_str_eq(st.root, root);
 	/* the sandbox uids traverse the state dir and "sandboxes" but cannot list them */
 	ck_assert_uint_eq(mode_of(root) & 0011, 0011);
-	char p[600];
+	char p[4096];
 	snprintf(p, sizeof(p), "%s/sandboxes", root);
 	ck_assert_uint_eq(mode_of(p), 0711);
 	/* an existing private dir is made traversable, nothing more */
@@ -88,14 +88,14 @@ START_TEST(test_open_refusals)
 	struct rung_err e3 = {0};
 	ck_assert_int_eq(rt_store_open("", &s2, &e3), -EINVAL);
 	/* a parent the sandbox uids cannot search: refused, the parent named, nothing made */
-	char closed[600], inner[700];
+	char closed[1024], inner[4096];
 	snprintf(closed, sizeof(closed), "%s/closed", tmp);
 	ck_assert_int_eq(mkdir(closed, 0750), 0);
 	snprintf(inner, sizeof(inner), "%s/deeper/state", closed);
 	struct rung_err e4 = {0};
 	ck_assert_int_eq(rt_store_open(inner, &s2, &e4), -EACCES);
 	ck_assert_msg(strstr(e4.msg, closed) && strstr(e4.msg, "0750"), "%s", e4.msg);
-	char deeper[700];
+	char deeper[4096];
 	snprintf(deeper, sizeof(deeper), "%s/deeper", closed);
 	ck_assert_int_eq(access(deeper, F_OK), -1);
 }
@@ -103,7 +103,7 @@ END_TEST
 
 START_TEST(test_paths)
 {
-	char buf[700], want[700];
+	char buf[4096], want[4096];
 	ck_assert_int_eq(rt_store_path(&st, ID1, NULL, buf, sizeof(buf)), 0);
 	snprintf(want, sizeof(want), "%s/sandboxes/%s", root, ID1);
 	ck_assert_str_eq(buf, want);
@@ -142,7 +142,7 @@ START_TEST(test_meta_read_write)
 	struct rt_meta a, b;
 	meta_fill(&a, ID1);
 	ck_assert_msg(rt_store_meta_write(&st, &a, &err) == 0, "%s", err.msg);
-	char p[700];
+	char p[4096];
 	rt_store_path(&st, ID1, "meta.json", p, sizeof(p));
 	ck_assert_uint_eq(mode_of(p), 0600);
 	ck_assert_int_eq(rt_store_meta_read(&st, ID1, &b, &err), 0);
@@ -188,7 +188,7 @@ START_TEST(test_ids)
 	int f1 = rt_store_lock_sandbox(&st, ID1, true, false, &err);
 	int f2 = rt_store_lock_sandbox(&st, ID2, true, false, &err);
 	ck_assert(f1 >= 0 && f2 >= 0);
-	char p[700];
+	char p[4096];
 	snprintf(p, sizeof(p), "%s/sandboxes/junk", root);
 	ck_assert_int_eq(mkdir(p, 0700), 0);
 	snprintf(p, sizeof(p), "%s/sandboxes/0123456789ABCDEF0123456789ABCDEF", root);
@@ -214,7 +214,7 @@ START_TEST(test_locks)
 	struct rung_err err = {0};
 	/* without create, a sandbox that does not exist cannot be locked (nor made) */
 	ck_assert_int_eq(rt_store_lock_sandbox(&st, ID1, false, false, &err), -ENOENT);
-	char dir[700];
+	char dir[4096];
 	rt_store_path(&st, ID1, NULL, dir, sizeof(dir));
 	ck_assert_int_eq(access(dir, F_OK), -1);
 	int fd = rt_store_lock_sandbox(&st, ID1, true, false, &err);
@@ -228,7 +228,7 @@ START_TEST(test_locks)
 	ck_assert_msg(fd >= 0, "%s", err.msg);
 	close(fd);
 	/* a directory without its lock file is a sandbox being removed: no lock, no new file */
-	char lock[700];
+	char lock[4096];
 	rt_store_path(&st, ID1, "lock", lock, sizeof(lock));
 	ck_assert_int_eq(unlink(lock), 0);
 	struct rung_err e3 = {0};
@@ -238,7 +238,7 @@ START_TEST(test_locks)
 	/* the global lock: one holder at a time */
 	int g = rt_store_lock_global(&st, &err);
 	ck_assert_int_ge(g, 0);
-	char gp[600];
+	char gp[4096];
 	snprintf(gp, sizeof(gp), "%s/lock", root);
 	int other = open(gp, O_RDWR | O_CLOEXEC);
 	ck_assert_int_ge(other, 0);
@@ -257,7 +257,7 @@ START_TEST(test_busy)
 	ck_assert_int_ge(fd, 0);
 	/* shared holders never create the file */
 	ck_assert_int_eq(rt_store_busy(&st, ID1, false), -ENOENT);
-	char p[700];
+	char p[4096];
 	rt_store_path(&st, ID1, "busy", p, sizeof(p));
 	ck_assert_int_eq(access(p, F_OK), -1);
 	int x = rt_store_busy(&st, ID1, true);
@@ -292,7 +292,7 @@ START_TEST(test_activity)
 	ck_assert_msg(a + 50 >= t0 && a <= rung_wall_ms() + 50, "activity %llu, now %llu",
 		      (unsigned long long)a, (unsigned long long)t0);
 	/* an old mark moves forward on the next touch */
-	char p[700];
+	char p[4096];
 	rt_store_path(&st, ID1, "activity", p, sizeof(p));
 	struct timespec old[2] = {{1000, 0}, {1000, 0}};
 	ck_assert_int_eq(utimensat(AT_FDCWD, p, old, 0), 0);
@@ -305,7 +305,7 @@ END_TEST
 
 /* ---- the uid registry (root: the sandbox dir is chowned to the range's gid) ---------- */
 
-static char reg[600];
+static char reg[512];
 
 static void uid_setup(void)
 {
@@ -339,7 +339,7 @@ START_TEST(test_uid_alloc)
 	ck_assert_uint_eq(b1, RT_UID_BASE0);
 	ck_assert_uint_eq(b2, RT_UID_BASE0 + RT_UID_RANGE);
 	/* the registry names the owner; the sandbox dir is root:<base> 0710; "uid" records it */
-	char p[700], *txt = NULL, want[800];
+	char p[4096], *txt = NULL, want[4096];
 	struct rung_err err = {0};
 	snprintf(p, sizeof(p), "%s/0", reg);
 	ck_assert_int_eq(rung_file_load(AT_FDCWD, p, 4096, &txt, NULL, &err), 0);
@@ -370,7 +370,7 @@ START_TEST(test_uid_release_and_reuse)
 	make_sandbox(ID2);
 	uint32_t b1 = alloc(ID1, 0), b2 = alloc(ID2, 0);
 	/* release by someone else's id or a base below the ranges: nothing happens */
-	char slot0[700];
+	char slot0[4096];
 	snprintf(slot0, sizeof(slot0), "%s/0", reg);
 	rt_store_release_uid(&st, ID2, b1);
 	rt_store_release_uid(&st, ID1, 1000);
@@ -382,7 +382,7 @@ START_TEST(test_uid_release_and_reuse)
 	/* and after a release (or a reboot that emptied the registry) it wants its old range
 	 * back (its kept files are owned by it) and gets it, though slot 0 is free */
 	rt_store_release_uid(&st, ID2, b2);
-	char slot1[700];
+	char slot1[4096];
 	snprintf(slot1, sizeof(slot1), "%s/1", reg);
 	ck_assert_int_eq(access(slot1, F_OK), -1);
 	ck_assert_uint_eq(alloc(ID2, b2), b2);
@@ -390,12 +390,12 @@ START_TEST(test_uid_release_and_reuse)
 	ck_assert_uint_eq(alloc(ID1, 0), RT_UID_BASE0);
 	/* a slot whose owner's directory is gone is stale: the next new sandbox takes it */
 	struct rung_err err = {0};
-	char dir[700];
+	char dir[4096];
 	rt_store_path(&st, ID2, NULL, dir, sizeof(dir));
 	ck_assert_int_eq(rung_rm_rf(dir, &err), 0);
 	make_sandbox(ID3);
 	ck_assert_uint_eq(alloc(ID3, 0), RT_UID_BASE0 + RT_UID_RANGE);
-	char *txt = NULL, want[800];
+	char *txt = NULL, want[4096];
 	ck_assert_int_eq(rung_file_load(AT_FDCWD, slot1, 4096, &txt, NULL, &err), 0);
 	snprintf(want, sizeof(want), "%s\n%s\n", root, ID3);
 	ck_assert_str_eq(txt, want);
@@ -409,7 +409,7 @@ START_TEST(test_old_store_tightened)
 	/* what older versions left: world-listable dirs, one with a uid range recorded */
 	make_sandbox(ID1);
 	make_sandbox(ID2);
-	char d1[700], d2[700], junk[700], sb[700], uidf[700];
+	char d1[4096], d2[4096], junk[4096], sb[1024], uidf[4096];
 	rt_store_path(&st, ID1, NULL, d1, sizeof(d1));
 	rt_store_path(&st, ID2, NULL, d2, sizeof(d2));
 	rt_store_path(&st, ID2, "uid", uidf, sizeof(uidf));
