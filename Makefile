@@ -92,8 +92,10 @@ test-python-image: $(B)/rung $(B)/rung-image $(B)/rfs-tool
 
 # `make check-unit SUITE="runtime_store e2e_egress"`: only the suites named (names or prefixes:
 # SUITE=runtime is the runtime module's suites); names in tests/README.md.
+# The python image is made only when the suites run include e2e_container_pip.
 SUITE ?=
-check-unit: $(B)/check_rung $(B)/rung $(B)/rung-agent test-python-image
+CHECK_UNIT_PY := $(if $(SUITE),$(strip $(foreach w,$(SUITE),$(filter $(w)%,e2e_container_pip))),all)
+check-unit: $(B)/check_rung $(B)/rung $(B)/rung-agent $(if $(CHECK_UNIT_PY),test-python-image)
 	@$(if $(SUITE),echo "check-unit: suites $(SUITE)",echo "check-unit: every suite; one suite or module: make check-unit SUITE=runtime_store (or SUITE=runtime, SUITE=e2e_egress; tests/README.md)")
 	RUNG_BUILD_DIR=$(CURDIR)/$(B) RUNG_TEST_PYTHON_STATE=$(TEST_PY_STATE) \
 	  CK_DEFAULT_TIMEOUT=60 $(B)/check_rung $(SUITE)
