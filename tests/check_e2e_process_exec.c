@@ -1,6 +1,6 @@
 /*
- * tests/check_e2e_process_exec.c: exec on a real process-rung sandbox: a timeout kills every process
- * the exec started (setsid, double-forked daemons included), output caps, exit codes and
+ * tests/check_e2e_process_exec.c: exec on a real process-rung sandbox: a timeout kills every
+ * process the exec started (setsid, double-forked daemons included), output caps, exit codes and
  * signals, stdin, env and cwd. Tagged "root". The nested stage runs the same suite on the vm
  * rung (RUNG_TEST_RUNG=vm, see lib/sandbox.h).
  */

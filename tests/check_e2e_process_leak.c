@@ -1,6 +1,7 @@
 /*
- * tests/check_e2e_process_leak.c: 200 acquire/exec/dispose cycles leave nothing behind: mounts (this
- * process's and pid 1's), processes, fds of this process, entries in the store. Tagged "root".
+ * tests/check_e2e_process_leak.c: 200 acquire/exec/dispose cycles leave nothing behind: mounts
+ * (this process's and pid 1's), processes, fds of this process, entries in the store.
+ * Tagged "root".
  *
  * The machine is shared with other work, so the host-wide process count is printed but the
  * assertion is on an exact, attributable measure: this test makes itself a child subreaper

@@ -1,6 +1,6 @@
 /*
- * tests/check_runtime_vm_control.c: the vm rung's host side reaches rung-vmm's control.sock, in a jail
- * directory the VMM's uid owns, without following anything planted there (issue 10, item 11):
+ * tests/check_runtime_vm_control.c: the vm rung's host side reaches rung-vmm's control.sock, in a
+ * jail directory the VMM's uid owns, without following anything planted there (issue 10, item 11):
  * a symlink to another host socket, a socket of another uid. No KVM needed: the jail is a
  * scratch directory and the "VMM" a listening socket. Tagged "root" (chown).
  */

@@ -6,8 +6,8 @@
  * rung-agent-h). Every line of output starting "BAD:" is an attack that worked; "agents N"
  * counts the agent-side processes found.
  */
-#ifndef RUNG_TESTS_AGENTSIDE_TESTUTIL_H
-#define RUNG_TESTS_AGENTSIDE_TESTUTIL_H
+#ifndef RUNG_TESTS_LIB_AGENTSIDE_H
+#define RUNG_TESTS_LIB_AGENTSIDE_H
 
 #include "common/proto.h"
 

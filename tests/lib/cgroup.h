@@ -1,6 +1,6 @@
 /* tests/lib/cgroup.h: helpers shared by the real-cgroup suites (v1 and v2). */
-#ifndef RUNG_TESTS_CHECK_CGROUP_UTIL_H
-#define RUNG_TESTS_CHECK_CGROUP_UTIL_H
+#ifndef RUNG_TESTS_LIB_CGROUP_H
+#define RUNG_TESTS_LIB_CGROUP_H
 
 #include <stdbool.h>
 #include <stdint.h>

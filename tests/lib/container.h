@@ -1,5 +1,5 @@
 /*
- * tests/lib/container.h: fixtures for the container-rung suites (container_*).
+ * tests/lib/container.h: fixtures for the container-rung suites (e2e_container_*).
  *
  * Each tcase gets a temporary store (state dir) from an UNCHECKED fixture, i.e. made and
  * removed in the runner process, so a failing or timed-out test (whose forked process just
@@ -7,8 +7,8 @@
  * The store holds a busybox image built by the test itself (rfs_layout_write over tars made
  * from /bin/busybox), tagged test/busybox:latest.
  */
-#ifndef RUNG_TESTS_CONTAINER_TESTUTIL_H
-#define RUNG_TESTS_CONTAINER_TESTUTIL_H
+#ifndef RUNG_TESTS_LIB_CONTAINER_H
+#define RUNG_TESTS_LIB_CONTAINER_H
 
 #include <check.h>
 #include <stdbool.h>

@@ -1,10 +1,11 @@
 /*
- * tests/lib/egress.h: helpers for the end-to-end egress suites (e2e_egress_process, e2e_egress_container).
+ * tests/lib/egress.h: helpers for the end-to-end egress suites (e2e_egress_process,
+ * e2e_egress_container).
  *
- * The test "internet" is tests/lib/np_world.h (a netns on a public-looking /24 with a DNS server, TCP
- * banners on :80/:8080, UDP echo on :9000 at .10-.15); nothing else is ever contacted. The
- * sandboxes are real ones, acquired through include/rung/rung.h; the runtime gets the world's
- * DNS server as its upstream (RUNG_DNS_UPSTREAM) and a /24 of its own (RUNG_NET_POOL), so that
+ * The test "internet" is tests/lib/np_world.h (a netns on a public-looking /24 with a DNS
+ * server, TCP banners on :80/:8080, UDP echo on :9000 at .10-.15); nothing else is ever
+ * contacted. The sandboxes are real ones, acquired through include/rung/rung.h; the runtime
+ * gets the world's DNS server as its upstream (RUNG_DNS_UPSTREAM) and a /24 of its own (RUNG_NET_POOL), so that
  * concurrent runs on the default pool never share an address with these tests.
  *
  * Probes run INSIDE the sandbox: on the process rung a Python script (host /usr/bin/python3),
@@ -12,8 +13,8 @@
  * applets. ICMP, which an unprivileged sandbox cannot send, is probed from the host side in
  * the sandbox's own network namespace (same source address, same path, same table).
  */
-#ifndef RUNG_TESTS_EGRESS_TESTUTIL_H
-#define RUNG_TESTS_EGRESS_TESTUTIL_H
+#ifndef RUNG_TESTS_LIB_EGRESS_H
+#define RUNG_TESTS_LIB_EGRESS_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /* tests/lib/np_dnsbuild.h: a tiny DNS message builder shared by the netpolicy tests and bench. */
-#ifndef RUNG_TESTS_NP_DNSBUILD_H
-#define RUNG_TESTS_NP_DNSBUILD_H
+#ifndef RUNG_TESTS_LIB_NP_DNSBUILD_H
+#define RUNG_TESTS_LIB_NP_DNSBUILD_H
 
 #include <stdint.h>
 #include <string.h>

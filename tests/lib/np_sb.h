@@ -1,6 +1,6 @@
 /* tests/lib/np_sb.h: sandboxes on the test internet, shared by the netpolicy "net" suites. */
-#ifndef RUNG_TESTS_NP_SB_H
-#define RUNG_TESTS_NP_SB_H
+#ifndef RUNG_TESTS_LIB_NP_SB_H
+#define RUNG_TESTS_LIB_NP_SB_H
 
 #include <stdbool.h>
 #include <stdint.h>

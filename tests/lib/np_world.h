@@ -8,8 +8,8 @@
  * on the addresses .10 .. .14. Sandboxes are further fd-only netns; client probes run in a
  * forked child that joined the sandbox netns and report one int back.
  */
-#ifndef RUNG_TESTS_NP_WORLD_H
-#define RUNG_TESTS_NP_WORLD_H
+#ifndef RUNG_TESTS_LIB_NP_WORLD_H
+#define RUNG_TESTS_LIB_NP_WORLD_H
 
 #include <pthread.h>
 #include <stdatomic.h>

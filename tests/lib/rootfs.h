@@ -1,6 +1,6 @@
 /* tests/lib/rootfs.h: building tar layers and image layouts for the rootfs suites. */
-#ifndef RUNG_TESTS_ROOTFS_TESTUTIL_H
-#define RUNG_TESTS_ROOTFS_TESTUTIL_H
+#ifndef RUNG_TESTS_LIB_ROOTFS_H
+#define RUNG_TESTS_LIB_ROOTFS_H
 
 #include <stdbool.h>
 #include <sys/types.h>

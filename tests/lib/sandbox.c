@@ -1,4 +1,4 @@
-/* tests/lib/sandbox.c: see lib/sandbox.h. */
+/* tests/lib/sandbox.c: see tests/lib/sandbox.h. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>

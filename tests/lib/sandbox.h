@@ -5,8 +5,8 @@
  * when a test failed or timed out: it disposes every sandbox left in every state dir under the
  * base, then removes the base. Nothing of a failed test outlives the tcase.
  */
-#ifndef RUNG_TESTS_CHECK_SPINE_UTIL_H
-#define RUNG_TESTS_CHECK_SPINE_UTIL_H
+#ifndef RUNG_TESTS_LIB_SANDBOX_H
+#define RUNG_TESTS_LIB_SANDBOX_H
 
 #include <check.h>
 #include <stdbool.h>

@@ -3,8 +3,8 @@
  * on a temporary store/socket/tokens file, and a minimal HTTP/1.1 client over a Unix socket or
  * TCP loopback (raw, so that tests can also misbehave: slow heads, huge bodies).
  */
-#ifndef RUNG_TESTS_SERVER_TESTLIB_H
-#define RUNG_TESTS_SERVER_TESTLIB_H
+#ifndef RUNG_TESTS_LIB_SERVER_H
+#define RUNG_TESTS_LIB_SERVER_H
 
 #include <arpa/inet.h>
 #include <dirent.h>

@@ -1,6 +1,6 @@
 /* tests/lib/testutil.h: helpers shared by the Check suites. */
-#ifndef RUNG_TESTUTIL_H
-#define RUNG_TESTUTIL_H
+#ifndef RUNG_TESTS_LIB_TESTUTIL_H
+#define RUNG_TESTS_LIB_TESTUTIL_H
 
 #include <check.h>
 #include <stdbool.h>

@@ -1,6 +1,6 @@
-/* tests/lib/vmm_fake.h: a fake guest (memory + a virtio driver) for the vmm unit tests and fuzzer. */
-#ifndef RUNG_TESTS_VMM_FAKE_H
-#define RUNG_TESTS_VMM_FAKE_H
+/* tests/lib/vmm_fake.h: a fake guest (memory + a virtio driver) for the vmm tests and fuzzer. */
+#ifndef RUNG_TESTS_LIB_VMM_FAKE_H
+#define RUNG_TESTS_LIB_VMM_FAKE_H
 
 #include <linux/virtio_config.h>
 #include <linux/virtio_mmio.h>
