@@ -5,8 +5,9 @@
  * The test "internet" is tests/lib/np_world.h (a netns on a public-looking /24 with a DNS
  * server, TCP banners on :80/:8080, UDP echo on :9000 at .10-.15); nothing else is ever
  * contacted. The sandboxes are real ones, acquired through include/rung/rung.h; the runtime
- * gets the world's DNS server as its upstream (RUNG_DNS_UPSTREAM) and a /24 of its own (RUNG_NET_POOL), so that
- * concurrent runs on the default pool never share an address with these tests.
+ * gets the world's DNS server as its upstream (RUNG_DNS_UPSTREAM) and a /24 of its own
+ * (RUNG_NET_POOL), so that concurrent runs on the default pool never share an address with
+ * these tests.
  *
  * Probes run INSIDE the sandbox: on the process rung a Python script (host /usr/bin/python3),
  * printing one line "<probe> => <result> <ms>ms" per probe; on the container rung busybox
