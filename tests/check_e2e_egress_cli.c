@@ -16,8 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tests/lib/sandbox.h"
 #include "tests/lib/egress.h"
+#include "tests/lib/sandbox.h"
 #include "tests/lib/testutil.h"
 
 struct cli_run {

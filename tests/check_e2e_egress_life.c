@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tests/lib/sandbox.h"
 #include "tests/lib/container.h"
 #include "tests/lib/egress.h"
+#include "tests/lib/sandbox.h"
 #include "tests/lib/testutil.h"
 
 #define P(...)                                                                                     \

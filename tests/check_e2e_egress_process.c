@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tests/lib/sandbox.h"
 #include "tests/lib/egress.h"
+#include "tests/lib/sandbox.h"
 #include "tests/lib/testutil.h"
 
 #define P(...)                                                                                     \

@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tests/check_spine_util.h"
-#include "tests/container-testutil.h"
-#include "tests/server_testlib.h"
-#include "tests/testutil.h"
+#include "tests/lib/container.h"
+#include "tests/lib/sandbox.h"
+#include "tests/lib/server.h"
+#include "tests/lib/testutil.h"
 
 /* A rung: the process rung, or the container rung on the container fixture's store. */
 struct rung_kind {
