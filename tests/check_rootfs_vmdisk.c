@@ -1,7 +1,8 @@
 /*
- * tests/check_runtime_vm_disk.c: the vm rung's disks, built on the host (no KVM needed): an image's
- * layers become one read-only ext4 base disk (whiteouts and the upper layer applied), cached
- * per digest; a sandbox's upper disk is a sparse ext4 of the spec's size, owned by its uid.
+ * tests/check_rootfs_vmdisk.c: the vm rung's disks (rootfs/vmdisk.c), built on the host (no KVM
+ * needed): an image's layers become one read-only ext4 base disk (whiteouts and the upper
+ * layer applied), cached per digest; a sandbox's upper disk is a sparse ext4 of the spec's
+ * size, owned by its uid.
  */
 #include <check.h>
 #include <fcntl.h>
@@ -107,9 +108,9 @@ START_TEST(test_vm_cpus)
 }
 END_TEST
 
-Suite *runtime_vm_disk_suite(void)
+Suite *rootfs_vmdisk_suite(void)
 {
-	Suite *s = suite_create("runtime_vm_disk");
+	Suite *s = suite_create("rootfs_vmdisk");
 	TCase *tc = tcase_create("disks");
 	tcase_add_checked_fixture(tc, ct_setup, ct_teardown);
 	tcase_set_timeout(tc, 120);
