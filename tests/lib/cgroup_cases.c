@@ -247,7 +247,9 @@ void cgt_case_cpu(const char *root)
 		"throttled %llu (%llu us), usage %llu us\n",
 		share, (unsigned long long)st.cpu_periods, (unsigned long long)st.cpu_throttled,
 		(unsigned long long)st.cpu_throttled_us, (unsigned long long)st.cpu_usage_us);
-	ck_assert_msg(share > 0.10 && share < 0.28, "CPU share %.3f, quota 0.20", share);
+	/* The quota is a ceiling: never past it. The floor only says it ran: on a loaded host
+	 * (2 cores beside TCG guests) the loop got 0.078 of a CPU, below its quota. */
+	ck_assert_msg(share > 0.02 && share < 0.28, "CPU share %.3f, quota 0.20", share);
 	ck_assert_msg(st.cpu_throttled > 0, "never throttled");
 	ck_assert_msg(st.cpu_usage_us > 0, "no usage accounted");
 	destroy(cg);
@@ -272,14 +274,21 @@ void cgt_case_freeze(const char *root)
 	ck_assert_msg(c1 - c0 < 2000000, "frozen process ran %llu ns",
 		      (unsigned long long)(c1 - c0));
 	ck_assert_msg(rt_cgroup_freeze(cg, false, &err) == 0, "%s", err.msg);
-	uint64_t c2 = cgt_cpu_ns(c.pid);
+	uint64_t c2 = cgt_cpu_ns(c.pid), t2 = rung_now_us();
 	usleep(400000);
 	uint64_t c3 = cgt_cpu_ns(c.pid);
-	fprintf(stderr, "cgroup freeze: frozen 400 ms: +%llu us CPU; thawed 400 ms: +%llu us\n",
-		(unsigned long long)(c1 - c0) / 1000, (unsigned long long)(c3 - c2) / 1000);
-	/* Thawed it runs again: frozen it got < 2 ms in 400 ms; thawed, well over 20 ms even on
-	 * a loaded 2-core machine (a share, not a full CPU, is all we can count on). */
-	ck_assert_msg(c3 - c2 > 20000000, "thawed process ran only %llu ns",
+	/* Thawed it runs again: frozen it got < 2 ms in 400 ms; thawed, 20 ms of CPU come
+	 * within 400 ms on an idle host, within seconds on a loaded 2-core one (16.7 ms in
+	 * 400 ms was seen at load ~8): wait for them, up to 10 s. */
+	for (int i = 0; i < 96 && c3 - c2 <= 20000000; i++) {
+		usleep(100000);
+		c3 = cgt_cpu_ns(c.pid);
+	}
+	fprintf(stderr, "cgroup freeze: frozen 400 ms: +%llu us CPU; thawed %llu ms: +%llu us\n",
+		(unsigned long long)(c1 - c0) / 1000,
+		(unsigned long long)(rung_now_us() - t2) / 1000,
+		(unsigned long long)(c3 - c2) / 1000);
+	ck_assert_msg(c3 - c2 > 20000000, "thawed process ran only %llu ns in 10 s",
 		      (unsigned long long)(c3 - c2));
 	/* Destroying a frozen group works too. */
 	ck_assert_msg(rt_cgroup_freeze(cg, true, &err) == 0, "%s", err.msg);
