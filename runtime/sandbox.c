@@ -164,18 +164,20 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 	bool have_old = rt_store_meta_read(&r->store, sb->meta.id, &old, &e2) == 0;
 	if (have_old) {
 		if (memcmp(&old.labels, &sb->meta.labels, sizeof(old.labels))) {
+			rung_err_set(err, EEXIST, "sandbox id %s belongs to another key", old.id);
 			rt_meta_release(&old);
 			rung_sandbox_close(s);
-			return rung_err_set(err, EEXIST, "sandbox id %s belongs to another key",
-					    sb->meta.id);
+			return -EEXIST;
 		}
 		if (!spec_equal(&old.spec, spec) || old.iso != iso) {
+			/* old.id, not sb's: sb lives in s, closed below */
+			rung_err_set(err, EEXIST,
+				     "a sandbox for this key and kind exists with a different "
+				     "spec (%s): dispose it first",
+				     old.id);
 			rt_meta_release(&old);
 			rung_sandbox_close(s);
-			return rung_err_set(err, EEXIST,
-					    "a sandbox for this key and kind exists with a different "
-					    "spec (%s): dispose it first",
-					    sb->meta.id);
+			return -EEXIST;
 		}
 		if (rt_supervisor_alive(&old) &&
 		    (old.state == RUNG_STATE_RUNNING || old.state == RUNG_STATE_SUSPENDED)) {

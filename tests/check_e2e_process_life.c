@@ -98,6 +98,9 @@ START_TEST(test_warm_reuse)
 	struct rung_sandbox *d = NULL;
 	ck_assert_int_eq(rung_acquire(r, &key, &s, &d, &created, &err), -EEXIST);
 	ck_assert_ptr_nonnull(strstr(err.msg, "different spec"));
+	/* naming the sandbox (the message was once formatted from freed memory: seen as
+	 * "different spec (\xef\xbf\xbdD)" in the nested stage) */
+	ck_assert_msg(strstr(err.msg, rung_sandbox_id(a)) != NULL, "%s", err.msg);
 	ck_assert_ptr_null(d);
 	rung_spec_release(&s);
 	/* created is optional, on the warm path and on the create path */
