@@ -131,7 +131,9 @@ else
 	# A soft lockup in L1 panics it (softlockup_panic; panic=-1 with -no-reboot ends QEMU):
 	# a wedged L1 costs 2 x watchdog_thresh, not the whole timeout, and its console keeps
 	# the lockup's backtrace (both CPUs') for the retry's report.
-	append="console=ttyS0 quiet panic=-1 watchdog_thresh=20 softlockup_panic=1 softlockup_all_cpu_backtrace=1"
+	# nokaslr: a wedged L1's recorded RIPs are the same in every run, and map onto the
+	# symbols of Debian's linux-image-<version>-dbg package (its own System.map is a stub).
+	append="console=ttyS0 quiet panic=-1 nokaslr watchdog_thresh=20 softlockup_panic=1 softlockup_all_cpu_backtrace=1"
 	[ -n "${VMTEST_DRIVER:-}" ] && append="$append vmtest_driver=$VMTEST_DRIVER"
 	[ -n "${RUNG_L1_KVM_AMD:-}" ] && append="$append l1_kvm_amd=$RUNG_L1_KVM_AMD"
 	[ -n "${VMTEST_BENCH:-}" ] && append="$append vmtest_bench=$VMTEST_BENCH"
