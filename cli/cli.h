@@ -9,6 +9,8 @@
 #include "rung/rung.h"
 
 struct cli {
+	/* the router's settings from the environment, read once by main (state_dir: RUNG_STATE_DIR) */
+	struct rung_router_opts host;
 	const char *state_dir;
 	bool json;
 	bool deployed;

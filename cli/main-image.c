@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/log.h"
 #include "rootfs/rfs.h"
 
 struct progress {
@@ -59,7 +60,13 @@ static int image_in_use(const char *digest, void *ud, struct rung_err *err)
 	return 0; /* leases (taken by every sandbox using an image) are checked by the store */
 }
 
-static int image_main(struct cli *c, int argc, char **argv)
+/* What rung-image reads from the environment besides the router's settings (main, once). */
+struct image_env {
+	struct rfs_unpack_limits lim;
+	const char *user, *password, *token_hosts;
+};
+
+static int image_main(struct cli *c, const struct image_env *env, int argc, char **argv)
 {
 	if (argc < 2 || cli_want_help(argc, argv)) {
 		printf("usage: rung image import PATH [--tag REF]   (OCI layout dir or tar, docker save archive)\n"
@@ -74,6 +81,7 @@ static int image_main(struct cli *c, int argc, char **argv)
 	struct rung_err err = {0};
 	if (rfs_store_open(dir, &st, &err) < 0)
 		return cli_fail(c, &err);
+	rfs_store_set_limits(st, &env->lim);
 	struct progress prog = {.tty = isatty(2)};
 	const char *sub = argv[1], *arg = argc > 2 ? argv[2] : NULL, *tag = NULL;
 	bool insecure = false;
@@ -95,7 +103,9 @@ static int image_main(struct cli *c, int argc, char **argv)
 		else
 			print_info(c, &info);
 	} else if (!strcmp(sub, "pull") && arg) {
-		struct rfs_pull_opts o = {.insecure = insecure, .tag = tag};
+		struct rfs_pull_opts o = {.insecure = insecure, .tag = tag, .username = env->user,
+					  .password = env->password,
+					  .token_hosts = env->token_hosts};
 		if (rfs_image_pull(st, arg, &o, on_progress, &prog, &info, &err) < 0)
 			rc = cli_fail(c, &err);
 		else
@@ -145,9 +155,33 @@ static int image_main(struct cli *c, int argc, char **argv)
 	return rc;
 }
 
+/* The environment, read here once (docs/configuration.md). */
+static int read_env(struct cli *c, struct image_env *env)
+{
+	struct rung_err err = {0};
+	rung_trace_set(getenv("RUNG_TRACE"));
+	for (const char *const *n = rung_router_env_names; *n; n++)
+		if (rung_router_opts_set(&c->host, *n, getenv(*n), &err) < 0)
+			goto bad;
+	rfs_unpack_limits_default(&env->lim);
+	for (const char *const *n = rfs_limits_env_names; *n; n++)
+		if (rfs_unpack_limits_set(&env->lim, *n, getenv(*n), &err) < 0)
+			goto bad;
+	env->user = getenv("RUNG_REGISTRY_USER");
+	env->password = getenv("RUNG_REGISTRY_PASSWORD");
+	env->token_hosts = getenv("RUNG_REGISTRY_TOKEN_HOSTS");
+	return 0;
+bad:
+	fprintf(stderr, "rung image: %s\n", err.msg);
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli c = {0};
+	struct image_env env = {0};
+	if (read_env(&c, &env) < 0)
+		return 2;
 	int k = 1;
 	for (int i = 1; i < argc; i++) { /* the CLI passes its globals first */
 		if (!strcmp(argv[i], "--json"))
@@ -159,7 +193,7 @@ int main(int argc, char **argv)
 	}
 	argv[k] = NULL;
 	argv[0] = "image";
-	int r = image_main(&c, k, argv);
+	int r = image_main(&c, &env, k, argv);
 	rung_router_free(c.router);
 	return r;
 }

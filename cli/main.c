@@ -79,9 +79,28 @@ static int take_globals(struct cli *c, int *argc, char **argv)
 	return 0;
 }
 
+/* The environment, read here once (docs/configuration.md): the router's host settings, and
+ * the remote client's socket and token. */
+static int read_env(struct cli *c, const char **socket_env)
+{
+	struct rung_err err = {0};
+	for (const char *const *n = rung_router_env_names; *n; n++)
+		if (rung_router_opts_set(&c->host, *n, getenv(*n), &err) < 0) {
+			fprintf(stderr, "rung: %s\n", err.msg);
+			return -1;
+		}
+	c->token = getenv("RUNG_TOKEN");
+	if (c->token && !*c->token)
+		c->token = NULL;
+	*socket_env = getenv("RUNG_SOCKET");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli c = {0};
+	const char *socket_env = NULL;
+	rung_trace_set(getenv("RUNG_TRACE"));
 	rung_trace("cli: main");
 	if (argc == 2 && !strcmp(argv[1], "__supervise"))
 		return rung_supervisor_main();
@@ -101,6 +120,8 @@ int main(int argc, char **argv)
 	for (const struct cli_cmd *cmd = cli_cmds; cmd->name; cmd++) {
 		if (strcmp(cmd->name, argv[1]))
 			continue;
+		if (read_env(&c, &socket_env) < 0)
+			return 2;
 		if (cli_want_help(argc - 1, argv + 1) && strcmp(cmd->name, "serve") &&
 		    strcmp(cmd->name, "image"))
 			return cli_print_help(cmd->name);
@@ -108,11 +129,7 @@ int main(int argc, char **argv)
 		if (strcmp(cmd->name, "serve") && strcmp(cmd->name, "image") &&
 		    strcmp(cmd->name, "gc")) {
 			struct rung_err err = {0};
-			c.token = getenv("RUNG_TOKEN");
-			if (c.token && !*c.token)
-				c.token = NULL;
-			const char *sd = getenv("RUNG_STATE_DIR");
-			if (cli_remote_select(&c, getenv("RUNG_SOCKET"), c.root || (sd && *sd),
+			if (cli_remote_select(&c, socket_env, c.root || c.host.state_dir,
 					      &err) < 0)
 				return cli_fail(&c, &err);
 		}

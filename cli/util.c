@@ -12,7 +12,10 @@ struct rung_router *cli_router(struct cli *c)
 	if (c->router)
 		return c->router;
 	struct rung_err err = {0};
-	struct rung_router_opts o = {.state_dir = c->state_dir, .deployed = c->deployed};
+	struct rung_router_opts o = c->host;
+	if (c->state_dir)
+		o.state_dir = c->state_dir;
+	o.deployed = c->deployed;
 	if (rung_router_new(&o, &c->router, &err) < 0) {
 		cli_fail(c, &err);
 		return NULL;

@@ -47,10 +47,25 @@ void rung_log(enum rung_log_level lvl, const char *func, const char *fmt, ...)
 	errno = e;
 }
 
+static char trace_to[512]; /* "": off; "1": stderr; "/abs/path": appended there */
+
+void rung_trace_set(const char *to)
+{
+	if (!to || !*to || !strcmp(to, "0"))
+		trace_to[0] = '\0';
+	else
+		snprintf(trace_to, sizeof(trace_to), "%s", to);
+}
+
+const char *rung_trace_get(void)
+{
+	return trace_to;
+}
+
 void rung_trace(const char *phase)
 {
-	const char *t = getenv("RUNG_TRACE");
-	if (!t || !*t || !strcmp(t, "0"))
+	const char *t = trace_to;
+	if (!*t)
 		return;
 	int e = errno;
 	struct timespec ts;

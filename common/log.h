@@ -20,9 +20,13 @@ void rung_log(enum rung_log_level lvl, const char *func, const char *fmt, ...)
  * Phase trace for performance work: with RUNG_TRACE=1 (stderr) or RUNG_TRACE=/abs/file
  * (appended), prints "rung-trace <CLOCK_MONOTONIC us> <pid> <phase>" at phase boundaries.
  * All processes share the clock, so deltas across the CLI, supervisor and sandbox line up
- * (bench/trace.sh sorts and diffs them). Without RUNG_TRACE it costs one getenv.
+ * (bench/trace.sh sorts and diffs them). Off, it costs one load. A program's main reads
+ * RUNG_TRACE once and sets it (rung_trace_set; NULL, "" or "0": off); the re-exec'd
+ * supervisor gets it in its handoff (rung_trace_get).
  */
 void rung_trace(const char *phase);
+void rung_trace_set(const char *to);
+const char *rung_trace_get(void);
 
 #define LOG_ERR(...) rung_log(RUNG_LOG_ERR, __func__, __VA_ARGS__)
 #define LOG_WARN(...) rung_log(RUNG_LOG_WARN, __func__, __VA_ARGS__)

@@ -91,7 +91,7 @@ void np_proxy_free(struct np_proxy *p);
 /* "IP[:PORT]" (IPv6 as [IP]:PORT) -> sockaddr; default port 53. */
 int np_upstream_parse(const char *s, struct sockaddr_storage *ss, socklen_t *len,
 		      struct rung_err *err);
-/* cfg->upstream, else $RUNG_DNS_UPSTREAM, else first nameserver of /etc/resolv.conf. */
+/* cfg->upstream, else the first nameserver of /etc/resolv.conf. */
 int np_upstream_resolve(const char *cfg_upstream, struct sockaddr_storage *ss, socklen_t *len,
 			struct rung_err *err);
 

@@ -135,8 +135,8 @@ typedef void (*np_audit_fn)(void *data, const char *line);
 
 struct np_config {
 	const char *state_dir; /* required: leases in <state_dir>/net/ */
-	const char *pool; /* IPv4 pool, /30 per sandbox; NULL: $RUNG_NET_POOL, else 10.213.0.0/16 */
-	const char *upstream; /* DNS "IP[:PORT]"; NULL: $RUNG_DNS_UPSTREAM, else resolv.conf */
+	const char *pool; /* IPv4 pool, /30 per sandbox; NULL: 10.213.0.0/16 */
+	const char *upstream; /* DNS "IP[:PORT]"; NULL: resolv.conf's */
 	uint32_t ttl_floor_s; /* 0: 30 */
 	uint32_t ttl_cap_s;   /* 0: 3600 */
 	np_audit_fn audit;    /* optional */

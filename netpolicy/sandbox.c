@@ -167,10 +167,6 @@ int np_sandbox_up(const struct np_config *cfg, const char *id, int netns_fd,
 	fmt_sockaddr(&pp.upstream, n->upstream, sizeof(n->upstream));
 	uint64_t t0 = rung_now_us();
 	const char *pool = cfg->pool, *pool_from = "np_config.pool";
-	if (!pool || !*pool) {
-		pool = getenv("RUNG_NET_POOL");
-		pool_from = "RUNG_NET_POOL";
-	}
 	if (!pool || !*pool)
 		pool = NP_DEFAULT_POOL;
 	uint32_t slots, plen = 0;

@@ -54,11 +54,6 @@ int np_upstream_resolve(const char *cfg_upstream, struct sockaddr_storage *ss, s
 {
 	if (cfg_upstream && *cfg_upstream)
 		return np_upstream_parse(cfg_upstream, ss, len, err);
-	const char *env = getenv("RUNG_DNS_UPSTREAM");
-	if (env && *env) {
-		int r = np_upstream_parse(env, ss, len, err);
-		return r < 0 ? rung_err_wrap(err, "RUNG_DNS_UPSTREAM") : 0;
-	}
 	cleanup_free char *txt = NULL;
 	int r = rung_file_load(AT_FDCWD, "/etc/resolv.conf", 1 << 16, &txt, NULL, err);
 	if (r < 0)

@@ -169,6 +169,14 @@ int main(int argc, char **argv)
 	struct rung_err err = { 0 };
 	if (argc < 2)
 		return usage();
+	/* the environment, read here once (docs/configuration.md) */
+	struct rfs_unpack_limits lim;
+	rfs_unpack_limits_default(&lim);
+	for (const char *const *n = rfs_limits_env_names; *n; n++)
+		if (rfs_unpack_limits_set(&lim, *n, getenv(*n), &err) < 0) {
+			fprintf(stderr, "rfs-tool: %s\n", err.msg);
+			return 2;
+		}
 	const char *cmd = argv[1];
 	int r;
 	if (!strcmp(cmd, "layout")) {
@@ -181,7 +189,7 @@ int main(int argc, char **argv)
 		int dfd = open(argv[3], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		struct rfs_unpack_stats st;
 		r = fd < 0 || dfd < 0 ? rung_err_sys(&err, errno, "open")
-				      : rfs_layer_unpack(fd, dfd, &st, &err);
+				      : rfs_layer_unpack_limited(fd, dfd, &lim, &st, &err);
 		if (r == 0)
 			printf("%llu entries, %llu bytes\n", (unsigned long long)st.entries,
 			       (unsigned long long)st.bytes);
@@ -189,6 +197,7 @@ int main(int argc, char **argv)
 		struct rfs_store *s;
 		if ((r = rfs_store_open(argv[3], &s, &err)) < 0)
 			goto done;
+		rfs_store_set_limits(s, &lim);
 		const char *arg = argc > 4 ? argv[4] : NULL;
 		struct rfs_image_info info;
 		if (!strcmp(cmd, "import") && arg) {
@@ -198,7 +207,9 @@ int main(int argc, char **argv)
 			if (r == 0)
 				print_info(&info), rfs_image_info_release(&info);
 		} else if (!strcmp(cmd, "pull") && arg) {
-			struct rfs_pull_opts o = { 0 };
+			struct rfs_pull_opts o = { .username = getenv("RUNG_REGISTRY_USER"),
+						   .password = getenv("RUNG_REGISTRY_PASSWORD"),
+						   .token_hosts = getenv("RUNG_REGISTRY_TOKEN_HOSTS") };
 			for (int i = 5; i < argc; i++)
 				if (!strcmp(argv[i], "--insecure"))
 					o.insecure = true;

@@ -576,11 +576,10 @@ int rfs_image_pull(struct rfs_store *s, const char *refstr, const struct rfs_pul
 	snprintf(g->base, sizeof(g->base), "%s://%s", plain ? "http" : "https", host);
 	g->plain = plain;
 	snprintf(g->host, sizeof(g->host), "%s", host);
-	const char *th = opts->token_hosts ? opts->token_hosts : getenv("RUNG_REGISTRY_TOKEN_HOSTS");
+	const char *th = opts->token_hosts;
 	snprintf(g->token_hosts, sizeof(g->token_hosts), "%s", th ? th : "");
 	snprintf(g->repo, sizeof(g->repo), "%s", pr.repo);
-	const char *u = opts->username ? opts->username : getenv("RUNG_REGISTRY_USER");
-	const char *p = opts->password ? opts->password : getenv("RUNG_REGISTRY_PASSWORD");
+	const char *u = opts->username, *p = opts->password;
 	snprintf(g->user, sizeof(g->user), "%s", u ? u : "");
 	snprintf(g->pass, sizeof(g->pass), "%s", p ? p : "");
 	g->timeout_s = opts->timeout_s > 0 ? opts->timeout_s : 300;

@@ -139,12 +139,12 @@ int rfs_image_import(struct rfs_store *s, const char *path, const char *tag,
 
 struct rfs_pull_opts {
 	bool insecure;        /* plain HTTP (always allowed for localhost/127.0.0.1/::1) */
-	const char *username; /* basic credentials; NULL: $RUNG_REGISTRY_USER/_PASSWORD */
+	const char *username; /* basic credentials (main: RUNG_REGISTRY_USER/_PASSWORD); NULL: none */
 	const char *password;
 	const char *tag;      /* store it under this tag instead of the reference's */
 	long timeout_s;       /* per request; 0 = 300 */
 	/* Hosts (comma-separated) besides the registry's own that may serve its Bearer tokens;
-	 * NULL: $RUNG_REGISTRY_TOKEN_HOSTS. registry-1.docker.io's auth.docker.io is built in. */
+	 * main: RUNG_REGISTRY_TOKEN_HOSTS. registry-1.docker.io's auth.docker.io is built in. */
 	const char *token_hosts;
 };
 int rfs_image_pull(struct rfs_store *s, const char *ref, const struct rfs_pull_opts *opts,
@@ -227,14 +227,20 @@ int rfs_layer_unpack(int fd, int dirfd, struct rfs_unpack_stats *stats, struct r
  * (the sum of the regular files' sizes) and entries, per layer, and bytes per import or pull
  * (what it unpacks). 0: unlimited. Past one, the unpack stops before writing the file that
  * would cross it, with -EFBIG naming the limit; import and pull then leave nothing (the stage
- * is removed). Defaults: rfs_unpack_limits_default(), from RUNG_MAX_LAYER_BYTES,
- * RUNG_MAX_IMAGE_BYTES, RUNG_MAX_LAYER_ENTRIES (plain numbers, or with K/M/G/T), else
- * 8 GiB, 16 GiB and 1M.
+ * is removed). Defaults: rfs_unpack_limits_default(), 8 GiB, 16 GiB and 1M. A program's
+ * main reads RUNG_MAX_LAYER_BYTES, RUNG_MAX_IMAGE_BYTES, RUNG_MAX_LAYER_ENTRIES once and sets
+ * them (rfs_unpack_limits_set; the library reads no environment).
  */
 struct rfs_unpack_limits {
 	uint64_t layer_bytes, image_bytes, layer_entries;
 };
 void rfs_unpack_limits_default(struct rfs_unpack_limits *lim);
+/* The variables rfs_unpack_limits_set knows, NULL-terminated. */
+extern const char *const rfs_limits_env_names[];
+/* Set the limit the variable name stands for from value (a plain number, or with K/M/G/T).
+ * NULL or "": left as it is. -EINVAL naming the variable: an unknown name or a bad value. */
+int rfs_unpack_limits_set(struct rfs_unpack_limits *lim, const char *name, const char *value,
+			  struct rung_err *err);
 /* The same with explicit limits (lim->image_bytes is not used here). */
 int rfs_layer_unpack_limited(int fd, int dirfd, const struct rfs_unpack_limits *lim,
 			     struct rfs_unpack_stats *stats, struct rung_err *err);

@@ -60,13 +60,30 @@ int rfs_store_open(const char *state_dir, struct rfs_store **out, struct rung_er
 	return 0;
 }
 
-static uint64_t env_size(const char *name, uint64_t dflt)
+void rfs_unpack_limits_default(struct rfs_unpack_limits *lim)
 {
-	const char *v = getenv(name);
-	if (!v || !*v)
-		return dflt;
+	lim->layer_bytes = 8ull << 30;
+	lim->image_bytes = 16ull << 30;
+	lim->layer_entries = 1000000;
+}
+
+const char *const rfs_limits_env_names[] = {"RUNG_MAX_LAYER_BYTES", "RUNG_MAX_IMAGE_BYTES",
+					    "RUNG_MAX_LAYER_ENTRIES", NULL};
+
+int rfs_unpack_limits_set(struct rfs_unpack_limits *lim, const char *name, const char *value,
+			  struct rung_err *err)
+{
+	uint64_t *to[] = {&lim->layer_bytes, &lim->image_bytes, &lim->layer_entries};
+	size_t i = 0;
+	while (rfs_limits_env_names[i] && strcmp(rfs_limits_env_names[i], name))
+		i++;
+	if (!rfs_limits_env_names[i])
+		return rung_err_set(err, EINVAL, "%s: not an image store setting", name);
+	if (!value || !*value)
+		return 0;
 	char *end;
-	unsigned long long n = strtoull(v, &end, 10);
+	errno = 0;
+	unsigned long long n = strtoull(value, &end, 10);
 	int shift = 0;
 	switch (*end) {
 	case 'K': case 'k': shift = 10; break;
@@ -74,18 +91,14 @@ static uint64_t env_size(const char *name, uint64_t dflt)
 	case 'G': case 'g': shift = 30; break;
 	case 'T': case 't': shift = 40; break;
 	case '\0': break;
-	default:
-		LOG_WARN("%s=%s: not a size; using %llu", name, v, (unsigned long long)dflt);
-		return dflt;
+	default: shift = -1;
 	}
-	return (uint64_t)n << shift;
-}
-
-void rfs_unpack_limits_default(struct rfs_unpack_limits *lim)
-{
-	lim->layer_bytes = env_size("RUNG_MAX_LAYER_BYTES", 8ull << 30);
-	lim->image_bytes = env_size("RUNG_MAX_IMAGE_BYTES", 16ull << 30);
-	lim->layer_entries = env_size("RUNG_MAX_LAYER_ENTRIES", 1000000);
+	if (end == value || *value < '0' || *value > '9' || errno || shift < 0 ||
+	    (*end && end[1]) || (n << shift) >> shift != n)
+		return rung_err_set(err, EINVAL, "%s=%s: not a size (a number, or with K/M/G/T)",
+				    name, value);
+	*to[i] = (uint64_t)n << shift;
+	return 0;
 }
 
 void rfs_store_set_limits(struct rfs_store *s, const struct rfs_unpack_limits *lim)

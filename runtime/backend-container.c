@@ -34,7 +34,7 @@ static bool container_available(const struct rung_router *r, struct rung_err *er
 	}
 	enum rt_cgroup_version v;
 	bool hybrid;
-	if (rt_cgroup_detect(rt_cgroup_root(), &v, &hybrid, err) < 0)
+	if (rt_cgroup_detect(rt_cgroup_root(r), &v, &hybrid, err) < 0)
 		return false;
 	return true;
 }
@@ -142,13 +142,6 @@ static int ctr_after_go(struct rt_sandbox *sb, pid_t child, void *ud, struct run
 	return r < 0 ? rung_err_wrap(err, "cgroup") : 0;
 }
 
-/* RUNG_CLONE_INTO_CGROUP=0 turns clone3(CLONE_INTO_CGROUP) off (to measure what it saves). */
-static bool clone_into_cgroup_wanted(void)
-{
-	const char *e = getenv("RUNG_CLONE_INTO_CGROUP");
-	return !e || strcmp(e, "0") != 0;
-}
-
 static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 {
 	const struct rung_spec *s = &sb->meta.spec;
@@ -188,7 +181,7 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 	}
 	if (r == 0)
 		r = rt_sandbox_cgroup_create(sb, &c.cg, err);
-	if (r == 0 && rt_cgroup_version(c.cg) == RT_CGROUP_V2 && clone_into_cgroup_wanted()) {
+	if (r == 0 && rt_cgroup_version(c.cg) == RT_CGROUP_V2 && !sb->router->no_clone_into_cgroup) {
 		struct rung_err e2 = {0};
 		c.cgfd = rt_cgroup_dirfd(c.cg, &e2); /* -1 on failure: attach as on v1 */
 	}

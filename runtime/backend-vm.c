@@ -28,18 +28,18 @@
 #include "rootfs/rfs.h"
 #include "runtime/rt-internal.h"
 
-/* The guest kernel and initramfs: $RUNG_VM_KERNEL / $RUNG_VM_INITRD, else vm/ beside rung-vmm. */
+/* The guest kernel and initramfs: the router's vm_kernel / vm_initrd, else vm/ beside rung-vmm. */
 static void guest_paths(const struct rung_router *r, char *kernel, char *initrd, size_t len)
 {
 	char dir[4096];
 	snprintf(dir, sizeof(dir), "%s", r->vmm_path);
 	const char *d = dirname(dir);
-	const char *k = getenv("RUNG_VM_KERNEL"), *i = getenv("RUNG_VM_INITRD");
-	if (k && *k)
+	const char *k = r->vm_kernel, *i = r->vm_initrd;
+	if (k)
 		snprintf(kernel, len, "%s", k);
 	else
 		snprintf(kernel, len, "%s/vm/bzImage", d);
-	if (i && *i)
+	if (i)
 		snprintf(initrd, len, "%s", i);
 	else
 		snprintf(initrd, len, "%s/vm/initramfs.cpio.gz", d);
@@ -381,11 +381,7 @@ static int vm_boot(struct rt_sandbox *sb, struct jail *j, struct rung_err *err)
 	rung_trace("vm: rung-vmm started in its jail");
 	char sock[4096];
 	rt_store_path(&sb->router->store, sb->meta.id, "agent.sock", sock, sizeof(sock));
-	unsigned boot_ms = 60000;
-	const char *bt = getenv("RUNG_VM_BOOT_TIMEOUT_MS");
-	if (bt && atoi(bt) > 0)
-		boot_ms = (unsigned)atoi(bt);
-	int r = wait_ready(sock, pid, boot_ms, err);
+	int r = wait_ready(sock, pid, sb->router->vm_boot_timeout_ms, err);
 	if (r < 0) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);

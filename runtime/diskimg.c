@@ -23,15 +23,8 @@
 #include "runtime/diskimg.h"
 #include "runtime/rt-internal.h"
 
-static const char *loop_control(void)
+int rt_disk_check(const char *ctl, struct rung_err *err)
 {
-	const char *p = getenv("RUNG_LOOP_CONTROL");
-	return p && *p ? p : "/dev/loop-control";
-}
-
-int rt_disk_check(struct rung_err *err)
-{
-	const char *ctl = loop_control();
 	if (access(ctl, R_OK | W_OK) < 0)
 		return rung_err_set(err, ENOTSUP,
 				    "limits.disk cannot be enforced: no loop device control at %s "
@@ -124,9 +117,9 @@ int rt_disk_image(const char *state_dir, const char *path, uint64_t bytes, struc
 
 /* A free loop device backed by img_fd, autoclear: returns its fd (the caller keeps it open
  * until the filesystem holds the device). */
-static int loop_attach(int img_fd, char *dev, size_t dev_len, struct rung_err *err)
+static int loop_attach(const char *ctl, int img_fd, char *dev, size_t dev_len,
+		       struct rung_err *err)
 {
-	const char *ctl = loop_control();
 	cleanup_close int cfd = open(ctl, O_RDWR | O_CLOEXEC);
 	if (cfd < 0)
 		return rung_err_set(err, errno == ENOENT ? ENOTSUP : errno,
@@ -153,13 +146,13 @@ static int loop_attach(int img_fd, char *dev, size_t dev_len, struct rung_err *e
 	return rung_err_set(err, EBUSY, "limits.disk: every free loop device was taken (100 tries)");
 }
 
-int rt_disk_mount(const char *img, uid_t owner, struct rung_err *err)
+int rt_disk_mount(const char *ctl, const char *img, uid_t owner, struct rung_err *err)
 {
 	cleanup_close int ifd = open(img, O_RDWR | O_CLOEXEC);
 	if (ifd < 0)
 		return rung_err_sys(err, errno, "open disk image %s", img);
 	char dev[64];
-	cleanup_close int lfd = loop_attach(ifd, dev, sizeof(dev), err);
+	cleanup_close int lfd = loop_attach(ctl, ifd, dev, sizeof(dev), err);
 	if (lfd < 0)
 		return lfd;
 	rung_trace("disk: loop attached");
@@ -208,7 +201,7 @@ int rt_sandbox_disk_mount(const struct rt_sandbox *sb, struct rung_err *err)
 {
 	char img[4096];
 	rt_store_path(&sb->router->store, sb->meta.id, "disk.img", img, sizeof(img));
-	int r = rt_disk_check(err);
+	int r = rt_disk_check(sb->router->loop_control, err);
 	/* The same image mounted twice (through two loop devices) would corrupt it: a previous
 	 * run's mount goes with its mount namespace, and its loop device right after. */
 	char real[PATH_MAX];
@@ -229,7 +222,8 @@ int rt_sandbox_disk_mount(const struct rt_sandbox *sb, struct rung_err *err)
 		r = 0;
 	}
 	rung_trace("disk: image ready");
-	if (r == 0 && (r = rt_disk_mount(img, sb->meta.uid_base, err)) >= 0 && fresh)
+	if (r == 0 && (r = rt_disk_mount(sb->router->loop_control, img, sb->meta.uid_base,
+					 err)) >= 0 && fresh)
 		unlinkat(r, "lost+found", AT_REMOVEDIR); /* mkfs's, not the sandbox's */
 	return r;
 }

@@ -16,17 +16,18 @@
 #include "common/err.h"
 
 /* Can this host give a sandbox a disk limit? -ENOTSUP naming the missing facility (the loop
- * control device, RUNG_LOOP_CONTROL overrides its path; or mkfs.ext4). */
-int rt_disk_check(struct rung_err *err);
+ * control device ctl, rung_router_opts.loop_control; or mkfs.ext4). */
+int rt_disk_check(const char *ctl, struct rung_err *err);
 /*
  * Make path a sparse ext4 of bytes (kept if it exists: files persist until dispose). A blank
  * template per size is built once under <state_dir>/disks (mkfs is ~100 ms of fsyncs) and
  * copied sparsely (holes stay holes). Returns 1 when it made the image, 0 when it was there.
  */
 int rt_disk_image(const char *state_dir, const char *path, uint64_t bytes, struct rung_err *err);
-/* Attach img to a free loop device and mount it nosuid,nodev as a detached mount whose root
- * belongs to owner. Returns the mount fd (for move_mount). */
-int rt_disk_mount(const char *img, uid_t owner, struct rung_err *err);
+/* Attach img to a free loop device (through the loop control device ctl) and mount it
+ * nosuid,nodev as a detached mount whose root belongs to owner. Returns the mount fd (for
+ * move_mount). */
+int rt_disk_mount(const char *ctl, const char *img, uid_t owner, struct rung_err *err);
 /* The sandbox's disk (<sandbox dir>/disk.img, limits.disk bytes), made if needed and mounted:
  * the mount fd, its root owned by the sandbox's root. */
 struct rt_sandbox;

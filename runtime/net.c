@@ -76,11 +76,12 @@ static int net_up(struct rt_sandbox *sb, int netns_fd, char nid[RT_ID_LEN + 1],
 	r = np_policy_parse((const char *const *)sb->meta.spec.egress_allow, n, &pol, err);
 	if (r < 0)
 		return rung_err_wrap(err, "egress_allow");
-	/* RUNG_NET_POOL: the IPv4 pool the /30s come from (default netpolicy's 10.213.0.0/16),
-	 * e.g. to keep concurrent test runs or two stores on one host apart. */
-	const char *pool = getenv("RUNG_NET_POOL");
+	/* the router's net_pool: the IPv4 pool the /30s come from (default netpolicy's
+	 * 10.213.0.0/16), e.g. to keep concurrent test runs or two stores on one host apart;
+	 * its dns_upstream: where the DNS proxy forwards (default resolv.conf's) */
 	struct np_config cfg = {.state_dir = sb->router->store.root,
-				.pool = pool && *pool ? pool : NULL,
+				.pool = sb->router->net_pool,
+				.upstream = sb->router->dns_upstream,
 				.tap = netns_fd < 0};
 	r = np_sandbox_up(&cfg, nid, netns_fd, &pol, &sb->net, err);
 	np_policy_release(&pol);

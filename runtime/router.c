@@ -4,8 +4,10 @@
  * deployed, one policy table reads the rung's boundary together with the capability surface.
  * It never silently degrades: a refusal names the capability and the rung.
  */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/rt-internal.h"
@@ -96,42 +98,90 @@ int rt_op_check(const struct rt_meta *m, enum rt_op op, struct rung_err *err)
 			    have[0] ? have : "nothing", need);
 }
 
-/* A helper program: in the caller's helper_dir, else $env, else found from our own binary. */
-static char *helper_binary(const char *dir, const char *env, const char *name)
+/* A helper program: in the caller's helper_dir, else found from our own binary. */
+static char *helper_binary(const char *dir, const char *name)
 {
 	char path[PATH_MAX];
 	if (dir && *dir) {
 		snprintf(path, sizeof(path), "%s/%s", dir, name);
 		return strdup(path);
 	}
-	const char *e = getenv(env);
-	if (e && *e)
-		return strdup(e);
 	if (rung_helper_path(name, path, sizeof(path)) < 0)
 		return NULL;
 	return strdup(path);
+}
+
+const char *const rung_router_env_names[] = {
+	"RUNG_STATE_DIR", "RUNG_AGENT", "RUNG_VMM", "RUNG_BIN", "RUNG_VM_KERNEL", "RUNG_VM_INITRD",
+	"RUNG_VM_BOOT_TIMEOUT_MS", "RUNG_CGROUP_ROOT", "RUNG_LOOP_CONTROL", "RUNG_UID_REGISTRY",
+	"RUNG_NET_POOL", "RUNG_DNS_UPSTREAM", "RUNG_CLONE_INTO_CGROUP", NULL,
+};
+
+int rung_router_opts_set(struct rung_router_opts *o, const char *name, const char *value,
+			 struct rung_err *err)
+{
+	const char **str[] = {&o->state_dir, &o->agent_path, &o->vmm_path, &o->rung_path,
+			      &o->vm_kernel, &o->vm_initrd, NULL, &o->cgroup_root,
+			      &o->loop_control, &o->uid_registry, &o->net_pool, &o->dns_upstream};
+	size_t i = 0;
+	while (rung_router_env_names[i] && strcmp(rung_router_env_names[i], name))
+		i++;
+	if (!rung_router_env_names[i])
+		return rung_err_set(err, EINVAL, "%s: not a rung setting", name);
+	if (!value || !*value)
+		return 0;
+	if (i < RUNG_ARRAY_SIZE(str) && str[i]) {
+		*str[i] = value;
+		return 0;
+	}
+	if (!strcmp(name, "RUNG_CLONE_INTO_CGROUP")) {
+		o->no_clone_into_cgroup = !strcmp(value, "0");
+		return 0;
+	}
+	uint64_t ms; /* RUNG_VM_BOOT_TIMEOUT_MS */
+	if (rung_parse_u64(value, &ms) < 0 || ms == 0 || ms > UINT_MAX)
+		return rung_err_set(err, EINVAL, "%s=%s: not a positive number of milliseconds",
+				    name, value);
+	o->vm_boot_timeout_ms = (unsigned)ms;
+	return 0;
+}
+
+static char *dup_or(const char *v, const char *dflt)
+{
+	return strdup(v && *v ? v : dflt);
 }
 
 int rung_router_new(const struct rung_router_opts *opts, struct rung_router **out,
 		    struct rung_err *err)
 {
 	struct rung_router_opts o = opts ? *opts : (struct rung_router_opts){0};
-	const char *dir = o.state_dir;
-	if (!dir || !*dir)
-		dir = getenv("RUNG_STATE_DIR");
-	if (!dir || !*dir)
-		dir = "/var/lib/rung";
+	const char *dir = o.state_dir && *o.state_dir ? o.state_dir : "/var/lib/rung";
 	struct rung_router *r = calloc(1, sizeof(*r));
 	if (!r)
 		return rung_err_set(err, ENOMEM, "out of memory");
 	r->deployed = o.deployed;
 	const char *hd = o.helper_dir;
-	r->agent_path = o.agent_path ? strdup(o.agent_path)
-				     : helper_binary(hd, "RUNG_AGENT", "rung-agent");
-	r->vmm_path = o.vmm_path ? strdup(o.vmm_path) : helper_binary(hd, "RUNG_VMM", "rung-vmm");
-	r->rung_path = helper_binary(hd, "RUNG_BIN", "rung");
+	r->agent_path = o.agent_path && *o.agent_path ? strdup(o.agent_path)
+						      : helper_binary(hd, "rung-agent");
+	r->vmm_path = o.vmm_path && *o.vmm_path ? strdup(o.vmm_path) : helper_binary(hd, "rung-vmm");
+	r->rung_path = o.rung_path && *o.rung_path ? strdup(o.rung_path) : helper_binary(hd, "rung");
+	r->vm_kernel = o.vm_kernel && *o.vm_kernel ? strdup(o.vm_kernel) : NULL;
+	r->vm_initrd = o.vm_initrd && *o.vm_initrd ? strdup(o.vm_initrd) : NULL;
+	r->vm_boot_timeout_ms = o.vm_boot_timeout_ms ? o.vm_boot_timeout_ms : 60000;
+	r->cgroup_root = dup_or(o.cgroup_root, "/sys/fs/cgroup");
+	r->loop_control = dup_or(o.loop_control, "/dev/loop-control");
+	r->uid_registry = dup_or(o.uid_registry, "/run/rung/uid-slots");
+	r->net_pool = o.net_pool && *o.net_pool ? strdup(o.net_pool) : NULL;
+	r->dns_upstream = o.dns_upstream && *o.dns_upstream ? strdup(o.dns_upstream) : NULL;
+	r->no_clone_into_cgroup = o.no_clone_into_cgroup;
 	int rc = rt_store_open(dir, &r->store, err);
-	if (rc == 0 && (!r->agent_path || !r->vmm_path || !r->rung_path))
+	r->store.uid_registry = r->uid_registry;
+	if (rc == 0 && (!r->agent_path || !r->vmm_path || !r->rung_path || !r->cgroup_root ||
+			!r->loop_control || !r->uid_registry ||
+			(o.vm_kernel && *o.vm_kernel && !r->vm_kernel) ||
+			(o.vm_initrd && *o.vm_initrd && !r->vm_initrd) ||
+			(o.net_pool && *o.net_pool && !r->net_pool) ||
+			(o.dns_upstream && *o.dns_upstream && !r->dns_upstream)))
 		rc = rung_err_set(err, ENOMEM, "out of memory");
 	if (rc < 0) {
 		rung_router_free(r);
@@ -149,6 +199,13 @@ void rung_router_free(struct rung_router *r)
 	free(r->agent_path);
 	free(r->vmm_path);
 	free(r->rung_path);
+	free(r->vm_kernel);
+	free(r->vm_initrd);
+	free(r->cgroup_root);
+	free(r->loop_control);
+	free(r->uid_registry);
+	free(r->net_pool);
+	free(r->dns_upstream);
 	free(r);
 }
 

@@ -52,6 +52,7 @@ int rt_meta_from_json(const char *txt, size_t len, struct rt_meta *m, struct run
 struct rt_store {
 	char *root;     /* state dir */
 	int root_fd;    /* O_PATH|O_DIRECTORY */
+	const char *uid_registry; /* the router's; NULL: /run/rung/uid-slots */
 };
 int rt_store_open(const char *root, struct rt_store *st, struct rung_err *err);
 void rt_store_close(struct rt_store *st);
@@ -176,6 +177,12 @@ struct rung_router {
 	char *agent_path;
 	char *vmm_path;
 	char *rung_path; /* the CLI, for `rung __supervise` re-execs from threaded callers */
+	/* the host settings of rung_router_opts, defaults filled in (NULL: see there) */
+	char *vm_kernel, *vm_initrd;
+	unsigned vm_boot_timeout_ms;
+	char *cgroup_root, *loop_control, *uid_registry;
+	char *net_pool, *dns_upstream;
+	bool no_clone_into_cgroup;
 };
 /* The deployed policy (one table): NULL if allowed, else the reason. Pure. */
 const char *rt_policy_check(enum rung_isolation iso, const struct rung_spec *spec, bool deployed);

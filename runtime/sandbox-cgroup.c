@@ -9,10 +9,9 @@
 
 #include "runtime/sandbox-cgroup.h"
 
-const char *rt_cgroup_root(void)
+const char *rt_cgroup_root(const struct rung_router *r)
 {
-	const char *r = getenv("RUNG_CGROUP_ROOT");
-	return r && *r ? r : "/sys/fs/cgroup";
+	return r->cgroup_root;
 }
 
 void rt_sandbox_cgroup_limits(const struct rung_limits *l, struct rt_cgroup_limits *out)
@@ -50,7 +49,7 @@ int rt_sandbox_cgroup_open(const struct rt_sandbox *sb, struct rt_cgroup **out,
 	if (r < 0)
 		return r;
 	snprintf(name, sizeof(name), "rung-%s/%s", tag, sb->meta.id);
-	return rt_cgroup_open(rt_cgroup_root(), name, out, err);
+	return rt_cgroup_open(rt_cgroup_root(sb->router), name, out, err);
 }
 
 /* Does this /proc/swaps text list a swap area? (a header line, then one line per area) */
@@ -185,16 +184,16 @@ int rt_container_gc(struct rung_router *r, bool store_empty, struct rung_err *er
 	enum rt_cgroup_version v;
 	bool hybrid;
 	struct rung_err e2 = {0};
-	if (rt_cgroup_detect(rt_cgroup_root(), &v, &hybrid, &e2) < 0)
+	if (rt_cgroup_detect(rt_cgroup_root(r), &v, &hybrid, &e2) < 0)
 		return 0; /* no cgroups here: nothing of ours either */
 	char parent[32], tag[17];
 	int rc = store_tag(r, tag, err);
 	if (rc < 0)
 		return rc;
 	snprintf(parent, sizeof(parent), "rung-%s", tag); /* this store's sandboxes only */
-	rc = rt_cgroup_gc(rt_cgroup_root(), parent, id_live, r, err);
+	rc = rt_cgroup_gc(rt_cgroup_root(r), parent, id_live, r, err);
 	struct rt_cgroup *pcg = NULL;
-	if (rc >= 0 && store_empty && rt_cgroup_open(rt_cgroup_root(), parent, &pcg, &e2) == 0) {
+	if (rc >= 0 && store_empty && rt_cgroup_open(rt_cgroup_root(r), parent, &pcg, &e2) == 0) {
 		/* No sandbox left: drop the store's (now empty) group. A plain rmdir, which the
 		 * kernel refuses while any group is below it. */
 		for (int c = 0; c < RT_CGCTL__COUNT; c++) {

@@ -1,7 +1,7 @@
 /*
  * runtime/sandbox-cgroup.h: a sandbox's cgroup, shared by the process and container rungs.
- * Sandbox groups are "rung-<store>/<id>" under the cgroup root (RUNG_CGROUP_ROOT, default
- * /sys/fs/cgroup), with the spec's memory (swap off), cpu and pids limits.
+ * Sandbox groups are "rung-<store>/<id>" under the router's cgroup root
+ * (rung_router_opts.cgroup_root, default /sys/fs/cgroup), with the spec's memory (swap off), cpu and pids limits.
  */
 #ifndef RUNG_RT_SANDBOX_CGROUP_H
 #define RUNG_RT_SANDBOX_CGROUP_H
@@ -9,7 +9,8 @@
 #include "cgroup/cgroup.h"
 #include "runtime/rt-internal.h"
 
-const char *rt_cgroup_root(void);
+/* The router's cgroup root (rung_router_opts.cgroup_root). */
+const char *rt_cgroup_root(const struct rung_router *r);
 /* Pure: the cgroup limits that enforce a spec's limits (every one of them finite). */
 void rt_sandbox_cgroup_limits(const struct rung_limits *l, struct rt_cgroup_limits *out);
 /* The sandbox's group (nothing created). */

@@ -236,10 +236,9 @@ int rt_store_ids(const struct rt_store *st, char ***ids, struct rung_err *err)
  * <registry>/<slot> naming its owner "<state dir>\n<id>\n"; a slot whose owner's directory is
  * gone is stale and reused. The registry is under /run: after a reboot no sandbox runs.
  */
-static const char *uid_registry(void)
+static const char *uid_registry(const struct rt_store *st)
 {
-	const char *r = getenv("RUNG_UID_REGISTRY");
-	return r && *r ? r : "/run/rung/uid-slots";
+	return st->uid_registry ? st->uid_registry : "/run/rung/uid-slots";
 }
 
 static bool slot_owner_gone(const char *txt)
@@ -260,12 +259,12 @@ int rt_store_alloc_uid(const struct rt_store *st, const char *id, uint32_t *base
 {
 	char mine[4200];
 	int len = snprintf(mine, sizeof(mine), "%s\n%s\n", st->root, id);
-	int r = rung_mkdir_p(uid_registry(), 0700, err);
+	int r = rung_mkdir_p(uid_registry(st), 0700, err);
 	if (r < 0)
 		return rung_err_wrap(err, "uid registry");
-	cleanup_close int dfd = open(uid_registry(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cleanup_close int dfd = open(uid_registry(st), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 || flock(dfd, LOCK_EX) < 0)
-		return rung_err_sys(err, errno, "lock the uid registry %s", uid_registry());
+		return rung_err_sys(err, errno, "lock the uid registry %s", uid_registry(st));
 	/* A restarted sandbox gets its old range back when it can: its kept files (work dir,
 	 * upper dir, disk image) are owned by it. So: the slot it still holds, else the one it
 	 * had (*base; e.g. after a reboot emptied the registry) if free, else the first free
@@ -316,7 +315,7 @@ void rt_store_release_uid(const struct rt_store *st, const char *id, uint32_t ba
 	if (base < RT_UID_BASE0)
 		return;
 	char name[4200], mine[4200];
-	snprintf(name, sizeof(name), "%s/%u", uid_registry(), (base - RT_UID_BASE0) / RT_UID_RANGE);
+	snprintf(name, sizeof(name), "%s/%u", uid_registry(st), (base - RT_UID_BASE0) / RT_UID_RANGE);
 	snprintf(mine, sizeof(mine), "%s\n%s\n", st->root, id);
 	cleanup_free char *txt = NULL;
 	if (rung_file_load(AT_FDCWD, name, 8192, &txt, NULL, NULL) == 0 && !strcmp(txt, mine))

@@ -6,6 +6,7 @@
  * (it suspends the sandbox after idle_suspend_s).
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -263,7 +264,8 @@ static bool multi_threaded(void)
 }
 
 /*
- * The description a re-exec'd supervisor starts from: the router's settings and the
+ * The description a re-exec'd supervisor starts from: the router's settings (every host
+ * setting of rung_router_opts, and the trace target: it inherits no environment) and the
  * sandbox's metadata, in a memfd (fd 4 of `rung __supervise`).
  */
 static int handoff_memfd(const struct rt_sandbox *sb, struct rung_err *err)
@@ -273,9 +275,15 @@ static int handoff_memfd(const struct rt_sandbox *sb, struct rung_err *err)
 	if (r < 0)
 		return r;
 	const struct rung_router *rt = sb->router;
-	json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:s}", "state_dir", rt->store.root, "agent",
-			      rt->agent_path, "vmm", rt->vmm_path, "deployed", rt->deployed, "meta",
-			      meta);
+	json_t *o = json_pack(
+		"{s:s, s:s, s:s, s:b, s:s, s:{s:s, s:s?, s:s?, s:i, s:s, s:s, s:s, s:s?, s:s?, s:b, s:s}}",
+		"state_dir", rt->store.root, "agent", rt->agent_path, "vmm", rt->vmm_path,
+		"deployed", rt->deployed, "meta", meta, "host", "rung", rt->rung_path, "vm_kernel",
+		rt->vm_kernel, "vm_initrd", rt->vm_initrd, "vm_boot_timeout_ms",
+		(json_int_t)rt->vm_boot_timeout_ms, "cgroup_root", rt->cgroup_root, "loop_control",
+		rt->loop_control, "uid_registry", rt->uid_registry, "net_pool", rt->net_pool,
+		"dns_upstream", rt->dns_upstream, "no_clone_into_cgroup", rt->no_clone_into_cgroup,
+		"trace", rung_trace_get());
 	cleanup_free char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	if (!txt)
@@ -288,29 +296,6 @@ static int handoff_memfd(const struct rt_sandbox *sb, struct rung_err *err)
 		return rung_err_sys(err, errno, "write the supervisor's handoff");
 	}
 	return fd;
-}
-
-/*
- * The re-exec'd supervisor's environment: PATH, and the caller's RUNG_* settings, which are
- * the runtime's own knobs read in the supervisor (the DNS upstream and the pool, the guest
- * kernel and initramfs, the boot timeout, the uid registry, the cgroup root, tracing). A
- * NULL-terminated array pointing into environ (valid in the forked child too), or NULL.
- */
-static char **sup_env(void)
-{
-	size_t n = 0;
-	for (char **e = environ; *e; e++)
-		n += !strncmp(*e, "RUNG_", 5);
-	char **v = calloc(n + 2, sizeof(char *));
-	if (!v)
-		return NULL;
-	size_t k = 0;
-	v[k++] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
-	for (char **e = environ; *e && k < n + 1; e++)
-		if (!strncmp(*e, "RUNG_", 5))
-			v[k++] = *e;
-	v[k] = NULL;
-	return v;
 }
 
 /*
@@ -382,13 +367,8 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 	rung_trace("spawn: begin");
 	if (multi_threaded() && (handoff = handoff_memfd(sb, err)) < 0)
 		return handoff;
-	/* The re-exec'd supervisor gets a clean environment, except rung's own settings (built
-	 * here: no allocation between fork and exec). */
-	cleanup_free char **envp = NULL;
-	if (handoff >= 0 && !(envp = sup_env())) {
-		close(handoff);
-		return rung_err_set(err, ENOMEM, "out of memory");
-	}
+	/* The re-exec'd supervisor gets a clean environment: its settings come in the handoff. */
+	static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		if (handoff >= 0)
 			close(handoff);
@@ -465,21 +445,35 @@ int rung_supervisor_main(void)
 	cleanup_free char *txt = NULL;
 	struct rung_router *r = NULL;
 	json_t *o = NULL;
-	const char *dir, *agent, *vmm, *meta;
-	int deployed = 0;
+	const char *dir, *agent, *vmm, *meta, *trace;
+	int deployed = 0, no_clone = 0;
+	json_int_t boot_ms = 0;
+	struct rung_router_opts ro = {0};
 	if (fcntl(3, F_GETFD) < 0 || fcntl(4, F_GETFD) < 0)
 		return fprintf(stderr, "rung __supervise: internal; started by the runtime only\n"), 2;
 	if (rung_read_fd_all(4, 1 << 22, &txt, NULL, &msg.err) < 0)
 		goto fail;
 	close(4);
 	o = json_loads(txt, 0, NULL);
-	if (!o || json_unpack(o, "{s:s, s:s, s:s, s:b, s:s}", "state_dir", &dir, "agent", &agent,
-			      "vmm", &vmm, "deployed", &deployed, "meta", &meta) < 0) {
+	if (!o || json_unpack(o, "{s:s, s:s, s:s, s:b, s:s, s:{s:s, s:s?, s:s?, s:I, s:s, s:s, "
+				 "s:s, s:s?, s:s?, s:b, s:s}}",
+			      "state_dir", &dir, "agent", &agent, "vmm", &vmm, "deployed",
+			      &deployed, "meta", &meta, "host", "rung", &ro.rung_path, "vm_kernel",
+			      &ro.vm_kernel, "vm_initrd", &ro.vm_initrd, "vm_boot_timeout_ms",
+			      &boot_ms, "cgroup_root", &ro.cgroup_root, "loop_control",
+			      &ro.loop_control, "uid_registry", &ro.uid_registry, "net_pool",
+			      &ro.net_pool, "dns_upstream", &ro.dns_upstream,
+			      "no_clone_into_cgroup", &no_clone, "trace", &trace) < 0) {
 		rung_err_set(&msg.err, EINVAL, "bad supervisor handoff");
 		goto fail;
 	}
-	struct rung_router_opts ro = {.state_dir = dir, .deployed = deployed, .agent_path = agent,
-				      .vmm_path = vmm};
+	rung_trace_set(trace);
+	ro.state_dir = dir;
+	ro.deployed = deployed;
+	ro.agent_path = agent;
+	ro.vmm_path = vmm;
+	ro.vm_boot_timeout_ms = boot_ms > 0 && boot_ms <= UINT_MAX ? (unsigned)boot_ms : 0;
+	ro.no_clone_into_cgroup = no_clone;
 	if (rung_router_new(&ro, &r, &msg.err) < 0)
 		goto fail;
 	struct rt_sandbox *sb = calloc(1, sizeof(*sb));

@@ -14,7 +14,10 @@ int srv_router_get(struct srv *s, struct rung_router **out, struct rung_err *err
 		return 0;
 	}
 	pthread_mutex_unlock(&s->pool_mu);
-	struct rung_router_opts ro = {.state_dir = s->o.state_dir, .deployed = s->o.deployed};
+	struct rung_router_opts ro = s->o.host;
+	if (s->o.state_dir)
+		ro.state_dir = s->o.state_dir;
+	ro.deployed = s->o.deployed;
 	int r = rung_router_new(&ro, out, err);
 	return r < 0 ? rung_err_wrap(err, "router") : 0;
 }

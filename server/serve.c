@@ -296,11 +296,13 @@ static void reload_tokens(struct srv *s)
 	LOG_WARN("op=reload tokens=%zu", fresh.n);
 }
 
-int rung_serve_main(int argc, char **argv)
+int rung_serve_main(int argc, char **argv, const struct rung_router_opts *host)
 {
 	struct srv s = {0};
 	struct rung_err err = {0};
 	int r = srv_opts_parse(argc, argv, &s.o, &err);
+	if (host)
+		s.o.host = *host;
 	if (r == 1) {
 		fputs(srv_usage, stdout);
 		return 0;

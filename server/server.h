@@ -24,8 +24,10 @@
 
 #include "rung/err.h"
 
-/* `rung serve ...` (argv[0] is "serve"). Returns the process exit status. */
-int rung_serve_main(int argc, char **argv);
+/* `rung serve ...` (argv[0] is "serve"), with the routers' settings from the program's main
+ * (host; its state_dir is the default of --state-dir). Returns the process exit status. */
+struct rung_router_opts;
+int rung_serve_main(int argc, char **argv, const struct rung_router_opts *host);
 
 /* ---- limits --------------------------------------------------------------------------- */
 

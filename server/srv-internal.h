@@ -39,6 +39,7 @@ struct srv_opts {
 	unsigned drain_s;
 	enum rung_log_level log_level;
 	bool log_json; /* --json: one JSON object per log line */
+	struct rung_router_opts host; /* from main-serve.c (the environment), not argv */
 };
 /* Pure: argv -> opts. Returns 0, 1 for --help (text written to *help), or -EINVAL. */
 int srv_opts_parse(int argc, char **argv, struct srv_opts *o, struct rung_err *err);

@@ -96,10 +96,15 @@ struct rung_key {
 
 struct rung_router;
 
+/*
+ * Library code reads no environment. A program's main reads each RUNG_* variable once and
+ * sets the option it names (rung_router_opts_set, for each of rung_router_env_names); the
+ * table of knobs is docs/configuration.md. NULL or 0: the default.
+ */
 struct rung_router_opts {
-	const char *state_dir;  /* NULL: $RUNG_STATE_DIR, else /var/lib/rung */
+	const char *state_dir;  /* RUNG_STATE_DIR; NULL: /var/lib/rung */
 	bool deployed;          /* apply the deployed isolation x capability policy */
-	/* rung-agent / rung-vmm binaries; NULL: in helper_dir */
+	/* rung-agent / rung-vmm binaries (RUNG_AGENT, RUNG_VMM); NULL: in helper_dir */
 	const char *agent_path;
 	const char *vmm_path;
 	/* The dir holding rung-agent, rung-vmm (with the guest kernel in vm/) and rung (re-exec'd
@@ -107,7 +112,24 @@ struct rung_router_opts {
 	 * the installed one, `pkg-config --variable=helperdir rung`. NULL: found from the running
 	 * binary, beside it (the build tree) or in ../libexec/rung (an installed rung). */
 	const char *helper_dir;
+	const char *rung_path;        /* RUNG_BIN: re-exec'd as `rung __supervise`; NULL: helper */
+	const char *vm_kernel;        /* RUNG_VM_KERNEL; NULL: vm/bzImage beside rung-vmm */
+	const char *vm_initrd;        /* RUNG_VM_INITRD; NULL: vm/initramfs.cpio.gz beside it */
+	unsigned vm_boot_timeout_ms;  /* RUNG_VM_BOOT_TIMEOUT_MS; 0: 60000 */
+	const char *cgroup_root;      /* RUNG_CGROUP_ROOT; NULL: /sys/fs/cgroup */
+	const char *loop_control;     /* RUNG_LOOP_CONTROL; NULL: /dev/loop-control */
+	const char *uid_registry;     /* RUNG_UID_REGISTRY; NULL: /run/rung/uid-slots */
+	const char *net_pool;         /* RUNG_NET_POOL; NULL: 10.213.0.0/16 */
+	const char *dns_upstream;     /* RUNG_DNS_UPSTREAM (IP[:PORT]); NULL: resolv.conf's */
+	bool no_clone_into_cgroup;    /* RUNG_CLONE_INTO_CGROUP=0 */
 };
+
+/* The RUNG_* variables rung_router_opts_set knows, NULL-terminated. */
+extern const char *const rung_router_env_names[];
+/* Set the option that the variable name stands for to value (referenced, not copied). NULL
+ * or "": left as it is. -EINVAL naming the variable: an unknown name or a bad value. */
+int rung_router_opts_set(struct rung_router_opts *o, const char *name, const char *value,
+			 struct rung_err *err);
 
 int rung_router_new(const struct rung_router_opts *opts, struct rung_router **out,
 		    struct rung_err *err);
