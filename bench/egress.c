@@ -75,9 +75,6 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int n = atoi(argv[1]);
-	/* No lookup is made; this only keeps the proxy from reading the host's resolv.conf. */
-	setenv("RUNG_DNS_UPSTREAM", "127.0.0.1:53", 0);
-	setenv("RUNG_NET_POOL", "10.214.250.0/24", 0);
 	char dir[] = "/tmp/rung-bench-egress-XXXXXX";
 	if (!mkdtemp(dir) || chmod(dir, 0711) < 0) {
 		perror("mkdtemp");
@@ -85,7 +82,15 @@ int main(int argc, char **argv)
 	}
 	struct rung_err err = {0};
 	struct rung_router *r = NULL;
-	struct rung_router_opts o = {.state_dir = dir, .agent_path = getenv("RUNG_AGENT")};
+	/* No lookup is made; the upstream only keeps the proxy from reading the host's
+	 * resolv.conf (RUNG_DNS_UPSTREAM and RUNG_NET_POOL, when set, win). */
+	struct rung_router_opts o = {.dns_upstream = "127.0.0.1:53", .net_pool = "10.214.250.0/24"};
+	for (const char *const *e = rung_router_env_names; *e; e++) /* this main reads them */
+		if (rung_router_opts_set(&o, *e, getenv(*e), &err) < 0) {
+			fprintf(stderr, "%s\n", err.msg);
+			return 2;
+		}
+	o.state_dir = dir;
 	if (rung_router_new(&o, &r, &err) < 0) {
 		fprintf(stderr, "%s\n", err.msg);
 		return 1;

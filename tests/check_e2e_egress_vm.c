@@ -36,6 +36,7 @@ static struct rung_router *vm_router(char *why, size_t n)
 		store = tmp = rung_test_tmpdir("vm-egress"); /* only to ask whether KVM works */
 	ck_assert_ptr_nonnull(store);
 	struct rung_router_opts o = {.state_dir = store};
+	rung_test_router_env(&o);
 	struct rung_router *r = NULL;
 	struct rung_err err = {0};
 	ck_assert_msg(rung_router_new(&o, &r, &err) == 0, "router on %s: %s", store, err.msg);

@@ -104,6 +104,7 @@ START_TEST(test_deployed_run_code_only)
 	char ap[4096];
 	snprintf(ap, sizeof(ap), "%s/rung-agent", rung_test_build_dir());
 	struct rung_router_opts o = {.state_dir = sd, .deployed = true, .agent_path = ap};
+	rung_test_router_env(&o);
 	struct rung_router *dep = NULL;
 	struct rung_err err = {0};
 	ck_assert_msg(rung_router_new(&o, &dep, &err) == 0, "%s", err.msg);

@@ -271,6 +271,7 @@ static int purge_elsewhere(const char *dir, const char *scope, const char *threa
 		char ap[4096];
 		snprintf(ap, sizeof(ap), "%s/rung-agent", rung_test_build_dir());
 		struct rung_router_opts o = {.state_dir = dir, .agent_path = ap};
+		rung_test_router_env(&o);
 		struct rung_router *r;
 		struct rung_err e = {0};
 		if (rung_router_new(&o, &r, &e) < 0)
@@ -353,6 +354,7 @@ START_TEST(test_outlives_creator)
 		char ap[4096];
 		snprintf(ap, sizeof(ap), "%s/rung-agent", rung_test_build_dir());
 		struct rung_router_opts o = {.state_dir = dir, .agent_path = ap};
+		rung_test_router_env(&o);
 		struct rung_router *cr;
 		struct rung_err e = {0};
 		struct rung_spec s = spec_k("k");

@@ -471,8 +471,10 @@ END_TEST
 
 static void refused(const char *env, const char *val, const char *want1, const char *want2)
 {
-	setenv(env, val, 1);
-	struct rung_router *r = spine_router(NULL);
+	struct rung_router_opts host = {0};
+	struct rung_err e0 = {0};
+	ck_assert_int_eq(rung_router_opts_set(&host, env, val, &e0), 0); /* as main would */
+	struct rung_router *r = spine_router_with(&host, NULL);
 	struct rung_spec s = spec_k("refuse");
 	struct rung_key key = {"lim", "refuse", "agent"};
 	struct rung_sandbox *sb = NULL;
@@ -484,7 +486,6 @@ static void refused(const char *env, const char *val, const char *want1, const c
 	ck_assert_msg(strstr(err.msg, want1) && strstr(err.msg, want2), "error: %s", err.msg);
 	rung_spec_release(&s);
 	rung_router_free(r);
-	unsetenv(env);
 }
 
 /* A limit the host cannot enforce refuses the spec, naming the limit and what is missing. */
@@ -516,8 +517,9 @@ END_TEST
 START_TEST(test_v2_fake_plan)
 {
 	char *state = NULL;
-	struct rung_router *r = spine_router(&state);
 	char *root = rung_test_tmpdir("cgv2");
+	struct rung_router_opts host = {.cgroup_root = root};
+	struct rung_router *r = spine_router_with(&host, &state);
 	static const char *const files[][2] = {{"cgroup.controllers", "cpu memory pids\n"},
 					       {"cgroup.subtree_control", ""},
 					       {"cgroup.procs", ""}};
@@ -529,7 +531,6 @@ START_TEST(test_v2_fake_plan)
 		fputs(files[i][1], f);
 		fclose(f);
 	}
-	setenv("RUNG_CGROUP_ROOT", root, 1);
 	struct rt_sandbox sb = {.router = r};
 	snprintf(sb.meta.id, sizeof(sb.meta.id), "%s", "0123456789abcdef0123456789abcdef");
 	rung_spec_init(&sb.meta.spec);
@@ -555,7 +556,6 @@ START_TEST(test_v2_fake_plan)
 	}
 	rt_cgroup_free(cg);
 	rung_spec_release(&sb.meta.spec);
-	unsetenv("RUNG_CGROUP_ROOT");
 	rung_rm_rf(root, &err);
 	free(root);
 	rung_router_free(r);

@@ -38,7 +38,7 @@ static void *holder(void *arg)
 	return NULL;
 }
 
-/* Acquire with $RUNG_BIN = a script whose last line is end; returns the acquire's error. */
+/* Acquire with rung_path (RUNG_BIN) = a script whose last line is end; returns the acquire's error. */
 static void acquire_with_dying_supervisor(const char *end, struct rung_err *err)
 {
 	char *state = NULL, script[PATH_MAX];
@@ -54,9 +54,8 @@ static void acquire_with_dying_supervisor(const char *end, struct rung_err *err)
 		end);
 	fclose(f);
 	ck_assert_int_eq(chmod(script, 0755), 0);
-	ck_assert_int_eq(setenv("RUNG_BIN", script, 1), 0);
-	struct rung_router *r = spine_router(&state);
-	unsetenv("RUNG_BIN");
+	struct rung_router_opts host = {.rung_path = script};
+	struct rung_router *r = spine_router_with(&host, &state);
 	ck_assert_int_eq(pipe(hold), 0);
 	pthread_t t;
 	ck_assert_int_eq(pthread_create(&t, NULL, holder, NULL), 0);

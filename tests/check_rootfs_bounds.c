@@ -2,7 +2,8 @@
  * tests/check_rootfs_bounds.c: unpacking is bounded (issue 10, item 11): a small zstd layer
  * that expands to 64 MiB is refused under a 16 MiB limit, with the limit named and nothing
  * left behind (no layer dir, no stage, no tag); per layer bytes and entries, per image bytes;
- * the limits come from RUNG_MAX_{LAYER,IMAGE}_BYTES / RUNG_MAX_LAYER_ENTRIES.
+ * the limits come from RUNG_MAX_{LAYER,IMAGE}_BYTES / RUNG_MAX_LAYER_ENTRIES, which a program's
+ * main reads (rfs_unpack_limits_set).
  */
 #include <check.h>
 #include <fcntl.h>
@@ -103,18 +104,26 @@ END_TEST
 
 START_TEST(test_env_defaults)
 {
+	/* what a program's main does with RUNG_MAX_*: the library itself reads no environment */
 	struct rfs_unpack_limits l;
-	setenv("RUNG_MAX_LAYER_BYTES", "16M", 1);
-	setenv("RUNG_MAX_IMAGE_BYTES", "2G", 1);
-	setenv("RUNG_MAX_LAYER_ENTRIES", "1000", 1);
+	struct rung_err err = {0};
 	rfs_unpack_limits_default(&l);
+	ck_assert_int_eq(rfs_unpack_limits_set(&l, "RUNG_MAX_LAYER_BYTES", "16M", &err), 0);
+	ck_assert_int_eq(rfs_unpack_limits_set(&l, "RUNG_MAX_IMAGE_BYTES", "2G", &err), 0);
+	ck_assert_int_eq(rfs_unpack_limits_set(&l, "RUNG_MAX_LAYER_ENTRIES", "1000", &err), 0);
 	ck_assert_uint_eq(l.layer_bytes, 16 * MIB);
 	ck_assert_uint_eq(l.image_bytes, 2048 * MIB);
 	ck_assert_uint_eq(l.layer_entries, 1000);
-	unsetenv("RUNG_MAX_LAYER_BYTES");
-	unsetenv("RUNG_MAX_IMAGE_BYTES");
-	unsetenv("RUNG_MAX_LAYER_ENTRIES");
+	ck_assert_int_eq(rfs_unpack_limits_set(&l, "RUNG_MAX_LAYER_BYTES", "", &err), 0);
+	ck_assert_uint_eq(l.layer_bytes, 16 * MIB); /* empty: unchanged */
+	ck_assert_int_eq(rfs_unpack_limits_set(&l, "RUNG_MAX_IMAGE_BYTES", "2X", &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "RUNG_MAX_IMAGE_BYTES=2X"));
+	ck_assert_int_eq(rfs_unpack_limits_set(&l, "RUNG_MAX_IMAGE_BYTES", "-1", &err), -EINVAL);
+	ck_assert_int_eq(rfs_unpack_limits_set(&l, "RUNG_MAX_NOPE", "1", &err), -EINVAL);
+	ck_assert_uint_eq(l.image_bytes, 2048 * MIB);
+	setenv("RUNG_MAX_LAYER_BYTES", "16M", 1); /* ignored by the library */
 	rfs_unpack_limits_default(&l);
+	unsetenv("RUNG_MAX_LAYER_BYTES");
 	ck_assert_uint_eq(l.layer_bytes, 8192 * MIB);
 	ck_assert_uint_eq(l.image_bytes, 16384 * MIB);
 	ck_assert_uint_eq(l.layer_entries, 1000000);

@@ -4,6 +4,7 @@
  * (the router gets a throwaway state dir).
  */
 #include <check.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/rt-internal.h"
@@ -81,6 +82,7 @@ static struct rung_router *router(bool deployed, const char *agent, char **dir)
 	snprintf(ap, sizeof(ap), "%s/rung-agent", rung_test_build_dir());
 	struct rung_router_opts o = {
 	    .state_dir = *dir, .deployed = deployed, .agent_path = agent ? agent : ap};
+	rung_test_router_env(&o);
 	struct rung_router *r = NULL;
 	struct rung_err err = {0};
 	ck_assert_msg(rung_router_new(&o, &r, &err) == 0, "%s", err.msg);
@@ -232,6 +234,86 @@ START_TEST(test_router_new_errors)
 }
 END_TEST
 
+/* The host settings: a program's main sets them by the RUNG_* name it read (the library reads
+ * no environment); the router keeps copies, with the defaults filled in. */
+START_TEST(test_router_opts_env)
+{
+	struct rung_router_opts o = {0};
+	struct rung_err err = {0};
+	static const char *const vals[][2] = {
+		{"RUNG_AGENT", "/a/agent"}, {"RUNG_VMM", "/a/vmm"}, {"RUNG_BIN", "/a/rung"},
+		{"RUNG_VM_KERNEL", "/k"}, {"RUNG_VM_INITRD", "/i"}, {"RUNG_CGROUP_ROOT", "/cg"},
+		{"RUNG_LOOP_CONTROL", "/lc"}, {"RUNG_UID_REGISTRY", "/reg"},
+		{"RUNG_NET_POOL", "10.9.0.0/16"}, {"RUNG_DNS_UPSTREAM", "10.9.0.1:53"},
+		{"RUNG_VM_BOOT_TIMEOUT_MS", "1234"}, {"RUNG_CLONE_INTO_CGROUP", "0"}};
+	size_t known = 0;
+	while (rung_router_env_names[known])
+		known++;
+	ck_assert_uint_eq(known, RUNG_ARRAY_SIZE(vals) + 1); /* and RUNG_STATE_DIR */
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(vals); i++)
+		ck_assert_msg(rung_router_opts_set(&o, vals[i][0], vals[i][1], &err) == 0, "%s: %s",
+			      vals[i][0], err.msg);
+	ck_assert_str_eq(o.agent_path, "/a/agent");
+	ck_assert_str_eq(o.vmm_path, "/a/vmm");
+	ck_assert_str_eq(o.rung_path, "/a/rung");
+	ck_assert_str_eq(o.vm_kernel, "/k");
+	ck_assert_str_eq(o.vm_initrd, "/i");
+	ck_assert_str_eq(o.cgroup_root, "/cg");
+	ck_assert_str_eq(o.loop_control, "/lc");
+	ck_assert_str_eq(o.uid_registry, "/reg");
+	ck_assert_str_eq(o.net_pool, "10.9.0.0/16");
+	ck_assert_str_eq(o.dns_upstream, "10.9.0.1:53");
+	ck_assert_uint_eq(o.vm_boot_timeout_ms, 1234);
+	ck_assert(o.no_clone_into_cgroup);
+	ck_assert_int_eq(rung_router_opts_set(&o, "RUNG_CLONE_INTO_CGROUP", "1", &err), 0);
+	ck_assert(!o.no_clone_into_cgroup);
+	/* unset or empty: left as it is */
+	ck_assert_int_eq(rung_router_opts_set(&o, "RUNG_CGROUP_ROOT", NULL, &err), 0);
+	ck_assert_int_eq(rung_router_opts_set(&o, "RUNG_CGROUP_ROOT", "", &err), 0);
+	ck_assert_str_eq(o.cgroup_root, "/cg");
+	/* a bad value or an unknown name: -EINVAL naming the variable */
+	ck_assert_int_eq(rung_router_opts_set(&o, "RUNG_VM_BOOT_TIMEOUT_MS", "0", &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "RUNG_VM_BOOT_TIMEOUT_MS=0"));
+	ck_assert_int_eq(rung_router_opts_set(&o, "RUNG_VM_BOOT_TIMEOUT_MS", "9x", &err), -EINVAL);
+	ck_assert_uint_eq(o.vm_boot_timeout_ms, 1234);
+	ck_assert_int_eq(rung_router_opts_set(&o, "RUNG_NOPE", "1", &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "RUNG_NOPE"));
+
+	/* the router: copies, defaults where unset; the environment is not consulted */
+	char *dir = rung_test_tmpdir("ropts");
+	ck_assert_ptr_nonnull(dir);
+	setenv("RUNG_CGROUP_ROOT", "/from/the/env", 1);
+	setenv("RUNG_LOOP_CONTROL", "/from/the/env", 1);
+	struct rung_router_opts d = {.state_dir = dir, .cgroup_root = "/cg"};
+	struct rung_router *r = NULL;
+	ck_assert_msg(rung_router_new(&d, &r, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(r->cgroup_root, "/cg");
+	ck_assert_str_eq(r->loop_control, "/dev/loop-control");
+	ck_assert_str_eq(r->uid_registry, "/run/rung/uid-slots");
+	ck_assert_str_eq(r->store.uid_registry, "/run/rung/uid-slots");
+	ck_assert_uint_eq(r->vm_boot_timeout_ms, 60000);
+	ck_assert_ptr_null(r->vm_kernel);
+	ck_assert_ptr_null(r->net_pool);
+	ck_assert_ptr_null(r->dns_upstream);
+	ck_assert(!r->no_clone_into_cgroup);
+	rung_router_free(r);
+	o.state_dir = dir;
+	ck_assert_msg(rung_router_new(&o, &r, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(r->agent_path, "/a/agent");
+	ck_assert_str_eq(r->rung_path, "/a/rung");
+	ck_assert_str_eq(r->loop_control, "/lc");
+	ck_assert_str_eq(r->store.uid_registry, "/reg");
+	ck_assert_str_eq(r->net_pool, "10.9.0.0/16");
+	ck_assert_str_eq(r->dns_upstream, "10.9.0.1:53");
+	ck_assert_uint_eq(r->vm_boot_timeout_ms, 1234);
+	rung_router_free(r);
+	unsetenv("RUNG_CGROUP_ROOT");
+	unsetenv("RUNG_LOOP_CONTROL");
+	rung_rm_rf(dir, &err);
+	free(dir);
+}
+END_TEST
+
 /* ---- mount plan ----------------------------------------------------------------------------- */
 
 static const struct rt_mount *find_op(const struct rt_mount_plan *p, enum rt_mount_op op,
@@ -374,6 +456,7 @@ Suite *runtime_policy_suite(void)
 	tcase_add_test(tc, test_policy_table);
 	tcase_add_test(tc, test_router_pick);
 	tcase_add_test(tc, test_router_new_errors);
+	tcase_add_test(tc, test_router_opts_env);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("mounts");
 	tcase_set_timeout(tc, 30);

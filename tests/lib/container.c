@@ -142,6 +142,7 @@ struct rung_router *ct_router(const char *state)
 	snprintf(agent, sizeof(agent), "%s", abs);
 	free(abs);
 	struct rung_router_opts o = {.state_dir = state ? state : state_dir, .agent_path = agent};
+	rung_test_router_env(&o);
 	struct rung_router *r = NULL;
 	struct rung_err err = {0};
 	int rc = rung_router_new(&o, &r, &err);

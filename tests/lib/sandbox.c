@@ -95,6 +95,7 @@ static void sweep_state_dir(const char *dir)
 	char ap[PATH_MAX];
 	agent_path(ap, sizeof(ap));
 	struct rung_router_opts o = {.state_dir = dir, .agent_path = ap};
+	rung_test_router_env(&o);
 	struct rung_router *r = NULL;
 	struct rung_err err = {0};
 	if (rung_router_new(&o, &r, &err) < 0)
@@ -151,11 +152,18 @@ void spine_base_teardown(void)
 
 struct rung_router *spine_router(char **state_dir)
 {
+	return spine_router_with(NULL, state_dir);
+}
+
+struct rung_router *spine_router_with(const struct rung_router_opts *host, char **state_dir)
+{
 	ck_assert_msg(base_dir[0], "no base dir (fixture failed)");
 	if (spine_vm()) { /* the one store that holds the vm test image */
 		const char *vs = getenv("RUNG_TEST_VM_STORE");
 		ck_assert_msg(vs && *vs, "RUNG_TEST_RUNG=vm needs $RUNG_TEST_VM_STORE");
-		struct rung_router_opts o = {.state_dir = vs};
+		struct rung_router_opts o = host ? *host : (struct rung_router_opts){0};
+		o.state_dir = vs;
+		rung_test_router_env(&o);
 		struct rung_router *r = NULL;
 		struct rung_err err = {0};
 		ck_assert_msg(rung_router_new(&o, &r, &err) == 0, "%s", err.msg);
@@ -169,7 +177,10 @@ struct rung_router *spine_router(char **state_dir)
 	chmod(p, 0711);
 	char ap[PATH_MAX];
 	agent_path(ap, sizeof(ap));
-	struct rung_router_opts o = {.state_dir = p, .agent_path = ap};
+	struct rung_router_opts o = host ? *host : (struct rung_router_opts){0};
+	o.state_dir = p;
+	o.agent_path = ap;
+	rung_test_router_env(&o);
 	struct rung_router *r = NULL;
 	struct rung_err err = {0};
 	ck_assert_msg(rung_router_new(&o, &r, &err) == 0, "%s", err.msg);

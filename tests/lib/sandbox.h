@@ -38,6 +38,9 @@ const char *spine_base(void);
 
 /* A router on a fresh state dir under the base (*state_dir: malloc'd path). */
 struct rung_router *spine_router(char **state_dir);
+/* The same with host settings (rung_router_opts: cgroup_root, rung_path, ...); the
+ * environment's fill what host leaves unset (rung_test_router_env). */
+struct rung_router *spine_router_with(const struct rung_router_opts *host, char **state_dir);
 /* acquire (asserting success) with key (scope, thread, "agent") and kind; spec may be NULL. */
 struct rung_sandbox *spine_acquire(struct rung_router *r, const char *scope, const char *thread,
 				   const char *kind, const struct rung_spec *spec, bool *created);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rung/rung.h"
 #include "tests/lib/testutil.h"
 
 void rung_test_skip(const char *test, const char *why)
@@ -25,6 +26,29 @@ const char *rung_test_build_dir(void)
 {
 	const char *b = getenv("RUNG_BUILD_DIR");
 	return b && *b ? b : "build";
+}
+
+void rung_test_router_env(struct rung_router_opts *o)
+{
+	struct rung_router_opts e = {0};
+	struct rung_err err = {0};
+	for (const char *const *n = rung_router_env_names; *n; n++)
+		ck_assert_msg(rung_router_opts_set(&e, *n, getenv(*n), &err) == 0, "%s", err.msg);
+	/* what the test set itself wins; the tests give their own stores (no RUNG_STATE_DIR) */
+#define UNSET_TAKES(f) o->f = o->f ? o->f : e.f
+	UNSET_TAKES(agent_path);
+	UNSET_TAKES(vmm_path);
+	UNSET_TAKES(rung_path);
+	UNSET_TAKES(vm_kernel);
+	UNSET_TAKES(vm_initrd);
+	UNSET_TAKES(vm_boot_timeout_ms);
+	UNSET_TAKES(cgroup_root);
+	UNSET_TAKES(loop_control);
+	UNSET_TAKES(uid_registry);
+	UNSET_TAKES(net_pool);
+	UNSET_TAKES(dns_upstream);
+	UNSET_TAKES(no_clone_into_cgroup);
+#undef UNSET_TAKES
 }
 
 char *rung_test_tmpdir(const char *tag)

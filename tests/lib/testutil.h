@@ -24,6 +24,12 @@ void rung_test_skip(const char *test, const char *why);
 
 /* build/ directory holding rung, rung-agent (from $RUNG_BUILD_DIR, else ./build). */
 const char *rung_test_build_dir(void);
+/* The router settings from this test program's environment (RUNG_VM_KERNEL, RUNG_UID_REGISTRY,
+ * ... as the nested stage exports them; RUNG_DNS_UPSTREAM and RUNG_NET_POOL as the egress
+ * world sets them for the programs it runs), read as a program's main reads them: the library
+ * reads no environment. Fails the test on a bad value. */
+struct rung_router_opts;
+void rung_test_router_env(struct rung_router_opts *o);
 /* A fresh temporary directory under /tmp (mode 0711); caller removes it. */
 char *rung_test_tmpdir(const char *tag);
 /* Count of open fds of this process, entries in /proc/self/mountinfo, processes on the host. */
