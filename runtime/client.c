@@ -78,8 +78,8 @@ static int queue_exec(struct rt_agent_io *io, const struct rung_exec_req *req,
 		      uint32_t timeout_ms, uint64_t max_out, struct rung_err *err)
 {
 	/* env: the request's, then the spec's, then the image's, then the defaults; each KEY
-	 * once, the first wins. (Duplicates would make the winner depend on the program: getenv
-	 * takes the first match, a shell importing its environment the last.) */
+	 * once, the first wins. (Duplicates would make the winner depend on the program: libc
+	 * lookups take the first match, a shell importing its environment the last.) */
 	const char *wd = spec->work_dir ? spec->work_dir : RT_DEFAULT_WORK_DIR;
 	char home[300];
 	snprintf(home, sizeof(home), "HOME=%s", wd);

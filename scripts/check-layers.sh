@@ -64,5 +64,21 @@ cycles() { # module
 		END { for (u in node) if (state[u] == 0) visit(u); exit found }' || bad=1
 }
 for m in $modules; do cycles "$m"; done
+# Configuration in one place (docs/configuration.md): only a program's main reads the
+# environment and passes what it read down as options; library code reads none. These are the
+# programs' main files; tests/ (the check_rung program and its harness) and fuzz/ are not scanned.
+mains="cli/main.c cli/main-image.c server/main-serve.c rootfs/main-tool.c agent/main.c
+vmm/main.c vmm/guest/vmtest.c bench/container.c bench/egress.c bench/exec-rate.c
+bench/netpolicy.c"
+for f in $(find . -name '*.[ch]' -not -path './tests/*' -not -path './fuzz/*' \
+		-not -path './build/*' -not -path './.*' | sed 's|^\./||' | sort); do
+	case " $(echo $mains) " in *" $f "*) continue ;; esac
+	hits=$(grep -nE '(^|[^A-Za-z0-9_])(secure_)?getenv([^A-Za-z0-9_]|$)' "$f" || true)
+	if [ -n "$hits" ]; then
+		echo "config: $f reads the environment; only a program's main may (scripts/check-layers.sh):"
+		echo "$hits"
+		bad=1
+	fi
+done
 [ $bad = 0 ] && echo "layering: ok"
 exit $bad
