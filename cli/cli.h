@@ -9,7 +9,7 @@
 #include "rung/rung.h"
 
 struct cli {
-	/* the router's settings from the environment, read once by main (state_dir: RUNG_STATE_DIR) */
+	/* the router's settings from the environment, read once by main (RUNG_STATE_DIR, ...) */
 	struct rung_router_opts host;
 	const char *state_dir;
 	bool json;

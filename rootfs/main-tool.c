@@ -207,9 +207,11 @@ int main(int argc, char **argv)
 			if (r == 0)
 				print_info(&info), rfs_image_info_release(&info);
 		} else if (!strcmp(cmd, "pull") && arg) {
-			struct rfs_pull_opts o = { .username = getenv("RUNG_REGISTRY_USER"),
-						   .password = getenv("RUNG_REGISTRY_PASSWORD"),
-						   .token_hosts = getenv("RUNG_REGISTRY_TOKEN_HOSTS") };
+			struct rfs_pull_opts o = {
+				.username = getenv("RUNG_REGISTRY_USER"),
+				.password = getenv("RUNG_REGISTRY_PASSWORD"),
+				.token_hosts = getenv("RUNG_REGISTRY_TOKEN_HOSTS"),
+			};
 			for (int i = 5; i < argc; i++)
 				if (!strcmp(argv[i], "--insecure"))
 					o.insecure = true;

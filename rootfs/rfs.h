@@ -139,7 +139,7 @@ int rfs_image_import(struct rfs_store *s, const char *path, const char *tag,
 
 struct rfs_pull_opts {
 	bool insecure;        /* plain HTTP (always allowed for localhost/127.0.0.1/::1) */
-	const char *username; /* basic credentials (main: RUNG_REGISTRY_USER/_PASSWORD); NULL: none */
+	const char *username; /* basic credentials (RUNG_REGISTRY_USER/_PASSWORD); NULL: none */
 	const char *password;
 	const char *tag;      /* store it under this tag instead of the reference's */
 	long timeout_s;       /* per request; 0 = 300 */

@@ -181,7 +181,8 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 	}
 	if (r == 0)
 		r = rt_sandbox_cgroup_create(sb, &c.cg, err);
-	if (r == 0 && rt_cgroup_version(c.cg) == RT_CGROUP_V2 && !sb->router->no_clone_into_cgroup) {
+	if (r == 0 && rt_cgroup_version(c.cg) == RT_CGROUP_V2 &&
+	    !sb->router->no_clone_into_cgroup) {
 		struct rung_err e2 = {0};
 		c.cgfd = rt_cgroup_dirfd(c.cg, &e2); /* -1 on failure: attach as on v1 */
 	}

@@ -163,8 +163,10 @@ int rung_router_new(const struct rung_router_opts *opts, struct rung_router **ou
 	const char *hd = o.helper_dir;
 	r->agent_path = o.agent_path && *o.agent_path ? strdup(o.agent_path)
 						      : helper_binary(hd, "rung-agent");
-	r->vmm_path = o.vmm_path && *o.vmm_path ? strdup(o.vmm_path) : helper_binary(hd, "rung-vmm");
-	r->rung_path = o.rung_path && *o.rung_path ? strdup(o.rung_path) : helper_binary(hd, "rung");
+	r->vmm_path = o.vmm_path && *o.vmm_path ? strdup(o.vmm_path)
+						: helper_binary(hd, "rung-vmm");
+	r->rung_path = o.rung_path && *o.rung_path ? strdup(o.rung_path)
+						   : helper_binary(hd, "rung");
 	r->vm_kernel = o.vm_kernel && *o.vm_kernel ? strdup(o.vm_kernel) : NULL;
 	r->vm_initrd = o.vm_initrd && *o.vm_initrd ? strdup(o.vm_initrd) : NULL;
 	r->vm_boot_timeout_ms = o.vm_boot_timeout_ms ? o.vm_boot_timeout_ms : 60000;

@@ -1,7 +1,8 @@
 /*
  * runtime/sandbox-cgroup.h: a sandbox's cgroup, shared by the process and container rungs.
  * Sandbox groups are "rung-<store>/<id>" under the router's cgroup root
- * (rung_router_opts.cgroup_root, default /sys/fs/cgroup), with the spec's memory (swap off), cpu and pids limits.
+ * (rung_router_opts.cgroup_root, default /sys/fs/cgroup), with the spec's memory (swap off),
+ * cpu and pids limits.
  */
 #ifndef RUNG_RT_SANDBOX_CGROUP_H
 #define RUNG_RT_SANDBOX_CGROUP_H

@@ -315,7 +315,8 @@ void rt_store_release_uid(const struct rt_store *st, const char *id, uint32_t ba
 	if (base < RT_UID_BASE0)
 		return;
 	char name[4200], mine[4200];
-	snprintf(name, sizeof(name), "%s/%u", uid_registry(st), (base - RT_UID_BASE0) / RT_UID_RANGE);
+	snprintf(name, sizeof(name), "%s/%u", uid_registry(st),
+		 (base - RT_UID_BASE0) / RT_UID_RANGE);
 	snprintf(mine, sizeof(mine), "%s\n%s\n", st->root, id);
 	cleanup_free char *txt = NULL;
 	if (rung_file_load(AT_FDCWD, name, 8192, &txt, NULL, NULL) == 0 && !strcmp(txt, mine))

@@ -276,7 +276,8 @@ static int handoff_memfd(const struct rt_sandbox *sb, struct rung_err *err)
 		return r;
 	const struct rung_router *rt = sb->router;
 	json_t *o = json_pack(
-		"{s:s, s:s, s:s, s:b, s:s, s:{s:s, s:s?, s:s?, s:i, s:s, s:s, s:s, s:s?, s:s?, s:b, s:s}}",
+		"{s:s, s:s, s:s, s:b, s:s, "
+		"s:{s:s, s:s?, s:s?, s:I, s:s, s:s, s:s, s:s?, s:s?, s:b, s:s}}",
 		"state_dir", rt->store.root, "agent", rt->agent_path, "vmm", rt->vmm_path,
 		"deployed", rt->deployed, "meta", meta, "host", "rung", rt->rung_path, "vm_kernel",
 		rt->vm_kernel, "vm_initrd", rt->vm_initrd, "vm_boot_timeout_ms",

@@ -38,7 +38,8 @@ static void *holder(void *arg)
 	return NULL;
 }
 
-/* Acquire with rung_path (RUNG_BIN) = a script whose last line is end; returns the acquire's error. */
+/* Acquire with rung_path (RUNG_BIN) = a script whose last line is end; returns the acquire's
+ * error. */
 static void acquire_with_dying_supervisor(const char *end, struct rung_err *err)
 {
 	char *state = NULL, script[PATH_MAX];
