@@ -277,7 +277,7 @@ static int handoff_memfd(const struct rt_sandbox *sb, struct rung_err *err)
 	const struct rung_router *rt = sb->router;
 	json_t *o = json_pack(
 		"{s:s, s:s, s:s, s:b, s:s, "
-		"s:{s:s, s:s?, s:s?, s:I, s:s, s:s, s:s, s:s?, s:s?, s:b, s:s}}",
+		"s:{s:s, s:s*, s:s*, s:I, s:s, s:s, s:s, s:s*, s:s*, s:b, s:s}}",
 		"state_dir", rt->store.root, "agent", rt->agent_path, "vmm", rt->vmm_path,
 		"deployed", rt->deployed, "meta", meta, "host", "rung", rt->rung_path, "vm_kernel",
 		rt->vm_kernel, "vm_initrd", rt->vm_initrd, "vm_boot_timeout_ms",
@@ -456,8 +456,9 @@ int rung_supervisor_main(void)
 		goto fail;
 	close(4);
 	o = json_loads(txt, 0, NULL);
-	if (!o || json_unpack(o, "{s:s, s:s, s:s, s:b, s:s, s:{s:s, s:s?, s:s?, s:I, s:s, s:s, "
-				 "s:s, s:s?, s:s?, s:b, s:s}}",
+	/* (unset settings are left out: s* packs nothing for NULL, s? takes a missing key) */
+	if (!o || json_unpack(o, "{s:s, s:s, s:s, s:b, s:s, s:{s:s, s?:s, s?:s, s:I, s:s, s:s, "
+				 "s:s, s?:s, s?:s, s:b, s:s}}",
 			      "state_dir", &dir, "agent", &agent, "vmm", &vmm, "deployed",
 			      &deployed, "meta", &meta, "host", "rung", &ro.rung_path, "vm_kernel",
 			      &ro.vm_kernel, "vm_initrd", &ro.vm_initrd, "vm_boot_timeout_ms",
