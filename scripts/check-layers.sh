@@ -4,6 +4,7 @@
 # Within a module, the files' includes form no cycle: a.c including b.h, where b.c exists, is an
 # edge a -> b (a calls into b), so two files never lean on each other. A header without a .c of
 # its own (a module's shared types, *-internal.h) makes no edge: keep functions out of those.
+# And only a program's main reads the environment (docs/configuration.md).
 set -u
 bad=0
 modules="common rootfs netpolicy vmm cgroup runtime server cli agent"
