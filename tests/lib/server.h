@@ -420,6 +420,7 @@ static inline void srvt_teardown(struct srvt *t)
 		/* gc drops the emptied store's cgroup parent (rung-<store>): a daemon killed
 		 * right after its last dispose had no gc pass left to do it */
 		struct rung_router_opts o = {.state_dir = t->state};
+		rung_test_router_env(&o); /* the daemon's settings (its main read them) */
 		struct rung_router *r = NULL;
 		struct rung_err err = {0};
 		struct rung_gc_report rep;
