@@ -374,7 +374,7 @@ START_TEST(test_resolv_conf_and_info)
 	ck_assert_int_eq(np_sandbox_up(&cfg, "t-info-bad", fd, &p, &n, &err), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "pool"));
 	ck_assert_ptr_nonnull(strstr(err.msg, "np_config.pool"));
-	cfg.pool = NULL; /* (RUNG_NET_POOL is the router's net_pool: check_spine_policy) */
+	cfg.pool = NULL; /* (RUNG_NET_POOL is the router's net_pool: check_runtime_policy) */
 	cfg.upstream = "not-an-ip";
 	ck_assert_int_eq(np_sandbox_up(&cfg, "t-info-bad", fd, &p, &n, &err), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "not-an-ip"));

@@ -3,7 +3,7 @@
  * opening (absolute paths only, parents the sandbox uids can traverse, old stores tightened),
  * paths, metadata through meta.json, the id listing, the global and per-sandbox flock locks,
  * the busy lock (shared holders against an exclusive one), activity times, and the host-wide
- * uid registry (a private one, $RUNG_UID_REGISTRY, so no real sandbox's slot is touched).
+ * uid registry (a private one, the store's uid_registry, so no real sandbox's slot is touched).
  * No sandbox runs. The uid cases chown, so they need root.
  */
 #include <check.h>
@@ -311,7 +311,7 @@ static void uid_setup(void)
 {
 	setup();
 	snprintf(reg, sizeof(reg), "%s/uid-slots", tmp);
-	setenv("RUNG_UID_REGISTRY", reg, 1);
+	st.uid_registry = reg; /* as the router sets it (rung_router_opts.uid_registry) */
 }
 
 static void make_sandbox(const char *id)
