@@ -129,8 +129,9 @@ static int limits_line(struct srv_tokens *t, const char *p, size_t len, unsigned
 		return rung_err_set(err, EINVAL, "line %u: limits: expected a scope or *", line);
 	for (size_t i = 0; i < t->n_lim; i++)
 		if (strlen(t->lim[i].scope) == sl && !memcmp(t->lim[i].scope, sc, sl))
-			return rung_err_set(err, EEXIST, "line %u: limits for %.*s already on line %u",
-					    line, (int)sl, sc, t->lim[i].line);
+			return rung_err_set(err, EEXIST,
+					    "line %u: limits for %.*s already on line %u", line,
+					    (int)sl, sc, t->lim[i].line);
 	struct srv_scope_limits e = {.l = srv_limits_default, .line = line};
 	int r = srv_limits_line_parse(p, (size_t)(end - p), &e.l, err);
 	if (r < 0)
@@ -150,6 +151,89 @@ static bool word_is(const char *p, const char *end, const char *w)
 {
 	size_t n = strlen(w);
 	return (size_t)(end - p) > n && !memcmp(p, w, n) && (p[n] == ' ' || p[n] == '\t');
+}
+
+/* The two words of a credential line: "TOKEN SCOPE", "uid UID SCOPE" (a Unix-socket client
+ * running as UID), "admin TOKEN" (the scope is fixed); ce ends the line's content. */
+static int cred_words(const char *q, const char *ce, unsigned lineno, const char **w1, size_t *l1,
+		      const char **w2, size_t *l2, bool *admin, bool *uidline, struct rung_err *err)
+{
+	if (word_is(q, ce, "uid")) {
+		/* "uid UID SCOPE": a Unix-socket client running as UID */
+		if (two_words(q + 3, (size_t)(ce - q - 3), w1, l1, w2, l2) < 0) {
+			return rung_err_set(err, EINVAL, "line %u: expected \"uid UID SCOPE\"",
+					    lineno);
+		}
+		*uidline = true;
+	} else if (word_is(q, ce, "admin")) {
+		/* "admin TOKEN": the token is the second word, the scope is fixed */
+		*w1 = q + 5;
+		while (**w1 == ' ' || **w1 == '\t')
+			(*w1)++;
+		*l1 = (size_t)(ce - *w1);
+		if (memchr(*w1, ' ', *l1) || memchr(*w1, '\t', *l1)) {
+			return rung_err_set(err, EINVAL, "line %u: expected \"admin TOKEN\"",
+					    lineno);
+		}
+		*admin = true;
+		*w2 = SRV_ADMIN_SCOPE;
+		*l2 = strlen(*w2);
+	} else if (two_words(q, (size_t)(ce - q), w1, l1, w2, l2) < 0) {
+		return rung_err_set(err, EINVAL, "line %u: expected \"TOKEN SCOPE\"", lineno);
+	}
+	if (!*admin && !scope_ok(*w2, *l2)) {
+		return rung_err_set(err, EINVAL, "line %u: bad scope", lineno);
+	}
+	return 0;
+}
+
+/* One credential line (not a limits line) into t. */
+static int cred_line(struct srv_tokens *t, const char *q, const char *ce, unsigned lineno,
+		     struct rung_err *err)
+{
+	const char *w1, *w2;
+	size_t l1, l2;
+	bool admin = false, uidline = false;
+	int r = cred_words(q, ce, lineno, &w1, &l1, &w2, &l2, &admin, &uidline, err);
+	if (r < 0)
+		return r;
+	struct srv_cred c = {.line = lineno};
+	static const char uidp[] = "unix-peer-uid:";
+	if (admin) {
+		c.kind = SRV_CRED_ADMIN;
+	} else if (uidline) {
+		c.kind = SRV_CRED_UNIX_UID;
+		if (parse_uid(w1, l1, &c.uid) < 0) {
+			return rung_err_set(err, EINVAL, "line %u: bad uid", lineno);
+		}
+	} else if (l1 == 1 && w1[0] == '-') {
+		c.kind = SRV_CRED_UNIX_ANY;
+	} else if (l1 > sizeof(uidp) - 1 && !memcmp(w1, uidp, sizeof(uidp) - 1)) {
+		c.kind = SRV_CRED_UNIX_UID;
+		if (parse_uid(w1 + sizeof(uidp) - 1, l1 - (sizeof(uidp) - 1), &c.uid) < 0) {
+			return rung_err_set(err, EINVAL, "line %u: bad uid", lineno);
+		}
+	}
+	if (c.kind == SRV_CRED_TOKEN || c.kind == SRV_CRED_ADMIN) {
+		if (l1 < TOKEN_MIN || l1 > TOKEN_MAX) {
+			return rung_err_set(err, EINVAL, "line %u: token must be %d..%d bytes",
+					    lineno, TOKEN_MIN, TOKEN_MAX);
+		}
+		for (size_t i = 0; i < l1; i++)
+			if (!isgraph((unsigned char)w1[i])) {
+				return rung_err_set(err, EINVAL,
+						    "line %u: token has a non-printable "
+						    "byte",
+						    lineno);
+			}
+		SHA256((const unsigned char *)w1, l1, c.digest);
+	}
+	if (!(c.scope = strndup(w2, l2))) {
+		return rung_err_set(err, ENOMEM, "out of memory");
+	}
+	if ((r = add_entry(t, &c, err)) < 0)
+		free(c.scope);
+	return r;
 }
 
 int srv_tokens_parse(const char *text, size_t len, struct srv_tokens *out, struct rung_err *err)
@@ -175,91 +259,14 @@ int srv_tokens_parse(const char *text, size_t len, struct srv_tokens *out, struc
 				goto fail;
 			}
 			if (word_is(q, ce, "limits")) {
-				if ((r = limits_line(&t, q + 6, (size_t)(ce - q - 6), lineno, err)) < 0)
+				if ((r = limits_line(&t, q + 6, (size_t)(ce - q - 6), lineno,
+						     err)) < 0)
 					goto fail;
 				p = nl ? nl + 1 : end;
 				continue;
 			}
-			const char *w1, *w2;
-			size_t l1, l2;
-			bool admin = false, uidline = false;
-			if (word_is(q, ce, "uid")) {
-				/* "uid UID SCOPE": a Unix-socket client running as UID */
-				if (two_words(q + 3, (size_t)(ce - q - 3), &w1, &l1, &w2, &l2) < 0) {
-					r = rung_err_set(err, EINVAL,
-							 "line %u: expected \"uid UID SCOPE\"", lineno);
-					goto fail;
-				}
-				uidline = true;
-			} else if (word_is(q, ce, "admin")) {
-				/* "admin TOKEN": the token is the second word, the scope is fixed */
-				w1 = q + 5;
-				while (*w1 == ' ' || *w1 == '\t')
-					w1++;
-				l1 = (size_t)(ce - w1);
-				if (memchr(w1, ' ', l1) || memchr(w1, '\t', l1)) {
-					r = rung_err_set(err, EINVAL, "line %u: expected \"admin TOKEN\"",
-							 lineno);
-					goto fail;
-				}
-				admin = true;
-				w2 = SRV_ADMIN_SCOPE;
-				l2 = strlen(w2);
-			} else if (two_words(q, (size_t)(ce - q), &w1, &l1, &w2, &l2) < 0) {
-				r = rung_err_set(err, EINVAL, "line %u: expected \"TOKEN SCOPE\"",
-						 lineno);
+			if ((r = cred_line(&t, q, ce, lineno, err)) < 0)
 				goto fail;
-			}
-			if (!admin && !scope_ok(w2, l2)) {
-				r = rung_err_set(err, EINVAL, "line %u: bad scope", lineno);
-				goto fail;
-			}
-			struct srv_cred c = {.line = lineno};
-			static const char uidp[] = "unix-peer-uid:";
-			if (admin) {
-				c.kind = SRV_CRED_ADMIN;
-			} else if (uidline) {
-				c.kind = SRV_CRED_UNIX_UID;
-				if (parse_uid(w1, l1, &c.uid) < 0) {
-					r = rung_err_set(err, EINVAL, "line %u: bad uid", lineno);
-					goto fail;
-				}
-			} else if (l1 == 1 && w1[0] == '-') {
-				c.kind = SRV_CRED_UNIX_ANY;
-			} else if (l1 > sizeof(uidp) - 1 && !memcmp(w1, uidp, sizeof(uidp) - 1)) {
-				c.kind = SRV_CRED_UNIX_UID;
-				if (parse_uid(w1 + sizeof(uidp) - 1, l1 - (sizeof(uidp) - 1),
-					      &c.uid) < 0) {
-					r = rung_err_set(err, EINVAL, "line %u: bad uid", lineno);
-					goto fail;
-				}
-			}
-			if (c.kind == SRV_CRED_TOKEN || c.kind == SRV_CRED_ADMIN) {
-				if (l1 < TOKEN_MIN || l1 > TOKEN_MAX) {
-					r = rung_err_set(err, EINVAL,
-							 "line %u: token must be %d..%d bytes",
-							 lineno, TOKEN_MIN, TOKEN_MAX);
-					goto fail;
-				}
-				for (size_t i = 0; i < l1; i++)
-					if (!isgraph((unsigned char)w1[i])) {
-						r = rung_err_set(
-						    err, EINVAL,
-						    "line %u: token has a non-printable "
-						    "byte",
-						    lineno);
-						goto fail;
-					}
-				SHA256((const unsigned char *)w1, l1, c.digest);
-			}
-			if (!(c.scope = strndup(w2, l2))) {
-				r = rung_err_set(err, ENOMEM, "out of memory");
-				goto fail;
-			}
-			if ((r = add_entry(&t, &c, err)) < 0) {
-				free(c.scope);
-				goto fail;
-			}
 		}
 		p = nl ? nl + 1 : end;
 	}
