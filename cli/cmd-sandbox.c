@@ -42,8 +42,9 @@ static int exec_and_report(struct cli *c, struct rung_sandbox *sb, struct rung_e
 		      : rung_exec(sb, req, &res, &err);
 	if (rc < 0) {
 		if (interrupted && __atomic_load_n(interrupted, __ATOMIC_ACQUIRE))
-			return 1; /* the watcher disposed the sandbox under the exec: not an error */
-		if (broken_pipe) /* (only with SIGPIPE ignored) as if SIGPIPE had ended us */
+			return 1; /* the watcher disposed the sandbox under the exec: not an error
+				   */
+		if (broken_pipe)  /* (only with SIGPIPE ignored) as if SIGPIPE had ended us */
 			return 128 + SIGPIPE;
 		return cli_fail(c, &err);
 	}
@@ -64,8 +65,10 @@ static int exec_and_report(struct cli *c, struct rung_sandbox *sb, struct rung_e
 		}
 	}
 	if (res.timed_out)
-		fprintf(stderr, "rung: command timed out after %u ms; every process it started "
-				"was killed\n", req->timeout_ms);
+		fprintf(stderr,
+			"rung: command timed out after %u ms; every process it started "
+			"was killed\n",
+			req->timeout_ms);
 	else if (res.truncated)
 		fprintf(stderr, "rung: output truncated at the sandbox's output limit\n");
 	rung_exec_res_release(&res);
@@ -137,7 +140,8 @@ struct run_watch {
 static void *run_watch_main(void *ud)
 {
 	struct run_watch *w = ud;
-	struct pollfd p[2] = {{.fd = w->sfd, .events = POLLIN}, {.fd = w->stop[0], .events = POLLIN}};
+	struct pollfd p[2] = {{.fd = w->sfd, .events = POLLIN},
+			      {.fd = w->stop[0], .events = POLLIN}};
 	for (;;) {
 		if (poll(p, 2, -1) < 0)
 			continue;
@@ -218,16 +222,14 @@ static int run_watch_end(struct run_watch *w)
 	return w->late;
 }
 
-int cli_cmd_run(struct cli *c, int argc, char **argv)
+/* run's arguments: spec options, --scope/--thread/--agent, exec options, then -- CMD. Sets
+ * *cmd_at to CMD's index; returns 0, or the exit status of a usage error. */
+static int run_args(struct cli *c, int argc, char **argv, struct cli_spec_opts *so,
+		    struct rung_exec_req *req, struct rung_key *key, char ***envv, int *cmd_at)
 {
-	struct cli_spec_opts so;
-	struct rung_exec_req req = {0};
-	struct rung_key key = {0};
-	char **envv = NULL;
-	cli_spec_opts_init(&so);
-	int i = 1, cmd_at = -1;
-	for (; i < argc; i++) {
-		int r = cli_spec_opt(c, &so, argc, argv, &i);
+	*cmd_at = -1;
+	for (int i = 1; i < argc; i++) {
+		int r = cli_spec_opt(c, so, argc, argv, &i);
 		if (r < 0)
 			return 2;
 		if (r)
@@ -236,51 +238,91 @@ int cli_cmd_run(struct cli *c, int argc, char **argv)
 		    !strcmp(argv[i], "--agent")) {
 			if (i + 1 >= argc)
 				return cli_usage_error("run", "%s needs a value", argv[i]);
-			const char **dst = argv[i][2] == 's' ? &key.scope
-					   : argv[i][2] == 't' ? &key.thread : &key.agent;
+			const char **dst = argv[i][2] == 's'   ? &key->scope
+					   : argv[i][2] == 't' ? &key->thread
+							       : &key->agent;
 			*dst = argv[++i];
 			continue;
 		}
-		r = exec_opt("run", argc, argv, &i, &req, &envv);
+		r = exec_opt("run", argc, argv, &i, req, envv);
 		if (r < 0)
 			return 2;
 		if (r)
 			continue;
 		if (!strcmp(argv[i], "--")) {
-			cmd_at = i + 1;
+			*cmd_at = i + 1;
 			break;
 		}
 		return cli_usage_error("run", "unknown argument '%s'", argv[i]);
 	}
-	if (cmd_at < 0 || cmd_at >= argc)
+	if (*cmd_at < 0 || *cmd_at >= argc)
 		return cli_usage_error("run", "missing -- CMD [ARG...]");
-	struct rung_err err = {0};
-	if (cli_spec_finish(&so, &err) < 0)
-		return cli_fail(c, &err);
-	char anon[96];
-	bool anonymous = !key.scope;
-	if (anonymous) { /* a fresh anonymous key */
+	return 0;
+}
+
+/* The key's defaults; without --scope a fresh anonymous key (its thread in anon): true. */
+static bool run_key(struct rung_key *key, char *anon, size_t anon_len)
+{
+	bool anonymous = !key->scope;
+	if (anonymous) {
 		unsigned char rnd[8];
 		int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 		if (fd < 0 || read(fd, rnd, sizeof(rnd)) != sizeof(rnd))
 			memset(rnd, 0, sizeof(rnd));
 		if (fd >= 0)
 			close(fd);
-		snprintf(anon, sizeof(anon), "run-%d-%02x%02x%02x%02x%02x%02x%02x%02x", (int)getpid(),
+		snprintf(anon, anon_len, "run-%d-%02x%02x%02x%02x%02x%02x%02x%02x", (int)getpid(),
 			 rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-		key.scope = "anonymous";
-		key.thread = anon;
-		key.agent = "cli";
+		key->scope = "anonymous";
+		key->thread = anon;
+		key->agent = "cli";
 	}
-	if (!key.thread)
-		key.thread = "default";
-	if (!key.agent)
-		key.agent = "cli";
+	if (!key->thread)
+		key->thread = "default";
+	if (!key->agent)
+		key->agent = "cli";
+	return anonymous;
+}
+
+/* An anonymous run: watched for stop signals, disposed at the end whatever happens. */
+static int run_anonymous(struct cli *c, struct rung_router *r, struct rung_sandbox *sb,
+			 struct rung_exec_req *req, sigset_t *hold)
+{
+	bool disposed = false;
+	struct run_watch w;
+	struct rung_err err = {0};
+	run_watch_start(&w, r, rung_sandbox_id(sb), hold);
+	int status = run_watch_exec(c, sb, req, &w, &disposed);
+	fflush(stdout);
+	if (!disposed && rung_dispose(r, rung_sandbox_id(sb), NULL, &err) < 0)
+		fprintf(stderr, "rung: dispose %s: %s\n", rung_sandbox_id(sb), err.msg);
+	int late = run_watch_end(&w);
+	if (late && !disposed) /* held until now, it would have ended us: the same code */
+		status = 128 + late;
+	return status;
+}
+
+int cli_cmd_run(struct cli *c, int argc, char **argv)
+{
+	struct cli_spec_opts so;
+	struct rung_exec_req req = {0};
+	struct rung_key key = {0};
+	char **envv = NULL;
+	int cmd_at;
+	cli_spec_opts_init(&so);
+	int st = run_args(c, argc, argv, &so, &req, &key, &envv, &cmd_at);
+	if (st)
+		return st;
+	struct rung_err err = {0};
+	if (cli_spec_finish(&so, &err) < 0)
+		return cli_fail(c, &err);
+	char anon[96];
+	bool anonymous = run_key(&key, anon, sizeof(anon));
+	req.argv = (const char *const *)argv + cmd_at;
+	if (!req.timeout_ms)
+		req.timeout_ms = so.spec.limits.exec_timeout_s * 1000;
 	if (c->remote) {
-		req.argv = (const char *const *)argv + cmd_at;
-		if (!req.timeout_ms)
-			req.timeout_ms = so.spec.limits.exec_timeout_s * 1000;
-		int st = cli_remote_run(c, &key, anonymous, &so.spec, &req);
+		st = cli_remote_run(c, &key, anonymous, &so.spec, &req);
 		rung_spec_release(&so.spec);
 		free(envv);
 		return st;
@@ -300,32 +342,17 @@ int cli_cmd_run(struct cli *c, int argc, char **argv)
 			sigprocmask(SIG_SETMASK, &prev, NULL);
 		return cli_fail(c, &err);
 	}
-	req.argv = (const char *const *)argv + cmd_at;
-	if (!req.timeout_ms)
-		req.timeout_ms = so.spec.limits.exec_timeout_s * 1000;
-	bool disposed = false;
-	struct run_watch w;
-	int status;
 	if (anonymous) {
-		run_watch_start(&w, r, rung_sandbox_id(sb), &hold);
-		status = run_watch_exec(c, sb, &req, &w, &disposed);
-	} else {
-		status = cli_exec_and_report(c, sb, &req);
-	}
-	fflush(stdout);
-	if (anonymous && !disposed && rung_dispose(r, rung_sandbox_id(sb), NULL, &err) < 0)
-		fprintf(stderr, "rung: dispose %s: %s\n", rung_sandbox_id(sb), err.msg);
-	if (anonymous) {
-		int late = run_watch_end(&w);
-		if (late && !disposed) /* held until now, it would have ended us: the same code */
-			status = 128 + late;
-	}
-	if (anonymous)
+		st = run_anonymous(c, r, sb, &req, &hold);
 		sigprocmask(SIG_SETMASK, &prev, NULL);
+	} else {
+		st = cli_exec_and_report(c, sb, &req);
+		fflush(stdout);
+	}
 	rung_sandbox_close(sb);
 	rung_spec_release(&so.spec);
 	free(envv);
-	return status;
+	return st;
 }
 
 int cli_cmd_acquire(struct cli *c, int argc, char **argv)
@@ -340,9 +367,11 @@ int cli_cmd_acquire(struct cli *c, int argc, char **argv)
 		if (r)
 			continue;
 		if ((!strcmp(argv[i], "--scope") || !strcmp(argv[i], "--thread") ||
-		     !strcmp(argv[i], "--agent")) && i + 1 < argc) {
-			const char **dst = argv[i][2] == 's' ? &key.scope
-					   : argv[i][2] == 't' ? &key.thread : &key.agent;
+		     !strcmp(argv[i], "--agent")) &&
+		    i + 1 < argc) {
+			const char **dst = argv[i][2] == 's'   ? &key.scope
+					   : argv[i][2] == 't' ? &key.thread
+							       : &key.agent;
 			*dst = argv[++i];
 			continue;
 		}
@@ -409,7 +438,8 @@ int cli_cmd_exec(struct cli *c, int argc, char **argv)
 		}
 		if (argv[i][0] != '-') {
 			if (id)
-				return cli_usage_error("exec", "unexpected '%s' (missing --?)", argv[i]);
+				return cli_usage_error("exec", "unexpected '%s' (missing --?)",
+						       argv[i]);
 			id = argv[i];
 			continue;
 		}
@@ -448,7 +478,8 @@ int cli_cmd_write(struct cli *c, int argc, char **argv)
 			char *end;
 			unsigned long m = strtoul(argv[++i], &end, 8);
 			if (*end || m > 07777)
-				return cli_usage_error("write", "--mode: '%s' is not octal", argv[i]);
+				return cli_usage_error("write", "--mode: '%s' is not octal",
+						       argv[i]);
 			mode = (unsigned)m;
 		} else if (np < 2) {
 			pos[np++] = argv[i];
@@ -514,7 +545,8 @@ int cli_cmd_run_code(struct cli *c, int argc, char **argv)
 			return cli_usage_error("run-code", "unexpected '%s'", argv[i]);
 	}
 	if (!id || !lang)
-		return cli_usage_error("run-code", "usage: rung run-code ID --lang python|sh < CODE");
+		return cli_usage_error("run-code",
+				       "usage: rung run-code ID --lang python|sh < CODE");
 	struct rung_err err = {0};
 	char *code;
 	size_t len;
@@ -545,4 +577,3 @@ int cli_cmd_run_code(struct cli *c, int argc, char **argv)
 	rung_sandbox_close(sb);
 	return r;
 }
-
