@@ -96,8 +96,8 @@ static int setup_net(struct vmm_vm *vm, struct rung_err *err)
 static int setup_devices(struct vmm_vm *vm, struct rung_err *err)
 {
 	const struct vmm_config *cfg = &vm->cfg;
-	int r = vmm_serial_init(&vm->serial, cfg->serial_log, cfg->serial_cap, cfg->serial_timestamps,
-				vmm_kvm_irq_line, vm, err);
+	int r = vmm_serial_init(&vm->serial, cfg->serial_log, cfg->serial_cap,
+				cfg->serial_timestamps, vmm_kvm_irq_line, vm, err);
 	if (r < 0)
 		return r;
 	vm->serial_ok = true;
@@ -132,8 +132,7 @@ static int load_boot(struct vmm_vm *vm, struct rung_err *err)
 	int r = read_file(vm->cfg.kernel, MAX_KERNEL, &kernel, &klen, err);
 	if (r < 0)
 		return rung_err_wrap(err, "--kernel");
-	if (vm->cfg.initrd &&
-	    (r = read_file(vm->cfg.initrd, MAX_INITRD, &initrd, &ilen, err)) < 0)
+	if (vm->cfg.initrd && (r = read_file(vm->cfg.initrd, MAX_INITRD, &initrd, &ilen, err)) < 0)
 		return rung_err_wrap(err, "--initrd");
 	struct vmm_mmio_slot slots[VMM_MAX_VIRTIO_DEVS];
 	for (unsigned i = 0; i < vm->nvirtio; i++)
@@ -193,7 +192,8 @@ struct vmm_vm *vmm_vm_create(const struct vmm_config *cfg, struct rung_err *err)
 		if ((r = vmm_vcpu_create(vm, i, err)) < 0)
 			goto fail;
 	if (cfg->vsock_fd >= 0) {
-		if (rung_fd_set_nonblock(cfg->vsock_fd, 1) < 0 || rung_fd_set_cloexec(cfg->vsock_fd, 1) < 0) {
+		if (rung_fd_set_nonblock(cfg->vsock_fd, 1) < 0 ||
+		    rung_fd_set_cloexec(cfg->vsock_fd, 1) < 0) {
 			r = rung_err_sys(err, errno, "--vsock-fd %d", cfg->vsock_fd);
 			goto fail;
 		}
@@ -338,58 +338,128 @@ static void accept_vsock(struct vmm_vm *vm)
 	}
 }
 
+/* The event loop's poll set: fixed slots, then the control connections, then vsock's. */
+enum {
+	P_EXIT,
+	P_SIG,
+	P_VLISTEN,
+	P_KICK,
+	P_NKICK,
+	P_TAP,
+	P_CLISTEN,
+	P_CTL,
+	P_CONN = P_CTL + CTL_CONNS
+};
+#define P_ALL (P_CONN + VMM_VSOCK_MAX_CONNS)
+
+/* What to wait for: while paused, only the exit, signals and the control socket. */
+static void fill_pollfds(struct vmm_vm *vm, struct vmm_net *net, bool paused,
+			 const struct ctl_conn *ctl, struct pollfd *pfd)
+{
+	pfd[P_EXIT] = (struct pollfd){.fd = vm->exit_fd, .events = POLLIN};
+	pfd[P_SIG] = (struct pollfd){.fd = vm->sig_fd, .events = POLLIN};
+	pfd[P_VLISTEN] = (struct pollfd){.fd = paused ? -1 : vm->vsock_listen_fd, .events = POLLIN};
+	pfd[P_KICK] = (struct pollfd){.fd = paused ? -1 : vm->vsock.kick_fd, .events = POLLIN};
+	pfd[P_NKICK] = (struct pollfd){.fd = paused || !net ? -1 : net->kick_fd, .events = POLLIN};
+	pfd[P_TAP] = (struct pollfd){.fd = -1, .events = POLLIN};
+	if (net && !paused) {
+		pthread_mutex_lock(&net->t->lock);
+		pfd[P_TAP].fd = vmm_net_poll_fd(net);
+		pthread_mutex_unlock(&net->t->lock);
+	}
+	pfd[P_CLISTEN] = (struct pollfd){.fd = vm->control_fd, .events = POLLIN};
+	for (unsigned i = 0; i < CTL_CONNS; i++)
+		pfd[P_CTL + i] = (struct pollfd){.fd = ctl[i].fd, .events = POLLIN};
+	pthread_mutex_lock(&vm->vsock.t->lock);
+	for (unsigned i = 0; i < VMM_VSOCK_MAX_CONNS; i++) {
+		int ev = paused ? -1 : vmm_vsock_poll_events(&vm->vsock, i);
+		pfd[P_CONN + i] = (struct pollfd){.fd = ev >= 0 ? vm->vsock.conns[i].fd : -1,
+						  .events = (short)(ev > 0 ? ev : 0)};
+	}
+	pthread_mutex_unlock(&vm->vsock.t->lock);
+}
+
+/* The control socket: a new connection into a free slot, then each connection's lines. */
+static void serve_control(struct vmm_vm *vm, struct ctl_conn *ctl, const struct pollfd *pfd)
+{
+	if (pfd[P_CLISTEN].revents) {
+		int fd = accept4(vm->control_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		unsigned i = 0;
+		while (fd >= 0 && i < CTL_CONNS && ctl[i].fd >= 0)
+			i++;
+		if (fd >= 0 && i == CTL_CONNS) {
+			ctl_reply(fd, "error too many control connections\n");
+			close(fd);
+		} else if (fd >= 0) {
+			ctl[i].fd = fd;
+			ctl[i].len = 0;
+		}
+	}
+	for (unsigned i = 0; i < CTL_CONNS; i++)
+		if (pfd[P_CTL + i].revents && !ctl_read(vm, &ctl[i])) {
+			close(ctl[i].fd);
+			ctl[i].fd = -1;
+		}
+}
+
+/* The devices' host side (not while paused): vsock and net kicks, the tap, new and hung-up
+ * vsock connections, then vsock's queues. */
+static void serve_devices(struct vmm_vm *vm, struct vmm_net *net, const struct pollfd *pfd)
+{
+	if (pfd[P_KICK].revents) {
+		uint64_t v;
+		if (read(vm->vsock.kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			PLOG_WARN("vsock kick");
+	}
+	if (net && (pfd[P_NKICK].revents || pfd[P_TAP].revents)) {
+		uint64_t v;
+		if (pfd[P_NKICK].revents && read(net->kick_fd, &v, sizeof(v)) < 0 &&
+		    errno != EAGAIN)
+			PLOG_WARN("net kick");
+		if (pfd[P_TAP].revents & (POLLERR | POLLHUP | POLLNVAL))
+			vmm_net_tap_hup(net);
+		vmm_net_process(net);
+	}
+	if (pfd[P_VLISTEN].revents)
+		accept_vsock(vm);
+	pthread_mutex_lock(&vm->vsock.t->lock);
+	for (unsigned i = 0; i < VMM_VSOCK_MAX_CONNS; i++)
+		if (pfd[P_CONN + i].revents & (POLLHUP | POLLERR | POLLNVAL))
+			vmm_vsock_host_hup(&vm->vsock, i);
+	pthread_mutex_unlock(&vm->vsock.t->lock);
+	vmm_vsock_process(&vm->vsock);
+}
+
 static void event_loop(struct vmm_vm *vm)
 {
 	struct ctl_conn ctl[CTL_CONNS];
 	for (unsigned i = 0; i < CTL_CONNS; i++)
 		ctl[i].fd = -1;
-	enum { P_EXIT, P_SIG, P_VLISTEN, P_KICK, P_NKICK, P_TAP, P_CLISTEN, P_CTL,
-	       P_CONN = P_CTL + CTL_CONNS };
 	struct vmm_net *net = vm->net_ok && vm->net.t ? &vm->net : NULL;
-	struct pollfd pfd[P_CONN + VMM_VSOCK_MAX_CONNS];
+	struct pollfd pfd[P_ALL];
 	uint64_t next_probe = rung_now_ms() + HALT_PROBE_MS;
 	unsigned halt_rounds = 0;
 	for (;;) {
-		bool paused;
 		pthread_mutex_lock(&vm->run_lock);
-		paused = vm->pause_req;
+		bool paused = vm->pause_req;
 		bool stop = vm->stopping;
 		pthread_mutex_unlock(&vm->run_lock);
 		if (stop)
 			break;
-		pfd[P_EXIT] = (struct pollfd){.fd = vm->exit_fd, .events = POLLIN};
-		pfd[P_SIG] = (struct pollfd){.fd = vm->sig_fd, .events = POLLIN};
-		pfd[P_VLISTEN] = (struct pollfd){.fd = paused ? -1 : vm->vsock_listen_fd, .events = POLLIN};
-		pfd[P_KICK] = (struct pollfd){.fd = paused ? -1 : vm->vsock.kick_fd, .events = POLLIN};
-		pfd[P_NKICK] = (struct pollfd){.fd = paused || !net ? -1 : net->kick_fd, .events = POLLIN};
-		pfd[P_TAP] = (struct pollfd){.fd = -1, .events = POLLIN};
-		if (net && !paused) {
-			pthread_mutex_lock(&net->t->lock);
-			pfd[P_TAP].fd = vmm_net_poll_fd(net);
-			pthread_mutex_unlock(&net->t->lock);
-		}
-		pfd[P_CLISTEN] = (struct pollfd){.fd = vm->control_fd, .events = POLLIN};
-		for (unsigned i = 0; i < CTL_CONNS; i++)
-			pfd[P_CTL + i] = (struct pollfd){.fd = ctl[i].fd, .events = POLLIN};
-		pthread_mutex_lock(&vm->vsock.t->lock);
-		for (unsigned i = 0; i < VMM_VSOCK_MAX_CONNS; i++) {
-			int ev = paused ? -1 : vmm_vsock_poll_events(&vm->vsock, i);
-			pfd[P_CONN + i] = (struct pollfd){.fd = ev >= 0 ? vm->vsock.conns[i].fd : -1,
-							  .events = (short)(ev > 0 ? ev : 0)};
-		}
-		pthread_mutex_unlock(&vm->vsock.t->lock);
+		fill_pollfds(vm, net, paused, ctl, pfd);
 		uint64_t now = rung_now_ms();
 		if (!paused && now >= next_probe) {
 			/* two rounds in a row: one sample could catch a transient cli; hlt */
 			halt_rounds = vmm_vcpus_probe_halt(vm) ? halt_rounds + 1 : 0;
 			if (halt_rounds >= 2) {
-				vmm_vm_end(vm, VMM_EXIT_REBOOT, "guest halted (poweroff without ACPI, or halt)");
+				vmm_vm_end(vm, VMM_EXIT_REBOOT,
+					   "guest halted (poweroff without ACPI, or halt)");
 				break;
 			}
 			next_probe = now + HALT_PROBE_MS;
 		}
 		int timeout = paused ? -1 : (int)(next_probe > now ? next_probe - now : 0);
-		if (poll(pfd, RUNG_ARRAY_SIZE(pfd), timeout) < 0) {
+		if (poll(pfd, P_ALL, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			vmm_vm_end(vm, VMM_EXIT_ERROR, "poll: %s", strerror(errno));
@@ -400,47 +470,9 @@ static void event_loop(struct vmm_vm *vm)
 			if (read(vm->sig_fd, &si, sizeof(si)) == sizeof(si))
 				vmm_vm_end(vm, VMM_EXIT_STOPPED, "signal %u", si.ssi_signo);
 		}
-		if (pfd[P_CLISTEN].revents) {
-			int fd = accept4(vm->control_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-			unsigned i = 0;
-			while (fd >= 0 && i < CTL_CONNS && ctl[i].fd >= 0)
-				i++;
-			if (fd >= 0 && i == CTL_CONNS) {
-				ctl_reply(fd, "error too many control connections\n");
-				close(fd);
-			} else if (fd >= 0) {
-				ctl[i].fd = fd;
-				ctl[i].len = 0;
-			}
-		}
-		for (unsigned i = 0; i < CTL_CONNS; i++)
-			if (pfd[P_CTL + i].revents && !ctl_read(vm, &ctl[i])) {
-				close(ctl[i].fd);
-				ctl[i].fd = -1;
-			}
-		if (paused)
-			continue;
-		if (pfd[P_KICK].revents) {
-			uint64_t v;
-			if (read(vm->vsock.kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-				PLOG_WARN("vsock kick");
-		}
-		if (net && (pfd[P_NKICK].revents || pfd[P_TAP].revents)) {
-			uint64_t v;
-			if (pfd[P_NKICK].revents && read(net->kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-				PLOG_WARN("net kick");
-			if (pfd[P_TAP].revents & (POLLERR | POLLHUP | POLLNVAL))
-				vmm_net_tap_hup(net);
-			vmm_net_process(net);
-		}
-		if (pfd[P_VLISTEN].revents)
-			accept_vsock(vm);
-		pthread_mutex_lock(&vm->vsock.t->lock);
-		for (unsigned i = 0; i < VMM_VSOCK_MAX_CONNS; i++)
-			if (pfd[P_CONN + i].revents & (POLLHUP | POLLERR | POLLNVAL))
-				vmm_vsock_host_hup(&vm->vsock, i);
-		pthread_mutex_unlock(&vm->vsock.t->lock);
-		vmm_vsock_process(&vm->vsock);
+		serve_control(vm, ctl, pfd);
+		if (!paused)
+			serve_devices(vm, net, pfd);
 	}
 	for (unsigned i = 0; i < CTL_CONNS; i++)
 		if (ctl[i].fd >= 0)
@@ -450,7 +482,8 @@ static void event_loop(struct vmm_vm *vm)
 enum vmm_exit vmm_vm_run(struct vmm_vm *vm, struct rung_err *err)
 {
 	int r = vmm_vcpus_start(vm, err);
-	if (r == 0 && vm->vmm_bpf && (r = vmm_seccomp_install(vm->vmm_bpf, vm->vmm_bpf_len, err)) < 0)
+	if (r == 0 && vm->vmm_bpf &&
+	    (r = vmm_seccomp_install(vm->vmm_bpf, vm->vmm_bpf_len, err)) < 0)
 		vmm_vm_end(vm, VMM_EXIT_ERROR, "vmm thread: seccomp: %s", err->msg);
 	if (r == 0)
 		event_loop(vm);
