@@ -28,8 +28,9 @@
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: rfs-tool layout|busybox-tar|import|pull|list|gc|inspect|layers|tag|rm|"
-			"unpack ... (see rootfs/main-tool.c)\n");
+	fprintf(stderr,
+		"usage: rfs-tool layout|busybox-tar|import|pull|list|gc|inspect|layers|tag|rm|"
+		"unpack ... (see rootfs/main-tool.c)\n");
 	return 2;
 }
 
@@ -45,19 +46,21 @@ static void progress(const char *layer, uint64_t done, uint64_t total, void *ud)
 
 static int busybox_tar(const char *out, struct rung_err *err)
 {
-	static const char *const applets[] = { "sh", "ash", "ls", "cat", "echo", "true", "false",
-					       "id", "env", "mkdir", "rm", "cp", "mv", "sleep",
-					       "touch", "head", "tail", "wc", "grep", "sed",
-					       "ps", "kill", "chmod", "pwd", "uname", "printf",
-					       "test", "[", "stat", "find", "xargs", "sort", "dd" };
+	static const char *const applets[] = {
+	    "sh",    "ash",  "ls",   "cat",   "echo",  "true",	"false", "id",	   "env",
+	    "mkdir", "rm",   "cp",   "mv",    "sleep", "touch", "head",	 "tail",   "wc",
+	    "grep",  "sed",  "ps",   "kill",  "chmod", "pwd",	"uname", "printf", "test",
+	    "[",     "stat", "find", "xargs", "sort",  "dd"};
 	static const struct {
 		const char *path, *body;
 	} files[] = {
-		{ "etc/passwd", "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n" },
-		{ "etc/group", "root:x:0:\nnogroup:x:65534:\n" },
-		{ "etc/hostname", "rung\n" },
+	    {"etc/passwd",
+	     "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n"},
+	    {"etc/group", "root:x:0:\nnogroup:x:65534:\n"},
+	    {"etc/hostname", "rung\n"},
 	};
-	static const char *const dirs[] = { "bin", "etc", "tmp", "root", "work", "proc", "dev", "sys" };
+	static const char *const dirs[] = {"bin",  "etc",  "tmp", "root",
+					   "work", "proc", "dev", "sys"};
 	struct archive *a = archive_write_new();
 	archive_write_set_format_pax_restricted(a);
 	if (archive_write_open_filename(a, out) != ARCHIVE_OK)
@@ -116,10 +119,10 @@ out:
 
 static int cmd_layout(int argc, char **argv, struct rung_err *err)
 {
-	const char *tars[MAXV + 1] = { 0 }, *env[MAXV + 1] = { 0 }, *cmd[MAXV + 1] = { 0 },
-		   *ep[MAXV + 1] = { 0 };
+	const char *tars[MAXV + 1] = {0}, *env[MAXV + 1] = {0}, *cmd[MAXV + 1] = {0},
+				*ep[MAXV + 1] = {0};
 	size_t nt = 0, ne = 0, nc = 0, np = 0;
-	struct rfs_layout_opts o = { .compress = RFS_COMPRESS_GZIP };
+	struct rfs_layout_opts o = {.compress = RFS_COMPRESS_GZIP};
 	const char *out = NULL;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -164,9 +167,80 @@ static void print_info(const struct rfs_image_info *i)
 	       (unsigned long long)i->size, i->n_layers);
 }
 
+/* rfs-tool CMD --state DIR [ARG...]: the image store's commands. Returns 0, < 0 with err
+ * set, or 2 (usage). */
+static int store_cmd(const char *cmd, int argc, char **argv, const struct rfs_unpack_limits *lim,
+		     struct rung_err *err)
+{
+	struct rfs_store *s;
+	int r;
+	if ((r = rfs_store_open(argv[3], &s, err)) < 0)
+		return r;
+	rfs_store_set_limits(s, lim);
+	const char *arg = argc > 4 ? argv[4] : NULL;
+	struct rfs_image_info info;
+	if (!strcmp(cmd, "import") && arg) {
+		uint64_t last = 0;
+		r = rfs_image_import(s, arg, argc > 5 ? argv[5] : NULL, progress, &last, &info,
+				     err);
+		if (r == 0)
+			print_info(&info), rfs_image_info_release(&info);
+	} else if (!strcmp(cmd, "pull") && arg) {
+		struct rfs_pull_opts o = {
+		    .username = getenv("RUNG_REGISTRY_USER"),
+		    .password = getenv("RUNG_REGISTRY_PASSWORD"),
+		    .token_hosts = getenv("RUNG_REGISTRY_TOKEN_HOSTS"),
+		};
+		for (int i = 5; i < argc; i++)
+			if (!strcmp(argv[i], "--insecure"))
+				o.insecure = true;
+			else if (!strcmp(argv[i], "--tag") && i + 1 < argc)
+				o.tag = argv[++i];
+		uint64_t last = 0;
+		r = rfs_image_pull(s, arg, &o, progress, &last, &info, err);
+		if (r == 0)
+			print_info(&info), rfs_image_info_release(&info);
+	} else if (!strcmp(cmd, "list")) {
+		struct rfs_image_entry *v;
+		size_t n;
+		if ((r = rfs_image_list(s, &v, &n, err)) == 0) {
+			for (size_t i = 0; i < n; i++)
+				printf("%-40s %s %llu\n", v[i].ref, v[i].digest,
+				       (unsigned long long)v[i].size);
+			free(v);
+		}
+	} else if (!strcmp(cmd, "gc")) {
+		uint64_t freed;
+		if ((r = rfs_store_gc(s, &freed, err)) == 0)
+			printf("freed %llu bytes\n", (unsigned long long)freed);
+	} else if (!strcmp(cmd, "inspect") && arg) {
+		char *js;
+		if ((r = rfs_image_inspect(s, arg, &js, err)) == 0)
+			printf("%s\n", js), free(js);
+	} else if (!strcmp(cmd, "layers") && arg) {
+		char **dirs;
+		if ((r = rfs_image_resolve(s, arg, &info, err)) == 0) {
+			r = rfs_image_layers(s, &info, &dirs, err);
+			for (char **d = r == 0 ? dirs : NULL; d && *d; d++)
+				printf("%s\n", *d), free(*d);
+			if (r == 0)
+				free(dirs);
+			rfs_image_info_release(&info);
+		}
+	} else if (!strcmp(cmd, "tag") && arg && argc > 5) {
+		r = rfs_image_tag(s, arg, argv[5], err);
+	} else if (!strcmp(cmd, "rm") && arg) {
+		r = rfs_image_remove(s, arg, NULL, NULL, err);
+	} else {
+		r = usage();
+	}
+	rfs_store_free(s);
+	return r;
+}
+
 int main(int argc, char **argv)
 {
-	struct rung_err err = { 0 };
+	struct rung_err err = {0};
 	if (argc < 2)
 		return usage();
 	/* the environment, read here once (docs/configuration.md) */
@@ -194,74 +268,11 @@ int main(int argc, char **argv)
 			printf("%llu entries, %llu bytes\n", (unsigned long long)st.entries,
 			       (unsigned long long)st.bytes);
 	} else if (argc >= 4 && !strcmp(argv[2], "--state")) {
-		struct rfs_store *s;
-		if ((r = rfs_store_open(argv[3], &s, &err)) < 0)
-			goto done;
-		rfs_store_set_limits(s, &lim);
-		const char *arg = argc > 4 ? argv[4] : NULL;
-		struct rfs_image_info info;
-		if (!strcmp(cmd, "import") && arg) {
-			uint64_t last = 0;
-			r = rfs_image_import(s, arg, argc > 5 ? argv[5] : NULL, progress, &last, &info,
-					     &err);
-			if (r == 0)
-				print_info(&info), rfs_image_info_release(&info);
-		} else if (!strcmp(cmd, "pull") && arg) {
-			struct rfs_pull_opts o = {
-				.username = getenv("RUNG_REGISTRY_USER"),
-				.password = getenv("RUNG_REGISTRY_PASSWORD"),
-				.token_hosts = getenv("RUNG_REGISTRY_TOKEN_HOSTS"),
-			};
-			for (int i = 5; i < argc; i++)
-				if (!strcmp(argv[i], "--insecure"))
-					o.insecure = true;
-				else if (!strcmp(argv[i], "--tag") && i + 1 < argc)
-					o.tag = argv[++i];
-			uint64_t last = 0;
-			r = rfs_image_pull(s, arg, &o, progress, &last, &info, &err);
-			if (r == 0)
-				print_info(&info), rfs_image_info_release(&info);
-		} else if (!strcmp(cmd, "list")) {
-			struct rfs_image_entry *v;
-			size_t n;
-			if ((r = rfs_image_list(s, &v, &n, &err)) == 0) {
-				for (size_t i = 0; i < n; i++)
-					printf("%-40s %s %llu\n", v[i].ref, v[i].digest,
-					       (unsigned long long)v[i].size);
-				free(v);
-			}
-		} else if (!strcmp(cmd, "gc")) {
-			uint64_t freed;
-			if ((r = rfs_store_gc(s, &freed, &err)) == 0)
-				printf("freed %llu bytes\n", (unsigned long long)freed);
-		} else if (!strcmp(cmd, "inspect") && arg) {
-			char *js;
-			if ((r = rfs_image_inspect(s, arg, &js, &err)) == 0)
-				printf("%s\n", js), free(js);
-		} else if (!strcmp(cmd, "layers") && arg) {
-			char **dirs;
-			if ((r = rfs_image_resolve(s, arg, &info, &err)) == 0) {
-				r = rfs_image_layers(s, &info, &dirs, &err);
-				for (char **d = r == 0 ? dirs : NULL; d && *d; d++)
-					printf("%s\n", *d), free(*d);
-				if (r == 0)
-					free(dirs);
-				rfs_image_info_release(&info);
-			}
-		} else if (!strcmp(cmd, "tag") && arg && argc > 5) {
-			r = rfs_image_tag(s, arg, argv[5], &err);
-		} else if (!strcmp(cmd, "rm") && arg) {
-			r = rfs_image_remove(s, arg, NULL, NULL, &err);
-		} else {
-			r = usage();
-		}
-		rfs_store_free(s);
-		if (r == 2)
+		if ((r = store_cmd(cmd, argc, argv, &lim, &err)) == 2)
 			return 2;
 	} else {
 		return usage();
 	}
-done:
 	if (r < 0) {
 		fprintf(stderr, "rfs-tool %s: %s\n", cmd, err.msg);
 		return 1;
