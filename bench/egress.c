@@ -85,11 +85,10 @@ int main(int argc, char **argv)
 	/* No lookup is made; the upstream only keeps the proxy from reading the host's
 	 * resolv.conf (RUNG_DNS_UPSTREAM and RUNG_NET_POOL, when set, win). */
 	struct rung_router_opts o = {.dns_upstream = "127.0.0.1:53", .net_pool = "10.214.250.0/24"};
-	for (const char *const *e = rung_router_env_names; *e; e++) /* this main reads them */
-		if (rung_router_opts_set(&o, *e, getenv(*e), &err) < 0) {
-			fprintf(stderr, "%s\n", err.msg);
-			return 2;
-		}
+	if (rung_router_opts_load(&o, getenv, &err) < 0) { /* this main reads them */
+		fprintf(stderr, "%s\n", err.msg);
+		return 2;
+	}
 	o.state_dir = dir;
 	if (rung_router_new(&o, &r, &err) < 0) {
 		fprintf(stderr, "%s\n", err.msg);

@@ -30,11 +30,10 @@ int main(int argc, char **argv)
 	struct rung_err err = {0};
 	struct rung_router *r;
 	struct rung_router_opts o = {0};
-	for (const char *const *e = rung_router_env_names; *e; e++) /* this main reads them */
-		if (rung_router_opts_set(&o, *e, getenv(*e), &err) < 0) {
-			fprintf(stderr, "%s\n", err.msg);
-			return 2;
-		}
+	if (rung_router_opts_load(&o, getenv, &err) < 0) { /* this main reads them */
+		fprintf(stderr, "%s\n", err.msg);
+		return 2;
+	}
 	o.state_dir = argv[1];
 	if (rung_router_new(&o, &r, &err) < 0) {
 		fprintf(stderr, "%s\n", err.msg);

@@ -160,9 +160,8 @@ static int read_env(struct cli *c, struct image_env *env)
 {
 	struct rung_err err = {0};
 	rung_trace_set(getenv("RUNG_TRACE"));
-	for (const char *const *n = rung_router_env_names; *n; n++)
-		if (rung_router_opts_set(&c->host, *n, getenv(*n), &err) < 0)
-			goto bad;
+	if (rung_router_opts_load(&c->host, getenv, &err) < 0)
+		goto bad;
 	rfs_unpack_limits_default(&env->lim);
 	for (const char *const *n = rfs_limits_env_names; *n; n++)
 		if (rfs_unpack_limits_set(&env->lim, *n, getenv(*n), &err) < 0)

@@ -84,11 +84,10 @@ static int take_globals(struct cli *c, int *argc, char **argv)
 static int read_env(struct cli *c, const char **socket_env)
 {
 	struct rung_err err = {0};
-	for (const char *const *n = rung_router_env_names; *n; n++)
-		if (rung_router_opts_set(&c->host, *n, getenv(*n), &err) < 0) {
-			fprintf(stderr, "rung: %s\n", err.msg);
-			return -1;
-		}
+	if (rung_router_opts_load(&c->host, getenv, &err) < 0) {
+		fprintf(stderr, "rung: %s\n", err.msg);
+		return -1;
+	}
 	c->token = getenv("RUNG_TOKEN");
 	if (c->token && !*c->token)
 		c->token = NULL;

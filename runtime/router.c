@@ -146,6 +146,17 @@ int rung_router_opts_set(struct rung_router_opts *o, const char *name, const cha
 	return 0;
 }
 
+int rung_router_opts_load(struct rung_router_opts *o, char *(*lookup)(const char *name),
+			  struct rung_err *err)
+{
+	for (const char *const *n = rung_router_env_names; *n; n++) {
+		int r = rung_router_opts_set(o, *n, lookup(*n), err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static char *dup_or(const char *v, const char *dflt)
 {
 	return strdup(v && *v ? v : dflt);

@@ -15,11 +15,10 @@ int main(int argc, char **argv)
 	struct rung_router_opts host = {0};
 	struct rung_err err = {0};
 	rung_trace_set(getenv("RUNG_TRACE"));
-	for (const char *const *n = rung_router_env_names; *n; n++)
-		if (rung_router_opts_set(&host, *n, getenv(*n), &err) < 0) {
-			fprintf(stderr, "rung serve: %s\n", err.msg);
-			return 2;
-		}
+	if (rung_router_opts_load(&host, getenv, &err) < 0) {
+		fprintf(stderr, "rung serve: %s\n", err.msg);
+		return 2;
+	}
 	argv[0] = "serve";
 	return rung_serve_main(argc, argv, &host);
 }

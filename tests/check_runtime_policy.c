@@ -236,6 +236,17 @@ END_TEST
 
 /* The host settings: a program's main sets them by the RUNG_* name it read (the library reads
  * no environment); the router keeps copies, with the defaults filled in. */
+/* A main's environment, for rung_router_opts_load: one pool, optionally one bad number. */
+static bool fake_env_bad;
+static char *fake_env(const char *name)
+{
+	if (!strcmp(name, "RUNG_NET_POOL"))
+		return "10.7.0.0/16";
+	if (fake_env_bad && !strcmp(name, "RUNG_VM_BOOT_TIMEOUT_MS"))
+		return "soon";
+	return NULL;
+}
+
 START_TEST(test_router_opts_env)
 {
 	struct rung_router_opts o = {0};
@@ -278,6 +289,15 @@ START_TEST(test_router_opts_env)
 	ck_assert_uint_eq(o.vm_boot_timeout_ms, 1234);
 	ck_assert_int_eq(rung_router_opts_set(&o, "RUNG_NOPE", "1", &err), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "RUNG_NOPE"));
+	/* every variable through a main's lookup: set where given, the bad one named */
+	struct rung_router_opts l = {0};
+	ck_assert_int_eq(rung_router_opts_load(&l, fake_env, &err), 0);
+	ck_assert_str_eq(l.net_pool, "10.7.0.0/16");
+	ck_assert_ptr_null(l.cgroup_root);
+	fake_env_bad = true;
+	ck_assert_int_eq(rung_router_opts_load(&l, fake_env, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "RUNG_VM_BOOT_TIMEOUT_MS"));
+	fake_env_bad = false;
 
 	/* the router: copies, defaults where unset; the environment is not consulted */
 	char *dir = rung_test_tmpdir("ropts");
