@@ -130,8 +130,8 @@ extern const char *const rung_router_env_names[];
  * or "": left as it is. -EINVAL naming the variable: an unknown name or a bad value. */
 int rung_router_opts_set(struct rung_router_opts *o, const char *name, const char *value,
 			 struct rung_err *err);
-/* Every variable of rung_router_env_names through lookup (a program's main passes its environment lookup):
- * the first bad one stops it, -EINVAL naming it. */
+/* Every variable of rung_router_env_names through lookup (a program's main passes its
+ * environment's): the first bad one stops it, -EINVAL naming it. */
 int rung_router_opts_load(struct rung_router_opts *o, char *(*lookup)(const char *name),
 			  struct rung_err *err);
 
