@@ -51,8 +51,10 @@ static struct rung_router *vm_router(char *why, size_t n)
 	if (rc < 0)
 		snprintf(why, n, "the vm rung cannot run here: %s", err.msg);
 	else if (tmp)
-		snprintf(why, n, "no $RUNG_TEST_VM_STORE with %s: the nested stage (make check-vm) "
-			 "runs this suite", VM_IMAGE);
+		snprintf(why, n,
+			 "no $RUNG_TEST_VM_STORE with %s: the nested stage (make check-vm) "
+			 "runs this suite",
+			 VM_IMAGE);
 	if (rc < 0 || tmp) {
 		rung_router_free(r);
 		if (tmp) {
@@ -64,11 +66,18 @@ static struct rung_router *vm_router(char *why, size_t n)
 	return r;
 }
 
-#define VM_ROUTER(r)                                                                               \
+/* The router, made once the test world is up: routers take the host settings when they are
+ * made (rung_test_router_env), and the world sets RUNG_DNS_UPSTREAM and RUNG_NET_POOL. So:
+ * probe (skip if the vm rung cannot run here), bring the world up, make the router. */
+#define VM_ROUTER_IN(r, w)                                                                         \
 	do {                                                                                       \
 		char why_[512];                                                                    \
 		if (!((r) = vm_router(why_, sizeof(why_))))                                        \
 			RUNG_SKIP(why_);                                                           \
+		rung_router_free(r);                                                               \
+		eg_world_start(w);                                                                 \
+		(r) = vm_router(why_, sizeof(why_));                                               \
+		ck_assert_msg((r) != NULL, "%s", why_);                                            \
 	} while (0)
 
 static struct rung_sandbox *vm_acquire(struct rung_router *r, const char *thread,
@@ -91,9 +100,8 @@ static struct rung_sandbox *vm_acquire(struct rung_router *r, const char *thread
 START_TEST(t_vm_allowlist)
 {
 	struct rung_router *r;
-	VM_ROUTER(r);
 	struct np_world w;
-	eg_world_start(&w);
+	VM_ROUTER_IN(r, &w);
 	char a10[32], a11[32], a12[32], a53[32], cidr[48], pr[12][96];
 	EG_IP(&w, 10, a10);
 	EG_IP(&w, 11, a11);
@@ -112,7 +120,8 @@ START_TEST(t_vm_allowlist)
 	/* the allowed name resolves through the proxy (resolv.conf) and is reachable */
 	snprintf(pr[1], sizeof(pr[1]), "tcp %s 80", a10);
 	snprintf(pr[2], sizeof(pr[2]), "udp %s 9000", a10);
-	out = eg_py(sb, P("gai allowed.test", "dns allowed.test", "dnstcp allowed.test", pr[1], pr[2]));
+	out = eg_py(sb,
+		    P("gai allowed.test", "dns allowed.test", "dnstcp allowed.test", pr[1], pr[2]));
 	char want[64];
 	snprintf(want, sizeof(want), "ip=%s", a10);
 	eg_expect(out, "gai allowed.test", want, 0);
@@ -151,9 +160,8 @@ END_TEST
 START_TEST(t_vm_no_network)
 {
 	struct rung_router *r;
-	VM_ROUTER(r);
 	struct np_world w;
-	eg_world_start(&w);
+	VM_ROUTER_IN(r, &w);
 	char a10[32], pr[96];
 	EG_IP(&w, 10, a10);
 	snprintf(pr, sizeof(pr), "tcp %s 80", a10);
