@@ -303,16 +303,7 @@ int spine_store_entries(const char *state_dir)
 {
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/sandboxes", state_dir);
-	DIR *d = opendir(p);
-	if (!d)
-		return -1;
-	int n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
+	return rung_test_count_entries(p);
 }
 
 char *spine_slurp(const char *path, size_t *len)

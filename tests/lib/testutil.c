@@ -63,7 +63,7 @@ char *rung_test_tmpdir(const char *tag)
 	return p;
 }
 
-static int count_entries(const char *dir)
+int rung_test_count_entries(const char *dir)
 {
 	DIR *d = opendir(dir);
 	if (!d)
@@ -79,7 +79,7 @@ static int count_entries(const char *dir)
 
 int rung_test_count_fds(void)
 {
-	return count_entries("/proc/self/fd") - 1; /* minus the opendir fd */
+	return rung_test_count_entries("/proc/self/fd") - 1; /* minus the opendir fd */
 }
 
 int rung_test_count_mounts(void)

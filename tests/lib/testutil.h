@@ -32,6 +32,8 @@ struct rung_router_opts;
 void rung_test_router_env(struct rung_router_opts *o);
 /* A fresh temporary directory under /tmp (mode 0711); caller removes it. */
 char *rung_test_tmpdir(const char *tag);
+/* Entries of dir not starting with a dot; -1 if it cannot be opened. */
+int rung_test_count_entries(const char *dir);
 /* Count of open fds of this process, entries in /proc/self/mountinfo, processes on the host. */
 int rung_test_count_fds(void);
 int rung_test_count_mounts(void);
