@@ -243,6 +243,125 @@ int rung_dispose(struct rung_router *r, const char *id, const char *scope, struc
 int rung_dispose_scope(struct rung_router *r, const char *scope, const char *thread,
 		       size_t *n_disposed, struct rung_err *err);
 
+/* ---- background processes, terminals, shell sessions ------------------------------------ */
+/*
+ * A background process belongs to the sandbox, not to the caller: it survives the client
+ * that started it, the caller's exit, a daemon restart and suspend/resume; it dies at
+ * dispose, at the TTL, or when signalled or killed. A handle names it within its sandbox
+ * only (another sandbox's handle is -ENOENT). Its output is kept in a replay log: one byte
+ * sequence per process in which stdout and stderr chunks keep their order of arrival; an
+ * offset is a byte position in that sequence, never reset while the handle lives. Each
+ * stream keeps at most buffer_bytes of its newest output; what fell out is reported as
+ * dropped, never silently skipped. docs/procs.md is the whole contract.
+ */
+#define RUNG_PROC_HANDLE_LEN 16 /* lowercase hex characters */
+#define RUNG_PROC_NAME_MAX 64
+#define RUNG_PROC_MAX_LIVE 64   /* default live background processes per sandbox */
+
+struct rung_proc_req {
+	const char *const *argv;   /* argv[0] looked up in PATH inside the sandbox */
+	const char *const *env;    /* extra KEY=VALUE, on top of the spec's env */
+	const char *cwd;           /* default: the spec's work_dir */
+	const char *name;          /* optional label, at most RUNG_PROC_NAME_MAX bytes */
+	bool pty;                  /* a terminal of the sandbox's own devpts */
+	uint16_t rows, cols;       /* with pty: 1..4096; 0: 24 x 80 */
+	uint64_t buffer_bytes;     /* replay buffer per stream; 0: 1 MiB */
+};
+
+enum rung_proc_state { RUNG_PROC_RUNNING, RUNG_PROC_EXITED };
+
+struct rung_proc_info {
+	char handle[RUNG_PROC_HANDLE_LEN + 1];
+	char name[RUNG_PROC_NAME_MAX + 1];
+	char **argv;               /* NULL-terminated, malloc'd */
+	bool pty, session;
+	enum rung_proc_state state;
+	int exit_code;             /* when exited: 0..255, -1 killed by a signal */
+	int signal;                /* the killing signal, 0 if none */
+	pid_t pid;                 /* inside the sandbox */
+	uint64_t started_ms;       /* wall clock of the sandbox */
+	uint64_t end_offset;       /* bytes produced so far (both streams) */
+	uint64_t dropped_out, dropped_err; /* bytes that fell out of the replay buffer */
+};
+void rung_proc_info_release(struct rung_proc_info *v, size_t n); /* n entries; frees v's members */
+void rung_proc_info_free(struct rung_proc_info *v, size_t n);    /* ... and v */
+
+/* Start. handle receives RUNG_PROC_HANDLE_LEN + 1 bytes. Past the sandbox's maximum of live
+ * processes: -EAGAIN naming the limit. */
+int rung_proc_start(struct rung_sandbox *sb, const struct rung_proc_req *req, char *handle,
+		    struct rung_err *err);
+int rung_proc_list(struct rung_sandbox *sb, struct rung_proc_info **out, size_t *n,
+		   struct rung_err *err);
+int rung_proc_get(struct rung_sandbox *sb, const char *handle, struct rung_proc_info *out,
+		  struct rung_err *err);
+
+/* Replay output from offset `since`, chunk by chunk, with each chunk's own offset. */
+typedef int (*rung_proc_output_fn)(void *ud, enum rung_stream s, uint64_t offset,
+				   const void *data, size_t len);
+struct rung_proc_logs_req {
+	uint64_t since;            /* byte offset; past the end: nothing until more comes */
+	bool follow;               /* then wait for more until the process exits */
+	rung_proc_output_fn on_output; /* required; < 0 stops (the process runs on) */
+	void *ud;
+	bool watch_fd;             /* as in rung_exec_req: a hang-up on cancel_fd stops */
+	int cancel_fd;
+};
+struct rung_proc_logs_res {
+	uint64_t end_offset;       /* where a later call resumes */
+	uint64_t dropped;          /* bytes at or after since no longer buffered */
+	bool exited;               /* the process had exited and everything was sent */
+};
+int rung_proc_logs(struct rung_sandbox *sb, const char *handle, const struct rung_proc_logs_req *req,
+		   struct rung_proc_logs_res *res, struct rung_err *err);
+
+/* stdin: bytes go to the process's stdin (its terminal with pty); close sends EOF (a pty:
+ * the terminal's EOF character). An exited process: -EPIPE. */
+int rung_proc_write(struct rung_sandbox *sb, const char *handle, const void *data, size_t len,
+		    struct rung_err *err);
+int rung_proc_close_stdin(struct rung_sandbox *sb, const char *handle, struct rung_err *err);
+/* A signal (1..64) to the process's process group. */
+int rung_proc_signal(struct rung_sandbox *sb, const char *handle, int sig, struct rung_err *err);
+/* rows, cols 1..4096, else -EINVAL naming the value; the program sees SIGWINCH. Not a pty:
+ * -ENOTTY. */
+int rung_proc_resize(struct rung_sandbox *sb, const char *handle, unsigned rows, unsigned cols,
+		     struct rung_err *err);
+/* 1 and *out filled (out may be NULL) when it exited; 0 when still running at timeout_ms
+ * (0: do not wait). */
+int rung_proc_wait(struct rung_sandbox *sb, const char *handle, uint32_t timeout_ms,
+		   struct rung_proc_info *out, struct rung_err *err);
+/* Kill the whole tree the process started (daemons included), then forget the handle. */
+int rung_proc_kill(struct rung_sandbox *sb, const char *handle, struct rung_err *err);
+
+/*
+ * Attach: replay from since, then relay both ways until the process exits (returns 1) or
+ * on_input detaches (returns 0). Bytes read from in_fd pass through on_input (optional),
+ * which may rewrite them in place (*len) and returns < 0 to detach (e.g. a detach key).
+ * EOF on in_fd detaches too. The process runs on after a detach.
+ */
+struct rung_proc_attach_req {
+	uint64_t since;
+	int in_fd;
+	int (*on_input)(void *ud, void *data, size_t *len);
+	rung_proc_output_fn on_output;
+	void *ud;
+	bool watch_fd;
+	int cancel_fd;
+};
+int rung_proc_attach(struct rung_sandbox *sb, const char *handle,
+		     const struct rung_proc_attach_req *req, struct rung_err *err);
+
+/*
+ * Shell sessions: a persistent shell (a background process underneath) whose cd, export and
+ * functions carry over between runs. Each run returns exit code, stdout and stderr
+ * separately; where a run ends travels on a side channel, never in its output. At timeout_ms
+ * (0: the spec's exec timeout) the run's job gets SIGINT, then SIGKILL: res->timed_out. A
+ * shell that died: -EPIPE ("session ended").
+ */
+int rung_session_start(struct rung_sandbox *sb, const char *shell, const char *const *env,
+		       const char *cwd, char *handle, struct rung_err *err);
+int rung_session_run(struct rung_sandbox *sb, const char *handle, const char *command,
+		     uint32_t timeout_ms, struct rung_exec_res *res, struct rung_err *err);
+
 /* ---- listing, describing, lifecycle ------------------------------------------------------ */
 
 enum rung_state { RUNG_STATE_CREATING, RUNG_STATE_RUNNING, RUNG_STATE_SUSPENDED, RUNG_STATE_DEAD };
