@@ -20,57 +20,16 @@
 #include "tests/lib/sandbox.h"
 #include "tests/lib/testutil.h"
 
-struct cli_run {
-	int status;
-	char *out, *err;
-};
-
 /* build/rung with args (NULL-terminated), the environment a user would give it. */
-static void cli(struct cli_run *res, const char *const *args)
+static void cli(struct spine_run *res, const char *const *args)
 {
-	static int seq;
-	char bin[4096], outp[4200], errp[4200];
-	snprintf(bin, sizeof(bin), "%s/rung", rung_test_build_dir());
-	ck_assert_msg(access(bin, X_OK) == 0, "%s is not built", bin);
-	snprintf(outp, sizeof(outp), "%s/eg-cli-%d-%d.out", spine_base(), (int)getpid(), seq);
-	snprintf(errp, sizeof(errp), "%s/eg-cli-%d-%d.err", spine_base(), (int)getpid(), seq++);
-	const char *argv[64] = {bin};
-	int n = 1;
-	for (; args[n - 1] && n < 63; n++)
-		argv[n] = args[n - 1];
-	argv[n] = NULL;
 	char up[96], pool[96];
 	snprintf(up, sizeof(up), "RUNG_DNS_UPSTREAM=%s", getenv("RUNG_DNS_UPSTREAM"));
 	snprintf(pool, sizeof(pool), "RUNG_NET_POOL=%s", getenv("RUNG_NET_POOL"));
-	pid_t p = fork();
-	ck_assert_int_ge(p, 0);
-	if (p == 0) {
-		int i = open("/dev/null", O_RDONLY),
-		    o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600),
-		    x = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (i < 0 || o < 0 || x < 0 || dup2(i, 0) < 0 || dup2(o, 1) < 0 || dup2(x, 2) < 0)
-			_exit(126);
-		char *envp[] = {"PATH=/usr/bin:/bin", up, pool, NULL};
-		execve(bin, (char **)argv, envp);
-		_exit(127);
-	}
-	int st;
-	ck_assert_int_eq(waitpid(p, &st, 0), p);
-	res->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	res->out = spine_slurp(outp, NULL);
-	res->err = spine_slurp(errp, NULL);
-	ck_assert(res->out && res->err);
+	const char *const env[] = {up, pool, NULL};
+	spine_cli_run_env(res, NULL, args, env);
 	if (getenv("EG_VERBOSE"))
 		fprintf(stderr, "%s%s", res->out, res->err);
-	unlink(outp);
-	unlink(errp);
-}
-
-static void cli_release(struct cli_run *r)
-{
-	free(r->out);
-	free(r->err);
-	memset(r, 0, sizeof(*r));
 }
 
 #define CLI(res, ...)                                                                              \
@@ -92,7 +51,7 @@ START_TEST(t_cli_run_allow)
 	snprintf(t12, sizeof(t12), "tcp %s12 8080", w.net);
 	snprintf(t12b, sizeof(t12b), "tcp %s12 80", w.net);
 	snprintf(d53, sizeof(d53), "dns allowed.test %s53", w.net);
-	struct cli_run r;
+	struct spine_run r;
 	CLI(&r, "--state-dir", sd, "run", "--allow", "allowed.test", "--allow", cidr, "--",
 	    "/usr/bin/python3", "-c", eg_probe_py, "gai allowed.test", t10, t10b, "dns denied.test",
 	    "gai denied.test", t11, t12, t12b, d53, "addr6", "ifaces");
@@ -109,7 +68,7 @@ START_TEST(t_cli_run_allow)
 	eg_expect(r.out, t12b, "refused", EG_FAST_MS);
 	eg_expect(r.out, d53, "unreach", EG_FAST_MS);
 	eg_expect(r.out, "ifaces", "eth0,lo", 0);
-	cli_release(&r);
+	spine_run_release(&r);
 	/* rung run disposed its sandbox: nothing of its network is left. */
 	ck_assert_int_eq(spine_store_entries(sd), 0);
 	ck_assert_int_eq(eg_lease_count(sd), 0);
@@ -122,7 +81,7 @@ START_TEST(t_cli_run_allow)
 	eg_expect(r.out, "ifaces", "lo", 0);
 	eg_expect(r.out, t10, "netunreach", EG_FAST_MS);
 	eg_expect(r.out, "gai allowed.test", "gaierror", 0);
-	cli_release(&r);
+	spine_run_release(&r);
 	ck_assert_int_eq(eg_lease_count(sd), 0);
 	npw_down(&w);
 }
@@ -135,7 +94,7 @@ START_TEST(t_cli_inspect)
 	char sd[PATH_MAX], t10[64];
 	snprintf(sd, sizeof(sd), "%s/eg-cli-%d", spine_base(), (int)getpid());
 	snprintf(t10, sizeof(t10), "tcp %s10 80", w.net);
-	struct cli_run r;
+	struct spine_run r;
 	CLI(&r, "--state-dir", sd, "--json", "acquire", "--scope", "s", "--thread", "t", "--agent",
 	    "a", "--allow", "allowed.test", "--allow", "*.sub.test:443");
 	ck_assert_msg(r.status == 0, "acquire: %s", r.err);
@@ -145,7 +104,7 @@ START_TEST(t_cli_inspect)
 	char id[80];
 	snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(j, "id")));
 	json_decref(j);
-	cli_release(&r);
+	spine_run_release(&r);
 	eg_assert_net(sd, id, true);
 	ck_assert_int_eq(eg_store_tables(sd), 1);
 
@@ -163,17 +122,17 @@ START_TEST(t_cli_inspect)
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(rules, 1), "entry")),
 			 "*.sub.test:443");
 	json_decref(j);
-	cli_release(&r);
+	spine_run_release(&r);
 
 	CLI(&r, "--state-dir", sd, "exec", id, "--", "/usr/bin/python3", "-c", eg_probe_py,
 	    "dns allowed.test", t10, "dns denied.test");
 	ck_assert_msg(r.status == 0, "exec: %s", r.err);
 	eg_expect(r.out, t10, "ok hello", 0);
 	eg_expect(r.out, "dns denied.test", "rcode=5", 0);
-	cli_release(&r);
+	spine_run_release(&r);
 	CLI(&r, "--state-dir", sd, "dispose", id);
 	ck_assert_msg(r.status == 0, "dispose: %s", r.err);
-	cli_release(&r);
+	spine_run_release(&r);
 	eg_assert_net(sd, id, false);
 	ck_assert_int_eq(eg_store_tables(sd), 0);
 	npw_down(&w);
@@ -187,7 +146,7 @@ START_TEST(t_cli_gc)
 	EG_WORLD(&w);
 	char sd[PATH_MAX];
 	snprintf(sd, sizeof(sd), "%s/eg-cli-%d", spine_base(), (int)getpid());
-	struct cli_run r;
+	struct spine_run r;
 	CLI(&r, "--state-dir", sd, "--json", "acquire", "--scope", "s", "--thread", "gc", "--agent",
 	    "a", "--allow", "allowed.test");
 	ck_assert_msg(r.status == 0, "acquire: %s", r.err);
@@ -197,13 +156,13 @@ START_TEST(t_cli_gc)
 	char id[80];
 	snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(j, "id")));
 	json_decref(j);
-	cli_release(&r);
+	spine_run_release(&r);
 	CLI(&r, "--state-dir", sd, "inspect", id);
 	j = json_loads(r.out, 0, &je);
 	ck_assert_msg(j != NULL, "not JSON: %s", r.out);
 	pid_t sup = (pid_t)json_integer_value(json_object_get(j, "supervisor_pid"));
 	json_decref(j);
-	cli_release(&r);
+	spine_run_release(&r);
 	ck_assert_int_gt(sup, 1);
 	eg_assert_net(sd, id, true);
 	ck_assert_int_eq(kill(sup, SIGKILL), 0);
@@ -214,7 +173,7 @@ START_TEST(t_cli_gc)
 	ck_assert(eg_lease_exists(sd, id));
 	CLI(&r, "--state-dir", sd, "gc");
 	ck_assert_msg(r.status == 0, "gc: %s", r.err);
-	cli_release(&r);
+	spine_run_release(&r);
 	eg_assert_net(sd, id, false);
 	ck_assert_int_eq(eg_store_tables(sd), 0);
 	ck_assert_int_eq(spine_store_entries(sd), 0);

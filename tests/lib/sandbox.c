@@ -47,6 +47,12 @@ void spine_run_release(struct spine_run *r)
 
 void spine_cli_run(struct spine_run *res, const char *stdin_text, const char *const *args)
 {
+	spine_cli_run_env(res, stdin_text, args, NULL);
+}
+
+void spine_cli_run_env(struct spine_run *res, const char *stdin_text, const char *const *args,
+		       const char *const *env)
+{
 	static int seq;
 	char bin[4096], outp[4200], errp[4200], inp[4200];
 	snprintf(bin, sizeof(bin), "%s/rung", rung_test_build_dir());
@@ -69,8 +75,10 @@ void spine_cli_run(struct spine_run *res, const char *stdin_text, const char *co
 		    x = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		if (i < 0 || o < 0 || x < 0 || dup2(i, 0) < 0 || dup2(o, 1) < 0 || dup2(x, 2) < 0)
 			_exit(126);
-		char *envp[] = {"PATH=/usr/bin:/bin", NULL};
-		execve(bin, (char **)argv, envp);
+		const char *envp[16] = {"PATH=/usr/bin:/bin"};
+		for (int k = 0; env && env[k] && k < 14; k++)
+			envp[k + 1] = env[k];
+		execve(bin, (char **)argv, (char **)envp);
 		_exit(127);
 	}
 	int st;

@@ -30,6 +30,9 @@ struct spine_run {
 	char *out, *err;
 };
 void spine_cli_run(struct spine_run *res, const char *stdin_text, const char *const *args);
+/* The same with env (NULL-terminated KEY=VALUE, at most 14) after PATH. */
+void spine_cli_run_env(struct spine_run *res, const char *stdin_text, const char *const *args,
+		       const char *const *env);
 void spine_run_release(struct spine_run *r);
 /* A tcase added to s, tagged "root", with timeout_s and the base fixture above. */
 TCase *spine_tcase(Suite *s, const char *name, int timeout_s);
