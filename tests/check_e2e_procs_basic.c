@@ -49,6 +49,18 @@ START_TEST(test_survives_client_and_suspend)
 }
 END_TEST
 
+START_TEST(test_pty)
+{
+	procs_cases_run(&env, PROCS_PTY);
+}
+END_TEST
+
+START_TEST(test_pty_eof)
+{
+	procs_cases_run(&env, PROCS_PTY_EOF);
+}
+END_TEST
+
 Suite *e2e_procs_basic_suite(void)
 {
 	Suite *s = suite_create("e2e_procs_basic");
@@ -57,5 +69,7 @@ Suite *e2e_procs_basic_suite(void)
 	tcase_add_test(tc, test_server_and_kill_tree);
 	tcase_add_test(tc, test_bad_handles_and_limit);
 	tcase_add_test(tc, test_survives_client_and_suspend);
+	tcase_add_test(tc, test_pty);
+	tcase_add_test(tc, test_pty_eof);
 	return s;
 }

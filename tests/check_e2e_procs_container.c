@@ -53,6 +53,18 @@ START_TEST(test_survives_client_and_suspend)
 }
 END_TEST
 
+START_TEST(test_pty)
+{
+	procs_cases_run(&env, PROCS_PTY);
+}
+END_TEST
+
+START_TEST(test_pty_eof)
+{
+	procs_cases_run(&env, PROCS_PTY_EOF);
+}
+END_TEST
+
 Suite *e2e_procs_container_suite(void)
 {
 	Suite *s = suite_create("e2e_procs_container");
@@ -60,5 +72,7 @@ Suite *e2e_procs_container_suite(void)
 	ct_add(s, "server", test_server_and_kill_tree, 180);
 	ct_add(s, "bad", test_bad_handles_and_limit, 180);
 	ct_add(s, "survive", test_survives_client_and_suspend, 180);
+	ct_add(s, "pty", test_pty, 180);
+	ct_add(s, "ptyeof", test_pty_eof, 180);
 	return s;
 }

@@ -275,6 +275,141 @@ static void case_survives_client_and_suspend(void)
 	fx_close(&f);
 }
 
+/* Everything the process wrote, gathered from 0, until needle appears after `from` bytes of
+ * it (or timeout_ms): where it ends, or 0 if it never appeared. */
+static size_t wait_output(struct rung_sandbox *sb, const char *h, size_t from, const char *needle,
+			  unsigned timeout_ms)
+{
+	static struct col c;
+	struct rung_proc_logs_res res;
+	uint64_t t0 = rung_now_ms();
+	for (;;) {
+		logs(sb, h, 0, false, &c, &res);
+		if (c.len > from) {
+			const char *p = memmem(c.buf + from, c.len - from, needle, strlen(needle));
+			if (p)
+				return (size_t)(p - c.buf) + strlen(needle);
+		}
+		if (rung_now_ms() - t0 > timeout_ms) {
+			fprintf(stderr, "no '%s' in: %.*s\n", needle, (int)c.len, c.buf);
+			return 0;
+		}
+		usleep(30000);
+	}
+}
+
+struct att {
+	int wfd;
+	bool seen, detached;
+};
+
+static int att_output(void *ud, enum rung_stream s, uint64_t off, const void *d, size_t n)
+{
+	struct att *a = ud;
+	(void)s, (void)off;
+	if (!a->seen && memmem(d, n, "attached-5", 10)) {
+		a->seen = true;
+		ck_assert_int_eq(write(a->wfd, "\x10\x11", 2), 2); /* the user's detach key */
+	}
+	return 0;
+}
+
+static int att_input(void *ud, void *data, size_t *len)
+{
+	struct att *a = ud;
+	const char *k = memmem(data, *len, "\x10\x11", 2);
+	if (!k)
+		return 0;
+	*len = (size_t)(k - (const char *)data);
+	a->detached = true;
+	return -1;
+}
+
+static void case_pty(void)
+{
+	env->require();
+	struct fx f;
+	fx_open(&f, "pty");
+	const char *argv[] = {"/bin/sh", "-i", NULL};
+	struct rung_proc_req req = {.argv = argv, .pty = true, .rows = 30, .cols = 100};
+	char h[RUNG_PROC_HANDLE_LEN + 1];
+	struct rung_err err = {0};
+	ck_assert_msg(rung_proc_start(f.sb, &req, h, &err) == 0, "%s", err.msg);
+	const char *size = "{ stty size 2>/dev/null || busybox stty size; } | tr ' ' x\n";
+	ck_assert_msg(rung_proc_write(f.sb, h, size, strlen(size), &err) == 0, "%s", err.msg);
+	size_t at = wait_output(f.sb, h, 0, "30x100", 20000);
+	ck_assert_msg(at, "stty size did not see 30x100");
+	/* a resize: the program sees the new size */
+	ck_assert_msg(rung_proc_resize(f.sb, h, 40, 120, &err) == 0, "%s", err.msg);
+	ck_assert_msg(rung_proc_write(f.sb, h, size, strlen(size), &err) == 0, "%s", err.msg);
+	at = wait_output(f.sb, h, at, "40x120", 20000);
+	ck_assert_msg(at, "stty size did not follow the resize to 40x120");
+	/* Ctrl-C reaches the foreground job, not the shell */
+	const char *job = "sleep 1000; echo job-ended-$((6*7))\n";
+	ck_assert_msg(rung_proc_write(f.sb, h, job, strlen(job), &err) == 0, "%s", err.msg);
+	usleep(500000);
+	ck_assert_msg(rung_proc_write(f.sb, h, "\x03", 1, &err) == 0, "%s", err.msg);
+	const char *after = "echo still-here-$((6*7))\n";
+	ck_assert_msg(rung_proc_write(f.sb, h, after, strlen(after), &err) == 0, "%s", err.msg);
+	ck_assert_msg(wait_output(f.sb, h, at, "still-here-42", 20000),
+		      "the shell did not survive Ctrl-C");
+	struct rung_proc_info in;
+	ck_assert_int_eq(rung_proc_wait(f.sb, h, 0, &in, &err), 0);
+	ck_assert(in.pty);
+	rung_proc_info_release(&in, 1);
+	/* attach: input from a pipe, output until the detach key (Ctrl-P Ctrl-Q) */
+	struct att at_ = {.seen = false};
+	int pp[2];
+	ck_assert_int_eq(pipe(pp), 0);
+	at_.wfd = pp[1];
+	const char *cmd = "echo attached-$((2+3))\n";
+	ck_assert_int_eq(write(pp[1], cmd, strlen(cmd)), (ssize_t)strlen(cmd));
+	struct rung_proc_attach_req ar = {.since = in.end_offset, .in_fd = pp[0],
+					  .on_input = att_input, .on_output = att_output, .ud = &at_};
+	ck_assert_int_eq(rung_proc_attach(f.sb, h, &ar, &err), 0);
+	ck_assert(at_.seen && at_.detached);
+	ck_assert_int_eq(rung_proc_wait(f.sb, h, 0, NULL, &err), 0); /* it runs on */
+	/* attach again: `exit` ends the shell, and the attach with it */
+	ck_assert_int_eq(write(pp[1], "exit 3\n", 7), 7);
+	at_.detached = false;
+	ck_assert_int_eq(rung_proc_attach(f.sb, h, &ar, &err), 1);
+	ck_assert(!at_.detached);
+	ck_assert_int_eq(rung_proc_wait(f.sb, h, 20000, &in, &err), 1);
+	ck_assert_int_eq(in.exit_code, 3);
+	rung_proc_info_release(&in, 1);
+	close(pp[0]);
+	close(pp[1]);
+	fx_close(&f);
+}
+
+static void case_pty_eof(void)
+{
+	env->require();
+	struct fx f;
+	fx_open(&f, "ptyeof");
+	const char *argv[] = {"/bin/sh", "-i", NULL};
+	struct rung_proc_req req = {.argv = argv, .pty = true};
+	char h[RUNG_PROC_HANDLE_LEN + 1];
+	struct rung_err err = {0};
+	struct rung_proc_info in;
+	ck_assert_msg(rung_proc_start(f.sb, &req, h, &err) == 0, "%s", err.msg);
+	/* its own devpts: this one terminal and ptmx, nothing of the host's */
+	struct rung_exec_res res;
+	ck_assert_int_eq(sh(f.sb, "ls /dev/pts | tr '\\n' ' '", &res), 0);
+	ck_assert_str_eq(res.out, "0 ptmx ");
+	rung_exec_res_release(&res);
+	/* the default size is 24x80 */
+	const char *size = "{ stty size 2>/dev/null || busybox stty size; } | tr ' ' x\n";
+	ck_assert_msg(rung_proc_write(f.sb, h, size, strlen(size), &err) == 0, "%s", err.msg);
+	ck_assert(wait_output(f.sb, h, 0, "24x80", 20000));
+	/* the terminal's EOF ends the shell */
+	ck_assert_msg(rung_proc_close_stdin(f.sb, h, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(rung_proc_wait(f.sb, h, 20000, &in, &err), 1);
+	ck_assert_int_eq(in.exit_code, 0);
+	rung_proc_info_release(&in, 1);
+	fx_close(&f);
+}
+
 void procs_cases_run(const struct procs_env *e, enum procs_case c)
 {
 	env = e;
@@ -283,5 +418,7 @@ void procs_cases_run(const struct procs_env *e, enum procs_case c)
 	case PROCS_SERVER: case_server_and_kill_tree(); break;
 	case PROCS_BAD: case_bad_handles_and_limit(); break;
 	case PROCS_SURVIVE: case_survives_client_and_suspend(); break;
+	case PROCS_PTY: case_pty(); break;
+	case PROCS_PTY_EOF: case_pty_eof(); break;
 	}
 }
