@@ -655,3 +655,34 @@ int rung_session_run(struct rung_sandbox *s, const char *handle, const char *com
 	}
 	return 0;
 }
+
+int rt_procs_live(const struct rt_store *st, const char *id)
+{
+	char sock[4096];
+	struct rung_err err = {0};
+	rt_store_path(st, id, "agent.sock", sock, sizeof(sock));
+	int fd = rt_agent_connect(sock, &err);
+	if (fd < 0)
+		return fd;
+	struct rt_agent_io io;
+	int r = rt_agent_io_init(&io, fd, 5000, -1, &err);
+	if (r == 0)
+		r = rt_agent_io_queue(&io, RUNG_MSG_PROC_LIST, NULL, &err);
+	int live = 0;
+	while (r == 0) {
+		struct rung_frame f;
+		if ((r = rt_agent_io_next(&io, &f, &err)) < 0)
+			break;
+		struct rung_proto_proc_info in;
+		if (f.type != RUNG_MSG_PROC_INFO) {
+			r = f.type == RUNG_MSG_RESULT ? 1 : -EPROTO;
+		} else if (rung_proto_proc_info_decode(f.payload, f.len, &in, &err) == 0) {
+			live += !in.exited;
+			rung_proto_proc_info_release(&in);
+		}
+		rung_frame_release(&f);
+	}
+	rt_agent_io_release(&io);
+	close(fd);
+	return r < 0 ? r : live;
+}
