@@ -120,6 +120,9 @@ static int proc_u64(struct rung_proto_proc *x, uint16_t tag, uint64_t u, struct 
 		*(tag == RUNG_TAG_ROWS ? &x->rows : &x->cols) = u;
 		break;
 	case RUNG_TAG_BUFFER:
+		if (u > RUNG_PROTO_BUFFER_MAX)
+			return rung_err_set(err, EINVAL, "buffer: %llu bytes exceeds %llu",
+					    (unsigned long long)u, RUNG_PROTO_BUFFER_MAX);
 		x->buffer = u;
 		break;
 	case RUNG_TAG_OFFSET:

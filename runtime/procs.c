@@ -14,7 +14,7 @@
 
 #define OP_TIMEOUT_MS 30000u
 #define LONG_TIMEOUT_MS 0xfffffff0u /* follow, attach: until the process exits or we leave */
-#define BUFFER_MAX (64ull << 20)
+#define BUFFER_MAX RUNG_PROTO_BUFFER_MAX
 
 _Static_assert(RUNG_PROC_HANDLE_LEN == RUNG_PROTO_HANDLE_LEN, "handle length");
 _Static_assert(RUNG_PROC_NAME_MAX == RUNG_PROTO_NAME_MAX, "name length");

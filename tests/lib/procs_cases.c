@@ -493,6 +493,14 @@ static void case_session(void)
 	ck_assert_int_eq(rung_proc_wait(f.sb, h, 10000, &in, &err), 1);
 	ck_assert_int_eq(in.exit_code, 4);
 	rung_proc_info_release(&in, 1);
+	/* kill forgets it, and its command files' directory goes */
+	ck_assert_int_eq(procs_sh(f.sb, "ls -a /dev/shm /tmp | grep -c rung-session", &res), 0);
+	ck_assert_str_eq(res.out, "1\n");
+	rung_exec_res_release(&res);
+	ck_assert_int_eq(rung_proc_kill(f.sb, h, &err), 0);
+	ck_assert_int_eq(procs_sh(f.sb, "ls -a /dev/shm /tmp | grep -c rung-session", &res), 1);
+	ck_assert_str_eq(res.out, "0\n");
+	rung_exec_res_release(&res);
 	/* a plain process is no session */
 	char p[RUNG_PROC_HANDLE_LEN + 1];
 	procs_start(f.sb, "sleep 1000", p);
