@@ -13,7 +13,7 @@
 #include "runtime/rt-internal.h"
 
 #define OP_TIMEOUT_MS 30000u
-#define LONG_TIMEOUT_MS 0xfffffff0u /* follow, attach: until the process exits or we leave */
+#define LONG_TIMEOUT_MS 0x7fffffffu /* follow: until the process exits or we leave (24 days) */
 #define BUFFER_MAX RUNG_PROTO_BUFFER_MAX
 
 _Static_assert(RUNG_PROC_HANDLE_LEN == RUNG_PROTO_HANDLE_LEN, "handle length");
