@@ -19,6 +19,12 @@
 _Static_assert(RUNG_PROC_HANDLE_LEN == RUNG_PROTO_HANDLE_LEN, "handle length");
 _Static_assert(RUNG_PROC_NAME_MAX == RUNG_PROTO_NAME_MAX, "name length");
 
+/* An operation's budget: its own time plus the agent's grace, within an int of ms. */
+static unsigned budget(uint32_t ms)
+{
+	return ms > LONG_TIMEOUT_MS - OP_TIMEOUT_MS ? LONG_TIMEOUT_MS : ms + OP_TIMEOUT_MS;
+}
+
 /* One connection to the agent for one request. */
 struct call {
 	struct rung_sandbox *s;
@@ -127,7 +133,7 @@ static int simple_call(struct rung_sandbox *s, const struct rung_proto_proc *q, 
 		       unsigned timeout_ms, struct rung_frame *f, struct rung_err *err)
 {
 	struct call c;
-	int r = call_begin(&c, s, q, timeout_ms, -1, err);
+	int r = call_begin(&c, s, q, timeout_ms, rt_sandbox_cancel_fd(s), err);
 	if (r < 0)
 		return r;
 	r = rt_agent_io_next(&c.io, f, err);
@@ -420,7 +426,7 @@ int rung_proc_wait(struct rung_sandbox *s, const char *handle, uint32_t timeout_
 	struct rung_proto_proc q = {.type = RUNG_MSG_PROC_WAIT, .timeout_ms = timeout_ms};
 	snprintf(q.handle, sizeof(q.handle), "%s", handle ? handle : "");
 	struct rung_frame f;
-	int r = simple_call(s, &q, RUNG_MSG_PROC_INFO, timeout_ms + OP_TIMEOUT_MS, &f, err);
+	int r = simple_call(s, &q, RUNG_MSG_PROC_INFO, budget(timeout_ms), &f, err);
 	if (r < 0)
 		return rung_err_wrap(err, "proc wait %.16s", q.handle);
 	struct rung_proc_info tmp;
@@ -617,7 +623,7 @@ int rung_session_run(struct rung_sandbox *s, const char *handle, const char *com
 	snprintf(q.handle, sizeof(q.handle), "%s", handle ? handle : "");
 	struct call c;
 	/* the run's timeout, then the interrupt, the kill and the broken shell's graces */
-	int r = call_begin(&c, s, &q, tmo + OP_TIMEOUT_MS, rt_sandbox_cancel_fd(s), err);
+	int r = call_begin(&c, s, &q, budget(tmo), rt_sandbox_cancel_fd(s), err);
 	if (r < 0)
 		return rung_err_wrap(err, "session run");
 	struct run_out o = {.res = res, .max = spec->limits.output_bytes};
