@@ -7,7 +7,7 @@
  * - flood: 100 MiB through a 64 KiB replay buffer: the log keeps the newest 64 KiB, counts
  *   the rest as dropped, and the keeper's memory stays bounded (its RSS is printed);
  * - cycles: 200 start/kill cycles leak no process in the sandbox, no fd of its pid 1 and no
- *   fd of ours;
+ *   fd of ours; exited processes are kept up to 64, the oldest forgotten past that;
  * - dispose20: dispose with 20 live background processes leaves none;
  * - idle: a live background process keeps the sandbox from idle suspension; once it is
  *   killed, the sandbox suspends.
@@ -259,6 +259,22 @@ static void case_cycles(void)
 	ck_assert_msg(rung_proc_list(f.sb, &v, &n, &err) == 0, "%s", err.msg);
 	ck_assert_uint_eq(n, 0);
 	free(v);
+	/* exited ones are kept (for logs and wait) up to 64: the oldest goes past that */
+	char first[RUNG_PROC_HANDLE_LEN + 1];
+	for (int i = 0; i < 66; i++) {
+		procs_start(f.sb, "echo bye", h);
+		if (!i)
+			memcpy(first, h, sizeof(first));
+		ck_assert_int_eq(rung_proc_wait(f.sb, h, 10000, NULL, &err), 1);
+	}
+	ck_assert_msg(rung_proc_list(f.sb, &v, &n, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(n, 64);
+	rung_proc_info_free(v, n);
+	struct rung_proc_info in;
+	ck_assert_int_eq(rung_proc_get(f.sb, first, &in, &err), -ENOENT);
+	ck_assert_msg(rung_proc_get(f.sb, h, &in, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(in.end_offset, 4);
+	rung_proc_info_release(&in, 1);
 	procs_fx_close(&f);
 }
 
