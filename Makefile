@@ -28,7 +28,7 @@ obj      = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
 LIB_SRC  := $(COMMON) $(ROOTFS) $(NETPOL) $(CGROUP) $(RUNTIME)
 # What the static programs (agent, vmm) may link from common: no libcrypto.
-COMMON_MIN := common/err.c common/log.c common/util.c common/proto.c
+COMMON_MIN := common/err.c common/log.c common/util.c common/proto.c common/proto-proc.c
 
 all: $(B)/rung $(B)/rung-agent $(B)/rung-serve $(B)/rung-image $(B)/librung.a
 
@@ -118,7 +118,7 @@ fuzz: $(FUZZERS)
 check-fuzz: $(FUZZERS)
 	@for f in $(FUZZERS); do n=$$(basename $$f); mkdir -p $(B)/corpus/$$n; \
 	  echo "fuzz: $$n (60000 runs)"; \
-	  $$f -runs=60000 -max_len=65536 -timeout=10 $(B)/corpus/$$n fuzz/corpus/$$n 2>$(B)/fuzz-$$n.log \
+	  $$f -runs=60000 -max_len=65536 -timeout=10 $$([ -f fuzz/$$n.dict ] && echo -dict=fuzz/$$n.dict) $(B)/corpus/$$n fuzz/corpus/$$n 2>$(B)/fuzz-$$n.log \
 	  || { tail -40 $(B)/fuzz-$$n.log; exit 1; }; done
 CHECK_STAGES += check-fuzz
 
