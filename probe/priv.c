@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
 #include <sys/klog.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -90,38 +91,39 @@ static void setuid_binary(const struct probe_ctx *c, struct probe_out *o)
 	probe_blocked(o, 0, "no setuid-root program on a suid mount");
 }
 
-/* The host uid the probe's euid maps to (through /proc/self/uid_map), or -1. */
-static long host_uid(void)
+/* Root of the initial user namespace: euid 0 and the identity map of every uid. Its
+ * namespace's inode goes in the evidence; the ladder checks that it is the host's own. */
+static bool init_root(char *ns, size_t n)
 {
-	char buf[1024];
-	if (probe_read("/proc/self/uid_map", buf, sizeof(buf)) < 0)
-		return -1;
-	unsigned long u = geteuid();
-	for (char *l = strtok(buf, "\n"); l; l = strtok(NULL, "\n")) {
-		unsigned long in, out, n;
-		if (sscanf(l, "%lu %lu %lu", &in, &out, &n) == 3 && u >= in && u - in < n)
-			return (long)(out + (u - in));
-	}
-	return -1;
+	char buf[256];
+	unsigned long in = 1, out = 1, cnt = 0;
+	ssize_t k = readlink("/proc/self/ns/user", ns, n - 1);
+	ns[k > 0 ? k : 0] = '\0';
+	if (probe_read("/proc/self/uid_map", buf, sizeof(buf)) < 0 ||
+	    sscanf(buf, "%lu %lu %lu", &in, &out, &cnt) != 3)
+		return false;
+	return geteuid() == 0 && in == 0 && out == 0 && cnt == 4294967295UL;
 }
 
 static void uid_host_root(const struct probe_ctx *c, struct probe_out *o)
 {
-	long h = host_uid();
-	if (h == 0)
-		return probe_escaped(o, "euid %u is uid 0 of the host's user namespace", geteuid());
-	probe_blocked(o, 0, "euid %u maps to %ld outside", geteuid(), h);
+	char ns[64];
+	if (init_root(ns, sizeof(ns)))
+		return probe_escaped(o, "userns=%s", ns);
+	probe_blocked(o, 0, "euid %u in %s is not the root of the initial user namespace",
+		      geteuid(), ns);
 }
 
 static void securebits(const struct probe_ctx *c, struct probe_out *o)
 {
+	char ns[64];
 	int sb = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
-	if (host_uid() != 0)
-		return probe_blocked(o, 0, "not the host's root (securebits %#x)", sb);
+	if (!init_root(ns, sizeof(ns)))
+		return probe_blocked(o, 0, "not root of the initial user namespace (securebits %#x)",
+				     sb);
 	if (sb >= 0 && (sb & SECBIT_NOROOT))
 		return probe_blocked(o, 0, "SECBIT_NOROOT is set (%#x)", sb);
-	probe_escaped(o, "host root without SECBIT_NOROOT (%#x): an exec regains every capability",
-		      sb);
+	probe_escaped(o, "userns=%s", ns);
 }
 
 static void hostname(const struct probe_ctx *c, struct probe_out *o)
@@ -133,12 +135,13 @@ static void hostname(const struct probe_ctx *c, struct probe_out *o)
 
 static void cmdline(const struct probe_ctx *c, struct probe_out *o)
 {
-	char buf[512];
+	char buf[4096];
 	long n = probe_read("/proc/cmdline", buf, sizeof(buf));
 	if (n < 0)
 		return probe_blocked(o, (int)-n, "/proc/cmdline: %s", strerror((int)-n));
 	buf[strcspn(buf, "\n")] = '\0';
-	probe_escaped(o, "cmdline=%s", buf); /* the ladder compares with the host's */
+	buf[200] = '\0'; /* the ladder compares this much with the host's */
+	probe_escaped(o, "cmdline=%s", buf);
 }
 
 static void kallsyms(const struct probe_ctx *c, struct probe_out *o)

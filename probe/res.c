@@ -73,6 +73,7 @@ static int fill(const char *path, unsigned long long n)
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return errno;
+	unlink(path); /* gone with the process, even one the OOM killer takes */
 	static char buf[1 << 20];
 	memset(buf, 'x', sizeof(buf));
 	int r = 0;
@@ -84,7 +85,6 @@ static int fill(const char *path, unsigned long long n)
 	if (!r && fsync(fd) < 0)
 		r = errno;
 	close(fd);
-	unlink(path);
 	return r;
 }
 
@@ -176,15 +176,20 @@ static void disk(const struct probe_ctx *c, struct probe_out *o)
 		      (unsigned long long)(c->disk_limit >> 20));
 }
 
+/* Lower the hard fd limit by one (anyone may), then raise it back: only CAP_SYS_RESOURCE
+ * may raise a hard limit, and the original value is within fs.nr_open by definition. */
 static void nofile(const struct probe_ctx *c, struct probe_out *o)
 {
 	struct rlimit rl;
 	getrlimit(RLIMIT_NOFILE, &rl);
-	struct rlimit up = {rl.rlim_max + 1, rl.rlim_max + 1};
-	if (setrlimit(RLIMIT_NOFILE, &up) < 0)
-		return probe_blocked(o, errno, "raising nofile past %llu: %s",
+	struct rlimit down = {rl.rlim_cur < rl.rlim_max ? rl.rlim_cur : rl.rlim_max - 1,
+			      rl.rlim_max - 1};
+	if (setrlimit(RLIMIT_NOFILE, &down) < 0)
+		return probe_na(o, "lowering nofile: %s", strerror(errno));
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return probe_blocked(o, errno, "raising the hard nofile limit back to %llu: %s",
 				     (unsigned long long)rl.rlim_max, strerror(errno));
-	probe_escaped(o, "raised the hard nofile limit past %llu", (unsigned long long)rl.rlim_max);
+	probe_escaped(o, "raised the hard nofile limit (%llu)", (unsigned long long)rl.rlim_max);
 }
 
 const struct probe probes_res[] = {
