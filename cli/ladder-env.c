@@ -266,7 +266,7 @@ int ladder_env_setup(struct ladder_env *e, const char *state_dir, struct rung_er
 	e->mem_limit = 64ULL << 20;
 	e->disk_limit = 64ULL << 20;
 	e->pids_limit = 32;
-	e->cpus_milli = 500;
+	e->cpus_milli = 250;
 	host_facts(e);
 	snprintf(e->dir, sizeof(e->dir), "/tmp/rung-ladder-XXXXXX");
 	if (!mkdtemp(e->dir))
