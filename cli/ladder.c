@@ -148,6 +148,18 @@ json_t *ladder_result(struct ladder_env *e, const char *probe, const char *out, 
 	return r;
 }
 
+/* rung-probe --count in the target: {"reachable": N, "of": M}, or an empty object. */
+static json_t *count_syscalls(struct cli *c, struct ladder_target *t, struct ladder_env *e)
+{
+	char *out = NULL;
+	struct rung_err err = {0};
+	json_t *j = NULL;
+	if (ladder_target_run(c, t, e, "--count", &out, &err) >= 0 && out && strchr(out, '{'))
+		j = json_loads(strrchr(out, '{'), 0, NULL);
+	free(out);
+	return j ? j : json_object();
+}
+
 static json_t *run_target(struct cli *c, struct ladder_target *t, struct ladder_env *e,
 			  const struct ladder_opts *o, const struct probe_info *p, size_t n,
 			  size_t *done, size_t total)
@@ -191,18 +203,23 @@ static json_t *run_target(struct cli *c, struct ladder_target *t, struct ladder_
 	}
 	if (tty)
 		fprintf(stderr, "\r\033[K");
+	json_t *count = count_syscalls(c, t, e);
 	ladder_target_close(c, t);
 	json_t *sk = json_object_get(json_object_get(res, "vm.shared_kernel"), "result");
 	json_object_set_new(tj, "available", json_true());
 	json_object_set_new(
 		tj, "summary",
-		json_pack("{s:I,s:I,s:I,s:I,s:o,s:f}", "blocked", (json_int_t)blocked, "escaped",
-			  (json_int_t)escaped, "na", (json_int_t)na, "total", (json_int_t)n,
+		json_pack("{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:f}", "blocked", (json_int_t)blocked,
+			  "escaped", (json_int_t)escaped, "na", (json_int_t)na, "total",
+			  (json_int_t)n, "reachable_syscalls",
+			  json_incref(json_object_get(count, "reachable")) ?: json_null(),
+			  "syscalls_tried", json_incref(json_object_get(count, "of")) ?: json_null(),
 			  "shared_kernel",
 			  sk ? json_boolean(!strcmp(json_string_value(sk), "escaped"))
 			     : json_null(),
 			  "seconds", now_s() - t0));
 	json_object_set_new(tj, "results", res);
+	json_decref(count);
 	return tj;
 }
 
@@ -238,11 +255,17 @@ static void print_table(json_t *doc, const struct probe_info *p, size_t n)
 			continue;
 		}
 		json_t *sk = json_object_get(s, "shared_kernel");
-		printf("  %-10s blocked %lld/%lld, escaped %lld, n/a %lld; shared kernel: %s; %.1f s\n",
+		json_t *rs = json_object_get(s, "reachable_syscalls");
+		char reach[48] = "unknown";
+		if (json_is_integer(rs))
+			snprintf(reach, sizeof(reach), "%lld of %lld", json_integer_value(rs),
+				 json_integer_value(json_object_get(s, "syscalls_tried")));
+		printf("  %-10s blocked %lld/%lld, escaped %lld, n/a %lld; reachable syscalls %s; "
+		       "shared kernel: %s; %.1f s\n",
 		       name, json_integer_value(json_object_get(s, "blocked")),
 		       json_integer_value(json_object_get(s, "total")),
 		       json_integer_value(json_object_get(s, "escaped")),
-		       json_integer_value(json_object_get(s, "na")),
+		       json_integer_value(json_object_get(s, "na")), reach,
 		       json_is_null(sk) ? "unknown" : json_is_true(sk) ? "yes" : "no",
 		       json_real_value(json_object_get(s, "seconds")));
 	}

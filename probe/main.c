@@ -3,6 +3,7 @@
  *
  *   rung-probe --list                      every probe: name, family, what escaped means
  *   rung-probe --token TOKEN NAME          run probe NAME; one JSON line on stdout
+ *   rung-probe --token TOKEN --count       the syscalls the filters leave reachable
  *
  * It refuses to run unless it was planted by `rung ladder`: the working directory must hold
  * the context file rung-probe.ctx (a regular file, not a link) whose token= line equals
@@ -187,10 +188,16 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc != 4 || strcmp(argv[1], "--token")) {
-		fprintf(stderr, "usage: rung-probe --list | rung-probe --token TOKEN NAME\n"
+		fprintf(stderr, "usage: rung-probe --list | rung-probe --token TOKEN NAME|--count\n"
 				"Runs one probe of `rung ladder` (docs/ladder.md); it refuses to run\n"
 				"outside a sandbox the ladder planted it in.\n");
 		return argc == 2 && !strcmp(argv[1], "--help") ? 0 : 2;
+	}
+	if (!strcmp(argv[3], "--count")) {
+		struct probe_ctx cc = {0};
+		if (ctx_load(&cc, argv[2]) < 0)
+			return 3;
+		return probe_count_syscalls();
 	}
 	const struct probe *p = find(argv[3]);
 	if (!p) {

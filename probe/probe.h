@@ -66,6 +66,9 @@ void probe_na(struct probe_out *o, const char *fmt, ...) __attribute__((format(p
  * deliberately bad fd), blocked otherwise. reached is 0-terminated; NULL: success only.
  */
 void probe_syscall(struct probe_out *o, long r, const int *reached, const char *what);
+/* --count: print {"reachable": N, "of": M}, the syscalls the sandbox's filters allow with
+ * zero arguments, measured without running any (probe/count.c). */
+int probe_count_syscalls(void);
 /* Read at most n-1 bytes of path into buf (NUL-terminated): length, or -errno. */
 long probe_read(const char *path, char *buf, size_t n);
 

@@ -93,6 +93,31 @@ static void keep(struct lt_outcome *o, json_t *r)
 bool lt_run_target(const char *target, const char *state, const char *image,
 		   struct lt_outcome *out, size_t n, char *why, size_t whyn)
 {
+	int r, of;
+	return lt_run_target_count(target, state, image, out, n, &r, &of, why, whyn);
+}
+
+static void count(struct cli *c, struct ladder_target *t, struct ladder_env *e, int *reachable,
+		  int *of)
+{
+	char *o = NULL;
+	struct rung_err err = {0};
+	*reachable = *of = -1;
+	if (ladder_target_run(c, t, e, "--count", &o, &err) >= 0 && o && strchr(o, '{')) {
+		json_t *j = json_loads(strrchr(o, '{'), 0, NULL);
+		if (json_is_integer(json_object_get(j, "reachable")))
+			*reachable = (int)json_integer_value(json_object_get(j, "reachable"));
+		if (json_is_integer(json_object_get(j, "of")))
+			*of = (int)json_integer_value(json_object_get(j, "of"));
+		json_decref(j);
+	}
+	free(o);
+}
+
+bool lt_run_target_count(const char *target, const char *state, const char *image,
+			 struct lt_outcome *out, size_t n, int *reachable, int *of, char *why,
+			 size_t whyn)
+{
 	char agent[PATH_MAX], rel[PATH_MAX], helpers[PATH_MAX];
 	snprintf(rel, sizeof(rel), "%s/rung-agent", rung_test_build_dir());
 	if (!realpath(rel, agent) || !realpath(rung_test_build_dir(), helpers)) {
@@ -122,6 +147,7 @@ bool lt_run_target(const char *target, const char *state, const char *image,
 			keep(&out[i], ladder_result(&e, out[i].name, o, rc, &perr));
 			free(o);
 		}
+		count(&c, &t, &e, reachable, of);
 	}
 	ladder_target_close(&c, &t);
 	ladder_env_teardown(&e);

@@ -29,6 +29,10 @@ size_t lt_list(struct lt_outcome *out, size_t max);
  */
 bool lt_run_target(const char *target, const char *state, const char *image,
 		   struct lt_outcome *out, size_t n, char *why, size_t whyn);
+/* The same, then rung-probe --count there: *reachable and *of (-1 when it gave none). */
+bool lt_run_target_count(const char *target, const char *state, const char *image,
+			 struct lt_outcome *out, size_t n, int *reachable, int *of, char *why,
+			 size_t whyn);
 /*
  * The weakened setting: run each probe directly on the host as root, in the host's pid, net,
  * ipc and uts namespaces and user namespace, without seccomp, with an ambient capability and
