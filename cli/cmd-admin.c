@@ -274,7 +274,7 @@ const struct cli_cmd cli_cmds[] = {
 	{"image", cli_cmd_image, "rung image import PATH [--tag REF] | pull REF | ls | inspect REF | rm REF | gc",
 	 "Manage the local image store (content-addressed, every blob verified).\n"},
 	{"ladder", cli_cmd_ladder,
-	 "rung ladder [--rungs process,container,vm] [--peers] [--image REF] [--probes A,B]",
+	 "rung ladder [--rungs process,container,vm] [--peers] [--image REF] [--probes A,B] | --from FILE",
 	 "Measure what each rung stops on this host: run rung-probe's battery (rung-probe --list)\n"
 	 "in each rung and, with --peers, under bubblewrap, crun and runc; print the probe x rung\n"
 	 "table, a summary per rung and the host's facts (--json: docs/ladder.md). Each escape\n"
@@ -286,6 +286,7 @@ const struct cli_cmd cli_cmds[] = {
 	 "  --image REF    the container and vm rungs' image (default rung/busybox:latest,\n"
 	 "                 make image-busybox)\n"
 	 "  --probes LIST  only these probes (comma-separated names)\n"
-	 "  --probe PATH   the rung-probe binary (default: beside rung)\n"},
+	 "  --probe PATH   the rung-probe binary (default: beside rung)\n"
+	 "  --from FILE    print the table of a saved --json result (runs nothing)\n"},
 	{NULL, NULL, NULL, NULL},
 };

@@ -241,6 +241,10 @@ static int oci_config(struct ladder_target *t, struct ladder_env *e, const char 
 	return r < 0 ? rung_err_sys(err, EIO, "write %s", p) : 0;
 }
 
+static int open_sandbox(struct cli *c, struct ladder_target *t, struct ladder_env *e,
+			const char *probe_bin, const char *image, enum rung_isolation iso,
+			struct rung_err *err);
+
 static int open_rung(struct cli *c, struct ladder_target *t, struct ladder_env *e,
 		     const char *probe_bin, const char *image, struct rung_err *err)
 {
@@ -250,6 +254,23 @@ static int open_rung(struct cli *c, struct ladder_target *t, struct ladder_env *
 	if (iso == RUNG_ISO_VM && access("/dev/kvm", F_OK) < 0)
 		return rung_err_set(err, ENODEV, "no /dev/kvm on this host: the vm column comes "
 						 "from the nested stage (make check-vm)");
+	/* the vm rung takes whole vCPUs and needs RAM to boot: its own limits (in its context) */
+	unsigned long long mem = e->mem_limit;
+	unsigned cpus = e->cpus_milli;
+	if (iso == RUNG_ISO_VM) {
+		e->mem_limit = 256ULL << 20;
+		e->cpus_milli = 1000;
+	}
+	int rc = open_sandbox(c, t, e, probe_bin, image, iso, err);
+	e->mem_limit = mem;
+	e->cpus_milli = cpus;
+	return rc;
+}
+
+static int open_sandbox(struct cli *c, struct ladder_target *t, struct ladder_env *e,
+			const char *probe_bin, const char *image, enum rung_isolation iso,
+			struct rung_err *err)
+{
 	struct rung_router *r = cli_router(c);
 	if (!r)
 		return rung_err_set(err, EIO, "no router (see the error above)");

@@ -27,7 +27,7 @@ struct probe_info {
 };
 
 struct ladder_opts {
-	const char *rungs, *image, *probe_bin, *only;
+	const char *rungs, *image, *probe_bin, *only, *from;
 	bool peers;
 };
 
@@ -223,7 +223,7 @@ static json_t *run_target(struct cli *c, struct ladder_target *t, struct ladder_
 	return tj;
 }
 
-static void print_table(json_t *doc, const struct probe_info *p, size_t n)
+static void print_table(json_t *doc)
 {
 	json_t *targets = json_object_get(doc, "targets"), *t, *h = json_object_get(doc, "host");
 	size_t i;
@@ -234,11 +234,15 @@ static void print_table(json_t *doc, const struct probe_info *p, size_t n)
 	printf("\n%-30s", "probe");
 	json_array_foreach(targets, i, t) printf(" %-10s", json_string_value(json_object_get(t, "name")));
 	printf("\n");
-	for (size_t j = 0; j < n; j++) {
-		printf("%-30s", p[j].name);
+	size_t j;
+	json_t *pj;
+	json_array_foreach(json_object_get(doc, "probes"), j, pj)
+	{
+		const char *name = json_string_value(json_object_get(pj, "name"));
+		printf("%-30s", name);
 		json_array_foreach(targets, i, t)
 		{
-			json_t *r = json_object_get(json_object_get(t, "results"), p[j].name);
+			json_t *r = json_object_get(json_object_get(t, "results"), name);
 			const char *s = r ? json_string_value(json_object_get(r, "result")) : "-";
 			printf(" %-10s", !strcmp(s, "escaped") ? "ESCAPED" : s);
 		}
@@ -278,6 +282,7 @@ static int parse(int argc, char **argv, struct ladder_opts *o)
 				   : !strcmp(argv[i], "--image")  ? &o->image
 				   : !strcmp(argv[i], "--probe")  ? &o->probe_bin
 				   : !strcmp(argv[i], "--probes") ? &o->only
+				   : !strcmp(argv[i], "--from")	  ? &o->from
 								  : NULL;
 		if (dst && i + 1 < argc) {
 			*dst = argv[++i];
@@ -313,6 +318,19 @@ int cli_cmd_ladder(struct cli *c, int argc, char **argv)
 	int st = parse(argc, argv, &o);
 	if (st)
 		return st;
+	if (o.from) { /* a saved --json result, printed as the table: runs nothing */
+		json_error_t je;
+		json_t *doc = json_load_file(o.from, 0, &je);
+		if (!doc || !json_is_array(json_object_get(doc, "targets"))) {
+			fprintf(stderr, "rung ladder: --from %s: %s\n", o.from,
+				doc ? "no \"targets\" array: not a rung ladder --json result" : je.text);
+			json_decref(doc);
+			return 1;
+		}
+		print_table(doc);
+		json_decref(doc);
+		return 0;
+	}
 	if (c->remote || !c->root) {
 		fprintf(stderr, "rung ladder: needs root on this host (it makes sandboxes with the "
 				"library and plants its listeners and markers itself)\n");
@@ -370,7 +388,7 @@ int cli_cmd_ladder(struct cli *c, int argc, char **argv)
 		printf("%s\n", s);
 		free(s);
 	} else {
-		print_table(doc, p, n);
+		print_table(doc);
 		printf("\nladder: %.1f s in all\n", json_real_value(json_object_get(doc, "seconds")));
 	}
 	json_decref(doc);

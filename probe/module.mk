@@ -5,3 +5,11 @@ PROBE_SRC := $(wildcard probe/*.c)
 $(B)/rung-probe: $(call obj,$(PROBE_SRC))
 	$(CC) -static $(LDFLAGS) -Wl,--gc-sections -o $@ $^
 all: $(B)/rung-probe
+# the nested stage carries it into L1 for the vm column (vmm/guest/payload-rung.sh)
+check-vm: $(B)/rung-probe
+# installed beside rung-agent, where `rung ladder` looks for it (../libexec/rung/rung-probe)
+install: install-probe
+install-probe: $(B)/rung-probe
+	install -d $(DESTDIR)$(LIBEXECDIR)
+	install -m 0755 $(B)/rung-probe $(DESTDIR)$(LIBEXECDIR)/
+.PHONY: install-probe
