@@ -312,6 +312,19 @@ static void default_probe(char *buf, size_t n)
 	}
 }
 
+/* The whole battery's result for the deployed policy and inspect (rung_ladder_cache_save);
+ * a --probes subset is not evidence enough and is not saved. */
+static void save(struct cli *c, json_t *doc, const struct ladder_opts *o)
+{
+	if (o->only || !cli_router(c))
+		return;
+	char *s = json_dumps(doc, 0);
+	struct rung_err err = {0};
+	if (s && rung_ladder_cache_save(c->router, s, &err) < 0)
+		fprintf(stderr, "rung ladder: %s\n", err.msg);
+	free(s);
+}
+
 int cli_cmd_ladder(struct cli *c, int argc, char **argv)
 {
 	struct ladder_opts o = {.rungs = "process,container,vm", .image = "rung/busybox:latest"};
@@ -383,6 +396,7 @@ int cli_cmd_ladder(struct cli *c, int argc, char **argv)
 				      run_target(c, &ts[i], &e, &o, p, n, &done, n * nt));
 	ladder_env_teardown(&e);
 	json_object_set_new(doc, "seconds", json_real(now_s() - t0));
+	save(c, doc, &o);
 	if (c->json) {
 		char *s = json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
 		printf("%s\n", s);
