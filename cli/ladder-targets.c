@@ -123,6 +123,8 @@ static int spawn_capture(char *const argv[], const char *cwd, int uid, bool cg_w
 				close(p[i].fd);
 				p[i].fd = -1;
 			} else if (i == 0) {
+				if (len + (size_t)k + 1 > (1u << 20))
+					continue; /* a probe prints one line: a megabyte is plenty */
 				if (len + (size_t)k + 1 > cap)
 					buf = realloc(buf, cap = 2 * (len + (size_t)k + 1));
 				memcpy(buf + len, tmp, (size_t)k);
