@@ -287,6 +287,8 @@ const struct cli_cmd cli_cmds[] = {
 	 "                 make image-busybox)\n"
 	 "  --probes LIST  only these probes (comma-separated names)\n"
 	 "  --probe PATH   the rung-probe binary (default: beside rung)\n"
-	 "  --from FILE    print the table of a saved --json result (runs nothing)\n"},
+	 "  --from FILE    print the table of a saved --json result (runs nothing)\n"
+	 "  --json         (global) one JSON object instead of the table\n\n"
+	 "A whole run (no --probes) is saved in the store for --deployed and rung inspect.\n"},
 	{NULL, NULL, NULL, NULL},
 };
