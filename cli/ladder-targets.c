@@ -404,3 +404,50 @@ void ladder_target_close(struct cli *c, struct ladder_target *t)
 			fprintf(stderr, "rung ladder: dispose %s: %s\n", id, err.msg);
 	}
 }
+
+char *ladder_probe_line(const char *probe, const char *result, const char *evidence)
+{
+	json_t *j = json_pack("{s:s,s:s,s:n,s:s}", "probe", probe, "result", result, "errno",
+			      "evidence", evidence);
+	char *s = json_dumps(j, 0);
+	json_decref(j);
+	return s;
+}
+
+void ladder_target_fileapi(struct ladder_target *t, struct ladder_env *e, const char *probe,
+			   char **out)
+{
+	bool rd = !strcmp(probe, "fs.fileapi_link_read"), dd = !strcmp(probe, "fs.fileapi_dotdot");
+	bool wr = !strcmp(probe, "fs.fileapi_link_write");
+	if (!rd && !dd && !wr)
+		return;
+	free(*out);
+	if (t->peer || !t->sb) {
+		*out = ladder_probe_line(probe, "n/a", "a peer has no file API");
+		return;
+	}
+	struct rung_err err = {0};
+	char ev[800], path[400];
+	if (wr) {
+		if (rung_write_file(t->sb, "probe-link-w", e->token, strlen(e->token), 0644, &err) < 0)
+			snprintf(ev, sizeof(ev), "rung_write_file probe-link-w: %s", err.msg);
+		else
+			snprintf(ev, sizeof(ev), "rung_write_file probe-link-w succeeded");
+		*out = ladder_probe_line(probe, "escaped", ev); /* the host's check decides */
+		return;
+	}
+	if (rd)
+		snprintf(path, sizeof(path), "probe-link-r");
+	else /* host_dir is absolute: ../(...)/tmp/rung-ladder-XXXXXX/host/secret */
+		snprintf(path, sizeof(path), "../../../../../../../../..%s/secret", e->host_dir);
+	char *data = NULL;
+	size_t len = 0;
+	if (rung_read_file(t->sb, path, 4096, &data, &len, &err) < 0) {
+		snprintf(ev, sizeof(ev), "rung_read_file %s: %s", path, err.msg);
+		*out = ladder_probe_line(probe, "blocked", ev);
+		return;
+	}
+	snprintf(ev, sizeof(ev), "content=%.*s", (int)strcspn(data, "\n"), data);
+	free(data);
+	*out = ladder_probe_line(probe, "escaped", ev);
+}

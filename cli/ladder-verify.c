@@ -105,9 +105,10 @@ static int host_saw(struct ladder_env *e, const char *probe, const char *ev)
 		snprintf(ino, sizeof(ino), "%llu", (unsigned long long)st.st_ino);
 		return evidence_is(ev, "ino", ino);
 	}
-	if (!strcmp(probe, "fs.host_secret_read"))
+	if (!strcmp(probe, "fs.host_secret_read") || !strcmp(probe, "fs.fileapi_link_read") ||
+	    !strcmp(probe, "fs.fileapi_dotdot"))
 		return evidence_is(ev, "content", e->secret);
-	if (!strcmp(probe, "fs.host_marker_write"))
+	if (!strcmp(probe, "fs.host_marker_write") || !strcmp(probe, "fs.fileapi_link_write"))
 		return marker_written(e);
 	if (!strcmp(probe, "ipc.host_shm"))
 		return evidence_is(ev, "content", e->shm_secret);

@@ -82,5 +82,14 @@ int ladder_target_open(struct cli *c, struct ladder_target *t, struct ladder_env
 int ladder_target_run(struct cli *c, struct ladder_target *t, struct ladder_env *e,
 		      const char *probe, char **out, struct rung_err *err);
 void ladder_target_close(struct cli *c, struct ladder_target *t);
+/*
+ * After a file API probe (fs.fileapi_*) planted its link: the host's side of it, through
+ * rung_read_file / rung_write_file on a rung (a peer has no file API: n/a). *out is replaced
+ * with the JSON line of what the file API did, for ladder_result to check on the host.
+ */
+void ladder_target_fileapi(struct ladder_target *t, struct ladder_env *e, const char *probe,
+			   char **out);
+/* The JSON line of a probe's result, as rung-probe prints it (malloc'd). */
+char *ladder_probe_line(const char *probe, const char *result, const char *evidence);
 
 #endif

@@ -219,6 +219,34 @@ static void chroot_any(const struct probe_ctx *c, struct probe_out *o)
 	probe_syscall(o, chroot("."), NULL, "chroot");
 }
 
+/* The file API probes: the probe plants a link, the host's file API (rung write / rung read,
+ * run by the ladder after it) is what is tested (cli/ladder-targets.c, ladder_target_fileapi). */
+static void plant_link(const struct probe_ctx *c, struct probe_out *o, const char *name,
+		       const char *target)
+{
+	char t[300];
+	snprintf(t, sizeof(t), "%s/%s", c->host_dir, target);
+	unlink(name);
+	if (symlink(t, name) < 0)
+		return probe_na(o, "symlink %s: %s", name, strerror(errno));
+	probe_na(o, "planted %s -> %s; the host's file API decides", name, t);
+}
+
+static void fileapi_link_read(const struct probe_ctx *c, struct probe_out *o)
+{
+	plant_link(c, o, "probe-link-r", "secret");
+}
+
+static void fileapi_link_write(const struct probe_ctx *c, struct probe_out *o)
+{
+	plant_link(c, o, "probe-link-w", "marker");
+}
+
+static void fileapi_dotdot(const struct probe_ctx *c, struct probe_out *o)
+{
+	probe_na(o, "nothing to plant; the host's file API decides");
+}
+
 const struct probe probes_fs[] = {
 	{"fs.host_dir_visible", "filesystem", "the ladder's host directory is visible",
 	 host_dir_visible},
@@ -242,5 +270,11 @@ const struct probe probes_fs[] = {
 	{"fs.pivot_root", "filesystem", "pivot_root passes its permission check", pivot_root_any},
 	{"fs.open_by_handle_at", "filesystem", "a file opens by handle", open_by_handle},
 	{"fs.chroot", "filesystem", "chroot(2) is permitted", chroot_any},
+	{"fs.fileapi_link_read", "filesystem",
+	 "the file API (read) follows a planted link to a host secret", fileapi_link_read},
+	{"fs.fileapi_link_write", "filesystem",
+	 "the file API (write) follows a planted link to the host directory", fileapi_link_write},
+	{"fs.fileapi_dotdot", "filesystem", "the file API (read) reaches a host secret through ..",
+	 fileapi_dotdot},
 	{NULL, NULL, NULL, NULL},
 };

@@ -144,6 +144,7 @@ bool lt_run_target_count(const char *target, const char *state, const char *imag
 			struct rung_err perr = {0};
 			ladder_env_reset(&e);
 			int rc = ladder_target_run(&c, &t, &e, out[i].name, &o, &perr);
+			ladder_target_fileapi(&t, &e, out[i].name, &o);
 			keep(&out[i], ladder_result(&e, out[i].name, o, rc, &perr));
 			free(o);
 		}
@@ -181,6 +182,32 @@ static void weaken(const void *p)
 	cap_free(caps);
 }
 
+/* The weakened file API: plain open(2) from the working directory, no confinement at all
+ * (what rung_read_file / rung_write_file would be without openat2's RESOLVE_IN_ROOT). */
+static void weak_fileapi(struct ladder_env *e, const char *dir, const char *probe, char **o)
+{
+	char p[PATH_MAX + 512], buf[256] = "", ev[512];
+	bool wr = !strcmp(probe, "fs.fileapi_link_write");
+	if (strcmp(probe, "fs.fileapi_link_read") && strcmp(probe, "fs.fileapi_dotdot") && !wr)
+		return;
+	free(*o);
+	if (!strcmp(probe, "fs.fileapi_link_read"))
+		snprintf(p, sizeof(p), "%s/probe-link-r", dir);
+	else if (wr)
+		snprintf(p, sizeof(p), "%s/probe-link-w", dir);
+	else
+		snprintf(p, sizeof(p), "%s/../../../../../../../..%s/secret", dir, e->host_dir);
+	int fd = open(p, wr ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY, 0644);
+	ssize_t k = fd < 0 ? -1
+		    : wr   ? write(fd, e->token, strlen(e->token))
+			   : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	buf[k > 0 && !wr ? k : 0] = '\0';
+	snprintf(ev, sizeof(ev), wr ? "wrote through the link" : "content=%s", buf);
+	*o = ladder_probe_line(probe, k > 0 ? "escaped" : "blocked", ev);
+}
+
 bool lt_run_weak(struct lt_outcome *out, size_t n, char *why, size_t whyn)
 {
 	struct ladder_env e;
@@ -202,6 +229,7 @@ bool lt_run_weak(struct lt_outcome *out, size_t n, char *why, size_t whyn)
 		char *argv[] = {(char *)lt_probe_bin(), "--token", e.token, out[i].name, NULL};
 		ladder_env_reset(&e);
 		char *o = capture(argv, dir, weaken, &w);
+		weak_fileapi(&e, dir, out[i].name, &o);
 		struct rung_err perr = {0};
 		keep(&out[i], ladder_result(&e, out[i].name, o, 0, &perr));
 		free(o);
