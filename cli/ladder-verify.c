@@ -6,6 +6,7 @@
  * seen: blocked, whatever the probe said.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -173,6 +174,54 @@ static bool host_route(int dom, const char *ip)
 	return r == 0;
 }
 
+/* The first line of path holds want (a sysctl's value, the lockdown mode). */
+static bool file_has(const char *path, const char *want)
+{
+	char buf[256] = "";
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t k = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[k > 0 ? k : 0] = '\0';
+	return strstr(buf, want) != NULL;
+}
+
+static bool dir_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	bool empty = true;
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.')
+			empty = false;
+	if (d)
+		closedir(d);
+	return empty;
+}
+
+/* Switched off on this host, for every process (sysctls, lockdown). */
+static const char *host_switched_off(const char *probe)
+{
+	bool kexec = !strncmp(probe, "kernel.kexec", 12), mod = strstr(probe, "_module") != NULL;
+	if (kexec && file_has("/proc/sys/kernel/kexec_load_disabled", "1"))
+		return "kexec switched off (kernel.kexec_load_disabled)";
+	if (!strcmp(probe, "kernel.kexec_load") &&
+	    (file_has("/sys/kernel/security/lockdown", "[integrity]") ||
+	     file_has("/sys/kernel/security/lockdown", "[confidentiality]")))
+		return "kexec_load switched off (lockdown)";
+	if (mod && file_has("/proc/sys/kernel/modules_disabled", "1"))
+		return "module loading switched off (kernel.modules_disabled)";
+	if (!strcmp(probe, "kernel.io_uring") && file_has("/proc/sys/kernel/io_uring_disabled", "2"))
+		return "io_uring switched off (kernel.io_uring_disabled)";
+	if (!strcmp(probe, "info.kallsyms") && file_has("/proc/sys/kernel/kptr_restrict", "2"))
+		return "kernel addresses hidden from everyone (kernel.kptr_restrict=2)";
+	if ((!strcmp(probe, "fs.sys_write") || !strcmp(probe, "fs.block_device")) &&
+	    dir_empty("/sys/block"))
+		return "no block device";
+	return NULL;
+}
+
 /*
  * What this host itself lacks for the probe to have anything to escape to (a facility its
  * kernel was built without, a file it does not have, a route it does not have): then the probe
@@ -197,6 +246,9 @@ static const char *host_lacks(struct ladder_env *e, const char *probe)
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
 		if (!strcmp(probe, files[i].probe) && access(files[i].path, F_OK) < 0)
 			return files[i].why;
+	const char *off = host_switched_off(probe);
+	if (off)
+		return off;
 	if (!strcmp(probe, "kernel.af_alg") && !host_family(AF_ALG, SOCK_SEQPACKET))
 		return "no AF_ALG (CONFIG_CRYPTO_USER_API)";
 	if (!strcmp(probe, "kernel.af_vsock") && !host_family(AF_VSOCK, SOCK_STREAM))
