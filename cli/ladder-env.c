@@ -180,7 +180,16 @@ static int start_listeners(struct ladder_env *e, struct rung_err *err)
 	e->tcp6_fd = listen_on(AF_INET6, SOCK_STREAM, &a6, sizeof(a6), &e->tcp6_port, &ignore);
 	if (pipe2(e->stop_fd, O_CLOEXEC) < 0)
 		return rung_err_sys(err, errno, "pipe");
-	if ((errno = pthread_create(&e->listener, NULL, listener, e)))
+	/* the stop signals go to the main thread, which stops between probes and cleans up */
+	sigset_t stop, prev;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stop, &prev);
+	errno = pthread_create(&e->listener, NULL, listener, e);
+	pthread_sigmask(SIG_SETMASK, &prev, NULL);
+	if (errno)
 		return rung_err_sys(err, errno, "the listener thread");
 	e->listening = true;
 	return 0;

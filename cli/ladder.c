@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <jansson.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,13 @@ struct ladder_opts {
 	const char *rungs, *image, *probe_bin, *only, *from;
 	bool peers;
 };
+
+/* A stop signal (SIGINT, SIGTERM, SIGHUP): finish the probe running, then clean up and stop. */
+static volatile sig_atomic_t stop_sig;
+static void on_stop(int sig)
+{
+	stop_sig = sig;
+}
 
 static double now_s(void)
 {
@@ -176,7 +184,7 @@ static json_t *run_target(struct cli *c, struct ladder_target *t, struct ladder_
 	json_t *res = json_object();
 	size_t blocked = 0, escaped = 0, na = 0;
 	bool tty = !c->json && isatty(2);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && !stop_sig; i++) {
 		if (tty)
 			fprintf(stderr, "\r\033[K[%zu/%zu] %s: %s", ++*done, total, t->name,
 				p[i].name);
@@ -184,7 +192,7 @@ static json_t *run_target(struct cli *c, struct ladder_target *t, struct ladder_
 		char *out = NULL;
 		struct rung_err err = {0};
 		int rc = ladder_target_run(c, t, e, p[i].name, &out, &err);
-		if (rc < 0 && !t->peer) {
+		if (rc < 0 && !t->peer && !stop_sig) {
 			/* the sandbox died (a resource probe's OOM kill took its agent): a fresh
 			 * one for the rest, and this probe once more */
 			ladder_target_close(c, t);
@@ -392,10 +400,22 @@ int cli_cmd_ladder(struct cli *c, int argc, char **argv)
 				      json_pack("{s:s,s:s,s:s}", "name", p[i].name, "family",
 						p[i].family, "what", p[i].what));
 	size_t done = 0;
-	for (size_t i = 0; i < nt; i++)
+	struct sigaction sa = {.sa_handler = on_stop}, old[3];
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &sa, &old[i]);
+	for (size_t i = 0; i < nt && !stop_sig; i++)
 		json_array_append_new(json_object_get(doc, "targets"),
 				      run_target(c, &ts[i], &e, &o, p, n, &done, n * nt));
 	ladder_env_teardown(&e);
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &old[i], NULL);
+	if (stop_sig) { /* everything planted is gone; a partial run is neither saved nor printed */
+		fprintf(stderr, "\nrung ladder: stopped by signal %d; cleaned up\n", (int)stop_sig);
+		json_decref(doc);
+		free(p);
+		return 128 + stop_sig;
+	}
 	json_object_set_new(doc, "seconds", json_real(now_s() - t0));
 	save(c, doc, &o);
 	if (c->json) {
