@@ -8,7 +8,13 @@
  * in crun's default spec), so a peer column cannot silently be all "blocked".
  */
 #include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -120,11 +126,61 @@ START_TEST(test_peers)
 }
 END_TEST
 
+static int count_tmp_ladders(void)
+{
+	DIR *d = opendir("/tmp");
+	struct dirent *e;
+	int n = 0;
+	while (d && (e = readdir(d)))
+		n += !strncmp(e->d_name, "rung-ladder-", 12);
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* `rung ladder` stopped by SIGINT midway: exit 130, nothing of it left (no sandbox, no
+ * planted directory), nothing saved for the policy. */
+START_TEST(test_interrupted_cleans_up)
+{
+	CT_REQUIRE();
+	char rung[PATH_MAX], rel[PATH_MAX];
+	snprintf(rel, sizeof(rel), "%s/rung", rung_test_build_dir());
+	ck_assert_ptr_nonnull(realpath(rel, rung));
+	int before = count_tmp_ladders();
+	pid_t pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		dup2(null, 2);
+		execl(rung, "rung", "--state-dir", ct_state(), "ladder", "--rungs", "process",
+		      (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_gt(pid, 0);
+	/* until its sandbox exists: then the battery is running */
+	char sbdir[PATH_MAX];
+	snprintf(sbdir, sizeof(sbdir), "%s/sandboxes", ct_state());
+	for (int i = 0; i < 300 && rung_test_count_entries(sbdir) <= 0; i++)
+		usleep(20000);
+	ck_assert_int_gt(rung_test_count_entries(sbdir), 0);
+	kill(pid, SIGINT);
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 130, "status %#x", st);
+	ck_assert_int_eq(rung_test_count_entries(sbdir), 0);
+	ck_assert_int_eq(count_tmp_ladders(), before);
+	char saved[PATH_MAX];
+	snprintf(saved, sizeof(saved), "%s/ladder.json", ct_state());
+	ck_assert_int_ne(access(saved, F_OK), 0);
+}
+END_TEST
+
 Suite *e2e_ladder_rungs_suite(void)
 {
 	Suite *s = suite_create("e2e_ladder_rungs");
 	ct_add(s, "process", test_process_rung, 300);
 	ct_add(s, "container", test_container_rung, 300);
 	ct_add(s, "peers", test_peers, 300);
+	ct_add(s, "interrupted", test_interrupted_cleans_up, 120);
 	return s;
 }
