@@ -131,8 +131,10 @@ static void heard(struct ladder_env *e, const char *msg)
 static void *listener(void *arg)
 {
 	struct ladder_env *e = arg;
-	struct pollfd p[5] = {{e->stop_fd[0], POLLIN, 0}, {e->tcp_fd, POLLIN, 0},
-			      {e->tcp6_fd, POLLIN, 0}, {e->unix_fd, POLLIN, 0},
+	struct pollfd p[5] = {{e->stop_fd[0], POLLIN, 0},
+			      {e->tcp_fd, POLLIN, 0},
+			      {e->tcp6_fd, POLLIN, 0},
+			      {e->unix_fd, POLLIN, 0},
 			      {e->udp_fd, POLLIN, 0}};
 	for (;;) {
 		if (poll(p, 5, -1) < 0 && errno != EINTR)
@@ -170,7 +172,8 @@ static int start_listeners(struct ladder_env *e, struct rung_err *err)
 	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
 	struct sockaddr_un au = {.sun_family = AF_UNIX};
 	memcpy(au.sun_path + 1, e->abstract, strlen(e->abstract));
-	socklen_t ul = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(e->abstract));
+	socklen_t ul =
+	    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(e->abstract));
 	if ((e->tcp_fd = listen_on(AF_INET, SOCK_STREAM, &a4, sizeof(a4), &e->tcp_port, err)) < 0 ||
 	    (e->udp_fd = listen_on(AF_INET, SOCK_DGRAM, &a4, sizeof(a4), &e->udp_port, err)) < 0 ||
 	    (e->unix_fd = listen_on(AF_UNIX, SOCK_STREAM, &au, ul, NULL, err)) < 0)
@@ -204,8 +207,8 @@ static int plant_ipc(struct ladder_env *e, struct rung_err *err)
 	unsigned char k[4];
 	if (getrandom(k, sizeof(k), 0) != sizeof(k))
 		memset(k, 0x11, sizeof(k));
-	e->sysv_key = (int)(((unsigned)k[0] << 24 | (unsigned)k[1] << 16 | k[2] << 8 | k[3]) &
-			    0x7fffffff);
+	e->sysv_key =
+	    (int)(((unsigned)k[0] << 24 | (unsigned)k[1] << 16 | k[2] << 8 | k[3]) & 0x7fffffff);
 	e->sysv_id = shmget((key_t)e->sysv_key, 4096, IPC_CREAT | IPC_EXCL | 0644);
 	if (e->sysv_id < 0)
 		return rung_err_sys(err, errno, "shmget");
@@ -303,8 +306,8 @@ void ladder_env_teardown(struct ladder_env *e)
 			pthread_join(e->listener, NULL);
 		e->listening = false;
 	}
-	int *fds[] = {&e->tcp_fd, &e->tcp6_fd, &e->udp_fd, &e->unix_fd, &e->victim_fd,
-		      &e->stop_fd[0], &e->stop_fd[1]};
+	int *fds[] = {&e->tcp_fd,    &e->tcp6_fd,    &e->udp_fd,    &e->unix_fd,
+		      &e->victim_fd, &e->stop_fd[0], &e->stop_fd[1]};
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (*fds[i] >= 0) {
 			close(*fds[i]);

@@ -80,7 +80,8 @@ static void child_exec(char *const argv[], const char *cwd, int uid, bool cg_wra
 	}
 	if (cwd && chdir(cwd) < 0)
 		_exit(126);
-	if (uid >= 0 && (setgroups(0, NULL) < 0 || setgid((gid_t)uid) < 0 || setuid((uid_t)uid) < 0))
+	if (uid >= 0 &&
+	    (setgroups(0, NULL) < 0 || setgid((gid_t)uid) < 0 || setuid((uid_t)uid) < 0))
 		_exit(126);
 	char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 	execve(argv[0], argv, envp);
@@ -88,8 +89,8 @@ static void child_exec(char *const argv[], const char *cwd, int uid, bool cg_wra
 }
 
 /* Run argv; its stdout in *out (malloc'd). The exit status, or -errno with err set. */
-static int spawn_capture(char *const argv[], const char *cwd, int uid, bool cg_wrap,
-			 int timeout_s, char **out, struct rung_err *err)
+static int spawn_capture(char *const argv[], const char *cwd, int uid, bool cg_wrap, int timeout_s,
+			 char **out, struct rung_err *err)
 {
 	int po[2], pe[2];
 	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0)
@@ -124,14 +125,16 @@ static int spawn_capture(char *const argv[], const char *cwd, int uid, bool cg_w
 				p[i].fd = -1;
 			} else if (i == 0) {
 				if (len + (size_t)k + 1 > (1u << 20))
-					continue; /* a probe prints one line: a megabyte is plenty */
+					continue; /* a probe prints one line: a megabyte is plenty
+						   */
 				if (len + (size_t)k + 1 > cap)
 					buf = realloc(buf, cap = 2 * (len + (size_t)k + 1));
 				memcpy(buf + len, tmp, (size_t)k);
 				len += (size_t)k;
 			} else if (elen + 1 < sizeof(ebuf)) {
-				size_t n = (size_t)k < sizeof(ebuf) - 1 - elen ? (size_t)k
-									  : sizeof(ebuf) - 1 - elen;
+				size_t n = (size_t)k < sizeof(ebuf) - 1 - elen
+					       ? (size_t)k
+					       : sizeof(ebuf) - 1 - elen;
 				memcpy(ebuf + elen, tmp, n);
 				elen += n;
 			}
@@ -150,8 +153,8 @@ static int spawn_capture(char *const argv[], const char *cwd, int uid, bool cg_w
 	ebuf[strcspn(ebuf, "\n")] = '\0';
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		rung_err_set(err, EIO, "%s exited %d%s%s", argv[0],
-			     WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), ebuf[0] ? ": " : "",
-			     ebuf);
+			     WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+			     ebuf[0] ? ": " : "", ebuf);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -228,8 +231,8 @@ static int oci_config(struct ladder_target *t, struct ladder_env *e, const char 
 	if (!c)
 		return rung_err_set(err, EINVAL, "%s: %s", p, je.text);
 	json_t *proc = json_object_get(c, "process");
-	json_object_set_new(proc, "args", json_pack("[ssss]", "/work/rung-probe", "--token",
-						      e->token, probe));
+	json_object_set_new(proc, "args",
+			    json_pack("[ssss]", "/work/rung-probe", "--token", e->token, probe));
 	json_object_set_new(proc, "cwd", json_string("/work"));
 	json_object_set_new(proc, "terminal", json_false());
 	json_object_set_new(json_object_get(c, "root"), "readonly", json_false());
@@ -250,12 +253,13 @@ static int open_sandbox(struct cli *c, struct ladder_target *t, struct ladder_en
 static int open_rung(struct cli *c, struct ladder_target *t, struct ladder_env *e,
 		     const char *probe_bin, const char *image, struct rung_err *err)
 {
-	enum rung_isolation iso = !strcmp(t->name, "process")	? RUNG_ISO_PROCESS
+	enum rung_isolation iso = !strcmp(t->name, "process")	  ? RUNG_ISO_PROCESS
 				  : !strcmp(t->name, "container") ? RUNG_ISO_CONTAINER
 								  : RUNG_ISO_VM;
 	if (iso == RUNG_ISO_VM && access("/dev/kvm", F_OK) < 0)
-		return rung_err_set(err, ENODEV, "no /dev/kvm on this host: the vm column comes "
-						 "from the nested stage (make check-vm)");
+		return rung_err_set(err, ENODEV,
+				    "no /dev/kvm on this host: the vm column comes "
+				    "from the nested stage (make check-vm)");
 	/* the vm rung takes whole vCPUs and needs RAM to boot: its own limits (in its context) */
 	unsigned long long mem = e->mem_limit;
 	unsigned cpus = e->cpus_milli;
@@ -343,13 +347,41 @@ static int run_peer(struct ladder_target *t, struct ladder_env *e, const char *p
 		    struct rung_err *err)
 {
 	if (!strcmp(t->name, "bwrap")) {
-		char *argv[] = {(char *)tool_path("bwrap"), "--unshare-all", "--die-with-parent",
-				"--new-session", "--ro-bind", "/usr", "/usr", "--symlink",
-				"usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink",
-				"usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin", "--proc",
-				"/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", t->workdir,
-				"/work", "--chdir", "/work", "/work/rung-probe", "--token",
-				e->token, (char *)probe, NULL};
+		char *argv[] = {(char *)tool_path("bwrap"),
+				"--unshare-all",
+				"--die-with-parent",
+				"--new-session",
+				"--ro-bind",
+				"/usr",
+				"/usr",
+				"--symlink",
+				"usr/lib",
+				"/lib",
+				"--symlink",
+				"usr/lib64",
+				"/lib64",
+				"--symlink",
+				"usr/bin",
+				"/bin",
+				"--symlink",
+				"usr/sbin",
+				"/sbin",
+				"--proc",
+				"/proc",
+				"--dev",
+				"/dev",
+				"--tmpfs",
+				"/tmp",
+				"--bind",
+				t->workdir,
+				"/work",
+				"--chdir",
+				"/work",
+				"/work/rung-probe",
+				"--token",
+				e->token,
+				(char *)probe,
+				NULL};
 		return spawn_capture(argv, NULL, PEER_UID, false, 60, out, err);
 	}
 	int r = oci_config(t, e, probe, err);
@@ -429,7 +461,8 @@ void ladder_target_fileapi(struct ladder_target *t, struct ladder_env *e, const 
 	struct rung_err err = {0};
 	char ev[800], path[400];
 	if (wr) {
-		if (rung_write_file(t->sb, "probe-link-w", e->token, strlen(e->token), 0644, &err) < 0)
+		if (rung_write_file(t->sb, "probe-link-w", e->token, strlen(e->token), 0644, &err) <
+		    0)
 			snprintf(ev, sizeof(ev), "rung_write_file probe-link-w: %s", err.msg);
 		else
 			snprintf(ev, sizeof(ev), "rung_write_file probe-link-w succeeded");

@@ -9,13 +9,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <linux/capability.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -212,7 +212,8 @@ static const char *host_switched_off(const char *probe)
 		return "kexec_load switched off (lockdown)";
 	if (mod && file_has("/proc/sys/kernel/modules_disabled", "1"))
 		return "module loading switched off (kernel.modules_disabled)";
-	if (!strcmp(probe, "kernel.io_uring") && file_has("/proc/sys/kernel/io_uring_disabled", "2"))
+	if (!strcmp(probe, "kernel.io_uring") &&
+	    file_has("/proc/sys/kernel/io_uring_disabled", "2"))
 		return "io_uring switched off (kernel.io_uring_disabled)";
 	if (!strcmp(probe, "info.kallsyms") && file_has("/proc/sys/kernel/kptr_restrict", "2"))
 		return "kernel addresses hidden from everyone (kernel.kptr_restrict=2)";
@@ -233,15 +234,16 @@ static const char *host_lacks(struct ladder_env *e, const char *probe)
 	static const struct {
 		const char *probe, *path, *why;
 	} files[] = {
-		{"fs.proc_sysrq", "/proc/sysrq-trigger", "no /proc/sysrq-trigger (CONFIG_MAGIC_SYSRQ)"},
-		{"fs.proc_sys_kernel", "/proc/sys/kernel/modprobe", "no kernel.modprobe (CONFIG_MODULES)"},
-		{"fs.dev_mem", "/dev/mem", "no /dev/mem"},
-		{"kernel.kexec_file_load", "/sys/kernel/kexec_loaded", "no kexec (CONFIG_KEXEC)"},
-		{"kernel.kexec_load", "/sys/kernel/kexec_loaded", "no kexec (CONFIG_KEXEC)"},
-		{"kernel.init_module", "/proc/modules", "no loadable modules (CONFIG_MODULES)"},
-		{"kernel.finit_module", "/proc/modules", "no loadable modules (CONFIG_MODULES)"},
-		{"kernel.delete_module", "/proc/modules", "no loadable modules (CONFIG_MODULES)"},
-		{"vm.dev_kvm", "/dev/kvm", "no /dev/kvm"},
+	    {"fs.proc_sysrq", "/proc/sysrq-trigger", "no /proc/sysrq-trigger (CONFIG_MAGIC_SYSRQ)"},
+	    {"fs.proc_sys_kernel", "/proc/sys/kernel/modprobe",
+	     "no kernel.modprobe (CONFIG_MODULES)"},
+	    {"fs.dev_mem", "/dev/mem", "no /dev/mem"},
+	    {"kernel.kexec_file_load", "/sys/kernel/kexec_loaded", "no kexec (CONFIG_KEXEC)"},
+	    {"kernel.kexec_load", "/sys/kernel/kexec_loaded", "no kexec (CONFIG_KEXEC)"},
+	    {"kernel.init_module", "/proc/modules", "no loadable modules (CONFIG_MODULES)"},
+	    {"kernel.finit_module", "/proc/modules", "no loadable modules (CONFIG_MODULES)"},
+	    {"kernel.delete_module", "/proc/modules", "no loadable modules (CONFIG_MODULES)"},
+	    {"vm.dev_kvm", "/dev/kvm", "no /dev/kvm"},
 	};
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
 		if (!strcmp(probe, files[i].probe) && access(files[i].path, F_OK) < 0)

@@ -6,8 +6,8 @@
  */
 #include <errno.h>
 #include <jansson.h>
-#include <signal.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,10 +34,7 @@ struct ladder_opts {
 
 /* A stop signal (SIGINT, SIGTERM, SIGHUP): finish the probe running, then clean up and stop. */
 static volatile sig_atomic_t stop_sig;
-static void on_stop(int sig)
-{
-	stop_sig = sig;
-}
+static void on_stop(int sig) { stop_sig = sig; }
 
 static double now_s(void)
 {
@@ -69,19 +66,19 @@ static json_t *host_facts(void)
 	struct statfs sf;
 	const char *cg = "none";
 	if (statfs("/sys/fs/cgroup", &sf) == 0)
-		cg = sf.f_type == CGROUP2_MAGIC ? "v2"
+		cg = sf.f_type == CGROUP2_MAGIC			   ? "v2"
 		     : access("/sys/fs/cgroup/unified", F_OK) == 0 ? "hybrid (v1, v2 at unified)"
-								     : "v1";
+								   : "v1";
 	if (access("/dev/kvm", F_OK) == 0) {
 		const char *k = access("/sys/module/kvm_intel", F_OK) == 0 ? "kvm_intel"
 				: access("/sys/module/kvm_amd", F_OK) == 0 ? "kvm_amd"
 				: access("/sys/module/kvm_pvm", F_OK) == 0 ? "kvm_pvm (no VMX/SVM)"
-									    : "unknown";
+									   : "unknown";
 		snprintf(kvm, sizeof(kvm), "%s", k);
 	}
-	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "kernel", u.release,
-			 "kernel_version", u.version, "cgroup", cg, "lsm", lsm, "max_user_namespaces",
-			 userns, "unprivileged_userns_clone", unpriv, "kvm", kvm, "seccomp_actions",
+	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "kernel", u.release, "kernel_version",
+			 u.version, "cgroup", cg, "lsm", lsm, "max_user_namespaces", userns,
+			 "unprivileged_userns_clone", unpriv, "kvm", kvm, "seccomp_actions",
 			 seccomp);
 }
 
@@ -150,8 +147,8 @@ json_t *ladder_result(struct ladder_env *e, const char *probe, const char *out, 
 		eno = json_string_value(json_object_get(j, "errno"));
 	}
 	ladder_env_verify(e, probe, result, sizeof(result), evidence, sizeof(evidence));
-	json_t *r = json_pack("{s:s,s:s?,s:s}", "result", result, "errno", eno, "evidence",
-			      evidence);
+	json_t *r =
+	    json_pack("{s:s,s:s?,s:s}", "result", result, "errno", eno, "evidence", evidence);
 	json_decref(j);
 	return r;
 }
@@ -217,16 +214,15 @@ static json_t *run_target(struct cli *c, struct ladder_target *t, struct ladder_
 	json_t *sk = json_object_get(json_object_get(res, "vm.shared_kernel"), "result");
 	json_object_set_new(tj, "available", json_true());
 	json_object_set_new(
-		tj, "summary",
-		json_pack("{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:f}", "blocked", (json_int_t)blocked,
-			  "escaped", (json_int_t)escaped, "na", (json_int_t)na, "total",
-			  (json_int_t)n, "reachable_syscalls",
-			  json_incref(json_object_get(count, "reachable")) ?: json_null(),
-			  "syscalls_tried", json_incref(json_object_get(count, "of")) ?: json_null(),
-			  "shared_kernel",
-			  sk ? json_boolean(!strcmp(json_string_value(sk), "escaped"))
-			     : json_null(),
-			  "seconds", now_s() - t0));
+	    tj, "summary",
+	    json_pack("{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:f}", "blocked", (json_int_t)blocked,
+		      "escaped", (json_int_t)escaped, "na", (json_int_t)na, "total", (json_int_t)n,
+		      "reachable_syscalls",
+		      json_incref(json_object_get(count, "reachable")) ?: json_null(),
+		      "syscalls_tried", json_incref(json_object_get(count, "of")) ?: json_null(),
+		      "shared_kernel",
+		      sk ? json_boolean(!strcmp(json_string_value(sk), "escaped")) : json_null(),
+		      "seconds", now_s() - t0));
 	json_object_set_new(tj, "results", res);
 	json_decref(count);
 	return tj;
@@ -241,7 +237,8 @@ static void print_table(json_t *doc)
 	printf("host:\n");
 	json_object_foreach(h, k, v) printf("  %-26s %s\n", k, json_string_value(v));
 	printf("\n%-30s", "probe");
-	json_array_foreach(targets, i, t) printf(" %-10s", json_string_value(json_object_get(t, "name")));
+	json_array_foreach(targets, i, t)
+	    printf(" %-10s", json_string_value(json_object_get(t, "name")));
 	printf("\n");
 	size_t j;
 	json_t *pj;
@@ -279,7 +276,9 @@ static void print_table(json_t *doc)
 		       json_integer_value(json_object_get(s, "total")),
 		       json_integer_value(json_object_get(s, "escaped")),
 		       json_integer_value(json_object_get(s, "na")), reach,
-		       json_is_null(sk) ? "unknown" : json_is_true(sk) ? "yes" : "no",
+		       json_is_null(sk)	  ? "unknown"
+		       : json_is_true(sk) ? "yes"
+					  : "no",
 		       json_real_value(json_object_get(s, "seconds")));
 	}
 }
@@ -345,7 +344,8 @@ int cli_cmd_ladder(struct cli *c, int argc, char **argv)
 		json_t *doc = json_load_file(o.from, 0, &je);
 		if (!doc || !json_is_array(json_object_get(doc, "targets"))) {
 			fprintf(stderr, "rung ladder: --from %s: %s\n", o.from,
-				doc ? "no \"targets\" array: not a rung ladder --json result" : je.text);
+				doc ? "no \"targets\" array: not a rung ladder --json result"
+				    : je.text);
 			json_decref(doc);
 			return 1;
 		}
@@ -378,7 +378,9 @@ int cli_cmd_ladder(struct cli *c, int argc, char **argv)
 			free(p);
 			return cli_usage_error("ladder", "--rungs: unknown rung '%s'", r);
 		}
-		ts[nt++].name = !strcmp(r, "process") ? "process" : !strcmp(r, "vm") ? "vm" : "container";
+		ts[nt++].name = !strcmp(r, "process") ? "process"
+				: !strcmp(r, "vm")    ? "vm"
+						      : "container";
 	}
 	static const char *const peers[] = {"bwrap", "crun", "runc"};
 	for (size_t i = 0; o.peers && i < 3; i++) {
@@ -393,8 +395,8 @@ int cli_cmd_ladder(struct cli *c, int argc, char **argv)
 		free(p);
 		return cli_fail(c, &err);
 	}
-	json_t *doc = json_pack("{s:i,s:s,s:o,s:[],s:[]}", "version", 1, "rung", RUNG_VERSION, "host",
-				host_facts(), "probes", "targets");
+	json_t *doc = json_pack("{s:i,s:s,s:o,s:[],s:[]}", "version", 1, "rung", RUNG_VERSION,
+				"host", host_facts(), "probes", "targets");
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(json_object_get(doc, "probes"),
 				      json_pack("{s:s,s:s,s:s}", "name", p[i].name, "family",
@@ -424,7 +426,8 @@ int cli_cmd_ladder(struct cli *c, int argc, char **argv)
 		free(s);
 	} else {
 		print_table(doc);
-		printf("\nladder: %.1f s in all\n", json_real_value(json_object_get(doc, "seconds")));
+		printf("\nladder: %.1f s in all\n",
+		       json_real_value(json_object_get(doc, "seconds")));
 	}
 	json_decref(doc);
 	free(p);

@@ -16,9 +16,9 @@
 
 /* What the ladder plants on the host for one run, and what it saw happen to it. */
 struct ladder_env {
-	char dir[64];            /* the run's temporary directory (0711) */
-	char host_dir[128];       /* dir/host (0777): "secret" to read, "marker" to write */
-	char token[65];          /* random, per run: the probe's context and every message */
+	char dir[64];	    /* the run's temporary directory (0711) */
+	char host_dir[128]; /* dir/host (0777): "secret" to read, "marker" to write */
+	char token[65];	    /* random, per run: the probe's context and every message */
 	char secret[33], shm_secret[33], sysv_secret[33];
 	char abstract[64], shm_name[64], cgroup_marker[PATH_MAX], victim_comm[16];
 	char state_dir[PATH_MAX];
@@ -26,11 +26,11 @@ struct ladder_env {
 	unsigned tcp_port, tcp6_port, udp_port;
 	int sysv_key, sysv_id;
 	pid_t victim;
-	int victim_fd;           /* a byte per SIGCONT the victim received */
+	int victim_fd; /* a byte per SIGCONT the victim received */
 	pthread_t listener;
 	bool listening;
 	pthread_mutex_t lock;
-	char heard[4096];        /* "NAME\n" per message the listeners received, with our token */
+	char heard[4096]; /* "NAME\n" per message the listeners received, with our token */
 	/* the host's, for the probes the host decides */
 	char hostname[256], cmdline[1024], version[512], ifnames[1024], userns[64];
 	bool has_ia32; /* the kernel runs 32-bit syscalls (int 0x80) */
@@ -64,9 +64,9 @@ json_t *ladder_result(struct ladder_env *e, const char *probe, const char *out, 
 
 /* One place to run the battery: a rung or a peer. */
 struct ladder_target {
-	const char *name;  /* process, container, vm, bwrap, crun, runc */
+	const char *name; /* process, container, vm, bwrap, crun, runc */
 	bool peer;
-	char why[512];     /* when it cannot run: why */
+	char why[512]; /* when it cannot run: why */
 	/* set by ladder_target_open */
 	struct rung_sandbox *sb;
 	char bundle[256];

@@ -27,10 +27,7 @@
 
 /* The x86_64 numbers: 0..334 and 424..450 (335..423 are unused on x86_64). */
 #define LAST_NR 450
-static bool valid_nr(int nr)
-{
-	return nr <= 334 || (nr >= 424 && nr <= LAST_NR);
-}
+static bool valid_nr(int nr) { return nr <= 334 || (nr >= 424 && nr <= LAST_NR); }
 
 struct counter {
 	int listener;
@@ -48,8 +45,8 @@ static void *caller(void *arg)
 		c->err = errno;
 		return NULL;
 	}
-	long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
-			  &prog);
+	long fd =
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
 	if (fd < 0) {
 		c->err = errno;
 		__atomic_store_n(&c->current, -2, __ATOMIC_SEQ_CST);

@@ -47,7 +47,8 @@ static void abstract_unix(const struct probe_ctx *c, struct probe_out *o)
 	size_t n = strnlen(c->abstract, sizeof(a.sun_path) - 1);
 	memcpy(a.sun_path + 1, c->abstract, n);
 	send_to(c, o, "ipc.abstract_unix", AF_UNIX, SOCK_STREAM, (struct sockaddr *)&a,
-		(socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n), "@host abstract socket");
+		(socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n),
+		"@host abstract socket");
 }
 
 static void host_shm(const struct probe_ctx *c, struct probe_out *o)
@@ -113,7 +114,8 @@ static void loopback_tcp(const struct probe_ctx *c, struct probe_out *o)
 
 static void loopback_tcp6(const struct probe_ctx *c, struct probe_out *o)
 {
-	struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)c->tcp6_port)};
+	struct sockaddr_in6 a = {.sin6_family = AF_INET6,
+				 .sin6_port = htons((uint16_t)c->tcp6_port)};
 	a.sin6_addr = in6addr_loopback;
 	send_to(c, o, "net.loopback_tcp6", AF_INET6, SOCK_STREAM, (struct sockaddr *)&a, sizeof(a),
 		"[::1] (host listener)");
@@ -144,8 +146,8 @@ static void interfaces(const struct probe_ctx *c, struct probe_out *o)
 	size_t at = 0;
 	for (struct if_nameindex *i = l; i->if_index; i++)
 		if (strcmp(i->if_name, "lo") && at < sizeof(names) - IF_NAMESIZE - 2)
-			at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s", at ? "," : "",
-					       i->if_name);
+			at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s",
+					       at ? "," : "", i->if_name);
 	if_freenameindex(l);
 	if (!at)
 		return probe_blocked(o, 0, "loopback only");
@@ -207,29 +209,27 @@ static void route_ipv6(const struct probe_ctx *c, struct probe_out *o)
 }
 
 const struct probe probes_ipc[] = {
-	{"ipc.abstract_unix", "ipc", "the ladder's host abstract socket records a connection",
-	 abstract_unix},
-	{"ipc.host_shm", "ipc", "a host /dev/shm file's random content is read", host_shm},
-	{"ipc.sysv_shm", "ipc", "a host SysV shm segment's random content is read", sysv_shm},
-	{"ipc.signal_host", "ipc", "the ladder's host process receives SIGCONT", signal_host},
-	{"ipc.proc_host_pid", "ipc", "/proc of a host pid reads its random name", proc_host_pid},
-	{NULL, NULL, NULL, NULL},
+    {"ipc.abstract_unix", "ipc", "the ladder's host abstract socket records a connection",
+     abstract_unix},
+    {"ipc.host_shm", "ipc", "a host /dev/shm file's random content is read", host_shm},
+    {"ipc.sysv_shm", "ipc", "a host SysV shm segment's random content is read", sysv_shm},
+    {"ipc.signal_host", "ipc", "the ladder's host process receives SIGCONT", signal_host},
+    {"ipc.proc_host_pid", "ipc", "/proc of a host pid reads its random name", proc_host_pid},
+    {NULL, NULL, NULL, NULL},
 };
 
 const struct probe probes_net[] = {
-	{"net.loopback_tcp", "network", "the ladder's 127.0.0.1 listener records a connection",
-	 loopback_tcp},
-	{"net.loopback_tcp6", "network", "the ladder's [::1] listener records a connection",
-	 loopback_tcp6},
-	{"net.loopback_udp", "network", "the ladder's UDP listener records a datagram",
-	 loopback_udp},
-	{"net.raw_socket", "network", "a raw IP socket", raw_socket},
-	{"net.host_interfaces", "network", "a host network interface is visible", interfaces},
-	{"net.route_metadata", "network", "a route to 169.254.169.254", route_metadata},
-	{"net.route_metadata_alibaba", "network", "a route to 100.100.100.200",
-	 route_metadata_alt},
-	{"net.route_azure_wireserver", "network", "a route to 168.63.129.16", route_azure},
-	{"net.route_external", "network", "a route off the host (192.0.2.1)", route_external},
-	{"net.route_ipv6", "network", "an IPv6 route off the host (2001:db8::1)", route_ipv6},
-	{NULL, NULL, NULL, NULL},
+    {"net.loopback_tcp", "network", "the ladder's 127.0.0.1 listener records a connection",
+     loopback_tcp},
+    {"net.loopback_tcp6", "network", "the ladder's [::1] listener records a connection",
+     loopback_tcp6},
+    {"net.loopback_udp", "network", "the ladder's UDP listener records a datagram", loopback_udp},
+    {"net.raw_socket", "network", "a raw IP socket", raw_socket},
+    {"net.host_interfaces", "network", "a host network interface is visible", interfaces},
+    {"net.route_metadata", "network", "a route to 169.254.169.254", route_metadata},
+    {"net.route_metadata_alibaba", "network", "a route to 100.100.100.200", route_metadata_alt},
+    {"net.route_azure_wireserver", "network", "a route to 168.63.129.16", route_azure},
+    {"net.route_external", "network", "a route off the host (192.0.2.1)", route_external},
+    {"net.route_ipv6", "network", "an IPv6 route off the host (2001:db8::1)", route_ipv6},
+    {NULL, NULL, NULL, NULL},
 };

@@ -23,7 +23,7 @@
 #include "probe/probe.h"
 
 static const struct probe *const families[] = {probes_fs,  probes_kernel, probes_priv, probes_ipc,
-					       probes_net, probes_res,    probes_info};
+					       probes_net, probes_res,	  probes_info};
 
 static void vset(struct probe_out *o, enum probe_result r, int err, const char *fmt, va_list ap)
 {
@@ -164,7 +164,8 @@ static int ctx_load(struct probe_ctx *c, const char *token)
 	}
 	fclose(f);
 	if (strlen(token) < 32 || strcmp(c->token, token)) {
-		fprintf(stderr, "rung-probe: the token does not match ./rung-probe.ctx: refusing\n");
+		fprintf(stderr,
+			"rung-probe: the token does not match ./rung-probe.ctx: refusing\n");
 		return -1;
 	}
 	return 0;
@@ -188,9 +189,10 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc != 4 || strcmp(argv[1], "--token")) {
-		fprintf(stderr, "usage: rung-probe --list | rung-probe --token TOKEN NAME|--count\n"
-				"Runs one probe of `rung ladder` (docs/ladder.md); it refuses to run\n"
-				"outside a sandbox the ladder planted it in.\n");
+		fprintf(stderr,
+			"usage: rung-probe --list | rung-probe --token TOKEN NAME|--count\n"
+			"Runs one probe of `rung ladder` (docs/ladder.md); it refuses to run\n"
+			"outside a sandbox the ladder planted it in.\n");
 		return argc == 2 && !strcmp(argv[1], "--help") ? 0 : 2;
 	}
 	if (!strcmp(argv[3], "--count")) {

@@ -4,10 +4,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/securebits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdbool.h>
 #include <sys/klog.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -32,25 +32,13 @@ static void cap_line(struct probe_out *o, const char *key)
 	probe_blocked(o, 0, "%s 0", key);
 }
 
-static void cap_eff(const struct probe_ctx *c, struct probe_out *o)
-{
-	cap_line(o, "CapEff:");
-}
+static void cap_eff(const struct probe_ctx *c, struct probe_out *o) { cap_line(o, "CapEff:"); }
 
-static void cap_prm(const struct probe_ctx *c, struct probe_out *o)
-{
-	cap_line(o, "CapPrm:");
-}
+static void cap_prm(const struct probe_ctx *c, struct probe_out *o) { cap_line(o, "CapPrm:"); }
 
-static void cap_bnd(const struct probe_ctx *c, struct probe_out *o)
-{
-	cap_line(o, "CapBnd:");
-}
+static void cap_bnd(const struct probe_ctx *c, struct probe_out *o) { cap_line(o, "CapBnd:"); }
 
-static void cap_amb(const struct probe_ctx *c, struct probe_out *o)
-{
-	cap_line(o, "CapAmb:");
-}
+static void cap_amb(const struct probe_ctx *c, struct probe_out *o) { cap_line(o, "CapAmb:"); }
 
 static void no_new_privs(const struct probe_ctx *c, struct probe_out *o)
 {
@@ -119,8 +107,8 @@ static void securebits(const struct probe_ctx *c, struct probe_out *o)
 	char ns[64];
 	int sb = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
 	if (!init_root(ns, sizeof(ns)))
-		return probe_blocked(o, 0, "not root of the initial user namespace (securebits %#x)",
-				     sb);
+		return probe_blocked(o, 0,
+				     "not root of the initial user namespace (securebits %#x)", sb);
 	if (sb >= 0 && (sb & SECBIT_NOROOT))
 		return probe_blocked(o, 0, "SECBIT_NOROOT is set (%#x)", sb);
 	probe_escaped(o, "userns=%s", ns);
@@ -209,7 +197,8 @@ static void host_mounts(const struct probe_ctx *c, struct probe_out *o)
 	if (!p)
 		p = strstr(buf, c->host_dir);
 	if (!p)
-		return probe_blocked(o, 0, "mountinfo names no host path of rung's or the ladder's");
+		return probe_blocked(o, 0,
+				     "mountinfo names no host path of rung's or the ladder's");
 	const char *s = p;
 	while (s > buf && s[-1] != '\n')
 		s--;
@@ -239,25 +228,25 @@ static void dev_kvm(const struct probe_ctx *c, struct probe_out *o)
 }
 
 const struct probe probes_priv[] = {
-	{"priv.cap_effective", "privileges", "an effective capability", cap_eff},
-	{"priv.cap_permitted", "privileges", "a permitted capability", cap_prm},
-	{"priv.cap_bounding", "privileges", "a capability in the bounding set", cap_bnd},
-	{"priv.cap_ambient", "privileges", "an ambient capability", cap_amb},
-	{"priv.no_new_privs", "privileges", "no_new_privs is off", no_new_privs},
-	{"priv.setuid_binary", "privileges", "a usable setuid-root program", setuid_binary},
-	{"priv.uid_host_root", "privileges", "the probe's uid is the host's root", uid_host_root},
-	{"priv.securebits", "privileges", "host root without SECBIT_NOROOT", securebits},
-	{NULL, NULL, NULL, NULL},
+    {"priv.cap_effective", "privileges", "an effective capability", cap_eff},
+    {"priv.cap_permitted", "privileges", "a permitted capability", cap_prm},
+    {"priv.cap_bounding", "privileges", "a capability in the bounding set", cap_bnd},
+    {"priv.cap_ambient", "privileges", "an ambient capability", cap_amb},
+    {"priv.no_new_privs", "privileges", "no_new_privs is off", no_new_privs},
+    {"priv.setuid_binary", "privileges", "a usable setuid-root program", setuid_binary},
+    {"priv.uid_host_root", "privileges", "the probe's uid is the host's root", uid_host_root},
+    {"priv.securebits", "privileges", "host root without SECBIT_NOROOT", securebits},
+    {NULL, NULL, NULL, NULL},
 };
 
 const struct probe probes_info[] = {
-	{"info.hostname", "information", "the host's hostname", hostname},
-	{"info.cmdline", "information", "the host kernel's command line", cmdline},
-	{"info.kallsyms", "information", "kernel symbol addresses", kallsyms},
-	{"info.dmesg", "information", "the kernel log", dmesg},
-	{"info.cgroup_names", "information", "another tenant's cgroup name", cgroup_names},
-	{"info.host_mounts", "information", "host paths of rung's in mountinfo", host_mounts},
-	{"vm.shared_kernel", "vm", "the host's kernel (same /proc/version)", shared_kernel},
-	{"vm.dev_kvm", "vm", "/dev/kvm opens inside", dev_kvm},
-	{NULL, NULL, NULL, NULL},
+    {"info.hostname", "information", "the host's hostname", hostname},
+    {"info.cmdline", "information", "the host kernel's command line", cmdline},
+    {"info.kallsyms", "information", "kernel symbol addresses", kallsyms},
+    {"info.dmesg", "information", "the kernel log", dmesg},
+    {"info.cgroup_names", "information", "another tenant's cgroup name", cgroup_names},
+    {"info.host_mounts", "information", "host paths of rung's in mountinfo", host_mounts},
+    {"vm.shared_kernel", "vm", "the host's kernel (same /proc/version)", shared_kernel},
+    {"vm.dev_kvm", "vm", "/dev/kvm opens inside", dev_kvm},
+    {NULL, NULL, NULL, NULL},
 };

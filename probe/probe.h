@@ -19,31 +19,31 @@ enum probe_result { PROBE_BLOCKED, PROBE_ESCAPED, PROBE_NA };
 /* What the ladder planted, read from the context file (key=value lines) beside the probe. */
 struct probe_ctx {
 	char token[65];
-	char host_dir[256];     /* host directory: "secret" to read, markers to write */
-	unsigned tcp_port;      /* host loopback listeners (127.0.0.1 and ::1) */
+	char host_dir[256]; /* host directory: "secret" to read, markers to write */
+	unsigned tcp_port;  /* host loopback listeners (127.0.0.1 and ::1) */
 	unsigned tcp6_port;
 	unsigned udp_port;
-	char abstract[108];     /* host abstract unix socket name (without the leading NUL) */
-	char shm_name[128];     /* /dev/shm/<name> on the host */
+	char abstract[108]; /* host abstract unix socket name (without the leading NUL) */
+	char shm_name[128]; /* /dev/shm/<name> on the host */
 	int sysv_shm_key;
-	int victim_pid;         /* a host process of the ladder's that records SIGCONT */
-	uint64_t mem_limit;     /* the sandbox's limits, as the ladder set them */
+	int victim_pid;	    /* a host process of the ladder's that records SIGCONT */
+	uint64_t mem_limit; /* the sandbox's limits, as the ladder set them */
 	unsigned pids_limit;
 	unsigned cpus_milli;
 	uint64_t disk_limit;
-	char state_dir[256];    /* rung's state dir on the host */
+	char state_dir[256]; /* rung's state dir on the host */
 };
 
 struct probe_out {
 	enum probe_result result;
-	int err;                /* the errno that blocked it, 0 if none */
+	int err; /* the errno that blocked it, 0 if none */
 	char evidence[768];
 };
 
 struct probe {
 	const char *name;
 	const char *family;
-	const char *what;       /* one line: what escaped means */
+	const char *what; /* one line: what escaped means */
 	void (*run)(const struct probe_ctx *c, struct probe_out *o);
 };
 
@@ -57,7 +57,7 @@ extern const struct probe probes_res[];
 extern const struct probe probes_info[];
 
 void probe_blocked(struct probe_out *o, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 void probe_escaped(struct probe_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void probe_na(struct probe_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /*

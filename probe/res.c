@@ -135,8 +135,8 @@ static void fork_bomb(const struct probe_ctx *c, struct probe_out *o)
 	}
 	free(kids);
 	if (made == want)
-		return probe_escaped(o, "%u processes past the pids limit of %u", want - c->pids_limit,
-				     c->pids_limit);
+		return probe_escaped(o, "%u processes past the pids limit of %u",
+				     want - c->pids_limit, c->pids_limit);
 	probe_blocked(o, e, "fork failed after %u processes: %s", made, strerror(e));
 }
 
@@ -193,12 +193,12 @@ static void nofile(const struct probe_ctx *c, struct probe_out *o)
 }
 
 const struct probe probes_res[] = {
-	{"res.memory_private", "resources", "private memory past the limit", mem_private},
-	{"res.memory_memfd", "resources", "memfd memory past the limit", mem_memfd},
-	{"res.memory_tmpfs", "resources", "/dev/shm past the memory limit", mem_tmpfs},
-	{"res.fork_bomb", "resources", "processes past the pids limit", fork_bomb},
-	{"res.cpu_quota", "resources", "CPU past the quota", cpu_quota},
-	{"res.disk", "resources", "disk past the limit", disk},
-	{"res.nofile", "resources", "the fd limit raised", nofile},
-	{NULL, NULL, NULL, NULL},
+    {"res.memory_private", "resources", "private memory past the limit", mem_private},
+    {"res.memory_memfd", "resources", "memfd memory past the limit", mem_memfd},
+    {"res.memory_tmpfs", "resources", "/dev/shm past the memory limit", mem_tmpfs},
+    {"res.fork_bomb", "resources", "processes past the pids limit", fork_bomb},
+    {"res.cpu_quota", "resources", "CPU past the quota", cpu_quota},
+    {"res.disk", "resources", "disk past the limit", disk},
+    {"res.nofile", "resources", "the fd limit raised", nofile},
+    {NULL, NULL, NULL, NULL},
 };

@@ -110,8 +110,10 @@ int rt_ladder_refusal(const struct rung_router *r, enum rung_isolation iso, char
 	json_t *t = stale ? NULL : target_of(doc, iso);
 	const char *family = NULL, *probe = t ? critical_escape(doc, t, &family) : NULL;
 	if (probe)
-		snprintf(why, n, "the ladder on this host saw probe %s (%s) escape (rung ladder; "
-				 "docs/ladder.md)", probe, family);
+		snprintf(why, n,
+			 "the ladder on this host saw probe %s (%s) escape (rung ladder; "
+			 "docs/ladder.md)",
+			 probe, family);
 	json_decref(doc);
 	return probe != NULL;
 }
@@ -121,12 +123,14 @@ json_t *rt_ladder_describe(const struct rung_router *r, enum rung_isolation iso)
 	bool stale;
 	json_t *doc = load(r, &stale);
 	if (!doc)
-		return json_pack("{s:s}", "status", "no ladder result for this store (rung ladder)");
+		return json_pack("{s:s}", "status",
+				 "no ladder result for this store (rung ladder)");
 	if (stale) {
 		json_decref(doc);
-		return json_pack("{s:s}", "status",
-				 "stale: the kernel, rung or its configuration changed since the last "
-				 "rung ladder");
+		return json_pack(
+		    "{s:s}", "status",
+		    "stale: the kernel, rung or its configuration changed since the last "
+		    "rung ladder");
 	}
 	json_t *t = target_of(doc, iso);
 	json_t *out;
@@ -136,9 +140,9 @@ json_t *rt_ladder_describe(const struct rung_router *r, enum rung_isolation iso)
 		json_t *s = json_object_get(t, "summary"), *esc = json_array();
 		json_t *res = json_object_get(t, "results"), *v;
 		const char *k;
-		json_object_foreach(res, k, v) if (!strcmp(json_string_value(json_object_get(v, "result"))
-						      ?: "", "escaped"))
-			json_array_append_new(esc, json_string(k));
+		json_object_foreach(
+		    res, k, v) if (!strcmp(json_string_value(json_object_get(v, "result")) ?: "",
+					   "escaped")) json_array_append_new(esc, json_string(k));
 		const char *fam = NULL, *crit = critical_escape(doc, t, &fam);
 		out = json_pack("{s:s,s:O,s:O,s:O,s:O,s:O,s:o,s:s?,s:O}", "status", "current",
 				"blocked", json_object_get(s, "blocked"), "escaped_count",
@@ -164,7 +168,7 @@ static void merge_old(json_t *doc, json_t *old)
 		size_t j;
 		json_t *u;
 		json_array_foreach(targets, j, u) have |=
-			n && !strcmp(n, json_string_value(json_object_get(u, "name")) ?: "");
+		    n && !strcmp(n, json_string_value(json_object_get(u, "name")) ?: "");
 		if (!have && json_is_true(json_object_get(t, "available")))
 			json_array_append(targets, t);
 	}

@@ -22,8 +22,8 @@ static struct rung_router *router(bool deployed)
 	char rel[PATH_MAX], agent[PATH_MAX];
 	snprintf(rel, sizeof(rel), "%s/rung-agent", rung_test_build_dir());
 	ck_assert_ptr_nonnull(realpath(rel, agent));
-	struct rung_router_opts o = {.state_dir = ct_state(), .agent_path = agent,
-				     .deployed = deployed};
+	struct rung_router_opts o = {
+	    .state_dir = ct_state(), .agent_path = agent, .deployed = deployed};
 	rung_test_router_env(&o);
 	struct rung_router *r = NULL;
 	struct rung_err err = {0};
@@ -34,18 +34,18 @@ static struct rung_router *router(bool deployed)
 /* A ladder result: the process and container columns with these results for two probes. */
 static char *result(const char *fs_result, const char *kernel_result)
 {
-	json_t *d = json_pack("{s:i,s:[{s:s,s:s},{s:s,s:s}],s:[]}", "version", 1, "probes",
-			      "name", "fs.host_marker_write", "family", "filesystem", "name",
-			      "kernel.bpf", "family", "kernel", "targets");
+	json_t *d = json_pack("{s:i,s:[{s:s,s:s},{s:s,s:s}],s:[]}", "version", 1, "probes", "name",
+			      "fs.host_marker_write", "family", "filesystem", "name", "kernel.bpf",
+			      "family", "kernel", "targets");
 	static const char *const rungs[] = {"process", "container"};
 	for (int i = 0; i < 2; i++)
 		json_array_append_new(
-			json_object_get(d, "targets"),
-			json_pack("{s:s,s:s,s:b,s:{s:i,s:i,s:i,s:i,s:i},s:{s:{s:s},s:{s:s}}}",
-				  "name", rungs[i], "kind", "rung", "available", 1, "summary",
-				  "blocked", 0, "escaped", 2, "na", 0, "total", 2,
-				  "reachable_syscalls", 285, "results", "fs.host_marker_write",
-				  "result", fs_result, "kernel.bpf", "result", kernel_result));
+		    json_object_get(d, "targets"),
+		    json_pack("{s:s,s:s,s:b,s:{s:i,s:i,s:i,s:i,s:i},s:{s:{s:s},s:{s:s}}}", "name",
+			      rungs[i], "kind", "rung", "available", 1, "summary", "blocked", 0,
+			      "escaped", 2, "na", 0, "total", 2, "reachable_syscalls", 285,
+			      "results", "fs.host_marker_write", "result", fs_result, "kernel.bpf",
+			      "result", kernel_result));
 	char *s = json_dumps(d, 0);
 	json_decref(d);
 	return s;
@@ -98,7 +98,7 @@ START_TEST(test_deployed_reads_the_evidence)
 	else
 		ck_assert_msg(strstr(err.msg, "process (deployed): the ladder on this host saw "
 					      "probe fs.host_marker_write (filesystem) escape") &&
-				      strstr(err.msg, "container (deployed): the ladder"),
+				  strstr(err.msg, "container (deployed): the ladder"),
 			      "%s", err.msg);
 	/* the same result under another host key (kernel, rung or configuration changed):
 	 * stale, ignored */

@@ -31,7 +31,8 @@ START_TEST(test_every_probe_escapes_when_weakened)
 			continue;
 		/* n/a from the ladder's host check: this host's kernel lacks the facility
 		 * (docs/ladder.md, "n/a"), so nothing here can escape through it */
-		if (!strcmp(out[i].result, "n/a") && !strncmp(out[i].evidence, "this host has ", 14)) {
+		if (!strcmp(out[i].result, "n/a") &&
+		    !strncmp(out[i].evidence, "this host has ", 14)) {
 			char skip[1024];
 			snprintf(skip, sizeof(skip), "%s cannot escape on this host: %s",
 				 out[i].name, out[i].evidence);
@@ -53,8 +54,9 @@ START_TEST(test_probe_refuses_outside)
 	char *d = rung_test_tmpdir("probe");
 	ck_assert_ptr_nonnull(d);
 	char cmd[4096];
-	snprintf(cmd, sizeof(cmd), "cd %s && %s --token %s fs.host_marker_write >out 2>err; echo $?",
-		 d, lt_probe_bin(), "0123456789abcdef0123456789abcdef");
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && %s --token %s fs.host_marker_write >out 2>err; echo $?", d,
+		 lt_probe_bin(), "0123456789abcdef0123456789abcdef");
 	FILE *f = popen(cmd, "r");
 	char rc[16] = "";
 	ck_assert_ptr_nonnull(fgets(rc, sizeof(rc), f));

@@ -14,8 +14,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/lib/container.h"
@@ -24,18 +24,18 @@
 
 /* The probes that escape in a rung by design, or through a known gap. */
 static const char *const process_escapes[] = {
-	"vm.shared_kernel", /* the process rung shares the host's kernel: that is the rung */
-	/* known gap: /proc/cmdline is the shared kernel's, unmasked (docs/ladder.md, "Findings") */
-	"info.cmdline",
-	NULL,
+    "vm.shared_kernel", /* the process rung shares the host's kernel: that is the rung */
+    /* known gap: /proc/cmdline is the shared kernel's, unmasked (docs/ladder.md, "Findings") */
+    "info.cmdline",
+    NULL,
 };
 static const char *const container_escapes[] = {
-	"vm.shared_kernel",
-	"info.cmdline",
-	/* known gap: the overlay's mount options (lowerdir, upperdir) name the store's host
-	 * path in /proc/self/mountinfo (docs/ladder.md, "Findings") */
-	"info.host_mounts",
-	NULL,
+    "vm.shared_kernel",
+    "info.cmdline",
+    /* known gap: the overlay's mount options (lowerdir, upperdir) name the store's host
+     * path in /proc/self/mountinfo (docs/ladder.md, "Findings") */
+    "info.host_mounts",
+    NULL,
 };
 
 static bool listed(const char *const *l, const char *name)
@@ -53,8 +53,8 @@ static void expect_set(const char *target, const char *image, const char *const 
 	ck_assert_uint_ge(n, 50);
 	char why[512] = "";
 	int reach, of;
-	bool ran = lt_run_target_count(target, ct_state(), image, out, n, &reach, &of, why,
-				       sizeof(why));
+	bool ran =
+	    lt_run_target_count(target, ct_state(), image, out, n, &reach, &of, why, sizeof(why));
 	ck_assert_msg(ran, "%s: %s", target, why);
 	/* the filter leaves a part of the syscalls reachable, measured (probe/count.c): with
 	 * Docker's default list as the reference, between a half and nine tenths of them */
@@ -66,7 +66,8 @@ static void expect_set(const char *target, const char *image, const char *const 
 		const char *want = listed(escapes, out[i].name) ? "escaped" : "blocked";
 		if (!strcmp(out[i].result, want))
 			continue;
-		if (!strcmp(out[i].result, "n/a") && !strncmp(out[i].evidence, "this host has ", 14))
+		if (!strcmp(out[i].result, "n/a") &&
+		    !strncmp(out[i].evidence, "this host has ", 14))
 			continue;
 		at += (size_t)snprintf(bad + at, sizeof(bad) - at, "\n  %s: %s, want %s (%s)",
 				       out[i].name, out[i].result, want, out[i].evidence);
@@ -117,8 +118,8 @@ static void expect_peer_escapes(const char *peer, const char *const *must)
 START_TEST(test_peers)
 {
 	CT_REQUIRE();
-	static const char *const bwrap[] = {"res.memory_private", "res.fork_bomb", "kernel.io_uring",
-					    "vm.shared_kernel", NULL};
+	static const char *const bwrap[] = {"res.memory_private", "res.fork_bomb",
+					    "kernel.io_uring", "vm.shared_kernel", NULL};
 	static const char *const crun[] = {"kernel.io_uring", "priv.cap_effective", "res.disk",
 					   NULL};
 	expect_peer_escapes("bwrap", bwrap);

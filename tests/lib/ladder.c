@@ -90,8 +90,8 @@ static void keep(struct lt_outcome *o, json_t *r)
 	json_decref(r);
 }
 
-bool lt_run_target(const char *target, const char *state, const char *image,
-		   struct lt_outcome *out, size_t n, char *why, size_t whyn)
+bool lt_run_target(const char *target, const char *state, const char *image, struct lt_outcome *out,
+		   size_t n, char *why, size_t whyn)
 {
 	int r, of;
 	return lt_run_target_count(target, state, image, out, n, &r, &of, why, whyn);

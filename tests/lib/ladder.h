@@ -27,8 +27,8 @@ size_t lt_list(struct lt_outcome *out, size_t max);
  * through the ladder's own code, on the store state (rung targets). false, with why, when the
  * target could not be set up.
  */
-bool lt_run_target(const char *target, const char *state, const char *image,
-		   struct lt_outcome *out, size_t n, char *why, size_t whyn);
+bool lt_run_target(const char *target, const char *state, const char *image, struct lt_outcome *out,
+		   size_t n, char *why, size_t whyn);
 /* The same, then rung-probe --count there: *reachable and *of (-1 when it gave none). */
 bool lt_run_target_count(const char *target, const char *state, const char *image,
 			 struct lt_outcome *out, size_t n, int *reachable, int *of, char *why,
