@@ -195,7 +195,7 @@ MAN_NAME_rung-serve := the rung sandbox API daemon (HTTP/JSON on a Unix socket)
 MAN_NAME_rung-image := import, pull and manage OCI images in the rung store
 # and one page per CLI command (rung-run(1), ...), from `rung CMD --help`
 RUNG_CMDS := run acquire exec write read run-code ls inspect suspend resume dispose \
-             dispose-scope gc
+             dispose-scope gc ladder
 MAN_PAGES := $(patsubst %,$(B)/man/%.1,$(INSTALL_PROGS) $(addprefix rung-,$(RUNG_CMDS)))
 HELP2MAN = @command -v help2man >/dev/null || \
 	{ echo "make install: help2man missing (sh scripts/setup-deps.sh build)" >&2; exit 1; }; \

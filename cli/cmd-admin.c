@@ -273,5 +273,22 @@ const struct cli_cmd cli_cmds[] = {
 	 "The HTTP/JSON API daemon (see rung serve --help).\n"},
 	{"image", cli_cmd_image, "rung image import PATH [--tag REF] | pull REF | ls | inspect REF | rm REF | gc",
 	 "Manage the local image store (content-addressed, every blob verified).\n"},
+	{"ladder", cli_cmd_ladder,
+	 "rung ladder [--rungs process,container,vm] [--peers] [--image REF] [--probes A,B] | --from FILE",
+	 "Measure what each rung stops on this host: run rung-probe's battery (rung-probe --list)\n"
+	 "in each rung and, with --peers, under bubblewrap, crun and runc; print the probe x rung\n"
+	 "table, a summary per rung and the host's facts (--json: docs/ladder.md). Each escape\n"
+	 "is checked on the host (a marker, a listener, a secret the ladder planted). As root.\n\n"
+	 "  --rungs LIST   rungs to run (default process,container,vm; one that cannot run here\n"
+	 "                 says why)\n"
+	 "  --peers        also bubblewrap (as nobody, --unshare-all), crun and runc (their\n"
+	 "                 default spec, the same limits)\n"
+	 "  --image REF    the container and vm rungs' image (default rung/busybox:latest,\n"
+	 "                 make image-busybox)\n"
+	 "  --probes LIST  only these probes (comma-separated names)\n"
+	 "  --probe PATH   the rung-probe binary (default: beside rung)\n"
+	 "  --from FILE    print the table of a saved --json result (runs nothing)\n"
+	 "  --json         (global) one JSON object instead of the table\n\n"
+	 "A whole run (no --probes) is saved in the store for --deployed and rung inspect.\n"},
 	{NULL, NULL, NULL, NULL},
 };

@@ -192,6 +192,7 @@ int rung_inspect(struct rung_router *r, const char *id, const char *scope, char 
 		if (rt_op_allowed(m.granted, RT_OP_RUN_SHELL))
 			json_array_append_new(langs, json_string("sh"));
 		json_object_set_new(sec, "granted", g);
+		json_object_set_new(sec, "ladder", rt_ladder_describe(r, m.iso));
 		json_object_set_new(
 		    sec, "operations",
 		    json_pack("{s:b, s:o, s:b, s:b}", "exec", rt_op_allowed(m.granted, RT_OP_EXEC),

@@ -255,6 +255,9 @@ int rung_router_pick(struct rung_router *r, const struct rung_spec *spec,
 			continue;
 		}
 		const char *refusal = rt_policy_check((enum rung_isolation)i, spec, r->deployed);
+		char evidence[256];
+		if (!refusal && rt_ladder_refusal(r, (enum rung_isolation)i, evidence, sizeof(evidence)))
+			refusal = evidence;
 		if (refusal) {
 			snprintf(why + n, sizeof(why) - n, "%s%s (deployed): %s", n ? "; " : "", name, refusal);
 			continue;

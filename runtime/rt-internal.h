@@ -186,6 +186,10 @@ struct rung_router {
 };
 /* The deployed policy (one table): NULL if allowed, else the reason. Pure. */
 const char *rt_policy_check(enum rung_isolation iso, const struct rung_spec *spec, bool deployed);
+/* The ladder's evidence (ladder.c): deployed, 1 with why naming the probe when this host's
+ * current ladder result saw a critical escape in rung iso; the summary rung_inspect cites. */
+int rt_ladder_refusal(const struct rung_router *r, enum rung_isolation iso, char *why, size_t n);
+json_t *rt_ladder_describe(const struct rung_router *r, enum rung_isolation iso);
 /* Operations on a live sandbox, each checked against the sandbox's granted set. */
 enum rt_op { RT_OP_EXEC, RT_OP_RUN_CODE, RT_OP_RUN_SHELL, RT_OP_WRITE_FILE, RT_OP__COUNT };
 bool rt_op_allowed(unsigned granted, enum rt_op op);

@@ -239,6 +239,13 @@ int rung_resume(struct rung_sandbox *sb, struct rung_err *err);
 
 /* Dispose by id. With scope non-NULL, another scope's sandbox is -ENOENT. */
 int rung_dispose(struct rung_router *r, const char *id, const char *scope, struct rung_err *err);
+/*
+ * Save a `rung ladder --json` result for this host in the router's store (docs/ladder.md),
+ * keyed by the kernel, rung's version and the sandbox filter; targets it lacks are kept from a
+ * current saved result. A deployed router then refuses a rung whose result has an escaped
+ * probe in a critical family, and rung_inspect cites the summary under security.ladder.
+ */
+int rung_ladder_cache_save(struct rung_router *r, const char *json, struct rung_err *err);
 /* Purge by label, from the store: every sandbox of scope (and thread, if non-NULL). */
 int rung_dispose_scope(struct rung_router *r, const char *scope, const char *thread,
 		       size_t *n_disposed, struct rung_err *err);

@@ -108,4 +108,24 @@ else
 		# Background processes, terminals and shell sessions (docs/procs.md) on the vm rung.
 		ck_suite rung-procs-vm e2e_procs_basic "background processes, ptys, sessions, on the vm rung" RUNG_TEST_RUNG=vm
 	fi
+	# The isolation ladder's vm column (docs/ladder.md): rung-probe's battery inside a guest,
+	# every escape checked here in L1 (its host); the table printed from the --json result.
+	if [ ! -x "$P/rung/bin/rung-probe" ]; then
+		skip rung-ladder-vm "no rung-probe in the payload"
+	else
+		S3=$W/rung-store-ladder
+		rm -rf "$S3" && cp -a "$P/rung/store" "$S3" && chmod 0711 "$S3"
+		t0=$(now)
+		timeout -s KILL 500 "$R" --state-dir "$S3" --json ladder --rungs vm --image rung/vmtest:py \
+			>"$W/ladder-vm.json" 2>"$W/ladder-vm.err"
+		rc=$?
+		"$R" ladder --from "$W/ladder-vm.json" >"$W/ladder-vm.txt" 2>&1
+		cat "$W/ladder-vm.txt"
+		sum=$(grep -E '^  vm ' "$W/ladder-vm.txt")
+		if [ "$rc" = 0 ] && grep -q '"available": true' "$W/ladder-vm.json"; then
+			pass rung-ladder-vm "rung ladder --rungs vm in $(ms_since "$t0") ms:$sum"
+		else
+			fail rung-ladder-vm "rc=$rc $sum $(tr '\n' ' ' <"$W/ladder-vm.err" | cut -c1-400)"
+		fi
+	fi
 fi

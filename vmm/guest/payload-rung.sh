@@ -3,7 +3,7 @@
 # payload, so that L1 runs `rung run --isolation vm --image ...` end to end (the runtime's vm
 # backend: image store, base disk, jailed rung-vmm, agent over vsock), not only rung-vmm.
 #   P        the payload root (run-l1.sh)
-#   BUILD    the build dir (rung, rung-agent, rfs-tool; check_rung for the e2e_egress_vm suite)
+#   BUILD    the build dir (rung, rung-agent, rfs-tool, rung-probe; check_rung for the e2e_egress_vm suite)
 #   BASEIMG  the python base image run-l1.sh built (ext4 of mkrootfs.sh python)
 # It imports the same python rootfs as an OCI image, rung/vmtest:py, into $P/rung/store and
 # seeds the store's vm disk cache with BASEIMG under that image's digest (building it again
@@ -15,6 +15,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$P/rung/bin"
 copy_with_libs "$P" "$(readlink -f "$BUILD/rung")"
 cp "$BUILD/rung" "$BUILD/rung-agent" "$P/rung/bin/"
+# rung-probe (static): `rung ladder --rungs vm` in L1 finds it beside rung (docs/ladder.md)
+if [ -x "$BUILD/rung-probe" ]; then cp "$BUILD/rung-probe" "$P/rung/bin/"; fi
 # The e2e_egress_vm suite (tests/check_e2e_egress_vm.c) runs in L1 from the Check binary, next to the
 # runtime's binaries (it finds them as siblings); its test internet runs iproute2's ip.
 if [ -x "$BUILD/check_rung" ]; then
