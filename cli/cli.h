@@ -72,6 +72,7 @@ CLI_CMD(resume);
 CLI_CMD(dispose);
 CLI_CMD(dispose_scope);
 CLI_CMD(gc);
+CLI_CMD(pool);
 CLI_CMD(image);
 CLI_CMD(serve);
 

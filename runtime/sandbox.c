@@ -152,6 +152,7 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 	struct rt_sandbox *sb = &s->sb;
 	rt_id_compute(key, spec->kind, sb->meta.id);
 	rt_labels_compute(key, &sb->meta.labels);
+	rt_pool_labels_override(&sb->meta.labels); /* a pool's filler: never a key's labels */
 	rt_store_path(&r->store, sb->meta.id, NULL, sb->dir, sizeof(sb->dir));
 	cleanup_close int lock = rt_store_lock_sandbox(&r->store, sb->meta.id, true, false, err);
 	if (lock < 0) {
@@ -162,6 +163,13 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 	struct rt_meta old;
 	struct rung_err e2 = {0};
 	bool have_old = rt_store_meta_read(&r->store, sb->meta.id, &old, &e2) == 0;
+	/* No sandbox under the key's id: the key's alias to a claimed pool sandbox, or a claim
+	 * from a matching pool (pool-claim.c). */
+	if (!have_old && (rc = rt_pool_acquire(r, key, spec, iso, sb->meta.id, out, created,
+					       err)) != 0) {
+		rung_sandbox_close(s);
+		return rc < 0 ? rc : 0;
+	}
 	if (have_old) {
 		if (memcmp(&old.labels, &sb->meta.labels, sizeof(old.labels))) {
 			rung_err_set(err, EEXIST, "sandbox id %s belongs to another key", old.id);
@@ -270,7 +278,8 @@ int rung_sandbox_lookup(struct rung_router *r, const struct rung_key *key, const
 	char id[RT_ID_LEN + 1];
 	rt_id_compute(key, kind, id);
 	struct rung_sandbox *s;
-	if ((rc = rung_sandbox_open(r, id, key->scope, &s, err)) < 0)
+	if ((rc = rung_sandbox_open(r, id, key->scope, &s, err)) < 0 &&
+	    (rc != -ENOENT || (rc = rt_pool_alias_open(r, id, key->scope, &s, err)) < 0))
 		return rc;
 	struct rt_labels l; /* the id is a truncated hash: the full labels decide */
 	rt_labels_compute(key, &l);
