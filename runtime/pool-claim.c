@@ -222,6 +222,7 @@ static int claim_from(struct rung_router *r, int pfd, const struct rung_key *key
 			unlinkat(cfd, de->d_name, 0);
 			continue;
 		}
+		rung_trace("acquire: pool claim bound");
 		unlinkat(cfd, de->d_name, 0);
 		if (rc < 0) {
 			rung_dispose(r, de->d_name, NULL, NULL);
@@ -266,6 +267,7 @@ int rt_pool_acquire(struct rung_router *r, const struct rung_key *key,
 	char match[65];
 	if ((rc = rung_pool_match(spec, match, err)) < 0)
 		return rc;
+	rung_trace("acquire: pool match");
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
@@ -274,6 +276,7 @@ int rt_pool_acquire(struct rung_router *r, const struct rung_key *key,
 		    openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (pfd < 0 || !pool_matches(pfd, match))
 			continue;
+		rung_trace("acquire: pool found");
 		if ((rc = claim_from(r, pfd, key, spec, iso, key_id, out, err)) != 0) {
 			if (rc > 0 && created)
 				*created = true;
