@@ -73,6 +73,7 @@ CLI_CMD(dispose);
 CLI_CMD(dispose_scope);
 CLI_CMD(gc);
 CLI_CMD(pool);
+CLI_CMD(fork);
 CLI_CMD(image);
 CLI_CMD(serve);
 

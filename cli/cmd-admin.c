@@ -287,6 +287,13 @@ const struct cli_cmd cli_cmds[] = {
 	 "  rm NAME             stop its keeper, dispose its ready sandboxes, remove it\n"
 	 "  fill NAME           one refill pass now\n\n"
 	 "rung gc removes a pool whose keeper died.\n\n" SPEC_OPTS_HELP},
+	{"fork", cli_cmd_fork, "rung fork ID [--count N]",
+	 "Make N (default 1, at most 64) new sandboxes whose filesystem starts as ID's is now,\n"
+	 "each diverging after; print their ids. ID is stopped while its disk is copied (a\n"
+	 "reflink where the store's filesystem supports it, else a sparse copy: --json says\n"
+	 "which), then continued. Processes are NOT copied on the process and container\n"
+	 "rungs: a fork starts with only its agent, as a fresh sandbox does. A fork has ID's\n"
+	 "spec, kind and scope and is addressed by its id. The vm rung: not supported yet.\n"},
 	{"serve", cli_cmd_serve, "rung serve [--socket PATH] [--listen HOST:PORT] --tokens FILE",
 	 "The HTTP/JSON API daemon (see rung serve --help).\n"},
 	{"image", cli_cmd_image, "rung image import PATH [--tag REF] | pull REF | ls | inspect REF | rm REF | gc",

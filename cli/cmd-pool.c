@@ -1,4 +1,5 @@
-/* cli/cmd-pool.c: rung pool set | ls | rm | fill | keep (warm pools, docs/pools.md). */
+/* cli/cmd-pool.c: rung pool set | ls | rm | fill | keep (warm pools) and rung fork
+ * (docs/pools.md). */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -221,4 +222,47 @@ int cli_cmd_pool(struct cli *c, int argc, char **argv)
 				       : keep(c, argv[2]);
 	return cli_usage_error("pool", "expected set NAME --size N [SPEC-OPTS] | ls | rm NAME | "
 				       "fill NAME | keep NAME");
+}
+
+int cli_cmd_fork(struct cli *c, int argc, char **argv)
+{
+	const char *id = NULL;
+	uint64_t count = 1;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--count") && i + 1 < argc) {
+			if (rung_parse_u64(argv[++i], &count) < 0 || count < 1 || count > 64)
+				return cli_usage_error("fork", "--count: '%s' is not 1..64",
+						       argv[i]);
+		} else if (argv[i][0] != '-' && !id) {
+			id = argv[i];
+		} else {
+			return cli_usage_error("fork", "unknown argument '%s'", argv[i]);
+		}
+	}
+	if (!id)
+		return cli_usage_error("fork", "needs the ID of the sandbox to fork");
+	if (c->remote)
+		return cli_usage_error("fork", "local to a store: use --state-dir (or root)");
+	struct rung_router *r = cli_router(c);
+	struct rung_err err = {0};
+	char **ids = NULL;
+	bool reflinked = false;
+	if (!r)
+		return 1;
+	if (rung_fork(r, id, NULL, (unsigned)count, &ids, &reflinked, &err) < 0)
+		return cli_fail(c, &err);
+	if (c->json)
+		printf("{\"source\": \"%s\", \"copy\": \"%s\", \"ids\": [", id,
+		       reflinked ? "reflink" : "sparse copy");
+	for (size_t i = 0; ids[i]; i++)
+		printf(c->json ? "%s\"%s\"" : "%s%s\n", c->json ? (i ? ", " : "") : "", ids[i]);
+	if (c->json)
+		printf("]}\n");
+	else
+		fprintf(stderr, "rung fork: %llu of %s (%s; processes are not copied)\n",
+			(unsigned long long)count, id, reflinked ? "reflink" : "sparse copy");
+	for (size_t i = 0; ids[i]; i++)
+		free(ids[i]);
+	free(ids);
+	return 0;
 }

@@ -17,17 +17,36 @@
 
 #include "runtime/rt-internal.h"
 
+/* While this thread fills a pool or makes a fork: what the new sandbox gets instead of what
+ * its key would give it. */
 static __thread bool filling;
+static __thread struct {
+	bool on;
+	struct rt_labels labels;
+	uint32_t uid_base;
+} forking;
 
 void rt_pool_filling(bool on)
 {
 	filling = on;
 }
 
-void rt_pool_labels_override(struct rt_labels *l)
+void rt_fork_creating(const struct rt_labels *l, uint32_t uid_base)
+{
+	forking.on = l != NULL;
+	if (l)
+		forking.labels = *l;
+	forking.uid_base = uid_base;
+}
+
+void rt_create_override(struct rt_meta *m)
 {
 	if (filling)
-		memcpy(l->scope, RT_POOL_SCOPE_LABEL, sizeof(l->scope));
+		memcpy(m->labels.scope, RT_POOL_SCOPE_LABEL, sizeof(m->labels.scope));
+	if (forking.on) {
+		m->labels = forking.labels;
+		m->uid_base = forking.uid_base;
+	}
 }
 
 bool rt_pool_unclaimed(const struct rt_meta *m)
@@ -249,7 +268,7 @@ int rt_pool_acquire(struct rung_router *r, const struct rung_key *key,
 		    const struct rung_spec *spec, enum rung_isolation iso, const char *key_id,
 		    struct rung_sandbox **out, bool *created, struct rung_err *err)
 {
-	if (filling)
+	if (filling || forking.on)
 		return 0;
 	char target[RT_ID_LEN + 1], dir[4096];
 	int rc;

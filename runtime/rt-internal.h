@@ -204,9 +204,12 @@ int rt_pool_acquire(struct rung_router *r, const struct rung_key *key,
 /* rung_sandbox_lookup's fallback: the sandbox the key id's alias names (-ENOENT: none). */
 int rt_pool_alias_open(struct rung_router *r, const char *key_id, const char *scope,
 		       struct rung_sandbox **out, struct rung_err *err);
-/* While this thread fills a pool: its sandbox gets the pool's labels instead of its key's. */
-void rt_pool_labels_override(struct rt_labels *l);
+/* In rung_acquire, before the create: while this thread fills a pool, the pool's labels instead
+ * of the key's; while it makes a fork (fork.c), the source's labels and the uid range the fork
+ * already holds (its copied files are remapped into it). */
+void rt_create_override(struct rt_meta *m);
 void rt_pool_filling(bool on);
+void rt_fork_creating(const struct rt_labels *l, uint32_t uid_base); /* NULL: off */
 /* gc: is id's directory an alias whose sandbox still exists? */
 bool rt_pool_alias_live(struct rung_router *r, const char *id);
 /* dispose of id (its lock held): drop the alias a claim left for it, if it can now. */

@@ -152,7 +152,7 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 	struct rt_sandbox *sb = &s->sb;
 	rt_id_compute(key, spec->kind, sb->meta.id);
 	rt_labels_compute(key, &sb->meta.labels);
-	rt_pool_labels_override(&sb->meta.labels); /* a pool's filler: never a key's labels */
+	rt_create_override(&sb->meta); /* a pool's filler, a fork (pool-claim.c) */
 	rt_store_path(&r->store, sb->meta.id, NULL, sb->dir, sizeof(sb->dir));
 	cleanup_close int lock = rt_store_lock_sandbox(&r->store, sb->meta.id, true, false, err);
 	if (lock < 0) {

@@ -394,6 +394,20 @@ struct rung_gc_report {
 /* Sweep the store: the same code serves `rung gc` and the daemon's sweeper. */
 int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *err);
 
+/* ---- fork --------------------------------------------------------------------------------- */
+/*
+ * count (1..64) new sandboxes whose filesystem starts as id's is now, diverging after. On the
+ * shared-kernel rungs the source's disk (process rung: its work dir; container rung: its
+ * overlay upper dir) is copied while the source is stopped and synced: a reflink where the
+ * store's filesystem supports it (*reflinked), else a sparse copy; processes are NOT copied
+ * (a fork starts with only its agent, like a fresh sandbox). A fork has the source's spec,
+ * kind, scope and thread labels, and a new agent label; it is addressed by its id (no key
+ * acquires it). With scope non-NULL, another scope's sandbox is -ENOENT. The vm rung:
+ * -ENOTSUP. *ids: malloc'd, NULL-terminated. Returns count.
+ */
+int rung_fork(struct rung_router *r, const char *id, const char *scope, unsigned count,
+	      char ***ids, bool *reflinked, struct rung_err *err);
+
 /* ---- warm pools ---------------------------------------------------------------------------- */
 /*
  * A pool keeps `size` ready sandboxes of one spec in the store, so that every process and
