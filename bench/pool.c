@@ -125,19 +125,14 @@ static uint64_t time_row(int row, struct rung_router *r, const char *rung, const
 	}
 }
 
-static int setup(const char *dir, struct rung_router **r)
+static int setup(struct rung_router_opts *o, const char *dir, struct rung_router **r)
 {
 	struct rung_err err = {0};
-	struct rung_router_opts o = {0};
-	if (rung_router_opts_load(&o, getenv, &err) < 0) { /* this main reads them */
-		fprintf(stderr, "%s\n", err.msg);
-		return -1;
-	}
-	o.state_dir = dir;
+	o->state_dir = dir;
 	struct rung_spec s;
 	rung_spec_init(&s);
 	s.kind = strdup("bench");
-	int rc = rung_router_new(&o, r, &err);
+	int rc = rung_router_new(o, r, &err);
 	if (rc == 0)
 		rc = rung_pool_set(*r, "bench", 2, &s, 0, &err);
 	rung_spec_release(&s);
@@ -154,7 +149,13 @@ int main(int argc, char **argv)
 	}
 	int n = atoi(argv[2]);
 	struct rung_router *r;
-	if (n < 1 || setup(argv[1], &r) < 0)
+	struct rung_router_opts o = {0};
+	struct rung_err e0 = {0};
+	if (rung_router_opts_load(&o, getenv, &e0) < 0) { /* this main reads them */
+		fprintf(stderr, "%s\n", e0.msg);
+		return 2;
+	}
+	if (n < 1 || setup(&o, argv[1], &r) < 0)
 		return 1;
 	uint64_t *v[ROWS];
 	for (int k = 0; k < ROWS; k++)
