@@ -296,7 +296,9 @@ const struct cli_cmd cli_cmds[] = {
 	 "spec, kind and scope and is addressed by its id. The vm rung: not supported yet.\n"},
 	{"serve", cli_cmd_serve, "rung serve [--socket PATH] [--listen HOST:PORT] --tokens FILE",
 	 "The HTTP/JSON API daemon (see rung serve --help).\n"},
-	{"image", cli_cmd_image, "rung image import PATH [--tag REF] | pull REF | ls | inspect REF | rm REF | gc",
-	 "Manage the local image store (content-addressed, every blob verified).\n"},
+	{"image", cli_cmd_image, "rung image import PATH [--tag REF] | pull REF | commit ID REF | ls | inspect REF | rm REF | gc",
+	 "Manage the local image store (content-addressed, every blob verified). commit: the\n"
+	 "sandbox's changes (container rung: its overlay upper dir; process rung: its work dir,\n"
+	 "on an empty base) as a new layer, stored and tagged REF like an import.\n"},
 	{NULL, NULL, NULL, NULL},
 };

@@ -148,10 +148,11 @@ static int fork_prepare(struct rung_router *r, const struct fork_src *s, char ag
 	return rt_disk_clone(src, dst, reflinked, err);
 }
 
-/* Stop the source, sync it, copy its image n times, continue it (under its lock). */
-static int copy_all(struct rung_router *r, struct fork_src *s, unsigned n, char (*agents)[33],
-		    char (*ids)[RT_ID_LEN + 1], uint32_t *bases, bool *reflinked,
-		    struct rung_err *err)
+/* With the source stopped and its filesystem synced (under its lock): fn, then continue it. */
+static int while_stopped(struct rung_router *r, struct fork_src *s,
+			 int (*fn)(struct rung_router *r, struct fork_src *s, void *ud,
+				   struct rung_err *err),
+			 void *ud, struct rung_err *err)
 {
 	const struct rt_backend_ops *ops = rt_backend_get(s->m.iso);
 	struct rt_sandbox sb = {.router = r, .meta = s->m};
@@ -160,14 +161,67 @@ static int copy_all(struct rung_router *r, struct fork_src *s, unsigned n, char 
 	int rc = stopped ? ops->suspend(&sb, err) : 0;
 	if (rc == 0)
 		rc = sync_source(&s->m, err);
-	for (unsigned i = 0; rc == 0 && i < n; i++)
-		rc = fork_prepare(r, s, agents[i], ids[i], &bases[i], reflinked, err);
+	if (rc == 0)
+		rc = fn(r, s, ud, err);
 	struct rung_err e2 = {0};
 	if (stopped && ops->resume(&sb, &e2) < 0 && rc == 0) {
 		*err = e2;
 		rc = -EIO;
 	}
 	return rc;
+}
+
+struct copy_job {
+	unsigned n;
+	char (*agents)[33];
+	char (*ids)[RT_ID_LEN + 1];
+	uint32_t *bases;
+	bool reflinked;
+};
+
+static int copy_all(struct rung_router *r, struct fork_src *s, void *ud, struct rung_err *err)
+{
+	struct copy_job *j = ud;
+	int rc = 0;
+	for (unsigned i = 0; rc == 0 && i < j->n; i++)
+		rc = fork_prepare(r, s, j->agents[i], j->ids[i], &j->bases[i], &j->reflinked, err);
+	return rc;
+}
+
+/* The source: locked (the lock's fd returned), its metadata read, checked for op. */
+static int src_open(struct rung_router *r, const char *id, const char *scope, const char *op,
+		    struct fork_src *s, struct rung_err *err)
+{
+	memset(s, 0, sizeof(*s));
+	if (!rt_id_valid(id))
+		return rung_err_set(err, ENOENT, "no sandbox '%.80s'", id ? id : "");
+	int lock = rt_store_lock_sandbox(&r->store, id, false, false, err);
+	if (lock < 0)
+		return lock;
+	int rc = rt_store_meta_read(&r->store, id, &s->m, err);
+	if (rc < 0) {
+		close(lock);
+		return rc;
+	}
+	char label[65];
+	if (scope)
+		rt_label_of(scope, label);
+	if ((scope && strcmp(label, s->m.labels.scope)) || rt_pool_unclaimed(&s->m))
+		rc = rung_err_set(err, ENOENT, "no sandbox %s", id);
+	else if (s->m.iso == RUNG_ISO_VM)
+		rc = rung_err_set(err, ENOTSUP,
+				  "%s: sandbox %s is on the vm rung, whose %s (from a copy-on-write "
+				  "upper disk) is not implemented yet",
+				  op, id, op);
+	else if (!rt_supervisor_alive(&s->m))
+		rc = rung_err_set(err, ESRCH, "%s: sandbox %s is not running", op, id);
+	if (rc < 0) {
+		rt_meta_release(&s->m);
+		close(lock);
+		return rc;
+	}
+	rt_store_path(&r->store, id, NULL, s->dir, sizeof(s->dir));
+	return lock;
 }
 
 static int fork_create(struct rung_router *r, const struct fork_src *s, const char *agent,
@@ -197,66 +251,135 @@ int rung_fork(struct rung_router *r, const char *id, const char *scope, unsigned
 	if (count < 1 || count > 64)
 		return rung_err_set(err, EINVAL, "count: %u is not 1..64", count);
 	struct fork_src s;
-	memset(&s, 0, sizeof(s));
-	if (!rt_id_valid(id))
-		return rung_err_set(err, ENOENT, "no sandbox '%.80s'", id ? id : "");
-	cleanup_close int lock = rt_store_lock_sandbox(&r->store, id, false, false, err);
+	int lock = src_open(r, id, scope, "fork", &s, err);
 	if (lock < 0)
 		return lock;
-	int rc = rt_store_meta_read(&r->store, id, &s.m, err);
-	if (rc < 0)
-		return rc;
-	char label[65];
-	if (scope)
-		rt_label_of(scope, label);
-	if ((scope && strcmp(label, s.m.labels.scope)) || rt_pool_unclaimed(&s.m))
-		rc = rung_err_set(err, ENOENT, "no sandbox %s", id);
-	else if (s.m.iso == RUNG_ISO_VM)
-		rc = rung_err_set(err, ENOTSUP,
-				  "fork: sandbox %s is on the vm rung, whose fork (a copy-on-write "
-				  "upper disk) is not implemented yet",
-				  id);
-	else if (!rt_supervisor_alive(&s.m))
-		rc = rung_err_set(err, ESRCH, "fork: sandbox %s is not running", id);
-	if (rc < 0) {
-		rt_meta_release(&s.m);
-		return rc;
-	}
-	rt_store_path(&r->store, id, NULL, s.dir, sizeof(s.dir));
-	char(*agents)[33] = calloc(count, sizeof(*agents));
-	char(*ids)[RT_ID_LEN + 1] = calloc(count, sizeof(*ids));
-	uint32_t *bases = calloc(count, sizeof(*bases));
+	struct copy_job j = {.n = count,
+			     .agents = calloc(count, sizeof(*j.agents)),
+			     .ids = calloc(count, sizeof(*j.ids)),
+			     .bases = calloc(count, sizeof(*j.bases))};
 	char **v = calloc(count + 1, sizeof(char *));
-	bool rl = false;
-	if (!agents || !ids || !bases || !v)
+	int rc = 0;
+	if (!j.agents || !j.ids || !j.bases || !v)
 		rc = rung_err_set(err, ENOMEM, "out of memory");
 	if (rc == 0)
-		rc = copy_all(r, &s, count, agents, ids, bases, &rl, err);
+		rc = while_stopped(r, &s, copy_all, &j, err);
 	close(lock);
-	lock = -1;
-	unsigned made = 0;
-	for (; rc == 0 && made < count; made++)
-		if ((rc = fork_create(r, &s, agents[made], bases[made], err)) == 0)
-			rc = (v[made] = strdup(ids[made])) ? 0 : -ENOMEM;
+	for (unsigned made = 0; rc == 0 && made < count; made++)
+		if ((rc = fork_create(r, &s, j.agents[made], j.bases[made], err)) == 0)
+			rc = (v[made] = strdup(j.ids[made])) ? 0 : -ENOMEM;
 	if (rc < 0) { /* none of it: the forks made and the directories prepared */
-		for (unsigned i = 0; ids && i < count && ids[i][0]; i++) {
+		for (unsigned i = 0; j.ids && i < count && j.ids[i][0]; i++) {
 			char dir[4096];
-			rung_dispose(r, ids[i], NULL, NULL);
-			rt_store_path(&r->store, ids[i], NULL, dir, sizeof(dir));
+			rung_dispose(r, j.ids[i], NULL, NULL);
+			rt_store_path(&r->store, j.ids[i], NULL, dir, sizeof(dir));
 			rung_rm_rf(dir, NULL);
-			rt_store_release_uid(&r->store, ids[i], bases[i]);
+			rt_store_release_uid(&r->store, j.ids[i], j.bases[i]);
 		}
 		rung_strvfreep(&v);
 		v = NULL;
 	}
-	free(agents);
-	free(ids);
-	free(bases);
+	free(j.agents);
+	free(j.ids);
+	free(j.bases);
 	rt_meta_release(&s.m);
 	if (rc < 0)
 		return rung_err_wrap(err, "fork %s", id);
 	*out = v;
 	if (reflinked)
-		*reflinked = rl;
+		*reflinked = j.reflinked;
 	return (int)count;
+}
+
+/* ---- the changes of a sandbox, for rung image commit ---- */
+
+struct rung_changes {
+	int mfd, dirfd;
+	char img[4200];
+	char prefix[256];
+	char base[80];
+	uint32_t id_base;
+};
+
+static int clone_for_changes(struct rung_router *r, struct fork_src *s, void *ud,
+			     struct rung_err *err)
+{
+	(void)r;
+	struct rung_changes *c = ud;
+	char src[4200];
+	bool rl;
+	snprintf(src, sizeof(src), "%s/disk.img", s->dir);
+	return rt_disk_clone(src, c->img, &rl, err);
+}
+
+int rung_changes_open(struct rung_router *r, const char *id, const char *scope,
+		      struct rung_changes **out, struct rung_err *err)
+{
+	struct fork_src s;
+	int lock = src_open(r, id, scope, "image commit", &s, err);
+	if (lock < 0)
+		return lock;
+	struct rung_changes *c = calloc(1, sizeof(*c));
+	int rc = c ? 0 : rung_err_set(err, ENOMEM, "out of memory");
+	if (c) {
+		c->mfd = c->dirfd = -1;
+		c->id_base = s.m.uid_base;
+		snprintf(c->img, sizeof(c->img), "%s/commit-%d.img", s.dir, (int)getpid());
+		const char *wd = s.m.spec.work_dir ? s.m.spec.work_dir : RT_DEFAULT_WORK_DIR;
+		if (s.m.iso == RUNG_ISO_PROCESS)
+			snprintf(c->prefix, sizeof(c->prefix), "%s", wd + 1);
+		const char *d = json_string_value(json_object_get(s.m.backend, "image_digest"));
+		if (s.m.iso != RUNG_ISO_PROCESS && d)
+			snprintf(c->base, sizeof(c->base), "%s", d);
+		rc = while_stopped(r, &s, clone_for_changes, c, err);
+	}
+	close(lock);
+	rt_meta_release(&s.m);
+	if (rc == 0 && (c->mfd = rt_disk_mount(r->loop_control, c->img, c->id_base, err)) < 0)
+		rc = c->mfd;
+	if (rc == 0 && (c->dirfd = openat(c->mfd, c->prefix[0] ? "." : "upper",
+					  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		rc = rung_err_sys(err, errno, "image commit: open the copy of %s", id);
+	if (rc < 0) {
+		rung_changes_close(c);
+		return rung_err_wrap(err, "image commit %s", id);
+	}
+	*out = c;
+	return 0;
+}
+
+int rung_changes_dirfd(const struct rung_changes *c)
+{
+	return c->dirfd;
+}
+
+const char *rung_changes_prefix(const struct rung_changes *c)
+{
+	return c->prefix;
+}
+
+const char *rung_changes_base_image(const struct rung_changes *c)
+{
+	return c->base[0] ? c->base : NULL;
+}
+
+uint32_t rung_changes_id_base(const struct rung_changes *c)
+{
+	return c->id_base;
+}
+
+void rung_changes_close(struct rung_changes *c)
+{
+	if (!c)
+		return;
+	if (c->dirfd >= 0)
+		close(c->dirfd);
+	if (c->mfd >= 0)
+		close(c->mfd);
+	char real[PATH_MAX];
+	bool known = realpath(c->img, real) != NULL;
+	unlink(c->img);
+	for (int i = 0; known && i < 100 && rt_disk_loops_under(real) > 0; i++)
+		usleep(20000);
+	free(c);
 }

@@ -408,6 +408,23 @@ int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *
 int rung_fork(struct rung_router *r, const char *id, const char *scope, unsigned count,
 	      char ***ids, bool *reflinked, struct rung_err *err);
 
+/*
+ * What `rung image commit` makes a layer of: a private copy of a sandbox's disk, taken while
+ * it is stopped and synced (it runs on after), mounted for this process alone. dirfd: the
+ * container rung's overlay upper dir, or the process rung's work dir; prefix: where that tree
+ * goes in the image ("" for the upper dir, the work dir without its '/' otherwise); base: the
+ * container's image digest (NULL: an empty base); id_base: the host uid its files' owner 0
+ * has. The vm rung: -ENOTSUP. close removes the copy.
+ */
+struct rung_changes;
+int rung_changes_open(struct rung_router *r, const char *id, const char *scope,
+		      struct rung_changes **out, struct rung_err *err);
+int rung_changes_dirfd(const struct rung_changes *c);
+const char *rung_changes_prefix(const struct rung_changes *c);
+const char *rung_changes_base_image(const struct rung_changes *c);
+uint32_t rung_changes_id_base(const struct rung_changes *c);
+void rung_changes_close(struct rung_changes *c);
+
 /* ---- warm pools ---------------------------------------------------------------------------- */
 /*
  * A pool keeps `size` ready sandboxes of one spec in the store, so that every process and
