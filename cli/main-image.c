@@ -91,7 +91,8 @@ static int image_commit(struct cli *c, const struct image_env *env, int argc, ch
 	}
 	rung_changes_close(ch);
 	if (rc == 0 && c->json)
-		printf("{\"ref\": \"%s\", \"digest\": \"%s\", \"layers\": %zu, \"entries\": %llu, "
+		printf("{\"ref\": \"%s\", \"digest\": \"%s\", \"layers\": %zu, "
+		       "\"entries\": %llu, "
 		       "\"whiteouts\": %llu, \"opaque_dirs\": %llu, \"hardlinks\": %llu, "
 		       "\"stripped_suid\": %llu, \"skipped\": %llu}\n",
 		       info.ref, info.digest, info.n_layers, (unsigned long long)cs.entries,

@@ -54,21 +54,24 @@ bool rt_pool_unclaimed(const struct rt_meta *m)
 	return !strcmp(m->labels.scope, RT_POOL_SCOPE_LABEL);
 }
 
-/* The id a small file in id's directory names (alias, aliased-by). */
+/* The id that a link in id's directory names (alias, aliased-by): symbolic links whose
+ * target is the other id, made and replaced under the directory's lock (one syscall each,
+ * atomic without a temporary file). */
 static int read_id_file(struct rung_router *r, const char *id, const char *name,
 			char out[RT_ID_LEN + 1])
 {
-	char p[4096];
-	cleanup_free char *txt = NULL;
-	size_t len = 0;
+	char p[4096], t[RT_ID_LEN + 2];
 	if (!rt_id_valid(id) || rt_store_path(&r->store, id, name, p, sizeof(p)) < 0)
 		return -ENOENT;
-	int rc = rung_file_load(AT_FDCWD, p, 64, &txt, &len, NULL);
-	if (rc < 0)
-		return rc;
-	if (len != RT_ID_LEN || !rt_id_valid(txt))
+	ssize_t n = readlink(p, t, sizeof(t));
+	if (n < 0)
+		return -errno;
+	if (n != RT_ID_LEN)
 		return -EINVAL;
-	memcpy(out, txt, RT_ID_LEN + 1);
+	t[n] = '\0';
+	if (!rt_id_valid(t))
+		return -EINVAL;
+	memcpy(out, t, RT_ID_LEN + 1);
 	return 0;
 }
 
@@ -77,7 +80,11 @@ static int write_id_file(struct rung_router *r, const char *id, const char *name
 {
 	char p[4096];
 	rt_store_path(&r->store, id, name, p, sizeof(p));
-	return rung_write_file_replace(AT_FDCWD, p, value, strlen(value), 0600, err);
+	if (symlink(value, p) == 0)
+		return 0;
+	if (errno == EEXIST && unlink(p) == 0 && symlink(value, p) == 0)
+		return 0;
+	return rung_err_sys(err, errno, "link %s", p);
 }
 
 static void unlink_in(struct rung_router *r, const char *id, const char *name)
@@ -171,11 +178,11 @@ static int open_aliased(struct rung_router *r, const struct rung_key *key,
 	return 1;
 }
 
-/* With the claim won: bind the key to sandbox id under its lock. -ESTALE: not a live ready
- * pool sandbox of this rung (the caller disposes it). */
+/* With the claim won: bind the key to sandbox id under its lock; *out its handle. -ESTALE:
+ * not a live ready pool sandbox of this rung (the caller disposes it). */
 static int bind_claim(struct rung_router *r, const struct rung_key *key,
 		      const struct rung_spec *spec, enum rung_isolation iso, const char *key_id,
-		      const char *id, struct rung_err *err)
+		      const char *id, struct rung_sandbox **out, struct rung_err *err)
 {
 	cleanup_close int lock = rt_store_lock_sandbox(&r->store, id, false, false, err);
 	if (lock < 0)
@@ -212,7 +219,7 @@ static int bind_claim(struct rung_router *r, const struct rung_key *key,
 		goto out;
 	}
 	rt_store_touch_activity(&r->store, id, true);
-	rc = 0;
+	rc = rt_sandbox_adopt(r, &m, out, err); /* no second read of what was just written */
 out:
 	rt_meta_release(&m);
 	return rc;
@@ -235,7 +242,7 @@ static int claim_from(struct rung_router *r, int pfd, const struct rung_key *key
 		if (renameat(rfd, de->d_name, cfd, de->d_name) < 0)
 			continue; /* another claimer won this one */
 		rung_trace("acquire: pool claim won");
-		int rc = bind_claim(r, key, spec, iso, key_id, de->d_name, err);
+		int rc = bind_claim(r, key, spec, iso, key_id, de->d_name, out, err);
 		if (rc == -ESTALE) {
 			rung_dispose(r, de->d_name, NULL, NULL);
 			unlinkat(cfd, de->d_name, 0);
@@ -247,8 +254,6 @@ static int claim_from(struct rung_router *r, int pfd, const struct rung_key *key
 			rung_dispose(r, de->d_name, NULL, NULL);
 			return rc;
 		}
-		if ((rc = rung_sandbox_open(r, de->d_name, NULL, out, err)) < 0)
-			return rc;
 		return 1;
 	}
 	return 0;

@@ -201,6 +201,10 @@ int rt_op_check(const struct rt_meta *m, enum rt_op op, struct rung_err *err);
 int rt_pool_acquire(struct rung_router *r, const struct rung_key *key,
 		    const struct rung_spec *spec, enum rung_isolation iso, const char *key_id,
 		    struct rung_sandbox **out, bool *created, struct rung_err *err);
+/* A handle on the metadata m just written with the sandbox's lock held (sandbox.c); m's
+ * members move to it (m is left empty). */
+int rt_sandbox_adopt(struct rung_router *r, struct rt_meta *m, struct rung_sandbox **out,
+		     struct rung_err *err);
 /* rung_sandbox_lookup's fallback: the sandbox the key id's alias names (-ENOENT: none). */
 int rt_pool_alias_open(struct rung_router *r, const char *key_id, const char *scope,
 		       struct rung_sandbox **out, struct rung_err *err);

@@ -137,6 +137,20 @@ static void meta_ident_written(struct rung_sandbox *s)
 	meta_ident_get(&s->sb.router->store, s->sb.meta.id, &s->ident);
 }
 
+int rt_sandbox_adopt(struct rung_router *r, struct rt_meta *m, struct rung_sandbox **out,
+		     struct rung_err *err)
+{
+	struct rung_sandbox *s = sandbox_new(r, err);
+	if (!s)
+		return -ENOMEM;
+	s->sb.meta = *m;
+	memset(m, 0, sizeof(*m));
+	rt_store_path(&r->store, s->sb.meta.id, NULL, s->sb.dir, sizeof(s->sb.dir));
+	meta_ident_written(s);
+	*out = s;
+	return 0;
+}
+
 int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct rung_spec *spec,
 		 struct rung_sandbox **out, bool *created, struct rung_err *err)
 {

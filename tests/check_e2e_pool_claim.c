@@ -66,7 +66,8 @@ static bool in_ready(const char *state, const char *name, const char *id)
 static const char *probe =
     "ls -A /work /tmp; for p in /proc/[0-9]*; do n=${p#/proc/}; "
     "[ \"$n\" = $$ ] && continue; c=$(cat $p/comm 2>/dev/null) || continue; "
-    "pp=$(cut -d' ' -f4 $p/stat 2>/dev/null); [ \"$pp\" = $$ ] && continue; echo \"proc $n $c\"; done; "
+    "pp=$(cut -d' ' -f4 $p/stat 2>/dev/null); [ \"$pp\" = $$ ] && continue; "
+    "echo \"proc $n $c\"; done; "
     "tail -n +3 /proc/net/dev; cat /etc/resolv.conf 2>/dev/null; hostname; id -u";
 
 START_TEST(test_claim_is_fresh)
@@ -375,7 +376,9 @@ START_TEST(test_cli_keeper)
 	json_decref(j);
 	char claimed[4096];
 	snprintf(claimed, sizeof(claimed), "%s/sandboxes/%s/aliased-by", dir, id);
-	ck_assert_msg(access(claimed, F_OK) == 0, "%s was not claimed from the pool", id);
+	struct stat lst; /* a link naming the key's id */
+	ck_assert_msg(lstat(claimed, &lst) == 0 && S_ISLNK(lst.st_mode),
+		      "%s was not claimed from the pool", id);
 	int ready = -1;
 	for (int i = 0; i < 100 && ready != 2; i++) {
 		usleep(100000);

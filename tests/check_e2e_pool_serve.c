@@ -48,7 +48,8 @@ static bool claimed(const struct srvt *t, const char *id)
 {
 	char p[512];
 	snprintf(p, sizeof(p), "%s/sandboxes/%s/aliased-by", t->state, id);
-	return access(p, F_OK) == 0;
+	struct stat st; /* a link naming the key's id */
+	return lstat(p, &st) == 0 && S_ISLNK(st.st_mode);
 }
 
 START_TEST(daemon_pool)
