@@ -8,6 +8,7 @@
  *   cli-run-pool `rung run -- /bin/true` served by the pool (claim, exec, dispose)
  *   cli-run-cold `rung run --memory 256M -- /bin/true` (create, exec, dispose)
  *   bwrap-cold  bwrap with the same namespaces running /bin/true (bench/spine.sh's)
+ *   rung-version `rung --version`: the floor of any CLI row (a process start and its loading)
  * Between rows (untimed) each claimed or created sandbox is disposed and the pool refilled
  * synchronously (rung_pool_fill), so no background refill competes with a timed row.
  * usage: pool STATE_DIR ROUNDS RUNG_BIN BWRAP_BIN   (as root; bench/pool.sh runs it)
@@ -22,9 +23,11 @@
 #include "common/util.h"
 #include "rung/rung.h"
 
-enum { LIB_CLAIM, LIB_COLD, CLI_CLAIM, CLI_COLD, CLI_RUN_POOL, CLI_RUN_COLD, BWRAP, ROWS };
-static const char *const row_names[ROWS] = {"lib-claim", "lib-cold", "cli-claim", "cli-cold",
-					     "cli-run-pool", "cli-run-cold", "bwrap-cold"};
+enum { LIB_CLAIM, LIB_COLD, CLI_CLAIM, CLI_COLD, CLI_RUN_POOL, CLI_RUN_COLD, BWRAP, VERSION,
+       ROWS };
+static const char *const row_names[ROWS] = {"lib-claim",    "lib-cold",     "cli-claim",
+					     "cli-cold",     "cli-run-pool", "cli-run-cold",
+					     "bwrap-cold",   "rung-version"};
 
 extern char **environ;
 
@@ -108,6 +111,7 @@ static uint64_t time_row(int row, struct rung_router *r, const char *rung, const
 			    NULL};
 	char *run_cold[] = {(char *)rung, "--state-dir", (char *)dir, "run", "--memory", "256M",
 			    "--", "/bin/true", NULL};
+	char *version[] = {(char *)rung, "--version", NULL};
 	char *bw[] = {(char *)bwrap, "--unshare-user", "--unshare-pid", "--unshare-net",
 		      "--unshare-ipc", "--unshare-uts", "--unshare-cgroup", "--die-with-parent",
 		      "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink",
@@ -121,7 +125,8 @@ static uint64_t time_row(int row, struct rung_router *r, const char *rung, const
 	case CLI_COLD: return cli_acquire(r, rung, dir, t, true);
 	case CLI_RUN_POOL: return spawn_us(run_pool, -1);
 	case CLI_RUN_COLD: return spawn_us(run_cold, -1);
-	default: return spawn_us(bw, -1);
+	case BWRAP: return spawn_us(bw, -1);
+	default: return spawn_us(version, -1);
 	}
 }
 
@@ -184,6 +189,8 @@ int main(int argc, char **argv)
 	       med[LIB_CLAIM], med[LIB_CLAIM] / med[LIB_COLD]);
 	printf("CLI claim / bwrap cold = %.2fx (target <= 0.25x); CLI claim / CLI cold = %.2fx\n",
 	       med[CLI_CLAIM] / med[BWRAP], med[CLI_CLAIM] / med[CLI_COLD]);
+	printf("floor: rung --version %.3f ms = %.2fx bwrap cold; CLI claim over that floor %.3f ms\n",
+	       med[VERSION], med[VERSION] / med[BWRAP], med[CLI_CLAIM] - med[VERSION]);
 	printf("rung run from the pool / bwrap cold = %.2fx; rung run cold / bwrap cold = %.2fx\n",
 	       med[CLI_RUN_POOL] / med[BWRAP], med[CLI_RUN_COLD] / med[BWRAP]);
 	struct rung_err err = {0};
