@@ -292,8 +292,10 @@ const struct cli_cmd cli_cmds[] = {
 	 "each diverging after; print their ids. ID is stopped while its disk is copied (a\n"
 	 "reflink where the store's filesystem supports it, else a sparse copy: --json says\n"
 	 "which), then continued. Processes are NOT copied on the process and container\n"
-	 "rungs: a fork starts with only its agent, as a fresh sandbox does. A fork has ID's\n"
-	 "spec, kind and scope and is addressed by its id. The vm rung: not supported yet.\n"},
+	 "rungs: a fork starts with only its agent, as a fresh sandbox does. On the vm rung\n"
+	 "the guest syncs, the VM pauses while its upper disk is copied, and the fork boots on\n"
+	 "the copy (its memory is not copied). A fork has ID's spec, kind and scope and is\n"
+	 "addressed by its id.\n"},
 	{"serve", cli_cmd_serve, "rung serve [--socket PATH] [--listen HOST:PORT] --tokens FILE",
 	 "The HTTP/JSON API daemon (see rung serve --help).\n"},
 	{"image", cli_cmd_image, "rung image import PATH [--tag REF] | pull REF | commit ID REF | ls | inspect REF | rm REF | gc",

@@ -7,7 +7,12 @@
  * filesystem shares extents, else a sparse copy. Processes are not copied (a fork starts with
  * only its agent). Files of the source's uid range are then remapped into the fork's (on a
  * host mount of the copy that nothing else sees), and the fork is created as usual over the
- * kept image, with the source's spec and scope and thread labels. The vm rung is refused here.
+ * kept image, with the source's spec and scope and thread labels.
+ *
+ * The vm rung: the guest's writable disk is its upper disk (upper.ext4, guest-owned files, no
+ * host uid range inside): the guest syncs its filesystems (an exec of sync), the VM is paused,
+ * the disk copied the same way and the VM continued; the fork boots on its copy. Its memory is
+ * not copied (the VM memory snapshots issue).
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -99,6 +104,8 @@ static int remap_image(struct rung_router *r, const char *img, uint32_t from, ui
 /* The source's filesystem, synced: opened inside its root (never following its links). */
 static int sync_source(const struct rt_meta *m, struct rung_err *err)
 {
+	if (m->iso == RUNG_ISO_VM)
+		return 0; /* the guest synced before the pause (guest_sync) */
 	char root[64];
 	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->init_pid);
 	cleanup_close int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -143,9 +150,15 @@ static int fork_prepare(struct rung_router *r, const struct fork_src *s, char ag
 	close(g);
 	if (rc < 0)
 		return rc;
-	snprintf(src, sizeof(src), "%s/disk.img", s->dir);
-	snprintf(dst, sizeof(dst), "%s/disk.img", dir);
-	return rt_disk_clone(src, dst, reflinked, err);
+	const char *disk = s->m.iso == RUNG_ISO_VM ? "upper.ext4" : "disk.img";
+	snprintf(src, sizeof(src), "%s/%s", s->dir, disk);
+	snprintf(dst, sizeof(dst), "%s/%s", dir, disk);
+	if ((rc = rt_disk_clone(src, dst, reflinked, err)) < 0)
+		return rc;
+	/* the vm rung's jail reads its disks as the sandbox's uid (rfs_vm_upper_disk) */
+	if (s->m.iso == RUNG_ISO_VM && chown(dst, *base, *base) < 0)
+		return rung_err_sys(err, errno, "fork: chown %s", dst);
+	return 0;
 }
 
 /* With the source stopped and its filesystem synced (under its lock): fn, then continue it. */
@@ -208,10 +221,10 @@ static int src_open(struct rung_router *r, const char *id, const char *scope, co
 		rt_label_of(scope, label);
 	if ((scope && strcmp(label, s->m.labels.scope)) || rt_pool_unclaimed(&s->m))
 		rc = rung_err_set(err, ENOENT, "no sandbox %s", id);
-	else if (s->m.iso == RUNG_ISO_VM)
+	else if (s->m.iso == RUNG_ISO_VM && strcmp(op, "fork"))
 		rc = rung_err_set(err, ENOTSUP,
-				  "%s: sandbox %s is on the vm rung, whose %s (from a copy-on-write "
-				  "upper disk) is not implemented yet",
+				  "%s: sandbox %s is on the vm rung, whose %s (from its upper disk) "
+				  "is not implemented yet",
 				  op, id, op);
 	else if (!rt_supervisor_alive(&s->m))
 		rc = rung_err_set(err, ESRCH, "%s: sandbox %s is not running", op, id);
@@ -232,7 +245,7 @@ static int fork_create(struct rung_router *r, const struct fork_src *s, const ch
 	rt_id_compute(&k, s->m.spec.kind, id);
 	rt_store_path(&r->store, id, NULL, dir, sizeof(dir));
 	snprintf(img, sizeof(img), "%s/disk.img", dir);
-	int rc = remap_image(r, img, s->m.uid_base, base, err);
+	int rc = s->m.iso == RUNG_ISO_VM ? 0 : remap_image(r, img, s->m.uid_base, base, err);
 	if (rc < 0)
 		return rc;
 	struct rt_labels l = s->m.labels;
@@ -245,13 +258,37 @@ static int fork_create(struct rung_router *r, const struct fork_src *s, const ch
 	return rc;
 }
 
+/* The vm rung: have the guest write its dirty pages out before the VM is paused (the host
+ * sees its disk only; what a command writes after this is crash-consistent in the copy). */
+static int guest_sync(struct rung_router *r, const char *id, const char *scope,
+		      struct rung_err *err)
+{
+	struct rung_sandbox *h = NULL;
+	if (!rt_id_valid(id) || rung_sandbox_open(r, id, scope, &h, NULL) < 0 ||
+	    rung_sandbox_isolation(h) != RUNG_ISO_VM) {
+		rung_sandbox_close(h);
+		return 0; /* src_open says what is wrong, if anything */
+	}
+	static const char *const argv[] = {"sync", NULL};
+	struct rung_exec_req req = {.argv = argv, .timeout_ms = 60000};
+	struct rung_exec_res res = {0};
+	int rc = rung_exec(h, &req, &res, err);
+	if (rc == 0 && res.exit_code != 0)
+		rc = rung_err_set(err, EIO, "fork: sync in the guest exited %d", res.exit_code);
+	rung_exec_res_release(&res);
+	rung_sandbox_close(h);
+	return rc < 0 ? rung_err_wrap(err, "fork %s", id) : 0;
+}
+
 int rung_fork(struct rung_router *r, const char *id, const char *scope, unsigned count,
 	      char ***out, bool *reflinked, struct rung_err *err)
 {
 	if (count < 1 || count > 64)
 		return rung_err_set(err, EINVAL, "count: %u is not 1..64", count);
 	struct fork_src s;
-	int lock = src_open(r, id, scope, "fork", &s, err);
+	int lock = guest_sync(r, id, scope, err);
+	if (lock == 0)
+		lock = src_open(r, id, scope, "fork", &s, err);
 	if (lock < 0)
 		return lock;
 	struct copy_job j = {.n = count,

@@ -400,10 +400,11 @@ int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *
  * shared-kernel rungs the source's disk (process rung: its work dir; container rung: its
  * overlay upper dir) is copied while the source is stopped and synced: a reflink where the
  * store's filesystem supports it (*reflinked), else a sparse copy; processes are NOT copied
- * (a fork starts with only its agent, like a fresh sandbox). A fork has the source's spec,
- * kind, scope and thread labels, and a new agent label; it is addressed by its id (no key
- * acquires it). With scope non-NULL, another scope's sandbox is -ENOENT. The vm rung:
- * -ENOTSUP. *ids: malloc'd, NULL-terminated. Returns count.
+ * (a fork starts with only its agent, like a fresh sandbox). The vm rung: the guest syncs,
+ * the VM is paused while its upper disk is copied the same way, and the fork boots on the
+ * copy (memory not copied). A fork has the source's spec, kind, scope and thread labels, and
+ * a new agent label; it is addressed by its id (no key acquires it). With scope non-NULL,
+ * another scope's sandbox is -ENOENT. *ids: malloc'd, NULL-terminated. Returns count.
  */
 int rung_fork(struct rung_router *r, const char *id, const char *scope, unsigned count,
 	      char ***ids, bool *reflinked, struct rung_err *err);

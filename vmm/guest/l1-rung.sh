@@ -105,5 +105,7 @@ else
 		# The command against the guest's agent side (kill, ptrace, oom_score_adj, kernel
 		# knobs; orphans of a dead handler).
 		ck_suite rung-agentside-vm e2e_process_agentside "the agent side is out of the command's reach, on the vm rung" RUNG_TEST_RUNG=vm
+		# rung fork on the vm rung: the upper disk copied while the VM is paused (issue 16).
+		ck_suite rung-fork-vm e2e_fork_vm "a fork boots on a copy of the upper disk; both diverge" RUNG_TEST_RUNG=vm
 	fi
 fi
