@@ -300,7 +300,7 @@ const struct cli_cmd cli_cmds[] = {
 	 "The HTTP/JSON API daemon (see rung serve --help).\n"},
 	{"image", cli_cmd_image, "rung image import PATH [--tag REF] | pull REF | commit ID REF | ls | inspect REF | rm REF | gc",
 	 "Manage the local image store (content-addressed, every blob verified). commit: the\n"
-	 "sandbox's changes (container rung: its overlay upper dir; process rung: its work dir,\n"
-	 "on an empty base) as a new layer, stored and tagged REF like an import.\n"},
+	 "sandbox's changes (container and vm rungs: its overlay upper dir; process rung: its\n"
+	 "work dir, on an empty base) as a new layer, stored and tagged REF like an import.\n"},
 	{NULL, NULL, NULL, NULL},
 };

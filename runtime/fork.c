@@ -221,11 +221,6 @@ static int src_open(struct rung_router *r, const char *id, const char *scope, co
 		rt_label_of(scope, label);
 	if ((scope && strcmp(label, s->m.labels.scope)) || rt_pool_unclaimed(&s->m))
 		rc = rung_err_set(err, ENOENT, "no sandbox %s", id);
-	else if (s->m.iso == RUNG_ISO_VM && strcmp(op, "fork"))
-		rc = rung_err_set(err, ENOTSUP,
-				  "%s: sandbox %s is on the vm rung, whose %s (from its upper disk) "
-				  "is not implemented yet",
-				  op, id, op);
 	else if (!rt_supervisor_alive(&s->m))
 		rc = rung_err_set(err, ESRCH, "%s: sandbox %s is not running", op, id);
 	if (rc < 0) {
@@ -345,7 +340,8 @@ static int clone_for_changes(struct rung_router *r, struct fork_src *s, void *ud
 	struct rung_changes *c = ud;
 	char src[4200];
 	bool rl;
-	snprintf(src, sizeof(src), "%s/disk.img", s->dir);
+	snprintf(src, sizeof(src), "%s/%s", s->dir,
+		 s->m.iso == RUNG_ISO_VM ? "upper.ext4" : "disk.img");
 	return rt_disk_clone(src, c->img, &rl, err);
 }
 
@@ -353,14 +349,17 @@ int rung_changes_open(struct rung_router *r, const char *id, const char *scope,
 		      struct rung_changes **out, struct rung_err *err)
 {
 	struct fork_src s;
-	int lock = src_open(r, id, scope, "image commit", &s, err);
+	int lock = guest_sync(r, id, scope, err);
+	if (lock == 0)
+		lock = src_open(r, id, scope, "image commit", &s, err);
 	if (lock < 0)
 		return lock;
 	struct rung_changes *c = calloc(1, sizeof(*c));
 	int rc = c ? 0 : rung_err_set(err, ENOMEM, "out of memory");
 	if (c) {
 		c->mfd = c->dirfd = -1;
-		c->id_base = s.m.uid_base;
+		/* the vm rung's upper disk holds the guest's own ids (no host range) */
+		c->id_base = s.m.iso == RUNG_ISO_VM ? 0 : s.m.uid_base;
 		snprintf(c->img, sizeof(c->img), "%s/commit-%d.img", s.dir, (int)getpid());
 		const char *wd = s.m.spec.work_dir ? s.m.spec.work_dir : RT_DEFAULT_WORK_DIR;
 		if (s.m.iso == RUNG_ISO_PROCESS)

@@ -412,10 +412,11 @@ int rung_fork(struct rung_router *r, const char *id, const char *scope, unsigned
 /*
  * What `rung image commit` makes a layer of: a private copy of a sandbox's disk, taken while
  * it is stopped and synced (it runs on after), mounted for this process alone. dirfd: the
- * container rung's overlay upper dir, or the process rung's work dir; prefix: where that tree
- * goes in the image ("" for the upper dir, the work dir without its '/' otherwise); base: the
- * container's image digest (NULL: an empty base); id_base: the host uid its files' owner 0
- * has. The vm rung: -ENOTSUP. close removes the copy.
+ * container and vm rungs' overlay upper dir (the vm rung's after the guest synced), or the
+ * process rung's work dir; prefix: where that tree goes in the image ("" for the upper dir,
+ * the work dir without its '/' otherwise); base: the sandbox's image digest (NULL: an empty
+ * base); id_base: the host uid its files' owner 0 has (0 on the vm rung). close removes the
+ * copy.
  */
 struct rung_changes;
 int rung_changes_open(struct rung_router *r, const char *id, const char *scope,
