@@ -4,9 +4,11 @@
  * both), the key's later acquires and lookups find it, its ttl counts from the claim; 32
  * concurrent claimer processes over one store never share a sandbox; a non-matching spec is
  * not served from the pool; memory pressure shrinks a pool; gc removes a pool whose owner
- * died; the CLI's pool set/ls/rm with a keeper that refills after a claim. Tagged "root".
+ * died, a claim that never bound and an orphaned ready sandbox; the CLI's pool set/ls/rm
+ * with a keeper that refills after a claim. Tagged "root".
  */
 #include <check.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/lib/sandbox.h"
@@ -336,6 +339,58 @@ START_TEST(test_mismatch_pressure_gc)
 }
 END_TEST
 
+/* gc: a claim that never bound (the claimer died after the rename) and a ready sandbox no pool
+ * lists (its filler died before the marker) are disposed once old enough; a live one is not. */
+START_TEST(test_gc_stale_claim_and_orphan)
+{
+	RUNG_REQUIRE_ROOT();
+	char *dir;
+	struct rung_router *r = spine_router(&dir);
+	struct rung_err err = {0};
+	struct rung_spec ps = spec_k("any");
+	pool_up(r, "g", 3, &ps);
+	char rd[4096], ids[3][33];
+	snprintf(rd, sizeof(rd), "%s/pools/g/ready", dir);
+	int k = 0;
+	DIR *d = opendir(rd);
+	ck_assert_ptr_nonnull(d);
+	for (struct dirent *de; (de = readdir(d));)
+		if (de->d_name[0] != '.' && k < 3)
+			snprintf(ids[k++], 33, "%.32s", de->d_name);
+	closedir(d);
+	ck_assert_int_eq(k, 3);
+	char from[4200], to[4200];
+	/* ids[0]: claimed (renamed) 60 s ago, never bound */
+	snprintf(from, sizeof(from), "%s/%s", rd, ids[0]);
+	snprintf(to, sizeof(to), "%s/pools/g/claimed/%s", dir, ids[0]);
+	ck_assert_int_eq(rename(from, to), 0);
+	struct timespec old[2] = {{.tv_sec = time(NULL) - 60}, {.tv_sec = time(NULL) - 60}};
+	ck_assert_int_eq(utimensat(AT_FDCWD, to, old, 0), 0);
+	/* ids[1]: in no pool dir, made 120 s ago */
+	snprintf(from, sizeof(from), "%s/%s", rd, ids[1]);
+	ck_assert_int_eq(unlink(from), 0);
+	struct rt_meta m;
+	spine_meta(r, ids[1], &m);
+	m.created_ms -= 120000;
+	ck_assert_msg(rt_store_meta_write(&r->store, &m, &err) == 0, "%s", err.msg);
+	rt_meta_release(&m);
+	struct rung_gc_report rep;
+	ck_assert_msg(rung_gc(r, &rep, &err) == 0, "%s", err.msg);
+	struct rt_meta gone;
+	ck_assert_int_eq(rt_store_meta_read(&r->store, ids[0], &gone, NULL), -ENOENT);
+	ck_assert_int_eq(rt_store_meta_read(&r->store, ids[1], &gone, NULL), -ENOENT);
+	ck_assert_msg(access(to, F_OK) < 0, "the stale claim marker is still there");
+	spine_meta(r, ids[2], &m); /* the live ready one stays, still claimable */
+	rt_meta_release(&m);
+	ck_assert_uint_eq(pool_ready(r, "g"), 1);
+	ck_assert_msg(rung_pool_remove(r, "g", NULL, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(spine_store_entries(dir), 0);
+	rung_spec_release(&ps);
+	rung_router_free(r);
+	free(dir);
+}
+END_TEST
+
 static json_t *cli_json(const char *const *args)
 {
 	struct spine_run res;
@@ -412,6 +467,7 @@ Suite *e2e_pool_claim_suite(void)
 	tcase_add_test(tc, test_claim_is_fresh);
 	tcase_add_test(tc, test_concurrent_claims);
 	tcase_add_test(tc, test_mismatch_pressure_gc);
+	tcase_add_test(tc, test_gc_stale_claim_and_orphan);
 	tcase_add_test(tc, test_cli_keeper);
 	return s;
 }
