@@ -72,6 +72,8 @@ CLI_CMD(resume);
 CLI_CMD(dispose);
 CLI_CMD(dispose_scope);
 CLI_CMD(gc);
+CLI_CMD(pool);
+CLI_CMD(fork);
 CLI_CMD(image);
 CLI_CMD(serve);
 CLI_CMD(ladder);

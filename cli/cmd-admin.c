@@ -212,12 +212,14 @@ CLI_CMD(gc)
 		return cli_fail(c, &err);
 	if (c->json)
 		printf("{\"disposed_dead\": %zu, \"disposed_ttl\": %zu, \"suspended_idle\": %zu, "
-		       "\"debris\": %zu}\n",
-		       rep.disposed_dead, rep.disposed_ttl, rep.suspended_idle, rep.debris);
+		       "\"debris\": %zu, \"pools_removed\": %zu}\n",
+		       rep.disposed_dead, rep.disposed_ttl, rep.suspended_idle, rep.debris,
+		       rep.pools_removed);
 	else
 		fprintf(stderr, "rung gc: %zu dead disposed, %zu past ttl disposed, %zu idle "
-				"suspended, %zu debris removed\n",
-			rep.disposed_dead, rep.disposed_ttl, rep.suspended_idle, rep.debris);
+				"suspended, %zu debris removed, %zu pools removed\n",
+			rep.disposed_dead, rep.disposed_ttl, rep.suspended_idle, rep.debris,
+			rep.pools_removed);
 	return 0;
 }
 
@@ -268,11 +270,38 @@ const struct cli_cmd cli_cmds[] = {
 	 "Destroy every sandbox whose labels match the scope (and thread), from the store.\n"},
 	{"gc", cli_cmd_gc, "rung gc",
 	 "Sweep the store: dispose sandboxes whose supervisor died or whose ttl passed, suspend\n"
-	 "idle ones, remove debris of crashed creates.\n"},
+	 "idle ones, remove debris of crashed creates and pools whose keeper died.\n"},
+	{"pool", cli_cmd_pool,
+	 "rung pool set NAME --size N [--mem-reserve SIZE] [--no-keeper] [SPEC-OPTS] | ls | rm NAME | fill NAME",
+	 "Warm pools (docs/pools.md): N ready sandboxes of one spec in the store. An acquire\n"
+	 "(or run) whose spec matches (the same spec but for kind, ttl and idle suspend) and\n"
+	 "whose key has no sandbox claims a ready one in well under a millisecond, atomically\n"
+	 "(never two claims of one sandbox, across processes and daemons on the store); the\n"
+	 "key's labels are bound at the claim, and the sandbox has run nothing before.\n\n"
+	 "  set NAME --size N   create or update the pool, fill it now, and start a detached\n"
+	 "                      keeper that refills it after each claim (--no-keeper: none;\n"
+	 "                      then `rung pool fill NAME` or the daemon refills it)\n"
+	 "  --mem-reserve SIZE  MemAvailable kept free (default 256M): under it no sandbox is\n"
+	 "                      made ready and ready ones are disposed\n"
+	 "  ls [--json]         pools, their size, ready count, keeper and match key\n"
+	 "  rm NAME             stop its keeper, dispose its ready sandboxes, remove it\n"
+	 "  fill NAME           one refill pass now\n\n"
+	 "rung gc removes a pool whose keeper died.\n\n" SPEC_OPTS_HELP},
+	{"fork", cli_cmd_fork, "rung fork ID [--count N]",
+	 "Make N (default 1, at most 64) new sandboxes whose filesystem starts as ID's is now,\n"
+	 "each diverging after; print their ids. ID is stopped while its disk is copied (a\n"
+	 "reflink where the store's filesystem supports it, else a sparse copy: --json says\n"
+	 "which), then continued. Processes are NOT copied on the process and container\n"
+	 "rungs: a fork starts with only its agent, as a fresh sandbox does. On the vm rung\n"
+	 "the guest syncs, the VM pauses while its upper disk is copied, and the fork boots on\n"
+	 "the copy (its memory is not copied). A fork has ID's spec, kind and scope and is\n"
+	 "addressed by its id.\n"},
 	{"serve", cli_cmd_serve, "rung serve [--socket PATH] [--listen HOST:PORT] --tokens FILE",
 	 "The HTTP/JSON API daemon (see rung serve --help).\n"},
-	{"image", cli_cmd_image, "rung image import PATH [--tag REF] | pull REF | ls | inspect REF | rm REF | gc",
-	 "Manage the local image store (content-addressed, every blob verified).\n"},
+	{"image", cli_cmd_image, "rung image import PATH [--tag REF] | pull REF | commit ID REF | ls | inspect REF | rm REF | gc",
+	 "Manage the local image store (content-addressed, every blob verified). commit: the\n"
+	 "sandbox's changes (container and vm rungs: its overlay upper dir; process rung: its\n"
+	 "work dir, on an empty base) as a new layer, stored and tagged REF like an import.\n"},
 	{"ladder", cli_cmd_ladder,
 	 "rung ladder [--rungs process,container,vm] [--peers] [--image REF] [--probes A,B] | --from FILE",
 	 "Measure what each rung stops on this host: run rung-probe's battery (rung-probe --list)\n"

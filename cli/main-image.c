@@ -66,17 +66,60 @@ struct image_env {
 	const char *user, *password, *token_hosts;
 };
 
+/* rung image commit ID REF: the container rung's upper dir as a layer on its image, or the
+ * process rung's work dir as a layer (under the work dir's path) on an empty base. */
+static int image_commit(struct cli *c, const struct image_env *env, int argc, char **argv)
+{
+	if (argc != 4)
+		return cli_usage_error("image", "commit needs ID and REF");
+	struct rung_router *r = cli_router(c);
+	struct rfs_store *st = NULL;
+	struct rung_changes *ch = NULL;
+	struct rung_err err = {0};
+	struct rfs_image_info info = {0};
+	struct rfs_commit_stats cs;
+	int rc = r ? 0 : 1;
+	if (rc == 0 && (rfs_store_open(rung_router_state_dir(r), &st, &err) < 0 ||
+			rung_changes_open(r, argv[2], NULL, &ch, &err) < 0))
+		rc = cli_fail(c, &err);
+	if (rc == 0) {
+		rfs_store_set_limits(st, &env->lim);
+		if (rfs_image_commit_tree(st, rung_changes_base_image(ch), rung_changes_dirfd(ch),
+					  rung_changes_prefix(ch), rung_changes_id_base(ch),
+					  argv[3], &cs, &info, &err) < 0)
+			rc = cli_fail(c, &err);
+	}
+	rung_changes_close(ch);
+	if (rc == 0 && c->json)
+		printf("{\"ref\": \"%s\", \"digest\": \"%s\", \"layers\": %zu, "
+		       "\"entries\": %llu, "
+		       "\"whiteouts\": %llu, \"opaque_dirs\": %llu, \"hardlinks\": %llu, "
+		       "\"stripped_suid\": %llu, \"skipped\": %llu}\n",
+		       info.ref, info.digest, info.n_layers, (unsigned long long)cs.entries,
+		       (unsigned long long)cs.whiteouts, (unsigned long long)cs.opaque_dirs,
+		       (unsigned long long)cs.hardlinks, (unsigned long long)cs.stripped_suid,
+		       (unsigned long long)cs.skipped);
+	else if (rc == 0)
+		print_info(c, &info);
+	rfs_image_info_release(&info);
+	rfs_store_free(st);
+	return rc;
+}
+
 static int image_main(struct cli *c, const struct image_env *env, int argc, char **argv)
 {
 	if (argc < 2 || cli_want_help(argc, argv)) {
 		printf("usage: rung image import PATH [--tag REF]   (OCI layout dir or tar, docker save archive)\n"
 		       "       rung image pull REF [--insecure] [--tag REF]\n"
+		       "       rung image commit ID REF   (a sandbox's changes as a new layer, tagged REF)\n"
 		       "       rung image ls | inspect REF | rm REF | gc\n");
 		return argc < 2 ? 2 : 0;
 	}
 	const char *dir = state_dir(c);
 	if (!dir)
 		return 1;
+	if (!strcmp(argv[1], "commit"))
+		return image_commit(c, env, argc, argv);
 	struct rfs_store *st = NULL;
 	struct rung_err err = {0};
 	if (rfs_store_open(dir, &st, &err) < 0)

@@ -126,7 +126,8 @@ int main(int argc, char **argv)
 			return cli_print_help(cmd->name);
 		c.root = geteuid() == 0;
 		if (strcmp(cmd->name, "serve") && strcmp(cmd->name, "image") &&
-		    strcmp(cmd->name, "gc")) {
+		    strcmp(cmd->name, "gc") && strcmp(cmd->name, "pool") &&
+		    strcmp(cmd->name, "fork")) {
 			struct rung_err err = {0};
 			if (cli_remote_select(&c, socket_env, c.root || c.host.state_dir,
 					      &err) < 0)

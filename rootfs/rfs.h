@@ -249,6 +249,24 @@ void rfs_store_set_limits(struct rfs_store *s, const struct rfs_unpack_limits *l
 /* Add base to every uid/gid under dir (for runtimes without idmapped mounts). */
 int rfs_layer_chown_shift(const char *dir, uid_t base, struct rung_err *err);
 
+/* ---- image commit (rootfs/commit.c) ------------------------------------------------------ */
+struct rfs_commit_stats {
+	uint64_t entries, whiteouts, opaque_dirs, hardlinks, stripped_suid;
+	uint64_t skipped; /* sockets and fifos */
+};
+/*
+ * A new image tagged tag: the stored image base (a manifest digest; NULL: an empty base)
+ * plus one layer made of the tree under dirfd, an overlay upper dir (whiteouts as 0:0 char
+ * devices, opaque dirs marked trusted.overlay.opaque=y) placed under prefix ("" or NULL: at
+ * the root). Owners are shifted down by id_base (an id outside id_base..id_base+65535 is
+ * refused), set-id bits stripped, device nodes, overlay redirects and metacopy files refused,
+ * each naming its path; hard links kept. Stored through rfs_image_import: verified like any
+ * import. *out as import fills it.
+ */
+int rfs_image_commit_tree(struct rfs_store *s, const char *base, int dirfd, const char *prefix,
+			  uint32_t id_base, const char *tag, struct rfs_commit_stats *st,
+			  struct rfs_image_info *out, struct rung_err *err);
+
 /* ---- writing OCI layouts (for make image-*, tests and benchmarks) ---------------------- */
 
 enum rfs_compress { RFS_COMPRESS_NONE, RFS_COMPRESS_GZIP, RFS_COMPRESS_ZSTD };

@@ -32,6 +32,9 @@ int rt_disk_mount(const char *ctl, const char *img, uid_t owner, struct rung_err
  * the mount fd, its root owned by the sandbox's root. */
 struct rt_sandbox;
 int rt_sandbox_disk_mount(const struct rt_sandbox *sb, struct rung_err *err);
+/* Copy the image src to the new file dst: a reflink (FICLONE) where the filesystem shares
+ * extents (*reflinked), else a sparse copy (holes stay holes). */
+int rt_disk_clone(const char *src, const char *dst, bool *reflinked, struct rung_err *err);
 /* How many loop devices have a backing file whose path starts with prefix. */
 int rt_disk_loops_under(const char *prefix);
 

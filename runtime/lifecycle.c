@@ -22,6 +22,7 @@ static int dispose_locked(struct rung_router *r, struct rt_meta *m, bool have_me
 		}
 	}
 	rung_trace("dispose: stopped");
+	rt_pool_unalias(r, id); /* the key dir of a claimed pool sandbox */
 	int g = rt_store_lock_global(&r->store, err);
 	if (g < 0)
 		return g;
@@ -210,6 +211,9 @@ int rung_inspect(struct rung_router *r, const char *id, const char *scope, char 
 int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *err)
 {
 	memset(rep, 0, sizeof(*rep));
+	struct rung_err ep = {0};
+	if (rt_pool_gc(r, &rep->pools_removed, &ep) < 0)
+		LOG_WARN("pool gc: %s", ep.msg);
 	cleanup_strv char **ids = NULL;
 	int n = rt_store_ids(&r->store, &ids, err);
 	if (n < 0)
@@ -223,6 +227,10 @@ int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *
 			continue;
 		struct rt_meta m;
 		bool have = rt_store_meta_read(&r->store, ids[i], &m, &e2) == 0;
+		if (!have && rt_pool_alias_live(r, ids[i])) { /* a key's alias: kept */
+			close(lock);
+			continue;
+		}
 		if (!have) {
 			char dir[4096];
 			struct stat st;

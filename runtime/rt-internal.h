@@ -196,6 +196,42 @@ bool rt_op_allowed(unsigned granted, enum rt_op op);
 /* 0, or -EACCES naming the operation, the sandbox, what it was granted and what it needs. */
 int rt_op_check(const struct rt_meta *m, enum rt_op op, struct rung_err *err);
 
+/* ---- warm pools (pool.c, pool-claim.c; docs/pools.md) ---- */
+/* Store layout: <root>/pools/<name>/{pool.json, ready/<id>, claimed/<id>}; a claimed sandbox
+ * keeps its id, and the key's own id directory holds "alias" naming it. */
+#define RT_POOL_SCOPE_LABEL "0000000000000000000000000000000000000000000000000000000000000000"
+/* In rung_acquire, under the key's lock, when the store has no sandbox for the key: 1 and *out
+ * when the key's alias or a pool gave one, 0 to create as usual, <0 an error. */
+int rt_pool_acquire(struct rung_router *r, const struct rung_key *key,
+		    const struct rung_spec *spec, enum rung_isolation iso, const char *key_id,
+		    struct rung_sandbox **out, bool *created, struct rung_err *err);
+/* A handle on the metadata m just written with the sandbox's lock held (sandbox.c); m's
+ * members move to it (m is left empty). */
+int rt_sandbox_adopt(struct rung_router *r, struct rt_meta *m, struct rung_sandbox **out,
+		     struct rung_err *err);
+/* rung_sandbox_lookup's fallback: the sandbox the key id's alias names (-ENOENT: none). */
+int rt_pool_alias_open(struct rung_router *r, const char *key_id, const char *scope,
+		       struct rung_sandbox **out, struct rung_err *err);
+/* In rung_acquire, before the create: while this thread fills a pool, the pool's labels instead
+ * of the key's; while it makes a fork (fork.c), the source's labels and the uid range the fork
+ * already holds (its copied files are remapped into it). */
+void rt_create_override(struct rt_meta *m);
+void rt_pool_filling(bool on);
+void rt_fork_creating(const struct rt_labels *l, uint32_t uid_base); /* NULL: off */
+/* gc: is id's directory an alias whose sandbox still exists? */
+bool rt_pool_alias_live(struct rung_router *r, const char *id);
+/* dispose of id (its lock held): drop the alias a claim left for it, if it can now. */
+void rt_pool_unalias(struct rung_router *r, const char *id);
+/* Supervisor: is this a ready (unclaimed) pool sandbox? Once claimed, adopt the claim's
+ * created_ms, ttl and idle policy from the store (true when it did). */
+bool rt_pool_unclaimed(const struct rt_meta *m);
+bool rt_pool_adopt(struct rt_sandbox *sb);
+/* rung_gc: remove pools whose owner died, stale claims, orphaned ready sandboxes. */
+int rt_pool_gc(struct rung_router *r, size_t *removed, struct rung_err *err);
+/* <root>/pools[/<name>[/<sub>]] */
+int rt_pool_path(const struct rung_router *r, const char *name, const char *sub, char *buf,
+		 size_t len);
+
 /* ---- supervisor (supervisor.c) ---- */
 int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 			struct rt_started *out, struct rung_err *err);

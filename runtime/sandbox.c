@@ -137,6 +137,20 @@ static void meta_ident_written(struct rung_sandbox *s)
 	meta_ident_get(&s->sb.router->store, s->sb.meta.id, &s->ident);
 }
 
+int rt_sandbox_adopt(struct rung_router *r, struct rt_meta *m, struct rung_sandbox **out,
+		     struct rung_err *err)
+{
+	struct rung_sandbox *s = sandbox_new(r, err);
+	if (!s)
+		return -ENOMEM;
+	s->sb.meta = *m;
+	memset(m, 0, sizeof(*m));
+	rt_store_path(&r->store, s->sb.meta.id, NULL, s->sb.dir, sizeof(s->sb.dir));
+	meta_ident_written(s);
+	*out = s;
+	return 0;
+}
+
 int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct rung_spec *spec,
 		 struct rung_sandbox **out, bool *created, struct rung_err *err)
 {
@@ -152,6 +166,7 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 	struct rt_sandbox *sb = &s->sb;
 	rt_id_compute(key, spec->kind, sb->meta.id);
 	rt_labels_compute(key, &sb->meta.labels);
+	rt_create_override(&sb->meta); /* a pool's filler, a fork (pool-claim.c) */
 	rt_store_path(&r->store, sb->meta.id, NULL, sb->dir, sizeof(sb->dir));
 	cleanup_close int lock = rt_store_lock_sandbox(&r->store, sb->meta.id, true, false, err);
 	if (lock < 0) {
@@ -162,6 +177,13 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 	struct rt_meta old;
 	struct rung_err e2 = {0};
 	bool have_old = rt_store_meta_read(&r->store, sb->meta.id, &old, &e2) == 0;
+	/* No sandbox under the key's id: the key's alias to a claimed pool sandbox, or a claim
+	 * from a matching pool (pool-claim.c). */
+	if (!have_old && (rc = rt_pool_acquire(r, key, spec, iso, sb->meta.id, out, created,
+					       err)) != 0) {
+		rung_sandbox_close(s);
+		return rc < 0 ? rc : 0;
+	}
 	if (have_old) {
 		if (memcmp(&old.labels, &sb->meta.labels, sizeof(old.labels))) {
 			rung_err_set(err, EEXIST, "sandbox id %s belongs to another key", old.id);
@@ -270,7 +292,8 @@ int rung_sandbox_lookup(struct rung_router *r, const struct rung_key *key, const
 	char id[RT_ID_LEN + 1];
 	rt_id_compute(key, kind, id);
 	struct rung_sandbox *s;
-	if ((rc = rung_sandbox_open(r, id, key->scope, &s, err)) < 0)
+	if ((rc = rung_sandbox_open(r, id, key->scope, &s, err)) < 0 &&
+	    (rc != -ENOENT || (rc = rt_pool_alias_open(r, id, key->scope, &s, err)) < 0))
 		return rc;
 	struct rt_labels l; /* the id is a truncated hash: the full labels decide */
 	rt_labels_compute(key, &l);

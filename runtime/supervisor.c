@@ -156,6 +156,11 @@ static void supervise(struct rt_sandbox *sb, const struct rt_backend_ops *ops, i
 				ops->teardown(sb);
 				_exit(0);
 			}
+			/* A ready pool sandbox: once claimed, its ttl counts from the claim. */
+			if (n == 0 && rt_pool_unclaimed(&sb->meta) && rt_pool_adopt(sb))
+				ttl_at = spec->ttl_s ? sb->meta.created_ms +
+							   (uint64_t)spec->ttl_s * 1000
+						     : 0;
 			if (spec->idle_suspend_s)
 				maybe_idle_suspend(sb, ops);
 			continue;

@@ -33,6 +33,9 @@ const char srv_usage[] =
     "  --state-dir DIR        the sandbox store (default $RUNG_STATE_DIR, else /var/lib/rung);\n"
     "                         several daemons may share one store\n"
     "  --deployed             apply the deployed isolation x capability policy\n"
+    "  --pool NAME=SIZE:SPEC  a warm pool (repeatable, docs/pools.md): SIZE ready sandboxes\n"
+    "                         of the SandboxSpec in file SPEC, kept filled by this daemon;\n"
+    "                         an acquire of a matching spec claims one\n"
     "  --gc-interval SECONDS  sweeper period: suspend idle, dispose past TTL (default 5; 0 off)\n"
     "  --header-timeout SECS  a request head must arrive within this (default 10)\n"
     "  --body-timeout SECS    ... and its body within this (default 120; 0: no limit)\n"
@@ -118,7 +121,12 @@ int srv_opts_parse(int argc, char **argv, struct srv_opts *o, struct rung_err *e
 			o->listen = v;
 		else if (!strcmp(name, "--state-dir"))
 			o->state_dir = v;
-		else if (!strcmp(name, "--gc-interval"))
+		else if (!strcmp(name, "--pool")) {
+			if (o->n_pools == SRV_MAX_POOLS)
+				return rung_err_set(err, EINVAL, "--pool: at most %d pools",
+						    SRV_MAX_POOLS);
+			o->pools[o->n_pools++] = v;
+		} else if (!strcmp(name, "--gc-interval"))
 			r = num(name, v, 86400, &o->gc_interval_s, err);
 		else if (!strcmp(name, "--header-timeout"))
 			r = num(name, v, 3600, &o->header_timeout_s, err);

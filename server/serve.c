@@ -352,8 +352,13 @@ int rung_serve_main(int argc, char **argv, const struct rung_router_opts *host)
 		    start_listener(&s, &s.tcp_l, fd, false, &err) < 0)
 			goto fail;
 	}
-	pthread_t threads[2];
+	pthread_t threads[2 + SRV_MAX_POOLS];
 	size_t nt = 0;
+	if (srv_warm_start(&s, threads, &nt, &err) < 0) {
+		shutdown_all(&s, threads, nt);
+		fprintf(stderr, "rung serve: %s\n", err.msg);
+		return 1;
+	}
 	if (pthread_create(&threads[nt], NULL, srv_watchdog_main, &s) == 0)
 		nt++;
 	if (s.o.gc_interval_s && pthread_create(&threads[nt], NULL, sweeper_main, &s) == 0)

@@ -22,6 +22,8 @@ static inline void srv_json_decrefp(json_t **j)
 
 /* ---- options ---------------------------------------------------------------------------- */
 
+#define SRV_MAX_POOLS 16
+
 struct srv_opts {
 	const char *socket_path; /* default /run/rung/rung.sock; "" disables */
 	const char *listen;	 /* HOST:PORT or NULL */
@@ -40,7 +42,14 @@ struct srv_opts {
 	enum rung_log_level log_level;
 	bool log_json; /* --json: one JSON object per log line */
 	struct rung_router_opts host; /* from main-serve.c (the environment), not argv */
+	/* --pool NAME=SIZE:SPEC.json (warm.c, docs/pools.md) */
+	const char *pools[SRV_MAX_POOLS];
+	size_t n_pools;
 };
+/* Warm pools of the configuration (warm.c): each is set up in the store now (a bad one fails
+ * the start, naming it) and kept filled by a thread of its own until stopping. */
+struct srv;
+int srv_warm_start(struct srv *s, pthread_t *threads, size_t *nt, struct rung_err *err);
 /* Pure: argv -> opts. Returns 0, 1 for --help (text written to *help), or -EINVAL. */
 int srv_opts_parse(int argc, char **argv, struct srv_opts *o, struct rung_err *err);
 extern const char srv_usage[];

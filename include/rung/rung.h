@@ -396,9 +396,91 @@ struct rung_gc_report {
 	size_t suspended_idle; /* running past idle_suspend_s */
 	size_t disposed_ttl;  /* past ttl_s */
 	size_t debris;        /* half-created or stale entries removed */
+	size_t pools_removed; /* pools whose owner died (their ready sandboxes disposed) */
 };
 /* Sweep the store: the same code serves `rung gc` and the daemon's sweeper. */
 int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *err);
+
+/* ---- fork --------------------------------------------------------------------------------- */
+/*
+ * count (1..64) new sandboxes whose filesystem starts as id's is now, diverging after. On the
+ * shared-kernel rungs the source's disk (process rung: its work dir; container rung: its
+ * overlay upper dir) is copied while the source is stopped and synced: a reflink where the
+ * store's filesystem supports it (*reflinked), else a sparse copy; processes are NOT copied
+ * (a fork starts with only its agent, like a fresh sandbox). The vm rung: the guest syncs,
+ * the VM is paused while its upper disk is copied the same way, and the fork boots on the
+ * copy (memory not copied). A fork has the source's spec, kind, scope and thread labels, and
+ * a new agent label; it is addressed by its id (no key acquires it). With scope non-NULL,
+ * another scope's sandbox is -ENOENT. *ids: malloc'd, NULL-terminated. Returns count.
+ */
+int rung_fork(struct rung_router *r, const char *id, const char *scope, unsigned count,
+	      char ***ids, bool *reflinked, struct rung_err *err);
+
+/*
+ * What `rung image commit` makes a layer of: a private copy of a sandbox's disk, taken while
+ * it is stopped and synced (it runs on after), mounted for this process alone. dirfd: the
+ * container and vm rungs' overlay upper dir (the vm rung's after the guest synced), or the
+ * process rung's work dir; prefix: where that tree goes in the image ("" for the upper dir,
+ * the work dir without its '/' otherwise); base: the sandbox's image digest (NULL: an empty
+ * base); id_base: the host uid its files' owner 0 has (0 on the vm rung). close removes the
+ * copy.
+ */
+struct rung_changes;
+int rung_changes_open(struct rung_router *r, const char *id, const char *scope,
+		      struct rung_changes **out, struct rung_err *err);
+int rung_changes_dirfd(const struct rung_changes *c);
+const char *rung_changes_prefix(const struct rung_changes *c);
+const char *rung_changes_base_image(const struct rung_changes *c);
+uint32_t rung_changes_id_base(const struct rung_changes *c);
+void rung_changes_close(struct rung_changes *c);
+
+/* ---- warm pools ---------------------------------------------------------------------------- */
+/*
+ * A pool keeps `size` ready sandboxes of one spec in the store, so that every process and
+ * daemon replica over the store shares it. rung_acquire of a spec that MATCHES a pool's (the
+ * same canonical spec JSON once kind, ttl_s and idle_suspend_s are blanked: rung_pool_match)
+ * and finds no sandbox for its key claims a ready one: atomically (one rename in the store, so
+ * no sandbox is handed to two claims), binding the key's labels, kind, ttl and idle policy at
+ * claim time, never before (a ready sandbox's labels match no key). A ready sandbox has run
+ * nothing: an empty work dir, no process besides its agent, no DNS query made. Its id stays
+ * its own (the key's id holds an alias to it). docs/pools.md is the whole contract.
+ */
+#define RUNG_POOL_NAME_MAX 64 /* [A-Za-z0-9_.-] */
+#define RUNG_POOL_MAX_SIZE 256
+
+struct rung_pool_info {
+	char name[RUNG_POOL_NAME_MAX + 1];
+	uint32_t size;           /* ready sandboxes wanted */
+	uint32_t ready;          /* ready now */
+	uint64_t mem_reserve;    /* MemAvailable kept free; under it the pool shrinks */
+	char match[65];          /* rung_pool_match of its spec */
+	char *spec_json;         /* its spec, canonical JSON (malloc'd) */
+	pid_t owner;             /* the process that refills it; 0: none */
+	bool owner_alive;
+};
+void rung_pool_info_free(struct rung_pool_info *v, size_t n);
+
+/* The match key of a spec (SHA-256 hex of its canonical JSON less kind, ttl, idle suspend). */
+int rung_pool_match(const struct rung_spec *spec, char out[65], struct rung_err *err);
+/* Create or update pool `name` (size 0..RUNG_POOL_MAX_SIZE; mem_reserve 0: 256 MiB). A
+ * changed spec disposes the ready sandboxes of the old one. Creates no sandbox itself. */
+int rung_pool_set(struct rung_router *r, const char *name, uint32_t size,
+		  const struct rung_spec *spec, uint64_t mem_reserve, struct rung_err *err);
+/* Record pid (alive) as the pool's owner: rung_gc removes a pool whose owner died. */
+int rung_pool_own(struct rung_router *r, const char *name, pid_t pid, struct rung_err *err);
+/* One refill pass: create ready sandboxes up to the size while the host has room (memory
+ * over the reserve, free uid slots); under memory pressure dispose ready ones instead. */
+int rung_pool_fill(struct rung_router *r, const char *name, size_t *created, size_t *shrunk,
+		   struct rung_err *err);
+/* Refill whenever a claim takes a sandbox (inotify on the store) until the pool is removed
+ * or *stop becomes true (checked at least every second). */
+int rung_pool_keep(struct rung_router *r, const char *name, const volatile bool *stop,
+		   struct rung_err *err);
+int rung_pool_list(struct rung_router *r, struct rung_pool_info **out, size_t *n,
+		   struct rung_err *err);
+/* Remove the pool and dispose its ready sandboxes (claimed ones are their keys' now). */
+int rung_pool_remove(struct rung_router *r, const char *name, size_t *disposed,
+		     struct rung_err *err);
 
 /*
  * Internal: the entry point of `rung __supervise`, which the runtime execs (instead of only

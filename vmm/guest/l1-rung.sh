@@ -107,6 +107,10 @@ else
 		ck_suite rung-agentside-vm e2e_process_agentside "the agent side is out of the command's reach, on the vm rung" RUNG_TEST_RUNG=vm
 		# Background processes, terminals and shell sessions (docs/procs.md) on the vm rung.
 		ck_suite rung-procs-vm e2e_procs_basic "background processes, ptys, sessions, on the vm rung" RUNG_TEST_RUNG=vm
+		# rung fork on the vm rung: the upper disk copied while the VM is paused (issue 16).
+		ck_suite rung-fork-vm e2e_fork_vm "a fork boots on a copy of the upper disk; both diverge" RUNG_TEST_RUNG=vm
+		# rung image commit on the vm rung: the guest's upper dir as a layer (issue 16).
+		ck_suite rung-commit-vm e2e_commit_vm "a VM of the committed tag sees the change and the deletion" RUNG_TEST_RUNG=vm
 	fi
 	# The isolation ladder's vm column (docs/ladder.md): rung-probe's battery inside a guest,
 	# every escape checked here in L1 (its host); the table printed from the --json result.
