@@ -380,6 +380,39 @@ static int dev_apply(int rootfd, struct rung_err *err)
 	return set_attr_in(rootfd, "/dev", MOUNT_ATTR_RDONLY, false, err);
 }
 
+/*
+ * Files of the shared kernel's /proc that tell about the host, not the sandbox (the boot
+ * line with its addresses, kernel memory, keys, timers, scheduler state): the sandbox's
+ * /dev/null is bound over each, read-only, as runc masks them. Absent ones are skipped.
+ */
+static int proc_mask(int rootfd, struct rung_err *err)
+{
+	static const char *const masked[] = {"/proc/cmdline",     "/proc/kcore",
+					     "/proc/keys",        "/proc/timer_list",
+					     "/proc/sched_debug", "/proc/latency_stats"};
+	cleanup_close int null = openat2_in(rootfd, "/dev/null", O_PATH | O_NOFOLLOW,
+					    RESOLVE_SETUP | RESOLVE_IN_ROOT);
+	if (null < 0)
+		return rung_err_sys(err, errno, "open the sandbox's /dev/null to mask /proc files");
+	char src[64];
+	fd_path(null, src);
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(masked); i++) {
+		cleanup_close int fd = openat2_in(rootfd, masked[i], O_PATH | O_NOFOLLOW,
+						  RESOLVE_SETUP | RESOLVE_IN_ROOT);
+		if (fd < 0)
+			continue;
+		char t[64];
+		fd_path(fd, t);
+		if (mount(src, t, NULL, MS_BIND, NULL) < 0)
+			return rung_err_sys(err, errno, "mask %s", masked[i]);
+		int r = set_attr_in(rootfd, masked[i],
+				    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int proc_apply(int rootfd, struct rung_err *err)
 {
 	int r;
@@ -408,7 +441,7 @@ static int proc_apply(int rootfd, struct rung_err *err)
 				     err)) < 0)
 			return r;
 	}
-	return 0;
+	return proc_mask(rootfd, err);
 }
 
 /* One step of the plan, below the root (open as rootfd). */

@@ -25,13 +25,10 @@
 /* The probes that escape in a rung by design, or through a known gap. */
 static const char *const process_escapes[] = {
     "vm.shared_kernel", /* the process rung shares the host's kernel: that is the rung */
-    /* known gap: /proc/cmdline is the shared kernel's, unmasked (docs/ladder.md, "Findings") */
-    "info.cmdline",
     NULL,
 };
 static const char *const container_escapes[] = {
     "vm.shared_kernel",
-    "info.cmdline",
     /* known gap: the overlay's mount options (lowerdir, upperdir) name the store's host
      * path in /proc/self/mountinfo (docs/ladder.md, "Findings") */
     "info.host_mounts",
