@@ -68,9 +68,13 @@ else
 	C=$P/rung/bin/check_rung
 	S2=$W/rung-store-egress
 	# ck_suite TEST SUITE WHAT [VAR=VALUE...]: run one suite; pass/fail with its summary line.
+	# With VMTEST_ONLY naming rung-* tests (debugging: VMTEST_ONLY="rung rung-procs-vm"),
+	# only those of the suites below run.
+	only_rung() { case " ${VMTEST_ONLY:-} " in *" rung-"*) want "$1" ;; *) true ;; esac; }
 	ck_suite() {
 		cs_test=$1 cs_suite=$2 cs_what=$3
 		shift 3
+		only_rung "$cs_test" || return 0
 		rm -f "$W/ck/skips.log"
 		cs_t0=$(now)
 		# bounded: a hang is a failure with its log, not a stage that never reports
@@ -114,7 +118,9 @@ else
 	fi
 	# The isolation ladder's vm column (docs/ladder.md): rung-probe's battery inside a guest,
 	# every escape checked here in L1 (its host); the table printed from the --json result.
-	if [ ! -x "$P/rung/bin/rung-probe" ]; then
+	if ! only_rung rung-ladder-vm; then
+		:
+	elif [ ! -x "$P/rung/bin/rung-probe" ]; then
 		skip rung-ladder-vm "no rung-probe in the payload"
 	else
 		S3=$W/rung-store-ladder
