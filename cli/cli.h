@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "rung/rung.h"
 
 struct cli {
@@ -74,5 +76,43 @@ CLI_CMD(dispose_scope);
 CLI_CMD(gc);
 CLI_CMD(image);
 CLI_CMD(serve);
+CLI_CMD(proc);
+CLI_CMD(session);
+
+
+/* ---- background processes and sessions (cmd-proc.c; through the daemon: remote-proc.c) -- */
+enum cli_proc_op {
+	CLI_P_START, CLI_P_LS, CLI_P_LOGS, CLI_P_STDIN, CLI_P_SIGNAL, CLI_P_WAIT, CLI_P_KILL,
+	CLI_P_RESIZE, CLI_P_SESS_START, CLI_P_SESS_RUN
+};
+struct cli_proc_args {
+	enum cli_proc_op op;
+	const char *id, *handle;
+	struct rung_proc_req req; /* start; session start: cwd, env */
+	char **envv;		  /* req.env's storage */
+	const char *shell;	  /* session start */
+	char *command;		  /* session run (malloc'd) */
+	uint64_t since;		  /* logs */
+	bool follow;
+	int sig;		  /* signal */
+	uint32_t timeout_ms;	  /* wait, session run */
+	unsigned rows, cols;	  /* resize */
+};
+/* Printing shared by the local and the remote path: info is one process as the daemon
+ * encodes it ({"handle", "name", "argv", "state", ...}); list an array of those. */
+json_t *cli_proc_info_json(const struct rung_proc_info *pi);
+int cli_proc_print_list(struct cli *c, const char *id, json_t *list);
+/* wait's answer: {"exited": bool, ...info}; the exit status of `rung proc wait`. */
+int cli_proc_print_wait(struct cli *c, json_t *o);
+/* logs: one chunk, its bytes to stdout/stderr, or (--json) one NDJSON line
+ * {"type": "stdout"|"stderr", "offset": N, "data"|"data_b64": ...}; <0: stdout is gone. */
+int cli_proc_emit_chunk(struct cli *c, enum rung_stream s, uint64_t offset, const void *data,
+			size_t len);
+/* logs' end: --json {"type": "end", "end_offset", "dropped", "exited"}; else dropped bytes
+ * on stderr. */
+int cli_proc_print_end(struct cli *c, uint64_t end_offset, uint64_t dropped, bool exited);
+/* A signal by name (TERM, SIGTERM) or number; 1..64, else -1. */
+int cli_signal_parse(const char *s);
+const char *cli_signal_name(int sig);
 
 #endif

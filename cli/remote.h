@@ -56,5 +56,7 @@ int cli_remote_dispose(struct cli *c, const char *id);
 int cli_remote_dispose_scope(struct cli *c, const char *thread);
 int cli_remote_ls(struct cli *c, const char *thread);
 int cli_remote_inspect(struct cli *c, const char *id);
+/* rung proc / rung session through the daemon (remote-proc.c): the exit status. */
+int cli_remote_proc(struct cli *c, struct cli_proc_args *a);
 
 #endif
