@@ -4,10 +4,6 @@
 
 #include "server/srv-internal.h"
 
-/* One process as every route answers it: {"handle", "name", "argv", "pty", "session",
- * "state", "exit_code", "signal", "pid", "started_ms", "end_offset", "dropped_out",
- * "dropped_err"}. */
-json_t *srv_proc_info_json(const struct rung_proc_info *pi);
 /* Every SRV_R_PROC_* and SRV_R_SESSION_* route; may take *router (a streamed answer holds it). */
 enum MHD_Result srv_procs_dispatch(struct srv_call *call, struct MHD_Connection *c,
 				   struct rung_router **router);

@@ -441,6 +441,10 @@ int srv_req_parse(const struct srv_raw *raw, struct srv_req *out, enum srv_code 
 		    (r = query_flag(raw, "eof", &out->eof, err)) < 0)
 			return r;
 		break;
+	case SRV_R_PROC_ATTACH:
+		if ((r = query_since(raw, &out->since, err)) < 0)
+			return r;
+		break;
 	case SRV_R_PROC_LOGS:
 		if ((r = query_flag(raw, "follow", &out->follow, err)) < 0 ||
 		    (r = query_since(raw, &out->since, err)) < 0)
