@@ -34,4 +34,41 @@ int agent_privs_handler(struct rung_err *err);
 /* Accept loop on a listening socket; forks a handler per connection; reaps children. */
 int agent_serve(int listen_fd);
 
+/* As agent_spawn; with ctty, in is a terminal that becomes the command's controlling one. */
+pid_t agent_spawn_tty(const struct rung_proto_exec *x, int in, int out, int errfd, bool ctty,
+		      int *exec_err);
+
+/* ---- background processes (procs.c, keeper.c, replay.c; docs/procs.md) ---- */
+struct agent_replay_chunk {
+	uint64_t off; /* of data[0] in the log */
+	uint32_t len, cap;
+	uint8_t stream; /* 0 stdout, 1 stderr */
+	uint8_t *data;
+};
+struct agent_replay {
+	struct agent_replay_chunk *c;
+	size_t head, n, cap_chunks, first[2];
+	uint64_t cap, end, kept[2], dropped[2];
+};
+typedef int (*agent_replay_fn)(void *ud, int stream, uint64_t off, const void *data, size_t len);
+void agent_replay_init(struct agent_replay *r, uint64_t cap);
+void agent_replay_release(struct agent_replay *r);
+int agent_replay_append(struct agent_replay *r, int stream, const void *data, size_t len);
+/* Every buffered byte at or after since, in order; *dropped: those no longer buffered. */
+int agent_replay_read(const struct agent_replay *r, uint64_t since, agent_replay_fn fn, void *ud,
+		      uint64_t *dropped);
+
+#define AGENT_PROC_SOCK_PREFIX "rung-proc-"
+#define AGENT_PROC_MAX_LIVE 64
+#define AGENT_PROC_MAX_EXITED 64
+/* A handler's PROC_* / SESSION_RUN request: start becomes the keeper (never returns on
+ * success), the others are relayed to the keeper of their handle. */
+int agent_proc_request(int fd, const struct rung_frame *req, struct rung_err *err);
+/* The keeper: start p's process, answer the host on fd, then serve its socket until killed.
+ * Never returns once the process started. */
+int agent_keeper_run(int fd, struct rung_proto_proc *p, int listen_fd, const char *handle,
+		     struct rung_err *err);
+/* Connect to the keeper of handle (its credentials checked): fd, or -ENOENT. */
+int agent_keeper_connect(const char *handle, struct rung_err *err);
+
 #endif

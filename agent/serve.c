@@ -15,6 +15,15 @@ void agent_handle(int fd)
 	struct rung_frame f;
 	/* The host sends its request promptly; a silent peer is dropped after 30 s. */
 	int r = rung_frame_read(fd, &f, rung_now_ms() + 30000, &err);
+	if (r == -EPROTONOSUPPORT) {
+		/* A host of another build: answer in its version, which it can decode. */
+		rung_err_set(&err, EPROTONOSUPPORT,
+			     "rung-agent speaks agent protocol v%u, the host v%u: the host and "
+			     "rung-agent must come from the same rung build",
+			     RUNG_PROTO_VERSION, f.version);
+		rung_proto_error_send_version(fd, f.version, &err);
+		return;
+	}
 	if (r < 0)
 		return;
 	switch (f.type) {
@@ -29,6 +38,18 @@ void agent_handle(int fd)
 		break;
 	case RUNG_MSG_READ_FILE:
 		r = agent_read_file(fd, &f, &err);
+		break;
+	case RUNG_MSG_PROC_START:
+	case RUNG_MSG_PROC_LIST:
+	case RUNG_MSG_PROC_LOGS:
+	case RUNG_MSG_PROC_STDIN:
+	case RUNG_MSG_PROC_SIGNAL:
+	case RUNG_MSG_PROC_RESIZE:
+	case RUNG_MSG_PROC_WAIT:
+	case RUNG_MSG_PROC_KILL:
+	case RUNG_MSG_PROC_ATTACH:
+	case RUNG_MSG_SESSION_RUN:
+		r = agent_proc_request(fd, &f, &err);
 		break;
 	default:
 		r = rung_err_set(&err, EPROTO, "unexpected request frame type %u", f.type);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
@@ -30,6 +31,7 @@ struct spawn_ctx {
 	const char *cwd;
 	int in, out, errfd;
 	bool as_root; /* we are the agent uid: the command runs as uid 0 */
+	bool ctty;    /* in is a terminal: make it the controlling one */
 	int err; /* written by the child: errno of the failed step */
 	bool cwd_failed;
 	char buf[4096]; /* the child's candidate path */
@@ -88,6 +90,10 @@ static int child_main(void *ud)
 		s->err = errno;
 		_exit(127);
 	}
+	if (s->ctty && ioctl(0, TIOCSCTTY, 0) < 0) {
+		s->err = errno;
+		_exit(127);
+	}
 	if (s->cwd && chdir(s->cwd) < 0) {
 		s->err = errno;
 		s->cwd_failed = true;
@@ -137,6 +143,12 @@ static const char *env_path(char *const *env)
 
 pid_t agent_spawn(const struct rung_proto_exec *x, int in, int out, int errfd, int *exec_err)
 {
+	return agent_spawn_tty(x, in, out, errfd, false, exec_err);
+}
+
+pid_t agent_spawn_tty(const struct rung_proto_exec *x, int in, int out, int errfd, bool ctty,
+		      int *exec_err)
+{
 	*exec_err = 0;
 	size_t ne = 0, na = 0;
 	while (x->env && x->env[ne])
@@ -171,7 +183,8 @@ pid_t agent_spawn(const struct rung_proto_exec *x, int in, int out, int errfd, i
 			      .in = in,
 			      .out = out,
 			      .errfd = errfd,
-			      .as_root = getuid() != 0};
+			      .as_root = getuid() != 0,
+			      .ctty = ctty};
 	/* No signal handler may run in the child on memory it shares with us. */
 	sigset_t all, old;
 	sigfillset(&all);

@@ -106,7 +106,8 @@ int rung_frame_hdr_decode(const uint8_t hdr[RUNG_FRAME_HDR], uint8_t *type, uint
 	if (get_be16(hdr) != RUNG_PROTO_MAGIC)
 		return rung_err_set(err, EPROTO, "bad frame magic 0x%04x", get_be16(hdr));
 	if (hdr[2] != RUNG_PROTO_VERSION)
-		return rung_err_set(err, EPROTO, "unsupported protocol version %u (want %u)", hdr[2],
+		return rung_err_set(err, EPROTONOSUPPORT,
+				    "the peer speaks agent protocol v%u, this side v%u", hdr[2],
 				    RUNG_PROTO_VERSION);
 	uint32_t l = get_be32(hdr + 4);
 	if (l > RUNG_FRAME_MAX)
@@ -115,6 +116,11 @@ int rung_frame_hdr_decode(const uint8_t hdr[RUNG_FRAME_HDR], uint8_t *type, uint
 	*type = hdr[3];
 	*len = l;
 	return 0;
+}
+
+uint8_t rung_frame_hdr_version(const uint8_t hdr[RUNG_FRAME_HDR])
+{
+	return hdr[2];
 }
 
 void rung_frame_hdr_encode(uint8_t hdr[RUNG_FRAME_HDR], uint8_t type, uint32_t len)
@@ -170,8 +176,10 @@ int rung_frame_read(int fd, struct rung_frame *f, uint64_t deadline_ms, struct r
 		return rung_err_sys(err, -r, "read frame");
 	uint8_t type;
 	uint32_t len;
-	if ((r = rung_frame_hdr_decode(hdr, &type, &len, err)) < 0)
+	if ((r = rung_frame_hdr_decode(hdr, &type, &len, err)) < 0) {
+		f->version = hdr[2];
 		return r;
+	}
 	uint8_t *payload = NULL;
 	if (len) {
 		payload = malloc(len + 1);
@@ -191,6 +199,7 @@ int rung_frame_read(int fd, struct rung_frame *f, uint64_t deadline_ms, struct r
 		payload[len] = 0;
 	}
 	f->type = type;
+	f->version = RUNG_PROTO_VERSION;
 	f->len = len;
 	f->payload = payload;
 	return 0;
@@ -518,10 +527,29 @@ int rung_proto_file_decode(const uint8_t *p, uint32_t len, struct rung_proto_fil
 
 int rung_proto_error_send(int fd, const struct rung_err *e)
 {
+	return rung_proto_error_send_version(fd, RUNG_PROTO_VERSION, e);
+}
+
+int rung_proto_error_send_version(int fd, uint8_t version, const struct rung_err *e)
+{
 	struct rung_buf b = {0};
 	rung_buf_put_u64(&b, RUNG_TAG_ERRNO, (uint64_t)(e->code > 0 ? e->code : EIO));
 	rung_buf_put_str(&b, RUNG_TAG_MESSAGE, e->msg);
-	int r = rung_frame_write_buf(fd, RUNG_MSG_ERROR, &b, NULL);
+	int r;
+	if (b.oom) {
+		r = -ENOMEM;
+	} else {
+		/* ERROR has the same type and fields in every version so far (v1, v2) */
+		uint8_t frame[RUNG_FRAME_HDR];
+		rung_frame_hdr_encode(frame, RUNG_MSG_ERROR, (uint32_t)b.len);
+		frame[2] = version;
+		struct iovec iov[2] = {{frame, sizeof(frame)}, {b.data, b.len}};
+		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+		ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		if (n < 0 && errno == ENOTSOCK)
+			n = writev(fd, iov, 2);
+		r = n == (ssize_t)(sizeof(frame) + b.len) ? 0 : -EIO;
+	}
 	rung_buf_release(&b);
 	return r;
 }

@@ -22,7 +22,7 @@
 #include "common/err.h"
 
 #define RUNG_PROTO_MAGIC 0x5247
-#define RUNG_PROTO_VERSION 1
+#define RUNG_PROTO_VERSION 2
 #define RUNG_FRAME_HDR 8
 #define RUNG_FRAME_MAX (1u << 20)
 #define RUNG_PROTO_MAX_ARGS 4096
@@ -52,6 +52,18 @@ enum rung_msg {
 	RUNG_MSG_FILE_END = 23,
 	RUNG_MSG_RESULT = 40,
 	RUNG_MSG_ERROR = 41,
+	/* v2: background processes, terminals, shell sessions (docs/procs.md) */
+	RUNG_MSG_PROC_START = 50,
+	RUNG_MSG_PROC_LIST = 51,
+	RUNG_MSG_PROC_INFO = 52,
+	RUNG_MSG_PROC_LOGS = 53,
+	RUNG_MSG_PROC_STDIN = 54,
+	RUNG_MSG_PROC_SIGNAL = 55,
+	RUNG_MSG_PROC_RESIZE = 56,
+	RUNG_MSG_PROC_WAIT = 57,
+	RUNG_MSG_PROC_KILL = 58,
+	RUNG_MSG_PROC_ATTACH = 59,
+	RUNG_MSG_SESSION_RUN = 60,
 };
 
 enum rung_tag {
@@ -72,6 +84,25 @@ enum rung_tag {
 	RUNG_TAG_ERRNO = 15,
 	RUNG_TAG_MESSAGE = 16,
 	RUNG_TAG_VERSION = 17,
+	/* v2 */
+	RUNG_TAG_HANDLE = 18,
+	RUNG_TAG_NAME = 19,
+	RUNG_TAG_PTY = 20,
+	RUNG_TAG_ROWS = 21,
+	RUNG_TAG_COLS = 22,
+	RUNG_TAG_BUFFER = 23,
+	RUNG_TAG_OFFSET = 24,
+	RUNG_TAG_FOLLOW = 25,
+	RUNG_TAG_PID = 26,
+	RUNG_TAG_STATE = 27,
+	RUNG_TAG_STARTED_MS = 28,
+	RUNG_TAG_END_OFFSET = 29,
+	RUNG_TAG_DROPPED_OUT = 30,
+	RUNG_TAG_DROPPED_ERR = 31,
+	RUNG_TAG_DROPPED = 32,
+	RUNG_TAG_SESSION = 33,
+	RUNG_TAG_EOF = 34,
+	RUNG_TAG_STREAM = 35,
 };
 
 /* EXIT flags */
@@ -82,6 +113,7 @@ enum rung_tag {
 
 struct rung_frame {
 	uint8_t type;
+	uint8_t version; /* set on -EPROTONOSUPPORT too: the peer's protocol version */
 	uint32_t len;
 	uint8_t *payload; /* malloc'd, len bytes (+1 NUL guard); NULL when len == 0 */
 };
@@ -100,10 +132,13 @@ void rung_buf_put_bytes(struct rung_buf *b, uint16_t tag, const void *v, size_t 
 void rung_buf_put_str(struct rung_buf *b, uint16_t tag, const char *s);
 void rung_buf_put_u64(struct rung_buf *b, uint16_t tag, uint64_t v);
 
-/* Pure: validate a header. Returns 0, or -EPROTO/-EMSGSIZE with err naming the fault. */
+/* Pure: validate a header. Returns 0, or -EPROTO/-EMSGSIZE with err naming the fault, or
+ * -EPROTONOSUPPORT for a frame of another protocol version (the peer is of another build:
+ * err names both versions; rung_frame_hdr_version gives the peer's). */
 int rung_frame_hdr_decode(const uint8_t hdr[RUNG_FRAME_HDR], uint8_t *type, uint32_t *len,
 			  struct rung_err *err);
 void rung_frame_hdr_encode(uint8_t hdr[RUNG_FRAME_HDR], uint8_t type, uint32_t len);
+uint8_t rung_frame_hdr_version(const uint8_t hdr[RUNG_FRAME_HDR]);
 
 /*
  * Blocking I/O with an optional deadline (CLOCK_MONOTONIC ms; 0 = none). A read that
@@ -161,5 +196,45 @@ void rung_proto_file_release(struct rung_proto_file *x);
 /* ERROR frame: errno + message. Decoding fills err with "agent: <message>". */
 int rung_proto_error_send(int fd, const struct rung_err *e);
 int rung_proto_error_decode(const uint8_t *p, uint32_t len, struct rung_err *err);
+/* An ERROR frame in protocol version `version` (the header only differs): the answer to a
+ * peer of another version, which it can decode. */
+int rung_proto_error_send_version(int fd, uint8_t version, const struct rung_err *e);
+
+/* ---- v2: background processes (common/proto-proc.c) ---- */
+#define RUNG_PROTO_HANDLE_LEN 16 /* lowercase hex */
+#define RUNG_PROTO_NAME_MAX 64
+#define RUNG_PROTO_TTY_MAX 4096 /* rows and cols: 1..4096 */
+
+/* Every PROC_* / SESSION_RUN request, decoded; which fields a type takes is checked. */
+struct rung_proto_proc {
+	uint8_t type;
+	char handle[RUNG_PROTO_HANDLE_LEN + 1]; /* "" when absent */
+	struct rung_proto_exec x; /* PROC_START: argv, env, cwd (timeout: none) */
+	char *name;
+	bool pty, session, follow, eof;
+	uint64_t rows, cols, buffer, since, timeout_ms, sig;
+	const uint8_t *data; /* PROC_STDIN, SESSION_RUN: into the payload, not owned */
+	uint32_t data_len;
+};
+int rung_proto_proc_encode(const struct rung_proto_proc *p, struct rung_buf *b);
+int rung_proto_proc_decode(uint8_t type, const uint8_t *p, uint32_t len,
+			   struct rung_proto_proc *x, struct rung_err *err);
+void rung_proto_proc_release(struct rung_proto_proc *x);
+bool rung_proto_handle_valid(const char *h);
+
+/* PROC_INFO: one process, as the agent reports it. */
+struct rung_proto_proc_info {
+	char handle[RUNG_PROTO_HANDLE_LEN + 1];
+	char *name;  /* may be NULL */
+	char **argv; /* NULL-terminated */
+	bool pty, session, exited;
+	int64_t exit_code; /* -1 killed by a signal */
+	uint32_t signal;
+	uint64_t pid, started_ms, end_offset, dropped_out, dropped_err;
+};
+void rung_proto_proc_info_encode(const struct rung_proto_proc_info *x, struct rung_buf *b);
+int rung_proto_proc_info_decode(const uint8_t *p, uint32_t len, struct rung_proto_proc_info *x,
+				struct rung_err *err);
+void rung_proto_proc_info_release(struct rung_proto_proc_info *x);
 
 #endif

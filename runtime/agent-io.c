@@ -122,6 +122,12 @@ static int read_some(struct rt_agent_io *io, struct rung_err *err)
 			if (io->hdr_got < RUNG_FRAME_HDR)
 				continue;
 			int r = rung_frame_hdr_decode(io->hdr, &io->type, &io->len, err);
+			if (r == -EPROTONOSUPPORT)
+				return rung_err_set(err, EPROTONOSUPPORT,
+						    "rung-agent speaks agent protocol v%u, this host "
+						    "v%u: use the rung-agent of this rung build",
+						    rung_frame_hdr_version(io->hdr),
+						    RUNG_PROTO_VERSION);
 			if (r < 0)
 				return r;
 			io->pay_got = 0;

@@ -73,9 +73,9 @@ static int append_out(char **buf, size_t *len, size_t *cap, const void *d, size_
 	return 0;
 }
 
-static int queue_exec(struct rt_agent_io *io, const struct rung_exec_req *req,
-		      const struct rung_spec *spec, const char *const *image_env,
-		      uint32_t timeout_ms, uint64_t max_out, struct rung_err *err)
+int rt_exec_env(const char *const *req_env, const char *req_cwd, const struct rung_spec *spec,
+		const char *const *image_env, char ***env_out, char *cwd, size_t cwd_len,
+		struct rung_err *err)
 {
 	/* env: the request's, then the spec's, then the image's, then the defaults; each KEY
 	 * once, the first wins. (Duplicates would make the winner depend on the program: libc
@@ -86,7 +86,7 @@ static int queue_exec(struct rt_agent_io *io, const struct rung_exec_req *req,
 	const char *const defaults[] = {
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", home,
 		"LANG=C.UTF-8", NULL};
-	const char *const *lists[4] = {req->env, (const char *const *)spec->env, image_env,
+	const char *const *lists[4] = {req_env, (const char *const *)spec->env, image_env,
 				       defaults};
 	size_t n = 0, i = 0;
 	for (int l = 0; l < 4; l++)
@@ -102,33 +102,44 @@ static int queue_exec(struct rt_agent_io *io, const struct rung_exec_req *req,
 			bool dup = false;
 			for (size_t j = 0; j < i && !dup; j++)
 				dup = !strncmp(env[j], *e, klen);
-			if (!dup)
-				env[i++] = (char *)*e;
+			if (!dup && !(env[i++] = strdup(*e))) {
+				rung_strvfreep(&env);
+				return rung_err_set(err, ENOMEM, "out of memory");
+			}
 		}
 	env[i] = NULL;
 	/* A relative cwd is relative to the work dir, as write_file/read_file paths are. */
-	char cwd[4096];
-	const char *xcwd = req->cwd ? req->cwd : wd;
-	if (xcwd[0] != '/') {
-		int cl = snprintf(cwd, sizeof(cwd), "%s/%s", wd, xcwd);
-		if (cl < 0 || (size_t)cl >= sizeof(cwd)) {
-			free(env);
-			return rung_err_set(err, ENAMETOOLONG, "cwd: too long");
-		}
-		xcwd = cwd;
+	const char *xcwd = req_cwd ? req_cwd : wd;
+	int cl = xcwd[0] != '/' ? snprintf(cwd, cwd_len, "%s/%s", wd, xcwd)
+				: snprintf(cwd, cwd_len, "%s", xcwd);
+	if (cl < 0 || (size_t)cl >= cwd_len) {
+		rung_strvfreep(&env);
+		return rung_err_set(err, ENAMETOOLONG, "cwd: too long");
 	}
+	*env_out = env;
+	return 0;
+}
+
+static int queue_exec(struct rt_agent_io *io, const struct rung_exec_req *req,
+		      const struct rung_spec *spec, const char *const *image_env,
+		      uint32_t timeout_ms, uint64_t max_out, struct rung_err *err)
+{
+	char cwd[4096];
+	cleanup_strv char **env = NULL;
+	int r = rt_exec_env(req->env, req->cwd, spec, image_env, &env, cwd, sizeof(cwd), err);
+	if (r < 0)
+		return r;
 	struct rung_proto_exec x = {
 		.argv = (char **)req->argv,
 		.env = env,
-		.cwd = (char *)xcwd,
+		.cwd = cwd,
 		.timeout_ms = timeout_ms,
 		.max_output = max_out,
 		.has_stdin = req->stdin_data != NULL,
 	};
 	struct rung_buf b = {0};
 	rung_proto_exec_encode(&x, &b);
-	free(env);
-	int r = rt_agent_io_queue(io, RUNG_MSG_EXEC, &b, err);
+	r = rt_agent_io_queue(io, RUNG_MSG_EXEC, &b, err);
 	rung_buf_release(&b);
 	return r;
 }

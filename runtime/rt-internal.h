@@ -212,6 +212,19 @@ int rt_agent_read_file(int fd, const char *path, size_t max, char **data, size_t
 		       unsigned timeout_ms, int cancel_fd, struct rung_err *err);
 unsigned rt_agent_file_timeout_ms(uint64_t size);
 int rt_agent_ping(int fd, unsigned timeout_ms, struct rung_err *err);
+/* An exec's environment (the request's, the spec's, the image's, the defaults; each key once)
+ * and its absolute cwd. *env_out: malloc'd strings. */
+int rt_exec_env(const char *const *req_env, const char *req_cwd, const struct rung_spec *spec,
+		const char *const *image_env, char ***env_out, char *cwd, size_t cwd_len,
+		struct rung_err *err);
+
+/* ---- for procs.c (sandbox.c) ---- */
+struct rt_sandbox *rt_sandbox_inner(struct rung_sandbox *s);
+/* Check the exec grant, hold the busy lock (*busy, close it after), resume a suspended
+ * sandbox and connect to its agent: the fd, or <0. */
+int rt_sandbox_agent(struct rung_sandbox *s, int *busy, struct rung_err *err);
+char **rt_sandbox_image_env(struct rung_sandbox *s);
+void rt_sandbox_touch(struct rung_sandbox *s);
 
 /* ---- process-rung building blocks (ns.c, mounts.c, seccomp.c, caps.c) ---- */
 enum rt_mount_op { RT_M_TMPFS, RT_M_BIND_RO, RT_M_BIND_RW, RT_M_PROC, RT_M_DEV, RT_M_SYMLINK,

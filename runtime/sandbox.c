@@ -373,6 +373,37 @@ static int exec_checked(struct rung_sandbox *s, const struct rung_exec_req *req,
 	return r;
 }
 
+struct rt_sandbox *rt_sandbox_inner(struct rung_sandbox *s)
+{
+	return &s->sb;
+}
+
+int rt_sandbox_agent(struct rung_sandbox *s, int *busy, struct rung_err *err)
+{
+	*busy = -1;
+	int r = rt_op_check(&s->sb.meta, RT_OP_EXEC, err);
+	if (r < 0)
+		return r;
+	/* in flight: no idle suspend until the caller closes *busy */
+	*busy = rt_store_busy(&s->sb.router->store, s->sb.meta.id, false);
+	int fd = connect_agent(s, err);
+	if (fd < 0 && *busy >= 0) {
+		close(*busy);
+		*busy = -1;
+	}
+	return fd;
+}
+
+char **rt_sandbox_image_env(struct rung_sandbox *s)
+{
+	return image_env(&s->sb.meta);
+}
+
+void rt_sandbox_touch(struct rung_sandbox *s)
+{
+	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id, false);
+}
+
 int rung_exec(struct rung_sandbox *s, const struct rung_exec_req *req, struct rung_exec_res *res,
 	      struct rung_err *err)
 {

@@ -85,8 +85,9 @@ START_TEST(test_bad_headers)
 	ck_assert_ptr_nonnull(strstr(err.msg, "magic"));
 	rung_frame_hdr_encode(hdr, RUNG_MSG_PING, 0);
 	hdr[2] = RUNG_PROTO_VERSION + 1;
-	ck_assert_int_eq(rung_frame_hdr_decode(hdr, &type, &len, &err), -EPROTO);
-	ck_assert_ptr_nonnull(strstr(err.msg, "version"));
+	ck_assert_int_eq(rung_frame_hdr_decode(hdr, &type, &len, &err), -EPROTONOSUPPORT);
+	ck_assert_ptr_nonnull(strstr(err.msg, "protocol v3, this side v2"));
+	ck_assert_uint_eq(rung_frame_hdr_version(hdr), RUNG_PROTO_VERSION + 1);
 	rung_frame_hdr_encode(hdr, RUNG_MSG_PING, RUNG_FRAME_MAX + 1);
 	ck_assert_int_eq(rung_frame_hdr_decode(hdr, &type, &len, &err), -EMSGSIZE);
 	ck_assert_ptr_nonnull(strstr(err.msg, "exceeds"));
