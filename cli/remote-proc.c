@@ -138,6 +138,10 @@ static int logs_line(struct logs_ctx *x)
 {
 	cleanup_jsonp json_t *o = json_loadb(x->line ? x->line : "", x->len, 0, NULL);
 	const char *t = json_string_value(json_object_get(o, "type"));
+	if (!t && json_is_object(json_object_get(o, "error"))) { /* an error answer's body */
+		json_decref(x->error);
+		x->error = json_incref(json_object_get(o, "error"));
+	}
 	if (!t)
 		return 0;
 	if (!strcmp(t, "stdout") || !strcmp(t, "stderr")) {
@@ -191,6 +195,8 @@ static int remote_logs(struct cli *c, const struct cli_proc_args *a, struct rung
 	struct logs_ctx x = {.c = c};
 	struct cli_http h = {.ud = &x, .on_data = on_logs};
 	int r = cli_http_do(c, &h, "GET", path, NULL, NULL, 0, err);
+	if (x.len) /* a last line without its newline (an error answer) */
+		logs_line(&x);
 	if (r >= 0 && h.status >= 400) { /* an error answer is one JSON object */
 		json_t *w = json_pack("{s:O?}", "error", x.error);
 		h.body = w ? json_dumps(w, JSON_COMPACT) : NULL;
