@@ -181,8 +181,13 @@ static enum MHD_Result do_control(struct srv_call *call, struct MHD_Connection *
 		what = "resized";
 		break;
 	default: /* stdin: the body's bytes, then EOF with ?eof=1 */
-		if (call->body_len)
+		if (call->body_len) {
 			rc = rung_proc_write(sb, h, call->body, call->body_len, &err);
+		} else if (!call->req.eof) { /* nothing to do, but the handle must exist */
+			struct rung_proc_info pi;
+			if ((rc = rung_proc_get(sb, h, &pi, &err)) == 0)
+				rung_proc_info_release(&pi, 1);
+		}
 		if (rc >= 0 && call->req.eof)
 			rc = rung_proc_close_stdin(sb, h, &err);
 		what = call->req.eof ? "closed" : "written";
