@@ -293,16 +293,37 @@ static char *accept_value(const char *key)
 	return srv_base64(md, n);
 }
 
+struct header_find {
+	const char *name, *token;
+	bool found;
+};
+
+static enum MHD_Result header_it(void *cls, enum MHD_ValueKind kind, const char *key,
+				 const char *value)
+{
+	struct header_find *f = cls;
+	if (key && value && !strcasecmp(key, f->name) && strcasestr(value, f->token))
+		f->found = true;
+	return MHD_YES;
+}
+
+/* Whether any header name (it may come more than once) holds token. */
 static bool header_has(struct MHD_Connection *c, const char *name, const char *token)
 {
-	const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
-	return v && strcasestr(v, token);
+	struct header_find f = {name, token, false};
+	MHD_get_connection_values(c, MHD_HEADER_KIND, header_it, &f);
+	return f.found;
 }
 
 enum MHD_Result srv_ws_attach(struct srv_call *call, struct MHD_Connection *c,
 			      struct rung_sandbox **sb, struct rung_router **router)
 {
 	struct rung_err err = {0};
+	struct rung_proc_info pi; /* an unknown handle is a 404 before the upgrade */
+	int rc = rung_proc_get(*sb, call->req.handle, &pi, &err);
+	if (rc < 0)
+		return srv_reply_rung_err(call, c, rc, &err);
+	rung_proc_info_release(&pi, 1);
 	const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Key");
 	const char *ver = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Version");
 	if (!header_has(c, "Upgrade", "websocket") || !header_has(c, "Connection", "upgrade") ||
@@ -311,11 +332,6 @@ enum MHD_Result srv_ws_attach(struct srv_call *call, struct MHD_Connection *c,
 				       "attach: a WebSocket upgrade (RFC 6455, version 13) is "
 				       "required: Upgrade, Connection, Sec-WebSocket-Key, "
 				       "Sec-WebSocket-Version");
-	struct rung_proc_info pi; /* an unknown handle is a 404 before the upgrade */
-	int rc = rung_proc_get(*sb, call->req.handle, &pi, &err);
-	if (rc < 0)
-		return srv_reply_rung_err(call, c, rc, &err);
-	rung_proc_info_release(&pi, 1);
 	struct ws *w = calloc(1, sizeof(*w));
 	cleanup_free char *acc = accept_value(key);
 	if (!w || !acc || pipe2(w->in, O_CLOEXEC) < 0) {
