@@ -358,6 +358,18 @@ static int dev_apply(int rootfd, struct rung_err *err)
 		if ((r = symlink_in(rootfd, links[i][0], links[i][1], err)) < 0)
 			return r;
 	{
+		/* Terminals of the sandbox's own (background processes with a pty): a new devpts
+		 * instance, never the host's; /dev/ptmx is its ptmx. */
+		cleanup_close int tfd = dir_in(rootfd, "/dev/pts", err);
+		if (tfd < 0)
+			return tfd;
+		if ((r = mount_on(tfd, "devpts", "devpts", MS_NOSUID | MS_NOEXEC,
+				  "newinstance,ptmxmode=0666,mode=0620", "/dev/pts", err)) < 0)
+			return r;
+		if ((r = symlink_in(rootfd, "pts/ptmx", "/dev/ptmx", err)) < 0)
+			return r;
+	}
+	{
 		cleanup_close int tfd = dir_in(rootfd, "/dev/shm", err);
 		if (tfd < 0)
 			return tfd;

@@ -442,11 +442,91 @@ int rung_proc_kill(struct rung_sandbox *s, const char *handle, struct rung_err *
 	return ack_call(s, &q, handle, "kill", err);
 }
 
+/* A frame from the keeper during an attach: 1 when the process exited, 0 to go on. */
+static int attach_frame(int fd, const struct rung_proc_attach_req *req, uint64_t *next,
+			struct rung_err *err)
+{
+	struct rung_frame f;
+	int r = rung_frame_read(fd, &f, rung_now_ms() + OP_TIMEOUT_MS, err);
+	if (r < 0)
+		return r;
+	if (f.type == RUNG_MSG_STDOUT || f.type == RUNG_MSG_STDERR)
+		r = chunk_frame(&f, req->on_output, req->ud, next, err);
+	else if ((r = expect(&f, RUNG_MSG_RESULT, err)) == 0)
+		r = 1;
+	rung_frame_release(&f);
+	return r;
+}
+
+/* Input from in_fd to the process: 0 to go on, 1 to detach, <0 on error. */
+static int attach_input(int fd, const struct rung_proc_attach_req *req, struct rung_err *err)
+{
+	char buf[65536];
+	ssize_t n = read(req->in_fd, buf, sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (n <= 0)
+		return 1; /* EOF (or an error) on in_fd: detach */
+	size_t len = (size_t)n;
+	int stop = req->on_input ? req->on_input(req->ud, buf, &len) : 0;
+	if (len > sizeof(buf))
+		len = sizeof(buf);
+	if (len) {
+		struct rung_buf b = {0};
+		rung_buf_put_bytes(&b, RUNG_TAG_DATA, buf, len);
+		int r = rung_frame_write_buf(fd, RUNG_MSG_STDIN, &b, err);
+		rung_buf_release(&b);
+		if (r < 0)
+			return r;
+	}
+	return stop < 0 ? 1 : 0;
+}
+
 int rung_proc_attach(struct rung_sandbox *s, const char *handle,
 		     const struct rung_proc_attach_req *req, struct rung_err *err)
 {
-	(void)s, (void)handle, (void)req;
-	return rung_err_set(err, ENOSYS, "proc attach: not implemented yet");
+	if (!req || !req->on_output)
+		return rung_err_set(err, EINVAL, "on_output: required");
+	struct rung_proto_proc q = {.type = RUNG_MSG_PROC_ATTACH, .since = req->since};
+	snprintf(q.handle, sizeof(q.handle), "%s", handle ? handle : "");
+	if (!rung_proto_handle_valid(q.handle))
+		return bad_handle(s, handle, err);
+	int busy = -1;
+	cleanup_close int fd = rt_sandbox_agent(s, &busy, err);
+	if (busy >= 0)
+		close(busy); /* an attach may last: it does not keep the sandbox from idling */
+	if (fd < 0)
+		return rung_err_wrap(err, "proc attach");
+	struct rung_buf b = {0};
+	rung_proto_proc_encode(&q, &b);
+	int r = rung_frame_write_buf(fd, q.type, &b, err);
+	rung_buf_release(&b);
+	uint64_t next = 0;
+	bool exited = false;
+	int cancel = req->watch_fd ? req->cancel_fd : -1;
+	while (r == 0) {
+		struct pollfd p[3] = {{fd, POLLIN, 0},
+				      {req->in_fd, POLLIN, 0},
+				      {cancel, POLLRDHUP, 0}};
+		if (poll(p, 3, -1) < 0) {
+			r = errno == EINTR ? 0 : rung_err_sys(err, errno, "poll");
+			continue;
+		}
+		if (p[2].revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) {
+			r = rung_err_set(err, ECANCELED, "the caller went away");
+			break;
+		}
+		if (p[0].revents && (r = attach_frame(fd, req, &next, err)) != 0) {
+			exited = r == 1;
+			break;
+		}
+		if (p[1].revents && (r = attach_input(fd, req, err)) != 0)
+			break; /* 1: detached */
+	}
+	rt_sandbox_touch(s);
+	if (r < 0)
+		return rung_err_wrap(err, "proc attach %.16s", q.handle);
+	return exited ? 1 : 0; /* 1: the process exited (a RESULT came); 0: detached */
 }
 
 int rung_session_start(struct rung_sandbox *s, const char *shell, const char *const *env,

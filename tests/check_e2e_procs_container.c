@@ -1,0 +1,78 @@
+/*
+ * tests/check_e2e_procs_container.c: background processes on the container rung (busybox
+ * image; tests/lib/procs_cases.c has the cases). Tagged "root".
+ */
+#include <check.h>
+
+#include "tests/lib/container.h"
+#include "tests/lib/procs_cases.h"
+#include "tests/lib/testutil.h"
+
+static void require(void)
+{
+	CT_REQUIRE();
+}
+
+static struct rung_router *router(void)
+{
+	return ct_router(NULL);
+}
+
+static struct rung_sandbox *acquire(struct rung_router *r, const char *thread)
+{
+	struct rung_spec s;
+	ct_spec(&s, NULL);
+	struct rung_sandbox *sb = ct_acquire(r, "procs", thread, &s, NULL);
+	rung_spec_release(&s);
+	return sb;
+}
+
+static const struct procs_env env = {require, router, acquire};
+
+START_TEST(test_logs_offsets)
+{
+	procs_cases_run(&env, PROCS_LOGS);
+}
+END_TEST
+
+START_TEST(test_server_and_kill_tree)
+{
+	procs_cases_run(&env, PROCS_SERVER);
+}
+END_TEST
+
+START_TEST(test_bad_handles_and_limit)
+{
+	procs_cases_run(&env, PROCS_BAD);
+}
+END_TEST
+
+START_TEST(test_survives_client_and_suspend)
+{
+	procs_cases_run(&env, PROCS_SURVIVE);
+}
+END_TEST
+
+START_TEST(test_pty)
+{
+	procs_cases_run(&env, PROCS_PTY);
+}
+END_TEST
+
+START_TEST(test_pty_eof)
+{
+	procs_cases_run(&env, PROCS_PTY_EOF);
+}
+END_TEST
+
+Suite *e2e_procs_container_suite(void)
+{
+	Suite *s = suite_create("e2e_procs_container");
+	ct_add(s, "logs", test_logs_offsets, 180);
+	ct_add(s, "server", test_server_and_kill_tree, 180);
+	ct_add(s, "bad", test_bad_handles_and_limit, 180);
+	ct_add(s, "survive", test_survives_client_and_suspend, 180);
+	ct_add(s, "pty", test_pty, 180);
+	ct_add(s, "ptyeof", test_pty_eof, 180);
+	return s;
+}
