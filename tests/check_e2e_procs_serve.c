@@ -307,13 +307,42 @@ START_TEST(test_sessions)
 }
 END_TEST
 
+/* One masked client frame (RFC 6455 5.3). */
+static void ws_send(int fd, int op, const void *data, size_t len)
+{
+	unsigned char fr[256] = {(unsigned char)(0x80 | op), (unsigned char)(0x80 | len), 7, 1, 9, 3};
+	ck_assert(len < 126);
+	for (size_t i = 0; i < len; i++)
+		fr[6 + i] = ((const unsigned char *)data)[i] ^ fr[2 + (i & 3)];
+	ck_assert_int_eq(send(fd, fr, 6 + len, MSG_NOSIGNAL), (ssize_t)(6 + len));
+}
+
+/* Read from fd (appending to buf, NUL-terminated, got its length) until needle shows up. */
+static bool ws_until(int fd, char *buf, size_t cap, size_t *got, const char *needle)
+{
+	uint64_t end = srvt_now_ms() + 20000;
+	while (!memmem(buf, *got, needle, strlen(needle)) && srvt_now_ms() < end) {
+		struct pollfd p = {fd, POLLIN, 0};
+		if (poll(&p, 1, 500) <= 0)
+			continue;
+		ssize_t k = read(fd, buf + *got, cap - 1 - *got);
+		if (k <= 0)
+			break;
+		*got += (size_t)k;
+		buf[*got] = '\0';
+	}
+	return memmem(buf, *got, needle, strlen(needle)) != NULL;
+}
+
 START_TEST(test_attach_handshake)
 {
 	RUNG_REQUIRE_ROOT();
 	struct fx f;
 	fx_up(&f);
 	char h[17], tail[160];
-	start(&f, "{\"argv\": [\"cat\"]}", h);
+	start(&f, "{\"argv\": [\"sh\", \"-c\", \"echo ready; stty -echo; while read l; do "
+		  "echo \\\"got $l $(stty size)\\\"; done\"], \"pty\": true}",
+	      h);
 	/* not an upgrade: 400 naming what is missing; an unknown handle: 404 before upgrading */
 	snprintf(tail, sizeof(tail), "/procs/%s/attach", h);
 	expect(&f, TOK_A, "GET", tail, NULL, 400, "Sec-WebSocket-Key");
@@ -347,14 +376,20 @@ START_TEST(test_attach_handshake)
 	ck_assert_msg(strstr(head, "HTTP/1.1 101") &&
 			  strcasestr(head, "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo="),
 		      "%s", head);
-	/* a masked close frame: the server answers with a close frame of its own (it may have
-	 * sent frames already, right behind the head) */
-	send(fd, (unsigned char[]){0x88, 0x80, 1, 2, 3, 4}, 6, MSG_NOSIGNAL);
-	bool closed = false;
-	char *after = strstr(head, "\r\n\r\n") + 4;
-	for (char *q = after; q < head + got; q++)
-		closed |= (unsigned char)*q == 0x88;
+	/* the replay first, then input as binary frames, a resize as a text frame */
+	static char buf[65536];
+	size_t n_in = got - (size_t)(strstr(head, "\r\n\r\n") + 4 - head);
+	memcpy(buf, strstr(head, "\r\n\r\n") + 4, n_in);
+	ck_assert_msg(ws_until(fd, buf, sizeof(buf), &n_in, "ready"), "no replay");
+	const char *resize = "{\"type\":\"resize\",\"rows\":33,\"cols\":77}";
+	ws_send(fd, 1, resize, strlen(resize));
+	usleep(200000);
+	ws_send(fd, 2, "hi\n", 3);
+	ck_assert_msg(ws_until(fd, buf, sizeof(buf), &n_in, "got hi 33 77"), "no echo: %s", buf);
+	/* a masked close frame: the server answers with a close frame of its own */
+	ws_send(fd, 8, "", 0);
 	unsigned char fr[256];
+	bool closed = false;
 	for (int i = 0; i < 50 && !closed; i++) {
 		ssize_t k = read(fd, fr, sizeof(fr));
 		if (k <= 0)
