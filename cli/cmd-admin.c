@@ -275,9 +275,11 @@ const struct cli_cmd cli_cmds[] = {
 	 "return the same live sandbox (resumed if suspended, files intact). Through the\n"
 	 "daemon (--socket) the scope is the one it maps you to, and --scope is not needed.\n\n"
 	 SPEC_OPTS_HELP},
-	{"exec", cli_cmd_exec, "rung exec [--timeout SEC] [--cwd DIR] [--env K=V]... ID -- CMD [ARG...]",
+	{"exec", cli_cmd_exec, "rung exec [-t] [--timeout SEC] [--cwd DIR] [--env K=V]... ID -- CMD [ARG...]",
 	 "Run CMD (an argv, never a shell string) in sandbox ID, streaming its output.\n"
-	 "The exit status is CMD's; 124 on timeout (every process it started is killed).\n"},
+	 "The exit status is CMD's; 124 on timeout (every process it started is killed).\n"
+	 "-t: interactively, on a terminal of the sandbox's own sized as ours, as `docker exec\n"
+	 "-it` (see rung attach --help for the keys); the exit status is CMD's.\n"},
 	{"write", cli_cmd_write, "rung write ID PATH [--mode OCTAL] < DATA",
 	 "Write stdin to PATH in the sandbox (relative to its work dir; confined to its root).\n"},
 	{"read", cli_cmd_read, "rung read ID PATH > DATA", "Copy PATH from the sandbox to stdout.\n"},
@@ -306,6 +308,12 @@ const struct cli_cmd cli_cmds[] = {
 	{"proc", cli_cmd_proc,
 	 "rung proc start|ls|logs|stdin|signal|wait|kill|resize ID [H] ...",
 	 PROC_HELP},
+	{"attach", cli_cmd_attach, "rung attach [--since OFFSET] ID H",
+	 "An interactive terminal on background process H (started with --pty): its recent\n"
+	 "output (the replay buffer, from OFFSET, default its start) first, then our keys go\n"
+	 "to it and its output to us. Our terminal is raw meanwhile and restored on every way\n"
+	 "out. Ctrl-P Ctrl-Q detaches (the process runs on; exit status 0); when the process\n"
+	 "exits, its exit status is ours. Our window size follows to its terminal.\n"},
 	{"session", cli_cmd_session, "rung session start ID [--shell SH] | run ID S -- 'CMD'",
 	 SESSION_HELP},
 	{NULL, NULL, NULL, NULL},
