@@ -34,9 +34,12 @@ int agent_privs_handler(struct rung_err *err);
 /* Accept loop on a listening socket; forks a handler per connection; reaps children. */
 int agent_serve(int listen_fd);
 
-/* As agent_spawn; with ctty, in is a terminal that becomes the command's controlling one. */
-pid_t agent_spawn_tty(const struct rung_proto_exec *x, int in, int out, int errfd, bool ctty,
-		      int *exec_err);
+/* As agent_spawn; fd3 (-1: none) becomes the command's fd 3; with ctty, in is a terminal
+ * that becomes the command's controlling one. */
+pid_t agent_spawn_tty(const struct rung_proto_exec *x, int in, int out, int errfd, int fd3,
+		      bool ctty, int *exec_err);
+/* Kill every descendant of ours except `keep` itself (its descendants too), and reap. */
+void agent_kill_descendants_except(pid_t keep);
 
 /* ---- background processes (procs.c, keeper.c, replay.c; docs/procs.md) ---- */
 struct agent_replay_chunk {

@@ -23,39 +23,7 @@
 #include <termios.h>
 
 #include "agent/agent.h"
-
-#define MAX_CLIENTS 64
-#define STDIN_PENDING_MAX (1u << 20)
-#define SEND_TIMEOUT_S 5
-
-enum client_kind { CL_FOLLOW, CL_WAIT };
-
-struct client {
-	int fd;
-	enum client_kind kind;
-	bool attach;       /* a follower that also sends STDIN/RESIZE frames */
-	uint64_t deadline; /* CL_WAIT: ms, 0 none */
-	uint64_t dropped;  /* CL_FOLLOW: bytes at or after its since that were not buffered */
-};
-
-struct keeper {
-	char handle[RUNG_PROTO_HANDLE_LEN + 1];
-	struct rung_proto_proc *p;
-	int lfd;
-	pid_t pid;
-	int out_fd, err_fd; /* pipes, or the pty master as out_fd (err_fd -1) */
-	int in_fd;          /* stdin pipe's write end, the pty master, or -1 once closed */
-	int master;         /* the pty master, -1 without */
-	bool in_eof_pending;
-	struct rung_buf in_pend;
-	size_t in_off;
-	struct agent_replay log;
-	bool exited;
-	int status;
-	uint64_t started_ms;
-	struct client cl[MAX_CLIENTS];
-	size_t ncl;
-};
+#include "agent/keeper.h"
 
 static int send_result(int fd, const struct keeper *k, uint64_t dropped, bool with_end)
 {
@@ -99,7 +67,7 @@ static int send_info(int fd, const struct keeper *k)
 	return r;
 }
 
-static int send_chunk(void *ud, int stream, uint64_t off, const void *data, size_t len)
+int keeper_send_chunk(void *ud, int stream, uint64_t off, const void *data, size_t len)
 {
 	int fd = *(int *)ud;
 	const uint8_t *p = data;
@@ -138,13 +106,14 @@ static void finish_clients(struct keeper *k)
 	}
 }
 
-/* Read what a stream holds into the log and to the followers; 0 at EOF. */
+/* Read what a stream holds into the log, to the followers and to a session's run in
+ * progress: 1 when bytes came, 0 at EOF (the fd is closed), -1 when there is nothing now. */
 static int pump(struct keeper *k, int *fd, int stream)
 {
 	char buf[65536];
 	ssize_t n = read(*fd, buf, sizeof(buf));
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return 1;
+		return -1;
 	if (n <= 0) { /* EOF, or EIO: a pty whose every slave is closed */
 		close(*fd);
 		if (*fd == k->master)
@@ -156,9 +125,20 @@ static int pump(struct keeper *k, int *fd, int stream)
 	agent_replay_append(&k->log, stream, buf, (size_t)n);
 	for (size_t i = k->ncl; i-- > 0;)
 		if (k->cl[i].kind == CL_FOLLOW &&
-		    send_chunk(&k->cl[i].fd, stream, off, buf, (size_t)n) < 0)
+		    keeper_send_chunk(&k->cl[i].fd, stream, off, buf, (size_t)n) < 0)
 			drop_client(k, i);
+	if (k->ses.run_fd >= 0 &&
+	    keeper_send_chunk(&k->ses.run_fd, stream, off, buf, (size_t)n) < 0) {
+		close(k->ses.run_fd); /* the host left: the run goes on, its status unread */
+		k->ses.run_fd = -1;
+	}
 	return 1;
+}
+
+void keeper_pump_fd(struct keeper *k, int *fd, int stream)
+{
+	while (*fd >= 0 && pump(k, fd, stream) > 0)
+		;
 }
 
 /* The process is done: what it wrote before exiting is in the pipes (or the pty). */
@@ -178,6 +158,8 @@ static void on_exit_drain(struct keeper *k)
 			break;
 	}
 	k->exited = true;
+	if (k->ses.on)
+		keeper_session_ended(k);
 	finish_clients(k);
 }
 
@@ -193,7 +175,7 @@ static void reap(struct keeper *k)
 }
 
 /* Queue stdin bytes (and EOF); -EPIPE once the process exited or its stdin is closed. */
-static int stdin_queue(struct keeper *k, const uint8_t *d, size_t n, bool eof, struct rung_err *err)
+int keeper_stdin_queue(struct keeper *k, const uint8_t *d, size_t n, bool eof, struct rung_err *err)
 {
 	if (k->exited || k->in_fd < 0 || k->in_eof_pending)
 		return rung_err_set(err, EPIPE, "process %s: %s", k->handle,
@@ -214,7 +196,7 @@ static int stdin_queue(struct keeper *k, const uint8_t *d, size_t n, bool eof, s
 	return k->in_pend.oom ? rung_err_set(err, ENOMEM, "out of memory") : 0;
 }
 
-static void stdin_flush(struct keeper *k)
+void keeper_stdin_flush(struct keeper *k)
 {
 	while (k->in_fd >= 0 && k->in_off < k->in_pend.len) {
 		ssize_t w = write(k->in_fd, k->in_pend.data + k->in_off,
@@ -279,10 +261,10 @@ static int attach_frame(struct keeper *k, int fd)
 		rung_tlv_init(&it, f.payload, f.len);
 		while (r == 0 && rung_tlv_next(&it, &tag, &v, &l, &e) > 0)
 			if (tag == RUNG_TAG_DATA)
-				r = stdin_queue(k, v, l, false, &e);
+				r = keeper_stdin_queue(k, v, l, false, &e);
 		if (r == 0 && f.type == RUNG_MSG_STDIN_EOF)
-			r = stdin_queue(k, NULL, 0, true, &e);
-		stdin_flush(k);
+			r = keeper_stdin_queue(k, NULL, 0, true, &e);
+		keeper_stdin_flush(k);
 	} else if (f.type == RUNG_MSG_PROC_RESIZE) {
 		struct rung_proto_proc q;
 		if (rung_proto_proc_decode(f.type, f.payload, f.len, &q, &e) == 0) {
@@ -313,7 +295,7 @@ static void add_client(struct keeper *k, int fd, enum client_kind kind, bool att
 static void do_logs(struct keeper *k, int fd, const struct rung_proto_proc *q)
 {
 	uint64_t dropped = 0;
-	if (agent_replay_read(&k->log, q->since, send_chunk, &fd, &dropped) < 0) {
+	if (agent_replay_read(&k->log, q->since, keeper_send_chunk, &fd, &dropped) < 0) {
 		close(fd);
 		return;
 	}
@@ -349,8 +331,8 @@ static void serve_request(struct keeper *k, int fd, const struct rung_frame *f)
 		fd = -1;
 		break;
 	case RUNG_MSG_PROC_STDIN:
-		r = stdin_queue(k, q.data, q.data_len, q.eof, &e);
-		stdin_flush(k);
+		r = keeper_stdin_queue(k, q.data, q.data_len, q.eof, &e);
+		keeper_stdin_flush(k);
 		break;
 	case RUNG_MSG_PROC_SIGNAL:
 		if (k->exited)
@@ -371,6 +353,14 @@ static void serve_request(struct keeper *k, int fd, const struct rung_frame *f)
 		break;
 	case RUNG_MSG_PROC_KILL:
 		do_kill(k, fd);
+		break;
+	case RUNG_MSG_SESSION_RUN:
+		if (!k->ses.on) {
+			r = rung_err_set(&e, EINVAL, "process %s is not a shell session", k->handle);
+			break;
+		}
+		keeper_session_run(k, fd, &q);
+		fd = -1;
 		break;
 	default:
 		r = rung_err_set(&e, EPROTO, "request type %u is not for this process", q.type);
@@ -425,18 +415,24 @@ static int expire_waiters(struct keeper *k)
 static void keeper_loop(struct keeper *k, int sfd)
 {
 	for (;;) {
-		struct pollfd p[4 + MAX_CLIENTS];
+		struct pollfd p[5 + MAX_CLIENTS];
 		int np = 0;
 		p[np++] = (struct pollfd){k->lfd, POLLIN, 0};
 		p[np++] = (struct pollfd){sfd, POLLIN, 0};
 		p[np++] = (struct pollfd){k->out_fd, POLLIN, 0};
 		p[np++] = (struct pollfd){k->err_fd, POLLIN, 0};
+		p[np++] = (struct pollfd){k->ses.on ? k->ses.status_fd : -1, POLLIN, 0};
 		bool want_out = k->in_fd >= 0 && k->in_off < k->in_pend.len;
 		size_t ncl = k->ncl;
 		for (size_t i = 0; i < ncl; i++)
 			p[np++] = (struct pollfd){k->cl[i].fd, POLLIN | POLLRDHUP, 0};
 		/* stdin's room: checked on each wake-up (a second at most) */
-		int n = poll(p, (nfds_t)np, want_out ? 50 : expire_waiters(k));
+		int t = want_out ? 50 : expire_waiters(k);
+		if (k->ses.on) {
+			int st = keeper_session_tick(k);
+			t = st < t ? st : t;
+		}
+		int n = poll(p, (nfds_t)np, t);
 		struct signalfd_siginfo si;
 		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 			;
@@ -446,13 +442,15 @@ static void keeper_loop(struct keeper *k, int sfd)
 			pump(k, &k->out_fd, 0);
 		if (p[3].revents && k->err_fd >= 0)
 			pump(k, &k->err_fd, 1);
-		stdin_flush(k);
+		keeper_stdin_flush(k);
+		if (p[4].revents && k->ses.on)
+			keeper_session_on_status(k);
 		reap(k);
 		/* clients, newest first: drop_client moves the last one into a freed slot */
 		for (size_t i = ncl; i-- > 0;) {
-			if (i >= k->ncl || !p[4 + i].revents || p[4 + i].fd != k->cl[i].fd)
+			if (i >= k->ncl || !p[5 + i].revents || p[5 + i].fd != k->cl[i].fd)
 				continue;
-			if (!k->cl[i].attach || (p[4 + i].revents & (POLLHUP | POLLRDHUP | POLLERR)) ||
+			if (!k->cl[i].attach || (p[5 + i].revents & (POLLHUP | POLLRDHUP | POLLERR)) ||
 			    attach_frame(k, k->cl[i].fd) < 0)
 				drop_client(k, i);
 		}
@@ -462,8 +460,8 @@ static void keeper_loop(struct keeper *k, int sfd)
 	}
 }
 
-/* Pipes, or a terminal of the sandbox's own devpts; then the process. */
-static int start_process(struct keeper *k, struct rung_err *err)
+/* Pipes, or a terminal of the sandbox's own devpts; then the process (fd3: see spawn). */
+int keeper_start_process(struct keeper *k, int fd3, struct rung_err *err)
 {
 	const struct rung_proto_proc *p = k->p;
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1}, slave = -1;
@@ -483,7 +481,7 @@ static int start_process(struct keeper *k, struct rung_err *err)
 		return rung_err_sys(err, errno, "pipe");
 	}
 	int st_err = 0;
-	k->pid = agent_spawn_tty(&p->x, in[0], out[1], er[1], p->pty, &st_err);
+	k->pid = agent_spawn_tty(&p->x, in[0], out[1], er[1], fd3, p->pty, &st_err);
 	int e = errno;
 	if (p->pty) {
 		close(slave);
@@ -531,7 +529,8 @@ int agent_keeper_run(int fd, struct rung_proto_proc *p, int listen_fd, const cha
 	int sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sfd < 0)
 		return rung_err_sys(err, errno, "signalfd");
-	int r = start_process(&k, err);
+	k.ses.status_fd = k.ses.run_fd = -1;
+	int r = p->session ? keeper_session_spawn(&k, err) : keeper_start_process(&k, -1, err);
 	if (r < 0) {
 		sigprocmask(SIG_UNBLOCK, &chld, NULL);
 		close(sfd);

@@ -32,6 +32,7 @@ struct spawn_ctx {
 	int in, out, errfd;
 	bool as_root; /* we are the agent uid: the command runs as uid 0 */
 	bool ctty;    /* in is a terminal: make it the controlling one */
+	int fd3;      /* -1, or what becomes the command's fd 3 */
 	int err; /* written by the child: errno of the failed step */
 	bool cwd_failed;
 	char buf[4096]; /* the child's candidate path */
@@ -90,6 +91,10 @@ static int child_main(void *ud)
 		s->err = errno;
 		_exit(127);
 	}
+	if (s->fd3 == 3 ? fcntl(3, F_SETFD, 0) < 0 : s->fd3 >= 0 && dup2(s->fd3, 3) < 0) {
+		s->err = errno;
+		_exit(127);
+	}
 	if (s->ctty && ioctl(0, TIOCSCTTY, 0) < 0) {
 		s->err = errno;
 		_exit(127);
@@ -143,11 +148,11 @@ static const char *env_path(char *const *env)
 
 pid_t agent_spawn(const struct rung_proto_exec *x, int in, int out, int errfd, int *exec_err)
 {
-	return agent_spawn_tty(x, in, out, errfd, false, exec_err);
+	return agent_spawn_tty(x, in, out, errfd, -1, false, exec_err);
 }
 
-pid_t agent_spawn_tty(const struct rung_proto_exec *x, int in, int out, int errfd, bool ctty,
-		      int *exec_err)
+pid_t agent_spawn_tty(const struct rung_proto_exec *x, int in, int out, int errfd, int fd3,
+		      bool ctty, int *exec_err)
 {
 	*exec_err = 0;
 	size_t ne = 0, na = 0;
@@ -184,7 +189,8 @@ pid_t agent_spawn_tty(const struct rung_proto_exec *x, int in, int out, int errf
 			      .out = out,
 			      .errfd = errfd,
 			      .as_root = getuid() != 0,
-			      .ctty = ctty};
+			      .ctty = ctty,
+			      .fd3 = fd3};
 	/* No signal handler may run in the child on memory it shares with us. */
 	sigset_t all, old;
 	sigfillset(&all);
@@ -270,7 +276,7 @@ static bool spared(pid_t pid, const pid_t *spare, size_t nspare)
 
 /* SIGKILL every descendant of ours except the spared children and their descendants; returns
  * how many were signalled. */
-static int kill_round(const pid_t *spare, size_t nspare)
+static int kill_round(const pid_t *spare, size_t nspare, pid_t keep)
 {
 	pid_t self = getpid();
 	struct proc_ent *v = NULL;
@@ -294,7 +300,7 @@ static int kill_round(const pid_t *spare, size_t nspare)
 			}
 		}
 		for (int i = 0; mark && i < n; i++)
-			if (mark[i] && kill(v[i].pid, SIGKILL) == 0)
+			if (mark[i] && v[i].pid != keep && kill(v[i].pid, SIGKILL) == 0)
 				killed++;
 		free(mark);
 	}
@@ -310,7 +316,7 @@ void agent_kill_descendants(void)
 	if (reap_all())
 		return;
 	for (int round = 0; round < 10000; round++) {
-		int killed = kill_round(NULL, 0);
+		int killed = kill_round(NULL, 0, 0);
 		if (reap_all())
 			return;
 		if (!killed) {
@@ -327,6 +333,14 @@ void agent_kill_orphans(const pid_t *handlers, size_t n)
 	/* Our children that are not handlers are orphans of a handler that died (an exec's
 	 * processes whose subreaper was killed): they and all below them go. Killing one
 	 * re-parents its children to us, hence the rounds. */
-	for (int round = 0; round < 10000 && kill_round(handlers, n) > 0; round++)
+	for (int round = 0; round < 10000 && kill_round(handlers, n, 0) > 0; round++)
+		usleep(round < 10 ? 200 : 2000);
+}
+
+void agent_kill_descendants_except(pid_t keep)
+{
+	/* Rounds, as a killed one's children are re-parented and may still fork. No reaping
+	 * here: the caller reaps (keep's status is its own to collect); zombies are skipped. */
+	for (int round = 0; round < 1000 && kill_round(NULL, 0, keep) > 0; round++)
 		usleep(round < 10 ? 200 : 2000);
 }

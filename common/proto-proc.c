@@ -179,6 +179,19 @@ static int proc_field(struct rung_proto_proc *x, uint16_t tag, const uint8_t *v,
 	return r < 0 ? r : proc_u64(x, tag, u, err);
 }
 
+static bool has_tag(const struct rung_buf *b, uint16_t want)
+{
+	struct rung_tlv_iter it;
+	uint16_t tag;
+	const uint8_t *v;
+	uint32_t l;
+	rung_tlv_init(&it, b->data, (uint32_t)b->len);
+	while (rung_tlv_next(&it, &tag, &v, &l, NULL) > 0)
+		if (tag == want)
+			return true;
+	return false;
+}
+
 int rung_proto_proc_decode(uint8_t type, const uint8_t *p, uint32_t len,
 			   struct rung_proto_proc *x, struct rung_err *err)
 {
@@ -198,6 +211,15 @@ int rung_proto_proc_decode(uint8_t type, const uint8_t *p, uint32_t len,
 			break;
 	if (r == 0 && ex.oom)
 		r = rung_err_set(err, ENOMEM, "out of memory");
+	if (r == 0 && type == RUNG_MSG_PROC_START && x->session && !has_tag(&ex, RUNG_TAG_ARGV)) {
+		/* a session without argv: the default shell */
+		struct rung_buf sh = {0};
+		rung_buf_put_str(&sh, RUNG_TAG_ARGV, "/bin/sh");
+		rung_buf_append(&sh, ex.data, ex.len);
+		rung_buf_release(&ex);
+		ex = sh;
+		x->default_shell = true;
+	}
 	if (r == 0 && type == RUNG_MSG_PROC_START)
 		r = rung_proto_exec_decode(ex.data, (uint32_t)ex.len, &x->x, err);
 	else if (r == 0 && !x->handle[0])

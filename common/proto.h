@@ -212,6 +212,7 @@ struct rung_proto_proc {
 	struct rung_proto_exec x; /* PROC_START: argv, env, cwd (timeout: none) */
 	char *name;
 	bool pty, session, follow, eof;
+	bool default_shell; /* a session started without argv: x.argv is /bin/sh, bash preferred */
 	uint64_t rows, cols, buffer, since, timeout_ms, sig;
 	const uint8_t *data; /* PROC_STDIN, SESSION_RUN: into the payload, not owned */
 	uint32_t data_len;

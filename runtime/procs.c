@@ -532,14 +532,126 @@ int rung_proc_attach(struct rung_sandbox *s, const char *handle,
 int rung_session_start(struct rung_sandbox *s, const char *shell, const char *const *env,
 		       const char *cwd, char *handle, struct rung_err *err)
 {
-	(void)s, (void)shell, (void)env, (void)cwd, (void)handle;
-	return rung_err_set(err, ENOSYS, "session start: not implemented yet");
+	if (shell && !*shell)
+		return rung_err_set(err, EINVAL, "shell: empty");
+	const char *argv[] = {shell, NULL};
+	struct rung_proc_req req = {.argv = argv, .env = env, .cwd = cwd};
+	struct rt_sandbox *sb = rt_sandbox_inner(s);
+	char xcwd[4096];
+	cleanup_strv char **xenv = NULL;
+	cleanup_strv char **ienv = rt_sandbox_image_env(s);
+	int r = rt_exec_env(req.env, req.cwd, &sb->meta.spec, (const char *const *)ienv, &xenv,
+			    xcwd, sizeof(xcwd), err);
+	if (r < 0)
+		return r;
+	struct rung_proto_proc q = {
+		.type = RUNG_MSG_PROC_START,
+		/* no argv: the agent picks /bin/bash if the sandbox has it, else /bin/sh */
+		.x = {.argv = shell ? (char **)argv : NULL, .env = xenv, .cwd = xcwd},
+		.session = true,
+		.buffer = 1u << 20,
+	};
+	struct rung_frame f;
+	if ((r = simple_call(s, &q, RUNG_MSG_RESULT, OP_TIMEOUT_MS, &f, err)) < 0)
+		return rung_err_wrap(err, "session start");
+	struct result res;
+	r = result_decode(&f, &res, err);
+	rung_frame_release(&f);
+	if (r == 0 && !res.handle[0])
+		r = rung_err_set(err, EPROTO, "the agent answered without a handle");
+	if (r < 0)
+		return rung_err_wrap(err, "session start");
+	memcpy(handle, res.handle, RUNG_PROC_HANDLE_LEN + 1);
+	return 0;
+}
+
+/* Output of a run, kept up to max per stream. */
+struct run_out {
+	struct rung_exec_res *res;
+	size_t cap[2];
+	uint64_t max;
+};
+
+static int run_collect(void *ud, enum rung_stream st, uint64_t off, const void *d, size_t n)
+{
+	struct run_out *o = ud;
+	(void)off;
+	int i = st == RUNG_STDOUT ? 0 : 1;
+	char **buf = i ? &o->res->errout : &o->res->out;
+	size_t *len = i ? &o->res->err_len : &o->res->out_len;
+	if (*len + n > o->max) {
+		o->res->truncated = true;
+		n = *len < o->max ? (size_t)(o->max - *len) : 0;
+	}
+	if (!n)
+		return 0;
+	if (*len + n + 1 > o->cap[i]) {
+		size_t nc = o->cap[i] ? o->cap[i] : 4096;
+		while (nc < *len + n + 1)
+			nc *= 2;
+		char *nb = realloc(*buf, nc);
+		if (!nb)
+			return -1;
+		*buf = nb;
+		o->cap[i] = nc;
+	}
+	memcpy(*buf + *len, d, n);
+	*len += n;
+	(*buf)[*len] = 0;
+	return 0;
 }
 
 int rung_session_run(struct rung_sandbox *s, const char *handle, const char *command,
 		     uint32_t timeout_ms, struct rung_exec_res *res, struct rung_err *err)
 {
-	(void)s, (void)handle, (void)command, (void)timeout_ms;
 	memset(res, 0, sizeof(*res));
-	return rung_err_set(err, ENOSYS, "session run: not implemented yet");
+	if (!command)
+		return rung_err_set(err, EINVAL, "command: required");
+	if (strlen(command) > 65536)
+		return rung_err_set(err, E2BIG, "command: longer than 65536 bytes");
+	const struct rung_spec *spec = &rt_sandbox_inner(s)->meta.spec;
+	uint32_t tmo = timeout_ms ? timeout_ms : spec->limits.exec_timeout_s * 1000;
+	struct rung_proto_proc q = {.type = RUNG_MSG_SESSION_RUN, .timeout_ms = tmo,
+				    .data = (const uint8_t *)command,
+				    .data_len = (uint32_t)strlen(command)};
+	snprintf(q.handle, sizeof(q.handle), "%s", handle ? handle : "");
+	struct call c;
+	/* the run's timeout, then the interrupt, the kill and the broken shell's graces */
+	int r = call_begin(&c, s, &q, tmo + OP_TIMEOUT_MS, rt_sandbox_cancel_fd(s), err);
+	if (r < 0)
+		return rung_err_wrap(err, "session run");
+	struct run_out o = {.res = res, .max = spec->limits.output_bytes};
+	uint64_t next = 0;
+	for (;;) {
+		struct rung_frame f;
+		if ((r = rt_agent_io_next(&c.io, &f, err)) < 0)
+			break;
+		if (f.type == RUNG_MSG_STDOUT || f.type == RUNG_MSG_STDERR) {
+			r = chunk_frame(&f, run_collect, &o, &next, err);
+			rung_frame_release(&f);
+			if (r < 0)
+				break;
+			continue;
+		}
+		struct rung_proto_exit ex;
+		if ((r = expect(&f, RUNG_MSG_EXIT, err)) == 0 &&
+		    (r = rung_proto_exit_decode(f.payload, f.len, &ex, err)) == 0) {
+			res->exit_code = (int)ex.exit_code;
+			res->signal = (int)ex.signal;
+			res->timed_out = ex.flags & RUNG_EXIT_TIMED_OUT;
+			res->duration_us = ex.duration_us;
+		}
+		rung_frame_release(&f);
+		break;
+	}
+	call_end(&c);
+	rt_sandbox_touch(s);
+	if (r == 0 && ((!res->out && !(res->out = calloc(1, 1))) ||
+		       (!res->errout && !(res->errout = calloc(1, 1)))))
+		r = rung_err_set(err, ENOMEM, "out of memory");
+	if (r < 0) {
+		rung_exec_res_release(res);
+		return rung_err_wrap(err, "session run %.16s", q.handle);
+	}
+	return 0;
 }

@@ -225,6 +225,7 @@ struct rt_sandbox *rt_sandbox_inner(struct rung_sandbox *s);
 int rt_sandbox_agent(struct rung_sandbox *s, int *busy, struct rung_err *err);
 char **rt_sandbox_image_env(struct rung_sandbox *s);
 void rt_sandbox_touch(struct rung_sandbox *s);
+int rt_sandbox_cancel_fd(const struct rung_sandbox *s);
 
 /* ---- process-rung building blocks (ns.c, mounts.c, seccomp.c, caps.c) ---- */
 enum rt_mount_op { RT_M_TMPFS, RT_M_BIND_RO, RT_M_BIND_RW, RT_M_PROC, RT_M_DEV, RT_M_SYMLINK,

@@ -399,6 +399,11 @@ char **rt_sandbox_image_env(struct rung_sandbox *s)
 	return image_env(&s->sb.meta);
 }
 
+int rt_sandbox_cancel_fd(const struct rung_sandbox *s)
+{
+	return s->cancel_fd;
+}
+
 void rt_sandbox_touch(struct rung_sandbox *s)
 {
 	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id, false);

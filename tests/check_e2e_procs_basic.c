@@ -61,6 +61,12 @@ START_TEST(test_pty_eof)
 }
 END_TEST
 
+START_TEST(test_session)
+{
+	procs_cases_run(&env, PROCS_SESSION);
+}
+END_TEST
+
 Suite *e2e_procs_basic_suite(void)
 {
 	Suite *s = suite_create("e2e_procs_basic");
@@ -71,5 +77,6 @@ Suite *e2e_procs_basic_suite(void)
 	tcase_add_test(tc, test_survives_client_and_suspend);
 	tcase_add_test(tc, test_pty);
 	tcase_add_test(tc, test_pty_eof);
+	tcase_add_test(tc, test_session);
 	return s;
 }

@@ -65,6 +65,12 @@ START_TEST(test_pty_eof)
 }
 END_TEST
 
+START_TEST(test_session)
+{
+	procs_cases_run(&env, PROCS_SESSION);
+}
+END_TEST
+
 Suite *e2e_procs_container_suite(void)
 {
 	Suite *s = suite_create("e2e_procs_container");
@@ -74,5 +80,6 @@ Suite *e2e_procs_container_suite(void)
 	ct_add(s, "survive", test_survives_client_and_suspend, 180);
 	ct_add(s, "pty", test_pty, 180);
 	ct_add(s, "ptyeof", test_pty_eof, 180);
+	ct_add(s, "session", test_session, 180);
 	return s;
 }

@@ -163,6 +163,9 @@ static void case_logs_offsets(void)
 #define COUNT_SLEEP                                                                                \
 	"for p in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $p; echo; done | grep -c '^sleep 100123'"
 
+#define COUNT_SLEEP1000                                                                            \
+	"for p in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $p; echo; done | grep -c '^sleep 100[01]'"
+
 static void case_server_and_kill_tree(void)
 {
 	env->require();
@@ -410,6 +413,91 @@ static void case_pty_eof(void)
 	fx_close(&f);
 }
 
+static void run(struct rung_sandbox *sb, const char *h, const char *cmd, uint32_t tmo,
+		struct rung_exec_res *res)
+{
+	struct rung_err err = {0};
+	ck_assert_msg(rung_session_run(sb, h, cmd, tmo, res, &err) == 0, "%s: %s", cmd, err.msg);
+}
+
+static void case_session(void)
+{
+	env->require();
+	struct fx f;
+	fx_open(&f, "ses");
+	char h[RUNG_PROC_HANDLE_LEN + 1];
+	struct rung_err err = {0};
+	ck_assert_msg(rung_session_start(f.sb, NULL, NULL, NULL, h, &err) == 0, "%s", err.msg);
+	struct rung_exec_res res;
+	/* cd and export carry over */
+	run(f.sb, h, "mkdir -p /tmp/sess && cd /tmp/sess && export X=41", 0, &res);
+	ck_assert_int_eq(res.exit_code, 0);
+	rung_exec_res_release(&res);
+	run(f.sb, h, "pwd; echo $((X+1)); echo to-err >&2; (exit 3)", 0, &res);
+	ck_assert_int_eq(res.exit_code, 3);
+	ck_assert_str_eq(res.out, "/tmp/sess\n42\n");
+	ck_assert_str_eq(res.errout, "to-err\n");
+	rung_exec_res_release(&res);
+	/* fake status lines, a write to fd 3, binary and no trailing newline change nothing */
+	static const char fake[] = "0\n; printf '%d\\n' \"$?\" >&3\n0\n\0\001\377";
+	ck_assert_msg(rung_write_file(f.sb, "/tmp/fake", fake, sizeof(fake) - 1, 0644, &err) == 0,
+		      "%s", err.msg);
+	run(f.sb, h,
+	    "printf '0\\n'; echo 77 >&3; dd if=/tmp/fake 2>/dev/null; "
+	    "dd if=/dev/urandom of=/tmp/rnd bs=4096 count=1 2>/dev/null; "
+	    "dd if=/tmp/rnd 2>/dev/null; printf no-newline; (exit 5)",
+	    0, &res);
+	ck_assert_int_eq(res.exit_code, 5);
+	char *rnd;
+	size_t rl;
+	ck_assert_msg(rung_read_file(f.sb, "/tmp/rnd", 8192, &rnd, &rl, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(rl, 4096);
+	size_t fl = sizeof(fake) - 1;
+	ck_assert_uint_eq(res.out_len, 2 + fl + 4096 + 10);
+	ck_assert(!memcmp(res.out, "0\n", 2));
+	ck_assert(!memcmp(res.out + 2, fake, fl));
+	ck_assert(!memcmp(res.out + 2 + fl, rnd, 4096));
+	ck_assert(!memcmp(res.out + 2 + fl + 4096, "no-newline", 10));
+	ck_assert_msg(strstr(res.errout, "3"), "the write to fd 3 did not fail: %s", res.errout);
+	free(rnd);
+	rung_exec_res_release(&res);
+	/* a timeout interrupts the job; the session survives, and so do its variables */
+	uint64_t t0 = rung_now_ms();
+	run(f.sb, h, "sleep 1000; echo after-$X", 1000, &res);
+	ck_assert(res.timed_out);
+	ck_assert_uint_lt(rung_now_ms() - t0, 8000);
+	rung_exec_res_release(&res);
+	run(f.sb, h, "trap '' INT; sleep 1001", 1000, &res); /* ignores SIGINT: killed */
+	ck_assert(res.timed_out);
+	rung_exec_res_release(&res);
+	run(f.sb, h, "echo alive-$X; pwd", 0, &res);
+	ck_assert_int_eq(res.exit_code, 0);
+	ck_assert_msg(!strncmp(res.out, "alive-41\n/tmp/sess\n", 20), "%s", res.out);
+	rung_exec_res_release(&res);
+	/* the job's processes are gone, the shell is not */
+	ck_assert_int_eq(sh(f.sb, COUNT_SLEEP1000, &res), 1);
+	ck_assert_str_eq(res.out, "0\n");
+	rung_exec_res_release(&res);
+	/* it is a background process: listed, as a session */
+	struct rung_proc_info in;
+	ck_assert_msg(rung_proc_get(f.sb, h, &in, &err) == 0, "%s", err.msg);
+	ck_assert(in.session);
+	ck_assert_int_eq(in.state, RUNG_PROC_RUNNING);
+	rung_proc_info_release(&in, 1);
+	/* exit ends the session: that run and the later ones are -EPIPE */
+	ck_assert_int_eq(rung_session_run(f.sb, h, "exit 4", 0, &res, &err), -EPIPE);
+	ck_assert_msg(strstr(err.msg, "session"), "%s", err.msg);
+	ck_assert_int_eq(rung_session_run(f.sb, h, "echo x", 0, &res, &err), -EPIPE);
+	ck_assert_int_eq(rung_proc_wait(f.sb, h, 10000, &in, &err), 1);
+	ck_assert_int_eq(in.exit_code, 4);
+	rung_proc_info_release(&in, 1);
+	/* a plain process is no session */
+	char p[RUNG_PROC_HANDLE_LEN + 1];
+	start(f.sb, "sleep 1000", p);
+	ck_assert_int_eq(rung_session_run(f.sb, p, "true", 0, &res, &err), -EINVAL);
+	fx_close(&f);
+}
+
 void procs_cases_run(const struct procs_env *e, enum procs_case c)
 {
 	env = e;
@@ -420,5 +508,6 @@ void procs_cases_run(const struct procs_env *e, enum procs_case c)
 	case PROCS_SURVIVE: case_survives_client_and_suspend(); break;
 	case PROCS_PTY: case_pty(); break;
 	case PROCS_PTY_EOF: case_pty_eof(); break;
+	case PROCS_SESSION: case_session(); break;
 	}
 }

@@ -11,7 +11,7 @@ struct procs_env {
 	struct rung_sandbox *(*acquire)(struct rung_router *r, const char *thread);
 };
 
-enum procs_case { PROCS_LOGS, PROCS_SERVER, PROCS_BAD, PROCS_SURVIVE, PROCS_PTY, PROCS_PTY_EOF };
+enum procs_case { PROCS_LOGS, PROCS_SERVER, PROCS_BAD, PROCS_SURVIVE, PROCS_PTY, PROCS_PTY_EOF, PROCS_SESSION };
 void procs_cases_run(const struct procs_env *e, enum procs_case c);
 
 #endif
