@@ -215,8 +215,10 @@ static int local_attach_cmd(struct cli *c, const char *id, const char *h, uint64
 	if (rung_sandbox_open(r, id, NULL, &sb, &err) < 0)
 		return cli_fail(c, &err);
 	int st = cli_attach_local(c, sb, id, h, since, exec_mode, &err);
+	struct rung_proc_info pi;
+	if (st < 0 && rung_proc_wait(sb, h, 0, NULL, &(struct rung_err){0}) == 1)
+		st = 1; /* it exited as the relay ended: its status, not the relay's error */
 	if (st == 1) {
-		struct rung_proc_info pi;
 		st = rung_proc_wait(sb, h, 5000, &pi, &err);
 		if (st == 1) {
 			st = pi.signal ? 128 + pi.signal : pi.exit_code;

@@ -260,14 +260,22 @@ static void sessions(const struct cli_env *ce, const char *id)
 	struct out r;
 	char s[64];
 	RUNG(ce, NULL, &r, "session", "start", id);
-	if (r.status != 0 && strstr(r.e, "not implemented"))
-		return; /* sessions land with the core's milestone 3 */
 	ck_assert_msg(r.status == 0, "%d %s", r.status, r.e);
 	first_line(r.o, s, sizeof(s));
 	RUNG(ce, NULL, &r, "session", "run", id, s, "--", "cd /tmp && export X=1");
 	ck_assert_msg(r.status == 0, "%d %s", r.status, r.e);
-	RUNG(ce, NULL, &r, "session", "run", id, s, "--", "pwd; echo $X; exit 4");
-	ck_assert_msg(r.status == 4 && !strcmp(r.o, "/tmp\n1\n"), "%d [%s] %s", r.status, r.o, r.e);
+	RUNG(ce, NULL, &r, "session", "run", id, s, "--", "pwd; echo $X; echo e >&2; (exit 4)");
+	ck_assert_msg(r.status == 4 && !strcmp(r.o, "/tmp\n1\n") && !strcmp(r.e, "e\n"),
+		      "%d [%s] %s", r.status, r.o, r.e);
+	RUNG(ce, NULL, &r, "--json", "session", "run", id, s, "--timeout", "0.5", "--", "sleep 30");
+	ck_assert_msg(r.status == 124 && strstr(r.o, "\"timed_out\":true"), "%d [%s] %s",
+		      r.status, r.o, r.e);
+	RUNG(ce, NULL, &r, "session", "run", id, s, "--", "echo $X");
+	ck_assert_msg(r.status == 0 && !strcmp(r.o, "1\n"), "%d [%s] %s", r.status, r.o, r.e);
+	RUNG(ce, NULL, &r, "proc", "ls", id);
+	ck_assert_msg(strstr(r.o, s) && strstr(r.o, "[session]"), "%s", r.o);
+	RUNG(ce, NULL, &r, "session", "run", id, "0123456789abcdef", "--", "true");
+	ck_assert_msg(r.status == 3, "%d %s", r.status, r.e);
 }
 
 static void world(struct srvt *t, struct cli_env *local, struct cli_env *remote, char *lid,
