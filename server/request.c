@@ -358,46 +358,14 @@ static int query_since(const struct srv_raw *raw, uint64_t *out, struct rung_err
 	return 0;
 }
 
-int srv_req_parse(const struct srv_raw *raw, struct srv_req *out, enum srv_code *code,
-		  struct rung_err *err)
+/* The route's own parameters: its body limit, its query. */
+static int route_params(const struct srv_raw *raw, struct srv_req *out, bool key_headers,
+			struct rung_err *err)
 {
-	memset(out, 0, sizeof(*out));
-	*code = SRV_E_BAD_REQUEST;
-	if (!raw->method || !raw->path || raw->path[0] != '/')
-		return rung_err_set(err, EINVAL, "request: no method or path");
-	if (strlen(raw->path) > SRV_MAX_PATH)
-		return set_code(
-		    code, SRV_E_TOO_LARGE,
-		    rung_err_set(err, E2BIG, "path: longer than %u bytes", SRV_MAX_PATH));
-	int r = route(raw, out, code, err);
-	if (r < 0)
-		return r;
-	*code = SRV_E_BAD_REQUEST;
-	if ((r = parse_auth(raw, out, err)) < 0)
-		return r;
-
-	const char *hthread, *hagent, *qthread;
-	if ((r = one_value(raw->headers, raw->n_headers, "X-Rung-Thread", true, SRV_MAX_KEY_PART,
-			   &hthread, err)) < 0 ||
-	    (r = one_value(raw->headers, raw->n_headers, "X-Rung-Agent", true, SRV_MAX_KEY_PART,
-			   &hagent, err)) < 0 ||
-	    (r = one_value(raw->query, raw->n_query, "thread", false, SRV_MAX_KEY_PART, &qthread,
-			   err)) < 0)
-		return r;
-	if (hthread && !key_part_ok(hthread))
-		return rung_err_set(err, EINVAL, "X-Rung-Thread: empty or has control characters");
-	if (hagent && !key_part_ok(hagent))
-		return rung_err_set(err, EINVAL, "X-Rung-Agent: empty or has control characters");
-	if (qthread && !key_part_ok(qthread))
-		return rung_err_set(err, EINVAL, "thread: empty or has control characters");
-	if (qthread && hthread && strcmp(qthread, hthread))
-		return rung_err_set(err, EINVAL, "thread: query and X-Rung-Thread disagree");
-	out->thread = qthread ? qthread : hthread;
-	out->agent = hagent;
-
+	int r;
 	switch (out->route) {
 	case SRV_R_CREATE:
-		if (!hthread || !hagent)
+		if (!key_headers)
 			return rung_err_set(err, EINVAL,
 					    "X-Rung-Thread and X-Rung-Agent headers are required");
 		out->body_allowed = true;
@@ -453,6 +421,48 @@ int srv_req_parse(const struct srv_raw *raw, struct srv_req *out, enum srv_code 
 	default:
 		break;
 	}
+	return 0;
+}
+
+int srv_req_parse(const struct srv_raw *raw, struct srv_req *out, enum srv_code *code,
+		  struct rung_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	*code = SRV_E_BAD_REQUEST;
+	if (!raw->method || !raw->path || raw->path[0] != '/')
+		return rung_err_set(err, EINVAL, "request: no method or path");
+	if (strlen(raw->path) > SRV_MAX_PATH)
+		return set_code(
+		    code, SRV_E_TOO_LARGE,
+		    rung_err_set(err, E2BIG, "path: longer than %u bytes", SRV_MAX_PATH));
+	int r = route(raw, out, code, err);
+	if (r < 0)
+		return r;
+	*code = SRV_E_BAD_REQUEST;
+	if ((r = parse_auth(raw, out, err)) < 0)
+		return r;
+
+	const char *hthread, *hagent, *qthread;
+	if ((r = one_value(raw->headers, raw->n_headers, "X-Rung-Thread", true, SRV_MAX_KEY_PART,
+			   &hthread, err)) < 0 ||
+	    (r = one_value(raw->headers, raw->n_headers, "X-Rung-Agent", true, SRV_MAX_KEY_PART,
+			   &hagent, err)) < 0 ||
+	    (r = one_value(raw->query, raw->n_query, "thread", false, SRV_MAX_KEY_PART, &qthread,
+			   err)) < 0)
+		return r;
+	if (hthread && !key_part_ok(hthread))
+		return rung_err_set(err, EINVAL, "X-Rung-Thread: empty or has control characters");
+	if (hagent && !key_part_ok(hagent))
+		return rung_err_set(err, EINVAL, "X-Rung-Agent: empty or has control characters");
+	if (qthread && !key_part_ok(qthread))
+		return rung_err_set(err, EINVAL, "thread: empty or has control characters");
+	if (qthread && hthread && strcmp(qthread, hthread))
+		return rung_err_set(err, EINVAL, "thread: query and X-Rung-Thread disagree");
+	out->thread = qthread ? qthread : hthread;
+	out->agent = hagent;
+
+	if ((r = route_params(raw, out, hthread && hagent, err)) < 0)
+		return r;
 	*code = SRV_OK;
 	return 0;
 }
