@@ -80,8 +80,10 @@ static uint64_t time_exec(struct rung_sandbox *sb, const char *const *argv, bool
 	struct rung_err err = {0};
 	struct rung_exec_res res;
 	uint64_t t_first = 0, t0 = rung_now_us();
-	struct rung_exec_req q = {.argv = argv, .on_output = first ? first_byte : NULL,
-				  .ud = &t_first, .no_collect = first};
+	struct rung_exec_req q = {.argv = argv,
+				  .on_output = first ? first_byte : NULL,
+				  .ud = &t_first,
+				  .no_collect = first};
 	if (rung_exec(sb, &q, &res, &err) < 0)
 		die("exec", &err);
 	uint64_t t1 = rung_now_us();
@@ -120,8 +122,8 @@ static void *attach_main(void *p)
 {
 	struct att *a = p;
 	struct rung_err err = {0};
-	struct rung_proc_attach_req q = {.since = a->since, .in_fd = a->in_r, .on_output = echo_out,
-					 .ud = a};
+	struct rung_proc_attach_req q = {
+	    .since = a->since, .in_fd = a->in_r, .on_output = echo_out, .ud = a};
 	if (rung_proc_attach(a->sb, a->h, &q, &err) < 0)
 		fprintf(stderr, "attach: %s\n", err.msg);
 	close(a->note_w);

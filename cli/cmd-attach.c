@@ -59,10 +59,7 @@ void cli_term_raw(void)
 	}
 }
 
-void cli_term_restore(void)
-{
-	term_restore();
-}
+void cli_term_restore(void) { term_restore(); }
 
 bool cli_term_size(unsigned *rows, unsigned *cols)
 {
@@ -98,10 +95,10 @@ ssize_t cli_detach_filter(struct cli_detach *d, const char *in, size_t len, char
 struct relay {
 	struct cli *c;
 	const char *id, *handle;
-	int in_w;    /* the attach's input: filtered stdin */
+	int in_w;     /* the attach's input: filtered stdin */
 	bool eof_eot; /* exec -t: our EOF is the terminal's EOF character (^D), not a detach */
-	int stop[2]; /* the attach is over */
-	int sfd;     /* SIGWINCH */
+	int stop[2];  /* the attach is over */
+	int sfd;      /* SIGWINCH */
 };
 
 static void resize_now(struct rung_sandbox *sb, const char *h)
@@ -128,8 +125,8 @@ static void *input_main(void *arg)
 	char buf[4096], out[4097];
 	bool in_open = true;
 	for (;;) {
-		struct pollfd p[3] = {{in_open ? 0 : -1, POLLIN, 0}, {x->stop[0], POLLIN, 0},
-				      {x->sfd, POLLIN, 0}};
+		struct pollfd p[3] = {
+		    {in_open ? 0 : -1, POLLIN, 0}, {x->stop[0], POLLIN, 0}, {x->sfd, POLLIN, 0}};
 		if (poll(p, 3, -1) < 0 && errno != EINTR)
 			break;
 		if (p[1].revents)
@@ -174,7 +171,10 @@ int cli_attach_local(struct cli *c, struct rung_sandbox *sb, const char *id, con
 	sigemptyset(&winch);
 	sigaddset(&winch, SIGWINCH);
 	pthread_sigmask(SIG_BLOCK, &winch, &prev);
-	struct relay x = {.c = c, .id = id, .handle = h, .eof_eot = eof_eot,
+	struct relay x = {.c = c,
+			  .id = id,
+			  .handle = h,
+			  .eof_eot = eof_eot,
 			  .sfd = signalfd(-1, &winch, SFD_CLOEXEC)};
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(x.stop, O_CLOEXEC) < 0)
 		return rung_err_sys(err, errno, "pipe");
@@ -184,7 +184,8 @@ int cli_attach_local(struct cli *c, struct rung_sandbox *sb, const char *id, con
 	pthread_t t;
 	int r = pthread_create(&t, NULL, input_main, &x);
 	if (r == 0) {
-		struct rung_proc_attach_req q = {.since = since, .in_fd = in[0], .on_output = out_fn};
+		struct rung_proc_attach_req q = {
+		    .since = since, .in_fd = in[0], .on_output = out_fn};
 		r = rung_proc_attach(sb, h, &q, err);
 		close(x.stop[1]);
 		pthread_join(t, NULL);

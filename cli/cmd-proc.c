@@ -6,8 +6,8 @@
  * same way), so the two paths print the same bytes.
  */
 #include <errno.h>
-#include <openssl/evp.h>
 #include <inttypes.h>
+#include <openssl/evp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,14 +22,14 @@
 #include "common/util.h"
 
 static const char *const sig_names[] = {
-    [SIGHUP] = "HUP",	[SIGINT] = "INT",   [SIGQUIT] = "QUIT", [SIGILL] = "ILL",
-    [SIGTRAP] = "TRAP", [SIGABRT] = "ABRT", [SIGBUS] = "BUS",	[SIGFPE] = "FPE",
-    [SIGKILL] = "KILL", [SIGUSR1] = "USR1", [SIGSEGV] = "SEGV", [SIGUSR2] = "USR2",
-    [SIGPIPE] = "PIPE", [SIGALRM] = "ALRM", [SIGTERM] = "TERM", [SIGCHLD] = "CHLD",
-    [SIGCONT] = "CONT", [SIGSTOP] = "STOP", [SIGTSTP] = "TSTP", [SIGTTIN] = "TTIN",
-    [SIGTTOU] = "TTOU", [SIGURG] = "URG",   [SIGXCPU] = "XCPU", [SIGXFSZ] = "XFSZ",
+    [SIGHUP] = "HUP",	    [SIGINT] = "INT",	[SIGQUIT] = "QUIT",   [SIGILL] = "ILL",
+    [SIGTRAP] = "TRAP",	    [SIGABRT] = "ABRT", [SIGBUS] = "BUS",     [SIGFPE] = "FPE",
+    [SIGKILL] = "KILL",	    [SIGUSR1] = "USR1", [SIGSEGV] = "SEGV",   [SIGUSR2] = "USR2",
+    [SIGPIPE] = "PIPE",	    [SIGALRM] = "ALRM", [SIGTERM] = "TERM",   [SIGCHLD] = "CHLD",
+    [SIGCONT] = "CONT",	    [SIGSTOP] = "STOP", [SIGTSTP] = "TSTP",   [SIGTTIN] = "TTIN",
+    [SIGTTOU] = "TTOU",	    [SIGURG] = "URG",	[SIGXCPU] = "XCPU",   [SIGXFSZ] = "XFSZ",
     [SIGVTALRM] = "VTALRM", [SIGPROF] = "PROF", [SIGWINCH] = "WINCH", [SIGIO] = "IO",
-    [SIGPWR] = "PWR",	[SIGSYS] = "SYS",
+    [SIGPWR] = "PWR",	    [SIGSYS] = "SYS",
 };
 
 int cli_signal_parse(const char *s)
@@ -67,8 +67,8 @@ json_t *cli_proc_info_json(const struct rung_proc_info *pi)
 	return json_pack("{s:s, s:s, s:o, s:b, s:b, s:s, s:o, s:o, s:I, s:I, s:I, s:I, s:I}",
 			 "handle", pi->handle, "name", pi->name, "argv", argv, "pty", pi->pty,
 			 "session", pi->session, "state", exited ? "exited" : "running",
-			 "exit_code", exited ? json_integer(pi->exit_code) : json_null(),
-			 "signal", exited ? json_integer(pi->signal) : json_null(), "pid",
+			 "exit_code", exited ? json_integer(pi->exit_code) : json_null(), "signal",
+			 exited ? json_integer(pi->signal) : json_null(), "pid",
 			 (json_int_t)pi->pid, "started_ms", (json_int_t)pi->started_ms,
 			 "end_offset", (json_int_t)pi->end_offset, "dropped_out",
 			 (json_int_t)pi->dropped_out, "dropped_err", (json_int_t)pi->dropped_err);
@@ -152,8 +152,7 @@ static int add_env(const char *cmd, struct cli_proc_args *a, const char *v)
 	return 0;
 }
 
-static int parse_uint(const char *cmd, const char *opt, const char *v, uint64_t max,
-		      uint64_t *out)
+static int parse_uint(const char *cmd, const char *opt, const char *v, uint64_t max, uint64_t *out)
 {
 	if (rung_parse_u64(v, out) < 0 || *out > max)
 		return cli_usage_error(cmd, "%s: '%s' is not a number from 0 to %" PRIu64, opt, v,
@@ -185,8 +184,8 @@ static int proc_opt(const char *cmd, struct cli_proc_args *a, int argc, char **a
 		a->req.pty = true;
 		return a->op == CLI_P_START;
 	}
-	static const char *const valued[] = {"--since", "--timeout", "--name", "--cwd", "--env",
-					     "--rows", "--cols", "--buffer", "--shell"};
+	static const char *const valued[] = {"--since", "--timeout", "--name",	 "--cwd",  "--env",
+					     "--rows",	"--cols",    "--buffer", "--shell"};
 	size_t k = 0;
 	while (k < RUNG_ARRAY_SIZE(valued) && strcmp(o, valued[k]))
 		k++;
@@ -198,7 +197,9 @@ static int proc_opt(const char *cmd, struct cli_proc_args *a, int argc, char **a
 	bool start = a->op == CLI_P_START, sess = a->op == CLI_P_SESS_START;
 	switch (k) {
 	case 0:
-		return a->op != CLI_P_LOGS ? 0 : parse_uint(cmd, o, val, UINT64_MAX, &a->since) ? -1 : 1;
+		return a->op != CLI_P_LOGS				? 0
+		       : parse_uint(cmd, o, val, UINT64_MAX, &a->since) ? -1
+									: 1;
 	case 1:
 		if (a->op != CLI_P_WAIT && a->op != CLI_P_SESS_RUN)
 			return 0;
@@ -241,10 +242,10 @@ static const struct {
 	int npos; /* positionals after the subcommand: ID, H, and the op's own */
 	bool cmd; /* takes -- CMD */
 } subs[] = {
-    {"start", CLI_P_START, 1, true},	 {"ls", CLI_P_LS, 1, false},
-    {"logs", CLI_P_LOGS, 2, false},	 {"stdin", CLI_P_STDIN, 2, false},
-    {"signal", CLI_P_SIGNAL, 3, false},	 {"wait", CLI_P_WAIT, 2, false},
-    {"kill", CLI_P_KILL, 2, false},	 {"resize", CLI_P_RESIZE, 4, false},
+    {"start", CLI_P_START, 1, true},	{"ls", CLI_P_LS, 1, false},
+    {"logs", CLI_P_LOGS, 2, false},	{"stdin", CLI_P_STDIN, 2, false},
+    {"signal", CLI_P_SIGNAL, 3, false}, {"wait", CLI_P_WAIT, 2, false},
+    {"kill", CLI_P_KILL, 2, false},	{"resize", CLI_P_RESIZE, 4, false},
 };
 static const struct {
 	const char *name;
@@ -289,8 +290,8 @@ static int join_command(struct cli_proc_args *a, int argc, char **argv, int at)
 	return 0;
 }
 
-static int parse_args(const char *cmd, int npos, bool takes_cmd, struct cli_proc_args *a,
-		      int argc, char **argv)
+static int parse_args(const char *cmd, int npos, bool takes_cmd, struct cli_proc_args *a, int argc,
+		      char **argv)
 {
 	char *pos[4] = {0};
 	int n = 0, cmd_at = -1;
@@ -313,7 +314,11 @@ static int parse_args(const char *cmd, int npos, bool takes_cmd, struct cli_proc
 		pos[n++] = argv[i];
 	}
 	if (n < npos)
-		return cli_usage_error(cmd, "missing %s", n == 0 ? "ID" : n == 1 ? "handle" : a->op == CLI_P_SIGNAL ? "SIGNAL" : "ROWS COLS");
+		return cli_usage_error(cmd, "missing %s",
+				       n == 0		       ? "ID"
+				       : n == 1		       ? "handle"
+				       : a->op == CLI_P_SIGNAL ? "SIGNAL"
+							       : "ROWS COLS");
 	if (takes_cmd && (cmd_at < 0 || cmd_at >= argc))
 		return cli_usage_error(cmd, "missing -- CMD");
 	if (!takes_cmd && cmd_at >= 0)
@@ -363,13 +368,12 @@ static int local_session_run(struct cli *c, struct rung_sandbox *sb, struct cli_
 	if (res.timed_out)
 		status = 124;
 	if (c->json) {
-		json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:s%, s:s%, s:b, s:b, s:I}", "id",
-				      a->id, "session", a->handle, "exit_code", res.exit_code,
-				      "signal", res.signal, "stdout", res.out ? res.out : "",
-				      res.out_len, "stderr", res.errout ? res.errout : "",
-				      res.err_len, "timed_out", res.timed_out, "truncated",
-				      res.truncated, "duration_ms",
-				      (json_int_t)(res.duration_us / 1000));
+		json_t *o = json_pack(
+		    "{s:s, s:s, s:i, s:i, s:s%, s:s%, s:b, s:b, s:I}", "id", a->id, "session",
+		    a->handle, "exit_code", res.exit_code, "signal", res.signal, "stdout",
+		    res.out ? res.out : "", res.out_len, "stderr", res.errout ? res.errout : "",
+		    res.err_len, "timed_out", res.timed_out, "truncated", res.truncated,
+		    "duration_ms", (json_int_t)(res.duration_us / 1000));
 		if (o)
 			print_json(o);
 		json_decref(o);
@@ -502,15 +506,9 @@ static int dispatch(struct cli *c, const char *cmd, bool session, int argc, char
 	return st;
 }
 
-CLI_CMD(proc)
-{
-	return dispatch(c, "proc", false, argc, argv);
-}
+CLI_CMD(proc) { return dispatch(c, "proc", false, argc, argv); }
 
-CLI_CMD(session)
-{
-	return dispatch(c, "session", true, argc, argv);
-}
+CLI_CMD(session) { return dispatch(c, "session", true, argc, argv); }
 
 /* ---- logs and stdin, locally -------------------------------------------------------------- */
 
@@ -546,7 +544,8 @@ int cli_proc_print_end(struct cli *c, uint64_t end_offset, uint64_t dropped, boo
 		       end_offset, dropped, exited ? "true" : "false");
 	} else if (dropped) {
 		fprintf(stderr,
-			"rung: %" PRIu64 " bytes after the offset asked for were no longer buffered\n",
+			"rung: %" PRIu64
+			" bytes after the offset asked for were no longer buffered\n",
 			dropped);
 	}
 	return 0;
@@ -560,8 +559,8 @@ static int on_log(void *ud, enum rung_stream s, uint64_t offset, const void *dat
 static int local_logs(struct cli *c, struct rung_sandbox *sb, struct cli_proc_args *a,
 		      struct rung_err *err)
 {
-	struct rung_proc_logs_req q = {.since = a->since, .follow = a->follow, .on_output = on_log,
-				       .ud = c};
+	struct rung_proc_logs_req q = {
+	    .since = a->since, .follow = a->follow, .on_output = on_log, .ud = c};
 	struct rung_proc_logs_res res = {0};
 	int r = rung_proc_logs(sb, a->handle, &q, &res, err);
 	if (r < 0)

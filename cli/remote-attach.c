@@ -77,8 +77,8 @@ static void send_size(struct wsc *w)
 	char msg[96];
 	if (!cli_term_size(&rows, &cols))
 		return;
-	int n = snprintf(msg, sizeof(msg), "{\"type\":\"resize\",\"rows\":%u,\"cols\":%u}", rows,
-			 cols);
+	int n =
+	    snprintf(msg, sizeof(msg), "{\"type\":\"resize\",\"rows\":%u,\"cols\":%u}", rows, cols);
 	send_frame(w, 1, msg, (size_t)n);
 }
 
@@ -141,7 +141,8 @@ static int ws_open(struct cli *c, struct wsc *w, const char *path, struct rung_e
 		return r;
 	}
 	if (!strcasestr(head, want))
-		return rung_err_set(err, EPROTO, "attach: the daemon's Sec-WebSocket-Accept is wrong");
+		return rung_err_set(err, EPROTO,
+				    "attach: the daemon's Sec-WebSocket-Accept is wrong");
 	if (rest && (w->pre = malloc(rest))) {
 		memcpy(w->pre, body, rest);
 		w->pre_len = rest;
@@ -211,8 +212,8 @@ static int relay(struct wsc *w, bool eof_eot, struct rung_err *err)
 	send_size(w);
 	cli_term_raw();
 	while (r == 0) {
-		struct pollfd p[3] = {{w->fd, POLLIN, 0}, {in_open ? 0 : -1, POLLIN, 0},
-				      {sfd, POLLIN, 0}};
+		struct pollfd p[3] = {
+		    {w->fd, POLLIN, 0}, {in_open ? 0 : -1, POLLIN, 0}, {sfd, POLLIN, 0}};
 		if (w->pre_len) { /* frames that came with the head */
 			r = on_frame(w);
 			continue;
@@ -299,8 +300,8 @@ int cli_remote_attach(struct cli *c, const char *id, const char *h, uint64_t sin
 
 int cli_remote_exec_tty(struct cli *c, const char *id, const struct rung_proc_req *req)
 {
-	json_t *o = json_pack("{s:[], s:b, s:i, s:i}", "argv", "pty", 1, "rows", req->rows,
-			      "cols", req->cols);
+	json_t *o = json_pack("{s:[], s:b, s:i, s:i}", "argv", "pty", 1, "rows", req->rows, "cols",
+			      req->cols);
 	for (const char *const *a = req->argv; *a; a++)
 		json_array_append_new(json_object_get(o, "argv"), json_string(*a));
 	if (req->cwd)

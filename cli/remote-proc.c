@@ -238,8 +238,8 @@ static int remote_stdin(struct cli *c, const struct cli_proc_args *a, struct run
 		if (n < 0)
 			return rung_err_sys(err, errno, "read stdin");
 		cleanup_http struct cli_http h = {0};
-		int r = cli_http_call(c, &h, "POST", n ? path : eof_path, hdrs, buf, (size_t)n,
-				      err);
+		int r =
+		    cli_http_call(c, &h, "POST", n ? path : eof_path, hdrs, buf, (size_t)n, err);
 		if (r < 0 || n == 0)
 			return r;
 	}
@@ -349,7 +349,9 @@ static int remote_op(struct cli *c, struct cli_proc_args *a, struct rung_err *er
 	if (r < 0)
 		return r;
 	print_done(c, a,
-		   a->op == CLI_P_KILL ? "killed" : a->op == CLI_P_SIGNAL ? "signalled" : "resized");
+		   a->op == CLI_P_KILL	   ? "killed"
+		   : a->op == CLI_P_SIGNAL ? "signalled"
+					   : "resized");
 	return 0;
 }
 

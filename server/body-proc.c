@@ -33,13 +33,13 @@ void srv_proc_body_release(struct srv_proc_body *p)
 }
 
 static const char *const sig_names[] = {
-    [SIGHUP] = "HUP",	    [SIGINT] = "INT",	  [SIGQUIT] = "QUIT",	[SIGILL] = "ILL",
-    [SIGTRAP] = "TRAP",	    [SIGABRT] = "ABRT",	  [SIGBUS] = "BUS",	[SIGFPE] = "FPE",
-    [SIGKILL] = "KILL",	    [SIGUSR1] = "USR1",	  [SIGSEGV] = "SEGV",	[SIGUSR2] = "USR2",
-    [SIGPIPE] = "PIPE",	    [SIGALRM] = "ALRM",	  [SIGTERM] = "TERM",	[SIGCHLD] = "CHLD",
-    [SIGCONT] = "CONT",	    [SIGSTOP] = "STOP",	  [SIGTSTP] = "TSTP",	[SIGTTIN] = "TTIN",
-    [SIGTTOU] = "TTOU",	    [SIGURG] = "URG",	  [SIGXCPU] = "XCPU",	[SIGXFSZ] = "XFSZ",
-    [SIGVTALRM] = "VTALRM", [SIGPROF] = "PROF",	  [SIGWINCH] = "WINCH", [SIGIO] = "IO",
+    [SIGHUP] = "HUP",	    [SIGINT] = "INT",	[SIGQUIT] = "QUIT",   [SIGILL] = "ILL",
+    [SIGTRAP] = "TRAP",	    [SIGABRT] = "ABRT", [SIGBUS] = "BUS",     [SIGFPE] = "FPE",
+    [SIGKILL] = "KILL",	    [SIGUSR1] = "USR1", [SIGSEGV] = "SEGV",   [SIGUSR2] = "USR2",
+    [SIGPIPE] = "PIPE",	    [SIGALRM] = "ALRM", [SIGTERM] = "TERM",   [SIGCHLD] = "CHLD",
+    [SIGCONT] = "CONT",	    [SIGSTOP] = "STOP", [SIGTSTP] = "TSTP",   [SIGTTIN] = "TTIN",
+    [SIGTTOU] = "TTOU",	    [SIGURG] = "URG",	[SIGXCPU] = "XCPU",   [SIGXFSZ] = "XFSZ",
+    [SIGVTALRM] = "VTALRM", [SIGPROF] = "PROF", [SIGWINCH] = "WINCH", [SIGIO] = "IO",
     [SIGPWR] = "PWR",	    [SIGSYS] = "SYS",
 };
 
@@ -122,10 +122,10 @@ static int proc_field(const char *k, json_t *v, const char *allowed, struct srv_
 	if (json_is_string(v))
 		p->sig = srv_signal_from_name(json_string_value(v));
 	else
-		p->sig = json_is_integer(v) && json_integer_value(v) >= 1 &&
-				 json_integer_value(v) <= 64
-			     ? (int)json_integer_value(v)
-			     : -1;
+		p->sig =
+		    json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= 64
+			? (int)json_integer_value(v)
+			: -1;
 	if (p->sig < 0)
 		return rung_err_set(err, EINVAL,
 				    "signal: must be a signal name (\"TERM\") or number 1..64");
@@ -155,8 +155,7 @@ static int parse(const char *body, size_t len, const char *allowed, bool empty_o
 	return 0;
 }
 
-static int required(struct srv_proc_body *p, bool missing, const char *field,
-		    struct rung_err *err)
+static int required(struct srv_proc_body *p, bool missing, const char *field, struct rung_err *err)
 {
 	if (!missing)
 		return 0;

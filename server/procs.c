@@ -99,7 +99,8 @@ static enum MHD_Result do_start(struct srv_call *call, struct MHD_Connection *c,
 		return srv_reply_error(call, c, SRV_E_TOO_MANY, "%s", err.msg);
 	if (rc < 0)
 		return srv_reply_rung_err(call, c, rc, &err);
-	return srv_reply_json(call, c, 200, json_pack("{s:s, s:s}", "id", call->req.id, "handle", h));
+	return srv_reply_json(call, c, 200,
+			      json_pack("{s:s, s:s}", "id", call->req.id, "handle", h));
 }
 
 static enum MHD_Result do_list(struct srv_call *call, struct MHD_Connection *c,
@@ -115,7 +116,8 @@ static enum MHD_Result do_list(struct srv_call *call, struct MHD_Connection *c,
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(arr, srv_proc_info_json(&v[i]));
 	rung_proc_info_free(v, n);
-	return srv_reply_json(call, c, 200, json_pack("{s:s, s:o}", "id", call->req.id, "procs", arr));
+	return srv_reply_json(call, c, 200,
+			      json_pack("{s:s, s:o}", "id", call->req.id, "procs", arr));
 }
 
 /* True when the client at the other end of c hung up. */
@@ -138,8 +140,9 @@ static enum MHD_Result do_wait(struct srv_call *call, struct MHD_Connection *c,
 	int rc;
 	for (;;) {
 		uint64_t now = rung_now_ms();
-		uint32_t slice = now >= deadline ? 0 : deadline - now > 1000 ? 1000
-									      : (uint32_t)(deadline - now);
+		uint32_t slice = now >= deadline	 ? 0
+				 : deadline - now > 1000 ? 1000
+							 : (uint32_t)(deadline - now);
 		rc = rung_proc_wait(sb, call->req.handle, slice, NULL, &err);
 		if (rc != 0 || slice == 0 || client_gone(c))
 			break;
@@ -226,8 +229,8 @@ static int logs_out(void *ud, enum rung_stream st, uint64_t offset, const void *
 	cleanup_free char *field = srv_enc_field("data", data, len, &fl);
 	cleanup_free char *line = NULL;
 	if (!field || asprintf(&line, "{\"type\":\"%s\",\"offset\":%llu,%s}",
-			       st == RUNG_STDERR ? "stderr" : "stdout",
-			       (unsigned long long)offset, field) < 0)
+			       st == RUNG_STDERR ? "stderr" : "stdout", (unsigned long long)offset,
+			       field) < 0)
 		return -1;
 	return write_all_line(j->wfd, line) < 0 ? -1 : 0;
 }
@@ -236,8 +239,12 @@ static void logs_run(void *arg, int wfd)
 {
 	struct logs_job *j = arg;
 	j->wfd = wfd;
-	struct rung_proc_logs_req q = {.since = j->since, .follow = j->follow, .on_output = logs_out,
-				       .ud = j, .watch_fd = true, .cancel_fd = wfd};
+	struct rung_proc_logs_req q = {.since = j->since,
+				       .follow = j->follow,
+				       .on_output = logs_out,
+				       .ud = j,
+				       .watch_fd = true,
+				       .cancel_fd = wfd};
 	struct rung_proc_logs_res res = {0};
 	struct rung_err err = {0};
 	int rc = rung_proc_logs(j->sb, j->handle, &q, &res, &err);

@@ -257,7 +257,7 @@ static void shutdown_all(struct srv *s, pthread_t *threads, size_t n_threads)
 			if (fd != MHD_INVALID_SOCKET)
 				close(fd);
 		}
-	srv_ws_shutdown(); /* attaches detach; their processes run on */
+	srv_ws_shutdown(s); /* attaches detach; their processes run on */
 	uint64_t deadline = rung_now_ms() + (uint64_t)s->o.drain_s * 1000;
 	while (atomic_load(&s->metrics.inflight) > 0 && rung_now_ms() < deadline)
 		usleep(20000);
@@ -324,6 +324,7 @@ int rung_serve_main(int argc, char **argv, const struct rung_router_opts *host)
 	pthread_mutex_init(&s.conn_mu, NULL);
 	pthread_mutex_init(&s.scope_mu, NULL);
 	pthread_mutex_init(&s.stop_mu, NULL);
+	pthread_mutex_init(&s.ws_mu, NULL);
 	pthread_cond_init(&s.stop_cv, NULL);
 	/* Check the store once, so that a bad --state-dir fails now rather than per request. */
 	struct rung_router *r0;

@@ -21,8 +21,8 @@
 #include "common/cleanup.h"
 #include "common/err.h"
 #include "common/util.h"
-#include "server/pool.h"
 #include "server/encode.h"
+#include "server/pool.h"
 #include "server/reply.h"
 #include "server/ws.h"
 
@@ -30,7 +30,7 @@
 #define WS_MAX_FRAME (1u << 20)
 enum { WS_CONT = 0, WS_TEXT = 1, WS_BIN = 2, WS_CLOSE = 8, WS_PING = 9, WS_PONG = 10 };
 
-struct ws {
+struct srv_ws {
 	struct srv *s;
 	struct rung_router *router, *router2; /* the attach's, and the control reader's */
 	struct rung_sandbox *sb, *sb2;
@@ -40,17 +40,13 @@ struct ws {
 	struct MHD_UpgradeResponseHandle *urh;
 	char *extra; /* bytes MHD read past the request head */
 	size_t extra_len;
-	int in[2];		 /* client input -> rung_proc_attach's in_fd */
+	int in[2];		  /* client input -> rung_proc_attach's in_fd */
 	pthread_mutex_t write_mu; /* frames from both threads */
 	bool closed_sent;
-	struct ws *next;
+	struct srv_ws *next; /* in s->ws, under s->ws_mu */
 };
 
-/* Live attaches, shut down with the daemon (srv_ws_shutdown). */
-static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct ws *live;
-
-static int send_frame(struct ws *w, int op, const void *data, size_t len)
+static int send_frame(struct srv_ws *w, int op, const void *data, size_t len)
 {
 	unsigned char h[10];
 	size_t hl = 2;
@@ -78,14 +74,14 @@ static int send_frame(struct ws *w, int op, const void *data, size_t len)
 	return r;
 }
 
-static void send_close(struct ws *w, unsigned code)
+static void send_close(struct srv_ws *w, unsigned code)
 {
 	unsigned char p[2] = {(unsigned char)(code >> 8), (unsigned char)code};
 	send_frame(w, WS_CLOSE, p, 2);
 }
 
 /* Read exactly n bytes: first what MHD had read already, then the socket. */
-static int ws_read(struct ws *w, void *buf, size_t n)
+static int ws_read(struct srv_ws *w, void *buf, size_t n)
 {
 	size_t k = w->extra_len < n ? w->extra_len : n;
 	if (k) {
@@ -97,7 +93,7 @@ static int ws_read(struct ws *w, void *buf, size_t n)
 }
 
 /* A text frame: a control message. Only resize is defined; others are ignored. */
-static void control(struct ws *w, const char *p, size_t len)
+static void control(struct srv_ws *w, const char *p, size_t len)
 {
 	json_t *o = json_loadb(p, len, 0, NULL);
 	const char *t = json_string_value(json_object_get(o, "type"));
@@ -118,7 +114,7 @@ static void control(struct ws *w, const char *p, size_t len)
 }
 
 /* One client frame; <0 ends the reading (close, error, protocol violation). */
-static int read_frame(struct ws *w, unsigned char *buf)
+static int read_frame(struct srv_ws *w, unsigned char *buf)
 {
 	unsigned char h[2], ext[8], mask[4];
 	if (ws_read(w, h, 2) < 0)
@@ -163,7 +159,7 @@ static int read_frame(struct ws *w, unsigned char *buf)
 
 static void *reader_main(void *arg)
 {
-	struct ws *w = arg;
+	struct srv_ws *w = arg;
 	unsigned char *buf = malloc(WS_MAX_FRAME);
 	while (buf && read_frame(w, buf) == 0)
 		;
@@ -178,7 +174,7 @@ static int on_output(void *ud, enum rung_stream s, uint64_t offset, const void *
 	return send_frame(ud, WS_BIN, data, len) < 0 ? -1 : 0;
 }
 
-static void exit_message(struct ws *w)
+static void exit_message(struct srv_ws *w)
 {
 	struct rung_err err = {0};
 	struct rung_proc_info pi;
@@ -193,15 +189,15 @@ static void exit_message(struct ws *w)
 		send_frame(w, WS_TEXT, s, strlen(s));
 }
 
-static void ws_free(struct ws *w)
+static void ws_free(struct srv_ws *w)
 {
-	pthread_mutex_lock(&live_mu);
-	for (struct ws **p = &live; *p; p = &(*p)->next)
+	pthread_mutex_lock(&w->s->ws_mu);
+	for (struct srv_ws **p = &w->s->ws; *p; p = &(*p)->next)
 		if (*p == w) {
 			*p = w->next;
 			break;
 		}
-	pthread_mutex_unlock(&live_mu);
+	pthread_mutex_unlock(&w->s->ws_mu);
 	if (w->in[0] >= 0)
 		close(w->in[0]);
 	if (w->in[1] >= 0)
@@ -219,11 +215,11 @@ static void ws_free(struct ws *w)
 
 static void *attach_main(void *arg)
 {
-	struct ws *w = arg;
+	struct srv_ws *w = arg;
 	pthread_t rt;
 	bool reading = pthread_create(&rt, NULL, reader_main, w) == 0;
-	struct rung_proc_attach_req q = {.since = w->since, .in_fd = w->in[0],
-					 .on_output = on_output, .ud = w};
+	struct rung_proc_attach_req q = {
+	    .since = w->since, .in_fd = w->in[0], .on_output = on_output, .ud = w};
 	struct rung_err err = {0};
 	int r = reading ? rung_proc_attach(w->sb, w->handle, &q, &err) : -EAGAIN;
 	if (r == 1)
@@ -248,7 +244,7 @@ static void *attach_main(void *arg)
 static void upgraded(void *cls, struct MHD_Connection *c, void *req_cls, const char *extra_in,
 		     size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
 {
-	struct ws *w = cls;
+	struct srv_ws *w = cls;
 	w->sock = sock;
 	w->urh = urh;
 	if (extra_in_size && (w->extra = malloc(extra_in_size))) {
@@ -258,10 +254,10 @@ static void upgraded(void *cls, struct MHD_Connection *c, void *req_cls, const c
 	int fl = fcntl(sock, F_GETFL);
 	if (fl >= 0)
 		fcntl(sock, F_SETFL, fl & ~O_NONBLOCK);
-	pthread_mutex_lock(&live_mu);
-	w->next = live;
-	live = w;
-	pthread_mutex_unlock(&live_mu);
+	pthread_mutex_lock(&w->s->ws_mu);
+	w->next = w->s->ws;
+	w->s->ws = w;
+	pthread_mutex_unlock(&w->s->ws_mu);
 	pthread_t t;
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
@@ -273,12 +269,12 @@ static void upgraded(void *cls, struct MHD_Connection *c, void *req_cls, const c
 	pthread_attr_destroy(&attr);
 }
 
-void srv_ws_shutdown(void)
+void srv_ws_shutdown(struct srv *s)
 {
-	pthread_mutex_lock(&live_mu);
-	for (struct ws *w = live; w; w = w->next)
+	pthread_mutex_lock(&s->ws_mu);
+	for (struct srv_ws *w = s->ws; w; w = w->next)
 		shutdown(w->sock, SHUT_RDWR);
-	pthread_mutex_unlock(&live_mu);
+	pthread_mutex_unlock(&s->ws_mu);
 }
 
 /* Sec-WebSocket-Accept for key: base64(SHA-1(key + GUID)). */
@@ -332,7 +328,7 @@ enum MHD_Result srv_ws_attach(struct srv_call *call, struct MHD_Connection *c,
 				       "attach: a WebSocket upgrade (RFC 6455, version 13) is "
 				       "required: Upgrade, Connection, Sec-WebSocket-Key, "
 				       "Sec-WebSocket-Version");
-	struct ws *w = calloc(1, sizeof(*w));
+	struct srv_ws *w = calloc(1, sizeof(*w));
 	cleanup_free char *acc = accept_value(key);
 	if (!w || !acc || pipe2(w->in, O_CLOEXEC) < 0) {
 		free(w);

@@ -9,6 +9,6 @@ enum MHD_Result srv_ws_attach(struct srv_call *call, struct MHD_Connection *c,
 			      struct rung_sandbox **sb, struct rung_router **router);
 
 /* Shut the sockets of every live attach (the daemon is stopping): their threads end. */
-void srv_ws_shutdown(void);
+void srv_ws_shutdown(struct srv *s);
 
 #endif

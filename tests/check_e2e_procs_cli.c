@@ -15,7 +15,7 @@ struct out {
 };
 
 struct cli_env {
-	const char *sock; /* NULL: the local store (RUNG_STATE_DIR) */
+	const char *sock;  /* NULL: the local store (RUNG_STATE_DIR) */
 	const char *token; /* with sock; NULL: TOK_A */
 	char state[300];
 };
@@ -65,8 +65,7 @@ static pid_t spawn(const struct cli_env *ce, const char *const *args, int *in_w,
 	return p;
 }
 
-static void run(const struct cli_env *ce, const char *in, struct out *res,
-		const char *const *args)
+static void run(const struct cli_env *ce, const char *in, struct out *res, const char *const *args)
 {
 	int in_w, out_r, err_r;
 	pid_t p = spawn(ce, args, &in_w, &out_r, &err_r);
@@ -216,8 +215,8 @@ static void attach_and_exec_t(const struct cli_env *ce, const char *id)
 {
 	struct out r;
 	char h[64];
-	RUNG(ce, NULL, &r, "proc", "start", id, "--pty", "--rows", "30", "--cols", "90", "--",
-	     "sh", "-c", "echo ready; stty -echo; while read l; do echo \"got $l $(stty size)\"; done");
+	RUNG(ce, NULL, &r, "proc", "start", id, "--pty", "--rows", "30", "--cols", "90", "--", "sh",
+	     "-c", "echo ready; stty -echo; while read l; do echo \"got $l $(stty size)\"; done");
 	ck_assert_msg(r.status == 0, "%d %s", r.status, r.e);
 	first_line(r.o, h, sizeof(h));
 	usleep(300000);
@@ -268,8 +267,8 @@ static void sessions(const struct cli_env *ce, const char *id)
 	ck_assert_msg(r.status == 4 && !strcmp(r.o, "/tmp\n1\n") && !strcmp(r.e, "e\n"),
 		      "%d [%s] %s", r.status, r.o, r.e);
 	RUNG(ce, NULL, &r, "--json", "session", "run", id, s, "--timeout", "0.5", "--", "sleep 30");
-	ck_assert_msg(r.status == 124 && strstr(r.o, "\"timed_out\":true"), "%d [%s] %s",
-		      r.status, r.o, r.e);
+	ck_assert_msg(r.status == 124 && strstr(r.o, "\"timed_out\":true"), "%d [%s] %s", r.status,
+		      r.o, r.e);
 	RUNG(ce, NULL, &r, "session", "run", id, s, "--", "echo $X");
 	ck_assert_msg(r.status == 0 && !strcmp(r.o, "1\n"), "%d [%s] %s", r.status, r.o, r.e);
 	RUNG(ce, NULL, &r, "proc", "ls", id);
@@ -375,6 +374,7 @@ Suite *e2e_procs_cli_suite(void)
 {
 	Suite *s = suite_create("e2e_procs_cli");
 	TCase *tp = tcase_create("help");
+	tcase_set_timeout(tp, 30);
 	tcase_add_test(tp, test_help);
 	suite_add_tcase(s, tp);
 	TCase *tc = tcase_create("cli-root");

@@ -28,8 +28,8 @@ static void fx_up(struct fx *f)
 }
 
 /* method PATH-TAIL (after /v1/sandboxes/ID) as token; the response. */
-static struct srvt_resp call(struct fx *f, const char *token, const char *method,
-			     const char *tail, const char *body)
+static struct srvt_resp call(struct fx *f, const char *token, const char *method, const char *tail,
+			     const char *body)
 {
 	char p[512];
 	snprintf(p, sizeof(p), "%s%s", f->path, tail);
@@ -57,8 +57,8 @@ static void start(struct fx *f, const char *body, char h[17])
 
 /* The bytes of an NDJSON logs body (chunks checked contiguous from since); *end the end
  * line's end_offset (or the offset after the last whole chunk line when there is none). */
-static size_t ndjson_bytes(const char *body, uint64_t since, char *out, size_t cap,
-			   uint64_t *end, bool *ended)
+static size_t ndjson_bytes(const char *body, uint64_t since, char *out, size_t cap, uint64_t *end,
+			   bool *ended)
 {
 	size_t n = 0;
 	uint64_t next = since;
@@ -80,7 +80,8 @@ static size_t ndjson_bytes(const char *body, uint64_t since, char *out, size_t c
 			next += k;
 		} else if (t && !strcmp(t, "end")) {
 			*ended = true;
-			ck_assert_uint_eq(json_integer_value(json_object_get(o, "end_offset")), next);
+			ck_assert_uint_eq(json_integer_value(json_object_get(o, "end_offset")),
+					  next);
 		}
 		json_decref(o);
 		p = nl + 1;
@@ -95,8 +96,8 @@ static size_t logs(struct fx *f, const char *h, uint64_t since, char *out, size_
 	char tail[128];
 	snprintf(tail, sizeof(tail), "/procs/%s/logs?since=%llu", h, (unsigned long long)since);
 	struct srvt_resp r = call(f, TOK_A, "GET", tail, NULL);
-	ck_assert_msg(r.status == 200 && strstr(r.head, "application/x-ndjson"), "%d %s",
-		      r.status, r.body);
+	ck_assert_msg(r.status == 200 && strstr(r.head, "application/x-ndjson"), "%d %s", r.status,
+		      r.body);
 	bool ended;
 	size_t n = ndjson_bytes(r.body, since, out, cap, end, &ended);
 	ck_assert_msg(ended, "no end line: %s", r.body);
@@ -110,8 +111,9 @@ START_TEST(test_routes_and_bad_input)
 	struct fx f;
 	fx_up(&f);
 	char h[17], tail[160], buf[4096];
-	start(&f, "{\"argv\": [\"sh\", \"-c\", \"echo hi; read x; echo got $x; sleep 100\"], "
-		  "\"name\": \"web\"}",
+	start(&f,
+	      "{\"argv\": [\"sh\", \"-c\", \"echo hi; read x; echo got $x; sleep 100\"], "
+	      "\"name\": \"web\"}",
 	      h);
 	snprintf(tail, sizeof(tail), "/procs/%s", h);
 	expect(&f, TOK_A, "GET", "/procs", NULL, 200, h);
@@ -125,8 +127,8 @@ START_TEST(test_routes_and_bad_input)
 	snprintf(tail, sizeof(tail), "/procs/%s/stdin", h);
 	char p[512];
 	snprintf(p, sizeof(p), "%s%s", f.path, tail);
-	struct srvt_resp r = srvt_req(f.t.sock[0], "POST", p, TOK_A, "Content-Type: application/octet-stream\r\n",
-		     "yes\n");
+	struct srvt_resp r = srvt_req(f.t.sock[0], "POST", p, TOK_A,
+				      "Content-Type: application/octet-stream\r\n", "yes\n");
 	ck_assert_msg(r.status == 200, "%d %s", r.status, r.body);
 	srvt_resp_free(&r);
 	for (int i = 0; i < 200 && end < 11; i++, usleep(20000))
@@ -135,8 +137,8 @@ START_TEST(test_routes_and_bad_input)
 	ck_assert(!memcmp(buf, "got yes\n", 8));
 
 	/* unknown and malformed handles: 404 on every route */
-	const char *routes[][2] = {{"GET", ""}, {"DELETE", ""}, {"GET", "/logs"},
-				   {"POST", "/wait"}, {"POST", "/stdin"}};
+	const char *routes[][2] = {
+	    {"GET", ""}, {"DELETE", ""}, {"GET", "/logs"}, {"POST", "/wait"}, {"POST", "/stdin"}};
 	for (size_t i = 0; i < 5; i++) {
 		snprintf(tail, sizeof(tail), "/procs/0123456789abcdef%s", routes[i][1]);
 		expect(&f, TOK_A, routes[i][0], tail, NULL, 404, "not_found");
@@ -213,8 +215,9 @@ START_TEST(test_follow_killed_then_since)
 	struct fx f;
 	fx_up(&f);
 	char h[17];
-	start(&f, "{\"argv\": [\"sh\", \"-c\", \"i=0; while [ $i -lt 60 ]; do echo line$i; "
-		  "i=$((i+1)); sleep 0.05; done\"]}",
+	start(&f,
+	      "{\"argv\": [\"sh\", \"-c\", \"i=0; while [ $i -lt 60 ]; do echo line$i; "
+	      "i=$((i+1)); sleep 0.05; done\"]}",
 	      h);
 	int fd = srvt_unix_connect(f.t.sock[0]);
 	ck_assert_int_ge(fd, 0);
@@ -267,7 +270,8 @@ START_TEST(test_survives_daemon_restart)
 	struct fx f;
 	fx_up(&f);
 	char h[17], tail[128], buf[1024];
-	start(&f, "{\"argv\": [\"sh\", \"-c\", \"echo before; sleep 100\"], \"name\": \"keep\"}", h);
+	start(&f, "{\"argv\": [\"sh\", \"-c\", \"echo before; sleep 100\"], \"name\": \"keep\"}",
+	      h);
 	uint64_t end = 0;
 	for (int i = 0; i < 200 && end < 7; i++, usleep(20000))
 		logs(&f, h, 0, buf, sizeof(buf), &end);
@@ -310,7 +314,8 @@ END_TEST
 /* One masked client frame (RFC 6455 5.3). */
 static void ws_send(int fd, int op, const void *data, size_t len)
 {
-	unsigned char fr[256] = {(unsigned char)(0x80 | op), (unsigned char)(0x80 | len), 7, 1, 9, 3};
+	unsigned char fr[256] = {
+	    (unsigned char)(0x80 | op), (unsigned char)(0x80 | len), 7, 1, 9, 3};
 	ck_assert(len < 126);
 	for (size_t i = 0; i < len; i++)
 		fr[6 + i] = ((const unsigned char *)data)[i] ^ fr[2 + (i & 3)];
@@ -340,8 +345,9 @@ START_TEST(test_attach_handshake)
 	struct fx f;
 	fx_up(&f);
 	char h[17], tail[160];
-	start(&f, "{\"argv\": [\"sh\", \"-c\", \"echo ready; stty -echo; while read l; do "
-		  "echo \\\"got $l $(stty size)\\\"; done\"], \"pty\": true}",
+	start(&f,
+	      "{\"argv\": [\"sh\", \"-c\", \"echo ready; stty -echo; while read l; do "
+	      "echo \\\"got $l $(stty size)\\\"; done\"], \"pty\": true}",
 	      h);
 	/* not an upgrade: 400 naming what is missing; an unknown handle: 404 before upgrading */
 	snprintf(tail, sizeof(tail), "/procs/%s/attach", h);
@@ -361,10 +367,9 @@ START_TEST(test_attach_handshake)
 	/* RFC 6455 section 1.3's example key and its accept value */
 	int fd = srvt_unix_connect(f.t.sock[0]);
 	char req[1024];
-	int n = snprintf(req, sizeof(req),
-			 "GET %s HTTP/1.1\r\nHost: rung\r\nAuthorization: Bearer " TOK_A
-			 "\r\n%s\r\n",
-			 p, ws);
+	int n = snprintf(
+	    req, sizeof(req),
+	    "GET %s HTTP/1.1\r\nHost: rung\r\nAuthorization: Bearer " TOK_A "\r\n%s\r\n", p, ws);
 	ck_assert_int_eq(send(fd, req, (size_t)n, MSG_NOSIGNAL), n);
 	char head[2048] = {0};
 	size_t got = 0;

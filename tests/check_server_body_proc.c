@@ -18,12 +18,13 @@ START_TEST(test_start_body)
 {
 	struct srv_proc_body b;
 	struct rung_err err = {0};
-	ck_assert_int_eq(parse(srv_proc_start_parse,
-			       "{\"argv\": [\"sh\", \"-c\", \"x\"], \"env\": {\"A\": \"1\"}, \"cwd\": "
-			       "\"/w\", \"name\": \"web\", \"pty\": true, \"rows\": 40, \"cols\": 100, "
-			       "\"buffer_bytes\": 65536}",
-			       &b, &err),
-			 0);
+	ck_assert_int_eq(
+	    parse(srv_proc_start_parse,
+		  "{\"argv\": [\"sh\", \"-c\", \"x\"], \"env\": {\"A\": \"1\"}, \"cwd\": "
+		  "\"/w\", \"name\": \"web\", \"pty\": true, \"rows\": 40, \"cols\": 100, "
+		  "\"buffer_bytes\": 65536}",
+		  &b, &err),
+	    0);
 	ck_assert_str_eq(b.argv[2], "x");
 	ck_assert_ptr_null(b.argv[3]);
 	ck_assert_str_eq(b.env[0], "A=1");
@@ -48,7 +49,8 @@ START_TEST(test_start_body)
 	    {"{\"argv\": [\"x\"], \"pty\": true, \"cols\": 4097}", "cols"},
 	    {"{\"argv\": [\"x\"], \"rows\": 10}", "rows/cols"},
 	    {"{\"argv\": [\"x\"], \"buffer_bytes\": 100}", "buffer_bytes"},
-	    {"{\"argv\": [\"x\"], \"name\": \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    {"{\"argv\": [\"x\"], \"name\": "
+	     "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 	     "aaaaaaaaaaaaaaa\"}",
 	     "name"},
 	    {"{\"argv\": [\"x\"], \"env\": {\"A=B\": \"1\"}}", "env"},
@@ -71,8 +73,10 @@ START_TEST(test_control_bodies)
 {
 	struct srv_proc_body b;
 	struct rung_err err = {0};
-	const char *sigs[][2] = {{"{\"signal\": \"TERM\"}", "15"}, {"{\"signal\": \"sigint\"}", "2"},
-				 {"{\"signal\": 9}", "9"}, {"{\"signal\": \"64\"}", "64"}};
+	const char *sigs[][2] = {{"{\"signal\": \"TERM\"}", "15"},
+				 {"{\"signal\": \"sigint\"}", "2"},
+				 {"{\"signal\": 9}", "9"},
+				 {"{\"signal\": \"64\"}", "64"}};
 	for (int i = 0; i < 4; i++) {
 		ck_assert_int_eq(parse(srv_signal_body_parse, sigs[i][0], &b, &err), 0);
 		ck_assert_int_eq(b.sig, atoi(sigs[i][1]));
@@ -83,7 +87,8 @@ START_TEST(test_control_bodies)
 		ck_assert_int_lt(parse(srv_signal_body_parse, badsig[i], &b, &err), 0);
 		ck_assert_msg(strstr(err.msg, "signal"), "%s", err.msg);
 	}
-	ck_assert_int_eq(parse(srv_resize_body_parse, "{\"rows\": 1, \"cols\": 4096}", &b, &err), 0);
+	ck_assert_int_eq(parse(srv_resize_body_parse, "{\"rows\": 1, \"cols\": 4096}", &b, &err),
+			 0);
 	ck_assert(b.rows == 1 && b.cols == 4096);
 	const char *badsize[][2] = {{"{\"rows\": 0, \"cols\": 0}", "rows"},
 				    {"{\"rows\": 100000, \"cols\": 100000}", "rows"},
@@ -106,9 +111,8 @@ START_TEST(test_control_bodies)
 	ck_assert_str_eq(b.shell, "/bin/sh");
 	srv_proc_body_release(&b);
 	ck_assert_int_lt(parse(srv_session_start_parse, "{\"argv\": [\"x\"]}", &b, &err), 0);
-	ck_assert_int_eq(parse(srv_session_run_parse, "{\"command\": \"cd /\", \"timeout\": 2}", &b,
-			       &err),
-			 0);
+	ck_assert_int_eq(
+	    parse(srv_session_run_parse, "{\"command\": \"cd /\", \"timeout\": 2}", &b, &err), 0);
 	ck_assert_str_eq(b.command, "cd /");
 	ck_assert_uint_eq(b.timeout_ms, 2000);
 	srv_proc_body_release(&b);
@@ -205,6 +209,7 @@ Suite *server_body_proc_suite(void)
 {
 	Suite *s = suite_create("server_body_proc");
 	TCase *tc = tcase_create("parse");
+	tcase_set_timeout(tc, 10);
 	tcase_add_test(tc, test_start_body);
 	tcase_add_test(tc, test_control_bodies);
 	tcase_add_test(tc, test_routes);
