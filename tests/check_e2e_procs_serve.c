@@ -264,6 +264,65 @@ START_TEST(test_follow_killed_then_since)
 }
 END_TEST
 
+/* One masked client frame (RFC 6455 5.3). */
+static void ws_send(int fd, int op, const void *data, size_t len)
+{
+	unsigned char fr[256] = {
+	    (unsigned char)(0x80 | op), (unsigned char)(0x80 | len), 7, 1, 9, 3};
+	ck_assert(len < 126);
+	for (size_t i = 0; i < len; i++)
+		fr[6 + i] = ((const unsigned char *)data)[i] ^ fr[2 + (i & 3)];
+	ck_assert_int_eq(send(fd, fr, 6 + len, MSG_NOSIGNAL), (ssize_t)(6 + len));
+}
+
+/* Read from fd (appending to buf, NUL-terminated, got its length) until needle shows up. */
+static bool ws_until(int fd, char *buf, size_t cap, size_t *got, const char *needle)
+{
+	uint64_t end = srvt_now_ms() + 20000;
+	while (!memmem(buf, *got, needle, strlen(needle)) && srvt_now_ms() < end) {
+		struct pollfd p = {fd, POLLIN, 0};
+		if (poll(&p, 1, 500) <= 0)
+			continue;
+		ssize_t k = read(fd, buf + *got, cap - 1 - *got);
+		if (k <= 0)
+			break;
+		*got += (size_t)k;
+		buf[*got] = '\0';
+	}
+	return memmem(buf, *got, needle, strlen(needle)) != NULL;
+}
+
+static const char ws_hdrs[] = "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+			      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+			      "Sec-WebSocket-Version: 13\r\n";
+
+/* An upgraded attach to h; what came behind the 101's head is in buf (*got bytes). */
+static int ws_connect(struct fx *f, const char *h, char *buf, size_t cap, size_t *got)
+{
+	int fd = srvt_unix_connect(f->t.sock[0]);
+	ck_assert_int_ge(fd, 0);
+	char req[1024];
+	int n = snprintf(req, sizeof(req),
+			 "GET %s/procs/%s/attach HTTP/1.1\r\nHost: rung\r\n"
+			 "Authorization: Bearer " TOK_A "\r\n%s\r\n",
+			 f->path, h, ws_hdrs);
+	ck_assert_int_eq(send(fd, req, (size_t)n, MSG_NOSIGNAL), n);
+	size_t k = 0;
+	char *end = NULL;
+	while (!end && k < cap - 1) {
+		ssize_t r = read(fd, buf + k, cap - 1 - k);
+		ck_assert_int_gt(r, 0);
+		k += (size_t)r;
+		buf[k] = '\0';
+		end = strstr(buf, "\r\n\r\n");
+	}
+	ck_assert_msg(end && !strncmp(buf, "HTTP/1.1 101", 12), "%s", buf);
+	*got = k - (size_t)(end + 4 - buf);
+	memmove(buf, end + 4, *got);
+	buf[*got] = '\0';
+	return fd;
+}
+
 START_TEST(test_survives_daemon_restart)
 {
 	RUNG_REQUIRE_ROOT();
@@ -275,7 +334,20 @@ START_TEST(test_survives_daemon_restart)
 	uint64_t end = 0;
 	for (int i = 0; i < 200 && end < 7; i++, usleep(20000))
 		logs(&f, h, 0, buf, sizeof(buf), &end);
+	/* a client attached while the daemon stops: cut, the daemon does not wait for it */
+	static char wb[4096];
+	size_t wn;
+	int wfd = ws_connect(&f, h, wb, sizeof(wb), &wn);
+	ck_assert_msg(ws_until(wfd, wb, sizeof(wb), &wn, "before"), "no replay: %s", wb);
+	uint64_t t0 = srvt_now_ms();
 	srvt_stop(&f.t, 0, SIGTERM);
+	ck_assert_msg(srvt_now_ms() - t0 < 5000, "the daemon took %llu ms to stop",
+		      (unsigned long long)(srvt_now_ms() - t0));
+	char rest[256];
+	struct pollfd pf = {wfd, POLLIN, 0};
+	ck_assert_msg(poll(&pf, 1, 5000) == 1 && read(wfd, rest, sizeof(rest)) >= 0,
+		      "the attach was not cut");
+	close(wfd);
 	srvt_start(&f.t, 0, NULL);
 	expect(&f, TOK_A, "GET", "/procs", NULL, 200, "\"name\":\"keep\"");
 	snprintf(tail, sizeof(tail), "/procs/%s", h);
@@ -310,34 +382,6 @@ START_TEST(test_sessions)
 	srvt_teardown(&f.t);
 }
 END_TEST
-
-/* One masked client frame (RFC 6455 5.3). */
-static void ws_send(int fd, int op, const void *data, size_t len)
-{
-	unsigned char fr[256] = {
-	    (unsigned char)(0x80 | op), (unsigned char)(0x80 | len), 7, 1, 9, 3};
-	ck_assert(len < 126);
-	for (size_t i = 0; i < len; i++)
-		fr[6 + i] = ((const unsigned char *)data)[i] ^ fr[2 + (i & 3)];
-	ck_assert_int_eq(send(fd, fr, 6 + len, MSG_NOSIGNAL), (ssize_t)(6 + len));
-}
-
-/* Read from fd (appending to buf, NUL-terminated, got its length) until needle shows up. */
-static bool ws_until(int fd, char *buf, size_t cap, size_t *got, const char *needle)
-{
-	uint64_t end = srvt_now_ms() + 20000;
-	while (!memmem(buf, *got, needle, strlen(needle)) && srvt_now_ms() < end) {
-		struct pollfd p = {fd, POLLIN, 0};
-		if (poll(&p, 1, 500) <= 0)
-			continue;
-		ssize_t k = read(fd, buf + *got, cap - 1 - *got);
-		if (k <= 0)
-			break;
-		*got += (size_t)k;
-		buf[*got] = '\0';
-	}
-	return memmem(buf, *got, needle, strlen(needle)) != NULL;
-}
 
 START_TEST(test_attach_handshake)
 {
