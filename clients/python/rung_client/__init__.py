@@ -2,9 +2,9 @@
 from .client import (BadRequest, Conflict, ExecChunk, ExecResult, ExecStream, Forbidden,
                      Isolation, NotFound, PayloadTooLarge, RungError, Sandbox, SandboxBackend,
                      SandboxKey, SandboxSpec, TooManyRequests, Unauthorized)
-from .procs import LogChunk, Logs, Process, ProcessInfo, Pty, Session
+from .procs import Attach, LogChunk, Logs, Process, ProcessInfo, Pty, Session
 
-__all__ = ["BadRequest", "Conflict", "ExecChunk", "ExecResult", "ExecStream", "Forbidden",
+__all__ = ["Attach", "BadRequest", "Conflict", "ExecChunk", "ExecResult", "ExecStream", "Forbidden",
            "Isolation", "LogChunk", "Logs", "NotFound", "PayloadTooLarge", "Process",
            "ProcessInfo", "Pty", "RungError", "Sandbox", "SandboxBackend", "SandboxKey",
            "SandboxSpec", "Session", "TooManyRequests", "Unauthorized"]

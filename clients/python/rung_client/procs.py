@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import json
+import os
+import socket
+import struct
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Mapping, Sequence
@@ -19,7 +23,9 @@ from .client import ExecResult, RungError, _ERRORS
 if TYPE_CHECKING:
     from .client import Sandbox
 
-__all__ = ["Process", "Pty", "Session", "ProcessInfo", "LogChunk", "Logs"]
+__all__ = ["Process", "Pty", "Session", "ProcessInfo", "LogChunk", "Logs", "Attach"]
+
+_WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 
 @dataclass
@@ -219,12 +225,136 @@ class Process:
         await asyncio.to_thread(self.kill)
 
 
+class Attach:
+    """An interactive attach over the daemon's WebSocket (server/README.md): send() bytes
+    to the process, recv() its output (the replay from since first), resize() its terminal,
+    close() to detach (the process runs on). recv() returns None once the process exited
+    (then .exit is its ProcessInfo) or the connection closed."""
+
+    def __init__(self, proc: "Process", since: int = 0, timeout: float | None = 30.0):
+        b = proc._backend
+        if b.socket_path is not None:
+            self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._sock.settimeout(timeout)
+            self._sock.connect(b.socket_path)
+        else:
+            self._sock = socket.create_connection((b._host, b._port), timeout=timeout)
+        key = base64.b64encode(os.urandom(16)).decode()
+        head = [f"GET {proc._path('attach')}?since={int(since)} HTTP/1.1", "Host: rung",
+                "Upgrade: websocket", "Connection: Upgrade", f"Sec-WebSocket-Key: {key}",
+                "Sec-WebSocket-Version: 13"]
+        if b.token:
+            head.append(f"Authorization: Bearer {b.token}")
+        self._sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
+        self._buf = b""
+        while b"\r\n\r\n" not in self._buf:
+            chunk = self._sock.recv(65536)
+            if not chunk:
+                raise RungError(0, "closed", "attach: the daemon closed the connection")
+            self._buf += chunk
+        resp, self._buf = self._buf.split(b"\r\n\r\n", 1)
+        status = int(resp.split(b" ", 2)[1])
+        if status != 101:
+            from .client import _raise_for
+            body = self._buf
+            try:
+                n = int([ln.split(b":", 1)[1] for ln in resp.split(b"\r\n")
+                         if ln.lower().startswith(b"content-length:")][0])
+                while len(body) < n:
+                    body += self._sock.recv(65536) or b"x" * n
+            except (IndexError, ValueError):
+                pass
+            self._sock.close()
+            _raise_for(status, body)
+        want = base64.b64encode(hashlib.sha1((key + _WS_GUID).encode()).digest())
+        if b"sec-websocket-accept: " + want.lower() not in resp.lower():
+            self._sock.close()
+            raise RungError(101, "protocol", "attach: wrong Sec-WebSocket-Accept")
+        self.exit: ProcessInfo | None = None
+        self.closed = False
+
+    def _send(self, op: int, data: bytes) -> None:
+        mask = os.urandom(4)
+        n = len(data)
+        hdr = bytes([0x80 | op]) + (bytes([0x80 | n]) if n < 126 else
+                                    bytes([0x80 | 126]) + struct.pack(">H", n) if n < 65536 else
+                                    bytes([0x80 | 127]) + struct.pack(">Q", n))
+        body = bytes(b ^ mask[i & 3] for i, b in enumerate(data))
+        self._sock.sendall(hdr + mask + body)
+
+    def _read(self, n: int) -> bytes:
+        while len(self._buf) < n:
+            chunk = self._sock.recv(65536)
+            if not chunk:
+                raise EOFError
+            self._buf += chunk
+        out, self._buf = self._buf[:n], self._buf[n:]
+        return out
+
+    def send(self, data: bytes | str) -> None:
+        self._send(2, data.encode() if isinstance(data, str) else data)
+
+    def resize(self, rows: int, cols: int) -> None:
+        self._send(1, json.dumps({"type": "resize", "rows": rows, "cols": cols}).encode())
+
+    def recv(self, timeout: float | None = None) -> bytes | None:
+        """The next output bytes; None when the process exited or the connection closed.
+        socket.timeout when nothing came within timeout seconds."""
+        self._sock.settimeout(timeout)
+        while not self.closed:
+            try:
+                h = self._read(2)
+                n = h[1] & 0x7F
+                if n == 126:
+                    n = struct.unpack(">H", self._read(2))[0]
+                elif n == 127:
+                    n = struct.unpack(">Q", self._read(8))[0]
+                data, op = self._read(n), h[0] & 0x0F
+            except EOFError:
+                self.closed = True
+                break
+            if op in (0, 2):
+                return data
+            if op == 1:
+                msg = json.loads(data)
+                if msg.get("type") == "exit":
+                    self.exit = ProcessInfo.from_json(msg)
+                elif msg.get("type") == "error":
+                    raise RungError(0, "attach", msg.get("message", "attach failed"))
+            elif op == 9:
+                self._send(10, data)
+            elif op == 8:
+                self.close()
+        return None
+
+    def close(self) -> None:
+        """Detach (the process runs on)."""
+        if not self.closed:
+            self.closed = True
+            try:
+                self._send(8, struct.pack(">H", 1000))
+            except OSError:
+                pass
+        self._sock.close()
+
+    def __enter__(self) -> "Attach":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class Pty(Process):
     """A process on a terminal of the sandbox's own: resize() it (the program sees
-    SIGWINCH); write() goes to the terminal, so "\\x03" is Ctrl-C."""
+    SIGWINCH); write() goes to the terminal, so "\\x03" is Ctrl-C; attach() for an
+    interactive byte stream both ways."""
 
     def resize(self, rows: int, cols: int) -> None:
         self._backend._json("POST", self._path("resize"), {"rows": rows, "cols": cols})
+
+    def attach(self, since: int = 0) -> Attach:
+        """Interactive: the replay from since, then output as it comes, over one WebSocket."""
+        return Attach(self, since)
 
     async def resize_async(self, rows: int, cols: int) -> None:
         await asyncio.to_thread(self.resize, rows, cols)

@@ -131,6 +131,43 @@ class ProcsTest(unittest.TestCase):
         with self.assertRaises(BadRequest):  # not a terminal
             Pty(sb, plain.handle).resize(10, 10)
 
+    def test_attach_over_websocket(self):
+        sb = self.sandbox()
+        t = sb.start(["sh", "-c", "echo ready; stty -echo; while read l; do "
+                      "echo \"got $l $(stty size)\"; done"], pty=True, rows=30, cols=90)
+        self.assertTrue(until(lambda: b"ready" in t.logs().data))
+
+        def read_until(a, needle):
+            got = b""
+            deadline = time.monotonic() + 20
+            while needle not in got and time.monotonic() < deadline:
+                d = a.recv(timeout=20)
+                if d is None:
+                    break
+                got += d
+            return got
+        with t.attach() as a:
+            self.assertIn(b"ready", read_until(a, b"ready"))  # the replay first
+            a.resize(33, 77)
+            time.sleep(0.2)
+            a.send(b"hi\n")
+            self.assertIn(b"got hi 33 77", read_until(a, b"got hi 33 77"))
+        self.assertTrue(t.info().running)  # detached: it runs on
+        with t.attach(since=t.info().end_offset) as a:  # no replay from the end
+            a.send(b"again\n")
+            self.assertTrue(read_until(a, b"got again").startswith(b"got again"))
+        q = sb.start(["sh", "-c", "read x; exit 3"], pty=True)
+        with q.attach() as a:
+            a.send(b"x\n")
+            while a.recv(timeout=20) is not None:
+                pass
+            self.assertEqual(a.exit.exit_code, 3)
+        other = Sandbox(self.beta, {"id": sb.id})
+        with self.assertRaises(NotFound):
+            Pty(other, t.handle).attach()
+        with self.assertRaises(NotFound):
+            Pty(sb, "0123456789abcdef").attach()
+
     def test_session_keeps_state_and_framing_is_unforgeable(self):
         sb = self.sandbox()
         s = sb.shell()
