@@ -43,6 +43,9 @@ struct srv_ws {
 	int in[2];		  /* client input -> rung_proc_attach's in_fd */
 	pthread_mutex_t write_mu; /* frames from both threads */
 	bool closed_sent;
+	char *text; /* a text message arriving in fragments (reader thread only) */
+	size_t text_len;
+	bool in_text;
 	struct srv_ws *next; /* in s->ws, under s->ws_mu */
 };
 
@@ -114,15 +117,45 @@ static void control(struct srv_ws *w, const char *p, size_t len)
 }
 
 /* One client frame; <0 ends the reading (close, error, protocol violation). */
+/* A data frame's payload: input, or (a text message, maybe fragmented) a control message. */
+static int data_frame(struct srv_ws *w, int op, bool fin, unsigned char *buf, size_t len)
+{
+	if (op == WS_BIN || (op == WS_CONT && !w->in_text)) {
+		if (op == WS_BIN && w->in_text)
+			return send_close(w, 1002), -1; /* a new message inside a text one */
+		return rung_write_all(w->in[1], buf, len) < 0 ? -1 : 0;
+	}
+	if (op == WS_TEXT && w->in_text)
+		return send_close(w, 1002), -1;
+	if (w->text_len + len > WS_MAX_FRAME)
+		return send_close(w, 1009), -1;
+	char *t = realloc(w->text, w->text_len + len + 1);
+	if (!t)
+		return send_close(w, 1011), -1;
+	memcpy(t + w->text_len, buf, len);
+	w->text = t;
+	w->text_len += len;
+	w->in_text = !fin;
+	if (fin) {
+		control(w, w->text, w->text_len);
+		w->text_len = 0;
+	}
+	return 0;
+}
+
+/* One client frame; <0 ends the reading (close, error, protocol violation). */
 static int read_frame(struct srv_ws *w, unsigned char *buf)
 {
 	unsigned char h[2], ext[8], mask[4];
 	if (ws_read(w, h, 2) < 0)
 		return -1;
 	int op = h[0] & 0x0f;
+	bool fin = h[0] & 0x80;
 	uint64_t len = h[1] & 0x7f;
-	if (!(h[1] & 0x80))
-		return send_close(w, 1002), -1; /* a client's frames are masked */
+	if (!(h[1] & 0x80) || (h[0] & 0x70)) /* masked, no extension bits (none negotiated) */
+		return send_close(w, 1002), -1;
+	if (op >= 8 && (!fin || len > 125)) /* control frames: whole and short */
+		return send_close(w, 1002), -1;
 	if (len >= 126) {
 		size_t n = len == 126 ? 2 : 8;
 		if (ws_read(w, ext, n) < 0)
@@ -140,10 +173,8 @@ static int read_frame(struct srv_ws *w, unsigned char *buf)
 	switch (op) {
 	case WS_CONT:
 	case WS_BIN:
-		return rung_write_all(w->in[1], buf, (size_t)len) < 0 ? -1 : 0;
 	case WS_TEXT:
-		control(w, (const char *)buf, (size_t)len);
-		return 0;
+		return data_frame(w, op, fin, buf, (size_t)len);
 	case WS_PING:
 		send_frame(w, WS_PONG, buf, (size_t)len);
 		return 0;
@@ -210,6 +241,7 @@ static void ws_free(struct srv_ws *w)
 		srv_router_put(w->s, w->router2);
 	pthread_mutex_destroy(&w->write_mu);
 	free(w->extra);
+	free(w->text);
 	free(w);
 }
 

@@ -265,14 +265,37 @@ START_TEST(test_follow_killed_then_since)
 END_TEST
 
 /* One masked client frame (RFC 6455 5.3). */
-static void ws_send(int fd, int op, const void *data, size_t len)
+static void ws_send_fin(int fd, int op, bool fin, const void *data, size_t len)
 {
 	unsigned char fr[256] = {
-	    (unsigned char)(0x80 | op), (unsigned char)(0x80 | len), 7, 1, 9, 3};
+	    (unsigned char)((fin ? 0x80 : 0) | op), (unsigned char)(0x80 | len), 7, 1, 9, 3};
 	ck_assert(len < 126);
 	for (size_t i = 0; i < len; i++)
 		fr[6 + i] = ((const unsigned char *)data)[i] ^ fr[2 + (i & 3)];
 	ck_assert_int_eq(send(fd, fr, 6 + len, MSG_NOSIGNAL), (ssize_t)(6 + len));
+}
+
+static void ws_send(int fd, int op, const void *data, size_t len)
+{
+	ws_send_fin(fd, op, true, data, len);
+}
+
+/* Read from fd until a close frame with code (its two bytes) shows up. */
+static bool ws_closed_with(int fd, unsigned code)
+{
+	unsigned char fr[4096];
+	size_t n = 0;
+	for (int i = 0; i < 50 && n < sizeof(fr); i++) {
+		ssize_t k = read(fd, fr + n, sizeof(fr) - n);
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+		for (size_t j = 0; j + 3 < n; j++)
+			if (fr[j] == 0x88 && fr[j + 1] == 2 && fr[j + 2] == code >> 8 &&
+			    fr[j + 3] == (code & 0xff))
+				return true;
+	}
+	return false;
 }
 
 /* Read from fd (appending to buf, NUL-terminated, got its length) until needle shows up. */
@@ -435,18 +458,29 @@ START_TEST(test_attach_handshake)
 	usleep(200000);
 	ws_send(fd, 2, "hi\n", 3);
 	ck_assert_msg(ws_until(fd, buf, sizeof(buf), &n_in, "got hi 33 77"), "no echo: %s", buf);
-	/* a masked close frame: the server answers with a close frame of its own */
+	/* a control message in two fragments */
+	const char *part1 = "{\"type\":\"resize\",", *part2 = "\"rows\":35,\"cols\":70}";
+	ws_send_fin(fd, 1, false, part1, strlen(part1));
+	ws_send_fin(fd, 0, true, part2, strlen(part2));
+	usleep(200000);
+	ws_send(fd, 2, "x\n", 2);
+	ck_assert_msg(ws_until(fd, buf, sizeof(buf), &n_in, "got x 35 70"), "no echo: %s", buf);
+	/* a masked close frame: the server answers with a close frame of its own, 1000 */
 	ws_send(fd, 8, "", 0);
-	unsigned char fr[256];
-	bool closed = false;
-	for (int i = 0; i < 50 && !closed; i++) {
-		ssize_t k = read(fd, fr, sizeof(fr));
-		if (k <= 0)
-			break;
-		for (ssize_t j = 0; j < k; j++)
-			closed |= fr[j] == 0x88;
-	}
-	ck_assert_msg(closed, "no close frame");
+	ck_assert_msg(ws_closed_with(fd, 1000), "no close frame 1000");
+	close(fd);
+	/* a hostile client: an unmasked frame is a protocol error, close 1002 */
+	size_t got2;
+	fd = ws_connect(&f, h, buf, sizeof(buf), &got2);
+	unsigned char unmasked[] = {0x82, 0x02, 'h', 'i'};
+	ck_assert_int_eq(send(fd, unmasked, sizeof(unmasked), MSG_NOSIGNAL), 4);
+	ck_assert_msg(ws_closed_with(fd, 1002), "no close frame 1002");
+	close(fd);
+	/* and one over the frame limit: close 1009 */
+	fd = ws_connect(&f, h, buf, sizeof(buf), &got2);
+	unsigned char big[] = {0x82, 0xff, 0, 0, 0, 0, 0, 0x20, 0, 0, 1, 2, 3, 4};
+	ck_assert_int_eq(send(fd, big, sizeof(big), MSG_NOSIGNAL), (ssize_t)sizeof(big));
+	ck_assert_msg(ws_closed_with(fd, 1009), "no close frame 1009");
 	close(fd);
 	snprintf(tail, sizeof(tail), "/procs/%s", h);
 	expect(&f, TOK_A, "GET", tail, NULL, 200, "\"state\":\"running\""); /* detach only */
