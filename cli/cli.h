@@ -98,6 +98,7 @@ struct cli_proc_args {
 	bool follow;
 	int sig;		  /* signal */
 	uint32_t timeout_ms;	  /* wait, session run */
+	bool has_timeout;	  /* --timeout given (wait --timeout 0: do not wait) */
 	unsigned rows, cols;	  /* resize */
 };
 /* Printing shared by the local and the remote path: info is one process as the daemon

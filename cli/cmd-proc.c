@@ -203,6 +203,7 @@ static int proc_opt(const char *cmd, struct cli_proc_args *a, int argc, char **a
 	case 1:
 		if (a->op != CLI_P_WAIT && a->op != CLI_P_SESS_RUN)
 			return 0;
+		a->has_timeout = true;
 		return parse_seconds(cmd, val, &a->timeout_ms) ? -1 : 1;
 	case 2:
 		if (strlen(val) > RUNG_PROC_NAME_MAX)
@@ -439,7 +440,7 @@ static int local_op(struct cli *c, struct rung_sandbox *sb, struct cli_proc_args
 		r = rung_proc_signal(sb, a->handle, a->sig, err);
 		break;
 	case CLI_P_WAIT:
-		if ((r = rung_proc_wait(sb, a->handle, a->timeout_ms ? a->timeout_ms : UINT32_MAX,
+		if ((r = rung_proc_wait(sb, a->handle, a->has_timeout ? a->timeout_ms : UINT32_MAX,
 					NULL, err)) < 0)
 			return r;
 		return local_info(c, sb, a->handle, r == 1, err);

@@ -318,8 +318,9 @@ static int remote_op(struct cli *c, struct cli_proc_args *a, struct rung_err *er
 	case CLI_P_WAIT:
 		proc_path(path, sizeof(path), a, "/procs", "/wait");
 		r = call(c, "POST", path,
-			 a->timeout_ms ? json_pack("{s:f}", "timeout", a->timeout_ms / 1000.0)
-				       : json_object(),
+			 a->has_timeout ? json_pack("{s:f}", "timeout",
+						    a->timeout_ms ? a->timeout_ms / 1000.0 : 0.001)
+					: json_object(),
 			 &o, err);
 		return r < 0 ? r : cli_proc_print_wait(c, o);
 	case CLI_P_SESS_RUN:
