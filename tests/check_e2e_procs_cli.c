@@ -4,8 +4,10 @@
  * its socket): the same output both ways; an unknown handle is a clear error (exit 3), bad
  * arguments a usage error (exit 2); a `logs --follow` killed mid-stream, then `logs --since`
  * from the bytes it had printed, gives exactly the missed bytes; attach replays, relays and
- * detaches on Ctrl-P Ctrl-Q; exec -t exits with the command's status. Tagged "root".
+ * detaches on Ctrl-P Ctrl-Q; exec -t exits with the command's status; on the process rung and
+ * on the container rung (busybox). Tagged "root".
  */
+#include "tests/lib/container.h"
 #include "tests/lib/server.h"
 
 struct out {
@@ -353,6 +355,51 @@ START_TEST(test_attach_and_exec_t)
 }
 END_TEST
 
+/* The same on the container rung: the busybox image of tests/lib/container.c, in the
+ * fixture's store, which the daemon serves too. */
+static void ct_world(struct srvt *t, struct cli_env *local, struct cli_env *remote, char *lid,
+		     char *rid)
+{
+	srvt_setup(t, NULL);
+	snprintf(t->state, sizeof(t->state), "%s", ct_state());
+	srvt_start(t, 0, NULL);
+	memset(local, 0, sizeof(*local));
+	snprintf(local->state, sizeof(local->state), "%s", ct_state());
+	*remote = (struct cli_env){.sock = t->sock[0]};
+	struct out r;
+	RUNG(local, NULL, &r, "acquire", "--scope", "s", "--thread", "t", "--agent", "a",
+	     "--isolation", "container", "--image", CT_IMAGE, "--kind", "ct-cli");
+	ck_assert_msg(r.status == 0, "%d %s", r.status, r.e);
+	first_line(r.o, lid, 65);
+	RUNG(local, NULL, &r, "inspect", lid);
+	ck_assert_msg(strstr(r.o, "\"isolation\": \"container\"") ||
+			  strstr(r.o, "\"isolation\":\"container\""),
+		      "not a container: %.400s", r.o);
+	srvt_acquire(t->sock[0], TOK_A, "procs-cli",
+		     "{\"kind\": \"ct-cli\", \"isolation\": \"container\", \"image\": \"" CT_IMAGE
+		     "\"}",
+		     rid);
+}
+
+START_TEST(test_container_rung)
+{
+	CT_REQUIRE();
+	struct srvt t;
+	struct cli_env local, remote;
+	char lid[65], rid[65];
+	ct_world(&t, &local, &remote, lid, rid);
+	cases(&local, lid);
+	cases(&remote, rid);
+	follow_killed(&local, lid);
+	follow_killed(&remote, rid);
+	attach_and_exec_t(&local, lid);
+	attach_and_exec_t(&remote, rid);
+	sessions(&local, lid);
+	sessions(&remote, rid);
+	world_down(&t, &local, lid);
+}
+END_TEST
+
 START_TEST(test_help)
 {
 	struct cli_env ce = {0};
@@ -384,5 +431,6 @@ Suite *e2e_procs_cli_suite(void)
 	tcase_add_test(tc, test_follow_killed_then_since);
 	tcase_add_test(tc, test_attach_and_exec_t);
 	suite_add_tcase(s, tc);
+	ct_add(s, "container-root", test_container_rung, 300);
 	return s;
 }
