@@ -69,7 +69,7 @@ for m in $modules; do cycles "$m"; done
 # environment and passes what it read down as options; library code reads none. These are the
 # programs' main files; tests/ (the check_rung program and its harness) and fuzz/ are not scanned.
 mains="cli/main.c cli/main-image.c server/main-serve.c rootfs/main-tool.c agent/main.c
-vmm/main.c vmm/guest/vmtest.c bench/container.c bench/egress.c bench/exec-rate.c
+vmm/main.c vmm/guest/vmtest.c bench/container.c bench/egress.c bench/exec-rate.c bench/procs.c
 bench/netpolicy.c"
 for f in $(find . -name '*.[ch]' -not -path './tests/*' -not -path './fuzz/*' \
 		-not -path './build/*' -not -path './.*' | sed 's|^\./||' | sort); do

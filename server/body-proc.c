@@ -106,6 +106,8 @@ static int proc_field(const char *k, json_t *v, const char *allowed, struct srv_
 		return json_is_null(v) ? 0 : srv_body_timeout(v, &p->timeout_ms, err);
 	if (!strcmp(k, "pty"))
 		return get_bool(v, "pty", &p->pty, err);
+	if (!strcmp(k, "follow"))
+		return get_bool(v, "follow", &p->follow, err);
 	if (!strcmp(k, "rows") || !strcmp(k, "cols")) {
 		if ((r = get_uint(v, k, 1, TTY_MAX, &n, err)) < 0)
 			return r;
@@ -166,7 +168,7 @@ static int required(struct srv_proc_body *p, bool missing, const char *field, st
 int srv_proc_start_parse(const char *body, size_t len, struct srv_proc_body *out,
 			 struct rung_err *err)
 {
-	int r = parse(body, len, "argv,env,cwd,name,pty,rows,cols,buffer_bytes", false, out, err);
+	int r = parse(body, len, "argv,env,cwd,name,pty,rows,cols,buffer_bytes,follow", false, out, err);
 	if (r < 0)
 		return r;
 	if ((out->rows || out->cols) && !out->pty) {

@@ -76,9 +76,17 @@ static enum MHD_Result reply_info(struct srv_call *call, struct MHD_Connection *
 	return srv_reply_json(call, c, 200, o);
 }
 
+static enum MHD_Result stream_logs(struct srv_call *call, struct MHD_Connection *c,
+				   struct rung_sandbox **sb, struct rung_router **router,
+				   const char *handle, uint64_t since, bool follow, bool started);
+
+/* start; with "follow": its output from 0 as NDJSON after {"type":"started"} (one request
+ * instead of a start and a logs). */
 static enum MHD_Result do_start(struct srv_call *call, struct MHD_Connection *c,
-				struct rung_sandbox *sb, struct srv_proc_body *b)
+				struct rung_sandbox **sbp, struct rung_router **router,
+				struct srv_proc_body *b)
 {
+	struct rung_sandbox *sb = *sbp;
 	struct rung_err err = {0};
 	char h[RUNG_PROC_HANDLE_LEN + 1];
 	int rc;
@@ -99,6 +107,8 @@ static enum MHD_Result do_start(struct srv_call *call, struct MHD_Connection *c,
 		return srv_reply_error(call, c, SRV_E_TOO_MANY, "%s", err.msg);
 	if (rc < 0)
 		return srv_reply_rung_err(call, c, rc, &err);
+	if (b->follow)
+		return stream_logs(call, c, sbp, router, h, 0, true, true);
 	return srv_reply_json(call, c, 200,
 			      json_pack("{s:s, s:s}", "id", call->req.id, "handle", h));
 }
@@ -212,6 +222,7 @@ struct logs_job {
 	char handle[RUNG_PROC_HANDLE_LEN + 1];
 	uint64_t since;
 	bool follow;
+	bool started; /* a start's stream: {"type":"started"} first */
 	int wfd;
 };
 
@@ -239,6 +250,14 @@ static void logs_run(void *arg, int wfd)
 {
 	struct logs_job *j = arg;
 	j->wfd = wfd;
+	if (j->started) {
+		json_t *st = json_pack("{s:s, s:s, s:s}", "type", "started", "id",
+				       rung_sandbox_id(j->sb), "handle", j->handle);
+		cleanup_free char *line = st ? json_dumps(st, JSON_COMPACT) : NULL;
+		json_decref(st);
+		if (!line || write_all_line(wfd, line) < 0)
+			return;
+	}
 	struct rung_proc_logs_req q = {.since = j->since,
 				       .follow = j->follow,
 				       .on_output = logs_out,
@@ -267,6 +286,24 @@ static void logs_done(void *arg)
 	free(j);
 }
 
+/* The NDJSON logs of handle from since, on a thread of its own (takes *sb and *router). */
+static enum MHD_Result stream_logs(struct srv_call *call, struct MHD_Connection *c,
+				   struct rung_sandbox **sb, struct rung_router **router,
+				   const char *handle, uint64_t since, bool follow, bool started)
+{
+	struct logs_job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return srv_reply_error(call, c, SRV_E_UNAVAILABLE, "logs: out of memory");
+	j->s = call->s;
+	j->router = rung_steal_ptr(router);
+	j->sb = rung_steal_ptr(sb);
+	snprintf(j->handle, sizeof(j->handle), "%s", handle);
+	j->since = since;
+	j->follow = follow;
+	j->started = started;
+	return srv_ndjson_thread(call, c, logs_run, logs_done, j);
+}
+
 static enum MHD_Result do_logs(struct srv_call *call, struct MHD_Connection *c,
 			       struct rung_sandbox **sb, struct rung_router **router)
 {
@@ -276,16 +313,8 @@ static enum MHD_Result do_logs(struct srv_call *call, struct MHD_Connection *c,
 	if (rc < 0)
 		return srv_reply_rung_err(call, c, rc, &err);
 	rung_proc_info_release(&pi, 1);
-	struct logs_job *j = calloc(1, sizeof(*j));
-	if (!j)
-		return srv_reply_error(call, c, SRV_E_UNAVAILABLE, "logs: out of memory");
-	j->s = call->s;
-	j->router = rung_steal_ptr(router);
-	j->sb = rung_steal_ptr(sb);
-	snprintf(j->handle, sizeof(j->handle), "%s", call->req.handle);
-	j->since = call->req.since;
-	j->follow = call->req.follow;
-	return srv_ndjson_thread(call, c, logs_run, logs_done, j);
+	return stream_logs(call, c, sb, router, call->req.handle, call->req.since, call->req.follow,
+			   false);
 }
 
 enum MHD_Result srv_procs_dispatch(struct srv_call *call, struct MHD_Connection *c,
@@ -304,7 +333,7 @@ enum MHD_Result srv_procs_dispatch(struct srv_call *call, struct MHD_Connection 
 	switch (call->req.route) {
 	case SRV_R_PROC_START:
 	case SRV_R_SESSION_START:
-		return do_start(call, c, sb, &b);
+		return do_start(call, c, &sb, router, &b);
 	case SRV_R_PROC_LIST:
 		return do_list(call, c, sb);
 	case SRV_R_PROC_GET:

@@ -256,6 +256,7 @@ struct srv_proc_body {
 	char *cwd, *name;
 	char *shell;	       /* session start */
 	bool pty;
+	bool follow;	       /* start: answer with its output as NDJSON (as logs?follow=1) */
 	unsigned rows, cols;   /* with pty: 1..4096; 0: the default */
 	uint64_t buffer_bytes; /* 0: the default; else 4096..1 GiB */
 	char *command;	       /* session run: required */
@@ -263,7 +264,7 @@ struct srv_proc_body {
 	int sig;	       /* signal: 1..64 */
 };
 /* {"argv": [str...], "env": {K: V}, "cwd": str, "name": str, "pty": bool, "rows": n,
- *  "cols": n, "buffer_bytes": n} */
+ *  "cols": n, "buffer_bytes": n, "follow": bool} */
 int srv_proc_start_parse(const char *body, size_t len, struct srv_proc_body *out,
 			 struct rung_err *err);
 /* {"shell": str, "env": {K: V}, "cwd": str} (an empty body: the defaults) */

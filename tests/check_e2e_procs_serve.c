@@ -208,6 +208,36 @@ START_TEST(test_routes_and_bad_input)
 }
 END_TEST
 
+/* start with "follow": one request, {"type":"started"} then the output from 0, then the end. */
+START_TEST(test_start_follow)
+{
+	RUNG_REQUIRE_ROOT();
+	struct fx f;
+	fx_up(&f);
+	struct srvt_resp r = call(&f, TOK_A, "POST", "/procs",
+				  "{\"argv\": [\"sh\", \"-c\", \"echo one; echo two >&2\"], "
+				  "\"follow\": true}");
+	ck_assert_msg(r.status == 200 && strstr(r.head, "application/x-ndjson"), "%d %s", r.status,
+		      r.body);
+	char h[17];
+	ck_assert_msg(!strncmp(r.body, "{\"type\":\"started\",", 18), "%s", r.body);
+	srvt_json_str(r.body, "handle", h, sizeof(h));
+	ck_assert_uint_eq(strlen(h), 16);
+	static char out[256];
+	uint64_t end;
+	bool ended;
+	size_t n = ndjson_bytes(strchr(r.body, '\n') + 1, 0, out, sizeof(out), &end, &ended);
+	ck_assert_msg(ended && n == 8 && !memcmp(out, "one\ntwo\n", 8), "%s", r.body);
+	ck_assert_msg(strstr(r.body, "\"exited\":true"), "%s", r.body);
+	srvt_resp_free(&r);
+	/* a start that fails is a plain error answer, not a stream */
+	expect(&f, TOK_A, "POST", "/procs", "{\"argv\": [\"true\"], \"follow\": 1}", 400, "follow");
+	expect(&f, TOK_B, "POST", "/procs", "{\"argv\": [\"true\"], \"follow\": true}", 404,
+	       "not_found");
+	srvt_teardown(&f.t);
+}
+END_TEST
+
 /* A follower killed mid-stream; from its last whole chunk's offset, exactly the rest. */
 START_TEST(test_follow_killed_then_since)
 {
@@ -404,8 +434,9 @@ START_TEST(test_flood_bounded)
 	struct fx f;
 	fx_up(&f);
 	char h[17], tail[160];
-	start(&f, "{\"argv\": [\"sh\", \"-c\", \"head -c 40000000 /dev/zero; echo done >&2; "
-		  "sleep 100\"]}",
+	start(&f,
+	      "{\"argv\": [\"sh\", \"-c\", \"head -c 40000000 /dev/zero; echo done >&2; "
+	      "sleep 100\"]}",
 	      h);
 	long before = vm_hwm_kb(f.t.pid[0]);
 	int fd = srvt_unix_connect(f.t.sock[0]);
@@ -566,6 +597,7 @@ Suite *e2e_procs_serve_suite(void)
 	tcase_set_tags(tc, "root");
 	tcase_add_test(tc, test_routes_and_bad_input);
 	tcase_add_test(tc, test_follow_killed_then_since);
+	tcase_add_test(tc, test_start_follow);
 	tcase_add_test(tc, test_survives_daemon_restart);
 	tcase_add_test(tc, test_sessions);
 	tcase_add_test(tc, test_flood_bounded);

@@ -306,7 +306,9 @@ class Sandbox:
     # ---- background processes, terminals, shell sessions (procs.py) ----
     def start(self, argv: Sequence[str], pty: bool = False, **kw: Any) -> "Process":
         """Start argv in the background (name=, cwd=, env=, rows=/cols= with pty,
-        buffer_bytes=); a Process (a Pty with pty=True) that outlives this client."""
+        buffer_bytes=); a Process (a Pty with pty=True) that outlives this client.
+        follow=True: one request that also streams its output; the first p.follow() reads
+        it from offset 0 (the fastest way to a new process's first output)."""
         from . import procs
         return procs.start(self, argv, pty=pty, **kw)
 

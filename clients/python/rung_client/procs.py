@@ -103,6 +103,7 @@ class Process:
         self.sandbox = sandbox
         self.handle = handle
         self.offset = 0  # where the next logs()/follow() without since= resumes
+        self._pending: Any = None  # start(follow=True)'s open stream
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(handle={self.handle!r}, sandbox={self.sandbox.id!r})"
@@ -119,13 +120,19 @@ class Process:
         return ProcessInfo.from_json(self._backend._json("GET", self._path()))
 
     def _logs_stream(self, since: int | None, follow: bool) -> Iterator[Any]:
-        q = {"since": self.offset if since is None else since}
-        if follow:
-            q["follow"] = 1
-        # a follow sees a heartbeat line every few seconds of silence: the backend's read
-        # timeout holds
-        conn, resp = self._backend._open("GET", self._path("logs") + "?" +
-                                         urllib.parse.urlencode(q))
+        pending, self._pending = getattr(self, "_pending", None), None
+        if pending is not None and follow and not since:
+            conn, resp = pending  # start(follow=True)'s own stream, from offset 0
+        else:
+            if pending is not None:
+                pending[0].close()
+            q = {"since": self.offset if since is None else since}
+            if follow:
+                q["follow"] = 1
+            # a follow sees a heartbeat line every few seconds of silence: the backend's
+            # read timeout holds
+            conn, resp = self._backend._open("GET", self._path("logs") + "?" +
+                                             urllib.parse.urlencode(q))
         try:
             while True:
                 line = resp.readline()
@@ -381,7 +388,7 @@ class Session(Process):
 def start(sb: "Sandbox", argv: Sequence[str], pty: bool = False, name: str | None = None,
           cwd: str | None = None, env: Mapping[str, str] | None = None,
           rows: int | None = None, cols: int | None = None,
-          buffer_bytes: int | None = None) -> Process:
+          buffer_bytes: int | None = None, follow: bool = False) -> Process:
     if isinstance(argv, str):
         raise TypeError("argv must be a list of strings, not a command string")
     body: dict[str, Any] = {"argv": list(argv)}
@@ -393,8 +400,21 @@ def start(sb: "Sandbox", argv: Sequence[str], pty: bool = False, name: str | Non
         body["env"] = dict(env)
     if pty:
         body["pty"] = True
-    d = sb.backend._json("POST", sb._path("procs"), body)
-    return (Pty if pty else Process)(sb, d["handle"])
+    cls = Pty if pty else Process
+    if not follow:
+        return cls(sb, sb.backend._json("POST", sb._path("procs"), body)["handle"])
+    # one request: {"type":"started"} then its output, which the first follow() reads
+    conn, resp = sb.backend._open("POST", sb._path("procs"), dict(body, follow=True))
+    try:
+        first = json.loads(resp.readline())
+        if first.get("type") != "started":
+            raise RungError(200, "protocol", f"start: expected a started line, got {first}")
+    except BaseException:
+        conn.close()
+        raise
+    p = cls(sb, first["handle"])
+    p._pending = (conn, resp)
+    return p
 
 
 def shell(sb: "Sandbox", shell_path: str | None = None, cwd: str | None = None,

@@ -89,6 +89,21 @@ class ProcsTest(unittest.TestCase):
         self.assertEqual(seen + rest.data, full.data)
         self.assertEqual(p.logs(since=full.end_offset).data, b"")
 
+    def test_start_follow_one_request(self):
+        sb = self.sandbox()
+        p = sb.start(["sh", "-c", "echo one; echo two >&2; sleep 0.2; echo three"], follow=True)
+        chunks = list(p.follow())
+        self.assertEqual(b"".join(c.data for c in chunks), b"one\ntwo\nthree\n")
+        self.assertEqual(chunks[0].offset, 0)
+        self.assertEqual(p.offset, 14)
+        self.assertEqual(p.wait(timeout=30).exit_code, 0)
+        q = sb.start(["sh", "-c", "echo x"], follow=True)  # not followed: logs() still works
+        self.assertTrue(until(lambda: q.logs().data == b"x\n"))
+        with self.assertRaises(BadRequest) as cm:
+            self.alpha._request("POST", sb._path("procs"),
+                                raw_body=b'{"argv": ["true"], "follow": "yes"}')
+        self.assertIn("follow", cm.exception.message)
+
     def test_stdin_signal_wait(self):
         sb = self.sandbox()
         p = sb.start(["cat"])
