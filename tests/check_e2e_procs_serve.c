@@ -482,6 +482,25 @@ START_TEST(test_flood_bounded)
 }
 END_TEST
 
+/* Past the sandbox's maximum of live processes: 429 naming the limit; a kill makes room. */
+START_TEST(test_live_maximum)
+{
+	RUNG_REQUIRE_ROOT();
+	struct fx f;
+	fx_up(&f);
+	char h[17], first[17];
+	for (int i = 0; i < RUNG_PROC_MAX_LIVE; i++)
+		start(&f, "{\"argv\": [\"sleep\", \"100\"]}", i ? h : first);
+	expect(&f, TOK_A, "POST", "/procs", "{\"argv\": [\"sleep\", \"100\"]}", 429, "64");
+	expect(&f, TOK_A, "POST", "/sessions", "{}", 429, "64");
+	char tail[64];
+	snprintf(tail, sizeof(tail), "/procs/%s", first);
+	expect(&f, TOK_A, "DELETE", tail, NULL, 200, "killed");
+	start(&f, "{\"argv\": [\"sleep\", \"100\"]}", h);
+	srvt_teardown(&f.t);
+}
+END_TEST
+
 START_TEST(test_sessions)
 {
 	RUNG_REQUIRE_ROOT();
@@ -601,6 +620,7 @@ Suite *e2e_procs_serve_suite(void)
 	tcase_add_test(tc, test_survives_daemon_restart);
 	tcase_add_test(tc, test_sessions);
 	tcase_add_test(tc, test_flood_bounded);
+	tcase_add_test(tc, test_live_maximum);
 	tcase_add_test(tc, test_attach_handshake);
 	suite_add_tcase(s, tc);
 	return s;
