@@ -118,7 +118,7 @@ fuzz: $(FUZZERS)
 check-fuzz: $(FUZZERS)
 	@for f in $(FUZZERS); do n=$$(basename $$f); mkdir -p $(B)/corpus/$$n; \
 	  echo "fuzz: $$n (60000 runs)"; \
-	  $$f -runs=60000 -max_len=65536 -timeout=10 $(B)/corpus/$$n fuzz/corpus/$$n 2>$(B)/fuzz-$$n.log \
+	  $$f -runs=60000 -max_len=65536 -timeout=10 $$([ -f fuzz/$$n.dict ] && echo -dict=fuzz/$$n.dict) $(B)/corpus/$$n fuzz/corpus/$$n 2>$(B)/fuzz-$$n.log \
 	  || { tail -40 $(B)/fuzz-$$n.log; exit 1; }; done
 CHECK_STAGES += check-fuzz
 

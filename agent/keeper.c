@@ -238,6 +238,8 @@ static void do_kill(struct keeper *k, int fd)
 	if (k->pid > 0)
 		kill(-k->pid, SIGKILL);
 	agent_kill_descendants();
+	if (k->ses.on)
+		keeper_session_cleanup(k);
 	send_result(fd, k, 0, false);
 	close(fd);
 	for (size_t i = k->ncl; i-- > 0;)

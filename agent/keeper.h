@@ -68,5 +68,7 @@ void keeper_session_on_status(struct keeper *k);
 int keeper_session_tick(struct keeper *k);
 /* The shell exited: a run in progress ends with -EPIPE. */
 void keeper_session_ended(struct keeper *k);
+/* At kill: the command files and their directory go. */
+void keeper_session_cleanup(struct keeper *k);
 
 #endif

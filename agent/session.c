@@ -190,3 +190,12 @@ void keeper_session_ended(struct keeper *k)
 	if (k->ses.run_t0)
 		run_end(k, -1);
 }
+
+void keeper_session_cleanup(struct keeper *k)
+{
+	struct keeper_session *ss = &k->ses;
+	char path[200];
+	snprintf(path, sizeof(path), "%s/cmd-%llu", ss->dir, (unsigned long long)ss->nrun);
+	unlink(path);
+	rmdir(ss->dir);
+}

@@ -120,6 +120,9 @@ static int proc_u64(struct rung_proto_proc *x, uint16_t tag, uint64_t u, struct 
 		*(tag == RUNG_TAG_ROWS ? &x->rows : &x->cols) = u;
 		break;
 	case RUNG_TAG_BUFFER:
+		if (u > RUNG_PROTO_BUFFER_MAX)
+			return rung_err_set(err, EINVAL, "buffer: %llu bytes exceeds %llu",
+					    (unsigned long long)u, RUNG_PROTO_BUFFER_MAX);
 		x->buffer = u;
 		break;
 	case RUNG_TAG_OFFSET:
@@ -224,6 +227,11 @@ int rung_proto_proc_decode(uint8_t type, const uint8_t *p, uint32_t len,
 		r = rung_proto_exec_decode(ex.data, (uint32_t)ex.len, &x->x, err);
 	else if (r == 0 && !x->handle[0])
 		r = rung_err_set(err, EINVAL, "handle: required");
+	else if (r == 0 && type == RUNG_MSG_PROC_RESIZE && (!x->rows || !x->cols))
+		r = rung_err_set(err, EINVAL, "resize: rows and cols required (1..%d)",
+				 RUNG_PROTO_TTY_MAX);
+	else if (r == 0 && type == RUNG_MSG_PROC_SIGNAL && !x->sig)
+		r = rung_err_set(err, EINVAL, "signal: required (1..64)");
 	rung_buf_release(&ex);
 	if (r < 0)
 		rung_proto_proc_release(x);

@@ -204,6 +204,7 @@ int rung_proto_error_send_version(int fd, uint8_t version, const struct rung_err
 #define RUNG_PROTO_HANDLE_LEN 16 /* lowercase hex */
 #define RUNG_PROTO_NAME_MAX 64
 #define RUNG_PROTO_TTY_MAX 4096 /* rows and cols: 1..4096 */
+#define RUNG_PROTO_BUFFER_MAX (64ull << 20) /* a replay buffer, per stream */
 
 /* Every PROC_* / SESSION_RUN request, decoded; which fields a type takes is checked. */
 struct rung_proto_proc {

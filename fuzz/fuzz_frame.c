@@ -1,6 +1,7 @@
 /*
  * fuzz/fuzz_frame.c: the agent protocol decoders on arbitrary bytes: the header decode, the
- * frame reader over a socketpair, TLV iteration, and the exec / exit / file / error decoders.
+ * frame reader over a socketpair, TLV iteration, and the exec / exit / file / error decoders,
+ * and v2's process requests (every type) and PROC_INFO.
  * Input: the first byte picks nothing; the bytes are a header followed by a payload, and the
  * payload is also fed to every decoder directly.
  */
@@ -57,6 +58,33 @@ static void decoders(const uint8_t *p, uint32_t len)
 		if (!f.path || !f.path[0] || (f.mode & ~07777u))
 			abort();
 		rung_proto_file_release(&f);
+	}
+	/* v2: every process request type, and PROC_INFO, re-encoded and decoded again */
+	for (uint8_t t = RUNG_MSG_PROC_START; t <= RUNG_MSG_SESSION_RUN; t++) {
+		struct rung_proto_proc q;
+		if (rung_proto_proc_decode(t, p, len, &q, &err) < 0)
+			continue;
+		if (t != RUNG_MSG_PROC_START && !rung_proto_handle_valid(q.handle))
+			abort();
+		if (q.rows > RUNG_PROTO_TTY_MAX || q.cols > RUNG_PROTO_TTY_MAX || q.sig > 64 ||
+		    (q.data && (q.data < p || q.data + q.data_len > p + len)))
+			abort();
+		struct rung_buf b = {0};
+		if (t != RUNG_MSG_PROC_LIST && rung_proto_proc_encode(&q, &b) == 0) {
+			struct rung_proto_proc y;
+			if (rung_proto_proc_decode(t, b.data, (uint32_t)b.len, &y, &err) < 0)
+				abort();
+			rung_proto_proc_release(&y);
+		}
+		rung_buf_release(&b);
+		rung_proto_proc_release(&q);
+	}
+	struct rung_proto_proc_info pi;
+	if (rung_proto_proc_info_decode(p, len, &pi, &err) == 0) {
+		if (!rung_proto_handle_valid(pi.handle) || !pi.argv || pi.exit_code < -1 ||
+		    pi.exit_code > 255 || pi.signal > 64)
+			abort();
+		rung_proto_proc_info_release(&pi);
 	}
 	r = rung_proto_error_decode(p, len, &err);
 	if (r >= 0 || -r > 4095)

@@ -248,7 +248,10 @@ int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *
 			const struct rt_backend_ops *ops = rt_backend_get(m.iso);
 			struct rt_sandbox sb = {.router = r, .meta = m};
 			int busy = rt_store_busy(&r->store, m.id, true); /* <0: in flight */
-			if (busy >= 0 && ops && ops->suspend(&sb, &e2) == 0) {
+			/* a live background process: not idle (docs/procs.md) */
+			if (busy >= 0 && rt_procs_live(&r->store, m.id) > 0) {
+				rt_store_touch_activity(&r->store, m.id, false);
+			} else if (busy >= 0 && ops && ops->suspend(&sb, &e2) == 0) {
 				m.state = RUNG_STATE_SUSPENDED;
 				if (rt_store_meta_write(&r->store, &m, &e2) == 0)
 					rep->suspended_idle++;

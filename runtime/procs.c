@@ -13,11 +13,17 @@
 #include "runtime/rt-internal.h"
 
 #define OP_TIMEOUT_MS 30000u
-#define LONG_TIMEOUT_MS 0xfffffff0u /* follow, attach: until the process exits or we leave */
-#define BUFFER_MAX (64ull << 20)
+#define LONG_TIMEOUT_MS 0x7fffffffu /* follow: until the process exits or we leave (24 days) */
+#define BUFFER_MAX RUNG_PROTO_BUFFER_MAX
 
 _Static_assert(RUNG_PROC_HANDLE_LEN == RUNG_PROTO_HANDLE_LEN, "handle length");
 _Static_assert(RUNG_PROC_NAME_MAX == RUNG_PROTO_NAME_MAX, "name length");
+
+/* An operation's budget: its own time plus the agent's grace, within an int of ms. */
+static unsigned budget(uint32_t ms)
+{
+	return ms > LONG_TIMEOUT_MS - OP_TIMEOUT_MS ? LONG_TIMEOUT_MS : ms + OP_TIMEOUT_MS;
+}
 
 /* One connection to the agent for one request. */
 struct call {
@@ -127,7 +133,7 @@ static int simple_call(struct rung_sandbox *s, const struct rung_proto_proc *q, 
 		       unsigned timeout_ms, struct rung_frame *f, struct rung_err *err)
 {
 	struct call c;
-	int r = call_begin(&c, s, q, timeout_ms, -1, err);
+	int r = call_begin(&c, s, q, timeout_ms, rt_sandbox_cancel_fd(s), err);
 	if (r < 0)
 		return r;
 	r = rt_agent_io_next(&c.io, f, err);
@@ -420,7 +426,7 @@ int rung_proc_wait(struct rung_sandbox *s, const char *handle, uint32_t timeout_
 	struct rung_proto_proc q = {.type = RUNG_MSG_PROC_WAIT, .timeout_ms = timeout_ms};
 	snprintf(q.handle, sizeof(q.handle), "%s", handle ? handle : "");
 	struct rung_frame f;
-	int r = simple_call(s, &q, RUNG_MSG_PROC_INFO, timeout_ms + OP_TIMEOUT_MS, &f, err);
+	int r = simple_call(s, &q, RUNG_MSG_PROC_INFO, budget(timeout_ms), &f, err);
 	if (r < 0)
 		return rung_err_wrap(err, "proc wait %.16s", q.handle);
 	struct rung_proc_info tmp;
@@ -617,7 +623,7 @@ int rung_session_run(struct rung_sandbox *s, const char *handle, const char *com
 	snprintf(q.handle, sizeof(q.handle), "%s", handle ? handle : "");
 	struct call c;
 	/* the run's timeout, then the interrupt, the kill and the broken shell's graces */
-	int r = call_begin(&c, s, &q, tmo + OP_TIMEOUT_MS, rt_sandbox_cancel_fd(s), err);
+	int r = call_begin(&c, s, &q, budget(tmo), rt_sandbox_cancel_fd(s), err);
 	if (r < 0)
 		return rung_err_wrap(err, "session run");
 	struct run_out o = {.res = res, .max = spec->limits.output_bytes};
@@ -654,4 +660,35 @@ int rung_session_run(struct rung_sandbox *s, const char *handle, const char *com
 		return rung_err_wrap(err, "session run %.16s", q.handle);
 	}
 	return 0;
+}
+
+int rt_procs_live(const struct rt_store *st, const char *id)
+{
+	char sock[4096];
+	struct rung_err err = {0};
+	rt_store_path(st, id, "agent.sock", sock, sizeof(sock));
+	int fd = rt_agent_connect(sock, &err);
+	if (fd < 0)
+		return fd;
+	struct rt_agent_io io;
+	int r = rt_agent_io_init(&io, fd, 5000, -1, &err);
+	if (r == 0)
+		r = rt_agent_io_queue(&io, RUNG_MSG_PROC_LIST, NULL, &err);
+	int live = 0;
+	while (r == 0) {
+		struct rung_frame f;
+		if ((r = rt_agent_io_next(&io, &f, &err)) < 0)
+			break;
+		struct rung_proto_proc_info in;
+		if (f.type != RUNG_MSG_PROC_INFO) {
+			r = f.type == RUNG_MSG_RESULT ? 1 : -EPROTO;
+		} else if (rung_proto_proc_info_decode(f.payload, f.len, &in, &err) == 0) {
+			live += !in.exited;
+			rung_proto_proc_info_release(&in);
+		}
+		rung_frame_release(&f);
+	}
+	rt_agent_io_release(&io);
+	close(fd);
+	return r < 0 ? r : live;
 }

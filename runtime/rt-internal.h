@@ -226,6 +226,9 @@ int rt_sandbox_agent(struct rung_sandbox *s, int *busy, struct rung_err *err);
 char **rt_sandbox_image_env(struct rung_sandbox *s);
 void rt_sandbox_touch(struct rung_sandbox *s);
 int rt_sandbox_cancel_fd(const struct rung_sandbox *s);
+/* How many live background processes the running sandbox id has (procs.c): >= 0, or <0 when
+ * its agent could not be asked (it is then not kept from idling). */
+int rt_procs_live(const struct rt_store *st, const char *id);
 
 /* ---- process-rung building blocks (ns.c, mounts.c, seccomp.c, caps.c) ---- */
 enum rt_mount_op { RT_M_TMPFS, RT_M_BIND_RO, RT_M_BIND_RW, RT_M_PROC, RT_M_DEV, RT_M_SYMLINK,

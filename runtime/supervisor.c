@@ -110,7 +110,10 @@ static void maybe_idle_suspend(struct rt_sandbox *sb, const struct rt_backend_op
 		uint64_t act = rt_store_activity_ms(st, sb->meta.id);
 		if (m.state == RUNG_STATE_RUNNING &&
 		    rung_wall_ms() >= act + (uint64_t)m.spec.idle_suspend_s * 1000) {
-			if (ops->suspend(sb, &err) == 0) {
+			if (rt_procs_live(st, m.id) > 0) {
+				/* a live background process: not idle (docs/procs.md) */
+				rt_store_touch_activity(st, m.id, false);
+			} else if (ops->suspend(sb, &err) == 0) {
 				m.state = RUNG_STATE_SUSPENDED;
 				rt_store_meta_write(st, &m, &err);
 				LOG_INFO("sandbox %s idle: suspended", m.id);

@@ -3,6 +3,8 @@
  * procs_cases.c has the cases). Tagged "root". RUNG_TEST_RUNG=vm runs it on the vm rung.
  */
 #include <check.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "tests/lib/procs_cases.h"
 #include "tests/lib/sandbox.h"
@@ -18,9 +20,15 @@ static struct rung_router *router(void)
 	return spine_router(NULL);
 }
 
-static struct rung_sandbox *acquire(struct rung_router *r, const char *thread)
+static struct rung_sandbox *acquire(struct rung_router *r, const char *thread, unsigned idle_s)
 {
-	return spine_acquire(r, "procs", thread, "k", NULL, NULL);
+	struct rung_spec s;
+	rung_spec_init(&s);
+	s.kind = strdup("k");
+	s.idle_suspend_s = idle_s;
+	struct rung_sandbox *sb = spine_acquire(r, "procs", thread, "k", &s, NULL);
+	rung_spec_release(&s);
+	return sb;
 }
 
 static const struct procs_env env = {require, router, acquire};
@@ -67,6 +75,36 @@ START_TEST(test_session)
 }
 END_TEST
 
+START_TEST(test_agentside)
+{
+	procs_cases_run(&env, PROCS_AGENTSIDE);
+}
+END_TEST
+
+START_TEST(test_flood)
+{
+	procs_cases_run(&env, PROCS_FLOOD);
+}
+END_TEST
+
+START_TEST(test_cycles)
+{
+	procs_cases_run(&env, PROCS_CYCLES);
+}
+END_TEST
+
+START_TEST(test_dispose20)
+{
+	procs_cases_run(&env, PROCS_DISPOSE20);
+}
+END_TEST
+
+START_TEST(test_idle)
+{
+	procs_cases_run(&env, PROCS_IDLE);
+}
+END_TEST
+
 Suite *e2e_procs_basic_suite(void)
 {
 	Suite *s = suite_create("e2e_procs_basic");
@@ -78,5 +116,10 @@ Suite *e2e_procs_basic_suite(void)
 	tcase_add_test(tc, test_pty);
 	tcase_add_test(tc, test_pty_eof);
 	tcase_add_test(tc, test_session);
+	tcase_add_test(tc, test_agentside);
+	tcase_add_test(tc, test_flood);
+	tcase_add_test(tc, test_cycles);
+	tcase_add_test(tc, test_dispose20);
+	tcase_add_test(tc, test_idle);
 	return s;
 }

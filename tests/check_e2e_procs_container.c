@@ -18,10 +18,11 @@ static struct rung_router *router(void)
 	return ct_router(NULL);
 }
 
-static struct rung_sandbox *acquire(struct rung_router *r, const char *thread)
+static struct rung_sandbox *acquire(struct rung_router *r, const char *thread, unsigned idle_s)
 {
 	struct rung_spec s;
 	ct_spec(&s, NULL);
+	s.idle_suspend_s = idle_s;
 	struct rung_sandbox *sb = ct_acquire(r, "procs", thread, &s, NULL);
 	rung_spec_release(&s);
 	return sb;
@@ -71,6 +72,36 @@ START_TEST(test_session)
 }
 END_TEST
 
+START_TEST(test_agentside)
+{
+	procs_cases_run(&env, PROCS_AGENTSIDE);
+}
+END_TEST
+
+START_TEST(test_flood)
+{
+	procs_cases_run(&env, PROCS_FLOOD);
+}
+END_TEST
+
+START_TEST(test_cycles)
+{
+	procs_cases_run(&env, PROCS_CYCLES);
+}
+END_TEST
+
+START_TEST(test_dispose20)
+{
+	procs_cases_run(&env, PROCS_DISPOSE20);
+}
+END_TEST
+
+START_TEST(test_idle)
+{
+	procs_cases_run(&env, PROCS_IDLE);
+}
+END_TEST
+
 Suite *e2e_procs_container_suite(void)
 {
 	Suite *s = suite_create("e2e_procs_container");
@@ -81,5 +112,10 @@ Suite *e2e_procs_container_suite(void)
 	ct_add(s, "pty", test_pty, 180);
 	ct_add(s, "ptyeof", test_pty_eof, 180);
 	ct_add(s, "session", test_session, 180);
+	ct_add(s, "agentside", test_agentside, 240);
+	ct_add(s, "flood", test_flood, 240);
+	ct_add(s, "cycles", test_cycles, 240);
+	ct_add(s, "dispose20", test_dispose20, 240);
+	ct_add(s, "idle", test_idle, 240);
 	return s;
 }

@@ -17,21 +17,23 @@
 #include "common/util.h"
 #include "tests/lib/procs_cases.h"
 
-/* The rung under test: acquire(r, thread) gives a running sandbox of it. */
+/* The rung under test: acquire(r, thread, idle_s) gives a running sandbox of it. */
 static const struct procs_env *env;
 
-struct fx {
-	struct rung_router *r;
-	struct rung_sandbox *sb;
-};
+#define fx procs_fx
+
+void procs_fx_open(struct fx *f, const char *thread, unsigned idle_s)
+{
+	f->r = env->router();
+	f->sb = env->acquire(f->r, thread, idle_s);
+}
 
 static void fx_open(struct fx *f, const char *thread)
 {
-	f->r = env->router();
-	f->sb = env->acquire(f->r, thread);
+	procs_fx_open(f, thread, 0);
 }
 
-static void fx_close(struct fx *f)
+void procs_fx_close(struct fx *f)
 {
 	struct rung_err err = {0};
 	ck_assert_msg(rung_dispose(f->r, rung_sandbox_id(f->sb), NULL, &err) == 0, "%s", err.msg);
@@ -40,7 +42,7 @@ static void fx_close(struct fx *f)
 }
 
 /* `sh -c script` in sb, asserting the exec worked: its exit code, output in res. */
-static int sh(struct rung_sandbox *sb, const char *script, struct rung_exec_res *res)
+int procs_sh(struct rung_sandbox *sb, const char *script, struct rung_exec_res *res)
 {
 	const char *argv[] = {"/bin/sh", "-c", script, NULL};
 	struct rung_exec_req req = {.argv = argv, .timeout_ms = 60000};
@@ -49,7 +51,7 @@ static int sh(struct rung_sandbox *sb, const char *script, struct rung_exec_res 
 	return res->exit_code;
 }
 
-static void start(struct rung_sandbox *sb, const char *script, char *h)
+void procs_start(struct rung_sandbox *sb, const char *script, char *h)
 {
 	const char *argv[] = {"/bin/sh", "-c", script, NULL};
 	struct rung_proc_req req = {.argv = argv};
@@ -99,7 +101,7 @@ static void case_logs_offsets(void)
 	fx_open(&f, "logs");
 	char h[RUNG_PROC_HANDLE_LEN + 1];
 	/* 100 lines, then a pause, then 100 more and one on stderr: a known sequence */
-	start(f.sb, "i=0; while [ $i -lt 100 ]; do echo line$i; i=$((i+1)); done; "
+	procs_start(f.sb, "i=0; while [ $i -lt 100 ]; do echo line$i; i=$((i+1)); done; "
 		    "read x; while [ $i -lt 200 ]; do echo line$i; i=$((i+1)); done; "
 		    "echo err >&2; exit 7", h);
 	/* the first half is there once it is written */
@@ -156,7 +158,7 @@ static void case_logs_offsets(void)
 	/* kill forgets it */
 	ck_assert_msg(rung_proc_kill(f.sb, h, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(rung_proc_get(f.sb, h, &in, &err), -ENOENT);
-	fx_close(&f);
+	procs_fx_close(&f);
 }
 
 /* The sandbox's processes whose command line starts "sleep 100123" (ps differs by image). */
@@ -174,7 +176,7 @@ static void case_server_and_kill_tree(void)
 	char h[RUNG_PROC_HANDLE_LEN + 1];
 	/* a one-shot responder loop on 127.0.0.1:8123, plus a setsid'd daemon child */
 	/* a web server (python3's, else busybox's) on 127.0.0.1:8123, plus a setsid'd daemon */
-	start(f.sb, "setsid sleep 100123 & mkdir -p /tmp/www && cd /tmp/www && "
+	procs_start(f.sb, "setsid sleep 100123 & mkdir -p /tmp/www && cd /tmp/www && "
 		    "echo hello-from-bg > index.html && if command -v python3 >/dev/null; then "
 		    "exec python3 -m http.server --bind 127.0.0.1 8123; else "
 		    "exec busybox httpd -f -p 127.0.0.1:8123 -h /tmp/www; fi", h);
@@ -184,7 +186,7 @@ static void case_server_and_kill_tree(void)
 	    "as u; print(u.urlopen(\"http://127.0.0.1:8123/index.html\").read().decode())'; "
 	    "else busybox wget -qO- http://127.0.0.1:8123/index.html; fi; }; "
 	    "for i in $(seq 100); do get 2>/dev/null && exit 0; sleep 0.1; done; exit 1";
-	ck_assert_int_eq(sh(f.sb, probe, &res), 0);
+	ck_assert_int_eq(procs_sh(f.sb, probe, &res), 0);
 	ck_assert_msg(strstr(res.out, "hello-from-bg"), "%s", res.out);
 	rung_exec_res_release(&res);
 	/* list shows it running */
@@ -198,17 +200,17 @@ static void case_server_and_kill_tree(void)
 	ck_assert_int_gt(v[0].pid, 1);
 	rung_proc_info_free(v, n);
 	/* kill takes the server and its setsid'd daemon */
-	ck_assert_int_eq(sh(f.sb, COUNT_SLEEP, &res), 0);
+	ck_assert_int_eq(procs_sh(f.sb, COUNT_SLEEP, &res), 0);
 	ck_assert_msg(!strcmp(res.out, "1\n"), "%s", res.out);
 	rung_exec_res_release(&res);
 	ck_assert_msg(rung_proc_kill(f.sb, h, &err) == 0, "%s", err.msg);
-	ck_assert_int_eq(sh(f.sb, COUNT_SLEEP, &res), 1);
+	ck_assert_int_eq(procs_sh(f.sb, COUNT_SLEEP, &res), 1);
 	ck_assert_msg(!strcmp(res.out, "0\n"), "%s", res.out);
 	rung_exec_res_release(&res);
 	ck_assert_msg(rung_proc_list(f.sb, &v, &n, &err) == 0, "%s", err.msg);
 	ck_assert_uint_eq(n, 0);
 	free(v);
-	fx_close(&f);
+	procs_fx_close(&f);
 }
 
 static void case_bad_handles_and_limit(void)
@@ -217,13 +219,13 @@ static void case_bad_handles_and_limit(void)
 	struct fx f, g;
 	fx_open(&f, "bad1");
 	g.r = f.r;
-	g.sb = env->acquire(f.r, "bad2");
+	g.sb = env->acquire(f.r, "bad2", 0);
 	char h[RUNG_PROC_HANDLE_LEN + 1];
 	struct rung_err err = {0};
 	struct rung_proc_info in;
 	ck_assert_int_eq(rung_proc_get(f.sb, "0123456789abcdef", &in, &err), -ENOENT);
 	ck_assert_int_eq(rung_proc_signal(f.sb, "../../etc/passwd", 9, &err), -ENOENT);
-	start(g.sb, "sleep 1000", h);
+	procs_start(g.sb, "sleep 1000", h);
 	/* another sandbox's handle does not exist here */
 	ck_assert_int_eq(rung_proc_get(f.sb, h, &in, &err), -ENOENT);
 	ck_assert_int_eq(rung_proc_kill(f.sb, h, &err), -ENOENT);
@@ -238,7 +240,7 @@ static void case_bad_handles_and_limit(void)
 	/* the live maximum */
 	char hs[RUNG_PROC_MAX_LIVE][RUNG_PROC_HANDLE_LEN + 1];
 	for (int i = 0; i < RUNG_PROC_MAX_LIVE; i++)
-		start(f.sb, "sleep 1000", hs[i]);
+		procs_start(f.sb, "sleep 1000", hs[i]);
 	const char *argv[] = {"sleep", "1000", NULL};
 	struct rung_proc_req req = {.argv = argv};
 	ck_assert_int_eq(rung_proc_start(f.sb, &req, h, &err), -EAGAIN);
@@ -247,7 +249,7 @@ static void case_bad_handles_and_limit(void)
 	ck_assert_msg(rung_proc_start(f.sb, &req, h, &err) == 0, "%s", err.msg);
 	ck_assert_msg(rung_dispose(f.r, rung_sandbox_id(g.sb), NULL, &err) == 0, "%s", err.msg);
 	rung_sandbox_close(g.sb);
-	fx_close(&f);
+	procs_fx_close(&f);
 }
 
 static void case_survives_client_and_suspend(void)
@@ -256,7 +258,7 @@ static void case_survives_client_and_suspend(void)
 	struct fx f;
 	fx_open(&f, "surv");
 	char h[RUNG_PROC_HANDLE_LEN + 1];
-	start(f.sb, "i=0; while true; do echo tick$i; i=$((i+1)); sleep 0.05; done", h);
+	procs_start(f.sb, "i=0; while true; do echo tick$i; i=$((i+1)); sleep 0.05; done", h);
 	char id[128];
 	snprintf(id, sizeof(id), "%s", rung_sandbox_id(f.sb));
 	struct rung_err err = {0};
@@ -264,7 +266,7 @@ static void case_survives_client_and_suspend(void)
 	/* a new client: another router, the sandbox opened by id */
 	rung_sandbox_close(f.sb);
 	ck_assert_msg(rung_sandbox_open(f.r, id, NULL, &f.sb, &err) == 0, "%s", err.msg);
-	ck_assert_msg(rung_resume(f.sb, &err) == 0, "%s", err.msg);
+	/* the first proc call resumes it, as exec does */
 	struct rung_proc_info in;
 	ck_assert_msg(rung_proc_get(f.sb, h, &in, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(in.state, RUNG_PROC_RUNNING);
@@ -275,12 +277,12 @@ static void case_survives_client_and_suspend(void)
 	ck_assert_uint_gt(in.end_offset, e0); /* it runs on */
 	rung_proc_info_release(&in, 1);
 	ck_assert_int_eq(rung_proc_wait(f.sb, h, 0, NULL, &err), 0);
-	fx_close(&f);
+	procs_fx_close(&f);
 }
 
 /* Everything the process wrote, gathered from 0, until needle appears after `from` bytes of
  * it (or timeout_ms): where it ends, or 0 if it never appeared. */
-static size_t wait_output(struct rung_sandbox *sb, const char *h, size_t from, const char *needle,
+size_t procs_wait_output(struct rung_sandbox *sb, const char *h, size_t from, const char *needle,
 			  unsigned timeout_ms)
 {
 	static struct col c;
@@ -340,12 +342,12 @@ static void case_pty(void)
 	ck_assert_msg(rung_proc_start(f.sb, &req, h, &err) == 0, "%s", err.msg);
 	const char *size = "{ stty size 2>/dev/null || busybox stty size; } | tr ' ' x\n";
 	ck_assert_msg(rung_proc_write(f.sb, h, size, strlen(size), &err) == 0, "%s", err.msg);
-	size_t at = wait_output(f.sb, h, 0, "30x100", 20000);
+	size_t at = procs_wait_output(f.sb, h, 0, "30x100", 20000);
 	ck_assert_msg(at, "stty size did not see 30x100");
 	/* a resize: the program sees the new size */
 	ck_assert_msg(rung_proc_resize(f.sb, h, 40, 120, &err) == 0, "%s", err.msg);
 	ck_assert_msg(rung_proc_write(f.sb, h, size, strlen(size), &err) == 0, "%s", err.msg);
-	at = wait_output(f.sb, h, at, "40x120", 20000);
+	at = procs_wait_output(f.sb, h, at, "40x120", 20000);
 	ck_assert_msg(at, "stty size did not follow the resize to 40x120");
 	/* Ctrl-C reaches the foreground job, not the shell */
 	const char *job = "sleep 1000; echo job-ended-$((6*7))\n";
@@ -354,7 +356,7 @@ static void case_pty(void)
 	ck_assert_msg(rung_proc_write(f.sb, h, "\x03", 1, &err) == 0, "%s", err.msg);
 	const char *after = "echo still-here-$((6*7))\n";
 	ck_assert_msg(rung_proc_write(f.sb, h, after, strlen(after), &err) == 0, "%s", err.msg);
-	ck_assert_msg(wait_output(f.sb, h, at, "still-here-42", 20000),
+	ck_assert_msg(procs_wait_output(f.sb, h, at, "still-here-42", 20000),
 		      "the shell did not survive Ctrl-C");
 	struct rung_proc_info in;
 	ck_assert_int_eq(rung_proc_wait(f.sb, h, 0, &in, &err), 0);
@@ -382,7 +384,7 @@ static void case_pty(void)
 	rung_proc_info_release(&in, 1);
 	close(pp[0]);
 	close(pp[1]);
-	fx_close(&f);
+	procs_fx_close(&f);
 }
 
 static void case_pty_eof(void)
@@ -398,19 +400,19 @@ static void case_pty_eof(void)
 	ck_assert_msg(rung_proc_start(f.sb, &req, h, &err) == 0, "%s", err.msg);
 	/* its own devpts: this one terminal and ptmx, nothing of the host's */
 	struct rung_exec_res res;
-	ck_assert_int_eq(sh(f.sb, "ls /dev/pts | tr '\\n' ' '", &res), 0);
+	ck_assert_int_eq(procs_sh(f.sb, "ls /dev/pts | tr '\\n' ' '", &res), 0);
 	ck_assert_str_eq(res.out, "0 ptmx ");
 	rung_exec_res_release(&res);
 	/* the default size is 24x80 */
 	const char *size = "{ stty size 2>/dev/null || busybox stty size; } | tr ' ' x\n";
 	ck_assert_msg(rung_proc_write(f.sb, h, size, strlen(size), &err) == 0, "%s", err.msg);
-	ck_assert(wait_output(f.sb, h, 0, "24x80", 20000));
+	ck_assert(procs_wait_output(f.sb, h, 0, "24x80", 20000));
 	/* the terminal's EOF ends the shell */
 	ck_assert_msg(rung_proc_close_stdin(f.sb, h, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(rung_proc_wait(f.sb, h, 20000, &in, &err), 1);
 	ck_assert_int_eq(in.exit_code, 0);
 	rung_proc_info_release(&in, 1);
-	fx_close(&f);
+	procs_fx_close(&f);
 }
 
 static void run(struct rung_sandbox *sb, const char *h, const char *cmd, uint32_t tmo,
@@ -475,7 +477,7 @@ static void case_session(void)
 	ck_assert_msg(!strncmp(res.out, "alive-41\n/tmp/sess\n", 20), "%s", res.out);
 	rung_exec_res_release(&res);
 	/* the job's processes are gone, the shell is not */
-	ck_assert_int_eq(sh(f.sb, COUNT_SLEEP1000, &res), 1);
+	ck_assert_int_eq(procs_sh(f.sb, COUNT_SLEEP1000, &res), 1);
 	ck_assert_str_eq(res.out, "0\n");
 	rung_exec_res_release(&res);
 	/* it is a background process: listed, as a session */
@@ -491,16 +493,28 @@ static void case_session(void)
 	ck_assert_int_eq(rung_proc_wait(f.sb, h, 10000, &in, &err), 1);
 	ck_assert_int_eq(in.exit_code, 4);
 	rung_proc_info_release(&in, 1);
+	/* kill forgets it, and its command files' directory goes */
+	ck_assert_int_eq(procs_sh(f.sb, "ls -a /dev/shm /tmp | grep -c rung-session", &res), 0);
+	ck_assert_str_eq(res.out, "1\n");
+	rung_exec_res_release(&res);
+	ck_assert_int_eq(rung_proc_kill(f.sb, h, &err), 0);
+	ck_assert_int_eq(procs_sh(f.sb, "ls -a /dev/shm /tmp | grep -c rung-session", &res), 1);
+	ck_assert_str_eq(res.out, "0\n");
+	rung_exec_res_release(&res);
 	/* a plain process is no session */
 	char p[RUNG_PROC_HANDLE_LEN + 1];
-	start(f.sb, "sleep 1000", p);
+	procs_start(f.sb, "sleep 1000", p);
 	ck_assert_int_eq(rung_session_run(f.sb, p, "true", 0, &res, &err), -EINVAL);
-	fx_close(&f);
+	procs_fx_close(&f);
 }
 
 void procs_cases_run(const struct procs_env *e, enum procs_case c)
 {
 	env = e;
+	if (c >= PROCS_AGENTSIDE) {
+		procs_life_run(e, c);
+		return;
+	}
 	switch (c) {
 	case PROCS_LOGS: case_logs_offsets(); break;
 	case PROCS_SERVER: case_server_and_kill_tree(); break;
@@ -509,5 +523,6 @@ void procs_cases_run(const struct procs_env *e, enum procs_case c)
 	case PROCS_PTY: case_pty(); break;
 	case PROCS_PTY_EOF: case_pty_eof(); break;
 	case PROCS_SESSION: case_session(); break;
+	default: break;
 	}
 }

@@ -105,5 +105,7 @@ else
 		# The command against the guest's agent side (kill, ptrace, oom_score_adj, kernel
 		# knobs; orphans of a dead handler).
 		ck_suite rung-agentside-vm e2e_process_agentside "the agent side is out of the command's reach, on the vm rung" RUNG_TEST_RUNG=vm
+		# Background processes, terminals and shell sessions (docs/procs.md) on the vm rung.
+		ck_suite rung-procs-vm e2e_procs_basic "background processes, ptys, sessions, on the vm rung" RUNG_TEST_RUNG=vm
 	fi
 fi
