@@ -7,6 +7,10 @@
  * detaches on Ctrl-P Ctrl-Q; exec -t exits with the command's status; on the process rung and
  * on the container rung (busybox). Tagged "root".
  */
+#include <pty.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+
 #include "tests/lib/container.h"
 #include "tests/lib/server.h"
 
@@ -400,6 +404,104 @@ START_TEST(test_container_rung)
 }
 END_TEST
 
+/* `rung attach` on a real terminal: raw while attached; restored after the detach keys, and
+ * after a SIGTERM. */
+static pid_t attach_on_pty(const struct cli_env *ce, const char *id, const char *h, int *master)
+{
+	int slave;
+	struct winsize ws = {.ws_row = 20, .ws_col = 60};
+	ck_assert_int_eq(openpty(master, &slave, NULL, NULL, &ws), 0);
+	char bin[4200];
+	snprintf(bin, sizeof(bin), "%s/rung", rung_test_build_dir());
+	pid_t p = fork();
+	ck_assert_int_ge(p, 0);
+	if (p == 0) {
+		setsid();
+		ioctl(slave, TIOCSCTTY, 0);
+		dup2(slave, 0);
+		dup2(slave, 1);
+		dup2(slave, 2);
+		child_env(ce);
+		execl(bin, bin, "attach", id, h, (char *)NULL);
+		_exit(127);
+	}
+	close(slave);
+	return p;
+}
+
+static bool term_raw(int master)
+{
+	struct termios t;
+	ck_assert_int_eq(tcgetattr(master, &t), 0);
+	return !(t.c_lflag & ICANON) && !(t.c_lflag & ECHO);
+}
+
+/* Read the master until needle shows up (the terminal's output). */
+static bool pty_until(int master, const char *needle)
+{
+	static char buf[65536];
+	size_t n = 0;
+	uint64_t end = srvt_now_ms() + 20000;
+	while (srvt_now_ms() < end && n < sizeof(buf) - 1) {
+		struct pollfd pf = {master, POLLIN, 0};
+		if (poll(&pf, 1, 200) <= 0)
+			continue;
+		ssize_t k = read(master, buf + n, sizeof(buf) - 1 - n);
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+		buf[n] = '\0';
+		if (strstr(buf, needle))
+			return true;
+	}
+	return false;
+}
+
+static void tty_cases(const struct cli_env *ce, const char *id)
+{
+	struct out r;
+	char h[64];
+	RUNG(ce, NULL, &r, "proc", "start", id, "--pty", "--", "sh", "-c",
+	     "echo ready; while read l; do echo \"got $l $(stty size)\"; done");
+	ck_assert_msg(r.status == 0, "%d %s", r.status, r.e);
+	first_line(r.o, h, sizeof(h));
+	for (int round = 0; round < 2; round++) {
+		int m;
+		pid_t p = attach_on_pty(ce, id, h, &m);
+		ck_assert_msg(pty_until(m, "ready"), "no replay");
+		ck_assert_msg(term_raw(m), "the terminal is not raw while attached");
+		/* our size went to its terminal: 20 x 60 */
+		ck_assert_int_eq(write(m, "hi\r", 3), 3);
+		ck_assert_msg(pty_until(m, "got hi 20 60"), "no echo with our size");
+		if (round == 0)
+			ck_assert_int_eq(write(m, "\x10\x11", 2), 2); /* the detach keys */
+		else
+			kill(p, SIGTERM);
+		int st;
+		waitpid(p, &st, 0);
+		ck_assert_msg(round == 0 ? WIFEXITED(st) && WEXITSTATUS(st) == 0
+					 : WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM,
+			      "round %d: status %d", round, st);
+		ck_assert_msg(!term_raw(m), "round %d: the terminal was left raw", round);
+		close(m);
+	}
+	RUNG(ce, NULL, &r, "proc", "ls", id);
+	ck_assert_msg(strstr(r.o, h) && strstr(r.o, "running"), "%s", r.o);
+}
+
+START_TEST(test_attach_terminal)
+{
+	RUNG_REQUIRE_ROOT();
+	struct srvt t;
+	struct cli_env local, remote;
+	char lid[65], rid[65];
+	world(&t, &local, &remote, lid, rid);
+	tty_cases(&local, lid);
+	tty_cases(&remote, rid);
+	world_down(&t, &local, lid);
+}
+END_TEST
+
 START_TEST(test_help)
 {
 	struct cli_env ce = {0};
@@ -430,6 +532,7 @@ Suite *e2e_procs_cli_suite(void)
 	tcase_add_test(tc, test_proc_commands);
 	tcase_add_test(tc, test_follow_killed_then_since);
 	tcase_add_test(tc, test_attach_and_exec_t);
+	tcase_add_test(tc, test_attach_terminal);
 	suite_add_tcase(s, tc);
 	ct_add(s, "container-root", test_container_rung, 300);
 	return s;
