@@ -473,6 +473,12 @@ static void tty_cases(const struct cli_env *ce, const char *id)
 		/* our size went to its terminal: 20 x 60 */
 		ck_assert_int_eq(write(m, "hi\r", 3), 3);
 		ck_assert_msg(pty_until(m, "got hi 20 60"), "no echo with our size");
+		/* our window changes (SIGWINCH): so does its terminal */
+		struct winsize ws2 = {.ws_row = 30, .ws_col = 70};
+		ck_assert_int_eq(ioctl(m, TIOCSWINSZ, &ws2), 0);
+		usleep(300000);
+		ck_assert_int_eq(write(m, "ho\r", 3), 3);
+		ck_assert_msg(pty_until(m, "got ho 30 70"), "the resize did not follow");
 		if (round == 0)
 			ck_assert_int_eq(write(m, "\x10\x11", 2), 2); /* the detach keys */
 		else
