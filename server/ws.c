@@ -388,5 +388,7 @@ enum MHD_Result srv_ws_attach(struct srv_call *call, struct MHD_Connection *c,
 	call->status = 101;
 	enum MHD_Result r = MHD_queue_response(c, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
 	MHD_destroy_response(resp);
+	if (r != MHD_YES)
+		ws_free(w); /* no upgrade will come: give back the handles and routers */
 	return r;
 }
