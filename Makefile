@@ -148,7 +148,7 @@ clean:
 $(B)/bench/%: bench/%.c $(B)/librung.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(B)/librung.a $(LDLIBS)
-bench: all $(B)/bench/exec-rate
+bench: all $(B)/bench/exec-rate $(B)/bench/procs
 	sh bench/spine.sh
 .PHONY: bench
 

@@ -5,6 +5,9 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
+
+#include <jansson.h>
 
 #include "rung/rung.h"
 
@@ -77,5 +80,64 @@ CLI_CMD(fork);
 CLI_CMD(image);
 CLI_CMD(serve);
 CLI_CMD(ladder);
+CLI_CMD(proc);
+CLI_CMD(session);
+CLI_CMD(attach);
+
+
+/* ---- background processes and sessions (cmd-proc.c; through the daemon: remote-proc.c) -- */
+enum cli_proc_op {
+	CLI_P_START, CLI_P_LS, CLI_P_LOGS, CLI_P_STDIN, CLI_P_SIGNAL, CLI_P_WAIT, CLI_P_KILL,
+	CLI_P_RESIZE, CLI_P_SESS_START, CLI_P_SESS_RUN
+};
+struct cli_proc_args {
+	enum cli_proc_op op;
+	const char *id, *handle;
+	struct rung_proc_req req; /* start; session start: cwd, env */
+	char **envv;		  /* req.env's storage */
+	const char *shell;	  /* session start */
+	char *command;		  /* session run (malloc'd) */
+	uint64_t since;		  /* logs */
+	bool follow;
+	int sig;		  /* signal */
+	uint32_t timeout_ms;	  /* wait, session run */
+	bool has_timeout;	  /* --timeout given (wait --timeout 0: do not wait) */
+	unsigned rows, cols;	  /* resize */
+};
+/* Printing shared by the local and the remote path: info is one process as the daemon
+ * encodes it ({"handle", "name", "argv", "state", ...}); list an array of those. */
+json_t *cli_proc_info_json(const struct rung_proc_info *pi);
+int cli_proc_print_list(struct cli *c, const char *id, json_t *list);
+/* wait's answer: {"exited": bool, ...info}; the exit status of `rung proc wait`. */
+int cli_proc_print_wait(struct cli *c, json_t *o);
+/* logs: one chunk, its bytes to stdout/stderr, or (--json) one NDJSON line
+ * {"type": "stdout"|"stderr", "offset": N, "data"|"data_b64": ...}; <0: stdout is gone. */
+int cli_proc_emit_chunk(struct cli *c, enum rung_stream s, uint64_t offset, const void *data,
+			size_t len);
+/* logs' end: --json {"type": "end", "end_offset", "dropped", "exited"}; else dropped bytes
+ * on stderr. */
+int cli_proc_print_end(struct cli *c, uint64_t end_offset, uint64_t dropped, bool exited);
+/* ---- attach and exec -t (cmd-attach.c; through the daemon: remote-attach.c) ---------- */
+/* Our terminal raw until cli_term_restore (also at exit and on SIGINT/TERM/HUP/QUIT);
+ * nothing when stdin is not a terminal. */
+void cli_term_raw(void);
+void cli_term_restore(void);
+bool cli_term_size(unsigned *rows, unsigned *cols);
+/* The detach keys, Ctrl-P Ctrl-Q (a Ctrl-P is held until the next byte says what it is). */
+struct cli_detach {
+	bool held;
+};
+/* out gets what passes on (at most len + 1 bytes); -1: detach. */
+ssize_t cli_detach_filter(struct cli_detach *d, const char *in, size_t len, char *out);
+/* Attach our terminal to process h: 1 it exited, 0 detached, <0 with err. eof_eot: our
+ * stdin's EOF is sent as the terminal's EOF character (exec -t) instead of detaching. */
+int cli_attach_local(struct cli *c, struct rung_sandbox *sb, const char *id, const char *h,
+		     uint64_t since, bool eof_eot, struct rung_err *err);
+/* `rung exec -t`: start req (made a pty of our size) in sandbox id, attach, the exit status. */
+int cli_exec_tty(struct cli *c, const char *id, struct rung_proc_req *req);
+
+/* A signal by name (TERM, SIGTERM) or number; 1..64, else -1. */
+int cli_signal_parse(const char *s);
+const char *cli_signal_name(int sig);
 
 #endif

@@ -236,6 +236,36 @@ CLI_CMD(gc)
 	"  --requires CAP,...    exec, run_code, host_callbacks, fs_persist, install\n"           \
 	"  --deployed            apply the deployed isolation x capability policy\n"
 
+#define PROC_HELP                                                                                  \
+	"Background processes: they belong to the sandbox, survive this command, the daemon's\n"  \
+	"restart and suspend/resume, and die at dispose, at the ttl, or when killed\n"           \
+	"(docs/procs.md).\n\n"                                                                   \
+	"  rung proc start ID [--name N] [--cwd D] [--env K=V]... [--buffer SIZE]\n"              \
+	"                     [--pty [--rows R --cols C]] -- CMD [ARG...]\n"                      \
+	"      start CMD in the background; print its handle (--buffer: replay bytes per\n"      \
+	"      stream, default 1 MiB)\n"                                                         \
+	"  rung proc ls ID                  handle, name, state, exit, pid, start, command\n"    \
+	"  rung proc logs ID H [--since OFFSET] [--follow]\n"                                     \
+	"      its output from byte OFFSET of its log (stdout and stderr in order of arrival);\n" \
+	"      --follow waits for more until it exits. --json: NDJSON lines with each chunk's\n" \
+	"      offset, then {\"type\": \"end\", \"end_offset\": N}: resume there with --since\n"  \
+	"  rung proc stdin ID H < DATA      copy our stdin to its stdin; EOF closes it\n"        \
+	"  rung proc signal ID H SIG        SIG by name (TERM, INT, KILL...) or number\n"        \
+	"  rung proc wait ID H [--timeout SEC]\n"                                                 \
+	"      the exit status is its own (128+N for signal N); 124 when still running at SEC\n" \
+	"  rung proc kill ID H              kill it and every process it started; forget H\n"    \
+	"  rung proc resize ID H ROWS COLS  its terminal (--pty), 1..4096 each\n\n"              \
+	"An unknown handle is an error naming it (exit status 3).\n"
+
+#define SESSION_HELP                                                                               \
+	"Persistent shells whose cd, export and functions carry over between runs (a\n"          \
+	"background process underneath: rung proc ls lists it, rung proc kill ends it).\n\n"     \
+	"  rung session start ID [--shell /bin/bash] [--cwd D] [--env K=V]...   print S\n"        \
+	"  rung session run ID S [--timeout SEC] -- 'COMMAND'\n"                                  \
+	"      run COMMAND (one shell string; several words are joined by spaces) in the\n"      \
+	"      session: its stdout and stderr, and its exit status as ours (124: timed out,\n"   \
+	"      its job was interrupted). --json: {exit_code, stdout, stderr, timed_out...}\n"
+
 const struct cli_cmd cli_cmds[] = {
 	{"run", cli_cmd_run, "rung run [SPEC-OPTS] [--timeout SEC] [--cwd DIR] [--env K=V]... -- CMD [ARG...]",
 	 "Acquire a sandbox, run CMD in it, dispose it. The exit status is CMD's; a timed-out\n"
@@ -247,9 +277,11 @@ const struct cli_cmd cli_cmds[] = {
 	 "return the same live sandbox (resumed if suspended, files intact). Through the\n"
 	 "daemon (--socket) the scope is the one it maps you to, and --scope is not needed.\n\n"
 	 SPEC_OPTS_HELP},
-	{"exec", cli_cmd_exec, "rung exec [--timeout SEC] [--cwd DIR] [--env K=V]... ID -- CMD [ARG...]",
+	{"exec", cli_cmd_exec, "rung exec [-t] [--timeout SEC] [--cwd DIR] [--env K=V]... ID -- CMD [ARG...]",
 	 "Run CMD (an argv, never a shell string) in sandbox ID, streaming its output.\n"
-	 "The exit status is CMD's; 124 on timeout (every process it started is killed).\n"},
+	 "The exit status is CMD's; 124 on timeout (every process it started is killed).\n"
+	 "-t: interactively, on a terminal of the sandbox's own sized as ours, as `docker exec\n"
+	 "-it` (see rung attach --help for the keys); the exit status is CMD's.\n"},
 	{"write", cli_cmd_write, "rung write ID PATH [--mode OCTAL] < DATA",
 	 "Write stdin to PATH in the sandbox (relative to its work dir; confined to its root).\n"},
 	{"read", cli_cmd_read, "rung read ID PATH > DATA", "Copy PATH from the sandbox to stdout.\n"},
@@ -319,5 +351,16 @@ const struct cli_cmd cli_cmds[] = {
 	 "  --from FILE    print the table of a saved --json result (runs nothing)\n"
 	 "  --json         (global) one JSON object instead of the table\n\n"
 	 "A whole run (no --probes) is saved in the store for --deployed and rung inspect.\n"},
+	{"proc", cli_cmd_proc,
+	 "rung proc start|ls|logs|stdin|signal|wait|kill|resize ID [H] ...",
+	 PROC_HELP},
+	{"attach", cli_cmd_attach, "rung attach [--since OFFSET] ID H",
+	 "An interactive terminal on background process H (started with --pty): its recent\n"
+	 "output (the replay buffer, from OFFSET, default its start) first, then our keys go\n"
+	 "to it and its output to us. Our terminal is raw meanwhile and restored on every way\n"
+	 "out. Ctrl-P Ctrl-Q detaches (the process runs on; exit status 0); when the process\n"
+	 "exits, its exit status is ours. Our window size follows to its terminal.\n"},
+	{"session", cli_cmd_session, "rung session start ID [--shell SH] | run ID S -- 'CMD'",
+	 SESSION_HELP},
 	{NULL, NULL, NULL, NULL},
 };

@@ -431,6 +431,7 @@ int cli_cmd_exec(struct cli *c, int argc, char **argv)
 	char **envv = NULL;
 	const char *id = NULL;
 	int cmd_at = -1;
+	bool tty = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--")) {
 			cmd_at = i + 1 < argc ? i + 1 : -1;
@@ -443,6 +444,10 @@ int cli_cmd_exec(struct cli *c, int argc, char **argv)
 			id = argv[i];
 			continue;
 		}
+		if (!strcmp(argv[i], "-t") || !strcmp(argv[i], "--tty") || !strcmp(argv[i], "-it")) {
+			tty = true;
+			continue;
+		}
 		int r = exec_opt("exec", argc, argv, &i, &req, &envv);
 		if (r < 0)
 			return 2;
@@ -451,6 +456,15 @@ int cli_cmd_exec(struct cli *c, int argc, char **argv)
 	}
 	if (!id || cmd_at < 0)
 		return cli_usage_error("exec", "usage: rung exec [OPTS] ID -- CMD [ARG...]");
+	if (tty) { /* an interactive terminal: a pty process, attached (cmd-attach.c) */
+		if (req.timeout_ms)
+			return free(envv), cli_usage_error("exec", "--timeout: not with -t");
+		struct rung_proc_req pq = {.argv = (const char *const *)argv + cmd_at,
+					   .env = req.env, .cwd = req.cwd};
+		int st = cli_exec_tty(c, id, &pq);
+		free(envv);
+		return st;
+	}
 	if (c->remote) {
 		req.argv = (const char *const *)argv + cmd_at;
 		int st = cli_remote_exec(c, id, &req, NULL);

@@ -56,5 +56,10 @@ int cli_remote_dispose(struct cli *c, const char *id);
 int cli_remote_dispose_scope(struct cli *c, const char *thread);
 int cli_remote_ls(struct cli *c, const char *thread);
 int cli_remote_inspect(struct cli *c, const char *id);
+/* rung proc / rung session through the daemon (remote-proc.c): the exit status. */
+int cli_remote_proc(struct cli *c, struct cli_proc_args *a);
+/* rung attach through the daemon's WebSocket attach (remote-attach.c): the exit status. */
+int cli_remote_attach(struct cli *c, const char *id, const char *h, uint64_t since, bool forget);
+int cli_remote_exec_tty(struct cli *c, const char *id, const struct rung_proc_req *req);
 
 #endif

@@ -25,6 +25,48 @@ static char *next_line(char **p, char *end)
 	return s;
 }
 
+/* The background-process bodies: a refusal names something; an accepted body is whole. */
+static void proc_body(enum srv_route route, const char *body, size_t blen)
+{
+	struct srv_proc_body b;
+	struct rung_err err = {0};
+	int r;
+	switch (route) {
+	case SRV_R_PROC_START:
+		r = srv_proc_start_parse(body, blen, &b, &err);
+		if (r == 0 && (!b.argv || !b.argv[0] || (b.rows && !b.pty) || b.rows > 4096))
+			abort();
+		break;
+	case SRV_R_SESSION_START:
+		r = srv_session_start_parse(body, blen, &b, &err);
+		break;
+	case SRV_R_SESSION_RUN:
+		r = srv_session_run_parse(body, blen, &b, &err);
+		if (r == 0 && !b.command)
+			abort();
+		break;
+	case SRV_R_PROC_SIGNAL:
+		r = srv_signal_body_parse(body, blen, &b, &err);
+		if (r == 0 && (b.sig < 1 || b.sig > 64))
+			abort();
+		break;
+	case SRV_R_PROC_RESIZE:
+		r = srv_resize_body_parse(body, blen, &b, &err);
+		if (r == 0 && (!b.rows || !b.cols || b.rows > 4096 || b.cols > 4096))
+			abort();
+		break;
+	case SRV_R_PROC_WAIT:
+		r = srv_wait_body_parse(body, blen, &b, &err);
+		break;
+	default:
+		return;
+	}
+	if (r < 0 && !err.msg[0])
+		abort();
+	if (r == 0)
+		srv_proc_body_release(&b);
+}
+
 static void fuzz_request(char *p, char *end)
 {
 	struct srv_kv q[MAX_KV], h[MAX_KV];
@@ -82,6 +124,7 @@ static void fuzz_request(char *p, char *end)
 			free(spec);
 		break;
 	default:
+		proc_body(req.route, body, blen);
 		break;
 	}
 	bool lossy;

@@ -211,6 +211,31 @@ static int parse_body(const char *body, size_t len,
 	return 0;
 }
 
+int srv_body_object(const char *body, size_t len, json_t **out, struct rung_err *err)
+{
+	return load_object(body, len, out, err);
+}
+
+int srv_body_str(json_t *v, const char *field, size_t max, char **out, struct rung_err *err)
+{
+	return get_str(v, field, max, out, err);
+}
+
+int srv_body_argv(json_t *v, char ***out, struct rung_err *err)
+{
+	return get_argv(v, out, err);
+}
+
+int srv_body_env(json_t *v, char ***out, struct rung_err *err)
+{
+	return get_env(v, out, err);
+}
+
+int srv_body_timeout(json_t *v, uint32_t *out, struct rung_err *err)
+{
+	return get_timeout(v, out, err);
+}
+
 int srv_exec_body_parse(const char *body, size_t len, struct srv_exec *out, struct rung_err *err)
 {
 	int r = parse_body(body, len, exec_field, out, err);

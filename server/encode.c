@@ -236,3 +236,19 @@ enum MHD_Result srv_reply_exec(struct srv_call *call, struct MHD_Connection *c,
 	MHD_destroy_response(resp);
 	return r;
 }
+
+json_t *srv_proc_info_json(const struct rung_proc_info *pi)
+{
+	json_t *argv = json_array();
+	for (char **a = pi->argv; a && *a; a++)
+		json_array_append_new(argv, json_string(*a));
+	bool exited = pi->state == RUNG_PROC_EXITED;
+	return json_pack("{s:s, s:s, s:o, s:b, s:b, s:s, s:o, s:o, s:I, s:I, s:I, s:I, s:I}",
+			 "handle", pi->handle, "name", pi->name, "argv", argv, "pty", pi->pty,
+			 "session", pi->session, "state", exited ? "exited" : "running",
+			 "exit_code", exited ? json_integer(pi->exit_code) : json_null(),
+			 "signal", exited ? json_integer(pi->signal) : json_null(), "pid",
+			 (json_int_t)pi->pid, "started_ms", (json_int_t)pi->started_ms,
+			 "end_offset", (json_int_t)pi->end_offset, "dropped_out",
+			 (json_int_t)pi->dropped_out, "dropped_err", (json_int_t)pi->dropped_err);
+}

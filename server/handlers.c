@@ -10,6 +10,7 @@
 #include "server/handlers.h"
 #include "server/op.h"
 #include "server/pool.h"
+#include "server/procs.h"
 #include "server/reply.h"
 #include "server/srv-internal.h"
 #include "server/stream.h"
@@ -260,6 +261,8 @@ enum MHD_Result srv_dispatch(struct srv_call *call, struct MHD_Connection *c)
 	case SRV_R_DISPOSE:
 	case SRV_R_DISPOSE_SCOPE:
 		return do_dispose(call, c, cr.r);
+	case SRV_R_PROC_START ... SRV_R_SESSION_RUN:
+		return srv_procs_dispatch(call, c, &cr.r);
 	default:
 		return do_sandbox(call, c, &cr);
 	}

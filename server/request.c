@@ -49,6 +49,7 @@ enum srv_code srv_code_from_errno(int neg_errno)
 	case ENOTDIR:
 	case EXDEV:
 	case E2BIG:
+	case ENOTTY: /* resize of a process without a terminal */
 		return SRV_E_BAD_REQUEST;
 	case EPERM:
 	case EACCES:
@@ -56,6 +57,7 @@ enum srv_code srv_code_from_errno(int neg_errno)
 		return SRV_E_FORBIDDEN;
 	case EEXIST:
 	case EBUSY:
+	case EPIPE: /* stdin of a process that exited, a session whose shell died */
 	case EBADFD:
 		return SRV_E_CONFLICT;
 	case EFBIG:
@@ -81,6 +83,12 @@ static const char *const route_names[SRV_R__COUNT] = {
     [SRV_R_EXEC] = "exec",	   [SRV_R_RUN_CODE] = "run_code",
     [SRV_R_FILE_PUT] = "file_put", [SRV_R_FILE_GET] = "file_get",
     [SRV_R_SUSPEND] = "suspend",   [SRV_R_RESUME] = "resume",
+    [SRV_R_PROC_START] = "proc_start", [SRV_R_PROC_LIST] = "proc_list",
+    [SRV_R_PROC_GET] = "proc_get", [SRV_R_PROC_KILL] = "proc_kill",
+    [SRV_R_PROC_LOGS] = "proc_logs", [SRV_R_PROC_STDIN] = "proc_stdin",
+    [SRV_R_PROC_SIGNAL] = "proc_signal", [SRV_R_PROC_RESIZE] = "proc_resize",
+    [SRV_R_PROC_WAIT] = "proc_wait", [SRV_R_PROC_ATTACH] = "proc_attach",
+    [SRV_R_SESSION_START] = "session_start", [SRV_R_SESSION_RUN] = "session_run",
 };
 
 const char *srv_route_name(enum srv_route r)
@@ -151,13 +159,75 @@ static const struct route_def routes[] = {
     {NULL, true, "DELETE", SRV_R_DISPOSE},	  {"exec", true, "POST", SRV_R_EXEC},
     {"run-code", true, "POST", SRV_R_RUN_CODE},	  {"files", true, "PUT", SRV_R_FILE_PUT},
     {"files", true, "GET", SRV_R_FILE_GET},	  {"suspend", true, "POST", SRV_R_SUSPEND},
-    {"resume", true, "POST", SRV_R_RESUME},
+    {"resume", true, "POST", SRV_R_RESUME},	  {"procs", true, "POST", SRV_R_PROC_START},
+    {"procs", true, "GET", SRV_R_PROC_LIST},	  {"sessions", true, "POST", SRV_R_SESSION_START},
+};
+
+/* Under a sandbox: {coll}/{h}[/{op}] (op NULL: the handle itself). */
+static const struct {
+	const char *coll, *op, *method;
+	enum srv_route route;
+} handle_routes[] = {
+    {"procs", NULL, "GET", SRV_R_PROC_GET},	   {"procs", NULL, "DELETE", SRV_R_PROC_KILL},
+    {"procs", "logs", "GET", SRV_R_PROC_LOGS},	   {"procs", "stdin", "POST", SRV_R_PROC_STDIN},
+    {"procs", "signal", "POST", SRV_R_PROC_SIGNAL}, {"procs", "resize", "POST", SRV_R_PROC_RESIZE},
+    {"procs", "wait", "POST", SRV_R_PROC_WAIT},	   {"procs", "attach", "GET", SRV_R_PROC_ATTACH},
+    {"sessions", "run", "POST", SRV_R_SESSION_RUN},
 };
 
 static int set_code(enum srv_code *code, enum srv_code c, int r)
 {
 	*code = c;
 	return r;
+}
+
+static bool handle_ok(const char *s, size_t len)
+{
+	if (len != 16)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+/* sub = "{coll}/{h}[/{op}]" (the part after /v1/sandboxes/{id}/). */
+static int route_handle(const struct srv_raw *raw, const char *sub, struct srv_req *out,
+			enum srv_code *code, struct rung_err *err)
+{
+	const char *s1 = strchr(sub, '/'), *h = s1 + 1, *s2 = strchr(h, '/');
+	size_t coll_len = (size_t)(s1 - sub), h_len = s2 ? (size_t)(s2 - h) : strlen(h);
+	const char *op = s2 ? s2 + 1 : NULL;
+	bool coll_known = false, path_known = false;
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(handle_routes); i++)
+		if (strlen(handle_routes[i].coll) == coll_len &&
+		    !strncmp(handle_routes[i].coll, sub, coll_len))
+			coll_known = true;
+	if (!coll_known || (op && (!*op || strchr(op, '/'))))
+		return set_code(code, SRV_E_NOT_FOUND,
+				rung_err_set(err, ENOENT, "no such endpoint"));
+	if (!handle_ok(h, h_len))
+		return set_code(code, SRV_E_NOT_FOUND,
+				rung_err_set(err, ENOENT, "handle: no such process \"%.*s\"",
+					     (int)(h_len > 64 ? 64 : h_len), h));
+	memcpy(out->handle, h, h_len);
+	out->handle[h_len] = '\0';
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(handle_routes); i++) {
+		const char *c = handle_routes[i].coll, *o = handle_routes[i].op;
+		if (strlen(c) != coll_len || strncmp(c, sub, coll_len) || !o != !op ||
+		    (op && strcmp(o, op)))
+			continue;
+		path_known = true;
+		if (!strcmp(handle_routes[i].method, raw->method)) {
+			out->route = handle_routes[i].route;
+			return 0;
+		}
+	}
+	if (path_known)
+		return set_code(
+		    code, SRV_E_METHOD,
+		    rung_err_set(err, EINVAL, "%s: method %s not allowed", raw->path, raw->method));
+	return set_code(code, SRV_E_NOT_FOUND, rung_err_set(err, ENOENT, "no such endpoint"));
 }
 
 static int route(const struct srv_raw *raw, struct srv_req *out, enum srv_code *code,
@@ -193,7 +263,9 @@ static int route(const struct srv_raw *raw, struct srv_req *out, enum srv_code *
 		if (slash) {
 			sub = slash + 1;
 			sub_len = strlen(sub);
-			if (sub_len == 0 || strchr(sub, '/'))
+			if (sub_len && strchr(sub, '/'))
+				return route_handle(raw, sub, out, code, err);
+			if (sub_len == 0)
 				return set_code(code, SRV_E_NOT_FOUND,
 						rung_err_set(err, ENOENT, "no such endpoint"));
 		}
@@ -260,6 +332,98 @@ static int parse_auth(const struct srv_raw *raw, struct srv_req *out, struct run
 	return 0;
 }
 
+/* ?name=1|true|0|false, at most once. */
+static int query_flag(const struct srv_raw *raw, const char *name, bool *out,
+		      struct rung_err *err)
+{
+	const char *v;
+	int r = one_value(raw->query, raw->n_query, name, false, 8, &v, err);
+	if (r < 0 || !v)
+		return r;
+	if (!strcmp(v, "1") || !strcmp(v, "true") || !*v)
+		*out = true;
+	else if (strcmp(v, "0") && strcmp(v, "false"))
+		return rung_err_set(err, EINVAL, "%s: must be 1, true, 0 or false", name);
+	return 0;
+}
+
+static int query_since(const struct srv_raw *raw, uint64_t *out, struct rung_err *err)
+{
+	const char *v;
+	int r = one_value(raw->query, raw->n_query, "since", false, 24, &v, err);
+	if (r < 0 || !v)
+		return r;
+	if (rung_parse_u64(v, out) < 0)
+		return rung_err_set(err, EINVAL, "since: '%.24s' is not a byte offset", v);
+	return 0;
+}
+
+/* The route's own parameters: its body limit, its query. */
+static int route_params(const struct srv_raw *raw, struct srv_req *out, bool key_headers,
+			struct rung_err *err)
+{
+	int r;
+	switch (out->route) {
+	case SRV_R_CREATE:
+		if (!key_headers)
+			return rung_err_set(err, EINVAL,
+					    "X-Rung-Thread and X-Rung-Agent headers are required");
+		out->body_allowed = true;
+		out->body_max = SRV_MAX_JSON_BODY;
+		break;
+	case SRV_R_EXEC:
+	case SRV_R_RUN_CODE:
+		out->body_allowed = true;
+		out->body_max = SRV_MAX_JSON_BODY;
+		break;
+	case SRV_R_FILE_PUT:
+		out->body_allowed = true;
+		out->body_max = SRV_MAX_UPLOAD;
+		/* fall through */
+	case SRV_R_FILE_GET: {
+		const char *fp, *mode;
+		if ((r = one_value(raw->query, raw->n_query, "path", false, SRV_MAX_PATH, &fp,
+				   err)) < 0 ||
+		    (r = one_value(raw->query, raw->n_query, "mode", false, 8, &mode, err)) < 0)
+			return r;
+		if (!fp || !*fp)
+			return rung_err_set(err, EINVAL, "path: query parameter required");
+		out->file_path = fp;
+		out->file_mode = 0644;
+		if (mode && out->route == SRV_R_FILE_GET)
+			return rung_err_set(err, EINVAL, "mode: only for PUT");
+		if (mode && parse_mode(mode, &out->file_mode) < 0)
+			return rung_err_set(err, EINVAL, "mode: not an octal mode (e.g. 0755)");
+		break;
+	}
+	case SRV_R_PROC_START:
+	case SRV_R_SESSION_START:
+	case SRV_R_SESSION_RUN:
+	case SRV_R_PROC_SIGNAL:
+	case SRV_R_PROC_RESIZE:
+	case SRV_R_PROC_WAIT:
+	case SRV_R_PROC_STDIN:
+		out->body_allowed = true;
+		out->body_max = SRV_MAX_JSON_BODY;
+		if (out->route == SRV_R_PROC_STDIN &&
+		    (r = query_flag(raw, "eof", &out->eof, err)) < 0)
+			return r;
+		break;
+	case SRV_R_PROC_ATTACH:
+		if ((r = query_since(raw, &out->since, err)) < 0)
+			return r;
+		break;
+	case SRV_R_PROC_LOGS:
+		if ((r = query_flag(raw, "follow", &out->follow, err)) < 0 ||
+		    (r = query_since(raw, &out->since, err)) < 0)
+			return r;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
 int srv_req_parse(const struct srv_raw *raw, struct srv_req *out, enum srv_code *code,
 		  struct rung_err *err)
 {
@@ -297,42 +461,8 @@ int srv_req_parse(const struct srv_raw *raw, struct srv_req *out, enum srv_code 
 	out->thread = qthread ? qthread : hthread;
 	out->agent = hagent;
 
-	switch (out->route) {
-	case SRV_R_CREATE:
-		if (!hthread || !hagent)
-			return rung_err_set(err, EINVAL,
-					    "X-Rung-Thread and X-Rung-Agent headers are required");
-		out->body_allowed = true;
-		out->body_max = SRV_MAX_JSON_BODY;
-		break;
-	case SRV_R_EXEC:
-	case SRV_R_RUN_CODE:
-		out->body_allowed = true;
-		out->body_max = SRV_MAX_JSON_BODY;
-		break;
-	case SRV_R_FILE_PUT:
-		out->body_allowed = true;
-		out->body_max = SRV_MAX_UPLOAD;
-		/* fall through */
-	case SRV_R_FILE_GET: {
-		const char *fp, *mode;
-		if ((r = one_value(raw->query, raw->n_query, "path", false, SRV_MAX_PATH, &fp,
-				   err)) < 0 ||
-		    (r = one_value(raw->query, raw->n_query, "mode", false, 8, &mode, err)) < 0)
-			return r;
-		if (!fp || !*fp)
-			return rung_err_set(err, EINVAL, "path: query parameter required");
-		out->file_path = fp;
-		out->file_mode = 0644;
-		if (mode && out->route == SRV_R_FILE_GET)
-			return rung_err_set(err, EINVAL, "mode: only for PUT");
-		if (mode && parse_mode(mode, &out->file_mode) < 0)
-			return rung_err_set(err, EINVAL, "mode: not an octal mode (e.g. 0755)");
-		break;
-	}
-	default:
-		break;
-	}
+	if ((r = route_params(raw, out, hthread && hagent, err)) < 0)
+		return r;
 	*code = SRV_OK;
 	return 0;
 }

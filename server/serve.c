@@ -16,6 +16,7 @@
 #include "common/util.h"
 #include "server/http.h"
 #include "server/pool.h"
+#include "server/ws.h"
 #include "server/srv-internal.h"
 
 /* ---- the sweeper: rung_gc every gc_interval_s ------------------------------------------ */
@@ -181,7 +182,7 @@ static int start_listener(struct srv *s, struct srv_listener *l, int fd, bool is
 	l->s = s;
 	l->is_unix = is_unix;
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD |
-			 MHD_USE_ERROR_LOG | MHD_USE_ITC;
+			 MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_UPGRADE;
 	l->d = MHD_start_daemon(
 	    flags, 0, NULL, NULL, srv_access, l, MHD_OPTION_LISTEN_SOCKET, fd,
 	    MHD_OPTION_NOTIFY_COMPLETED, srv_completed, l, MHD_OPTION_NOTIFY_CONNECTION,
@@ -256,6 +257,7 @@ static void shutdown_all(struct srv *s, pthread_t *threads, size_t n_threads)
 			if (fd != MHD_INVALID_SOCKET)
 				close(fd);
 		}
+	srv_ws_shutdown(s); /* attaches detach; their processes run on */
 	uint64_t deadline = rung_now_ms() + (uint64_t)s->o.drain_s * 1000;
 	while (atomic_load(&s->metrics.inflight) > 0 && rung_now_ms() < deadline)
 		usleep(20000);
@@ -322,6 +324,7 @@ int rung_serve_main(int argc, char **argv, const struct rung_router_opts *host)
 	pthread_mutex_init(&s.conn_mu, NULL);
 	pthread_mutex_init(&s.scope_mu, NULL);
 	pthread_mutex_init(&s.stop_mu, NULL);
+	pthread_mutex_init(&s.ws_mu, NULL);
 	pthread_cond_init(&s.stop_cv, NULL);
 	/* Check the store once, so that a bad --state-dir fails now rather than per request. */
 	struct rung_router *r0;

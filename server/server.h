@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <jansson.h>
+
 #include "rung/err.h"
 
 /* `rung serve ...` (argv[0] is "serve"), with the routers' settings from the program's main
@@ -169,6 +171,19 @@ enum srv_route {
 	SRV_R_FILE_GET,	     /* GET /v1/sandboxes/{id}/files?path=P */
 	SRV_R_SUSPEND,	     /* POST /v1/sandboxes/{id}/suspend */
 	SRV_R_RESUME,	     /* POST /v1/sandboxes/{id}/resume */
+	/* background processes and sessions (server/procs.c); {h}: a handle, 16 hex digits */
+	SRV_R_PROC_START,    /* POST /v1/sandboxes/{id}/procs */
+	SRV_R_PROC_LIST,     /* GET /v1/sandboxes/{id}/procs */
+	SRV_R_PROC_GET,	     /* GET /v1/sandboxes/{id}/procs/{h} */
+	SRV_R_PROC_KILL,     /* DELETE /v1/sandboxes/{id}/procs/{h} */
+	SRV_R_PROC_LOGS,     /* GET .../procs/{h}/logs[?since=N][&follow=1] */
+	SRV_R_PROC_STDIN,    /* POST .../procs/{h}/stdin[?eof=1] (raw bytes) */
+	SRV_R_PROC_SIGNAL,   /* POST .../procs/{h}/signal */
+	SRV_R_PROC_RESIZE,   /* POST .../procs/{h}/resize */
+	SRV_R_PROC_WAIT,     /* POST .../procs/{h}/wait */
+	SRV_R_PROC_ATTACH,   /* GET .../procs/{h}/attach (WebSocket upgrade) */
+	SRV_R_SESSION_START, /* POST /v1/sandboxes/{id}/sessions */
+	SRV_R_SESSION_RUN,   /* POST /v1/sandboxes/{id}/sessions/{s}/run */
 	SRV_R__COUNT
 };
 const char *srv_route_name(enum srv_route r);
@@ -196,6 +211,10 @@ struct srv_req {
 	unsigned file_mode;    /* ?mode= (octal, default 0644) */
 	const char *bearer;    /* token from Authorization, NULL if absent */
 	bool bad_authorization;
+	char handle[17];       /* procs/{h}, sessions/{s}: [0-9a-f]{16} */
+	uint64_t since;	       /* logs: ?since= (a byte offset, default 0) */
+	bool follow;	       /* logs: ?follow=1|true */
+	bool eof;	       /* stdin: ?eof=1|true closes stdin after the body */
 	bool body_allowed; /* the route takes a request body */
 	size_t body_max;   /* its limit */
 };
@@ -228,6 +247,51 @@ int srv_code_body_parse(const char *body, size_t len, struct srv_exec *out, stru
 /* {"spec": {...}}: returns the spec object re-serialized (malloc'd) for rung_spec_from_json. */
 int srv_create_body_parse(const char *body, size_t len, char **spec_json, struct rung_err *err);
 void srv_exec_release(struct srv_exec *x);
+
+/* Background processes' bodies (body-proc.c). Strings malloc'd; release with
+ * srv_proc_body_release. Every error names its field. */
+struct srv_proc_body {
+	char **argv;	       /* start: required */
+	char **env;	       /* "K=V" */
+	char *cwd, *name;
+	char *shell;	       /* session start */
+	bool pty;
+	bool follow;	       /* start: answer with its output as NDJSON (as logs?follow=1) */
+	unsigned rows, cols;   /* with pty: 1..4096; 0: the default */
+	uint64_t buffer_bytes; /* 0: the default; else 4096..1 GiB */
+	char *command;	       /* session run: required */
+	uint32_t timeout_ms;   /* session run, wait: 0 none given */
+	int sig;	       /* signal: 1..64 */
+};
+/* {"argv": [str...], "env": {K: V}, "cwd": str, "name": str, "pty": bool, "rows": n,
+ *  "cols": n, "buffer_bytes": n, "follow": bool} */
+int srv_proc_start_parse(const char *body, size_t len, struct srv_proc_body *out,
+			 struct rung_err *err);
+/* {"shell": str, "env": {K: V}, "cwd": str} (an empty body: the defaults) */
+int srv_session_start_parse(const char *body, size_t len, struct srv_proc_body *out,
+			    struct rung_err *err);
+/* {"command": str, "timeout": s} */
+int srv_session_run_parse(const char *body, size_t len, struct srv_proc_body *out,
+			  struct rung_err *err);
+/* {"signal": "TERM" | "SIGTERM" | 15} */
+int srv_signal_body_parse(const char *body, size_t len, struct srv_proc_body *out,
+			  struct rung_err *err);
+/* {"rows": 1..4096, "cols": 1..4096} */
+int srv_resize_body_parse(const char *body, size_t len, struct srv_proc_body *out,
+			  struct rung_err *err);
+/* {"timeout": s} or an empty body (wait up to SRV_MAX_TIMEOUT_S) */
+int srv_wait_body_parse(const char *body, size_t len, struct srv_proc_body *out,
+			struct rung_err *err);
+void srv_proc_body_release(struct srv_proc_body *p);
+/* A signal by name (TERM, SIGTERM, any case) or decimal number 1..64; -1 if neither. */
+int srv_signal_from_name(const char *s);
+
+/* body.c's strict pieces, shared with body-proc.c. */
+int srv_body_object(const char *body, size_t len, json_t **out, struct rung_err *err);
+int srv_body_str(json_t *v, const char *field, size_t max, char **out, struct rung_err *err);
+int srv_body_argv(json_t *v, char ***out, struct rung_err *err);
+int srv_body_env(json_t *v, char ***out, struct rung_err *err);
+int srv_body_timeout(json_t *v, uint32_t *out, struct rung_err *err);
 
 /* Length of the valid UTF-8 sequence at p (1..4), or 0 if it is not one. */
 size_t srv_utf8_seq(const unsigned char *p, size_t left);

@@ -78,6 +78,7 @@ char *srv_metrics_render(struct srv_call *call, struct rung_router *r);
 /* ---- the daemon ------------------------------------------------------------------------- */
 
 struct srv_conn; /* per-connection tracking for the header deadline */
+struct srv_ws;	 /* one WebSocket attach (ws.c) */
 
 /* quota.c: what one scope holds right now (under srv.scope_mu). */
 struct srv_scope {
@@ -113,6 +114,9 @@ struct srv {
 	/* Connections still reading their request head. */
 	pthread_mutex_t conn_mu;
 	struct srv_conn *conns;
+	/* Live WebSocket attaches (ws.c), shut down with the daemon. */
+	pthread_mutex_t ws_mu;
+	struct srv_ws *ws;
 	/* Background threads stop when stopping is set (under stop_mu, signalled on stop_cv). */
 	pthread_mutex_t stop_mu;
 	pthread_cond_t stop_cv;

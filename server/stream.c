@@ -210,3 +210,70 @@ enum MHD_Result srv_exec_stream(struct srv_call *call, struct MHD_Connection *c,
 	MHD_destroy_response(resp);
 	return r;
 }
+
+/* ---- a generic NDJSON response fed by a thread (procs.c's logs) ------------------------ */
+
+struct gen_job {
+	void (*fn)(void *arg, int wfd);
+	void (*done)(void *arg);
+	void *arg;
+	int wfd;
+};
+
+static void *gen_worker(void *p)
+{
+	struct gen_job *j = p;
+	j->fn(j->arg, j->wfd);
+	close(j->wfd);
+	j->done(j->arg);
+	free(j);
+	return NULL;
+}
+
+enum MHD_Result srv_ndjson_thread(struct srv_call *call, struct MHD_Connection *c,
+				  void (*fn)(void *arg, int wfd), void (*done)(void *arg),
+				  void *arg)
+{
+	int p[2];
+	struct gen_job *j = calloc(1, sizeof(*j));
+	struct reader *rd = calloc(1, sizeof(*rd));
+	if (!j || !rd || pipe2(p, O_CLOEXEC) < 0) {
+		free(j);
+		free(rd);
+		done(arg);
+		return srv_reply_error(call, c, SRV_E_UNAVAILABLE, "stream: out of resources");
+	}
+	*j = (struct gen_job){fn, done, arg, p[1]};
+	rd->rfd = p[0];
+	rd->heartbeat_ms = HEARTBEAT_MS;
+	if (call->s->o.idle_timeout_s && call->s->o.idle_timeout_s * 1000u / 3 < HEARTBEAT_MS)
+		rd->heartbeat_ms = (int)(call->s->o.idle_timeout_s * 1000u / 3);
+	struct MHD_Response *resp =
+	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, read_cb, rd, free_cb);
+	if (!resp) {
+		free_cb(rd);
+		close(j->wfd);
+		done(arg);
+		free(j);
+		return MHD_NO;
+	}
+	pthread_t t;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&t, &attr, gen_worker, j);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		MHD_destroy_response(resp);
+		close(j->wfd);
+		done(arg);
+		free(j);
+		return srv_reply_error(call, c, SRV_E_UNAVAILABLE, "stream: cannot start worker");
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/x-ndjson");
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	call->status = 200;
+	enum MHD_Result r = MHD_queue_response(c, 200, resp);
+	MHD_destroy_response(resp);
+	return r;
+}

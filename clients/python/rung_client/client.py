@@ -13,7 +13,10 @@ import json
 import socket
 import urllib.parse
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from .procs import Process, ProcessInfo, Session
 
 __all__ = [
     "Isolation", "SandboxSpec", "SandboxKey", "ExecResult", "ExecChunk", "ExecStream",
@@ -299,6 +302,43 @@ class Sandbox:
 
     def dispose(self) -> None:
         self.backend.dispose(self.id)
+
+    # ---- background processes, terminals, shell sessions (procs.py) ----
+    def start(self, argv: Sequence[str], pty: bool = False, **kw: Any) -> "Process":
+        """Start argv in the background (name=, cwd=, env=, rows=/cols= with pty,
+        buffer_bytes=); a Process (a Pty with pty=True) that outlives this client.
+        follow=True: one request that also streams its output; the first p.follow() reads
+        it from offset 0 (the fastest way to a new process's first output)."""
+        from . import procs
+        return procs.start(self, argv, pty=pty, **kw)
+
+    def processes(self) -> "list[ProcessInfo]":
+        from . import procs
+        return procs.processes(self)
+
+    def process(self, handle: str) -> "Process":
+        """Reattach to a process by handle, e.g. one another client started."""
+        from . import procs
+        return procs.process(self, handle)
+
+    def shell(self, shell: str | None = None, cwd: str | None = None,
+              env: Mapping[str, str] | None = None) -> "Session":
+        """A persistent shell session: sess.run("cd x"), then sess.run("pwd")."""
+        from . import procs
+        return procs.shell(self, shell, cwd, env)
+
+    async def start_async(self, argv: Sequence[str], pty: bool = False, **kw: Any) -> "Process":
+        return await asyncio.to_thread(self.start, argv, pty, **kw)
+
+    async def processes_async(self) -> "list[ProcessInfo]":
+        return await asyncio.to_thread(self.processes)
+
+    async def process_async(self, handle: str) -> "Process":
+        return await asyncio.to_thread(self.process, handle)
+
+    async def shell_async(self, shell: str | None = None, cwd: str | None = None,
+                          env: Mapping[str, str] | None = None) -> "Session":
+        return await asyncio.to_thread(self.shell, shell, cwd, env)
 
     # asyncio: the blocking calls run in a worker thread.
     async def exec_async(self, argv: Sequence[str], **kw: Any) -> ExecResult:
