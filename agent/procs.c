@@ -164,29 +164,31 @@ static int proc_list_all(int fd, struct rung_err *err)
 	return r < 0 ? r : rung_frame_write(fd, RUNG_MSG_RESULT, NULL, 0, err);
 }
 
-/* Copy bytes both ways until either side closes. */
-static void relay(int a, int b)
+/* Copy bytes both ways until either side closes. Returns whether b (the keeper) sent any. */
+static bool relay(int a, int b)
 {
 	char buf[65536];
+	bool from_b = false;
 	for (;;) {
 		struct pollfd p[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
 		if (poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			return;
+			return from_b;
 		}
 		for (int i = 0; i < 2; i++) {
 			if (!p[i].revents)
 				continue;
 			ssize_t n = read(p[i].fd, buf, sizeof(buf));
 			if (n <= 0)
-				return;
+				return from_b;
+			from_b |= i == 1;
 			for (ssize_t off = 0; off < n;) {
 				ssize_t w = send(p[!i].fd, buf + off, (size_t)(n - off), MSG_NOSIGNAL);
 				if (w < 0 && errno == EINTR)
 					continue;
 				if (w <= 0)
-					return;
+					return from_b;
 				off += w;
 			}
 		}
@@ -203,13 +205,18 @@ int agent_proc_request(int fd, const struct rung_frame *req, struct rung_err *er
 	int r = rung_proto_proc_decode(req->type, req->payload, req->len, &q, err);
 	if (r < 0)
 		return r;
+	char q_handle[RUNG_PROTO_HANDLE_LEN + 1];
+	memcpy(q_handle, q.handle, sizeof(q_handle));
 	int k = agent_keeper_connect(q.handle, err);
 	rung_proto_proc_release(&q);
 	if (k < 0)
 		return k;
 	r = rung_frame_write(k, req->type, req->payload, req->len, err);
-	if (r == 0)
-		relay(fd, k);
+	/* A keeper that was ending (killed, or forgotten past the kept maximum) may still have
+	 * taken the connection and then closed it unanswered: the process is gone, which is
+	 * what the host is told (a closed connection would read as a broken agent). */
+	if (r == 0 && !relay(fd, k))
+		r = rung_err_set(err, ENOENT, "no process %s in this sandbox", q_handle);
 	close(k);
 	return r;
 }
