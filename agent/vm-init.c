@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -381,6 +383,24 @@ int agent_vm_listen(uint32_t port, struct rung_err *err)
 	return rung_steal_fd(&fd);
 }
 
+/*
+ * Loopback up (the kernel gives it 127.0.0.1 and ::1): a guest without egress has no ip= on
+ * its command line, whose autoconfiguration is what brings lo up otherwise, and a server a
+ * background process starts on 127.0.0.1 must be reachable from a later exec.
+ */
+static int loopback_up(struct rung_err *err)
+{
+	cleanup_close int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr = {0};
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		return rung_err_sys(err, errno, "loopback: get flags");
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		return rung_err_sys(err, errno, "loopback: up");
+	return 0;
+}
+
 int agent_vm_init(int *listen_fd, bool *privileged, struct rung_err *err)
 {
 	uint64_t t0 = rung_now_us();
@@ -404,6 +424,8 @@ int agent_vm_init(int *listen_fd, bool *privileged, struct rung_err *err)
 	if ((r = agent_vm_plan_build(&o, &plan, err)) < 0)
 		return r;
 	if ((r = agent_vm_plan_apply(&plan, err)) < 0)
+		return r;
+	if ((r = loopback_up(err)) < 0)
 		return r;
 	if (sethostname(o.hostname, strlen(o.hostname)) < 0)
 		return rung_err_sys(err, errno, "sethostname %s", o.hostname);

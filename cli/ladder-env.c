@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cli/ladder.h"
+#include "common/util.h"
 #include "common/err.h"
 
 static void rand_hex(char *out, size_t bytes)
@@ -337,15 +338,9 @@ void ladder_env_teardown(struct ladder_env *e)
 /* Remove dir and everything under it (the run's own directory only). */
 static void rm_tree(const char *dir)
 {
-	pid_t p = fork();
-	if (p == 0) {
-		char *argv[] = {"rm", "-rf", "--one-file-system", (char *)dir, NULL};
-		char *envp[] = {NULL};
-		execve("/bin/rm", argv, envp);
-		_exit(127);
-	}
-	if (p > 0)
-		waitpid(p, NULL, 0);
+	struct rung_err err = {0};
+	if (rung_rm_rf(dir, &err) < 0)
+		fprintf(stderr, "rung ladder: %s\n", err.msg);
 }
 
 char *ladder_env_ctx(const struct ladder_env *e)

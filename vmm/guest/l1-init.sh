@@ -25,6 +25,8 @@ i=0; while [ ! -b /dev/vda ] && [ $i -lt 100 ]; do usleep 100000; i=$((i + 1)); 
 mount -o ro /dev/vda /p || echo "L1 cannot mount payload /dev/vda"
 mount -t proc proc /p/proc && mount -t sysfs sys /p/sys && mount -o bind /dev /p/dev &&
 	mount -t tmpfs -o size=1400m tmp /p/tmp
+# POSIX shared memory, as a Debian host has it (the ladder plants a secret there)
+mkdir -p /p/dev/shm && mount -t tmpfs -o mode=1777,size=64m shm /p/dev/shm
 for a in $(cat /proc/cmdline); do
 	case "$a" in
 	vmtest_driver=*) export VMTEST_DRIVER=${a#*=} ;;
