@@ -271,6 +271,14 @@ const struct cli_cmd cli_cmds[] = {
 	 "idle ones, remove debris of crashed creates.\n"},
 	{"serve", cli_cmd_serve, "rung serve [--socket PATH] [--listen HOST:PORT] --tokens FILE",
 	 "The HTTP/JSON API daemon (see rung serve --help).\n"},
+	{"port", cli_cmd_port, "rung port ID SANDBOX_PORT [--host ADDR] [--host-port P] [--detach] | ls ID | rm ID PORT",
+	 "Forward a host TCP port to SANDBOX_PORT on the sandbox's loopback, through rung's own\n"
+	 "agent channel: the sandbox needs no network and its egress policy opens nothing. TCP\n"
+	 "only. Listens on 127.0.0.1 unless --host names another address (shown by `rung port\n"
+	 "ls` and `rung inspect`); --host-port defaults to SANDBOX_PORT, 0 picks a free one.\n"
+	 "Runs until interrupted; --detach leaves a forwarding process that lasts until\n"
+	 "`rung port rm ID PORT` or the sandbox's dispose. `rung port ls ID [--json]` lists the\n"
+	 "detached forwards.\n"},
 	{"image", cli_cmd_image, "rung image import PATH [--tag REF] | pull REF | ls | inspect REF | rm REF | gc",
 	 "Manage the local image store (content-addressed, every blob verified).\n"},
 	{NULL, NULL, NULL, NULL},

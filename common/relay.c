@@ -1,0 +1,156 @@
+/* common/relay.c: the bounded bidirectional relay of forwarded ports (common/relay.h), and the
+ * PORT_CONNECT request's decoding. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/proto.h"
+#include "common/relay.h"
+
+int rung_proto_port_decode(const uint8_t *p, uint32_t len, uint16_t *port, struct rung_err *err)
+{
+	struct rung_tlv_iter it;
+	uint16_t tag;
+	const uint8_t *v;
+	uint32_t l;
+	int r;
+	bool have = false;
+	*port = 0;
+	rung_tlv_init(&it, p, len);
+	while ((r = rung_tlv_next(&it, &tag, &v, &l, err)) > 0) {
+		if (tag != RUNG_TAG_PORT)
+			return rung_err_set(err, EPROTO, "port request: unexpected field %u", tag);
+		uint64_t u;
+		if (have)
+			return rung_err_set(err, EPROTO, "port request: port given twice");
+		if ((r = rung_tlv_u64(v, l, &u, err)) < 0)
+			return rung_err_wrap(err, "port request: port");
+		if (u < 1 || u > 65535)
+			return rung_err_set(err, EINVAL,
+					    "port %llu out of range (a TCP port is 1..65535)",
+					    (unsigned long long)u);
+		*port = (uint16_t)u;
+		have = true;
+	}
+	if (r < 0)
+		return rung_err_wrap(err, "port request");
+	if (!have)
+		return rung_err_set(err, EINVAL, "port request: no port");
+	return 0;
+}
+
+/* One direction: bytes read from `from`, not yet written to `to`. */
+struct dir {
+	int from, to;
+	uint8_t *buf;
+	size_t off, len;
+	bool eof, shut; /* from said EOF; to was shut for writing */
+	uint64_t bytes;
+};
+
+static bool dir_done(const struct dir *d)
+{
+	return d->shut;
+}
+
+/* Read what fits (only into an empty buffer), write what is buffered; a clean EOF is passed on
+ * once drained. Returns 0, or -errno on a failure of either side. */
+static int dir_step(struct dir *d, short rev_from, short rev_to)
+{
+	if (!d->eof && d->len == 0 && (rev_from & (POLLIN | POLLHUP | POLLERR))) {
+		ssize_t n = read(d->from, d->buf, RUNG_RELAY_BUF);
+		if (n > 0) {
+			d->off = 0;
+			d->len = (size_t)n;
+		} else if (n == 0) {
+			d->eof = true;
+		} else if (errno != EAGAIN && errno != EINTR) {
+			return -errno;
+		}
+	}
+	(void)rev_to; /* a write is tried whenever bytes wait: EAGAIN costs one call */
+	if (d->len > 0) {
+		ssize_t n = send(d->to, d->buf + d->off, d->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			d->off += (size_t)n;
+			d->len -= (size_t)n;
+			d->bytes += (uint64_t)n;
+		} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			return -errno;
+		}
+	}
+	if (d->eof && d->len == 0 && !d->shut) {
+		shutdown(d->to, SHUT_WR);
+		d->shut = true;
+	}
+	return 0;
+}
+
+static short events_for(const struct dir *in, const struct dir *out)
+{
+	/* fd is `in->from` and `out->to` */
+	short ev = 0;
+	if (!in->eof && in->len == 0)
+		ev |= POLLIN;
+	if (out->len > 0)
+		ev |= POLLOUT;
+	return ev;
+}
+
+int rung_relay(int a, int b, int cancel_fd, struct rung_relay_stats *st, struct rung_err *err)
+{
+	struct dir ab = {.from = a, .to = b}, ba = {.from = b, .to = a};
+	int r = 0;
+	if (st)
+		*st = (struct rung_relay_stats){0};
+	ab.buf = malloc(RUNG_RELAY_BUF);
+	ba.buf = malloc(RUNG_RELAY_BUF);
+	if (!ab.buf || !ba.buf) {
+		r = rung_err_set(err, ENOMEM, "relay: out of memory");
+		goto out;
+	}
+	fcntl(a, F_SETFL, fcntl(a, F_GETFL) | O_NONBLOCK);
+	fcntl(b, F_SETFL, fcntl(b, F_GETFL) | O_NONBLOCK);
+	while (!(dir_done(&ab) && dir_done(&ba))) {
+		struct pollfd p[3] = {{.fd = a, .events = events_for(&ab, &ba)},
+				      {.fd = b, .events = events_for(&ba, &ab)},
+				      {.fd = cancel_fd, .events = POLLIN}};
+		/* a side with nothing to wait for is left out (its POLLHUP would spin) */
+		if (!p[0].events)
+			p[0].fd = -1;
+		if (!p[1].events)
+			p[1].fd = -1;
+		int n = poll(p, cancel_fd >= 0 ? 3 : 2, -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r = rung_err_sys(err, errno, "relay: poll");
+			break;
+		}
+		if (cancel_fd >= 0 && p[2].revents) {
+			r = rung_err_set(err, ECANCELED, "relay: cancelled");
+			break;
+		}
+		if ((r = dir_step(&ab, p[0].revents, p[1].revents)) < 0 ||
+		    (r = dir_step(&ba, p[1].revents, p[0].revents)) < 0) {
+			r = rung_err_sys(err, -r, "relay");
+			break;
+		}
+	}
+	if (r < 0) {
+		shutdown(a, SHUT_RDWR);
+		shutdown(b, SHUT_RDWR);
+	}
+out:
+	if (st) {
+		st->a_to_b = ab.bytes;
+		st->b_to_a = ba.bytes;
+	}
+	free(ab.buf);
+	free(ba.buf);
+	return r;
+}
