@@ -81,6 +81,7 @@ static const char *const route_names[SRV_R__COUNT] = {
     [SRV_R_EXEC] = "exec",	   [SRV_R_RUN_CODE] = "run_code",
     [SRV_R_FILE_PUT] = "file_put", [SRV_R_FILE_GET] = "file_get",
     [SRV_R_SUSPEND] = "suspend",   [SRV_R_RESUME] = "resume",
+    [SRV_R_PORT] = "port",
 };
 
 const char *srv_route_name(enum srv_route r)
@@ -160,6 +161,28 @@ static int set_code(enum srv_code *code, enum srv_code c, int r)
 	return r;
 }
 
+/* ports/{port}[/REST]: any method, proxied to the port inside (server/ports.c). */
+static int port_route(const char *p, struct srv_req *out, enum srv_code *code,
+		      struct rung_err *err)
+{
+	unsigned v = 0;
+	size_t n = 0;
+	for (; p[n] >= '0' && p[n] <= '9' && n < 6; n++)
+		v = v * 10 + (unsigned)(p[n] - '0');
+	if (n == 0 || (p[n] && p[n] != '/'))
+		return set_code(code, SRV_E_NOT_FOUND,
+				rung_err_set(err, ENOENT, "ports/: not a port number"));
+	if (v < 1 || v > 65535)
+		return set_code(code, SRV_E_BAD_REQUEST,
+				rung_err_set(err, EINVAL,
+					     "port %.*s out of range (a TCP port is 1..65535)",
+					     (int)n, p));
+	out->route = SRV_R_PORT;
+	out->port = v;
+	out->port_path = p + n;
+	return 0;
+}
+
 static int route(const struct srv_raw *raw, struct srv_req *out, enum srv_code *code,
 		 struct rung_err *err)
 {
@@ -190,6 +213,8 @@ static int route(const struct srv_raw *raw, struct srv_req *out, enum srv_code *
 		memcpy(out->id, p, id_len);
 		out->id[id_len] = '\0';
 		item = true;
+		if (slash && !strncmp(slash, "/ports/", 7))
+			return port_route(slash + 7, out, code, err);
 		if (slash) {
 			sub = slash + 1;
 			sub_len = strlen(sub);
@@ -277,6 +302,12 @@ int srv_req_parse(const struct srv_raw *raw, struct srv_req *out, enum srv_code 
 	*code = SRV_E_BAD_REQUEST;
 	if ((r = parse_auth(raw, out, err)) < 0)
 		return r;
+	if (out->route == SRV_R_PORT) { /* the rest of the request is the app's */
+		out->body_allowed = true;
+		out->body_max = SRV_MAX_UPLOAD;
+		*code = SRV_OK;
+		return 0;
+	}
 
 	const char *hthread, *hagent, *qthread;
 	if ((r = one_value(raw->headers, raw->n_headers, "X-Rung-Thread", true, SRV_MAX_KEY_PART,

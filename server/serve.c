@@ -181,7 +181,7 @@ static int start_listener(struct srv *s, struct srv_listener *l, int fd, bool is
 	l->s = s;
 	l->is_unix = is_unix;
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD |
-			 MHD_USE_ERROR_LOG | MHD_USE_ITC;
+			 MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_UPGRADE;
 	l->d = MHD_start_daemon(
 	    flags, 0, NULL, NULL, srv_access, l, MHD_OPTION_LISTEN_SOCKET, fd,
 	    MHD_OPTION_NOTIFY_COMPLETED, srv_completed, l, MHD_OPTION_NOTIFY_CONNECTION,

@@ -169,6 +169,7 @@ enum srv_route {
 	SRV_R_FILE_GET,	     /* GET /v1/sandboxes/{id}/files?path=P */
 	SRV_R_SUSPEND,	     /* POST /v1/sandboxes/{id}/suspend */
 	SRV_R_RESUME,	     /* POST /v1/sandboxes/{id}/resume */
+	SRV_R_PORT,	     /* ANY /v1/sandboxes/{id}/ports/{port}/... (server/ports.c) */
 	SRV_R__COUNT
 };
 const char *srv_route_name(enum srv_route r);
@@ -196,6 +197,8 @@ struct srv_req {
 	unsigned file_mode;    /* ?mode= (octal, default 0644) */
 	const char *bearer;    /* token from Authorization, NULL if absent */
 	bool bad_authorization;
+	unsigned port;	       /* ports/{port}: 1..65535 */
+	const char *port_path; /* ports/{port}/REST: "/REST" (into raw->path; "" for "/") */
 	bool body_allowed; /* the route takes a request body */
 	size_t body_max;   /* its limit */
 };
