@@ -71,7 +71,7 @@ int cli_port_ls(struct cli *c, int argc, char **argv)
 	if (c->json)
 		printf("{\"id\": \"%s\", \"ports\": [", rung_sandbox_id(sb));
 	else
-		printf("%-6s %-40s %-6s %s\n", "PORT", "HOST", "PROTO", "PID");
+		printf("%-6s %-40s %-9s %-6s %s\n", "PORT", "HOST", "HOST_PORT", "PROTO", "PID");
 	for (size_t i = 0; i < n; i++) {
 		if (c->json)
 			printf("%s{\"port\": %u, \"host\": \"%s\", \"host_port\": %u, "
@@ -79,8 +79,8 @@ int cli_port_ls(struct cli *c, int argc, char **argv)
 			       i ? ", " : "", v[i].port, v[i].host, v[i].host_port, (int)v[i].pid,
 			       is_loopback(v[i].host) ? "true" : "false");
 		else
-			printf("%-6u %-40s %-6s %d\n", v[i].port, v[i].host, "tcp",
-			       (int)v[i].pid);
+			printf("%-6u %-40s %-9u %-6s %d\n", v[i].port, v[i].host, v[i].host_port,
+			       "tcp", (int)v[i].pid);
 	}
 	if (c->json)
 		printf("]}\n");

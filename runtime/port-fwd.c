@@ -5,6 +5,7 @@
  * ends it. Its record, <store>/<id>/port-<host_port>, holds "port host_port pid starttime host".
  */
 #include <dirent.h>
+#include <jansson.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -193,4 +194,27 @@ int rung_port_fwd_remove(struct rung_sandbox *s, unsigned port, size_t *removed,
 	}
 	free(v);
 	return 0;
+}
+
+/* Not a loopback address: what an operator must see (rung inspect, rung port ls). */
+static bool host_loopback(const char *h)
+{
+	return !strncmp(h, "127.", 4) || !strcmp(h, "::1") || !strcmp(h, "localhost");
+}
+
+json_t *rt_ports_describe(struct rung_sandbox *s)
+{
+	struct rung_port_fwd *v;
+	size_t n;
+	struct rung_err err = {0};
+	json_t *a = json_array();
+	if (!a || rung_port_fwd_list(s, &v, &n, &err) < 0)
+		return a;
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_pack("{s:i, s:s, s:i, s:s, s:b}", "port",
+						   (int)v[i].port, "host", v[i].host, "host_port",
+						   (int)v[i].host_port, "protocol", "tcp",
+						   "loopback", host_loopback(v[i].host)));
+	free(v);
+	return a;
 }

@@ -518,6 +518,15 @@ static void case_detach(void)
 		 w.host_port);
 	ck_assert_msg(strstr(ls, want), "%s", ls);
 	free(ls);
+	/* rung inspect shows it, with its host address */
+	const char *ia[] = {"--state-dir", f.state, "inspect", f.id, NULL};
+	struct spine_run ir;
+	spine_cli_run(&ir, NULL, ia);
+	ck_assert_int_eq(ir.status, 0);
+	snprintf(want, sizeof(want), "\"host_port\": %u,\n      \"loopback\": true", w.host_port);
+	ck_assert_msg(strstr(ir.out, "\"host\": \"127.0.0.1\"") && strstr(ir.out, want), "%s",
+		      ir.out);
+	spine_run_release(&ir);
 	free(cli_out(&f, "rm", f.id, "8004", 0));
 	ck_assert_msg(spine_wait_gone(w.pid, 5000), "forwarder %d outlived rm", w.pid);
 	ls = cli_out(&f, "ls", f.id, "--json", 0);
