@@ -43,12 +43,17 @@ int rung_proto_port_decode(const uint8_t *p, uint32_t len, uint16_t *port, struc
 	return 0;
 }
 
-/* One direction: bytes read from `from`, not yet written to `to`. */
+/* One direction: bytes read from `from`, not yet written to `to`. They move through a pipe
+ * with splice(2) (no copy through user memory), or, where a socket does not splice (EINVAL),
+ * through buf. Either holds at most RUNG_RELAY_BUF bytes. */
 struct dir {
 	int from, to;
+	int pipe[2]; /* -1: buffer mode */
 	uint8_t *buf;
-	size_t off, len;
-	bool eof, shut; /* from said EOF; to was shut for writing */
+	size_t off, len; /* buf: where the pending bytes start; both modes: how many */
+	size_t cap;	 /* what the pipe holds (its slots may fill first: full) */
+	bool full;	 /* the pipe took nothing more: no read until a write drained it */
+	bool eof, shut;	 /* from said EOF; to was shut for writing */
 	uint64_t bytes;
 };
 
@@ -57,32 +62,70 @@ static bool dir_done(const struct dir *d)
 	return d->shut;
 }
 
-/* Read what fits (only into an empty buffer), write what is buffered; a clean EOF is passed on
- * once drained. Returns 0, or -errno on a failure of either side. */
-static int dir_step(struct dir *d, short rev_from, short rev_to)
+static bool again(void)
 {
-	if (!d->eof && d->len == 0 && (rev_from & (POLLIN | POLLHUP | POLLERR))) {
-		ssize_t n = read(d->from, d->buf, RUNG_RELAY_BUF);
-		if (n > 0) {
-			d->off = 0;
-			d->len = (size_t)n;
-		} else if (n == 0) {
-			d->eof = true;
-		} else if (errno != EAGAIN && errno != EINTR) {
-			return -errno;
+	return errno == EAGAIN || errno == EINTR;
+}
+
+static int dir_read(struct dir *d)
+{
+	ssize_t n;
+	if (d->pipe[0] >= 0) {
+		n = splice(d->from, NULL, d->pipe[1], NULL, d->cap - d->len,
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n < 0 && errno == EAGAIN && d->len > 0) {
+			d->full = true; /* readable, but the pipe's slots are taken */
+			return 0;
 		}
-	}
-	(void)rev_to; /* a write is tried whenever bytes wait: EAGAIN costs one call */
-	if (d->len > 0) {
-		ssize_t n = send(d->to, d->buf + d->off, d->len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n > 0) {
-			d->off += (size_t)n;
-			d->len -= (size_t)n;
-			d->bytes += (uint64_t)n;
-		} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-			return -errno;
+		if (n < 0 && errno == EINVAL && d->len == 0) { /* this socket does not splice */
+			close(d->pipe[0]);
+			close(d->pipe[1]);
+			d->pipe[0] = d->pipe[1] = -1;
+			return dir_read(d);
 		}
+	} else {
+		if (!d->buf && !(d->buf = malloc(RUNG_RELAY_BUF)))
+			return -ENOMEM;
+		n = read(d->from, d->buf, RUNG_RELAY_BUF);
+		d->off = 0;
 	}
+	if (n > 0)
+		d->len += (size_t)n;
+	else if (n == 0)
+		d->eof = true;
+	else if (!again())
+		return -errno;
+	return 0;
+}
+
+static int dir_write(struct dir *d)
+{
+	ssize_t n = d->pipe[0] >= 0
+			? splice(d->pipe[0], NULL, d->to, NULL, d->len,
+				 SPLICE_F_MOVE | SPLICE_F_NONBLOCK)
+			: send(d->to, d->buf + d->off, d->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n > 0) {
+		d->off += (size_t)n;
+		d->len -= (size_t)n;
+		d->bytes += (uint64_t)n;
+		d->full = false;
+	} else if (n < 0 && !again()) {
+		return -errno;
+	}
+	return 0;
+}
+
+/* Read what fits (splice: while the pipe has room; buffer: only into an empty one), write
+ * what is pending (a write is tried whenever bytes wait: EAGAIN costs one call); a clean EOF
+ * is passed on once drained. Returns 0, or -errno on a failure of either side. */
+static int dir_step(struct dir *d, short rev_from)
+{
+	int r;
+	if (!d->eof && (d->pipe[0] >= 0 ? d->len < d->cap && !d->full : d->len == 0) &&
+	    (rev_from & (POLLIN | POLLHUP | POLLERR)) && (r = dir_read(d)) < 0)
+		return r;
+	if (d->len > 0 && (r = dir_write(d)) < 0)
+		return r;
 	if (d->eof && d->len == 0 && !d->shut) {
 		shutdown(d->to, SHUT_WR);
 		d->shut = true;
@@ -92,27 +135,45 @@ static int dir_step(struct dir *d, short rev_from, short rev_to)
 
 static short events_for(const struct dir *in, const struct dir *out)
 {
-	/* fd is `in->from` and `out->to` */
+	/* the fd is in->from and out->to */
 	short ev = 0;
-	if (!in->eof && in->len == 0)
+	if (!in->eof && (in->pipe[0] >= 0 ? in->len < in->cap && !in->full : in->len == 0))
 		ev |= POLLIN;
 	if (out->len > 0)
 		ev |= POLLOUT;
 	return ev;
 }
 
+static void dir_init(struct dir *d, int from, int to)
+{
+	*d = (struct dir){.from = from, .to = to, .pipe = {-1, -1}};
+	if (pipe2(d->pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		d->pipe[0] = d->pipe[1] = -1;
+		return;
+	}
+	/* the pipe's capacity is the direction's bound (a smaller pipe: its own) */
+	fcntl(d->pipe[1], F_SETPIPE_SZ, (int)RUNG_RELAY_BUF);
+	int c = fcntl(d->pipe[1], F_GETPIPE_SZ);
+	d->cap = c > 0 && (unsigned)c < RUNG_RELAY_BUF ? (size_t)c : RUNG_RELAY_BUF;
+}
+
+static void dir_release(struct dir *d)
+{
+	if (d->pipe[0] >= 0) {
+		close(d->pipe[0]);
+		close(d->pipe[1]);
+	}
+	free(d->buf);
+}
+
 int rung_relay(int a, int b, int cancel_fd, struct rung_relay_stats *st, struct rung_err *err)
 {
-	struct dir ab = {.from = a, .to = b}, ba = {.from = b, .to = a};
+	struct dir ab, ba;
 	int r = 0;
 	if (st)
 		*st = (struct rung_relay_stats){0};
-	ab.buf = malloc(RUNG_RELAY_BUF);
-	ba.buf = malloc(RUNG_RELAY_BUF);
-	if (!ab.buf || !ba.buf) {
-		r = rung_err_set(err, ENOMEM, "relay: out of memory");
-		goto out;
-	}
+	dir_init(&ab, a, b);
+	dir_init(&ba, b, a);
 	fcntl(a, F_SETFL, fcntl(a, F_GETFL) | O_NONBLOCK);
 	fcntl(b, F_SETFL, fcntl(b, F_GETFL) | O_NONBLOCK);
 	while (!(dir_done(&ab) && dir_done(&ba))) {
@@ -135,8 +196,7 @@ int rung_relay(int a, int b, int cancel_fd, struct rung_relay_stats *st, struct 
 			r = rung_err_set(err, ECANCELED, "relay: cancelled");
 			break;
 		}
-		if ((r = dir_step(&ab, p[0].revents, p[1].revents)) < 0 ||
-		    (r = dir_step(&ba, p[1].revents, p[0].revents)) < 0) {
+		if ((r = dir_step(&ab, p[0].revents)) < 0 || (r = dir_step(&ba, p[1].revents)) < 0) {
 			r = rung_err_sys(err, -r, "relay");
 			break;
 		}
@@ -145,12 +205,11 @@ int rung_relay(int a, int b, int cancel_fd, struct rung_relay_stats *st, struct 
 		shutdown(a, SHUT_RDWR);
 		shutdown(b, SHUT_RDWR);
 	}
-out:
 	if (st) {
 		st->a_to_b = ab.bytes;
 		st->b_to_a = ba.bytes;
 	}
-	free(ab.buf);
-	free(ba.buf);
+	dir_release(&ab);
+	dir_release(&ba);
 	return r;
 }
