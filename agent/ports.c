@@ -44,18 +44,19 @@ static int connect_to(const struct sockaddr *sa, socklen_t sl)
 
 static int connect_loopback(uint16_t port, struct rung_err *err)
 {
-	struct sockaddr_in v4 = {.sin_family = AF_INET, .sin_port = htons(port),
+	struct sockaddr_in v4 = {.sin_family = AF_INET,
+				 .sin_port = htons(port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	int s = connect_to((struct sockaddr *)&v4, sizeof(v4));
 	if (s >= 0)
 		return s;
-	struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons(port),
-				  .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	struct sockaddr_in6 v6 = {
+	    .sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = IN6ADDR_LOOPBACK_INIT};
 	int s6 = connect_to((struct sockaddr *)&v6, sizeof(v6));
 	if (s6 >= 0)
 		return s6;
-	return rung_err_sys(err, -s, "connect to port %u on the sandbox's loopback (127.0.0.1, ::1)",
-			    port);
+	return rung_err_sys(err, -s,
+			    "connect to port %u on the sandbox's loopback (127.0.0.1, ::1)", port);
 }
 
 int agent_port_connect(int fd, const struct rung_frame *req, struct rung_err *err)

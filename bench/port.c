@@ -51,7 +51,8 @@ static double median(double *v, int n)
 static int tcp(unsigned port)
 {
 	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port),
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons(port),
 				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	if (s >= 0 && connect(s, (struct sockaddr *)&a, sizeof(a)) == 0)
 		return s;
@@ -143,7 +144,8 @@ static void fwd_stop(struct fwd *f)
 static int servers(struct rung_sandbox *sb, const char *script, unsigned mib, pid_t host[3])
 {
 	struct rung_err err = {0};
-	if (rung_write_file(sb, "/tmp/psrv.py", ports_srv_py, strlen(ports_srv_py), 0644, &err) < 0) {
+	if (rung_write_file(sb, "/tmp/psrv.py", ports_srv_py, strlen(ports_srv_py), 0644, &err) <
+	    0) {
 		fprintf(stderr, "port: %s\n", err.msg);
 		return -1;
 	}
@@ -270,9 +272,10 @@ int main(int argc, char **argv)
 		       u1 = median(up[1], n), c0 = median(cn[0], n), c1 = median(cn[1], n);
 		printf("rounds %d\nsize_mib %u\n", n, mib);
 		printf("download_mib_s_forward %.0f\ndownload_mib_s_direct %.0f\n"
-		       "download_ratio %.2f\n", d0, d1, d0 / d1);
-		printf("upload_mib_s_forward %.0f\nupload_mib_s_direct %.0f\nupload_ratio %.2f\n", u0,
-		       u1, u0 / u1);
+		       "download_ratio %.2f\n",
+		       d0, d1, d0 / d1);
+		printf("upload_mib_s_forward %.0f\nupload_mib_s_direct %.0f\nupload_ratio %.2f\n",
+		       u0, u1, u0 / u1);
 		printf("connect_ms_forward %.3f\nconnect_ms_direct %.3f\nconnect_ratio %.2f\n", c0,
 		       c1, c0 / c1);
 		double pc[50];

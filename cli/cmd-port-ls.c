@@ -26,8 +26,9 @@ int cli_port_detach(struct cli *c, struct rung_sandbox *sb, unsigned port, int l
 		       is_loopback(host) ? "true" : "false");
 	else
 		printf("forwarding %s:%u -> sandbox %s port %u (TCP), detached (pid %d; stop it "
-		       "with: rung port rm %s %u)\n", host, host_port, rung_sandbox_id(sb), port,
-		       (int)pid, rung_sandbox_id(sb), port);
+		       "with: rung port rm %s %u)\n",
+		       host, host_port, rung_sandbox_id(sb), port, (int)pid, rung_sandbox_id(sb),
+		       port);
 	return 0;
 }
 

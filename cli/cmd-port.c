@@ -29,11 +29,13 @@ static int parse_port(const char *s, bool zero_ok, unsigned *out)
 }
 
 /* A listening TCP socket on host:port (numeric addresses and names, first that binds). */
-int cli_port_listen(const char *host, unsigned port, char *addr, size_t addr_len,
-		    unsigned *bound, struct rung_err *err)
+int cli_port_listen(const char *host, unsigned port, char *addr, size_t addr_len, unsigned *bound,
+		    struct rung_err *err)
 {
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *res;
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
+			*res;
 	char ps[8];
 	snprintf(ps, sizeof(ps), "%u", port);
 	int g = getaddrinfo(host, ps, &hints, &res);
@@ -116,8 +118,10 @@ static int parse_args(int argc, char **argv, struct port_args *a)
 			a->host_given = true;
 		} else if (!strcmp(argv[i], "--host-port") && i + 1 < argc) {
 			if (parse_port(argv[++i], true, &a->host_port) < 0)
-				return cli_usage_error("port", "--host-port: '%s' is not a TCP "
-						       "port (0..65535; 0: any free one)", argv[i]);
+				return cli_usage_error("port",
+						       "--host-port: '%s' is not a TCP "
+						       "port (0..65535; 0: any free one)",
+						       argv[i]);
 			a->host_port_given = true;
 		} else if (!strcmp(argv[i], "--detach")) {
 			a->detach = true;
@@ -129,7 +133,7 @@ static int parse_args(int argc, char **argv, struct port_args *a)
 	}
 	if (np != 2)
 		return cli_usage_error("port", "usage: rung port ID SANDBOX_PORT [--host ADDR] "
-				       "[--host-port P] [--detach]");
+					       "[--host-port P] [--detach]");
 	if (parse_port(pos[1], false, &a->port) < 0)
 		return cli_usage_error("port", "SANDBOX_PORT: '%s' is not a TCP port (1..65535)",
 				       pos[1]);
@@ -150,8 +154,9 @@ int cli_cmd_port(struct cli *c, int argc, char **argv)
 	if (st)
 		return st;
 	if (c->remote)
-		return cli_usage_error("port", "rung port runs against the local store; through "
-				       "the daemon use its preview route /v1/sandboxes/ID/ports/PORT/");
+		return cli_usage_error(
+		    "port", "rung port runs against the local store; through "
+			    "the daemon use its preview route /v1/sandboxes/ID/ports/PORT/");
 	struct rung_err err = {0};
 	struct rung_router *r = cli_router(c);
 	if (!r)
@@ -174,7 +179,8 @@ int cli_cmd_port(struct cli *c, int argc, char **argv)
 	}
 	if (c->json)
 		printf("{\"id\": \"%s\", \"port\": %u, \"host\": \"%s\", \"host_port\": %u, "
-		       "\"protocol\": \"tcp\"}\n", rung_sandbox_id(sb), a.port, addr, bound);
+		       "\"protocol\": \"tcp\"}\n",
+		       rung_sandbox_id(sb), a.port, addr, bound);
 	else
 		printf("forwarding %s:%u -> sandbox %s port %u (TCP) until interrupted\n", addr,
 		       bound, rung_sandbox_id(sb), a.port);

@@ -6,8 +6,8 @@
 
 #include "cli/cli.h"
 
-int cli_port_listen(const char *host, unsigned port, char *addr, size_t addr_len,
-		    unsigned *bound, struct rung_err *err);
+int cli_port_listen(const char *host, unsigned port, char *addr, size_t addr_len, unsigned *bound,
+		    struct rung_err *err);
 int cli_port_ls(struct cli *c, int argc, char **argv);
 int cli_port_rm(struct cli *c, int argc, char **argv);
 int cli_port_detach(struct cli *c, struct rung_sandbox *sb, unsigned port, int lfd,

@@ -57,15 +57,9 @@ struct dir {
 	uint64_t bytes;
 };
 
-static bool dir_done(const struct dir *d)
-{
-	return d->shut;
-}
+static bool dir_done(const struct dir *d) { return d->shut; }
 
-static bool again(void)
-{
-	return errno == EAGAIN || errno == EINTR;
-}
+static bool again(void) { return errno == EAGAIN || errno == EINTR; }
 
 static int dir_read(struct dir *d)
 {
@@ -100,10 +94,10 @@ static int dir_read(struct dir *d)
 
 static int dir_write(struct dir *d)
 {
-	ssize_t n = d->pipe[0] >= 0
-			? splice(d->pipe[0], NULL, d->to, NULL, d->len,
-				 SPLICE_F_MOVE | SPLICE_F_NONBLOCK)
-			: send(d->to, d->buf + d->off, d->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	ssize_t n =
+	    d->pipe[0] >= 0
+		? splice(d->pipe[0], NULL, d->to, NULL, d->len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK)
+		: send(d->to, d->buf + d->off, d->len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (n > 0) {
 		d->off += (size_t)n;
 		d->len -= (size_t)n;
@@ -196,7 +190,8 @@ int rung_relay(int a, int b, int cancel_fd, struct rung_relay_stats *st, struct 
 			r = rung_err_set(err, ECANCELED, "relay: cancelled");
 			break;
 		}
-		if ((r = dir_step(&ab, p[0].revents)) < 0 || (r = dir_step(&ba, p[1].revents)) < 0) {
+		if ((r = dir_step(&ab, p[0].revents)) < 0 ||
+		    (r = dir_step(&ba, p[1].revents)) < 0) {
 			r = rung_err_sys(err, -r, "relay");
 			break;
 		}

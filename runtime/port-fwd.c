@@ -5,8 +5,8 @@
  * ends it. Its record, <store>/<id>/port-<host_port>, holds "port host_port pid starttime host".
  */
 #include <dirent.h>
-#include <jansson.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +40,8 @@ static int stop_fd(pid_t sup)
 	if (ep < 0 || sfd < 0 || pfd < 0)
 		return -1;
 	struct epoll_event ev = {.events = EPOLLIN};
-	if (epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev) < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, pfd, &ev) < 0)
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev) < 0 ||
+	    epoll_ctl(ep, EPOLL_CTL_ADD, pfd, &ev) < 0)
 		return -1;
 	return ep; /* sfd and pfd stay open for the process's life */
 }
@@ -102,8 +103,9 @@ int rung_port_detach(struct rung_sandbox *s, unsigned port, int lfd, const char 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", rec);
 	FILE *f = fopen(tmp, "we");
 	int r = 0;
-	if (!f || fprintf(f, "%u %u %d %llu %.63s\n", port, host_port, (int)p,
-			  (unsigned long long)rung_proc_starttime(p), host) < 0 ||
+	if (!f ||
+	    fprintf(f, "%u %u %d %llu %.63s\n", port, host_port, (int)p,
+		    (unsigned long long)rung_proc_starttime(p), host) < 0 ||
 	    fclose(f) != 0 || rename(tmp, rec) < 0) {
 		r = rung_err_sys(err, errno, "record the forward in %s", rec);
 		kill(p, SIGTERM);

@@ -52,8 +52,8 @@ static int connect_answer(int fd, unsigned port, struct rung_err *err)
 		rung_proto_error_decode(f.payload, f.len, err);
 		r = -(err->code ? err->code : EIO);
 	} else if (f.type != RUNG_MSG_RESULT || f.len != 0) {
-		r = rung_err_set(err, EPROTO, "port connect: unexpected frame type %u from the agent",
-				 f.type);
+		r = rung_err_set(err, EPROTO,
+				 "port connect: unexpected frame type %u from the agent", f.type);
 	}
 	rung_frame_release(&f);
 	return r;

@@ -23,14 +23,15 @@
 #include "server/ports.h"
 #include "server/reply.h"
 
-#define HEAD_MAX (64u << 10)  /* the app's response head */
-#define HEAD_TIMEOUT_S 60     /* for the app to start answering */
-#define SEND_TIMEOUT_S 30     /* for the app to take the request */
+#define HEAD_MAX (64u << 10) /* the app's response head */
+#define HEAD_TIMEOUT_S 60    /* for the app to start answering */
+#define SEND_TIMEOUT_S 30    /* for the app to take the request */
 
-static const char *const hop[] = {"connection", "keep-alive", "proxy-authenticate",
-				  "proxy-authorization", "te", "trailer", "trailers",
-				  "transfer-encoding", "upgrade", "authorization", "content-length",
-				  "date", NULL};
+static const char *const hop[] = {
+    "connection", "keep-alive",	   "proxy-authenticate", "proxy-authorization",
+    "te",	  "trailer",	   "trailers",		 "transfer-encoding",
+    "upgrade",	  "authorization", "content-length",	 "date",
+    NULL};
 
 static bool hop_by_hop(const char *k)
 {
@@ -66,10 +67,7 @@ static void put(struct head *h, const char *s, size_t n)
 	h->p[h->len] = 0;
 }
 
-static void puts_(struct head *h, const char *s)
-{
-	put(h, s, strlen(s));
-}
+static void puts_(struct head *h, const char *s) { put(h, s, strlen(s)); }
 
 /* Percent-encode what is not safe in a path (keep_slash) or a query component. */
 static void put_escaped(struct head *h, const char *s, bool keep_slash)
@@ -81,7 +79,7 @@ static void put_escaped(struct head *h, const char *s, bool keep_slash)
 			put(h, (const char *)p, 1);
 			continue;
 		}
-esc:;
+	esc:;
 		char e[4];
 		snprintf(e, sizeof(e), "%%%02X", *p);
 		put(h, e, 3);
@@ -182,12 +180,17 @@ static int read_head(int fd, char **head, char **more, size_t *more_len, struct 
 		if (k <= 0) {
 			free(b);
 			if (got == HEAD_MAX)
-				return rung_err_set(err, EMSGSIZE, "the app's answer head is over %u "
-						    "bytes", HEAD_MAX);
+				return rung_err_set(err, EMSGSIZE,
+						    "the app's answer head is over %u "
+						    "bytes",
+						    HEAD_MAX);
 			if (n == 0)
-				return rung_err_set(err, ETIMEDOUT, "the app did not answer within "
-						    "%d s", HEAD_TIMEOUT_S);
-			return rung_err_set(err, EPROTO, "the app closed the connection without "
+				return rung_err_set(err, ETIMEDOUT,
+						    "the app did not answer within "
+						    "%d s",
+						    HEAD_TIMEOUT_S);
+			return rung_err_set(err, EPROTO,
+					    "the app closed the connection without "
 					    "an HTTP answer");
 		}
 		got += (size_t)k;
@@ -219,8 +222,9 @@ static uint64_t content_length(const char *head)
 			v++;
 		char *e;
 		unsigned long long n = strtoull(v, &e, 10);
-		return e != v && (*e == '\r' || !*e) && isdigit((unsigned char)*v) ? n
-										 : MHD_SIZE_UNKNOWN;
+		return e != v && (*e == '\r' || !*e) && isdigit((unsigned char)*v)
+			   ? n
+			   : MHD_SIZE_UNKNOWN;
 	}
 	return MHD_SIZE_UNKNOWN;
 }
@@ -396,7 +400,9 @@ enum MHD_Result srv_port_proxy(struct srv_call *call, struct MHD_Connection *c,
 		const union MHD_ConnectionInfo *ci =
 		    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 		if (x) {
-			*x = (struct pxy){.pc = pc, .more = more, .more_len = more_len,
+			*x = (struct pxy){.pc = pc,
+					  .more = more,
+					  .more_len = more_len,
 					  .client_fd = ci ? ci->connect_fd : -1};
 			resp = MHD_create_response_from_callback(content_length(head), 64 << 10,
 								 pxy_read, x, pxy_free);
@@ -418,6 +424,6 @@ enum MHD_Result srv_port_proxy(struct srv_call *call, struct MHD_Connection *c,
 	free(more);
 	rung_port_conn_close(&pc);
 	return srv_reply_error(call, c, SRV_E_UNAVAILABLE, "port %u: %s", call->req.port,
-			       status ? "an upgrade the client did not ask for" :
-					"the app's answer is not HTTP/1.x");
+			       status ? "an upgrade the client did not ask for"
+				      : "the app's answer is not HTTP/1.x");
 }

@@ -11,15 +11,9 @@
 #include "tests/lib/sandbox.h"
 #include "tests/lib/testutil.h"
 
-static void require(void)
-{
-	RUNG_REQUIRE_ROOT();
-}
+static void require(void) { RUNG_REQUIRE_ROOT(); }
 
-static struct rung_router *router(char **state_dir)
-{
-	return spine_router(state_dir);
-}
+static struct rung_router *router(char **state_dir) { return spine_router(state_dir); }
 
 static struct rung_sandbox *acquire(struct rung_router *r, const char *thread)
 {
@@ -34,10 +28,7 @@ static struct rung_sandbox *acquire(struct rung_router *r, const char *thread)
 static const struct ports_env env = {require, router, acquire};
 
 #define CASE(fn, c)                                                                                \
-	START_TEST(fn)                                                                             \
-	{                                                                                          \
-		ports_cases_run(&env, c);                                                          \
-	}                                                                                          \
+	START_TEST(fn) { ports_cases_run(&env, c); }                                               \
 	END_TEST
 
 CASE(test_preview, PORTS_PREVIEW)

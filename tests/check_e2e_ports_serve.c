@@ -24,7 +24,8 @@ static void start_app(struct srvt *t, const char *id, unsigned port)
 	ck_assert_msg(rung_router_new(&o, &r, &err) == 0, "%s", err.msg);
 	ck_assert_msg(rung_sandbox_open(r, id, NULL, &sb, &err) == 0, "%s", err.msg);
 	ck_assert_msg(rung_write_file(sb, "/tmp/psrv.py", ports_srv_py, strlen(ports_srv_py), 0644,
-				      &err) == 0, "%s", err.msg);
+				      &err) == 0,
+		      "%s", err.msg);
 	char ps[16], h[RUNG_PROC_HANDLE_LEN + 1];
 	snprintf(ps, sizeof(ps), "%u", port);
 	const char *argv[] = {"python3", "/tmp/psrv.py", "http", ps, NULL};

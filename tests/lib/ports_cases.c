@@ -45,7 +45,7 @@ static void fx_open(struct fx *f, const char *thread)
 	snprintf(f->id, sizeof(f->id), "%s", rung_sandbox_id(f->sb));
 	/* no egress at all: loopback is the sandbox's only interface */
 	char *nets = spine_sh_ok(f->sb, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | "
-					 "tr '\\n' ' '");
+					"tr '\\n' ' '");
 	ck_assert_msg(!strcmp(nets, "lo "), "interfaces: %s", nets);
 	free(nets);
 }
@@ -70,7 +70,8 @@ static void srv_start(struct fx *f, const char *mode, unsigned port)
 	}
 	rung_exec_res_release(&res);
 	ck_assert_msg(rung_write_file(f->sb, "/tmp/psrv.py", ports_srv_py, strlen(ports_srv_py),
-				      0644, &err) == 0, "%s", err.msg);
+				      0644, &err) == 0,
+		      "%s", err.msg);
 	char ps[16], h[RUNG_PROC_HANDLE_LEN + 1];
 	snprintf(ps, sizeof(ps), "%u", port);
 	const char *argv[] = {"python3", "/tmp/psrv.py", mode, ps, "64", NULL};
@@ -121,7 +122,8 @@ static char *recv_all(int fd, size_t max, size_t *len)
 static int tcp_connect(unsigned port)
 {
 	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port),
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons(port),
 				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	ck_assert_msg(connect(s, (struct sockaddr *)&a, sizeof(a)) == 0, "connect :%u: %s", port,
 		      strerror(errno));
@@ -157,8 +159,12 @@ static void fwd_start(struct fx *f, unsigned port, bool detach, struct fwd *out)
 	if (p == 0) {
 		dup2(pp[1], 1);
 		close(pp[0]);
-		const char *argv[] = {bin, "--state-dir", f->state, "--json", "port", f->id, ps,
-				      "--host-port", "0", detach ? "--detach" : NULL, NULL};
+		const char *argv[] = {bin,	"--state-dir",
+				      f->state, "--json",
+				      "port",	f->id,
+				      ps,	"--host-port",
+				      "0",	detach ? "--detach" : NULL,
+				      NULL};
 		const char *envp[] = {"PATH=/usr/bin:/bin", NULL};
 		execve(bin, (char **)argv, (char **)envp);
 		_exit(127);
@@ -190,7 +196,8 @@ static void fwd_start(struct fx *f, unsigned port, bool detach, struct fwd *out)
 		const char *pid = strstr(line, "\"pid\": ");
 		ck_assert_msg(pid, "%s", line);
 		out->pid = atoi(pid + 7);
-		ck_assert_msg(spine_pid_alive(out->pid), "the forwarder %d is not running", out->pid);
+		ck_assert_msg(spine_pid_alive(out->pid), "the forwarder %d is not running",
+			      out->pid);
 	}
 }
 
@@ -358,7 +365,7 @@ static void case_refused(void)
 		rung_buf_release(&b);
 	}
 	struct rung_buf b = {0};
-	raw_refused(&f, &b, EINVAL); /* no port */
+	raw_refused(&f, &b, EINVAL);			  /* no port */
 	rung_buf_put_str(&b, RUNG_TAG_PATH, "127.0.0.1"); /* an address: not a field it takes */
 	raw_refused(&f, &b, EPROTO);
 	rung_buf_release(&b);
@@ -397,8 +404,10 @@ static void case_flood(void)
 	long mid = rss_kib(w.pid);
 	sleep(3);
 	long after = rss_kib(w.pid);
-	fprintf(stderr, "ports flood: forwarder RSS %ld KiB idle, %ld KiB after 3 s of 4 "
-		"flooding connections unread, %ld KiB after 6 s\n", before, mid, after);
+	fprintf(stderr,
+		"ports flood: forwarder RSS %ld KiB idle, %ld KiB after 3 s of 4 "
+		"flooding connections unread, %ld KiB after 6 s\n",
+		before, mid, after);
 	/* 4 connections x 2 x 256 KiB relay buffers, and no growth over time */
 	ck_assert_msg(after - before < 8 * 1024, "RSS grew from %ld to %ld KiB", before, after);
 	ck_assert_msg(after - mid < 1024, "RSS still growing: %ld -> %ld KiB", mid, after);
@@ -480,11 +489,13 @@ static void case_cycles(void)
 	}
 	ck_assert_msg(counts_same(&c0, &c1),
 		      "forwarder: fds %d -> %d, sockets %d -> %d, threads %d -> %d; sandbox "
-		      "processes %d -> %d", c0.fds, c1.fds, c0.socks, c1.socks, c0.threads,
-		      c1.threads, c0.sb_procs, c1.sb_procs);
-	ck_assert_msg(counts_same(&me0, &me1), "this process: fds %d -> %d, sockets %d -> %d, "
-		      "threads %d -> %d", me0.fds, me1.fds, me0.socks, me1.socks, me0.threads,
-		      me1.threads);
+		      "processes %d -> %d",
+		      c0.fds, c1.fds, c0.socks, c1.socks, c0.threads, c1.threads, c0.sb_procs,
+		      c1.sb_procs);
+	ck_assert_msg(counts_same(&me0, &me1),
+		      "this process: fds %d -> %d, sockets %d -> %d, "
+		      "threads %d -> %d",
+		      me0.fds, me1.fds, me0.socks, me1.socks, me0.threads, me1.threads);
 	fwd_stop(&w);
 	fx_close(&f);
 }
@@ -538,7 +549,8 @@ static void case_detach(void)
 	fx_close(&f);
 	ck_assert_msg(spine_wait_gone(w.pid, 10000), "forwarder %d outlived dispose", w.pid);
 	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(w.host_port),
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons(w.host_port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	ck_assert_msg(connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0,
 		      "the listener outlived dispose");
@@ -551,11 +563,23 @@ void ports_cases_run(const struct ports_env *e, enum ports_case c)
 	env->require();
 	signal(SIGPIPE, SIG_IGN);
 	switch (c) {
-	case PORTS_PREVIEW: case_preview(); break;
-	case PORTS_HALFCLOSE: case_halfclose(); break;
-	case PORTS_REFUSED: case_refused(); break;
-	case PORTS_FLOOD: case_flood(); break;
-	case PORTS_CYCLES: case_cycles(); break;
-	case PORTS_DETACH: case_detach(); break;
+	case PORTS_PREVIEW:
+		case_preview();
+		break;
+	case PORTS_HALFCLOSE:
+		case_halfclose();
+		break;
+	case PORTS_REFUSED:
+		case_refused();
+		break;
+	case PORTS_FLOOD:
+		case_flood();
+		break;
+	case PORTS_CYCLES:
+		case_cycles();
+		break;
+	case PORTS_DETACH:
+		case_detach();
+		break;
 	}
 }

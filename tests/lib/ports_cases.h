@@ -14,7 +14,12 @@ struct ports_env {
 };
 
 enum ports_case {
-	PORTS_PREVIEW, PORTS_HALFCLOSE, PORTS_REFUSED, PORTS_FLOOD, PORTS_CYCLES, PORTS_DETACH,
+	PORTS_PREVIEW,
+	PORTS_HALFCLOSE,
+	PORTS_REFUSED,
+	PORTS_FLOOD,
+	PORTS_CYCLES,
+	PORTS_DETACH,
 };
 void ports_cases_run(const struct ports_env *e, enum ports_case c);
 

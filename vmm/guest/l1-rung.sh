@@ -107,5 +107,7 @@ else
 		ck_suite rung-agentside-vm e2e_process_agentside "the agent side is out of the command's reach, on the vm rung" RUNG_TEST_RUNG=vm
 		# Background processes, terminals and shell sessions (docs/procs.md) on the vm rung.
 		ck_suite rung-procs-vm e2e_procs_basic "background processes, ptys, sessions, on the vm rung" RUNG_TEST_RUNG=vm
+		# Forwarded ports (docs/ports.md) over vsock: preview, half-close, refusals, flood, cycles, detach.
+		ck_suite rung-ports-vm e2e_ports_basic "forwarded ports through the agent channel, on the vm rung" RUNG_TEST_RUNG=vm
 	fi
 fi
