@@ -189,6 +189,8 @@ int rung_port_forward(struct rung_sandbox *s, unsigned port, int listen_fd, int 
 		}
 		int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0) {
+			if (errno == EMFILE || errno == ENFILE)
+				usleep(100000); /* out of fds: the pending connection waits */
 			if (errno == EINTR || errno == EAGAIN || errno == ECONNABORTED ||
 			    errno == EMFILE || errno == ENFILE)
 				continue;

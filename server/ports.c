@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/err.h"
@@ -300,7 +301,47 @@ struct upx {
 	size_t more_len;
 	MHD_socket sock;
 	struct MHD_UpgradeResponseHandle *urh;
+	struct upx *next;
 };
+
+/* The live upgraded relays: srv_ports_shutdown ends them before the daemon stops (MHD waits
+ * for every upgraded connection to be closed). */
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t live_cv = PTHREAD_COND_INITIALIZER;
+static struct upx *live;
+
+static void live_add(struct upx *u)
+{
+	pthread_mutex_lock(&live_mu);
+	u->next = live;
+	live = u;
+	pthread_mutex_unlock(&live_mu);
+}
+
+static void live_remove(struct upx *u)
+{
+	pthread_mutex_lock(&live_mu);
+	for (struct upx **p = &live; *p; p = &(*p)->next)
+		if (*p == u) {
+			*p = u->next;
+			break;
+		}
+	pthread_cond_broadcast(&live_cv);
+	pthread_mutex_unlock(&live_mu);
+}
+
+void srv_ports_shutdown(void)
+{
+	pthread_mutex_lock(&live_mu);
+	for (struct upx *u = live; u; u = u->next)
+		shutdown(u->pc.fd, SHUT_RDWR); /* its relay ends, and closes the client's */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 2;
+	while (live && pthread_cond_timedwait(&live_cv, &live_mu, &until) == 0)
+		;
+	pthread_mutex_unlock(&live_mu);
+}
 
 static void *upx_main(void *arg)
 {
@@ -308,6 +349,7 @@ static void *upx_main(void *arg)
 	struct rung_err err = {0};
 	if (!u->more_len || rung_write_all(u->sock, u->more, u->more_len) == 0)
 		rung_relay(u->sock, u->pc.fd, -1, NULL, &err);
+	live_remove(u);
 	MHD_upgrade_action(u->urh, MHD_UPGRADE_ACTION_CLOSE);
 	rung_port_conn_close(&u->pc);
 	free(u->more);
@@ -330,8 +372,10 @@ static void upgraded(void *cls, struct MHD_Connection *c, void *req_cls, const c
 	pthread_attr_t a;
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	live_add(u);
 	if ((extra_len && rung_write_all(u->pc.fd, extra_in, extra_len) < 0) ||
 	    pthread_create(&t, &a, upx_main, u) != 0) {
+		live_remove(u);
 		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
 		rung_port_conn_close(&u->pc);
 		free(u->more);

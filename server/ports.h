@@ -9,4 +9,7 @@
 enum MHD_Result srv_port_proxy(struct srv_call *call, struct MHD_Connection *c,
 			       struct rung_sandbox *sb);
 
+/* End every upgraded preview connection (before the daemon stops; waits up to 2 s). */
+void srv_ports_shutdown(void);
+
 #endif
