@@ -92,17 +92,50 @@ static int dir_read(struct dir *d)
 	return 0;
 }
 
+/* The destination does not take splice (EINVAL): what the pipe holds moves to buf, and the
+ * direction goes on in buffer mode. */
+static int to_buffer_mode(struct dir *d)
+{
+	if (!d->buf && !(d->buf = malloc(RUNG_RELAY_BUF)))
+		return -ENOMEM;
+	size_t got = 0;
+	while (got < d->len) {
+		ssize_t k = read(d->pipe[0], d->buf + got, d->len - got);
+		if (k <= 0)
+			return -EIO;
+		got += (size_t)k;
+	}
+	close(d->pipe[0]);
+	close(d->pipe[1]);
+	d->pipe[0] = d->pipe[1] = -1;
+	d->off = 0;
+	d->full = false;
+	return 0;
+}
+
 static int dir_write(struct dir *d)
 {
-	ssize_t n =
-	    d->pipe[0] >= 0
-		? splice(d->pipe[0], NULL, d->to, NULL, d->len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK)
-		: send(d->to, d->buf + d->off, d->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (d->pipe[0] >= 0) {
+		ssize_t n = splice(d->pipe[0], NULL, d->to, NULL, d->len,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n < 0 && errno == EINVAL) {
+			int r = to_buffer_mode(d);
+			return r < 0 ? r : dir_write(d);
+		}
+		if (n > 0) {
+			d->len -= (size_t)n;
+			d->bytes += (uint64_t)n;
+			d->full = false;
+		} else if (n < 0 && !again()) {
+			return -errno;
+		}
+		return 0;
+	}
+	ssize_t n = send(d->to, d->buf + d->off, d->len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (n > 0) {
 		d->off += (size_t)n;
 		d->len -= (size_t)n;
 		d->bytes += (uint64_t)n;
-		d->full = false;
 	} else if (n < 0 && !again()) {
 		return -errno;
 	}
