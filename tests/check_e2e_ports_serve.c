@@ -44,15 +44,38 @@ static void start_app(struct srvt *t, const char *id, unsigned port)
 	rung_router_free(r);
 }
 
-static int count_dir(pid_t pid, const char *sub)
+static int count_tasks(pid_t pid)
 {
 	char d[64];
-	snprintf(d, sizeof(d), "/proc/%d/%s", (int)pid, sub);
+	snprintf(d, sizeof(d), "/proc/%d/task", (int)pid);
 	return rung_test_count_entries(d);
 }
 
-/* One upgrade: 101, then 1 MiB echoed byte for byte, then close. */
-static void ws_round(struct srvt *t, const char *id)
+/* The daemon's fds, less its pooled routers' (each holds the store directory open, and the
+ * pool grows with the requests in flight at once: not a leak). */
+static int count_fds(pid_t pid, const char *state)
+{
+	char d[64], l[384], to[4096];
+	snprintf(d, sizeof(d), "/proc/%d/fd", (int)pid);
+	DIR *dir = opendir(d);
+	ck_assert_ptr_nonnull(dir);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(dir))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(l, sizeof(l), "%s/%s", d, e->d_name);
+		ssize_t k = readlink(l, to, sizeof(to) - 1);
+		to[k > 0 ? k : 0] = 0;
+		if (strcmp(to, state))
+			n++;
+	}
+	closedir(dir);
+	return n;
+}
+
+/* An upgraded connection through the route: the fd after the app's 101. */
+static int ws_open(struct srvt *t, const char *id)
 {
 	int fd = srvt_unix_connect(t->sock[0]);
 	ck_assert_int_ge(fd, 0);
@@ -73,6 +96,13 @@ static void ws_round(struct srvt *t, const char *id)
 	head[got] = 0;
 	ck_assert_msg(!strncmp(head, "HTTP/1.1 101", 12), "%s", head);
 	ck_assert_msg(strcasestr(head, "upgrade: websocket"), "%s", head);
+	return fd;
+}
+
+/* One upgrade: 101, then 1 MiB echoed byte for byte, then close. */
+static void ws_round(struct srvt *t, const char *id)
+{
+	int fd = ws_open(t, id);
 	size_t n = 1u << 20;
 	unsigned char *out = malloc(n), *in = malloc(n);
 	for (size_t i = 0; i < n; i++)
@@ -156,7 +186,7 @@ START_TEST(t_preview_route)
 		snprintf(cmd, sizeof(cmd), "ls -l /proc/%d/fd >&2", (int)t.pid[0]);
 		ck_assert_int_ne(system(cmd), -1);
 	}
-	int fd0 = count_dir(t.pid[0], "fd"), th0 = count_dir(t.pid[0], "task");
+	int fd0 = count_fds(t.pid[0], t.state), th0 = count_tasks(t.pid[0]);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/ports/8000/n", id);
 	for (int i = 0; i < 50; i++) {
 		r = srvt_req(t.sock[0], "GET", path, TOK_A, NULL, NULL);
@@ -168,8 +198,8 @@ START_TEST(t_preview_route)
 	int fd1 = 0, th1 = 0;
 	for (int i = 0; i < 50; i++) {
 		usleep(100000);
-		fd1 = count_dir(t.pid[0], "fd");
-		th1 = count_dir(t.pid[0], "task");
+		fd1 = count_fds(t.pid[0], t.state);
+		th1 = count_tasks(t.pid[0]);
 		if (fd1 == fd0 && th1 == th0)
 			break;
 	}
@@ -180,6 +210,17 @@ START_TEST(t_preview_route)
 	}
 	ck_assert_msg(fd1 == fd0 && th1 == th0, "daemon fds %d -> %d, threads %d -> %d", fd0, fd1,
 		      th0, th1);
+	/* the daemon stops promptly with an upgraded preview open, ending it */
+	int ws = ws_open(&t, id);
+	uint64_t t0 = srvt_now_ms();
+	srvt_stop(&t, 0, SIGTERM);
+	ck_assert_msg(srvt_now_ms() - t0 < 10000, "SIGTERM took %llu ms",
+		      (unsigned long long)(srvt_now_ms() - t0));
+	char b[64];
+	struct pollfd p = {.fd = ws, .events = POLLIN};
+	ck_assert_int_eq(poll(&p, 1, 5000), 1);
+	ck_assert_int_le(read(ws, b, sizeof(b)), 0);
+	close(ws);
 	srvt_teardown(&t);
 }
 END_TEST
