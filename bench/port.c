@@ -202,6 +202,53 @@ static void round_once(const unsigned fp[3], size_t bytes, struct sample *s)
 	}
 }
 
+/* The interleaved rounds, then the connection costs alone; prints the figures. */
+static void measure(struct rung_sandbox *sb, const unsigned fp[3], int n, unsigned mib)
+{
+	struct rung_err err = {0};
+	size_t bytes = (size_t)mib << 20;
+	double dn[2][100], up[2][100], cn[2][100];
+	struct sample s;
+	round_once(fp, bytes, &s); /* warm */
+	for (int i = 0; i < n; i++) {
+		round_once(fp, bytes, &s);
+		for (int v = 0; v < 2; v++) {
+			dn[v][i] = (double)mib / s.down[v];
+			up[v][i] = (double)mib / s.up[v];
+			cn[v][i] = s.conn[v];
+		}
+	}
+	double d0 = median(dn[0], n), d1 = median(dn[1], n), u0 = median(up[0], n),
+	       u1 = median(up[1], n), c0 = median(cn[0], n), c1 = median(cn[1], n);
+	printf("rounds %d\nsize_mib %u\n", n, mib);
+	printf("download_mib_s_forward %.0f\ndownload_mib_s_direct %.0f\n"
+	       "download_ratio %.2f\n",
+	       d0, d1, d0 / d1);
+	printf("upload_mib_s_forward %.0f\nupload_mib_s_direct %.0f\nupload_ratio %.2f\n", u0, u1,
+	       u0 / u1);
+	printf("connect_ms_forward %.3f\nconnect_ms_direct %.3f\nconnect_ratio %.2f\n", c0, c1,
+	       c0 / c1);
+	double pc[50];
+	for (int i = 0; i < 50; i++) { /* the agent connection alone */
+		struct rung_port_conn c;
+		uint64_t t0 = now_us();
+		if (rung_port_connect(sb, ECHO, &c, &err) == 0)
+			rung_port_conn_close(&c);
+		pc[i] = (double)(now_us() - t0) / 1000.0;
+	}
+	printf("rung_port_connect_ms %.3f\n", median(pc, 50));
+	const char *tv[] = {"/bin/true", NULL}; /* the agent's per-request cost, for scale */
+	struct rung_exec_req xq = {.argv = tv, .timeout_ms = 10000};
+	for (int i = 0; i < 50; i++) {
+		struct rung_exec_res xr;
+		uint64_t t0 = now_us();
+		if (rung_exec(sb, &xq, &xr, &err) == 0)
+			rung_exec_res_release(&xr);
+		pc[i] = (double)(now_us() - t0) / 1000.0;
+	}
+	printf("exec_true_ms %.3f\n", median(pc, 50));
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 5;
@@ -256,37 +303,7 @@ int main(int argc, char **argv)
 	for (int i = 0; rc == 0 && i < 3; i++)
 		rc = fwd_start(&f[i], sb, ports[i], &fp[i]);
 	if (rc == 0) {
-		size_t bytes = (size_t)mib << 20;
-		double dn[2][100], up[2][100], cn[2][100];
-		struct sample s;
-		round_once(fp, bytes, &s); /* warm */
-		for (int i = 0; i < n; i++) {
-			round_once(fp, bytes, &s);
-			for (int v = 0; v < 2; v++) {
-				dn[v][i] = (double)mib / s.down[v];
-				up[v][i] = (double)mib / s.up[v];
-				cn[v][i] = s.conn[v];
-			}
-		}
-		double d0 = median(dn[0], n), d1 = median(dn[1], n), u0 = median(up[0], n),
-		       u1 = median(up[1], n), c0 = median(cn[0], n), c1 = median(cn[1], n);
-		printf("rounds %d\nsize_mib %u\n", n, mib);
-		printf("download_mib_s_forward %.0f\ndownload_mib_s_direct %.0f\n"
-		       "download_ratio %.2f\n",
-		       d0, d1, d0 / d1);
-		printf("upload_mib_s_forward %.0f\nupload_mib_s_direct %.0f\nupload_ratio %.2f\n",
-		       u0, u1, u0 / u1);
-		printf("connect_ms_forward %.3f\nconnect_ms_direct %.3f\nconnect_ratio %.2f\n", c0,
-		       c1, c0 / c1);
-		double pc[50];
-		for (int i = 0; i < 50; i++) { /* the agent connection alone */
-			struct rung_port_conn c;
-			uint64_t t0 = now_us();
-			if (rung_port_connect(sb, ECHO, &c, &err) == 0)
-				rung_port_conn_close(&c);
-			pc[i] = (double)(now_us() - t0) / 1000.0;
-		}
-		printf("rung_port_connect_ms %.3f\n", median(pc, 50));
+		measure(sb, fp, n, mib);
 		for (int i = 0; i < 3; i++)
 			fwd_stop(&f[i]);
 	}
