@@ -147,6 +147,9 @@ struct fwd {
 	unsigned host_port;
 };
 
+/* --host for the next fwd_start (NULL: the default, loopback) */
+static const char *fwd_host;
+
 static void fwd_start(struct fx *f, unsigned port, bool detach, struct fwd *out)
 {
 	char bin[4096], ps[16];
@@ -159,12 +162,16 @@ static void fwd_start(struct fx *f, unsigned port, bool detach, struct fwd *out)
 	if (p == 0) {
 		dup2(pp[1], 1);
 		close(pp[0]);
-		const char *argv[] = {bin,	"--state-dir",
-				      f->state, "--json",
-				      "port",	f->id,
-				      ps,	"--host-port",
-				      "0",	detach ? "--detach" : NULL,
-				      NULL};
+		const char *argv[16] = {bin, "--state-dir", f->state, "--json", "port", f->id,
+					ps,  "--host-port", "0"};
+		int n = 9;
+		if (fwd_host) {
+			argv[n++] = "--host";
+			argv[n++] = fwd_host;
+		}
+		if (detach)
+			argv[n++] = "--detach";
+		argv[n] = NULL;
 		const char *envp[] = {"PATH=/usr/bin:/bin", NULL};
 		execve(bin, (char **)argv, (char **)envp);
 		_exit(127);
@@ -544,8 +551,19 @@ static void case_detach(void)
 	ck_assert_msg(strstr(ls, "\"ports\": []"), "%s", ls);
 	free(ls);
 	free(cli_out(&f, "rm", f.id, "8004", 2)); /* nothing left to remove */
-	/* dispose ends a detached forwarder */
+	/* a forward on a non-loopback address is flagged in ls and inspect; dispose ends it */
+	fwd_host = "0.0.0.0";
 	fwd_start(&f, 8004, true, &w);
+	fwd_host = NULL;
+	ls = cli_out(&f, "ls", f.id, "--json", 0);
+	snprintf(want, sizeof(want), "\"host\": \"0.0.0.0\", \"host_port\": %u", w.host_port);
+	ck_assert_msg(strstr(ls, want) && strstr(ls, "\"loopback\": false"), "%s", ls);
+	free(ls);
+	spine_cli_run(&ir, NULL, ia);
+	ck_assert_msg(strstr(ir.out, "\"host\": \"0.0.0.0\"") &&
+			  strstr(ir.out, "\"loopback\": false"),
+		      "%s", ir.out);
+	spine_run_release(&ir);
 	fx_close(&f);
 	ck_assert_msg(spine_wait_gone(w.pid, 10000), "forwarder %d outlived dispose", w.pid);
 	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
