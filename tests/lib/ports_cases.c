@@ -290,6 +290,13 @@ static void case_preview(void)
 		free(a);
 		close(s);
 	}
+	/* a suspended sandbox is resumed by the next connection */
+	ck_assert_msg(rung_suspend(f.sb, &err) == 0, "%s", err.msg);
+	int s = tcp_connect(w.host_port);
+	a = http_get(s, "/after-suspend");
+	ck_assert_msg(strstr(a, "path=/after-suspend"), "%s", a);
+	free(a);
+	close(s);
 	fwd_stop(&w);
 	fx_close(&f);
 }
