@@ -263,12 +263,15 @@ int main(int argc, char **argv)
 		return 1;
 	snprintf(script, sizeof(script), "%s/psrv.py", dir);
 	FILE *sf = fopen(script, "w");
-	if (!sf || fputs(ports_srv_py, sf) < 0 || fclose(sf) != 0)
-		return 1;
 	struct rung_err err = {0};
+	if (!sf || fputs(ports_srv_py, sf) < 0 || fclose(sf) != 0) {
+		rung_rm_rf(dir, &err);
+		return 1;
+	}
 	struct rung_router_opts o = {0};
 	if (rung_router_opts_load(&o, getenv, &err) < 0) { /* this main reads them */
 		fprintf(stderr, "port: %s\n", err.msg);
+		rung_rm_rf(dir, &err);
 		return 1;
 	}
 	/* build/bench/port: the agent is build/rung-agent */
@@ -293,6 +296,9 @@ int main(int argc, char **argv)
 	struct rung_key k = {.scope = "bench-port", .thread = "t", .agent = "a"};
 	if (rung_router_new(&o, &r, &err) < 0 || rung_acquire(r, &k, &spec, &sb, NULL, &err) < 0) {
 		fprintf(stderr, "port: %s\n", err.msg);
+		rung_router_free(r);
+		rung_spec_release(&spec);
+		rung_rm_rf(dir, &err);
 		return 1;
 	}
 	pid_t host[3] = {0};
