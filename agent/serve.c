@@ -51,6 +51,9 @@ void agent_handle(int fd)
 	case RUNG_MSG_SESSION_RUN:
 		r = agent_proc_request(fd, &f, &err);
 		break;
+	case RUNG_MSG_PORT_CONNECT:
+		r = agent_port_connect(fd, &f, &err);
+		break;
 	default:
 		r = rung_err_set(&err, EPROTO, "unexpected request frame type %u", f.type);
 		break;

@@ -139,5 +139,6 @@ int cli_exec_tty(struct cli *c, const char *id, struct rung_proc_req *req);
 /* A signal by name (TERM, SIGTERM) or number; 1..64, else -1. */
 int cli_signal_parse(const char *s);
 const char *cli_signal_name(int sig);
+CLI_CMD(port);
 
 #endif

@@ -362,5 +362,13 @@ const struct cli_cmd cli_cmds[] = {
 	 "exits, its exit status is ours. Our window size follows to its terminal.\n"},
 	{"session", cli_cmd_session, "rung session start ID [--shell SH] | run ID S -- 'CMD'",
 	 SESSION_HELP},
+	{"port", cli_cmd_port, "rung port ID SANDBOX_PORT [--host ADDR] [--host-port P] [--detach] | ls ID | rm ID PORT",
+	 "Forward a host TCP port to SANDBOX_PORT on the sandbox's loopback, through rung's own\n"
+	 "agent channel: the sandbox needs no network and its egress policy opens nothing. TCP\n"
+	 "only. Listens on 127.0.0.1 unless --host names another address (shown by `rung port\n"
+	 "ls` and `rung inspect`); --host-port defaults to SANDBOX_PORT, 0 picks a free one.\n"
+	 "Runs until interrupted; --detach leaves a forwarding process that lasts until\n"
+	 "`rung port rm ID PORT` or the sandbox's dispose. `rung port ls ID [--json]` lists the\n"
+	 "detached forwards.\n"},
 	{NULL, NULL, NULL, NULL},
 };

@@ -64,6 +64,8 @@ enum rung_msg {
 	RUNG_MSG_PROC_KILL = 58,
 	RUNG_MSG_PROC_ATTACH = 59,
 	RUNG_MSG_SESSION_RUN = 60,
+	/* v2: ports (docs/ports.md): after RESULT the connection is a raw TCP byte stream */
+	RUNG_MSG_PORT_CONNECT = 80,
 };
 
 enum rung_tag {
@@ -103,6 +105,7 @@ enum rung_tag {
 	RUNG_TAG_SESSION = 33,
 	RUNG_TAG_EOF = 34,
 	RUNG_TAG_STREAM = 35,
+	RUNG_TAG_PORT = 50, /* u64 1..65535 */
 };
 
 /* EXIT flags */
@@ -238,5 +241,9 @@ void rung_proto_proc_info_encode(const struct rung_proto_proc_info *x, struct ru
 int rung_proto_proc_info_decode(const uint8_t *p, uint32_t len, struct rung_proto_proc_info *x,
 				struct rung_err *err);
 void rung_proto_proc_info_release(struct rung_proto_proc_info *x);
+
+/* ---- v2: ports (common/relay.c) ---- */
+/* PORT_CONNECT: one field, the TCP port (1..65535) on the sandbox's loopback. */
+int rung_proto_port_decode(const uint8_t *p, uint32_t len, uint16_t *port, struct rung_err *err);
 
 #endif

@@ -152,6 +152,7 @@ int rung_inspect(struct rung_router *r, const char *id, const char *scope, char 
 		rung_sandbox_close(s);
 		return rc;
 	}
+	json_t *ports = rt_ports_describe(s); /* detached forwards, their host addresses */
 	rung_sandbox_close(s);
 	bool alive = rt_supervisor_alive(&m);
 	bool net = m.spec.egress_allow && m.spec.egress_allow[0];
@@ -176,6 +177,10 @@ int rung_inspect(struct rung_router *r, const char *id, const char *scope, char 
 		"note",
 		net ? "egress is limited to the allowlist" : "empty allowlist: it cannot exfiltrate");
 	/* the effective limits, each of them enforced (see rt_limits_describe) */
+	if (o && json_object_set_new(o, "ports", ports ? ports : json_array()) < 0) {
+		json_decref(o);
+		o = NULL;
+	}
 	if (o && json_object_set_new(o, "limits", rt_limits_describe(&m.spec.limits, m.iso)) < 0) {
 		json_decref(o);
 		o = NULL;

@@ -263,6 +263,9 @@ struct rt_sandbox *rt_sandbox_inner(struct rung_sandbox *s);
 /* Check the exec grant, hold the busy lock (*busy, close it after), resume a suspended
  * sandbox and connect to its agent: the fd, or <0. */
 int rt_sandbox_agent(struct rung_sandbox *s, int *busy, struct rung_err *err);
+/* port-fwd.c: the detached forwards for rung_inspect, [{"port", "host", "host_port",
+ * "protocol", "loopback"}] (NULL: out of memory). */
+json_t *rt_ports_describe(struct rung_sandbox *s);
 char **rt_sandbox_image_env(struct rung_sandbox *s);
 void rt_sandbox_touch(struct rung_sandbox *s);
 int rt_sandbox_cancel_fd(const struct rung_sandbox *s);

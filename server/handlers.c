@@ -11,6 +11,7 @@
 #include "server/op.h"
 #include "server/pool.h"
 #include "server/procs.h"
+#include "server/ports.h"
 #include "server/reply.h"
 #include "server/srv-internal.h"
 #include "server/stream.h"
@@ -156,6 +157,8 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 	if ((rc = rung_sandbox_open(cr->r, call->req.id, call->scope, &sb, &err)) < 0)
 		return srv_reply_rung_err(call, c, rc, &err);
 	switch (rt) {
+	case SRV_R_PORT:
+		return srv_port_proxy(call, c, sb);
 	case SRV_R_EXEC:
 	case SRV_R_RUN_CODE: {
 		if (x.stream) {

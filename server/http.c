@@ -157,6 +157,7 @@ static enum MHD_Result begin(struct srv_listener *l, struct srv_call *call,
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_kv, call);
 	size_t nq = call->n_kv;
 	MHD_get_connection_values(c, MHD_HEADER_KIND, collect_kv, call);
+	call->method = (char *)method; /* MHD's, valid for the request (as the kv strings are) */
 	struct srv_raw raw = {
 	    .method = method,
 	    .path = url,

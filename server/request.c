@@ -89,6 +89,7 @@ static const char *const route_names[SRV_R__COUNT] = {
     [SRV_R_PROC_SIGNAL] = "proc_signal", [SRV_R_PROC_RESIZE] = "proc_resize",
     [SRV_R_PROC_WAIT] = "proc_wait", [SRV_R_PROC_ATTACH] = "proc_attach",
     [SRV_R_SESSION_START] = "session_start", [SRV_R_SESSION_RUN] = "session_run",
+    [SRV_R_PORT] = "port",
 };
 
 const char *srv_route_name(enum srv_route r)
@@ -230,6 +231,28 @@ static int route_handle(const struct srv_raw *raw, const char *sub, struct srv_r
 	return set_code(code, SRV_E_NOT_FOUND, rung_err_set(err, ENOENT, "no such endpoint"));
 }
 
+/* ports/{port}[/REST]: any method, proxied to the port inside (server/ports.c). */
+static int port_route(const char *p, struct srv_req *out, enum srv_code *code,
+		      struct rung_err *err)
+{
+	unsigned v = 0;
+	size_t n = 0;
+	for (; p[n] >= '0' && p[n] <= '9' && n < 6; n++)
+		v = v * 10 + (unsigned)(p[n] - '0');
+	if (n == 0 || (p[n] && p[n] != '/'))
+		return set_code(code, SRV_E_NOT_FOUND,
+				rung_err_set(err, ENOENT, "ports/: not a port number"));
+	if (v < 1 || v > 65535)
+		return set_code(code, SRV_E_BAD_REQUEST,
+				rung_err_set(err, EINVAL,
+					     "port %.*s out of range (a TCP port is 1..65535)",
+					     (int)n, p));
+	out->route = SRV_R_PORT;
+	out->port = v;
+	out->port_path = p + n;
+	return 0;
+}
+
 static int route(const struct srv_raw *raw, struct srv_req *out, enum srv_code *code,
 		 struct rung_err *err)
 {
@@ -260,6 +283,8 @@ static int route(const struct srv_raw *raw, struct srv_req *out, enum srv_code *
 		memcpy(out->id, p, id_len);
 		out->id[id_len] = '\0';
 		item = true;
+		if (slash && !strncmp(slash, "/ports/", 7))
+			return port_route(slash + 7, out, code, err);
 		if (slash) {
 			sub = slash + 1;
 			sub_len = strlen(sub);
@@ -441,6 +466,12 @@ int srv_req_parse(const struct srv_raw *raw, struct srv_req *out, enum srv_code 
 	*code = SRV_E_BAD_REQUEST;
 	if ((r = parse_auth(raw, out, err)) < 0)
 		return r;
+	if (out->route == SRV_R_PORT) { /* the rest of the request is the app's */
+		out->body_allowed = true;
+		out->body_max = SRV_MAX_UPLOAD;
+		*code = SRV_OK;
+		return 0;
+	}
 
 	const char *hthread, *hagent, *qthread;
 	if ((r = one_value(raw->headers, raw->n_headers, "X-Rung-Thread", true, SRV_MAX_KEY_PART,

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "server/http.h"
+#include "server/ports.h"
 #include "server/pool.h"
 #include "server/ws.h"
 #include "server/srv-internal.h"
@@ -258,6 +259,7 @@ static void shutdown_all(struct srv *s, pthread_t *threads, size_t n_threads)
 				close(fd);
 		}
 	srv_ws_shutdown(s); /* attaches detach; their processes run on */
+	srv_ports_shutdown(); /* upgraded previews: MHD_stop_daemon would wait for them */
 	uint64_t deadline = rung_now_ms() + (uint64_t)s->o.drain_s * 1000;
 	while (atomic_load(&s->metrics.inflight) > 0 && rung_now_ms() < deadline)
 		usleep(20000);

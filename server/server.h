@@ -184,6 +184,7 @@ enum srv_route {
 	SRV_R_PROC_ATTACH,   /* GET .../procs/{h}/attach (WebSocket upgrade) */
 	SRV_R_SESSION_START, /* POST /v1/sandboxes/{id}/sessions */
 	SRV_R_SESSION_RUN,   /* POST /v1/sandboxes/{id}/sessions/{s}/run */
+	SRV_R_PORT,	     /* ANY /v1/sandboxes/{id}/ports/{port}/... (server/ports.c) */
 	SRV_R__COUNT
 };
 const char *srv_route_name(enum srv_route r);
@@ -215,6 +216,8 @@ struct srv_req {
 	uint64_t since;	       /* logs: ?since= (a byte offset, default 0) */
 	bool follow;	       /* logs: ?follow=1|true */
 	bool eof;	       /* stdin: ?eof=1|true closes stdin after the body */
+	unsigned port;	       /* ports/{port}: 1..65535 */
+	const char *port_path; /* ports/{port}/REST: "/REST" (into raw->path; "" for "/") */
 	bool body_allowed; /* the route takes a request body */
 	size_t body_max;   /* its limit */
 };

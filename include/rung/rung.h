@@ -369,6 +369,62 @@ int rung_session_start(struct rung_sandbox *sb, const char *shell, const char *c
 int rung_session_run(struct rung_sandbox *sb, const char *handle, const char *command,
 		     uint32_t timeout_ms, struct rung_exec_res *res, struct rung_err *err);
 
+/* ---- ports (docs/ports.md) --------------------------------------------------------------- */
+
+/*
+ * A forwarded TCP connection to a port on the sandbox's loopback (127.0.0.1, else ::1). It
+ * travels through rung's own agent channel (vsock on the vm rung), never the network: a sandbox
+ * without any egress serves it, and nothing is opened in its egress policy. TCP only. The port
+ * is 1..65535 (else -EINVAL naming it); nothing listening there: -ECONNREFUSED. fd is a stream
+ * socket carrying the connection's bytes both ways (shutdown(SHUT_WR) is the TCP half-close);
+ * while it is open the sandbox is not suspended for idleness. Close with rung_port_conn_close.
+ */
+struct rung_port_conn {
+	int fd;
+	int busy; /* internal */
+};
+int rung_port_connect(struct rung_sandbox *sb, unsigned port, struct rung_port_conn *c,
+		      struct rung_err *err);
+void rung_port_conn_close(struct rung_port_conn *c);
+/*
+ * Relay between c and peer (a connected stream socket the caller owns; both are made
+ * non-blocking) until both directions ended, a side failed, or cancel_fd (if >= 0) is
+ * readable or hangs up. Buffers are bounded (256 KiB each way): a side that floods while the
+ * other does not read is held back, host memory does not grow. Neither fd is closed.
+ */
+int rung_port_relay(struct rung_port_conn *c, int peer, int cancel_fd, struct rung_err *err);
+/*
+ * Forward: accept connections on listen_fd and relay each to port in sb (one thread per
+ * connection, at most max_conns at a time, 0: 256), until cancel_fd is readable or hangs up.
+ * Returns after every relay thread ended; listen_fd is not closed. on_error (optional) hears of
+ * connections that could not be forwarded.
+ */
+int rung_port_forward(struct rung_sandbox *sb, unsigned port, int listen_fd, int cancel_fd,
+		      unsigned max_conns, void (*on_error)(void *ud, const struct rung_err *e),
+		      void *ud, struct rung_err *err);
+
+/*
+ * Detached forwards: a process of their own (forked by rung_port_detach, in a new session)
+ * holds the listener and forwards until rung_port_fwd_remove or the sandbox's end (its
+ * supervisor exiting: dispose, gc), then exits with its threads and fds. Recorded in the
+ * store under the sandbox, with the host address, so `rung port ls` and `rung inspect` show
+ * them. listen_fd is the caller's (it may close it after).
+ */
+struct rung_port_fwd {
+	unsigned port;       /* in the sandbox */
+	char host[64];       /* the host address it listens on, as given */
+	unsigned host_port;
+	pid_t pid;           /* the forwarding process */
+};
+int rung_port_detach(struct rung_sandbox *sb, unsigned port, int listen_fd, const char *host,
+		     unsigned host_port, pid_t *pid, struct rung_err *err);
+/* Live detached forwards of sb (stale records are dropped). */
+int rung_port_fwd_list(struct rung_sandbox *sb, struct rung_port_fwd **out, size_t *n,
+		       struct rung_err *err);
+/* Stop every detached forward of sb to port (it exits and its record goes): how many. */
+int rung_port_fwd_remove(struct rung_sandbox *sb, unsigned port, size_t *removed,
+			 struct rung_err *err);
+
 /* ---- listing, describing, lifecycle ------------------------------------------------------ */
 
 enum rung_state { RUNG_STATE_CREATING, RUNG_STATE_RUNNING, RUNG_STATE_SUSPENDED, RUNG_STATE_DEAD };

@@ -115,6 +115,8 @@ else
 		ck_suite rung-fork-vm e2e_fork_vm "a fork boots on a copy of the upper disk; both diverge" RUNG_TEST_RUNG=vm
 		# rung image commit on the vm rung: the guest's upper dir as a layer (issue 16).
 		ck_suite rung-commit-vm e2e_commit_vm "a VM of the committed tag sees the change and the deletion" RUNG_TEST_RUNG=vm
+		# Forwarded ports (docs/ports.md) over vsock: preview, half-close, refusals, flood, cycles, detach.
+		ck_suite rung-ports-vm e2e_ports_basic "forwarded ports through the agent channel, on the vm rung" RUNG_TEST_RUNG=vm
 	fi
 	# The isolation ladder's vm column (docs/ladder.md): rung-probe's battery inside a guest,
 	# every escape checked here in L1 (its host); the table printed from the --json result.

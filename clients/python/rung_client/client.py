@@ -291,6 +291,36 @@ class Sandbox:
         _, data = self.backend._request("GET", self._path("files") + "?" + q)
         return data
 
+    def port_url(self, port: int, path: str = "/") -> str:
+        """The preview URL of TCP port `port` inside (the daemon's route
+        /v1/sandboxes/ID/ports/PORT/...): a full http:// URL on a TCP backend, the path alone on
+        a Unix-socket one. Requests to it need this backend's token; the sandbox needs no egress."""
+        if not 1 <= int(port) <= 65535:
+            raise ValueError(f"port: {port!r} is not a TCP port (1..65535)")
+        p = self._path(f"ports/{int(port)}") + "/" + path.lstrip("/")
+        if self.backend.socket_path is not None:
+            return p
+        return f"http://{self.backend._host}:{self.backend._port}{p}"
+
+    def port_request(self, port: int, method: str = "GET", path: str = "/",
+                     body: bytes | str | None = None, headers: Mapping[str, str] | None = None,
+                     timeout: float | None = None) -> tuple[int, dict[str, str], bytes]:
+        """One HTTP request to the app on `port` inside, through the daemon: (status, headers,
+        body) as the app answered (the daemon's own errors: 404 for another scope's sandbox,
+        503 when nothing listens, with a JSON error body)."""
+        self.port_url(port)  # checks the port
+        target = self._path(f"ports/{int(port)}") + "/" + path.lstrip("/")
+        h = {"Authorization": f"Bearer {self.backend.token}"} if self.backend.token else {}
+        h.update(headers or {})
+        data = body.encode() if isinstance(body, str) else body
+        conn = self.backend._conn(timeout)
+        try:
+            conn.request(method, target, body=data, headers=h)
+            resp = conn.getresponse()
+            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+        finally:
+            conn.close()
+
     def suspend(self) -> None:
         self.backend._json("POST", self._path("suspend"))
 

@@ -1,0 +1,209 @@
+/*
+ * runtime/ports.c: the host side of forwarded ports (rung_port_* of rung.h; docs/ports.md).
+ * One agent connection per forwarded TCP connection: PORT_CONNECT, the agent's RESULT (or
+ * ERROR: refused, out of range), then the connection carries the stream's raw bytes, relayed
+ * with bounded buffers (common/relay.c).
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/relay.h"
+#include "runtime/agent-io.h"
+#include "runtime/rt-internal.h"
+
+#define CONNECT_TIMEOUT_MS 15000u /* resume + the agent's own 10 s connect */
+#define MAX_CONNS_DEFAULT 256u
+
+void rung_port_conn_close(struct rung_port_conn *c)
+{
+	if (!c)
+		return;
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->busy >= 0)
+		close(c->busy);
+	c->fd = c->busy = -1;
+}
+
+static int connect_answer(int fd, unsigned port, struct rung_err *err)
+{
+	struct rt_agent_io io;
+	struct rung_buf b = {0};
+	rung_buf_put_u64(&b, RUNG_TAG_PORT, port);
+	int r = b.oom ? rung_err_set(err, ENOMEM, "out of memory encoding the request") : 0;
+	if (r == 0)
+		r = rt_agent_io_init(&io, fd, CONNECT_TIMEOUT_MS, -1, err);
+	if (r < 0) {
+		rung_buf_release(&b);
+		return r;
+	}
+	struct rung_frame f = {0};
+	if ((r = rt_agent_io_queue(&io, RUNG_MSG_PORT_CONNECT, &b, err)) == 0)
+		r = rt_agent_io_next(&io, &f, err);
+	rung_buf_release(&b);
+	rt_agent_io_release(&io);
+	if (r < 0)
+		return r;
+	if (f.type == RUNG_MSG_ERROR) {
+		rung_proto_error_decode(f.payload, f.len, err);
+		r = -(err->code ? err->code : EIO);
+	} else if (f.type != RUNG_MSG_RESULT || f.len != 0) {
+		r = rung_err_set(err, EPROTO,
+				 "port connect: unexpected frame type %u from the agent", f.type);
+	}
+	rung_frame_release(&f);
+	return r;
+}
+
+int rung_port_connect(struct rung_sandbox *s, unsigned port, struct rung_port_conn *c,
+		      struct rung_err *err)
+{
+	*c = (struct rung_port_conn){.fd = -1, .busy = -1};
+	if (port < 1 || port > 65535)
+		return rung_err_set(err, EINVAL, "port %u out of range (a TCP port is 1..65535)",
+				    port);
+	int fd = rt_sandbox_agent(s, &c->busy, err);
+	if (fd < 0)
+		return fd;
+	c->fd = fd;
+	int r = connect_answer(fd, port, err);
+	if (r < 0) {
+		rung_port_conn_close(c);
+		return rung_err_wrap(err, "port %u of sandbox %s", port,
+				     rt_sandbox_inner(s)->meta.id);
+	}
+	/* back to blocking, as a caller expects of a fresh socket */
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	rt_sandbox_touch(s);
+	return 0;
+}
+
+int rung_port_relay(struct rung_port_conn *c, int peer, int cancel_fd, struct rung_err *err)
+{
+	return rung_relay(peer, c->fd, cancel_fd, NULL, err);
+}
+
+/* ---- forward: an accept loop, a thread per connection ---- */
+
+struct fwd {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned live;
+	int stop[2]; /* closing stop[1] ends every relay */
+};
+
+struct conn_job {
+	struct fwd *fw;
+	struct rung_port_conn pc;
+	int peer;
+};
+
+static void *conn_thread(void *arg)
+{
+	struct conn_job *j = arg;
+	struct rung_err err = {0};
+	rung_relay(j->peer, j->pc.fd, j->fw->stop[0], NULL, &err);
+	close(j->peer);
+	rung_port_conn_close(&j->pc);
+	struct fwd *fw = j->fw;
+	free(j);
+	pthread_mutex_lock(&fw->mu);
+	fw->live--;
+	pthread_cond_broadcast(&fw->cv);
+	pthread_mutex_unlock(&fw->mu);
+	return NULL;
+}
+
+/* One accepted connection: its agent connection, then a relay thread. */
+static void fwd_one(struct fwd *fw, struct rung_sandbox *s, unsigned port, int peer,
+		    unsigned max_conns, void (*on_error)(void *, const struct rung_err *), void *ud)
+{
+	struct rung_err err = {0};
+	struct conn_job *j = calloc(1, sizeof(*j));
+	int r = j ? 0 : rung_err_set(&err, ENOMEM, "out of memory");
+	pthread_mutex_lock(&fw->mu);
+	if (r == 0 && fw->live >= max_conns)
+		r = rung_err_set(&err, EAGAIN, "%u connections already forwarded to port %u",
+				 max_conns, port);
+	pthread_mutex_unlock(&fw->mu);
+	if (r == 0)
+		r = rung_port_connect(s, port, &j->pc, &err);
+	if (r == 0) {
+		j->fw = fw;
+		j->peer = peer;
+		pthread_attr_t a;
+		pthread_t t;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&a, 64u << 10);
+		pthread_mutex_lock(&fw->mu);
+		fw->live++;
+		r = pthread_create(&t, &a, conn_thread, j);
+		if (r != 0)
+			fw->live--;
+		pthread_mutex_unlock(&fw->mu);
+		pthread_attr_destroy(&a);
+		if (r == 0)
+			return;
+		rung_err_set(&err, r, "start a relay thread");
+		rung_port_conn_close(&j->pc);
+	}
+	if (on_error)
+		on_error(ud, &err);
+	close(peer);
+	free(j);
+}
+
+int rung_port_forward(struct rung_sandbox *s, unsigned port, int listen_fd, int cancel_fd,
+		      unsigned max_conns, void (*on_error)(void *ud, const struct rung_err *e),
+		      void *ud, struct rung_err *err)
+{
+	if (port < 1 || port > 65535)
+		return rung_err_set(err, EINVAL, "port %u out of range (a TCP port is 1..65535)",
+				    port);
+	struct fwd fw = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	if (pipe2(fw.stop, O_CLOEXEC) < 0)
+		return rung_err_sys(err, errno, "pipe");
+	if (!max_conns)
+		max_conns = MAX_CONNS_DEFAULT;
+	int r = 0;
+	for (;;) {
+		struct pollfd p[2] = {{.fd = listen_fd, .events = POLLIN},
+				      {.fd = cancel_fd, .events = POLLIN}};
+		int n = poll(p, cancel_fd >= 0 ? 2 : 1, -1);
+		if (n < 0 && errno != EINTR) {
+			r = rung_err_sys(err, errno, "poll the listening socket");
+			break;
+		}
+		if (n <= 0)
+			continue;
+		if (cancel_fd >= 0 && p[1].revents)
+			break;
+		if (!(p[0].revents & POLLIN)) {
+			r = rung_err_set(err, EBADF, "the listening socket failed");
+			break;
+		}
+		int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0) {
+			if (errno == EMFILE || errno == ENFILE)
+				usleep(100000); /* out of fds: the pending connection waits */
+			if (errno == EINTR || errno == EAGAIN || errno == ECONNABORTED ||
+			    errno == EMFILE || errno == ENFILE)
+				continue;
+			r = rung_err_sys(err, errno, "accept");
+			break;
+		}
+		fwd_one(&fw, s, port, c, max_conns, on_error, ud);
+	}
+	close(fw.stop[1]);
+	pthread_mutex_lock(&fw.mu);
+	while (fw.live > 0)
+		pthread_cond_wait(&fw.cv, &fw.mu);
+	pthread_mutex_unlock(&fw.mu);
+	close(fw.stop[0]);
+	return r;
+}
