@@ -67,6 +67,8 @@ int agent_replay_read(const struct agent_replay *r, uint64_t since, agent_replay
 /* A handler's PROC_* / SESSION_RUN request: start becomes the keeper (never returns on
  * success), the others are relayed to the keeper of their handle. */
 int agent_proc_request(int fd, const struct rung_frame *req, struct rung_err *err);
+/* agent/fs.c: FS_* requests (docs/files.md) */
+int agent_fs_request(int fd, const struct rung_frame *req, struct rung_err *err);
 /* The keeper: start p's process, answer the host on fd, then serve its socket until killed.
  * Never returns once the process started. */
 int agent_keeper_run(int fd, struct rung_proto_proc *p, int listen_fd, const char *handle,

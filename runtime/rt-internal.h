@@ -223,6 +223,11 @@ struct rt_sandbox *rt_sandbox_inner(struct rung_sandbox *s);
 /* Check the exec grant, hold the busy lock (*busy, close it after), resume a suspended
  * sandbox and connect to its agent: the fd, or <0. */
 int rt_sandbox_agent(struct rung_sandbox *s, int *busy, struct rung_err *err);
+/* As rt_sandbox_agent, checking op instead of exec (RT_OP__COUNT: no check). */
+int rt_sandbox_agent_for(struct rung_sandbox *s, enum rt_op op, int *busy, struct rung_err *err);
+/* A request's path as the agent takes it: relative ones are relative to the work dir. */
+int rt_sandbox_path(struct rung_sandbox *s, const char *path, char *buf, size_t len,
+		    struct rung_err *err);
 char **rt_sandbox_image_env(struct rung_sandbox *s);
 void rt_sandbox_touch(struct rung_sandbox *s);
 int rt_sandbox_cancel_fd(const struct rung_sandbox *s);

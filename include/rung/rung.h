@@ -362,6 +362,47 @@ int rung_session_start(struct rung_sandbox *sb, const char *shell, const char *c
 int rung_session_run(struct rung_sandbox *sb, const char *handle, const char *command,
 		     uint32_t timeout_ms, struct rung_exec_res *res, struct rung_err *err);
 
+/* ---- file operations (docs/files.md) ---------------------------------------------------- */
+/*
+ * Paths are confined as read/write_file's are (relative: to the work dir). The last component
+ * is never followed: stat reports a symlink as one, remove and move act on the link itself.
+ * Errors a program acts on keep their errno, named by rung_errno_code: -ENOENT not_found,
+ * -ENOTDIR not_a_directory, -EISDIR is_a_directory, -EACCES/-EPERM/-EROFS permission_denied,
+ * -EEXIST exists, -ENOTEMPTY not_empty. Reads (list, stat) need no grant; remove, make_dir and
+ * move need the write_file grant.
+ */
+enum rung_fs_kind_e {
+	RUNG_FSK_OTHER, RUNG_FSK_FILE, RUNG_FSK_DIR, RUNG_FSK_SYMLINK,
+	RUNG_FSK_FIFO, RUNG_FSK_SOCKET, RUNG_FSK_CHAR, RUNG_FSK_BLOCK,
+};
+const char *rung_fs_kind_name(unsigned kind); /* "file", "dir", "symlink", ... */
+/* The stable code of an error (errno, either sign): "not_found", ... or "error". */
+const char *rung_errno_code(int e);
+
+struct rung_fs_entry {
+	char *name;   /* list: the entry's name; stat: the path as asked */
+	char *target; /* a symlink's target, else NULL */
+	unsigned kind, mode, uid, gid; /* mode: permission bits (07777) */
+	uint64_t size, mtime_ns;
+};
+void rung_fs_entries_free(struct rung_fs_entry *v, size_t n);
+void rung_fs_entry_release(struct rung_fs_entry *e);
+
+/* A directory's entries (not "." or ".."), in the directory's order; at most 100,000. */
+int rung_fs_list(struct rung_sandbox *sb, const char *path, struct rung_fs_entry **out,
+		 size_t *n, struct rung_err *err);
+int rung_fs_stat(struct rung_sandbox *sb, const char *path, struct rung_fs_entry *out,
+		 struct rung_err *err);
+/* A directory needs recursive (else -EISDIR); the root is refused (-EBUSY); a recursive
+ * remove stays on the directory's filesystem. */
+int rung_fs_remove(struct rung_sandbox *sb, const char *path, bool recursive,
+		   struct rung_err *err);
+/* mode 0: 0755. parents: make missing parents (0755) and accept an existing directory. */
+int rung_fs_mkdir(struct rung_sandbox *sb, const char *path, unsigned mode, bool parents,
+		  struct rung_err *err);
+/* rename(2) semantics: dst is the new path (a file there is replaced, an empty directory too). */
+int rung_fs_move(struct rung_sandbox *sb, const char *src, const char *dst, struct rung_err *err);
+
 /* ---- listing, describing, lifecycle ------------------------------------------------------ */
 
 enum rung_state { RUNG_STATE_CREATING, RUNG_STATE_RUNNING, RUNG_STATE_SUSPENDED, RUNG_STATE_DEAD };
