@@ -81,6 +81,9 @@ static const char *const route_names[SRV_R__COUNT] = {
     [SRV_R_EXEC] = "exec",	   [SRV_R_RUN_CODE] = "run_code",
     [SRV_R_FILE_PUT] = "file_put", [SRV_R_FILE_GET] = "file_get",
     [SRV_R_SUSPEND] = "suspend",   [SRV_R_RESUME] = "resume",
+    [SRV_R_FS_LS] = "fs_ls",	   [SRV_R_FS_STAT] = "fs_stat",
+    [SRV_R_FS_RM] = "fs_rm",	   [SRV_R_FS_MKDIR] = "fs_mkdir",
+    [SRV_R_FS_MV] = "fs_mv",
 };
 
 const char *srv_route_name(enum srv_route r)
@@ -152,6 +155,9 @@ static const struct route_def routes[] = {
     {"run-code", true, "POST", SRV_R_RUN_CODE},	  {"files", true, "PUT", SRV_R_FILE_PUT},
     {"files", true, "GET", SRV_R_FILE_GET},	  {"suspend", true, "POST", SRV_R_SUSPEND},
     {"resume", true, "POST", SRV_R_RESUME},
+    {"fs/ls", true, "GET", SRV_R_FS_LS},	  {"fs/stat", true, "GET", SRV_R_FS_STAT},
+    {"fs/rm", true, "POST", SRV_R_FS_RM},	  {"fs/mkdir", true, "POST", SRV_R_FS_MKDIR},
+    {"fs/mv", true, "POST", SRV_R_FS_MV},
 };
 
 static int set_code(enum srv_code *code, enum srv_code c, int r)
@@ -193,7 +199,9 @@ static int route(const struct srv_raw *raw, struct srv_req *out, enum srv_code *
 		if (slash) {
 			sub = slash + 1;
 			sub_len = strlen(sub);
-			if (sub_len == 0 || strchr(sub, '/'))
+			/* one segment, or fs/OP */
+			if (sub_len == 0 || (strchr(sub, '/') && (strncmp(sub, "fs/", 3) ||
+								  strchr(sub + 3, '/'))))
 				return set_code(code, SRV_E_NOT_FOUND,
 						rung_err_set(err, ENOENT, "no such endpoint"));
 		}
@@ -260,6 +268,28 @@ static int parse_auth(const struct srv_raw *raw, struct srv_req *out, struct run
 	return 0;
 }
 
+int srv_path_mode_parse(const struct srv_raw *raw, struct srv_req *out, struct rung_err *err)
+{
+	const char *fp, *mode;
+	int r;
+	if ((r = one_value(raw->query, raw->n_query, "path", false, SRV_MAX_PATH, &fp, err)) < 0 ||
+	    (r = one_value(raw->query, raw->n_query, "mode", false, 8, &mode, err)) < 0)
+		return r;
+	if (!fp || !*fp)
+		return rung_err_set(err, EINVAL, "path: query parameter required");
+	out->file_path = fp;
+	out->file_mode = 0644;
+	if (mode && out->route == SRV_R_FILE_GET)
+		return rung_err_set(err, EINVAL, "mode: only for PUT");
+	if (mode && out->route >= SRV_R_FS_LS && out->route != SRV_R_FS_MKDIR)
+		return rung_err_set(err, EINVAL, "mode: only for fs/mkdir");
+	if (!mode && out->route == SRV_R_FS_MKDIR)
+		out->file_mode = 0755;
+	if (mode && parse_mode(mode, &out->file_mode) < 0)
+		return rung_err_set(err, EINVAL, "mode: not an octal mode (e.g. 0755)");
+	return 0;
+}
+
 int srv_req_parse(const struct srv_raw *raw, struct srv_req *out, enum srv_code *code,
 		  struct rung_err *err)
 {
@@ -314,22 +344,18 @@ int srv_req_parse(const struct srv_raw *raw, struct srv_req *out, enum srv_code 
 		out->body_allowed = true;
 		out->body_max = SRV_MAX_UPLOAD;
 		/* fall through */
-	case SRV_R_FILE_GET: {
-		const char *fp, *mode;
-		if ((r = one_value(raw->query, raw->n_query, "path", false, SRV_MAX_PATH, &fp,
-				   err)) < 0 ||
-		    (r = one_value(raw->query, raw->n_query, "mode", false, 8, &mode, err)) < 0)
+	case SRV_R_FILE_GET:
+		if ((r = srv_path_mode_parse(raw, out, err)) < 0)
 			return r;
-		if (!fp || !*fp)
-			return rung_err_set(err, EINVAL, "path: query parameter required");
-		out->file_path = fp;
-		out->file_mode = 0644;
-		if (mode && out->route == SRV_R_FILE_GET)
-			return rung_err_set(err, EINVAL, "mode: only for PUT");
-		if (mode && parse_mode(mode, &out->file_mode) < 0)
-			return rung_err_set(err, EINVAL, "mode: not an octal mode (e.g. 0755)");
 		break;
-	}
+	case SRV_R_FS_LS:
+	case SRV_R_FS_STAT:
+	case SRV_R_FS_RM:
+	case SRV_R_FS_MKDIR:
+	case SRV_R_FS_MV:
+		if ((r = srv_fs_parse(raw, out, err)) < 0)
+			return r;
+		break;
 	default:
 		break;
 	}
