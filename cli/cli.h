@@ -74,5 +74,6 @@ CLI_CMD(dispose_scope);
 CLI_CMD(gc);
 CLI_CMD(image);
 CLI_CMD(serve);
+CLI_CMD(fs);
 
 #endif

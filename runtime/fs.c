@@ -59,6 +59,16 @@ const char *rung_errno_code(int e)
 	}
 }
 
+int rung_errno_from_code(const char *code)
+{
+	static const int errs[] = {ENOENT, ENOTDIR, EISDIR, EACCES, EEXIST, ENOTEMPTY, ELOOP,
+				   EXDEV,  EBUSY,   ENOSPC, EFBIG,  EINVAL};
+	for (size_t i = 0; code && i < sizeof(errs) / sizeof(errs[0]); i++)
+		if (!strcmp(code, rung_errno_code(errs[i])))
+			return errs[i];
+	return 0;
+}
+
 void rung_fs_entry_release(struct rung_fs_entry *e)
 {
 	if (!e)

@@ -378,6 +378,8 @@ enum rung_fs_kind_e {
 const char *rung_fs_kind_name(unsigned kind); /* "file", "dir", "symlink", ... */
 /* The stable code of an error (errno, either sign): "not_found", ... or "error". */
 const char *rung_errno_code(int e);
+/* The reverse: a code's errno (positive), or 0 for "error" and unknown codes. */
+int rung_errno_from_code(const char *code);
 
 struct rung_fs_entry {
 	char *name;   /* list: the entry's name; stat: the path as asked */
