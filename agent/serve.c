@@ -58,6 +58,9 @@ void agent_handle(int fd)
 	case RUNG_MSG_FS_MOVE:
 		r = agent_fs_request(fd, &f, &err);
 		break;
+	case RUNG_MSG_STATS:
+		r = agent_stats(fd, &f, &err);
+		break;
 	default:
 		r = rung_err_set(&err, EPROTO, "unexpected request frame type %u", f.type);
 		break;

@@ -71,6 +71,7 @@ enum rung_msg {
 	RUNG_MSG_FS_MKDIR = 73,
 	RUNG_MSG_FS_MOVE = 74,
 	RUNG_MSG_FS_ENTRY = 75, /* agent -> host: one entry of a FS_LIST / FS_STAT answer */
+	RUNG_MSG_STATS = 76,    /* the agent's view: statvfs(PATH), the kernel's memory and CPU */
 };
 
 enum rung_tag {
@@ -116,6 +117,11 @@ enum rung_tag {
 	RUNG_TAG_TARGET = 42, /* FS_MOVE: the destination; FS_ENTRY: a symlink's target */
 	RUNG_TAG_UID = 43,
 	RUNG_TAG_GID = 44,
+	RUNG_TAG_DISK_TOTAL = 45, /* STATS answer: bytes */
+	RUNG_TAG_DISK_FREE = 46,
+	RUNG_TAG_MEM_TOTAL = 47,
+	RUNG_TAG_MEM_AVAIL = 48,
+	RUNG_TAG_CPU_US = 49,
 };
 
 /* EXIT flags */

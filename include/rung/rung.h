@@ -405,6 +405,30 @@ int rung_fs_mkdir(struct rung_sandbox *sb, const char *path, unsigned mode, bool
 /* rename(2) semantics: dst is the new path (a file there is replaced, an empty directory too). */
 int rung_fs_move(struct rung_sandbox *sb, const char *src, const char *dst, struct rung_err *err);
 
+/* ---- per-sandbox stats (docs/files.md) ------------------------------------------------- */
+/*
+ * What a sandbox uses now, measured, never estimated. process/container: CPU, memory and pids
+ * from its cgroup (memory_peak: v2 memory.peak, 0 on kernels without it; v1
+ * memory.max_usage_in_bytes). vm: the guest kernel's view through the agent (CPU time busy,
+ * memory in use = MemTotal - MemAvailable; no peak) plus vmm_rss, rung-vmm's resident set on the
+ * host. Every rung: disk_used/disk_total from statvfs of the work dir's filesystem inside (the
+ * disk that limits.disk sizes), and the background processes from the agent. The network
+ * counters are not measured yet: net_known is false.
+ */
+struct rung_stats {
+	bool from_cgroup;         /* cpu/memory/pids come from the sandbox's cgroup */
+	uint64_t cpu_usage_us;
+	uint64_t memory_current, memory_peak, memory_limit; /* bytes */
+	uint64_t oom_kills;
+	uint64_t pids_current, pids_limit;
+	uint64_t disk_used, disk_total, disk_limit;
+	uint64_t procs_live, procs_exited;
+	uint64_t vmm_rss;         /* vm rung: bytes; else 0 */
+	bool net_known;
+	uint64_t net_rx_bytes, net_tx_bytes, net_refused_packets;
+};
+int rung_stats(struct rung_sandbox *sb, struct rung_stats *out, struct rung_err *err);
+
 /* ---- listing, describing, lifecycle ------------------------------------------------------ */
 
 enum rung_state { RUNG_STATE_CREATING, RUNG_STATE_RUNNING, RUNG_STATE_SUSPENDED, RUNG_STATE_DEAD };
