@@ -75,5 +75,6 @@ CLI_CMD(gc);
 CLI_CMD(image);
 CLI_CMD(serve);
 CLI_CMD(fs);
+CLI_CMD(stats);
 
 #endif

@@ -263,6 +263,12 @@ const struct cli_cmd cli_cmds[] = {
 	 "Exit status: 0 ok; 1 other error; 2 usage; 3 not_found; 4 not_a_directory;\n"
 	 "5 is_a_directory; 6 permission_denied; 7 exists; 8 not_empty. With --json an error\n"
 	 "prints {\"error\": {\"errno\", \"code\", \"message\"}}, code being that name.\n"},
+	{"stats", cli_cmd_stats, "rung stats ID [--json] [--watch [SEC]]",
+	 "What the sandbox uses now, measured: CPU time, memory (current, peak, limit, OOM\n"
+	 "kills) and pids from its cgroup (the vm rung: the guest kernel's view, and rung-vmm's\n"
+	 "RSS), disk used of the work dir's filesystem against limits.disk, background\n"
+	 "processes. Network counters are not measured yet. --watch repeats every SEC seconds\n"
+	 "(default 2; --json: one object per line) until interrupted.\n"},
 	{"ls", cli_cmd_ls, "rung ls [--scope S] [--thread T]",
 	 "List sandboxes, optionally those whose labels match a scope (and thread).\n"},
 	{"inspect", cli_cmd_inspect, "rung inspect ID",

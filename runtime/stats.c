@@ -157,3 +157,21 @@ int rung_stats(struct rung_sandbox *s, struct rung_stats *out, struct rung_err *
 	rung_proc_info_free(p, n);
 	return 0;
 }
+
+char *rung_stats_json(const char *id, const struct rung_stats *st)
+{
+	json_t *j = json_pack(
+		"{s:s, s:s, s:I, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I}, s:{s:I, s:I, s:I},"
+		" s:{s:I, s:I}, s:I, s:n}",
+		"id", id, "source", st->from_cgroup ? "cgroup" : "guest", "cpu_usage_us",
+		(json_int_t)st->cpu_usage_us, "memory", "current", (json_int_t)st->memory_current,
+		"peak", (json_int_t)st->memory_peak, "limit", (json_int_t)st->memory_limit,
+		"oom_kills", (json_int_t)st->oom_kills, "pids", "current",
+		(json_int_t)st->pids_current, "limit", (json_int_t)st->pids_limit, "disk", "used",
+		(json_int_t)st->disk_used, "total", (json_int_t)st->disk_total, "limit",
+		(json_int_t)st->disk_limit, "procs", "live", (json_int_t)st->procs_live, "exited",
+		(json_int_t)st->procs_exited, "vmm_rss", (json_int_t)st->vmm_rss, "net");
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	return s;
+}

@@ -1,5 +1,5 @@
 /*
- * server/fs.c: the fs/OP routes (docs/files.md): ls, stat, rm, mkdir, mv on one sandbox,
+ * server/fs.c: the fs/OP routes (docs/files.md): ls, stat, rm, mkdir, mv on one sandbox, and stats,
  * opened in the caller's scope by handlers.c (another scope's sandbox is 404). Errors carry
  * the errno's stable name as error.reason (not_found, not_a_directory, is_a_directory,
  * permission_denied, exists, not_empty, ...).
@@ -117,4 +117,18 @@ enum MHD_Result srv_fs_reply(struct srv_call *call, struct MHD_Connection *c,
 	if (rc < 0)
 		return srv_reply_rung_err(call, c, rc, &err);
 	return srv_reply_json(call, c, 200, json_pack("{s:s, s:b}", "path", q->file_path, "ok", 1));
+}
+
+enum MHD_Result srv_stats_reply(struct srv_call *call, struct MHD_Connection *c,
+				struct rung_sandbox *sb)
+{
+	struct rung_err err = {0};
+	struct rung_stats st;
+	int rc = rung_stats(sb, &st, &err);
+	if (rc < 0)
+		return srv_reply_rung_err(call, c, rc, &err);
+	char *s = rung_stats_json(call->req.id, &st);
+	if (!s)
+		return srv_reply_error(call, c, SRV_E_INTERNAL, "stats: out of memory");
+	return srv_reply_bytes(call, c, 200, "application/json", s, strlen(s));
 }

@@ -230,6 +230,9 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 	case SRV_R_FS_MV:
 		watch_client(c, sb);
 		return srv_fs_reply(call, c, sb);
+	case SRV_R_STATS:
+		watch_client(c, sb);
+		return srv_stats_reply(call, c, sb);
 	default:
 		return srv_reply_error(call, c, SRV_E_INTERNAL, "unrouted request");
 	}

@@ -11,4 +11,7 @@ enum MHD_Result srv_dispatch(struct srv_call *call, struct MHD_Connection *c);
 enum MHD_Result srv_fs_reply(struct srv_call *call, struct MHD_Connection *c,
 			     struct rung_sandbox *sb);
 
+enum MHD_Result srv_stats_reply(struct srv_call *call, struct MHD_Connection *c,
+				struct rung_sandbox *sb);
+
 #endif

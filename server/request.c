@@ -83,7 +83,7 @@ static const char *const route_names[SRV_R__COUNT] = {
     [SRV_R_SUSPEND] = "suspend",   [SRV_R_RESUME] = "resume",
     [SRV_R_FS_LS] = "fs_ls",	   [SRV_R_FS_STAT] = "fs_stat",
     [SRV_R_FS_RM] = "fs_rm",	   [SRV_R_FS_MKDIR] = "fs_mkdir",
-    [SRV_R_FS_MV] = "fs_mv",
+    [SRV_R_FS_MV] = "fs_mv",	   [SRV_R_STATS] = "stats",
 };
 
 const char *srv_route_name(enum srv_route r)
@@ -157,7 +157,7 @@ static const struct route_def routes[] = {
     {"resume", true, "POST", SRV_R_RESUME},
     {"fs/ls", true, "GET", SRV_R_FS_LS},	  {"fs/stat", true, "GET", SRV_R_FS_STAT},
     {"fs/rm", true, "POST", SRV_R_FS_RM},	  {"fs/mkdir", true, "POST", SRV_R_FS_MKDIR},
-    {"fs/mv", true, "POST", SRV_R_FS_MV},
+    {"fs/mv", true, "POST", SRV_R_FS_MV},	  {"stats", true, "GET", SRV_R_STATS},
 };
 
 static int set_code(enum srv_code *code, enum srv_code c, int r)

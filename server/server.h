@@ -174,6 +174,7 @@ enum srv_route {
 	SRV_R_FS_RM,	     /* POST /v1/sandboxes/{id}/fs/rm?path=P[&recursive=1] */
 	SRV_R_FS_MKDIR,	     /* POST /v1/sandboxes/{id}/fs/mkdir?path=P[&mode=0755][&parents=1] */
 	SRV_R_FS_MV,	     /* POST /v1/sandboxes/{id}/fs/mv?path=P&to=Q */
+	SRV_R_STATS,	     /* GET /v1/sandboxes/{id}/stats */
 	SRV_R__COUNT
 };
 const char *srv_route_name(enum srv_route r);

@@ -63,6 +63,25 @@ static void battery(const char *const *pre, const char *const *env, const char *
 	FS(3, nul, "stat", id, "a");
 	FS(2, nul, "bogus", id, "a");
 	FS(2, nul, "mv", id, "a");
+	/* rung stats: text and --json, the same on either transport */
+	const char *const st[] = {"stats", id, NULL}, *const stj[] = {"--json", "stats", id, NULL};
+	const char *a[8] = {0};
+	size_t n = 0;
+	for (; pre[n]; n++)
+		a[n] = pre[n];
+	for (int k = 0; k < 2; k++) {
+		const char *const *x = k ? stj : st;
+		size_t m = n;
+		for (size_t i = 0; x[i]; i++)
+			a[m++] = x[i];
+		a[m] = NULL;
+		struct spine_run r;
+		spine_cli_run_env(&r, NULL, a, env);
+		ck_assert_msg(r.status == 0, "stats: %d %s", r.status, r.err);
+		ck_assert_msg(strstr(r.out, k ? "\"pids\":{\"current\":" : "pids     "), "%s",
+			      r.out);
+		spine_run_release(&r);
+	}
 }
 
 START_TEST(test_local)

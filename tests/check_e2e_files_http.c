@@ -63,6 +63,16 @@ START_TEST(fs_routes)
 	expect(&t, TOK_B, "POST", id, "rm?path=a&recursive=1", 404, "\"code\":\"not_found\"");
 	expect(&t, TOK_B, "GET", id, "ls?path=a", 404, "\"code\":\"not_found\"");
 	expect(&t, TOK_A, "GET", id, "stat?path=a/g.txt", 200, "\"kind\":\"file\"");
+	/* stats: the one shape; another scope's is 404 */
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/stats", id);
+	r = srvt_req(t.sock[0], "GET", path, TOK_A, NULL, NULL);
+	ck_assert_msg(r.status == 200 && strstr(r.body, "\"memory\":{\"current\":") &&
+			  strstr(r.body, "\"limit\":536870912") && strstr(r.body, "\"disk\":{"),
+		      "%d %s", r.status, r.body);
+	srvt_resp_free(&r);
+	r = srvt_req(t.sock[0], "GET", path, TOK_B, NULL, NULL);
+	ck_assert_msg(r.status == 404, "%d %s", r.status, r.body);
+	srvt_resp_free(&r);
 	expect(&t, TOK_A, "POST", id, "rm?path=a&recursive=1", 200, NULL);
 	expect(&t, TOK_A, "GET", id, "stat?path=a", 404, "not_found");
 	srvt_teardown(&t);

@@ -26,6 +26,7 @@ static const struct ep endpoints[] = {
     {"POST", "/v1/sandboxes/{id}/fs/rm?path=secret.txt", NULL},
     {"POST", "/v1/sandboxes/{id}/fs/mkdir?path=pwned", NULL},
     {"POST", "/v1/sandboxes/{id}/fs/mv?path=secret.txt&to=pwned.txt", NULL},
+    {"GET", "/v1/sandboxes/{id}/stats", NULL},
     {"GET", "/metrics", NULL},
 };
 #define N_EP (sizeof(endpoints) / sizeof(endpoints[0]))

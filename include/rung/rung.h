@@ -428,6 +428,10 @@ struct rung_stats {
 	uint64_t net_rx_bytes, net_tx_bytes, net_refused_packets;
 };
 int rung_stats(struct rung_sandbox *sb, struct rung_stats *out, struct rung_err *err);
+/* The one JSON shape of stats (CLI --json, HTTP), malloc'd: {"id", "source": "cgroup"|"guest",
+ * "cpu_usage_us", "memory": {current, peak, limit, oom_kills}, "pids": {current, limit},
+ * "disk": {used, total, limit}, "procs": {live, exited}, "vmm_rss", "net": null}. */
+char *rung_stats_json(const char *id, const struct rung_stats *st);
 
 /* ---- listing, describing, lifecycle ------------------------------------------------------ */
 

@@ -333,6 +333,12 @@ class Sandbox:
         """rename(2): dst is the new path."""
         self._fs("POST", "mv", path=src, to=dst)
 
+    def stats(self) -> dict[str, Any]:
+        """What the sandbox uses now (measured): {"source", "cpu_usage_us", "memory": {current,
+        peak, limit, oom_kills}, "pids": {current, limit}, "disk": {used, total, limit},
+        "procs": {live, exited}, "vmm_rss", "net": None (not measured yet)}."""
+        return self.backend._json("GET", self._path("stats"))
+
     def suspend(self) -> None:
         self.backend._json("POST", self._path("suspend"))
 
@@ -372,6 +378,9 @@ class Sandbox:
 
     async def move_async(self, src: str, dst: str) -> None:
         await asyncio.to_thread(self.move, src, dst)
+
+    async def stats_async(self) -> dict[str, Any]:
+        return await asyncio.to_thread(self.stats)
 
     async def dispose_async(self) -> None:
         await asyncio.to_thread(self.dispose)

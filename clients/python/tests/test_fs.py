@@ -58,6 +58,11 @@ class FsTest(unittest.TestCase):
         with self.assertRaises(NotFound):
             self.beta._json("POST", f"/v1/sandboxes/{sb.id}/fs/rm?path=a&recursive=1")
         self.assertEqual(sb.stat("a/b/g.txt").size, 5)
+        with self.assertRaises(NotFound):
+            self.beta._json("GET", f"/v1/sandboxes/{sb.id}/stats")
+        before = sb.stats()["cpu_usage_us"]
+        sb.exec(["python3", "-c", "import time\nt=time.time()\nwhile time.time()-t<1: pass"])
+        self.assertGreater(sb.stats()["cpu_usage_us"], before + 500000)
         sb.remove("a", recursive=True)
         with self.assertRaises(NotFound):
             sb.stat("a")
@@ -74,6 +79,10 @@ class FsTest(unittest.TestCase):
             return entries, st
 
         entries, st = asyncio.run(go())
+        s = asyncio.run(sb.stats_async())
+        self.assertEqual(s["id"], sb.id)
+        self.assertGreater(s["memory"]["limit"], 0)
+        self.assertGreater(s["disk"]["total"], 0)
         self.assertEqual([e.name for e in entries], ["z"])
         self.assertEqual(st.kind, "dir")
         with self.assertRaises(NotFound):
