@@ -107,5 +107,8 @@ else
 		ck_suite rung-agentside-vm e2e_process_agentside "the agent side is out of the command's reach, on the vm rung" RUNG_TEST_RUNG=vm
 		# Background processes, terminals and shell sessions (docs/procs.md) on the vm rung.
 		ck_suite rung-procs-vm e2e_procs_basic "background processes, ptys, sessions, on the vm rung" RUNG_TEST_RUNG=vm
+		# File operations against a symlink battery, and stats (docs/files.md), on the vm rung.
+		ck_suite rung-files-vm e2e_files_ops "fs ls/stat/rm/mkdir/mv confined, on the vm rung" RUNG_TEST_RUNG=vm
+		ck_suite rung-stats-vm e2e_stats_basic "stats move with CPU, memory, disk, on the vm rung" RUNG_TEST_RUNG=vm
 	fi
 fi
