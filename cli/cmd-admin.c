@@ -267,7 +267,8 @@ const struct cli_cmd cli_cmds[] = {
 	 "What the sandbox uses now, measured: CPU time, memory (current, peak, limit, OOM\n"
 	 "kills) and pids from its cgroup (the vm rung: the guest kernel's view, and rung-vmm's\n"
 	 "RSS), disk used of the work dir's filesystem against limits.disk, background\n"
-	 "processes. Network counters are not measured yet. --watch repeats every SEC seconds\n"
+	 "processes, network bytes out/in and packets the egress policy refused (nft counters).\n"
+	 "--watch repeats every SEC seconds\n"
 	 "(default 2; --json: one object per line) until interrupted.\n"},
 	{"ls", cli_cmd_ls, "rung ls [--scope S] [--thread T]",
 	 "List sandboxes, optionally those whose labels match a scope (and thread).\n"},

@@ -68,7 +68,13 @@ static void print_text(json_t *o)
 	       num(o, "procs", "exited"));
 	if (num(o, "vmm_rss", NULL))
 		printf("vmm rss  %.1f MiB\n", (double)num(o, "vmm_rss", NULL) / (1024.0 * 1024.0));
-	printf("network  not measured\n");
+	json_t *net = json_object_get(o, "net");
+	if (json_is_object(net))
+		printf("network  %lld bytes out, %lld in, %lld packets refused\n",
+		       num(net, "tx_bytes", NULL), num(net, "rx_bytes", NULL),
+		       num(net, "refused_packets", NULL));
+	else
+		printf("network  none\n");
 }
 
 int cli_cmd_stats(struct cli *c, int argc, char **argv)

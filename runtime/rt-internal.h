@@ -118,6 +118,9 @@ void rt_net_teardown(struct rt_sandbox *sb);
 /* The effective egress policy as JSON (netpolicy's description). */
 json_t *rt_net_describe(const struct rung_spec *s);
 int rt_net_gc(struct rung_router *r, const char *const *live, size_t n, struct rung_err *err);
+/* The sandbox table's counters (netpolicy np_sandbox_counters): -ENOENT without a network. */
+int rt_net_counters(const struct rt_sandbox *sb, uint64_t *rx_bytes, uint64_t *tx_bytes,
+		    uint64_t *refused, struct rung_err *err);
 
 /* What a started sandbox reports back to the creating process. */
 struct rt_started {

@@ -142,6 +142,14 @@ int rung_stats(struct rung_sandbox *s, struct rung_stats *out, struct rung_err *
 	} else if ((r = cgroup_view(sb, out, err)) < 0) {
 		return r;
 	}
+	/* the egress policy's nft counters; a sandbox without network has none */
+	struct rung_err nerr = {0};
+	if (rt_net_counters(sb, &out->net_rx_bytes, &out->net_tx_bytes, &out->net_refused_packets,
+			    &nerr) == 0)
+		out->net_known = true;
+	else if (nerr.code != ENOENT)
+		return rung_err_set(err, nerr.code, "stats of %s: network: %s", sb->meta.id,
+				    nerr.msg);
 	struct rung_proc_info *p = NULL;
 	size_t n = 0;
 	r = rung_proc_list(s, &p, &n, err);
@@ -161,16 +169,20 @@ int rung_stats(struct rung_sandbox *s, struct rung_stats *out, struct rung_err *
 char *rung_stats_json(const char *id, const struct rung_stats *st)
 {
 	json_t *j = json_pack(
-		"{s:s, s:s, s:I, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I}, s:{s:I, s:I, s:I},"
-		" s:{s:I, s:I}, s:I, s:n}",
-		"id", id, "source", st->from_cgroup ? "cgroup" : "guest", "cpu_usage_us",
-		(json_int_t)st->cpu_usage_us, "memory", "current", (json_int_t)st->memory_current,
-		"peak", (json_int_t)st->memory_peak, "limit", (json_int_t)st->memory_limit,
-		"oom_kills", (json_int_t)st->oom_kills, "pids", "current",
-		(json_int_t)st->pids_current, "limit", (json_int_t)st->pids_limit, "disk", "used",
-		(json_int_t)st->disk_used, "total", (json_int_t)st->disk_total, "limit",
-		(json_int_t)st->disk_limit, "procs", "live", (json_int_t)st->procs_live, "exited",
-		(json_int_t)st->procs_exited, "vmm_rss", (json_int_t)st->vmm_rss, "net");
+	    "{s:s, s:s, s:I, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I}, s:{s:I, s:I, s:I},"
+	    " s:{s:I, s:I}, s:I, s:o}",
+	    "id", id, "source", st->from_cgroup ? "cgroup" : "guest", "cpu_usage_us",
+	    (json_int_t)st->cpu_usage_us, "memory", "current", (json_int_t)st->memory_current,
+	    "peak", (json_int_t)st->memory_peak, "limit", (json_int_t)st->memory_limit, "oom_kills",
+	    (json_int_t)st->oom_kills, "pids", "current", (json_int_t)st->pids_current, "limit",
+	    (json_int_t)st->pids_limit, "disk", "used", (json_int_t)st->disk_used, "total",
+	    (json_int_t)st->disk_total, "limit", (json_int_t)st->disk_limit, "procs", "live",
+	    (json_int_t)st->procs_live, "exited", (json_int_t)st->procs_exited, "vmm_rss",
+	    (json_int_t)st->vmm_rss, "net",
+	    st->net_known ? json_pack("{s:I, s:I, s:I}", "rx_bytes", (json_int_t)st->net_rx_bytes,
+				      "tx_bytes", (json_int_t)st->net_tx_bytes, "refused_packets",
+				      (json_int_t)st->net_refused_packets)
+			  : json_null());
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	return s;

@@ -412,8 +412,9 @@ int rung_fs_move(struct rung_sandbox *sb, const char *src, const char *dst, stru
  * memory.max_usage_in_bytes). vm: the guest kernel's view through the agent (CPU time busy,
  * memory in use = MemTotal - MemAvailable; no peak) plus vmm_rss, rung-vmm's resident set on the
  * host. Every rung: disk_used/disk_total from statvfs of the work dir's filesystem inside (the
- * disk that limits.disk sizes), and the background processes from the agent. The network
- * counters are not measured yet: net_known is false.
+ * disk that limits.disk sizes), and the background processes from the agent. Network: the
+ * sandbox nft table's counters (bytes forwarded out and in, its DNS proxy's traffic excluded;
+ * packets the egress policy refused); a sandbox without network has none (net_known false).
  */
 struct rung_stats {
 	bool from_cgroup;         /* cpu/memory/pids come from the sandbox's cgroup */
@@ -430,7 +431,8 @@ struct rung_stats {
 int rung_stats(struct rung_sandbox *sb, struct rung_stats *out, struct rung_err *err);
 /* The one JSON shape of stats (CLI --json, HTTP), malloc'd: {"id", "source": "cgroup"|"guest",
  * "cpu_usage_us", "memory": {current, peak, limit, oom_kills}, "pids": {current, limit},
- * "disk": {used, total, limit}, "procs": {live, exited}, "vmm_rss", "net": null}. */
+ * "disk": {used, total, limit}, "procs": {live, exited}, "vmm_rss",
+ * "net": {rx_bytes, tx_bytes, refused_packets} or null (no network)}. */
 char *rung_stats_json(const char *id, const struct rung_stats *st);
 
 /* ---- listing, describing, lifecycle ------------------------------------------------------ */

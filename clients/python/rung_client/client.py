@@ -336,7 +336,8 @@ class Sandbox:
     def stats(self) -> dict[str, Any]:
         """What the sandbox uses now (measured): {"source", "cpu_usage_us", "memory": {current,
         peak, limit, oom_kills}, "pids": {current, limit}, "disk": {used, total, limit},
-        "procs": {live, exited}, "vmm_rss", "net": None (not measured yet)}."""
+        "procs": {live, exited}, "vmm_rss", "net": {rx_bytes, tx_bytes, refused_packets} or
+        None (no network)}."""
         return self.backend._json("GET", self._path("stats"))
 
     def suspend(self) -> None:
