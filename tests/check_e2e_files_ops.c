@@ -38,6 +38,9 @@ END_TEST
 START_TEST(test_swap) { fs_cases_run(&env, FS_SWAP); }
 END_TEST
 
+START_TEST(test_cycles) { fs_cases_run(&env, FS_CYCLES); }
+END_TEST
+
 Suite *e2e_files_ops_suite(void)
 {
 	Suite *s = suite_create("e2e_files_ops");
@@ -46,5 +49,6 @@ Suite *e2e_files_ops_suite(void)
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_symlinks);
 	tcase_add_test(tc, test_swap);
+	tcase_add_test(tc, test_cycles);
 	return s;
 }

@@ -15,6 +15,7 @@
 
 #include "tests/lib/fs_cases.h"
 #include "tests/lib/sandbox.h"
+#include "tests/lib/testutil.h"
 
 static const struct fs_env *env;
 
@@ -305,6 +306,51 @@ static void case_swap(void)
 	fx_close(&f);
 }
 
+/* Processes in the sandbox (its cgroup's pids.current; 0 where stats do not come from a
+ * cgroup), once the agent's handlers of earlier requests have gone (they exit on their own). */
+static uint64_t sandbox_pids(struct rung_sandbox *sb, uint64_t want)
+{
+	struct rung_stats st;
+	struct rung_err err = {0};
+	for (int i = 0; i < 50; i++) {
+		ck_assert_msg(rung_stats(sb, &st, &err) == 0, "%s", err.msg);
+		if (!st.from_cgroup || st.pids_current <= want)
+			break;
+		usleep(100000);
+	}
+	return st.from_cgroup ? st.pids_current : 0;
+}
+
+/* 100 cycles of every operation leave no fd in this (the calling) process and no process in
+ * the sandbox. */
+static void case_cycles(void)
+{
+	struct fx f;
+	fx_open(&f, "cycles");
+	struct rung_err err = {0};
+	struct rung_fs_entry e, *v;
+	size_t n;
+	/* one warm-up cycle: lazily opened things (the store, the cgroup root) stay open */
+	ck_assert_msg(rung_fs_mkdir(f.sb, "c/d", 0, true, &err) == 0, "%s", err.msg);
+	ck_assert_msg(rung_fs_remove(f.sb, "c", true, &err) == 0, "%s", err.msg);
+	int fds = rung_test_count_fds();
+	uint64_t pids = sandbox_pids(f.sb, 1);
+	for (int i = 0; i < 100; i++) {
+		ck_assert_msg(rung_fs_mkdir(f.sb, "c/d", 0, true, &err) == 0, "%s", err.msg);
+		ck_assert_msg(rung_fs_move(f.sb, "c/d", "c/e", &err) == 0, "%s", err.msg);
+		ck_assert_msg(rung_fs_list(f.sb, "c", &v, &n, &err) == 0, "%s", err.msg);
+		ck_assert_uint_eq(n, 1);
+		rung_fs_entries_free(v, n);
+		ck_assert_msg(rung_fs_stat(f.sb, "c/e", &e, &err) == 0, "%s", err.msg);
+		rung_fs_entry_release(&e);
+		ck_assert_int_eq(rung_fs_stat(f.sb, "c/nope", &e, &err), -ENOENT);
+		ck_assert_msg(rung_fs_remove(f.sb, "c", true, &err) == 0, "%s", err.msg);
+	}
+	ck_assert_int_eq(rung_test_count_fds(), fds);
+	ck_assert_uint_eq(sandbox_pids(f.sb, pids), pids);
+	fx_close(&f);
+}
+
 void fs_cases_run(const struct fs_env *e, enum fs_case c)
 {
 	env = e;
@@ -321,6 +367,9 @@ void fs_cases_run(const struct fs_env *e, enum fs_case c)
 		break;
 	case FS_SWAP:
 		case_swap();
+		break;
+	case FS_CYCLES:
+		case_cycles();
 		break;
 	}
 }

@@ -11,7 +11,7 @@ struct fs_env {
 	struct rung_sandbox *(*acquire)(struct rung_router *r, const char *thread);
 };
 
-enum fs_case { FS_OPS, FS_ERRORS, FS_SYMLINKS, FS_SWAP };
+enum fs_case { FS_OPS, FS_ERRORS, FS_SYMLINKS, FS_SWAP, FS_CYCLES };
 void fs_cases_run(const struct fs_env *e, enum fs_case c);
 
 #endif
