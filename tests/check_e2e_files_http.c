@@ -73,6 +73,17 @@ START_TEST(fs_routes)
 	r = srvt_req(t.sock[0], "GET", path, TOK_B, NULL, NULL);
 	ck_assert_msg(r.status == 404, "%d %s", r.status, r.body);
 	srvt_resp_free(&r);
+	/* /metrics: per-sandbox series for the caller's scope only */
+	char series[160];
+	snprintf(series, sizeof(series), "rung_sandbox_memory_bytes{id=\"%s\"} ", id);
+	r = srvt_req(t.sock[0], "GET", "/metrics", TOK_A, NULL, NULL);
+	ck_assert_msg(r.status == 200 && strstr(r.body, series) &&
+			  strstr(r.body, "# TYPE rung_sandbox_cpu_seconds_total counter"),
+		      "%d %s", r.status, r.body);
+	srvt_resp_free(&r);
+	r = srvt_req(t.sock[0], "GET", "/metrics", TOK_B, NULL, NULL);
+	ck_assert_msg(r.status == 200 && !strstr(r.body, id), "%d %s", r.status, r.body);
+	srvt_resp_free(&r);
 	expect(&t, TOK_A, "POST", id, "rm?path=a&recursive=1", 200, NULL);
 	expect(&t, TOK_A, "GET", id, "stat?path=a", 404, "not_found");
 	srvt_teardown(&t);
