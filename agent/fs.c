@@ -208,6 +208,9 @@ static int fs_remove(int sock, const struct rung_proto_fs *x, struct rung_err *e
 	if (!(x->flags & RUNG_FS_RECURSIVE))
 		return rung_err_set(err, EISDIR, "%s: is a directory (remove it recursively)",
 				    x->path);
+	struct stat pst;
+	if (fstat(p, &pst) == 0 && pst.st_dev != st.st_dev)
+		return rung_err_set(err, EBUSY, "%s: a mount point", x->path);
 	int r = empty_tree(p, name, st.st_dev, 0, x->path, err);
 	if (r < 0)
 		return r;

@@ -156,6 +156,9 @@ static void case_errors(void)
 	expect_err(r, &err, EACCES, "permission_denied", "ro/x");
 	r = rung_fs_remove(f.sb, "/", true, &err);
 	ck_assert_msg(r == -EBUSY && strstr(err.msg, "root"), "%d %s", r, err.msg);
+	/* a mount point is not walked (/proc, /dev in every rung) */
+	r = rung_fs_remove(f.sb, "/proc", true, &err);
+	ck_assert_msg(r == -EBUSY && strstr(err.msg, "mount point"), "%d %s", r, err.msg);
 	r = rung_fs_remove(f.sb, "full/..", true, &err);
 	ck_assert_msg(r == -EINVAL, "%d %s", r, err.msg);
 	r = rung_fs_move(f.sb, "nope", "x", &err);
