@@ -69,6 +69,10 @@ int agent_replay_read(const struct agent_replay *r, uint64_t since, agent_replay
 int agent_proc_request(int fd, const struct rung_frame *req, struct rung_err *err);
 /* PORT_CONNECT: connect to a loopback TCP port and relay (agent/ports.c) */
 int agent_port_connect(int fd, const struct rung_frame *req, struct rung_err *err);
+/* agent/fs.c: FS_* requests (docs/files.md) */
+int agent_fs_request(int fd, const struct rung_frame *req, struct rung_err *err);
+/* agent/stats.c: STATS (a path, as FS_STAT takes it) */
+int agent_stats(int fd, const struct rung_frame *req, struct rung_err *err);
 /* The keeper: start p's process, answer the host on fd, then serve its socket until killed.
  * Never returns once the process started. */
 int agent_keeper_run(int fd, struct rung_proto_proc *p, int listen_fd, const char *handle,

@@ -54,6 +54,16 @@ void agent_handle(int fd)
 	case RUNG_MSG_PORT_CONNECT:
 		r = agent_port_connect(fd, &f, &err);
 		break;
+	case RUNG_MSG_FS_LIST:
+	case RUNG_MSG_FS_STAT:
+	case RUNG_MSG_FS_REMOVE:
+	case RUNG_MSG_FS_MKDIR:
+	case RUNG_MSG_FS_MOVE:
+		r = agent_fs_request(fd, &f, &err);
+		break;
+	case RUNG_MSG_STATS:
+		r = agent_stats(fd, &f, &err);
+		break;
 	default:
 		r = rung_err_set(&err, EPROTO, "unexpected request frame type %u", f.type);
 		break;

@@ -271,6 +271,9 @@ static int v1_stats(const struct rt_cgroup *cg, struct rt_cgroup_stats *st, stru
 		    (r = rt_cg_read_u64(d, "memory.failcnt", &st->memory_max_events, err)) < 0 ||
 		    (r = rt_cg_read_u64(d, "memory.usage_in_bytes", &st->memory_current, err)) < 0)
 			return r;
+		if ((r = rt_cg_read_u64(d, "memory.max_usage_in_bytes", &st->memory_peak, err)) < 0 &&
+		    r != -ENOENT)
+			return r;
 		if ((r = rt_cg_read_u64(d, "memory.memsw.failcnt", &sw, err)) < 0 && r != -ENOENT)
 			return r;
 		st->memory_max_events += sw;

@@ -199,7 +199,8 @@ static int v2_stats(const struct rt_cgroup *cg, struct rt_cgroup_stats *st, stru
 	if (cg->has[RT_CGCTL_MEMORY] &&
 	    ((r = opt_key(d, "memory.events", "oom_kill", &st->oom_kills, err)) < 0 ||
 	     (r = opt_key(d, "memory.events", "max", &st->memory_max_events, err)) < 0 ||
-	     (r = rt_cg_read_u64(d, "memory.current", &st->memory_current, err)) < 0))
+	     (r = rt_cg_read_u64(d, "memory.current", &st->memory_current, err)) < 0 ||
+	     ((r = rt_cg_read_u64(d, "memory.peak", &st->memory_peak, err)) < 0 && r != -ENOENT)))
 		return r;
 	if (cg->has[RT_CGCTL_PIDS] &&
 	    ((r = rt_cg_read_u64(d, "pids.current", &st->pids_current, err)) < 0 ||

@@ -100,6 +100,7 @@ struct rt_cgroup_stats {
 	uint64_t memory_max_events; /* v2 memory.events max; v1 memory(+memsw).failcnt,
 				     * which 6.x kernels leave at 0 when memsw trips */
 	uint64_t memory_current;    /* bytes */
+	uint64_t memory_peak;       /* v2 memory.peak (0 where absent); v1 max_usage_in_bytes */
 	uint64_t pids_current;
 	uint64_t pids_max_events; /* pids.events max: forks refused */
 	uint64_t cpu_usage_us;	  /* v1 cpuacct.usage; v2 cpu.stat usage_usec */

@@ -140,5 +140,7 @@ int cli_exec_tty(struct cli *c, const char *id, struct rung_proc_req *req);
 int cli_signal_parse(const char *s);
 const char *cli_signal_name(int sig);
 CLI_CMD(port);
+CLI_CMD(fs);
+CLI_CMD(stats);
 
 #endif

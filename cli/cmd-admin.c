@@ -287,6 +287,23 @@ const struct cli_cmd cli_cmds[] = {
 	{"read", cli_cmd_read, "rung read ID PATH > DATA", "Copy PATH from the sandbox to stdout.\n"},
 	{"run-code", cli_cmd_run_code, "rung run-code ID --lang python|sh < CODE",
 	 "Run CODE read from stdin with python3 or sh in the sandbox.\n"},
+	{"fs", cli_cmd_fs, "rung fs ls|stat|rm [-r]|mkdir [-p] [--mode OCTAL]|mv ID PATH [DST]",
+	 "File operations in the sandbox, confined to its root as write/read are (relative paths:\n"
+	 "its work dir). The last component is never followed: stat shows a symlink, rm and mv\n"
+	 "act on the link. ls prints KIND MODE SIZE NAME [-> TARGET] per entry; --json prints\n"
+	 "{\"path\", \"entries\": [...]} for ls, the entry for stat, {\"path\", \"ok\"} else.\n"
+	 "rm of a directory needs -r (the root is refused); mkdir -p makes missing parents and\n"
+	 "accepts an existing directory; mv is rename(2): DST is the new path.\n\n"
+	 "Exit status: 0 ok; 1 other error; 2 usage; 3 not_found; 4 not_a_directory;\n"
+	 "5 is_a_directory; 6 permission_denied; 7 exists; 8 not_empty. With --json an error\n"
+	 "prints {\"error\": {\"errno\", \"code\", \"message\"}}, code being that name.\n"},
+	{"stats", cli_cmd_stats, "rung stats ID [--json] [--watch [SEC]]",
+	 "What the sandbox uses now, measured: CPU time, memory (current, peak, limit, OOM\n"
+	 "kills) and pids from its cgroup (the vm rung: the guest kernel's view, and rung-vmm's\n"
+	 "RSS), disk used of the work dir's filesystem against limits.disk, background\n"
+	 "processes, network bytes out/in and packets the egress policy refused (nft counters).\n"
+	 "--watch repeats every SEC seconds\n"
+	 "(default 2; --json: one object per line) until interrupted.\n"},
 	{"ls", cli_cmd_ls, "rung ls [--scope S] [--thread T]",
 	 "List sandboxes, optionally those whose labels match a scope (and thread).\n"},
 	{"inspect", cli_cmd_inspect, "rung inspect ID",

@@ -196,6 +196,10 @@ int cli_http_error(struct cli *c, struct cli_http *h, struct rung_err *err)
 	if (e)
 		msg = json_string_value(json_object_get(e, "message"));
 	int code = status_errno(h->status);
+	/* the errno's stable name, where the daemon gives one, is more precise than the status */
+	int precise = e ? rung_errno_from_code(json_string_value(json_object_get(e, "reason"))) : 0;
+	if (precise)
+		code = precise;
 	int r;
 	if (h->status == 401 && !c->token) {
 		snprintf(c->hint, sizeof(c->hint),

@@ -66,6 +66,14 @@ enum rung_msg {
 	RUNG_MSG_SESSION_RUN = 60,
 	/* v2: ports (docs/ports.md): after RESULT the connection is a raw TCP byte stream */
 	RUNG_MSG_PORT_CONNECT = 80,
+	/* v2: file operations (docs/files.md) */
+	RUNG_MSG_FS_LIST = 70,
+	RUNG_MSG_FS_STAT = 71,
+	RUNG_MSG_FS_REMOVE = 72,
+	RUNG_MSG_FS_MKDIR = 73,
+	RUNG_MSG_FS_MOVE = 74,
+	RUNG_MSG_FS_ENTRY = 75, /* agent -> host: one entry of a FS_LIST / FS_STAT answer */
+	RUNG_MSG_STATS = 76,    /* the agent's view: statvfs(PATH), the kernel's memory and CPU */
 };
 
 enum rung_tag {
@@ -106,6 +114,17 @@ enum rung_tag {
 	RUNG_TAG_EOF = 34,
 	RUNG_TAG_STREAM = 35,
 	RUNG_TAG_PORT = 50, /* u64 1..65535 */
+	/* v2: file operations */
+	RUNG_TAG_FS_KIND = 40,
+	RUNG_TAG_MTIME_NS = 41,
+	RUNG_TAG_TARGET = 42, /* FS_MOVE: the destination; FS_ENTRY: a symlink's target */
+	RUNG_TAG_UID = 43,
+	RUNG_TAG_GID = 44,
+	RUNG_TAG_DISK_TOTAL = 45, /* STATS answer: bytes */
+	RUNG_TAG_DISK_FREE = 46,
+	RUNG_TAG_MEM_TOTAL = 47,
+	RUNG_TAG_MEM_AVAIL = 48,
+	RUNG_TAG_CPU_US = 49,
 };
 
 /* EXIT flags */
@@ -245,5 +264,42 @@ void rung_proto_proc_info_release(struct rung_proto_proc_info *x);
 /* ---- v2: ports (common/relay.c) ---- */
 /* PORT_CONNECT: one field, the TCP port (1..65535) on the sandbox's loopback. */
 int rung_proto_port_decode(const uint8_t *p, uint32_t len, uint16_t *port, struct rung_err *err);
+
+/* ---- v2: file operations (common/proto-fs.c) ---- */
+#define RUNG_FS_RECURSIVE (1u << 0) /* FS_REMOVE -r, FS_MKDIR -p */
+#define RUNG_FS_LIST_MAX 100000u   /* entries of one FS_LIST answer, at most */
+enum rung_fs_kind {
+	RUNG_FS_OTHER = 0,
+	RUNG_FS_FILE = 1,
+	RUNG_FS_DIR = 2,
+	RUNG_FS_SYMLINK = 3,
+	RUNG_FS_FIFO = 4,
+	RUNG_FS_SOCKET = 5,
+	RUNG_FS_CHAR = 6,
+	RUNG_FS_BLOCK = 7,
+};
+
+/* FS_* requests: path, target (FS_MOVE), mode (FS_MKDIR), flags. */
+struct rung_proto_fs {
+	uint8_t type;
+	char *path, *target;
+	uint32_t mode, flags;
+};
+int rung_proto_fs_encode(const struct rung_proto_fs *x, struct rung_buf *b);
+int rung_proto_fs_decode(uint8_t type, const uint8_t *p, uint32_t len, struct rung_proto_fs *x,
+			 struct rung_err *err);
+void rung_proto_fs_release(struct rung_proto_fs *x);
+
+/* FS_ENTRY: one file's metadata (never followed: a symlink is reported as one). */
+struct rung_proto_fs_entry {
+	char *name;   /* the entry's name (FS_LIST) or the path asked for (FS_STAT) */
+	char *target; /* a symlink's target, else NULL */
+	uint32_t kind, mode, uid, gid;
+	uint64_t size, mtime_ns;
+};
+void rung_proto_fs_entry_encode(const struct rung_proto_fs_entry *x, struct rung_buf *b);
+int rung_proto_fs_entry_decode(const uint8_t *p, uint32_t len, struct rung_proto_fs_entry *x,
+			       struct rung_err *err);
+void rung_proto_fs_entry_release(struct rung_proto_fs_entry *x);
 
 #endif

@@ -6,6 +6,7 @@
 #include <nftables/libnftables.h>
 
 #include "common/util.h"
+#include "netpolicy/lease.h"
 #include "netpolicy/np-internal.h"
 
 struct nft_ctx *np_nft_new(struct rung_err *err)
@@ -110,5 +111,53 @@ int np_nft_foreach_table(struct nft_ctx *c, void (*fn)(const char *, const char 
 	}
 	nft_ctx_output_set_flags(c, flags);
 	free(names);
+	return 0;
+}
+
+int np_sandbox_counters(const char *state_dir, const char *id, struct np_counters *out,
+			struct rung_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	int r = np_id_check(id, err);
+	if (r < 0)
+		return r;
+	struct np_names nm;
+	np_names_derive(state_dir, id, &nm);
+	struct nft_ctx *c = np_nft_new(err);
+	if (!c)
+		return -(err->code ? err->code : ENOMEM);
+	char cmd[96];
+	snprintf(cmd, sizeof(cmd), "list counters table inet %s", nm.table);
+	unsigned flags = nft_ctx_output_get_flags(c);
+	nft_ctx_output_set_flags(c, flags | NFT_CTX_OUTPUT_JSON);
+	r = nft_run_cmd_from_buffer(c, cmd);
+	json_t *root = r == 0 ? json_loads(nft_ctx_get_output_buffer(c), 0, NULL) : NULL;
+	np_nft_free(c);
+	if (r != 0)
+		return rung_err_set(err, ENOENT, "sandbox %s has no network table", id);
+	if (!root)
+		return rung_err_set(err, EBADMSG, "nftables: list counters: no JSON");
+	size_t i;
+	json_t *it;
+	int found = 0;
+	json_array_foreach(json_object_get(root, "nftables"), i, it)
+	{
+		json_t *k = json_object_get(it, "counter");
+		const char *n = json_string_value(json_object_get(k, "name"));
+		const char *t = json_string_value(json_object_get(k, "table"));
+		if (!n || !t || strcmp(t, nm.table))
+			continue;
+		uint64_t p = (uint64_t)json_integer_value(json_object_get(k, "packets"));
+		uint64_t b = (uint64_t)json_integer_value(json_object_get(k, "bytes"));
+		if (!strcmp(n, "tx"))
+			out->tx_bytes = b, out->tx_packets = p, found++;
+		else if (!strcmp(n, "rx"))
+			out->rx_bytes = b, out->rx_packets = p, found++;
+		else if (!strcmp(n, "refused"))
+			out->refused_packets = p, found++;
+	}
+	json_decref(root);
+	if (found != 3)
+		return rung_err_set(err, ENOENT, "sandbox %s: its table has no counters", id);
 	return 0;
 }

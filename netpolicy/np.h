@@ -195,6 +195,15 @@ char *np_sandbox_resolv_conf(const struct np_net *n);
  * Idempotent; keeps going past failures (returns the first). Usable on a crashed sandbox.
  */
 int np_sandbox_down(const char *state_dir, const char *id, struct rung_err *err);
+
+/* The sandbox table's counters: bytes and packets forwarded out of (tx) and into (rx) the
+ * sandbox (its DNS proxy traffic excluded), and packets the policy refused (to the outside or
+ * to the host). -ENOENT when the sandbox has no table (no network). */
+struct np_counters {
+	uint64_t tx_bytes, tx_packets, rx_bytes, rx_packets, refused_packets;
+};
+int np_sandbox_counters(const char *state_dir, const char *id, struct np_counters *out,
+			struct rung_err *err);
 /*
  * Removes what belongs to this state dir (leases, "rg*" veths and "rung_*" tables carrying its
  * tag) and whose id is not in live_ids. Objects of other state dirs are left alone.

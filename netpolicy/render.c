@@ -135,7 +135,8 @@ static void put_chains(FILE *f, const struct used_sets *u, const char *v, const 
 	fprintf(f,
 		"\tchain forward_hook {\n"
 		"\t\ttype filter hook forward priority filter; policy accept;\n"
-		"\t\tiifname \"%s\" jump egress\n"
+		"\t\tiifname \"%s\" counter name \"tx\" jump egress\n"
+		"\t\toifname \"%s\" counter name \"rx\"\n"
 		"\t\toifname \"%s\" ct state established,related accept\n"
 		"\t\toifname \"%s\" jump deny\n"
 		"\t}\n"
@@ -143,7 +144,7 @@ static void put_chains(FILE *f, const struct used_sets *u, const char *v, const 
 		"\t\ttype filter hook input priority filter; policy accept;\n"
 		"\t\tiifname \"%s\" jump to_host\n"
 		"\t}\n",
-		v, v, v, v);
+		v, v, v, v, v);
 	put_egress(f, u, sb);
 	fprintf(f,
 		"\tchain to_host {\n"
@@ -155,6 +156,7 @@ static void put_chains(FILE *f, const struct used_sets *u, const char *v, const 
 		"\t\tjump deny\n"
 		"\t}\n"
 		"\tchain deny {\n"
+		"\t\tcounter name \"refused\"\n"
 		"\t\tmeta l4proto tcp reject with tcp reset\n"
 		"\t\treject with icmpx type admin-prohibited\n"
 		"\t}\n"
@@ -200,6 +202,8 @@ char *np_policy_render(const struct np_policy *p, const struct np_render_params 
 	};
 	put_table_head(f, rp);
 	put_sets(f, p, &u);
+	/* What np_sandbox_counters reads: forwarded bytes each way, packets refused. */
+	fputs("\tcounter tx {\n\t}\n\tcounter rx {\n\t}\n\tcounter refused {\n\t}\n", f);
 	put_chains(f, &u, rp->veth, host, sb);
 	if (fclose(f) != 0 || !buf) {
 		rung_err_set(err, ENOMEM, "rendering nft table %s", rp->table);

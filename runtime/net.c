@@ -192,3 +192,21 @@ json_t *rt_net_describe(const struct rung_spec *s)
 	np_policy_release(&pol);
 	return d ? d : json_null();
 }
+
+int rt_net_counters(const struct rt_sandbox *sb, uint64_t *rx_bytes, uint64_t *tx_bytes,
+		    uint64_t *refused, struct rung_err *err)
+{
+	char nid[RT_ID_LEN + 1];
+	struct np_counters c;
+	if (!rt_net_wanted(&sb->meta.spec))
+		return rung_err_set(err, ENOENT, "sandbox %s has no network", sb->meta.id);
+	int r = net_id(sb->router, sb->meta.id, nid, err);
+	if (r == 0)
+		r = np_sandbox_counters(sb->router->store.root, nid, &c, err);
+	if (r < 0)
+		return r;
+	*rx_bytes = c.rx_bytes;
+	*tx_bytes = c.tx_bytes;
+	*refused = c.refused_packets;
+	return 0;
+}

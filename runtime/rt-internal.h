@@ -118,6 +118,9 @@ void rt_net_teardown(struct rt_sandbox *sb);
 /* The effective egress policy as JSON (netpolicy's description). */
 json_t *rt_net_describe(const struct rung_spec *s);
 int rt_net_gc(struct rung_router *r, const char *const *live, size_t n, struct rung_err *err);
+/* The sandbox table's counters (netpolicy np_sandbox_counters): -ENOENT without a network. */
+int rt_net_counters(const struct rt_sandbox *sb, uint64_t *rx_bytes, uint64_t *tx_bytes,
+		    uint64_t *refused, struct rung_err *err);
 
 /* What a started sandbox reports back to the creating process. */
 struct rt_started {
@@ -266,6 +269,11 @@ int rt_sandbox_agent(struct rung_sandbox *s, int *busy, struct rung_err *err);
 /* port-fwd.c: the detached forwards for rung_inspect, [{"port", "host", "host_port",
  * "protocol", "loopback"}] (NULL: out of memory). */
 json_t *rt_ports_describe(struct rung_sandbox *s);
+/* As rt_sandbox_agent, checking op instead of exec (RT_OP__COUNT: no check). */
+int rt_sandbox_agent_for(struct rung_sandbox *s, enum rt_op op, int *busy, struct rung_err *err);
+/* A request's path as the agent takes it: relative ones are relative to the work dir. */
+int rt_sandbox_path(struct rung_sandbox *s, const char *path, char *buf, size_t len,
+		    struct rung_err *err);
 char **rt_sandbox_image_env(struct rung_sandbox *s);
 void rt_sandbox_touch(struct rung_sandbox *s);
 int rt_sandbox_cancel_fd(const struct rung_sandbox *s);

@@ -403,8 +403,13 @@ struct rt_sandbox *rt_sandbox_inner(struct rung_sandbox *s)
 
 int rt_sandbox_agent(struct rung_sandbox *s, int *busy, struct rung_err *err)
 {
+	return rt_sandbox_agent_for(s, RT_OP_EXEC, busy, err);
+}
+
+int rt_sandbox_agent_for(struct rung_sandbox *s, enum rt_op op, int *busy, struct rung_err *err)
+{
 	*busy = -1;
-	int r = rt_op_check(&s->sb.meta, RT_OP_EXEC, err);
+	int r = op == RT_OP__COUNT ? 0 : rt_op_check(&s->sb.meta, op, err);
 	if (r < 0)
 		return r;
 	/* in flight: no idle suspend until the caller closes *busy */
@@ -452,6 +457,12 @@ static int sandbox_path(struct rung_sandbox *s, const char *path, char *buf, siz
 	if (n < 0 || (size_t)n >= len)
 		return rung_err_set(err, ENAMETOOLONG, "path: too long");
 	return 0;
+}
+
+int rt_sandbox_path(struct rung_sandbox *s, const char *path, char *buf, size_t len,
+		    struct rung_err *err)
+{
+	return sandbox_path(s, path, buf, len, err);
 }
 
 void rung_sandbox_set_cancel_fd(struct rung_sandbox *s, int fd)

@@ -227,6 +227,16 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 		return srv_reply_json(call, c, 200,
 				      json_pack("{s:s, s:s}", "id", call->req.id, "state",
 						rt == SRV_R_SUSPEND ? "suspended" : "running"));
+	case SRV_R_FS_LS:
+	case SRV_R_FS_STAT:
+	case SRV_R_FS_RM:
+	case SRV_R_FS_MKDIR:
+	case SRV_R_FS_MV:
+		watch_client(c, sb);
+		return srv_fs_reply(call, c, sb);
+	case SRV_R_STATS:
+		watch_client(c, sb);
+		return srv_stats_reply(call, c, sb);
 	default:
 		return srv_reply_error(call, c, SRV_E_INTERNAL, "unrouted request");
 	}

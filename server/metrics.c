@@ -50,6 +50,83 @@ static void render_scope(FILE *f, struct srv_call *call)
 		inflight, call->lim.requests, call->lim.sandboxes, refused);
 }
 
+#define SANDBOX_SERIES_MAX 256
+
+/* One series of each running sandbox of the caller's scope (rung_stats: measured). A
+ * suspended sandbox is left out (reading its agent would resume it). */
+static void render_sandboxes(FILE *f, struct srv_call *call, struct rung_router *r)
+{
+	static const char *const names[] = {
+	    "cpu_seconds_total counter CPU time used",
+	    "memory_bytes gauge Memory in use",
+	    "memory_peak_bytes gauge Peak memory (0 where the kernel keeps none)",
+	    "pids gauge Processes and threads",
+	    "disk_used_bytes gauge Bytes used on the work dir's filesystem",
+	    "procs_live gauge Background processes running",
+	    "net_tx_bytes_total counter Bytes forwarded out of the sandbox",
+	    "net_rx_bytes_total counter Bytes forwarded into the sandbox",
+	    "net_refused_packets_total counter Packets the egress policy refused",
+	};
+	enum { N = sizeof(names) / sizeof(names[0]) };
+	struct rung_sandbox_info *v = NULL;
+	size_t n = 0;
+	struct rung_err err = {0};
+	if (rung_list(r, call->scope, NULL, &v, &n, &err) < 0)
+		return;
+	char *lines[N] = {0};
+	size_t lens[N] = {0};
+	FILE *out[N] = {0};
+	for (int k = 0; k < N; k++)
+		out[k] = open_memstream(&lines[k], &lens[k]);
+	for (size_t i = 0, done = 0; i < n && done < SANDBOX_SERIES_MAX; i++) {
+		struct rung_sandbox *sb = NULL;
+		struct rung_stats st;
+		if (v[i].state != RUNG_STATE_RUNNING ||
+		    rung_sandbox_open(r, v[i].id, call->scope, &sb, &err) < 0)
+			continue;
+		int rc = rung_stats(sb, &st, &err);
+		rung_sandbox_close(sb);
+		if (rc < 0)
+			continue;
+		done++;
+		const uint64_t val[N] = {0,
+					 st.memory_current,
+					 st.memory_peak,
+					 st.pids_current,
+					 st.disk_used,
+					 st.procs_live,
+					 st.net_tx_bytes,
+					 st.net_rx_bytes,
+					 st.net_refused_packets};
+		for (int k = 0; k < N; k++) {
+			if (!out[k] || (k >= 6 && !st.net_known))
+				continue;
+			if (k == 0)
+				fprintf(out[k], "rung_sandbox_%.*s{id=\"%s\"} %.6f\n",
+					(int)strcspn(names[k], " "), names[k], v[i].id,
+					(double)st.cpu_usage_us / 1e6);
+			else
+				fprintf(out[k], "rung_sandbox_%.*s{id=\"%s\"} %llu\n",
+					(int)strcspn(names[k], " "), names[k], v[i].id,
+					(unsigned long long)val[k]);
+		}
+	}
+	free(v);
+	for (int k = 0; k < N; k++) {
+		if (out[k])
+			fclose(out[k]);
+		const char *sp = strchr(names[k], ' ');
+		const char *help = strchr(sp + 1, ' ');
+		fprintf(f, "# HELP rung_sandbox_%.*s %s (this scope's running sandboxes).\n",
+			(int)(sp - names[k]), names[k], help + 1);
+		fprintf(f, "# TYPE rung_sandbox_%.*s %.*s\n", (int)(sp - names[k]), names[k],
+			(int)(help - sp - 1), sp + 1);
+		if (lines[k])
+			fputs(lines[k], f);
+		free(lines[k]);
+	}
+}
+
 char *srv_metrics_render(struct srv_call *call, struct rung_router *r)
 {
 	struct srv_metrics *m = &call->s->metrics;
@@ -81,6 +158,7 @@ char *srv_metrics_render(struct srv_call *call, struct rung_router *r)
 	if (!call->admin) {
 		/* Daemon-wide counters tell of other tenants' activity: admin only. */
 		render_scope(f, call);
+		render_sandboxes(f, call, r);
 		goto done;
 	}
 

@@ -52,14 +52,10 @@ enum MHD_Result srv_reply_json(struct srv_call *call, struct MHD_Connection *c, 
 	return srv_reply_bytes(call, c, status, "application/json", s, strlen(s));
 }
 
-enum MHD_Result srv_reply_error(struct srv_call *call, struct MHD_Connection *c, enum srv_code code,
-				const char *fmt, ...)
+/* The error object; reason (NULL: none) is rung_errno_code's stable name of the errno. */
+static enum MHD_Result reply_error(struct srv_call *call, struct MHD_Connection *c,
+				   enum srv_code code, const char *reason, const char *msg)
 {
-	char msg[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	bool lossy;
 	cleanup_free char *clean = srv_utf8_sanitize(msg, strlen(msg), &lossy);
 	if (call) {
@@ -73,7 +69,20 @@ enum MHD_Result srv_reply_error(struct srv_call *call, struct MHD_Connection *c,
 	}
 	json_t *j = json_pack("{s:{s:s, s:s}}", "error", "code", srv_code_name(code), "message",
 			      clean ? clean : "");
+	if (j && reason)
+		json_object_set_new(json_object_get(j, "error"), "reason", json_string(reason));
 	return srv_reply_json(call, c, srv_code_http(code), j);
+}
+
+enum MHD_Result srv_reply_error(struct srv_call *call, struct MHD_Connection *c, enum srv_code code,
+				const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return reply_error(call, c, code, NULL, msg);
 }
 
 enum MHD_Result srv_reply_rung_err(struct srv_call *call, struct MHD_Connection *c, int r,
@@ -98,5 +107,5 @@ enum MHD_Result srv_reply_rung_err(struct srv_call *call, struct MHD_Connection 
 	if (call && code == SRV_E_INTERNAL)
 		LOG_WARN("op=%s id=%s internal error: %s", srv_route_name(call->req.route),
 			 call->sb_id[0] ? call->sb_id : "-", msg);
-	return srv_reply_error(call, c, code, "%s", out);
+	return reply_error(call, c, code, rung_errno_code(r), out);
 }

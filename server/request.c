@@ -90,6 +90,9 @@ static const char *const route_names[SRV_R__COUNT] = {
     [SRV_R_PROC_WAIT] = "proc_wait", [SRV_R_PROC_ATTACH] = "proc_attach",
     [SRV_R_SESSION_START] = "session_start", [SRV_R_SESSION_RUN] = "session_run",
     [SRV_R_PORT] = "port",
+    [SRV_R_FS_LS] = "fs_ls",	   [SRV_R_FS_STAT] = "fs_stat",
+    [SRV_R_FS_RM] = "fs_rm",	   [SRV_R_FS_MKDIR] = "fs_mkdir",
+    [SRV_R_FS_MV] = "fs_mv",	   [SRV_R_STATS] = "stats",
 };
 
 const char *srv_route_name(enum srv_route r)
@@ -162,6 +165,9 @@ static const struct route_def routes[] = {
     {"files", true, "GET", SRV_R_FILE_GET},	  {"suspend", true, "POST", SRV_R_SUSPEND},
     {"resume", true, "POST", SRV_R_RESUME},	  {"procs", true, "POST", SRV_R_PROC_START},
     {"procs", true, "GET", SRV_R_PROC_LIST},	  {"sessions", true, "POST", SRV_R_SESSION_START},
+    {"fs/ls", true, "GET", SRV_R_FS_LS},	  {"fs/stat", true, "GET", SRV_R_FS_STAT},
+    {"fs/rm", true, "POST", SRV_R_FS_RM},	  {"fs/mkdir", true, "POST", SRV_R_FS_MKDIR},
+    {"fs/mv", true, "POST", SRV_R_FS_MV},	  {"stats", true, "GET", SRV_R_STATS},
 };
 
 /* Under a sandbox: {coll}/{h}[/{op}] (op NULL: the handle itself). */
@@ -288,7 +294,9 @@ static int route(const struct srv_raw *raw, struct srv_req *out, enum srv_code *
 		if (slash) {
 			sub = slash + 1;
 			sub_len = strlen(sub);
-			if (sub_len && strchr(sub, '/'))
+			/* fs/OP is one route; {coll}/{h}[/{op}] a handle's */
+			bool fs_op = !strncmp(sub, "fs/", 3) && !strchr(sub + 3, '/');
+			if (sub_len && strchr(sub, '/') && !fs_op)
 				return route_handle(raw, sub, out, code, err);
 			if (sub_len == 0)
 				return set_code(code, SRV_E_NOT_FOUND,
@@ -405,22 +413,18 @@ static int route_params(const struct srv_raw *raw, struct srv_req *out, bool key
 		out->body_allowed = true;
 		out->body_max = SRV_MAX_UPLOAD;
 		/* fall through */
-	case SRV_R_FILE_GET: {
-		const char *fp, *mode;
-		if ((r = one_value(raw->query, raw->n_query, "path", false, SRV_MAX_PATH, &fp,
-				   err)) < 0 ||
-		    (r = one_value(raw->query, raw->n_query, "mode", false, 8, &mode, err)) < 0)
+	case SRV_R_FILE_GET:
+		if ((r = srv_path_mode_parse(raw, out, err)) < 0)
 			return r;
-		if (!fp || !*fp)
-			return rung_err_set(err, EINVAL, "path: query parameter required");
-		out->file_path = fp;
-		out->file_mode = 0644;
-		if (mode && out->route == SRV_R_FILE_GET)
-			return rung_err_set(err, EINVAL, "mode: only for PUT");
-		if (mode && parse_mode(mode, &out->file_mode) < 0)
-			return rung_err_set(err, EINVAL, "mode: not an octal mode (e.g. 0755)");
 		break;
-	}
+	case SRV_R_FS_LS:
+	case SRV_R_FS_STAT:
+	case SRV_R_FS_RM:
+	case SRV_R_FS_MKDIR:
+	case SRV_R_FS_MV:
+		if ((r = srv_fs_parse(raw, out, err)) < 0)
+			return r;
+		break;
 	case SRV_R_PROC_START:
 	case SRV_R_SESSION_START:
 	case SRV_R_SESSION_RUN:
@@ -446,6 +450,28 @@ static int route_params(const struct srv_raw *raw, struct srv_req *out, bool key
 	default:
 		break;
 	}
+	return 0;
+}
+
+int srv_path_mode_parse(const struct srv_raw *raw, struct srv_req *out, struct rung_err *err)
+{
+	const char *fp, *mode;
+	int r;
+	if ((r = one_value(raw->query, raw->n_query, "path", false, SRV_MAX_PATH, &fp, err)) < 0 ||
+	    (r = one_value(raw->query, raw->n_query, "mode", false, 8, &mode, err)) < 0)
+		return r;
+	if (!fp || !*fp)
+		return rung_err_set(err, EINVAL, "path: query parameter required");
+	out->file_path = fp;
+	out->file_mode = 0644;
+	if (mode && out->route == SRV_R_FILE_GET)
+		return rung_err_set(err, EINVAL, "mode: only for PUT");
+	if (mode && out->route >= SRV_R_FS_LS && out->route != SRV_R_FS_MKDIR)
+		return rung_err_set(err, EINVAL, "mode: only for fs/mkdir");
+	if (!mode && out->route == SRV_R_FS_MKDIR)
+		out->file_mode = 0755;
+	if (mode && parse_mode(mode, &out->file_mode) < 0)
+		return rung_err_set(err, EINVAL, "mode: not an octal mode (e.g. 0755)");
 	return 0;
 }
 

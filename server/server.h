@@ -185,6 +185,12 @@ enum srv_route {
 	SRV_R_SESSION_START, /* POST /v1/sandboxes/{id}/sessions */
 	SRV_R_SESSION_RUN,   /* POST /v1/sandboxes/{id}/sessions/{s}/run */
 	SRV_R_PORT,	     /* ANY /v1/sandboxes/{id}/ports/{port}/... (server/ports.c) */
+	SRV_R_FS_LS,	     /* GET /v1/sandboxes/{id}/fs/ls?path=P (server/fs.c) */
+	SRV_R_FS_STAT,	     /* GET /v1/sandboxes/{id}/fs/stat?path=P */
+	SRV_R_FS_RM,	     /* POST /v1/sandboxes/{id}/fs/rm?path=P[&recursive=1] */
+	SRV_R_FS_MKDIR,	     /* POST /v1/sandboxes/{id}/fs/mkdir?path=P[&mode=0755][&parents=1] */
+	SRV_R_FS_MV,	     /* POST /v1/sandboxes/{id}/fs/mv?path=P&to=Q */
+	SRV_R_STATS,	     /* GET /v1/sandboxes/{id}/stats */
 	SRV_R__COUNT
 };
 const char *srv_route_name(enum srv_route r);
@@ -218,6 +224,8 @@ struct srv_req {
 	bool eof;	       /* stdin: ?eof=1|true closes stdin after the body */
 	unsigned port;	       /* ports/{port}: 1..65535 */
 	const char *port_path; /* ports/{port}/REST: "/REST" (into raw->path; "" for "/") */
+	const char *fs_to;  /* ?to= for fs/mv */
+	bool fs_flag;       /* ?recursive=1 (fs/rm), ?parents=1 (fs/mkdir) */
 	bool body_allowed; /* the route takes a request body */
 	size_t body_max;   /* its limit */
 };
@@ -228,6 +236,11 @@ struct srv_req {
  */
 int srv_req_parse(const struct srv_raw *raw, struct srv_req *out, enum srv_code *code,
 		  struct rung_err *err);
+
+/* server/fs.c: the fs/OP routes' query (path, to, mode, recursive, parents) into out. */
+int srv_fs_parse(const struct srv_raw *raw, struct srv_req *out, struct rung_err *err);
+/* The ?path= and ?mode= query of files and fs routes (pure). */
+int srv_path_mode_parse(const struct srv_raw *raw, struct srv_req *out, struct rung_err *err);
 
 /* A decoded exec body. Strings are malloc'd; release with srv_exec_release. */
 struct srv_exec {

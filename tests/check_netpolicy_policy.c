@@ -150,7 +150,11 @@ START_TEST(test_render)
 	ck_assert_ptr_nonnull(strstr(t, "elements = { 198.51.100.7/32 . 443 }"));
 	ck_assert_ptr_null(strstr(t, "2001:db8")); /* IPv6 is dropped wholesale, no v6 sets */
 	ck_assert_ptr_null(strstr(t, "set d4p"));  /* no host entry with a port: no such set */
-	ck_assert_ptr_nonnull(strstr(t, "iifname \"rg0123456789ab\" jump egress"));
+	ck_assert_ptr_nonnull(strstr(t, "iifname \"rg0123456789ab\" counter name \"tx\" jump egress"));
+	ck_assert_ptr_nonnull(strstr(t, "oifname \"rg0123456789ab\" counter name \"rx\"\n"));
+	/* the counters rung_stats reads; every refusal goes through deny, which counts first */
+	ck_assert_ptr_nonnull(strstr(t, "counter refused {"));
+	ck_assert_ptr_nonnull(strstr(t, "chain deny {\n\t\tcounter name \"refused\"\n"));
 	ck_assert_ptr_nonnull(strstr(t, "iifname \"rg0123456789ab\" jump to_host"));
 	ck_assert_ptr_nonnull(strstr(t, "ip saddr != 10.213.0.2 drop"));
 	ck_assert_ptr_nonnull(strstr(t, "meta l4proto { tcp, udp } th dport 53 jump deny"));

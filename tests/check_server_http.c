@@ -21,6 +21,12 @@ static const struct ep endpoints[] = {
     {"GET", "/v1/sandboxes/{id}/files?path=secret.txt", NULL},
     {"POST", "/v1/sandboxes/{id}/suspend", NULL},
     {"POST", "/v1/sandboxes/{id}/resume", NULL},
+    {"GET", "/v1/sandboxes/{id}/fs/ls?path=.", NULL},
+    {"GET", "/v1/sandboxes/{id}/fs/stat?path=secret.txt", NULL},
+    {"POST", "/v1/sandboxes/{id}/fs/rm?path=secret.txt", NULL},
+    {"POST", "/v1/sandboxes/{id}/fs/mkdir?path=pwned", NULL},
+    {"POST", "/v1/sandboxes/{id}/fs/mv?path=secret.txt&to=pwned.txt", NULL},
+    {"GET", "/v1/sandboxes/{id}/stats", NULL},
     {"GET", "/metrics", NULL},
 };
 #define N_EP (sizeof(endpoints) / sizeof(endpoints[0]))

@@ -424,6 +424,78 @@ int rung_port_fwd_list(struct rung_sandbox *sb, struct rung_port_fwd **out, size
 /* Stop every detached forward of sb to port (it exits and its record goes): how many. */
 int rung_port_fwd_remove(struct rung_sandbox *sb, unsigned port, size_t *removed,
 			 struct rung_err *err);
+/* ---- file operations (docs/files.md) ---------------------------------------------------- */
+/*
+ * Paths are confined as read/write_file's are (relative: to the work dir). The last component
+ * is never followed: stat reports a symlink as one, remove and move act on the link itself.
+ * Errors a program acts on keep their errno, named by rung_errno_code: -ENOENT not_found,
+ * -ENOTDIR not_a_directory, -EISDIR is_a_directory, -EACCES/-EPERM/-EROFS permission_denied,
+ * -EEXIST exists, -ENOTEMPTY not_empty. Reads (list, stat) need no grant; remove, make_dir and
+ * move need the write_file grant.
+ */
+enum rung_fs_kind_e {
+	RUNG_FSK_OTHER, RUNG_FSK_FILE, RUNG_FSK_DIR, RUNG_FSK_SYMLINK,
+	RUNG_FSK_FIFO, RUNG_FSK_SOCKET, RUNG_FSK_CHAR, RUNG_FSK_BLOCK,
+};
+const char *rung_fs_kind_name(unsigned kind); /* "file", "dir", "symlink", ... */
+/* The stable code of an error (errno, either sign): "not_found", ... or "error". */
+const char *rung_errno_code(int e);
+/* The reverse: a code's errno (positive), or 0 for "error" and unknown codes. */
+int rung_errno_from_code(const char *code);
+
+struct rung_fs_entry {
+	char *name;   /* list: the entry's name; stat: the path as asked */
+	char *target; /* a symlink's target, else NULL */
+	unsigned kind, mode, uid, gid; /* mode: permission bits (07777) */
+	uint64_t size, mtime_ns;
+};
+void rung_fs_entries_free(struct rung_fs_entry *v, size_t n);
+void rung_fs_entry_release(struct rung_fs_entry *e);
+
+/* A directory's entries (not "." or ".."), in the directory's order; at most 100,000. */
+int rung_fs_list(struct rung_sandbox *sb, const char *path, struct rung_fs_entry **out,
+		 size_t *n, struct rung_err *err);
+int rung_fs_stat(struct rung_sandbox *sb, const char *path, struct rung_fs_entry *out,
+		 struct rung_err *err);
+/* A directory needs recursive (else -EISDIR); the root is refused (-EBUSY); a recursive
+ * remove stays on the directory's filesystem. */
+int rung_fs_remove(struct rung_sandbox *sb, const char *path, bool recursive,
+		   struct rung_err *err);
+/* mode 0: 0755. parents: make missing parents (0755) and accept an existing directory. */
+int rung_fs_mkdir(struct rung_sandbox *sb, const char *path, unsigned mode, bool parents,
+		  struct rung_err *err);
+/* rename(2) semantics: dst is the new path (a file there is replaced, an empty directory too). */
+int rung_fs_move(struct rung_sandbox *sb, const char *src, const char *dst, struct rung_err *err);
+
+/* ---- per-sandbox stats (docs/files.md) ------------------------------------------------- */
+/*
+ * What a sandbox uses now, measured, never estimated. process/container: CPU, memory and pids
+ * from its cgroup (memory_peak: v2 memory.peak, 0 on kernels without it; v1
+ * memory.max_usage_in_bytes). vm: the guest kernel's view through the agent (CPU time busy,
+ * memory in use = MemTotal - MemAvailable; no peak) plus vmm_rss, rung-vmm's resident set on the
+ * host. Every rung: disk_used/disk_total from statvfs of the work dir's filesystem inside (the
+ * disk that limits.disk sizes), and the background processes from the agent. Network: the
+ * sandbox nft table's counters (bytes forwarded out and in, its DNS proxy's traffic excluded;
+ * packets the egress policy refused); a sandbox without network has none (net_known false).
+ */
+struct rung_stats {
+	bool from_cgroup;         /* cpu/memory/pids come from the sandbox's cgroup */
+	uint64_t cpu_usage_us;
+	uint64_t memory_current, memory_peak, memory_limit; /* bytes */
+	uint64_t oom_kills;
+	uint64_t pids_current, pids_limit;
+	uint64_t disk_used, disk_total, disk_limit;
+	uint64_t procs_live, procs_exited;
+	uint64_t vmm_rss;         /* vm rung: bytes; else 0 */
+	bool net_known;
+	uint64_t net_rx_bytes, net_tx_bytes, net_refused_packets;
+};
+int rung_stats(struct rung_sandbox *sb, struct rung_stats *out, struct rung_err *err);
+/* The one JSON shape of stats (CLI --json, HTTP), malloc'd: {"id", "source": "cgroup"|"guest",
+ * "cpu_usage_us", "memory": {current, peak, limit, oom_kills}, "pids": {current, limit},
+ * "disk": {used, total, limit}, "procs": {live, exited}, "vmm_rss",
+ * "net": {rx_bytes, tx_bytes, refused_packets} or null (no network)}. */
+char *rung_stats_json(const char *id, const struct rung_stats *st);
 
 /* ---- listing, describing, lifecycle ------------------------------------------------------ */
 

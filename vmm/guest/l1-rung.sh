@@ -117,6 +117,9 @@ else
 		ck_suite rung-commit-vm e2e_commit_vm "a VM of the committed tag sees the change and the deletion" RUNG_TEST_RUNG=vm
 		# Forwarded ports (docs/ports.md) over vsock: preview, half-close, refusals, flood, cycles, detach.
 		ck_suite rung-ports-vm e2e_ports_basic "forwarded ports through the agent channel, on the vm rung" RUNG_TEST_RUNG=vm
+		# File operations against a symlink battery, and stats (docs/files.md), on the vm rung.
+		ck_suite rung-files-vm e2e_files_ops "fs ls/stat/rm/mkdir/mv confined, on the vm rung" RUNG_TEST_RUNG=vm
+		ck_suite rung-stats-vm e2e_stats_basic "stats move with CPU, memory, disk, on the vm rung" RUNG_TEST_RUNG=vm
 	fi
 	# The isolation ladder's vm column (docs/ladder.md): rung-probe's battery inside a guest,
 	# every escape checked here in L1 (its host); the table printed from the --json result.

@@ -121,11 +121,32 @@ class ExecChunk:
 
 
 class RungError(Exception):
-    """An error answer from the daemon: .status (HTTP), .code (stable string), .message."""
+    """An error answer from the daemon: .status (HTTP), .code (stable string), .message, and
+    .reason: the stable name of the underlying error where the daemon gives one ("not_found",
+    "not_a_directory", "is_a_directory", "permission_denied", "exists", "not_empty", ...)."""
 
-    def __init__(self, status: int, code: str, message: str):
+    def __init__(self, status: int, code: str, message: str, reason: str | None = None):
         super().__init__(f"{code} ({status}): {message}")
         self.status, self.code, self.message = status, code, message
+        self.reason = reason
+
+
+@dataclass
+class FileEntry:
+    """One file as stat/list_dir report it (a symlink is never followed: kind "symlink")."""
+    name: str  # list_dir: the entry's name; stat: the path
+    kind: str  # "file", "dir", "symlink", "fifo", "socket", "char", "block", "other"
+    mode: int  # permission bits
+    size: int
+    mtime_ns: int
+    uid: int
+    gid: int
+    target: str | None = None  # a symlink's target
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "FileEntry":
+        return cls(name=d["name"], kind=d["kind"], mode=d["mode"], size=d["size"],
+                   mtime_ns=d["mtime_ns"], uid=d["uid"], gid=d["gid"], target=d.get("target"))
 
 
 class Unauthorized(RungError): pass
@@ -160,10 +181,10 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
 def _raise_for(status: int, body: bytes) -> None:
     try:
         e = json.loads(body)["error"]
-        code, message = e["code"], e["message"]
-    except (ValueError, KeyError, TypeError):
-        code, message = "http_error", body.decode("utf-8", "replace")[:500]
-    raise _ERRORS.get(code, RungError)(status, code, message)
+        code, message, reason = e["code"], e["message"], e.get("reason")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        code, message, reason = "http_error", body.decode("utf-8", "replace")[:500], None
+    raise _ERRORS.get(code, RungError)(status, code, message, reason)
 
 
 class ExecStream:
@@ -320,6 +341,36 @@ class Sandbox:
             return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
         finally:
             conn.close()
+    # ---- file operations: confined to the sandbox's root; relative paths: its work dir ----
+    def _fs(self, method: str, op: str, **q: Any) -> Any:
+        query = urllib.parse.urlencode({k: v for k, v in q.items() if v is not None})
+        return self.backend._json(method, self._path("fs/" + op) + "?" + query)
+
+    def list_dir(self, path: str = ".") -> list[FileEntry]:
+        """The directory's entries (not . or ..); a symlink to a directory lists it."""
+        return [FileEntry.from_json(e) for e in self._fs("GET", "ls", path=path)["entries"]]
+
+    def stat(self, path: str) -> FileEntry:
+        return FileEntry.from_json(self._fs("GET", "stat", path=path))
+
+    def remove(self, path: str, recursive: bool = False) -> None:
+        """A directory needs recursive=True (else reason "is_a_directory")."""
+        self._fs("POST", "rm", path=path, recursive="1" if recursive else None)
+
+    def make_dir(self, path: str, mode: int = 0o755, parents: bool = False) -> None:
+        self._fs("POST", "mkdir", path=path, mode=f"{mode:04o}",
+                 parents="1" if parents else None)
+
+    def move(self, src: str, dst: str) -> None:
+        """rename(2): dst is the new path."""
+        self._fs("POST", "mv", path=src, to=dst)
+
+    def stats(self) -> dict[str, Any]:
+        """What the sandbox uses now (measured): {"source", "cpu_usage_us", "memory": {current,
+        peak, limit, oom_kills}, "pids": {current, limit}, "disk": {used, total, limit},
+        "procs": {live, exited}, "vmm_rss", "net": {rx_bytes, tx_bytes, refused_packets} or
+        None (no network)}."""
+        return self.backend._json("GET", self._path("stats"))
 
     def suspend(self) -> None:
         self.backend._json("POST", self._path("suspend"))
@@ -382,6 +433,24 @@ class Sandbox:
 
     async def read_file_async(self, path: str) -> bytes:
         return await asyncio.to_thread(self.read_file, path)
+
+    async def list_dir_async(self, path: str = ".") -> list[FileEntry]:
+        return await asyncio.to_thread(self.list_dir, path)
+
+    async def stat_async(self, path: str) -> FileEntry:
+        return await asyncio.to_thread(self.stat, path)
+
+    async def remove_async(self, path: str, recursive: bool = False) -> None:
+        await asyncio.to_thread(self.remove, path, recursive)
+
+    async def make_dir_async(self, path: str, mode: int = 0o755, parents: bool = False) -> None:
+        await asyncio.to_thread(self.make_dir, path, mode, parents)
+
+    async def move_async(self, src: str, dst: str) -> None:
+        await asyncio.to_thread(self.move, src, dst)
+
+    async def stats_async(self) -> dict[str, Any]:
+        return await asyncio.to_thread(self.stats)
 
     async def dispose_async(self) -> None:
         await asyncio.to_thread(self.dispose)

@@ -1,0 +1,86 @@
+/*
+ * tests/check_e2e_stats_basic.c: rung_stats on the process rung (RUNG_TEST_RUNG=vm: the vm
+ * rung). The numbers move with what the sandbox does: CPU burnt, memory allocated (current
+ * while held, the peak after), pids, a file written to its disk, background processes.
+ * Tagged "root".
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/lib/sandbox.h"
+#include "tests/lib/testutil.h"
+
+static void stats(struct rung_sandbox *sb, struct rung_stats *st)
+{
+	struct rung_err err = {0};
+	ck_assert_msg(rung_stats(sb, st, &err) == 0, "%s", err.msg);
+}
+
+START_TEST(test_stats_move)
+{
+	RUNG_REQUIRE_ROOT();
+	struct rung_router *r = spine_router(NULL);
+	struct rung_spec spec;
+	rung_spec_init(&spec);
+	spec.kind = strdup("k");
+	struct rung_sandbox *sb = spine_acquire(r, "stats", "t", "k", &spec, NULL);
+	rung_spec_release(&spec);
+	struct rung_stats a, b;
+	stats(sb, &a);
+	ck_assert_uint_eq(a.memory_limit, 512ull << 20);
+	ck_assert_uint_eq(a.pids_limit, 256);
+	ck_assert_uint_gt(a.disk_total, 0);
+	ck_assert_uint_le(a.disk_total, a.disk_limit + a.disk_limit / 8);
+	ck_assert(!a.net_known);
+	ck_assert_uint_eq(a.procs_live, 0);
+	/* CPU: two seconds of busy loop */
+	free(spine_sh_ok(sb, "end=$(($(date +%s)+2)); while [ $(date +%s) -lt $end ]; do :; done"));
+	/* disk: 20 MiB written and synced */
+	free(spine_sh_ok(sb, "dd if=/dev/zero of=big bs=1M count=20 2>/dev/null && sync"));
+	/* memory: 64 MiB held by a background process while we look */
+	const char *argv[] = {"python3", "-c",
+			      "import time; b = bytearray(64 << 20); b[::4096] = b'x' * (16384);"
+			      " print('held', flush=True); time.sleep(60)",
+			      NULL};
+	struct rung_proc_req req = {.argv = argv};
+	char h[RUNG_PROC_HANDLE_LEN + 1];
+	struct rung_err err = {0};
+	ck_assert_msg(rung_proc_start(sb, &req, h, &err) == 0, "%s", err.msg);
+	for (int i = 0; i < 100; i++) {
+		stats(sb, &b);
+		if (b.memory_current >= a.memory_current + (60ull << 20))
+			break;
+		usleep(100000);
+	}
+	ck_assert_msg(b.memory_current >= a.memory_current + (60ull << 20), "memory %llu -> %llu",
+		      (unsigned long long)a.memory_current, (unsigned long long)b.memory_current);
+	ck_assert_uint_eq(b.procs_live, 1);
+	ck_assert_msg(b.cpu_usage_us >= a.cpu_usage_us + 1000000, "cpu %llu -> %llu us",
+		      (unsigned long long)a.cpu_usage_us, (unsigned long long)b.cpu_usage_us);
+	ck_assert_msg(b.disk_used >= a.disk_used + (19ull << 20), "disk %llu -> %llu",
+		      (unsigned long long)a.disk_used, (unsigned long long)b.disk_used);
+	if (b.from_cgroup)
+		ck_assert_uint_ge(b.pids_current, 1);
+	ck_assert_msg(rung_proc_kill(sb, h, &err) == 0, "%s", err.msg);
+	struct rung_stats c;
+	stats(sb, &c);
+	ck_assert_uint_eq(c.procs_live, 0);
+	/* the peak keeps the 64 MiB after it is freed (where the kernel keeps a peak) */
+	if (c.memory_peak)
+		ck_assert_uint_ge(c.memory_peak, a.memory_current + (60ull << 20));
+	if (spine_vm())
+		ck_assert_uint_gt(c.vmm_rss, 0);
+	ck_assert_msg(rung_dispose(r, rung_sandbox_id(sb), NULL, &err) == 0, "%s", err.msg);
+	rung_sandbox_close(sb);
+	rung_router_free(r);
+}
+END_TEST
+
+Suite *e2e_stats_basic_suite(void)
+{
+	Suite *s = suite_create("e2e_stats_basic");
+	TCase *tc = spine_tcase(s, "stats", 180);
+	tcase_add_test(tc, test_stats_move);
+	return s;
+}
