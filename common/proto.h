@@ -64,6 +64,9 @@ enum rung_msg {
 	RUNG_MSG_PROC_KILL = 58,
 	RUNG_MSG_PROC_ATTACH = 59,
 	RUNG_MSG_SESSION_RUN = 60,
+	/* v2: host callbacks (docs/callbacks.md): the bytes of an exec's callback channel */
+	RUNG_MSG_CALLBACK = 90,	       /* agent -> host: what the command wrote on its fd */
+	RUNG_MSG_CALLBACK_ANSWER = 91, /* host -> agent: bytes for the command to read */
 };
 
 enum rung_tag {
@@ -103,6 +106,8 @@ enum rung_tag {
 	RUNG_TAG_SESSION = 33,
 	RUNG_TAG_EOF = 34,
 	RUNG_TAG_STREAM = 35,
+	/* host callbacks */
+	RUNG_TAG_CALLBACKS = 60, /* exec: u64 per-call byte limit: give a callback channel */
 };
 
 /* EXIT flags */
@@ -167,6 +172,7 @@ struct rung_proto_exec {
 	char *cwd;   /* NULL: the sandbox's work dir */
 	uint64_t timeout_ms, max_output;
 	bool has_stdin;
+	uint64_t callbacks; /* 0, or the per-call byte limit of the command's callback channel */
 };
 int rung_proto_exec_encode(const struct rung_proto_exec *x, struct rung_buf *b);
 int rung_proto_exec_decode(const uint8_t *p, uint32_t len, struct rung_proto_exec *x,
