@@ -6,6 +6,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "server/callbacks.h"
 #include "server/encode.h"
 #include "server/handlers.h"
 #include "server/op.h"
@@ -215,6 +216,8 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 			return srv_reply_rung_err(call, c, rc, &err);
 		return srv_reply_bytes(call, c, 200, "application/octet-stream", data, len);
 	}
+	case SRV_R_CALLBACK:
+		return srv_cb_answer(call, c);
 	case SRV_R_SUSPEND:
 	case SRV_R_RESUME:
 		rc = rt == SRV_R_SUSPEND ? rung_suspend(sb, &err) : rung_resume(sb, &err);

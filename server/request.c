@@ -81,6 +81,7 @@ static const char *const route_names[SRV_R__COUNT] = {
     [SRV_R_EXEC] = "exec",	   [SRV_R_RUN_CODE] = "run_code",
     [SRV_R_FILE_PUT] = "file_put", [SRV_R_FILE_GET] = "file_get",
     [SRV_R_SUSPEND] = "suspend",   [SRV_R_RESUME] = "resume",
+    [SRV_R_CALLBACK] = "callback",
 };
 
 const char *srv_route_name(enum srv_route r)
@@ -190,6 +191,21 @@ static int route(const struct srv_raw *raw, struct srv_req *out, enum srv_code *
 		memcpy(out->id, p, id_len);
 		out->id[id_len] = '\0';
 		item = true;
+		if (slash && !strncmp(slash, "/callbacks/", 11)) {
+			const char *cid = slash + 11;
+			size_t cl = strlen(cid);
+			if (!id_ok(cid, cl) || cl >= sizeof(out->cb_id))
+				return set_code(code, SRV_E_NOT_FOUND,
+						rung_err_set(err, ENOENT, "callback id: malformed"));
+			if (strcmp(m, "POST"))
+				return set_code(code, SRV_E_METHOD,
+						rung_err_set(err, EINVAL,
+							     "%s: method %s not allowed",
+							     raw->path, m));
+			memcpy(out->cb_id, cid, cl + 1);
+			out->route = SRV_R_CALLBACK;
+			return 0;
+		}
 		if (slash) {
 			sub = slash + 1;
 			sub_len = strlen(sub);
@@ -307,6 +323,7 @@ int srv_req_parse(const struct srv_raw *raw, struct srv_req *out, enum srv_code 
 		break;
 	case SRV_R_EXEC:
 	case SRV_R_RUN_CODE:
+	case SRV_R_CALLBACK:
 		out->body_allowed = true;
 		out->body_max = SRV_MAX_JSON_BODY;
 		break;

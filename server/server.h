@@ -169,6 +169,7 @@ enum srv_route {
 	SRV_R_FILE_GET,	     /* GET /v1/sandboxes/{id}/files?path=P */
 	SRV_R_SUSPEND,	     /* POST /v1/sandboxes/{id}/suspend */
 	SRV_R_RESUME,	     /* POST /v1/sandboxes/{id}/resume */
+	SRV_R_CALLBACK,	     /* POST /v1/sandboxes/{id}/callbacks/{cid} (docs/callbacks.md) */
 	SRV_R__COUNT
 };
 const char *srv_route_name(enum srv_route r);
@@ -198,6 +199,7 @@ struct srv_req {
 	bool bad_authorization;
 	bool body_allowed; /* the route takes a request body */
 	size_t body_max;   /* its limit */
+	char cb_id[33];	   /* SRV_R_CALLBACK: the pending call's id */
 };
 
 /*
@@ -219,6 +221,7 @@ struct srv_exec {
 				  SRV_MAX_COLLECTED_OUTPUT) */
 	bool stream;
 	char *language, *code; /* run-code only */
+	char **callbacks;      /* names the command may call back (streamed only), or NULL */
 };
 /* {"argv": [str...], "timeout": s, "cwd": str, "env": {K: V}, "stdin": str, "stream": bool,
  *  "output_bytes": n} */
