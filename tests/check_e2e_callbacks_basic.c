@@ -92,7 +92,12 @@ static void fx_open(struct fx *f, const char *thread)
 {
 	RUNG_REQUIRE_ROOT();
 	f->r = spine_router(NULL);
-	f->sb = spine_acquire(f->r, "callbacks", thread, "k", NULL, NULL);
+	struct rung_spec s;
+	rung_spec_init(&s);
+	s.kind = strdup("k");
+	s.requires = RUNG_CAP_EXEC | RUNG_CAP_RUN_CODE | RUNG_CAP_HOST_CALLBACKS;
+	f->sb = spine_acquire(f->r, "callbacks", thread, "k", &s, NULL);
+	rung_spec_release(&s);
 }
 
 static void fx_close(struct fx *f)
@@ -147,6 +152,22 @@ START_TEST(test_chain_and_errors)
 	ck_assert_str_eq(res.out, "after=1\n");
 	ck_assert_uint_lt(rung_now_ms() - t0, 10000);
 	rung_exec_res_release(&res);
+	/* inspect: granted, and so able to reach the host */
+	char *js = NULL;
+	struct rung_err err = {0};
+	ck_assert_msg(rung_inspect(f.r, rung_sandbox_id(f.sb), NULL, &js, &err) == 0, "%s", err.msg);
+	ck_assert_msg(strstr(js, "\"can_exfiltrate\": true") || strstr(js, "\"can_exfiltrate\":true"),
+		      "%s", js);
+	ck_assert_msg(strstr(js, "host_callbacks"), "%s", js);
+	free(js);
+	fx_close(&f);
+	/* a sandbox not granted host_callbacks refuses an exec given callbacks */
+	f.r = spine_router(NULL);
+	f.sb = spine_acquire(f.r, "callbacks", "nogrant", "k", NULL, NULL);
+	const char *argv[] = {"true", NULL};
+	struct rung_exec_req req = {.argv = argv, .callbacks = table, .n_callbacks = 1};
+	ck_assert_int_eq(rung_exec(f.sb, &req, &res, &err), -EACCES);
+	ck_assert_msg(strstr(err.msg, "host_callbacks is not granted"), "%s", err.msg);
 	fx_close(&f);
 }
 END_TEST

@@ -24,8 +24,8 @@ START_TEST(test_cli_callbacks)
 	char *sd;
 	ck_assert_int_ge(asprintf(&sd, "%s/cli-cb-%d", spine_base(), (int)getpid()), 0);
 	struct spine_run r;
-	CLI(&r, NULL, "--state-dir", sd, "acquire", "--scope", "s", "--thread", "t", "--agent",
-	    "a");
+	CLI(&r, NULL, "--state-dir", sd, "acquire", "--requires", "exec,run_code,host_callbacks",
+	    "--scope", "s", "--thread", "t", "--agent", "a");
 	ck_assert_msg(r.status == 0, "%s", r.err);
 	char id[128];
 	snprintf(id, sizeof(id), "%.*s", (int)strcspn(r.out, "\n"), r.out);

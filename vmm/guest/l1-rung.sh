@@ -107,5 +107,7 @@ else
 		ck_suite rung-agentside-vm e2e_process_agentside "the agent side is out of the command's reach, on the vm rung" RUNG_TEST_RUNG=vm
 		# Background processes, terminals and shell sessions (docs/procs.md) on the vm rung.
 		ck_suite rung-procs-vm e2e_procs_basic "background processes, ptys, sessions, on the vm rung" RUNG_TEST_RUNG=vm
+		# Host callbacks (docs/callbacks.md) on the vm rung.
+		ck_suite rung-callbacks-vm e2e_callbacks_basic "host callbacks, on the vm rung" RUNG_TEST_RUNG=vm
 	fi
 fi

@@ -35,7 +35,8 @@ class CallbacksTest(unittest.TestCase):
         cls.d = Daemon(scopes=("alpha", "beta")).start()
         cls.alpha = SandboxBackend(socket_path=cls.d.socket_path, token=cls.d.tokens["alpha"])
         cls.beta = SandboxBackend(socket_path=cls.d.socket_path, token=cls.d.tokens["beta"])
-        cls.sb = cls.alpha.acquire(KEY, SandboxSpec(kind="cb"))
+        cls.sb = cls.alpha.acquire(KEY, SandboxSpec(
+            kind="cb", requires=["exec", "run_code", "host_callbacks"]))
 
     @classmethod
     def tearDownClass(cls):
