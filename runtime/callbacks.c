@@ -2,8 +2,10 @@
  * runtime/callbacks.c: the host side of an exec's callback channel (docs/callbacks.md).
  * The agent relays the bytes the command writes on its channel; here they are split into
  * lines, each line checked (size, nesting depth, shape, registered name, rate) before any
- * handler sees it, and run on a worker thread, up to a bound at once, the rest in order of
- * arrival. Answers go back as JSON lines. Everything from the sandbox is untrusted.
+ * handler sees it, and run by a pool of worker threads (up to the concurrency bound, made
+ * as needed, kept until the exec ends), the rest waiting in order of arrival. A call's
+ * timeout runs from its arrival. Answers go back as JSON lines. Everything from the sandbox
+ * is untrusted.
  */
 #include <fcntl.h>
 #include <jansson.h>
@@ -33,7 +35,6 @@ struct call {
 	int rc;
 	char *result;
 	struct rung_err err;
-	pthread_t th;
 	struct call *next;
 };
 
@@ -41,10 +42,14 @@ struct rt_cb {
 	const struct rung_callback *tab;
 	size_t n;
 	struct rung_callback_limits lim;
-	pthread_mutex_t mu;
+	pthread_mutex_t mu; /* the call list and the workers' state */
+	pthread_cond_t cv;  /* a call is waiting, or stop */
+	pthread_t *workers;
+	size_t n_workers, idle;
+	bool stop;
 	int wake[2];
 	struct call *calls; /* oldest first */
-	size_t running, queued;
+	size_t queued;
 	struct rung_buf line;
 	bool skipping; /* an oversize line: dropped up to its newline */
 	double tokens;
@@ -78,13 +83,15 @@ int rt_cb_new(const struct rung_exec_req *req, struct rt_cb **out, struct rung_e
 		cb->lim.concurrency = DEF_CONCURRENCY;
 	cb->tokens = cb->lim.rate_per_s;
 	cb->refill_ms = rung_now_ms();
-	pthread_mutex_init(&cb->mu, NULL);
-	if (pipe2(cb->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
-		int e = errno;
-		pthread_mutex_destroy(&cb->mu);
+	cb->workers = calloc(cb->lim.concurrency, sizeof(pthread_t));
+	if (!cb->workers || pipe2(cb->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+		int e = cb->workers ? errno : ENOMEM;
+		free(cb->workers);
 		free(cb);
 		return rung_err_sys(err, e, "callbacks: pipe");
 	}
+	pthread_mutex_init(&cb->mu, NULL);
+	pthread_cond_init(&cb->cv, NULL);
 	*out = cb;
 	return 0;
 }
@@ -192,22 +199,53 @@ static bool rate_ok(struct rt_cb *cb)
 	return true;
 }
 
-static void *call_thread(void *arg)
+/* A worker: take the oldest waiting call, run it, mark it done, wake the exec's loop. */
+static void *worker(void *arg)
 {
-	struct call *k = arg;
-	char *res = NULL;
-	struct rung_err e = {0};
-	int rc = k->h->fn(k->h->ud, &k->c, &res, &e);
-	pthread_mutex_lock(&k->cb->mu);
-	k->rc = rc;
-	k->result = res;
-	k->err = e;
-	k->state = DONE;
-	pthread_mutex_unlock(&k->cb->mu);
-	char one = 1;
-	ssize_t w = write(k->cb->wake[1], &one, 1); /* full pipe: a wake is pending anyway */
-	(void)w;
+	struct rt_cb *cb = arg;
+	pthread_mutex_lock(&cb->mu);
+	for (;;) {
+		struct call *k = cb->calls;
+		while (k && k->state != QUEUED)
+			k = k->next;
+		if (cb->stop)
+			break;
+		if (!k) {
+			cb->idle++;
+			pthread_cond_wait(&cb->cv, &cb->mu);
+			cb->idle--;
+			continue;
+		}
+		k->state = RUNNING;
+		cb->queued--;
+		pthread_mutex_unlock(&cb->mu);
+		char *res = NULL;
+		struct rung_err e = {0};
+		int rc = k->h->fn(k->h->ud, &k->c, &res, &e);
+		pthread_mutex_lock(&cb->mu);
+		k->rc = rc;
+		k->result = res;
+		k->err = e;
+		k->state = DONE;
+		char one = 1;
+		ssize_t w = write(cb->wake[1], &one, 1); /* full pipe: a wake is pending anyway */
+		(void)w;
+	}
+	pthread_mutex_unlock(&cb->mu);
 	return NULL;
+}
+
+/* Under mu: a worker for a call just queued (an idle one, or a new one up to the bound). */
+static void wake_worker(struct rt_cb *cb)
+{
+	if (cb->idle >= cb->queued) {
+		pthread_cond_signal(&cb->cv);
+		return;
+	}
+	if (cb->n_workers < cb->lim.concurrency &&
+	    pthread_create(&cb->workers[cb->n_workers], NULL, worker, cb) == 0)
+		cb->n_workers++;
+	pthread_cond_signal(&cb->cv);
 }
 
 /* A whole line from the sandbox: refuse it, or queue its call. */
@@ -267,12 +305,16 @@ static void on_line(struct rt_cb *cb, const uint8_t *p, size_t len, struct rung_
 	}
 	char *args = k->args;
 	*k = (struct call){.cb = cb, .h = h, .args = args, .state = QUEUED};
-	k->c = (struct rung_callback_call){h->name, k->args, strlen(k->args), id, 0};
+	k->c = (struct rung_callback_call){h->name, k->args, strlen(k->args), id,
+					   rung_now_ms() + cb->lim.timeout_ms};
+	pthread_mutex_lock(&cb->mu);
 	struct call **tail = &cb->calls;
 	while (*tail)
 		tail = &(*tail)->next;
 	*tail = k;
 	cb->queued++;
+	wake_worker(cb);
+	pthread_mutex_unlock(&cb->mu);
 }
 
 void rt_cb_input(struct rt_cb *cb, const uint8_t *data, size_t len, struct rung_buf *out)
@@ -313,8 +355,8 @@ void rt_cb_input(struct rt_cb *cb, const uint8_t *data, size_t len, struct rung_
 	}
 }
 
-/* Completed calls answered and reaped, timed-out ones answered "timeout", queued ones
- * started while there is room. */
+/* Completed calls answered and freed; calls past their deadline (waiting or running)
+ * answered "timeout". */
 uint64_t rt_cb_poll(struct rt_cb *cb, struct rung_buf *out)
 {
 	char drain[64];
@@ -323,30 +365,7 @@ uint64_t rt_cb_poll(struct rt_cb *cb, struct rung_buf *out)
 	uint64_t now = rung_now_ms(), next = 0;
 	pthread_mutex_lock(&cb->mu);
 	for (struct call **pp = &cb->calls, *k; (k = *pp);) {
-		if (k->state == DONE) {
-			pthread_join(k->th, NULL);
-			cb->running--;
-			if (!k->abandoned) {
-				if (k->rc < 0)
-					cb->st.failed++;
-				answer(out, k->c.id, k->result, k->rc < 0 ? "failed" : NULL,
-				       k->err.msg[0] ? k->err.msg : "the host function failed");
-			}
-			*pp = k->next;
-			free(k->result);
-			free(k->args);
-			free(k);
-			continue;
-		}
-		if (k->state == QUEUED && cb->running < cb->lim.concurrency) {
-			k->c.deadline_ms = now + cb->lim.timeout_ms;
-			if (pthread_create(&k->th, NULL, call_thread, k) == 0) {
-				k->state = RUNNING;
-				cb->running++;
-				cb->queued--;
-			}
-		}
-		if (k->state == RUNNING && !k->abandoned && now >= k->c.deadline_ms) {
+		if (k->state != DONE && !k->abandoned && now >= k->c.deadline_ms) {
 			k->abandoned = true;
 			cb->st.timed_out++;
 			char m[120];
@@ -354,7 +373,23 @@ uint64_t rt_cb_poll(struct rt_cb *cb, struct rung_buf *out)
 				 k->h->name, cb->lim.timeout_ms);
 			answer(out, k->c.id, NULL, "timeout", m);
 		}
-		if (k->state == RUNNING && !k->abandoned && (!next || k->c.deadline_ms < next))
+		bool gone = k->state == DONE || (k->state == QUEUED && k->abandoned);
+		if (k->state == DONE && !k->abandoned) {
+			if (k->rc < 0)
+				cb->st.failed++;
+			answer(out, k->c.id, k->result, k->rc < 0 ? "failed" : NULL,
+			       k->err.msg[0] ? k->err.msg : "the host function failed");
+		}
+		if (gone) {
+			if (k->state == QUEUED)
+				cb->queued--;
+			*pp = k->next;
+			free(k->result);
+			free(k->args);
+			free(k);
+			continue;
+		}
+		if (!k->abandoned && (!next || k->c.deadline_ms < next))
 			next = k->c.deadline_ms;
 		pp = &k->next;
 	}
@@ -373,17 +408,23 @@ void rt_cb_free(struct rt_cb *cb)
 		return;
 	/* Calls not started never will be; running ones are waited for (their answers
 	 * dropped): no thread outlives the exec. */
+	pthread_mutex_lock(&cb->mu);
+	cb->stop = true;
+	pthread_cond_broadcast(&cb->cv);
+	pthread_mutex_unlock(&cb->mu);
+	for (size_t i = 0; i < cb->n_workers; i++)
+		pthread_join(cb->workers[i], NULL);
 	for (struct call *k = cb->calls, *nx; k; k = nx) {
 		nx = k->next;
-		if (k->state != QUEUED)
-			pthread_join(k->th, NULL);
 		free(k->result);
 		free(k->args);
 		free(k);
 	}
+	free(cb->workers);
 	close(cb->wake[0]);
 	close(cb->wake[1]);
 	rung_buf_release(&cb->line);
+	pthread_cond_destroy(&cb->cv);
 	pthread_mutex_destroy(&cb->mu);
 	free(cb);
 }
