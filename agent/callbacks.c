@@ -207,6 +207,12 @@ void agent_cb_answer(struct agent_cb *cb, const struct rung_frame *f)
 	while (rung_tlv_next(&it, &tag, &v, &l, NULL) > 0)
 		if (tag == RUNG_TAG_DATA)
 			rung_buf_append(&cb->out, v, l);
-	if (cb->out.oom || cb->out.len - cb->out_off > OUT_MAX)
+	if (cb->out.oom || cb->out.len - cb->out_off > OUT_MAX) {
 		agent_cb_close(cb); /* the command reads none of its answers */
+		return;
+	}
+	/* most answers fit at once: no poll round for them */
+	ssize_t w = write(cb->fd, cb->out.data + cb->out_off, cb->out.len - cb->out_off);
+	if (w > 0 && (cb->out_off += (size_t)w) == cb->out.len)
+		cb->out.len = cb->out_off = 0;
 }
