@@ -66,6 +66,10 @@ struct cli_callbacks {
 };
 int cli_callback_opt(const char *cmd, int argc, char **argv, int *i, struct cli_callbacks *cbs);
 void cli_callbacks_apply(const struct cli_callbacks *cbs, struct rung_exec_req *req);
+/* Run req's callback name (args: JSON text) with a deadline timeout_ms from now (the daemon's
+ * path: the daemon sends the call, the CLI answers it). */
+int cli_callback_invoke(const struct rung_exec_req *req, const char *name, const char *args,
+			uint32_t timeout_ms, char **result, struct rung_err *err);
 static inline void cli_callbacks_freep(struct cli_callbacks *cbs)
 {
 	free(cbs->tab);

@@ -162,6 +162,18 @@ int cli_callback_opt(const char *cmd, int argc, char **argv, int *i, struct cli_
 	return 1;
 }
 
+int cli_callback_invoke(const struct rung_exec_req *req, const char *name, const char *args,
+			uint32_t timeout_ms, char **result, struct rung_err *err)
+{
+	for (size_t i = 0; i < req->n_callbacks; i++)
+		if (!strcmp(req->callbacks[i].name, name)) {
+			struct rung_callback_call call = {name, args, strlen(args), 0,
+							  rung_now_ms() + timeout_ms};
+			return req->callbacks[i].fn(req->callbacks[i].ud, &call, result, err);
+		}
+	return rung_err_set(err, ENOENT, "no --callback named '%s'", name);
+}
+
 void cli_callbacks_apply(const struct cli_callbacks *cbs, struct rung_exec_req *req)
 {
 	req->callbacks = cbs->tab;

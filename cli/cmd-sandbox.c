@@ -455,9 +455,9 @@ int cli_cmd_exec(struct cli *c, int argc, char **argv)
 	if (!id || cmd_at < 0)
 		return cli_usage_error("exec", "usage: rung exec [OPTS] ID -- CMD [ARG...]");
 	cli_callbacks_apply(&cbs, &req);
-	if (c->remote && cbs.n)
-		return free(envv), cli_usage_error("exec", "--callback: not through the daemon "
-							    "(--socket) yet: run it locally");
+	if (c->remote && cbs.n && c->json)
+		return free(envv), cli_usage_error("exec", "--callback: not with --json through "
+							    "the daemon (--socket)");
 	if (c->remote) {
 		req.argv = (const char *const *)argv + cmd_at;
 		int st = cli_remote_exec(c, id, &req, NULL);
@@ -565,10 +565,10 @@ int cli_cmd_run_code(struct cli *c, int argc, char **argv)
 	size_t len;
 	if (rung_read_fd_all(0, 16u << 20, &code, &len, &err) < 0)
 		return cli_fail(c, &err);
-	if (c->remote && cbs.n) {
+	if (c->remote && cbs.n && c->json) {
 		free(code);
-		return cli_usage_error("run-code", "--callback: not through the daemon (--socket) "
-						   "yet: run it locally");
+		return cli_usage_error("run-code", "--callback: not with --json through the daemon "
+						   "(--socket)");
 	}
 	if (c->remote) {
 		struct rung_exec_req creq = {.stdin_data = code, .stdin_len = len};

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tests/lib/sandbox.h"
+#include "tests/lib/server.h"
 #include "tests/lib/testutil.h"
 
 #define CLI(res, in, ...)                                                                          \
@@ -65,10 +66,42 @@ START_TEST(test_cli_callbacks)
 }
 END_TEST
 
+/* The same through `rung serve`: the daemon sends the call on the stream, the CLI runs COMMAND
+ * and POSTs its answer. */
+START_TEST(test_cli_callbacks_remote)
+{
+	RUNG_REQUIRE_ROOT();
+	struct srvt t;
+	srvt_setup(&t, TOK_A " scope-cb\n");
+	srvt_start(&t, 0, NULL);
+	const char *env[] = {"RUNG_TOKEN=" TOK_A, NULL};
+	struct spine_run r;
+	const char *acq[] = {"--socket", t.sock[0], "acquire", "--requires",
+			     "exec,run_code,host_callbacks", "--thread", "t", "--agent", "a", NULL};
+	spine_cli_run_env(&r, NULL, acq, env);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	char id[128];
+	snprintf(id, sizeof(id), "%.*s", (int)strcspn(r.out, "\n"), r.out);
+	spine_run_release(&r);
+	const char *rc[] = {"--socket", t.sock[0], "run-code", id, "--lang", "sh", "--callback",
+			    "echo=cat", "--callback", "fail=echo 'no such city' >&2; exit 3", NULL};
+	spine_cli_run_env(&r,
+			  "r=$(rung-call echo '{\"x\":5}') && rung-call echo \"{\\\"prev\\\":$r}\"; "
+			  "rung-call fail '{}'; echo rc=$?",
+			  rc, env);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_str_eq(r.out, "{\"prev\":{\"x\":5}}\nrc=1\n");
+	ck_assert_msg(strstr(r.err, "rung-call: fail: no such city"), "%s", r.err);
+	spine_run_release(&r);
+	srvt_teardown(&t);
+}
+END_TEST
+
 Suite *e2e_callbacks_cli_suite(void)
 {
 	Suite *s = suite_create("e2e_callbacks_cli");
 	TCase *tc = spine_tcase(s, "cli", 120);
 	tcase_add_test(tc, test_cli_callbacks);
+	tcase_add_test(tc, test_cli_callbacks_remote);
 	return s;
 }
