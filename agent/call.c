@@ -4,9 +4,11 @@
  * itself, run by that name. The result (JSON) goes to stdout; an error to stderr with exit 1;
  * no channel or a bad argument: exit 2.
  */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "agent/agent.h"
 
@@ -50,29 +52,51 @@ static void print_error(const char *name, const char *s)
 	fputc('\n', stderr);
 }
 
-/* Read up to the first newline: the answer to our one call. */
-static char *read_answer(int fd)
+#define STUCK_MS 2000
+
+/*
+ * Our answer: the channel may be shared by several processes (a command's children inherit
+ * it), so answers are taken off it only by their owner. Peek at the first line; ours (its id
+ * is our pid): consume exactly it; another's: leave it to its owner and look again shortly.
+ * A line nobody takes for STUCK_MS (its caller died) is dropped.
+ */
+static char *read_answer(int fd, const char *prefix)
 {
-	size_t len = 0, cap = 4096;
+	size_t cap = 65536;
 	char *buf = malloc(cap);
+	uint64_t stuck_since = 0;
 	while (buf) {
-		if (len + 1 >= cap) {
-			char *nb = cap < ANSWER_MAX ? realloc(buf, cap *= 2) : NULL;
-			if (!nb)
-				break;
-			buf = nb;
-		}
-		ssize_t n = read(fd, buf + len, cap - len - 1);
+		struct pollfd p = {fd, POLLIN, 0};
+		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+			break;
+		ssize_t n = recv(fd, buf, cap - 1, MSG_PEEK);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
-		char *nl = memchr(buf + len, '\n', (size_t)n);
-		len += (size_t)n;
-		if (nl) {
-			*nl = 0;
-			return buf;
+		char *nl = memchr(buf, '\n', (size_t)n);
+		if (!nl && (size_t)n == cap - 1) {
+			char *nb = cap < ANSWER_MAX ? realloc(buf, cap *= 2) : NULL;
+			if (!nb)
+				break;
+			buf = nb;
+			continue;
 		}
+		size_t l = nl ? (size_t)(nl - buf) + 1 : 0;
+		bool mine = nl && !strncmp(buf, prefix, strlen(prefix));
+		uint64_t now = rung_now_ms();
+		if (mine || (nl && stuck_since && now - stuck_since > STUCK_MS)) {
+			if (rung_read_exact(fd, buf, l) < 0)
+				break;
+			buf[l - 1] = 0;
+			stuck_since = 0;
+			if (mine)
+				return buf;
+			continue;
+		}
+		if (nl && !stuck_since)
+			stuck_since = now;
+		usleep(1000);
 	}
 	free(buf);
 	return NULL;
@@ -107,9 +131,11 @@ int agent_call_main(int argc, char **argv, const char *fdv)
 		args = strdup(argc == 3 ? argv[2] : "{}");
 		alen = args ? strlen(args) : 0;
 	}
+	/* the id: our pid, unique among the processes sharing the channel */
+	unsigned long long id = (unsigned long long)getpid();
 	char *line = NULL;
-	int n = args ? asprintf(&line, "{\"id\":1,\"name\":\"%s\",\"args\":%.*s}\n", name,
-				(int)alen, args)
+	int n = args ? asprintf(&line, "{\"id\":%llu,\"name\":\"%s\",\"args\":%.*s}\n", id,
+				name, (int)alen, args)
 		     : -1;
 	free(args);
 	if (n < 0 || rung_write_all((int)fd, line, (size_t)n) < 0) {
@@ -119,18 +145,21 @@ int agent_call_main(int argc, char **argv, const char *fdv)
 		return 2;
 	}
 	free(line);
-	char *ans = read_answer((int)fd);
-	static const char ok[] = "{\"id\":1,\"ok\":true,\"result\":";
-	static const char bad[] = "{\"id\":1,\"ok\":false,\"error\":\"";
+	char prefix[40], ok[80], bad[80];
+	snprintf(prefix, sizeof(prefix), "{\"id\":%llu,", id);
+	snprintf(ok, sizeof(ok), "%s\"ok\":true,\"result\":", prefix);
+	snprintf(bad, sizeof(bad), "%s\"ok\":false,\"error\":\"", prefix);
+	char *ans = read_answer((int)fd, prefix);
+	size_t okl = strlen(ok), badl = strlen(bad);
 	int rc = 1;
 	if (!ans) {
 		fprintf(stderr, "rung-call: %s: the host did not answer (the exec ended?)\n", name);
-	} else if (!strncmp(ans, ok, sizeof(ok) - 1)) {
+	} else if (!strncmp(ans, ok, okl)) {
 		size_t l = strlen(ans);
-		printf("%.*s\n", (int)(l - sizeof(ok)), ans + sizeof(ok) - 1);
+		printf("%.*s\n", (int)(l - okl - 1), ans + okl);
 		rc = 0;
-	} else if (!strncmp(ans, bad, sizeof(bad) - 1)) {
-		print_error(name, ans + sizeof(bad) - 1);
+	} else if (!strncmp(ans, bad, badl)) {
+		print_error(name, ans + badl);
 	} else {
 		fprintf(stderr, "rung-call: %s: unexpected answer: %.200s\n", name, ans);
 	}

@@ -66,9 +66,24 @@ static int cb_hang(void *ud, const struct rung_callback_call *c, char **result,
 	return 0;
 }
 
+/* slow: 300 ms, counting how many run at once */
+static atomic_int in_flight, max_in_flight;
+static int cb_slow(void *ud, const struct rung_callback_call *c, char **result,
+		   struct rung_err *err)
+{
+	int now = atomic_fetch_add(&in_flight, 1) + 1;
+	int m = atomic_load(&max_in_flight);
+	while (now > m && !atomic_compare_exchange_weak(&max_in_flight, &m, now))
+		;
+	usleep(300000);
+	atomic_fetch_sub(&in_flight, 1);
+	*result = strdup("1");
+	return 0;
+}
+
 static const struct rung_callback table[] = {
     {"add", cb_add, NULL}, {"twice", cb_twice, NULL}, {"fail", cb_fail, NULL},
-    {"hang", cb_hang, NULL}};
+    {"hang", cb_hang, NULL}, {"slow", cb_slow, NULL}};
 
 static int sh(struct rung_sandbox *sb, const char *script, struct rung_exec_res *res)
 {
@@ -151,6 +166,16 @@ static void case_chain_and_errors(void)
 	ck_assert_int_eq(run_cb(&f, "rung-call nosuch '{}'", NULL, &res), 1);
 	ck_assert_msg(strstr(res.errout, "no host function named 'nosuch'"), "%s", res.errout);
 	ck_assert_int_eq(atomic_load(&n_handled), 0);
+	rung_exec_res_release(&res);
+	/* six calls at once from six processes, two handlers at a time: three rounds */
+	struct rung_callback_limits two = {.concurrency = 2};
+	atomic_store(&max_in_flight, 0);
+	uint64_t c0 = rung_now_ms();
+	ck_assert_int_eq(run_cb(&f, "for i in 1 2 3 4 5 6; do rung-call slow '{}' & done; wait",
+				&two, &res), 0);
+	ck_assert_str_eq(res.out, "1\n1\n1\n1\n1\n1\n");
+	ck_assert_int_eq(atomic_load(&max_in_flight), 2);
+	ck_assert_uint_ge(rung_now_ms() - c0, 900);
 	rung_exec_res_release(&res);
 	/* a timeout: the sandbox is told, the exec goes on */
 	struct rung_callback_limits lim = {.timeout_ms = 300};
@@ -328,12 +353,22 @@ static void case_python(void)
 	    "    out[i] = [rung_host.call('add', a=i, b=j)['sum'] for j in range(20)]\n"
 	    "ts = [threading.Thread(target=w, args=(i,)) for i in range(8)]\n"
 	    "[t.start() for t in ts]; [t.join() for t in ts]\n"
-	    "print(all(out[i] == [i + j for j in range(20)] for i in range(8)))\n";
-	const struct rung_exec_req opts = {.callbacks = table, .n_callbacks = 4};
+	    "print(all(out[i] == [i + j for j in range(20)] for i in range(8)))\n"
+	    "import os\n"
+	    "pids = []\n"
+	    "for k in range(3):\n"
+	    "    p = os.fork()\n"
+	    "    if p == 0:\n"
+	    "        ok = all(rung_host.call('add', a=k, b=j)['sum'] == k + j for j in range(20))\n"
+	    "        os._exit(0 if ok else 1)\n"
+	    "    pids.append(p)\n"
+	    "print(all(os.waitpid(p, 0)[1] == 0 for p in pids))\n";
+	const struct rung_exec_req opts = {.callbacks = table, .n_callbacks = 5};
 	struct rung_err err = {0};
 	ck_assert_msg(rung_run_code(f.sb, "python", code, &opts, &res, &err) == 0, "%s", err.msg);
 	ck_assert_msg(res.exit_code == 0, "%s", res.errout);
-	ck_assert_str_eq(res.out, "42-42\nerror failed boom: the weather service is down\nTrue\n");
+	ck_assert_str_eq(res.out,
+			 "42-42\nerror failed boom: the weather service is down\nTrue\nTrue\n");
 	rung_exec_res_release(&res);
 	fx_close(&f);
 }
