@@ -216,8 +216,6 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 			return srv_reply_rung_err(call, c, rc, &err);
 		return srv_reply_bytes(call, c, 200, "application/octet-stream", data, len);
 	}
-	case SRV_R_CALLBACK:
-		return srv_cb_answer(call, c);
 	case SRV_R_SUSPEND:
 	case SRV_R_RESUME:
 		rc = rt == SRV_R_SUSPEND ? rung_suspend(sb, &err) : rung_resume(sb, &err);
@@ -238,6 +236,10 @@ enum MHD_Result srv_dispatch(struct srv_call *call, struct MHD_Connection *c)
 	case SRV_R_HEALTH:
 		return srv_reply_json(
 		    call, c, 200, json_pack("{s:s, s:s}", "status", "ok", "version", RUNG_VERSION));
+	case SRV_R_CALLBACK:
+		/* No store access: a pending call matches only its own scope and sandbox (any
+		 * other caller gets the same 404 as for another scope's sandbox). */
+		return srv_cb_answer(call, c);
 	default:
 		break;
 	}

@@ -172,6 +172,7 @@ class ExecStream:
                  on_callback: Callable[[Mapping[str, Any]], None] | None = None):
         self._conn, self._resp = conn, resp
         self._on_callback = on_callback
+        self._answers: list[http.client.HTTPConnection | None] = [None]  # kept alive
         self.result: ExecResult | None = None
         self._out: list[bytes] = []
         self._err: list[bytes] = []
@@ -211,6 +212,9 @@ class ExecStream:
 
     def close(self) -> None:
         self._conn.close()
+        if self._answers[0] is not None:
+            self._answers[0].close()
+            self._answers[0] = None
 
 
 class Sandbox:
@@ -277,7 +281,8 @@ class Sandbox:
         return s.result
 
     def _answer_callback(self, callbacks: Mapping[str, Callable[..., Any]],
-                         ev: Mapping[str, Any]) -> None:
+                         ev: Mapping[str, Any],
+                         keep: list[http.client.HTTPConnection | None]) -> None:
         fn, args = callbacks.get(ev.get("name", "")), ev.get("args", {})
         try:
             if fn is None:
@@ -287,7 +292,7 @@ class Sandbox:
         except Exception as e:  # the sandbox sees the message, the exec goes on
             answer = {"error": f"{type(e).__name__}: {e}"}
         try:
-            self.backend._json("POST", self._path(f"callbacks/{ev['id']}"), answer)
+            self.backend._post_kept(keep, self._path(f"callbacks/{ev['id']}"), answer)
         except NotFound:
             pass  # timed out meanwhile: the sandbox was told so
 
@@ -315,8 +320,10 @@ class Sandbox:
         if callbacks:
             body["callbacks"] = list(callbacks)
         conn, resp = self.backend._open("POST", self._path(sub), body, timeout=timeout)
-        return ExecStream(conn, resp, (lambda ev: self._answer_callback(callbacks, ev))
-                          if callbacks else None)
+        s = ExecStream(conn, resp)
+        if callbacks:
+            s._on_callback = lambda ev: self._answer_callback(callbacks, ev, s._answers)
+        return s
 
     def run_code(self, language: str, code: str, timeout: float | None = None,
                  callbacks: Mapping[str, Callable[..., Any]] | None = None) -> ExecResult:
@@ -426,6 +433,30 @@ class SandboxBackend:
             finally:
                 conn.close()
         return conn, resp
+
+    def _post_kept(self, keep: list[http.client.HTTPConnection | None], path: str,
+                   body: Any) -> Any:
+        """POST on a kept-alive connection (keep[0], made on first use, made again once if
+        the daemon closed it): a callback answer costs no new connection."""
+        data = json.dumps(body).encode()
+        headers = dict(self._headers(), **{"Content-Type": "application/json"})
+        for attempt in (0, 1):
+            if keep[0] is None:
+                keep[0] = self._conn(None)
+            try:
+                keep[0].request("POST", path, body=data, headers=headers)
+                resp = keep[0].getresponse()
+                raw = resp.read()
+            except (OSError, http.client.HTTPException):
+                keep[0].close()
+                keep[0] = None
+                if attempt:
+                    raise
+                continue
+            if resp.status >= 400:
+                _raise_for(resp.status, raw)
+            return json.loads(raw) if raw else None
+        return None
 
     def _request(self, method: str, path: str, body: Any = None,
                  raw_body: bytes | None = None, key: SandboxKey | None = None,

@@ -89,7 +89,7 @@ class CallbacksTest(unittest.TestCase):
             seen.append(ev["name"])
             self.alpha._json("POST", f"/v1/sandboxes/{self.sb.id}/callbacks/{ev['id']}",
                              {"result": 7})
-        s = self.sb._stream("exec", {"argv": ["sh", "-c", "rung-call n '{}'"]}, None, {"n": None})
+        s = self.sb._stream("exec", {"argv": ["sh", "-c", "rung-call n '{}'"]}, None, {"n": print})
         s._on_callback = on_cb
         r = s.wait()
         self.assertEqual((seen, r.stdout), (["n"], "7\n"))
@@ -102,7 +102,7 @@ class CallbacksTest(unittest.TestCase):
         self.sb.exec(["rm", "-f", "/tmp/after"])
         fds0 = len(os.listdir(f"/proc/{pid}/fd"))
         s = self.sb._stream("exec", {"argv": ["sh", "-c", "rung-call slow '{}'; touch /tmp/after"]},
-                            None, {"slow": None})
+                            None, {"slow": print})
 
         class Gone(Exception):
             pass
