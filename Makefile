@@ -55,8 +55,9 @@ $(B)/gen/rung_host_py.h: agent/py/rung_host.py
 	{ echo 'static const char agent_rung_host_py[] ='; \
 	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
 	  echo ';'; } > $@.tmp && mv $@.tmp $@
-$(B)/obj/agent/callbacks.o: $(B)/gen/rung_host_py.h
+$(B)/obj/agent/callbacks.o $(B)/fobj/agent/callbacks.o: $(B)/gen/rung_host_py.h
 $(B)/obj/agent/callbacks.o: CFLAGS += -I$(B)/gen
+$(B)/fobj/agent/callbacks.o: FUZZ_CFLAGS += -I$(B)/gen
 
 # --- tests (Check) -------------------------------------------------------------------------
 # tests/check_<suite>.c: one suite each; tests/lib/: the runner (main.c), helpers, fixtures.
