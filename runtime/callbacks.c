@@ -290,8 +290,8 @@ static void on_line(struct rt_cb *cb, const uint8_t *p, size_t len, struct rung_
 		id = (uint64_t)json_integer_value(jid);
 	struct call *k = code ? NULL : calloc(1, sizeof(*k));
 	if (k)
-		k->args = json_dumps(jargs ? jargs : json_object(), JSON_COMPACT |
-					   JSON_PRESERVE_ORDER);
+		k->args = jargs ? json_dumps(jargs, JSON_COMPACT | JSON_PRESERVE_ORDER)
+				: strdup("{}");
 	json_decref(j);
 	if (!code && (!k || !k->args)) {
 		code = "failed";
