@@ -50,6 +50,16 @@ $(B)/rung-image: $(call obj,$(CLI) cli/main-image.c) $(B)/librung.a
 $(B)/rung-agent: $(call obj,$(AGENT) agent/main.c $(filter $(COMMON_MIN),$(COMMON)))
 	$(CC) -static $(LDFLAGS) -Wl,--gc-sections -o $@ $^
 
+# The sandbox-side Python module rung_host, embedded in rung-agent (agent/callbacks.c).
+$(B)/gen/rung_host_py.h: agent/py/rung_host.py
+	@mkdir -p $(dir $@)
+	{ echo 'static const char agent_rung_host_py[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
+	  echo ';'; } > $@.tmp && mv $@.tmp $@
+$(B)/obj/agent/callbacks.o $(B)/fobj/agent/callbacks.o: $(B)/gen/rung_host_py.h
+$(B)/obj/agent/callbacks.o: CFLAGS += -I$(B)/gen
+$(B)/fobj/agent/callbacks.o: FUZZ_CFLAGS += -I$(B)/gen
+
 # --- tests (Check) -------------------------------------------------------------------------
 # tests/check_<suite>.c: one suite each; tests/lib/: the runner (main.c), helpers, fixtures.
 TEST_SRC := $(wildcard tests/check_*.c)

@@ -80,4 +80,22 @@ int agent_keeper_run(int fd, struct rung_proto_proc *p, int listen_fd, const cha
 /* Connect to the keeper of handle (its credentials checked): fd, or -ENOENT. */
 int agent_keeper_connect(const char *handle, struct rung_err *err);
 
+/* ---- host callbacks (callbacks.c, call.c; docs/callbacks.md) ---- */
+struct agent_cb {
+	int fd; /* our end of the command's channel; -1: none */
+	struct rung_buf out; /* answers not yet read by the command */
+	size_t out_off;
+};
+/* With x->callbacks: a socketpair (*child_fd becomes the command's fd 3), the tools put in
+ * place, x->env extended. Without: cb->fd and *child_fd are -1. */
+int agent_cb_open(struct agent_cb *cb, struct rung_proto_exec *x, int *child_fd,
+		  struct rung_err *err);
+short agent_cb_events(const struct agent_cb *cb);
+int agent_cb_ready(struct agent_cb *cb, short revents, int sock, struct rung_err *err);
+void agent_cb_answer(struct agent_cb *cb, const struct rung_frame *f);
+void agent_cb_close(struct agent_cb *cb);
+/* rung-call NAME [JSON]: the sandbox-side command line tool (this binary by that name);
+ * fdv: $RUNG_CALLBACK_FD. */
+int agent_call_main(int argc, char **argv, const char *fdv);
+
 #endif

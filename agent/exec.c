@@ -70,6 +70,7 @@ struct exec_run {
 	size_t in_off, in_total;
 	bool in_eof, sock_open, timed_out, exited;
 	int status;
+	struct agent_cb cb; /* the callback channel (fd -1: none) */
 };
 
 /* Kill the command's process group and everything else below this handler. */
@@ -90,17 +91,22 @@ static void report_start_error(int sock, const struct rung_proto_exec *x, int st
 }
 
 /* Pipes, then the command: fills run's pid and fds. */
-static int start_command(const struct rung_proto_exec *x, struct exec_run *run,
+static int start_command(struct rung_proto_exec *x, struct exec_run *run,
 			 struct rung_err *err)
 {
-	int pin[2] = {-1, -1}, pout[2], perr[2];
+	int pin[2] = {-1, -1}, pout[2], perr[2], cb_child = -1;
+	int r = agent_cb_open(&run->cb, x, &cb_child, err);
+	if (r < 0)
+		return r;
 	if (pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0)
 		return rung_err_sys(err, errno, "pipe");
 	if (x->has_stdin ? pipe2(pin, O_CLOEXEC) < 0
 			 : (pin[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
 		return rung_err_sys(err, errno, "stdin");
 	int st_err = 0;
-	pid_t pid = agent_spawn(x, pin[0], pout[1], perr[1], &st_err);
+	pid_t pid = agent_spawn_tty(x, pin[0], pout[1], perr[1], cb_child, false, &st_err);
+	if (cb_child >= 0)
+		close(cb_child); /* the command and what it starts hold the only other end */
 	close(pin[0]);
 	close(pout[1]);
 	close(perr[1]);
@@ -137,6 +143,7 @@ static void on_command_exit(struct exec_run *run)
 	if (w == run->pid || (w < 0 && errno == ECHILD)) {
 		run->exited = true;
 		kill_all(run->pid);
+		agent_cb_close(&run->cb); /* calls after the exec ended: refused */
 	}
 }
 
@@ -179,6 +186,8 @@ static void on_host_frame(struct exec_run *run)
 		if (rung_tlv_next(&it, &tag, &v, &l, &ferr) > 0 &&
 		    rung_tlv_u64(v, l, &sig, &ferr) == 0 && sig > 0 && sig < 65)
 			kill(-run->pid, (int)sig);
+	} else if (f.type == RUNG_MSG_CALLBACK_ANSWER) {
+		agent_cb_answer(&run->cb, &f);
 	}
 	rung_frame_release(&f);
 }
@@ -194,7 +203,7 @@ static int poll_wait_ms(const struct exec_run *run)
 		   : (int)(run->deadline - now > 1000 ? 1000 : run->deadline - now);
 }
 
-/* One poll over the five fds (stdout, stderr, pidfd, the host, stdin) and what each is ready
+/* One poll over the six fds (stdout, stderr, pidfd, the host, stdin, callbacks) and what each is ready
  * for. Returns <0 when poll itself failed. */
 static int exec_step(struct exec_run *run, struct rung_err *err)
 {
@@ -202,8 +211,11 @@ static int exec_step(struct exec_run *run, struct rung_err *err)
 		close(run->in_fd); /* all stdin delivered: the command sees EOF */
 		run->in_fd = -1;
 	}
-	struct pollfd p[5];
-	int np = 0, i_so = -1, i_se = -1, i_pid = -1, i_sock = -1, i_in = -1;
+	struct pollfd p[6];
+	int np = 0, i_so = -1, i_se = -1, i_pid = -1, i_sock = -1, i_in = -1, i_cb = -1;
+	short cb_ev = agent_cb_events(&run->cb);
+	if (cb_ev && run->sock_open)
+		p[i_cb = np++] = (struct pollfd){run->cb.fd, cb_ev, 0};
 	if (run->so.fd >= 0)
 		p[i_so = np++] = (struct pollfd){run->so.fd, POLLIN, 0};
 	if (run->se.fd >= 0)
@@ -233,6 +245,11 @@ static int exec_step(struct exec_run *run, struct rung_err *err)
 		on_stdin_writable(run);
 	if (i_sock >= 0 && p[i_sock].revents)
 		on_host_frame(run);
+	if (i_cb >= 0 && p[i_cb].revents && agent_cb_ready(&run->cb, p[i_cb].revents, run->sock,
+							   err) < 0) {
+		run->sock_open = false; /* the host went away */
+		kill_all(run->pid);
+	}
 	return 0;
 }
 
@@ -275,11 +292,14 @@ int agent_exec(int sock, const struct rung_frame *req, struct rung_err *err)
 	    .cap = x.max_output ? x.max_output : 16u << 20,
 	    .deadline = x.timeout_ms ? rung_now_ms() + x.timeout_ms : 0,
 	    .sock_open = true,
+	    .cb = {.fd = -1},
 	};
 	r = start_command(&x, &run, err);
 	rung_proto_exec_release(&x);
-	if (r < 0)
+	if (r < 0) {
+		agent_cb_close(&run.cb);
 		return r;
+	}
 	run.pidfd = (int)syscall(SYS_pidfd_open, run.pid, 0);
 	if (run.in_fd >= 0)
 		rung_fd_set_nonblock(run.in_fd, 1);
@@ -291,6 +311,7 @@ int agent_exec(int sock, const struct rung_frame *req, struct rung_err *err)
 	rung_buf_release(&run.inbuf);
 	if (run.pidfd >= 0)
 		close(run.pidfd);
+	agent_cb_close(&run.cb);
 	send_exit(&run, t0, err);
 	return 0; /* a host that left cannot be told anything more */
 }

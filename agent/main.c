@@ -5,6 +5,7 @@
  */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -24,6 +25,9 @@ int main(int argc, char **argv)
 	int listen_fd = -1;
 	bool privileged = false; /* a vm guest with rung.privileged=1 (agent/vm-init.h) */
 	struct rung_err err = {0};
+	const char *base = strrchr(argv[0], '/');
+	if (!strcmp(base ? base + 1 : argv[0], "rung-call"))
+		return agent_call_main(argc, argv, getenv("RUNG_CALLBACK_FD")); /* inside a sandbox: docs/callbacks.md */
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);

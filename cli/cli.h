@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <jansson.h>
+#include <stdlib.h>
 
 #include "rung/rung.h"
 
@@ -59,6 +60,30 @@ int cli_spec_finish(struct cli_spec_opts *o, struct rung_err *err);
 
 /* Run an exec with output streamed to stdout/stderr (or collected for --json). */
 int cli_exec_and_report(struct cli *c, struct rung_sandbox *sb, struct rung_exec_req *req);
+
+/* --callback NAME=COMMAND (cmd-callbacks.c): 1 consumed, 0 not it, -1 error (reported).
+ * COMMAND runs on the host, outside the sandbox. */
+struct cli_callbacks {
+	struct rung_callback *tab;
+	size_t n;
+};
+int cli_callback_opt(const char *cmd, int argc, char **argv, int *i, struct cli_callbacks *cbs);
+void cli_callbacks_apply(const struct cli_callbacks *cbs, struct rung_exec_req *req);
+/* Run req's callback name (args: JSON text) with a deadline timeout_ms from now (the daemon's
+ * path: the daemon sends the call, the CLI answers it). */
+int cli_callback_invoke(const struct rung_exec_req *req, const char *name, const char *args,
+			uint32_t timeout_ms, char **result, struct rung_err *err);
+static inline void cli_callbacks_freep(struct cli_callbacks *cbs)
+{
+	free(cbs->tab);
+}
+#define cleanup_callbacks __attribute__((cleanup(cli_callbacks_freep)))
+#define CLI_CALLBACK_HELP                                                                      \
+	"  --callback NAME=COMMAND  let the code call host function NAME (docs/callbacks.md).\n" \
+	"                        COMMAND runs ON THE HOST, outside the sandbox, as sh -c\n"      \
+	"                        COMMAND, the call's JSON arguments on its stdin; its stdout\n"  \
+	"                        (JSON) is the result, a non-zero exit an error (its last\n"     \
+	"                        stderr line). Repeatable.\n"
 
 /* commands */
 #define CLI_CMD(n) int cli_cmd_##n(struct cli *c, int argc, char **argv)

@@ -277,16 +277,19 @@ const struct cli_cmd cli_cmds[] = {
 	 "return the same live sandbox (resumed if suspended, files intact). Through the\n"
 	 "daemon (--socket) the scope is the one it maps you to, and --scope is not needed.\n\n"
 	 SPEC_OPTS_HELP},
-	{"exec", cli_cmd_exec, "rung exec [-t] [--timeout SEC] [--cwd DIR] [--env K=V]... ID -- CMD [ARG...]",
+	{"exec", cli_cmd_exec, "rung exec [-t] [--timeout SEC] [--cwd DIR] [--env K=V]... [--callback NAME=COMMAND]... ID -- CMD [ARG...]",
 	 "Run CMD (an argv, never a shell string) in sandbox ID, streaming its output.\n"
 	 "The exit status is CMD's; 124 on timeout (every process it started is killed).\n"
 	 "-t: interactively, on a terminal of the sandbox's own sized as ours, as `docker exec\n"
-	 "-it` (see rung attach --help for the keys); the exit status is CMD's.\n"},
+	 "-it` (see rung attach --help for the keys); the exit status is CMD's.\n\n"
+	 CLI_CALLBACK_HELP},
 	{"write", cli_cmd_write, "rung write ID PATH [--mode OCTAL] < DATA",
 	 "Write stdin to PATH in the sandbox (relative to its work dir; confined to its root).\n"},
 	{"read", cli_cmd_read, "rung read ID PATH > DATA", "Copy PATH from the sandbox to stdout.\n"},
-	{"run-code", cli_cmd_run_code, "rung run-code ID --lang python|sh < CODE",
-	 "Run CODE read from stdin with python3 or sh in the sandbox.\n"},
+	{"run-code", cli_cmd_run_code, "rung run-code ID --lang python|sh [--callback NAME=COMMAND]... < CODE",
+	 "Run CODE read from stdin with python3 or sh in the sandbox. With --callback, the code\n"
+	 "calls host functions: rung_host.tools.NAME(**kw) in Python, rung-call NAME JSON in sh.\n\n"
+	 CLI_CALLBACK_HELP},
 	{"fs", cli_cmd_fs, "rung fs ls|stat|rm [-r]|mkdir [-p] [--mode OCTAL]|mv ID PATH [DST]",
 	 "File operations in the sandbox, confined to its root as write/read are (relative paths:\n"
 	 "its work dir). The last component is never followed: stat shows a symlink, rm and mv\n"

@@ -428,6 +428,7 @@ static int open_sb(struct cli *c, const char *id, struct rung_sandbox **sb)
 int cli_cmd_exec(struct cli *c, int argc, char **argv)
 {
 	struct rung_exec_req req = {0};
+	cleanup_callbacks struct cli_callbacks cbs = {0};
 	char **envv = NULL;
 	const char *id = NULL;
 	int cmd_at = -1;
@@ -449,6 +450,8 @@ int cli_cmd_exec(struct cli *c, int argc, char **argv)
 			continue;
 		}
 		int r = exec_opt("exec", argc, argv, &i, &req, &envv);
+		if (r == 0)
+			r = cli_callback_opt("exec", argc, argv, &i, &cbs);
 		if (r < 0)
 			return 2;
 		if (!r)
@@ -456,6 +459,12 @@ int cli_cmd_exec(struct cli *c, int argc, char **argv)
 	}
 	if (!id || cmd_at < 0)
 		return cli_usage_error("exec", "usage: rung exec [OPTS] ID -- CMD [ARG...]");
+	cli_callbacks_apply(&cbs, &req);
+	if (c->remote && cbs.n && c->json)
+		return free(envv), cli_usage_error("exec", "--callback: not with --json through "
+							    "the daemon (--socket)");
+	if (tty && cbs.n)
+		return free(envv), cli_usage_error("exec", "--callback: not with -t");
 	if (tty) { /* an interactive terminal: a pty process, attached (cmd-attach.c) */
 		if (req.timeout_ms)
 			return free(envv), cli_usage_error("exec", "--timeout: not with -t");
@@ -550,7 +559,13 @@ int cli_cmd_read(struct cli *c, int argc, char **argv)
 int cli_cmd_run_code(struct cli *c, int argc, char **argv)
 {
 	const char *id = NULL, *lang = NULL;
+	cleanup_callbacks struct cli_callbacks cbs = {0};
 	for (int i = 1; i < argc; i++) {
+		int cr = cli_callback_opt("run-code", argc, argv, &i, &cbs);
+		if (cr < 0)
+			return 2;
+		if (cr > 0)
+			continue;
 		if (!strcmp(argv[i], "--lang") && i + 1 < argc)
 			lang = argv[++i];
 		else if (!id)
@@ -566,8 +581,14 @@ int cli_cmd_run_code(struct cli *c, int argc, char **argv)
 	size_t len;
 	if (rung_read_fd_all(0, 16u << 20, &code, &len, &err) < 0)
 		return cli_fail(c, &err);
+	if (c->remote && cbs.n && c->json) {
+		free(code);
+		return cli_usage_error("run-code", "--callback: not with --json through the daemon "
+						   "(--socket)");
+	}
 	if (c->remote) {
 		struct rung_exec_req creq = {.stdin_data = code, .stdin_len = len};
+		cli_callbacks_apply(&cbs, &creq);
 		int st = strcmp(lang, "python") && strcmp(lang, "python3") && strcmp(lang, "sh")
 			     ? cli_usage_error("run-code", "--lang: '%s' is not python or sh", lang)
 			     : cli_remote_exec(c, id, &creq, lang);
@@ -581,6 +602,7 @@ int cli_cmd_run_code(struct cli *c, int argc, char **argv)
 		return r;
 	}
 	struct rung_exec_req req = {.stdin_data = code, .stdin_len = len};
+	cli_callbacks_apply(&cbs, &req);
 	if (strcmp(lang, "python") && strcmp(lang, "python3") && strcmp(lang, "sh")) {
 		free(code);
 		rung_sandbox_close(sb);

@@ -26,7 +26,43 @@ struct exec_ctx {
 	size_t len, cap;
 	json_t *exit;  /* the final {"type":"exit"} line, or a collected result */
 	json_t *error; /* an {"error": {...}} */
+	const char *id;			   /* the sandbox */
+	const struct rung_exec_req *req; /* its --callback table */
 };
+
+#define CALLBACK_TIMEOUT_MS 30000 /* the daemon's default per call */
+
+/* {"callback":{"id","name","args"}}: run the operator's COMMAND, POST its answer. */
+static void answer_callback(struct exec_ctx *x, json_t *ev)
+{
+	const char *cid = json_string_value(json_object_get(ev, "id"));
+	const char *name = json_string_value(json_object_get(ev, "name"));
+	if (!cid || !name || strlen(cid) > 64)
+		return;
+	cleanup_free char *args = json_dumps(json_object_get(ev, "args"), JSON_COMPACT |
+					     JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
+	char *result = NULL;
+	struct rung_err e = {0};
+	json_t *ans = NULL;
+	if (args && cli_callback_invoke(x->req, name, args, CALLBACK_TIMEOUT_MS, &result, &e) == 0) {
+		json_t *v = json_loads(result ? result : "null", JSON_DECODE_ANY, NULL);
+		ans = v ? json_pack("{s:o}", "result", v)
+			: json_pack("{s:s}", "error", "the callback's output is not JSON");
+	} else {
+		ans = json_pack("{s:s}", "error", e.msg[0] ? e.msg : "the callback failed");
+	}
+	free(result);
+	cleanup_free char *body = ans ? json_dumps(ans, JSON_COMPACT) : NULL;
+	json_decref(ans);
+	char tail[100], path[256];
+	snprintf(tail, sizeof(tail), "/callbacks/%s", cid);
+	cli_url_sb(path, sizeof(path), x->id, tail);
+	cleanup_http struct cli_http h = {0};
+	const char *hdrs[] = {"Content-Type: application/json", NULL};
+	struct rung_err herr = {0};
+	if (body) /* a 404: the call timed out meanwhile (the sandbox was told) */
+		cli_http_do(x->c, &h, "POST", path, hdrs, body, strlen(body), &herr);
+}
 
 static int write_chunk(struct exec_ctx *x, int fd, json_t *o)
 {
@@ -59,6 +95,9 @@ static int stream_line(struct exec_ctx *x, const char *p, size_t len)
 		return 0;
 	const char *t = json_string_value(json_object_get(o, "type"));
 	int r = 0;
+	json_t *ev = json_object_get(o, "callback");
+	if (json_is_object(ev) && x->req && x->req->n_callbacks)
+		answer_callback(x, ev);
 	if (t && !strcmp(t, "stdout"))
 		r = write_chunk(x, 1, o);
 	else if (t && !strcmp(t, "stderr"))
@@ -140,6 +179,12 @@ static json_t *exec_body(const struct rung_exec_req *req, const char *lang, bool
 	if (req->timeout_ms)
 		json_object_set_new(o, "timeout", json_real(req->timeout_ms / 1000.0));
 	json_object_set_new(o, "stream", json_boolean(stream));
+	if (req->n_callbacks) {
+		json_t *names = json_array();
+		for (size_t i = 0; i < req->n_callbacks; i++)
+			json_array_append_new(names, json_string(req->callbacks[i].name));
+		json_object_set_new(o, "callbacks", names);
+	}
 	return o;
 }
 
@@ -265,7 +310,7 @@ static void exec_ctx_release(struct exec_ctx *x)
 int cli_remote_exec(struct cli *c, const char *id, const struct rung_exec_req *req,
 		    const char *lang)
 {
-	struct exec_ctx x = {.c = c};
+	struct exec_ctx x = {.c = c, .id = id, .req = req};
 	struct rung_err err = {0};
 	int r = exec_once(c, id, req, lang, &x, &err);
 	bool broken = x.broken_pipe;

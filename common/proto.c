@@ -330,6 +330,8 @@ int rung_proto_exec_encode(const struct rung_proto_exec *x, struct rung_buf *b)
 	rung_buf_put_u64(b, RUNG_TAG_TIMEOUT_MS, x->timeout_ms);
 	rung_buf_put_u64(b, RUNG_TAG_MAX_OUTPUT, x->max_output);
 	rung_buf_put_u64(b, RUNG_TAG_STDIN, x->has_stdin);
+	if (x->callbacks)
+		rung_buf_put_u64(b, RUNG_TAG_CALLBACKS, x->callbacks);
 	return b->oom ? -ENOMEM : 0;
 }
 
@@ -383,14 +385,17 @@ int rung_proto_exec_decode(const uint8_t *p, uint32_t len, struct rung_proto_exe
 		case RUNG_TAG_TIMEOUT_MS:
 		case RUNG_TAG_MAX_OUTPUT:
 		case RUNG_TAG_STDIN:
+		case RUNG_TAG_CALLBACKS:
 			if ((r = rung_tlv_u64(v, l, &u, err)) < 0)
 				goto fail;
 			if (tag == RUNG_TAG_TIMEOUT_MS)
 				x->timeout_ms = u;
 			else if (tag == RUNG_TAG_MAX_OUTPUT)
 				x->max_output = u;
-			else
+			else if (tag == RUNG_TAG_STDIN)
 				x->has_stdin = u != 0;
+			else
+				x->callbacks = u;
 			break;
 		default:
 			r = rung_err_set(err, EPROTO, "unknown exec field %u", tag);

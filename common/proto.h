@@ -74,6 +74,9 @@ enum rung_msg {
 	RUNG_MSG_FS_MOVE = 74,
 	RUNG_MSG_FS_ENTRY = 75, /* agent -> host: one entry of a FS_LIST / FS_STAT answer */
 	RUNG_MSG_STATS = 76,    /* the agent's view: statvfs(PATH), the kernel's memory and CPU */
+	/* v2: host callbacks (docs/callbacks.md): the bytes of an exec's callback channel */
+	RUNG_MSG_CALLBACK = 90,	       /* agent -> host: what the command wrote on its fd */
+	RUNG_MSG_CALLBACK_ANSWER = 91, /* host -> agent: bytes for the command to read */
 };
 
 enum rung_tag {
@@ -125,6 +128,8 @@ enum rung_tag {
 	RUNG_TAG_MEM_TOTAL = 47,
 	RUNG_TAG_MEM_AVAIL = 48,
 	RUNG_TAG_CPU_US = 49,
+	/* host callbacks */
+	RUNG_TAG_CALLBACKS = 60, /* exec: u64 per-call byte limit: give a callback channel */
 };
 
 /* EXIT flags */
@@ -189,6 +194,7 @@ struct rung_proto_exec {
 	char *cwd;   /* NULL: the sandbox's work dir */
 	uint64_t timeout_ms, max_output;
 	bool has_stdin;
+	uint64_t callbacks; /* 0, or the per-call byte limit of the command's callback channel */
 };
 int rung_proto_exec_encode(const struct rung_proto_exec *x, struct rung_buf *b);
 int rung_proto_exec_decode(const uint8_t *p, uint32_t len, struct rung_proto_exec *x,

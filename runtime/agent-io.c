@@ -18,6 +18,7 @@ int rt_agent_io_init(struct rt_agent_io *io, int fd, unsigned timeout_ms, int ca
 	io->timeout_ms = timeout_ms;
 	io->deadline = rung_now_ms() + timeout_ms;
 	io->refill_done = true;
+	io->wake_fd = -1;
 	if (rung_fd_set_nonblock(fd, 1) < 0)
 		return rung_err_sys(err, errno, "agent connection: set non-blocking");
 	return 0;
@@ -150,16 +151,21 @@ int rt_agent_io_next(struct rt_agent_io *io, struct rung_frame *f, struct rung_e
 		if (r < 0)
 			return r;
 		bool pending = io->out_off < io->out.len;
-		struct pollfd p[2] = {{.fd = io->fd, .events = POLLIN | (pending ? POLLOUT : 0)},
-				      {.fd = io->cancel_fd, .events = POLLRDHUP}};
+		struct pollfd p[3] = {{.fd = io->fd, .events = POLLIN | (pending ? POLLOUT : 0)},
+				      {.fd = io->cancel_fd, .events = POLLRDHUP},
+				      {.fd = io->wake_fd, .events = POLLIN}};
 		uint64_t now = rung_now_ms();
+		if (io->wake_at && now >= io->wake_at)
+			return 1;
 		if (now >= io->deadline)
 			return rung_err_set(err, ETIMEDOUT,
 					    "the agent did not finish within %u ms (%s)",
 					    io->timeout_ms,
 					    pending || !io->refill_done ? "still sending to it"
 									: "waiting for its answer");
-		int n = poll(p, io->cancel_fd >= 0 ? 2 : 1, (int)(io->deadline - now));
+		uint64_t until = io->wake_at && io->wake_at < io->deadline ? io->wake_at
+									 : io->deadline;
+		int n = poll(p, 3, (int)(until - now)); /* fd -1: ignored */
 		if (n < 0 && errno != EINTR)
 			return rung_err_sys(err, errno, "poll the agent connection");
 		if (n <= 0)
@@ -168,6 +174,8 @@ int rt_agent_io_next(struct rt_agent_io *io, struct rung_frame *f, struct rung_e
 		    (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)))
 			return rung_err_set(err, ECANCELED, "the caller went away (fd %d hung up)",
 					    io->cancel_fd);
+		if (p[2].revents & POLLIN)
+			return 1;
 		if (pending && (p[0].revents & (POLLOUT | POLLERR | POLLHUP)))
 			write_some(io);
 		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {

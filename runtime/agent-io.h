@@ -36,6 +36,10 @@ struct rt_agent_io {
 	uint32_t len;
 	uint8_t *payload;
 	size_t pay_got;
+	/* Optional (-1 / 0: none): rt_agent_io_next returns 1, with no frame, when wake_fd is
+	 * readable or at wake_at (CLOCK_MONOTONIC ms). */
+	int wake_fd;
+	uint64_t wake_at;
 };
 
 /* Makes fd non-blocking. timeout_ms: the whole operation's budget, from now. */
@@ -45,7 +49,7 @@ int rt_agent_io_init(struct rt_agent_io *io, int fd, unsigned timeout_ms, int ca
 int rt_agent_io_queue(struct rt_agent_io *io, uint8_t type, const struct rung_buf *payload,
 		      struct rung_err *err);
 /* Send what is queued (and what refill produces) while reading, until one whole frame from the
- * agent has arrived: returns 0 with *f (release it), or <0: -ETIMEDOUT past the deadline,
+ * agent has arrived: returns 0 with *f (release it), 1 when woken (wake_fd, wake_at), or <0: -ETIMEDOUT past the deadline,
  * -ECANCELED when the cancel fd hung up, -ECONNRESET/-EPROTO for a closed or broken stream. */
 int rt_agent_io_next(struct rt_agent_io *io, struct rung_frame *f, struct rung_err *err);
 void rt_agent_io_release(struct rt_agent_io *io);

@@ -248,7 +248,8 @@ static void container_cleanup(struct rt_sandbox *sb)
 const struct rt_backend_ops rt_backend_container = {
 	.name = "container",
 	.iso = RUNG_ISO_CONTAINER,
-	.caps = RUNG_CAP_EXEC | RUNG_CAP_RUN_CODE | RUNG_CAP_FS_PERSIST | RUNG_CAP_INSTALL,
+	.caps = RUNG_CAP_EXEC | RUNG_CAP_RUN_CODE | RUNG_CAP_FS_PERSIST | RUNG_CAP_INSTALL |
+		RUNG_CAP_HOST_CALLBACKS,
 	.available = container_available,
 	.prepare = container_prepare,
 	.start = container_start,

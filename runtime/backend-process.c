@@ -149,7 +149,7 @@ static void process_cleanup(struct rt_sandbox *sb)
 const struct rt_backend_ops rt_backend_process = {
 	.name = "process",
 	.iso = RUNG_ISO_PROCESS,
-	.caps = RUNG_CAP_EXEC | RUNG_CAP_RUN_CODE | RUNG_CAP_FS_PERSIST,
+	.caps = RUNG_CAP_EXEC | RUNG_CAP_RUN_CODE | RUNG_CAP_FS_PERSIST | RUNG_CAP_HOST_CALLBACKS,
 	.kill_ends_suspended = true, /* SIGKILL wakes stopped processes */
 	.available = process_available,
 	.start = process_start,

@@ -511,7 +511,8 @@ static void vm_cleanup(struct rt_sandbox *sb)
 const struct rt_backend_ops rt_backend_vm = {
 	.name = "vm",
 	.iso = RUNG_ISO_VM,
-	.caps = RUNG_CAP_EXEC | RUNG_CAP_RUN_CODE | RUNG_CAP_FS_PERSIST | RUNG_CAP_INSTALL,
+	.caps = RUNG_CAP_EXEC | RUNG_CAP_RUN_CODE | RUNG_CAP_FS_PERSIST | RUNG_CAP_INSTALL |
+		RUNG_CAP_HOST_CALLBACKS,
 	.available = vm_available,
 	.prepare = vm_prepare,
 	.start = vm_start,

@@ -9,6 +9,7 @@
 #include <sys/un.h>
 
 #include "runtime/agent-io.h"
+#include "runtime/callbacks.h"
 #include "runtime/rt-internal.h"
 
 #define GRACE_MS 5000 /* past the exec timeout, how long the host waits for the agent */
@@ -122,7 +123,7 @@ int rt_exec_env(const char *const *req_env, const char *req_cwd, const struct ru
 
 static int queue_exec(struct rt_agent_io *io, const struct rung_exec_req *req,
 		      const struct rung_spec *spec, const char *const *image_env,
-		      uint32_t timeout_ms, uint64_t max_out, struct rung_err *err)
+		      uint32_t timeout_ms, uint64_t max_out, uint64_t cb_max, struct rung_err *err)
 {
 	char cwd[4096];
 	cleanup_strv char **env = NULL;
@@ -136,6 +137,7 @@ static int queue_exec(struct rt_agent_io *io, const struct rung_exec_req *req,
 		.timeout_ms = timeout_ms,
 		.max_output = max_out,
 		.has_stdin = req->stdin_data != NULL,
+		.callbacks = cb_max,
 	};
 	struct rung_buf b = {0};
 	rung_proto_exec_encode(&x, &b);
@@ -247,8 +249,68 @@ static int exec_end(const struct rung_frame *f, struct rung_exec_res *res, struc
 	return 0;
 }
 
+/* Answer lines to the agent, in CALLBACK_ANSWER frames; releases ans. */
+static int queue_answers(struct rt_agent_io *io, struct rung_buf *ans, struct rung_err *err)
+{
+	int r = ans->oom ? rung_err_set(err, ENOMEM, "out of memory") : 0;
+	for (size_t off = 0; r == 0 && off < ans->len; off += CHUNK) {
+		struct rung_buf b = {0};
+		size_t n = ans->len - off < CHUNK ? ans->len - off : CHUNK;
+		rung_buf_put_bytes(&b, RUNG_TAG_DATA, ans->data + off, n);
+		r = rt_agent_io_queue(io, RUNG_MSG_CALLBACK_ANSWER, &b, err);
+		rung_buf_release(&b);
+	}
+	rung_buf_release(ans);
+	return r;
+}
+
+/* The callback engine's answers go out; its next call deadline wakes the loop. */
+static int cb_flush(struct rt_agent_io *io, struct rt_cb *cb, struct rung_err *err)
+{
+	struct rung_buf ans = {0};
+	io->wake_at = rt_cb_poll(cb, &ans);
+	return queue_answers(io, &ans, err);
+}
+
+/* A CALLBACK frame: the command's bytes to the engine (ignored when it has none). */
+static int cb_frame(struct rt_agent_io *io, struct rt_cb *cb, const struct rung_frame *f,
+		    struct rung_err *err)
+{
+	if (!cb)
+		return 0;
+	struct rung_tlv_iter it;
+	uint16_t tag;
+	const uint8_t *v;
+	uint32_t l;
+	struct rung_buf ans = {0};
+	int r;
+	rung_tlv_init(&it, f->payload, f->len);
+	while ((r = rung_tlv_next(&it, &tag, &v, &l, err)) > 0)
+		if (tag == RUNG_TAG_DATA)
+			rt_cb_input(cb, v, l, &ans);
+	if (r < 0) {
+		rung_buf_release(&ans);
+		return r;
+	}
+	r = queue_answers(io, &ans, err);
+	return r < 0 ? r : cb_flush(io, cb, err);
+}
+
 int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
 		  const char *const *image_env, struct rung_exec_res *res, struct rung_err *err)
+{
+	struct rt_cb *cb = NULL;
+	memset(res, 0, sizeof(*res));
+	if (req->n_callbacks && rt_cb_new(req, &cb, err) < 0)
+		return rung_err_wrap(err, "exec");
+	int r = rt_agent_exec_cb(fd, req, spec, image_env, cb, res, err);
+	rt_cb_free(cb);
+	return r;
+}
+
+int rt_agent_exec_cb(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
+		     const char *const *image_env, struct rt_cb *cb, struct rung_exec_res *res,
+		     struct rung_err *err)
 {
 	memset(res, 0, sizeof(*res));
 	if (!req->argv || !req->argv[0] || !req->argv[0][0])
@@ -263,11 +325,13 @@ int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spe
 	struct rt_agent_io io;
 	int r = rt_agent_io_init(&io, fd, timeout_ms + GRACE_MS,
 				 req->watch_fd ? req->cancel_fd : -1, err);
+	io.wake_fd = cb ? rt_cb_wake_fd(cb) : -1;
 	struct data_src in = {.p = req->stdin_data,
 			      .len = req->stdin_len,
 			      .type = RUNG_MSG_STDIN,
 			      .end_type = RUNG_MSG_STDIN_EOF};
-	if (r == 0 && (r = queue_exec(&io, req, spec, image_env, timeout_ms, max_out, err)) == 0 &&
+	if (r == 0 && (r = queue_exec(&io, req, spec, image_env, timeout_ms, max_out,
+					  cb ? rt_cb_max_bytes(cb) : 0, err)) == 0 &&
 	    req->stdin_data) {
 		io.refill = data_refill;
 		io.ud = &in;
@@ -281,13 +345,17 @@ int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spe
 			     .collect = !(req->on_output && req->no_collect)};
 	for (;;) {
 		struct rung_frame f;
-		if ((r = rt_agent_io_next(&io, &f, err)) < 0) {
+		if ((r = rt_agent_io_next(&io, &f, err)) == 1 && (r = cb_flush(&io, cb, err)) == 0)
+			continue; /* a call finished or passed its deadline */
+		if (r < 0) {
 			rt_agent_io_release(&io);
 			rung_exec_res_release(res);
 			return rung_err_wrap(err, "exec");
 		}
-		if (f.type == RUNG_MSG_STDOUT || f.type == RUNG_MSG_STDERR) {
-			r = output_frame(&o, &f, err);
+		if (f.type == RUNG_MSG_STDOUT || f.type == RUNG_MSG_STDERR ||
+		    f.type == RUNG_MSG_CALLBACK) {
+			r = f.type == RUNG_MSG_CALLBACK ? cb_frame(&io, cb, &f, err)
+							: output_frame(&o, &f, err);
 			rung_frame_release(&f);
 			if (r < 0) {
 				rt_agent_io_release(&io);

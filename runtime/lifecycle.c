@@ -172,10 +172,14 @@ int rung_inspect(struct rung_router *r, const char *id, const char *scope, char 
 		"security", "boundary",
 		m.iso == RUNG_ISO_VM ? "hypervisor (own guest kernel)" : "shared host kernel",
 		"isolation", rung_isolation_name(m.iso), "exec_is_sink_under_untrusted_taint",
-		rt_op_allowed(m.granted, RT_OP_EXEC), "can_exfiltrate", net,
+		rt_op_allowed(m.granted, RT_OP_EXEC), "can_exfiltrate",
+		net || (m.granted & RUNG_CAP_HOST_CALLBACKS),
 		"files_persist_until_dispose", true,
 		"note",
-		net ? "egress is limited to the allowlist" : "empty allowlist: it cannot exfiltrate");
+		net ? "egress is limited to the allowlist"
+		    : (m.granted & RUNG_CAP_HOST_CALLBACKS)
+			  ? "empty allowlist, but the host functions its execs are given reach the host"
+			  : "empty allowlist: it cannot exfiltrate");
 	/* the effective limits, each of them enforced (see rt_limits_describe) */
 	if (o && json_object_set_new(o, "ports", ports ? ports : json_array()) < 0) {
 		json_decref(o);
@@ -199,6 +203,11 @@ int rung_inspect(struct rung_router *r, const char *id, const char *scope, char 
 			json_array_append_new(langs, json_string("sh"));
 		json_object_set_new(sec, "granted", g);
 		json_object_set_new(sec, "ladder", rt_ladder_describe(r, m.iso));
+		/* Host functions are registered per exec (docs/callbacks.md): none live here. */
+		json_object_set_new(sec, "host_callbacks",
+				    json_pack("{s:b, s:s}", "granted",
+					      (m.granted & RUNG_CAP_HOST_CALLBACKS) != 0,
+					      "registered", "per exec, by its caller"));
 		json_object_set_new(
 		    sec, "operations",
 		    json_pack("{s:b, s:o, s:b, s:b}", "exec", rt_op_allowed(m.granted, RT_OP_EXEC),

@@ -25,7 +25,9 @@ const struct rt_backend_ops *rt_backend_get(enum rung_isolation iso)
 
 /*
  * The deployed policy, in one place. A shared-kernel rung never gets a shell-capable spec
- * (exec, install); process additionally needs no network and no persistence.
+ * (exec, install); process additionally needs no network and no persistence. Host callbacks
+ * reach the host through the functions given (docs/callbacks.md): like network, so not on a
+ * deployed process rung.
  */
 static const struct {
 	unsigned allowed;   /* capabilities a deployed spec may require on this rung */
@@ -33,7 +35,7 @@ static const struct {
 	const char *boundary;
 } deployed_policy[RUNG_ISO__COUNT] = {
 	[RUNG_ISO_PROCESS] = {RUNG_CAP_RUN_CODE, true, "shares the host kernel"},
-	[RUNG_ISO_CONTAINER] = {RUNG_CAP_RUN_CODE | RUNG_CAP_FS_PERSIST, false,
+	[RUNG_ISO_CONTAINER] = {RUNG_CAP_RUN_CODE | RUNG_CAP_FS_PERSIST | RUNG_CAP_HOST_CALLBACKS, false,
 				"shares the host kernel"},
 	[RUNG_ISO_VM] = {RUNG_CAP__ALL, false, "has its own guest kernel"},
 };

@@ -247,6 +247,11 @@ int rt_agent_connect(const char *sock_path, struct rung_err *err);
 /* image_env: the image's own environment (under the spec's), or NULL. */
 int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
 		  const char *const *image_env, struct rung_exec_res *res, struct rung_err *err);
+/* As rt_agent_exec, with req's callbacks served by cb (runtime/callbacks.h; NULL: none). */
+struct rt_cb;
+int rt_agent_exec_cb(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
+		     const char *const *image_env, struct rt_cb *cb, struct rung_exec_res *res,
+		     struct rung_err *err);
 /* File operations: timeout_ms bounds the whole operation (rt_agent_file_timeout_ms(size)). */
 /* cancel_fd: -1, or an fd whose peer hanging up ends the operation with -ECANCELED */
 int rt_agent_write_file(int fd, const char *path, const void *data, size_t len, unsigned mode,

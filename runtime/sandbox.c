@@ -374,6 +374,11 @@ static int exec_checked(struct rung_sandbox *s, const struct rung_exec_req *req,
 			struct rung_exec_res *res, struct rung_err *err)
 {
 	rung_trace("exec: begin");
+	if (req->n_callbacks && !(s->sb.meta.granted & RUNG_CAP_HOST_CALLBACKS))
+		return rung_err_set(err, EACCES,
+				    "callbacks: host_callbacks is not granted to sandbox %s (add it "
+				    "to the spec's requires)",
+				    s->sb.meta.id);
 	/* in flight: no idle suspend until this returns */
 	cleanup_close int busy = rt_store_busy(&s->sb.router->store, s->sb.meta.id, false);
 	cleanup_close int fd = connect_agent(s, err);

@@ -5,6 +5,7 @@
 
 #include "common/cleanup.h"
 #include "common/err.h"
+#include "server/cb-names.h"
 #include "server/server.h"
 
 static inline void body_json_decrefp(json_t **j)
@@ -24,6 +25,7 @@ void srv_exec_release(struct srv_exec *x)
 	free(x->stdin_data);
 	free(x->language);
 	free(x->code);
+	rung_strvfreep(&x->callbacks);
 	memset(x, 0, sizeof(*x));
 }
 
@@ -146,6 +148,8 @@ static int common_field(const char *k, json_t *v, struct srv_exec *x, bool *hand
 		x->output_bytes = (uint64_t)n;
 		return 0;
 	}
+	if (!strcmp(k, "callbacks"))
+		return json_is_null(v) ? 0 : srv_cb_names_parse(v, &x->callbacks, err);
 	if (!strcmp(k, "stream")) {
 		if (!json_is_boolean(v))
 			return rung_err_set(err, EINVAL, "stream: must be a boolean");
@@ -207,6 +211,12 @@ static int parse_body(const char *body, size_t len,
 			srv_exec_release(x);
 			return r;
 		}
+	}
+	if (x->callbacks && !x->stream) {
+		srv_exec_release(x);
+		return rung_err_set(err, EINVAL,
+				    "callbacks: need \"stream\": true (the callback events travel on "
+				    "the NDJSON stream; a collected exec cannot carry them)");
 	}
 	return 0;
 }

@@ -6,6 +6,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "server/callbacks.h"
 #include "server/encode.h"
 #include "server/handlers.h"
 #include "server/op.h"
@@ -249,6 +250,10 @@ enum MHD_Result srv_dispatch(struct srv_call *call, struct MHD_Connection *c)
 	case SRV_R_HEALTH:
 		return srv_reply_json(
 		    call, c, 200, json_pack("{s:s, s:s}", "status", "ok", "version", RUNG_VERSION));
+	case SRV_R_CALLBACK:
+		/* No store access: a pending call matches only its own scope and sandbox (any
+		 * other caller gets the same 404 as for another scope's sandbox). */
+		return srv_cb_answer(call, c);
 	default:
 		break;
 	}

@@ -93,6 +93,7 @@ static const char *const route_names[SRV_R__COUNT] = {
     [SRV_R_FS_LS] = "fs_ls",	   [SRV_R_FS_STAT] = "fs_stat",
     [SRV_R_FS_RM] = "fs_rm",	   [SRV_R_FS_MKDIR] = "fs_mkdir",
     [SRV_R_FS_MV] = "fs_mv",	   [SRV_R_STATS] = "stats",
+    [SRV_R_CALLBACK] = "callback",
 };
 
 const char *srv_route_name(enum srv_route r)
@@ -291,6 +292,21 @@ static int route(const struct srv_raw *raw, struct srv_req *out, enum srv_code *
 		item = true;
 		if (slash && !strncmp(slash, "/ports/", 7))
 			return port_route(slash + 7, out, code, err);
+		if (slash && !strncmp(slash, "/callbacks/", 11)) {
+			const char *cid = slash + 11;
+			size_t cl = strlen(cid);
+			if (!id_ok(cid, cl) || cl >= sizeof(out->cb_id))
+				return set_code(code, SRV_E_NOT_FOUND,
+						rung_err_set(err, ENOENT, "callback id: malformed"));
+			if (strcmp(m, "POST"))
+				return set_code(code, SRV_E_METHOD,
+						rung_err_set(err, EINVAL,
+							     "%s: method %s not allowed",
+							     raw->path, m));
+			memcpy(out->cb_id, cid, cl + 1);
+			out->route = SRV_R_CALLBACK;
+			return 0;
+		}
 		if (slash) {
 			sub = slash + 1;
 			sub_len = strlen(sub);
@@ -520,6 +536,43 @@ int srv_req_parse(const struct srv_raw *raw, struct srv_req *out, enum srv_code 
 
 	if ((r = route_params(raw, out, hthread && hagent, err)) < 0)
 		return r;
+	switch (out->route) {
+	case SRV_R_CREATE:
+		if (!hthread || !hagent)
+			return rung_err_set(err, EINVAL,
+					    "X-Rung-Thread and X-Rung-Agent headers are required");
+		out->body_allowed = true;
+		out->body_max = SRV_MAX_JSON_BODY;
+		break;
+	case SRV_R_EXEC:
+	case SRV_R_RUN_CODE:
+	case SRV_R_CALLBACK:
+		out->body_allowed = true;
+		out->body_max = SRV_MAX_JSON_BODY;
+		break;
+	case SRV_R_FILE_PUT:
+		out->body_allowed = true;
+		out->body_max = SRV_MAX_UPLOAD;
+		/* fall through */
+	case SRV_R_FILE_GET: {
+		const char *fp, *mode;
+		if ((r = one_value(raw->query, raw->n_query, "path", false, SRV_MAX_PATH, &fp,
+				   err)) < 0 ||
+		    (r = one_value(raw->query, raw->n_query, "mode", false, 8, &mode, err)) < 0)
+			return r;
+		if (!fp || !*fp)
+			return rung_err_set(err, EINVAL, "path: query parameter required");
+		out->file_path = fp;
+		out->file_mode = 0644;
+		if (mode && out->route == SRV_R_FILE_GET)
+			return rung_err_set(err, EINVAL, "mode: only for PUT");
+		if (mode && parse_mode(mode, &out->file_mode) < 0)
+			return rung_err_set(err, EINVAL, "mode: not an octal mode (e.g. 0755)");
+		break;
+	}
+	default:
+		break;
+	}
 	*code = SRV_OK;
 	return 0;
 }

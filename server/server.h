@@ -191,6 +191,7 @@ enum srv_route {
 	SRV_R_FS_MKDIR,	     /* POST /v1/sandboxes/{id}/fs/mkdir?path=P[&mode=0755][&parents=1] */
 	SRV_R_FS_MV,	     /* POST /v1/sandboxes/{id}/fs/mv?path=P&to=Q */
 	SRV_R_STATS,	     /* GET /v1/sandboxes/{id}/stats */
+	SRV_R_CALLBACK,	     /* POST /v1/sandboxes/{id}/callbacks/{cid} (docs/callbacks.md) */
 	SRV_R__COUNT
 };
 const char *srv_route_name(enum srv_route r);
@@ -228,6 +229,7 @@ struct srv_req {
 	bool fs_flag;       /* ?recursive=1 (fs/rm), ?parents=1 (fs/mkdir) */
 	bool body_allowed; /* the route takes a request body */
 	size_t body_max;   /* its limit */
+	char cb_id[33];	   /* SRV_R_CALLBACK: the pending call's id */
 };
 
 /*
@@ -254,6 +256,7 @@ struct srv_exec {
 				  SRV_MAX_COLLECTED_OUTPUT) */
 	bool stream;
 	char *language, *code; /* run-code only */
+	char **callbacks;      /* names the command may call back (streamed only), or NULL */
 };
 /* {"argv": [str...], "timeout": s, "cwd": str, "env": {K: V}, "stdin": str, "stream": bool,
  *  "output_bytes": n} */

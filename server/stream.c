@@ -20,6 +20,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "server/callbacks.h"
 #include "server/op.h"
 #include "server/pool.h"
 #include "server/reply.h"
@@ -35,6 +36,8 @@ struct stream_job {
 	struct srv_exec x;
 	bool is_code;
 	int wfd;
+	pthread_mutex_t wlock; /* output and callback events are whole lines */
+	struct srv_cb_exec cb;
 };
 
 static int write_line(int fd, json_t *o)
@@ -59,12 +62,15 @@ static int on_output(void *ud, enum rung_stream st, const void *data, size_t len
 	const char *type = st == RUNG_STDOUT ? "{\"type\":\"stdout\"," : "{\"type\":\"stderr\",";
 	struct iovec iov[3] = {{(void *)type, strlen(type)}, {field, fl}, {(void *)"}\n", 2}};
 	size_t total = iov[0].iov_len + fl + 2, done = 0;
+	pthread_mutex_lock(&j->wlock);
 	while (done < total) {
 		ssize_t w = writev(j->wfd, iov, 3);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
+		if (w <= 0) {
+			pthread_mutex_unlock(&j->wlock);
 			return -1;
+		}
 		done += (size_t)w;
 		for (int i = 0; i < 3 && w > 0; i++) {
 			size_t k = (size_t)w < iov[i].iov_len ? (size_t)w : iov[i].iov_len;
@@ -73,6 +79,7 @@ static int on_output(void *ud, enum rung_stream st, const void *data, size_t len
 			w -= (ssize_t)k;
 		}
 	}
+	pthread_mutex_unlock(&j->wlock);
 	return 0;
 }
 
@@ -86,7 +93,17 @@ static void *worker(void *arg)
 	q.no_collect = true;
 	struct rung_exec_res res = {0};
 	struct rung_err err = {0};
-	int rc = j->is_code ? rung_run_code(j->sb, j->x.language, j->x.code, &q, &res, &err)
+	int rc = 0;
+	if (j->x.callbacks) {
+		/* the client answers each call; its going away cancels the exec */
+		rc = srv_cb_exec_init(&j->cb, j->x.callbacks, &err);
+		q.callbacks = j->cb.tab;
+		q.n_callbacks = j->cb.n;
+		q.watch_fd = j->cb.conn_fd >= 0;
+		q.cancel_fd = j->cb.conn_fd;
+	}
+	if (rc == 0)
+		rc = j->is_code ? rung_run_code(j->sb, j->x.language, j->x.code, &q, &res, &err)
 			    : rung_exec(j->sb, &q, &res, &err);
 	srv_metrics_exec(&j->s->metrics, &res, rc);
 	json_t *o;
@@ -101,6 +118,8 @@ static void *worker(void *arg)
 			      (double)res.duration_us / 1000.0);
 	}
 	write_line(j->wfd, o);
+	srv_cb_exec_release(&j->cb);
+	pthread_mutex_destroy(&j->wlock);
 	rung_exec_res_release(&res);
 	close(j->wfd);
 	rung_sandbox_close(j->sb);
@@ -171,8 +190,17 @@ enum MHD_Result srv_exec_stream(struct srv_call *call, struct MHD_Connection *c,
 		srv_exec_release(x);
 		return srv_reply_error(call, c, SRV_E_UNAVAILABLE, "stream: out of resources");
 	}
-	*j = (struct stream_job){s, router, sb, *x, is_code, p[1]};
+	*j = (struct stream_job){.s = s, .router = router, .sb = sb, .x = *x, .is_code = is_code,
+				 .wfd = p[1]};
 	memset(x, 0, sizeof(*x));
+	pthread_mutex_init(&j->wlock, NULL);
+	j->cb = (struct srv_cb_exec){.wfd = p[1], .wlock = &j->wlock, .conn_fd = -1};
+	snprintf(j->cb.scope, sizeof(j->cb.scope), "%s", call->scope ? call->scope : "");
+	snprintf(j->cb.sb_id, sizeof(j->cb.sb_id), "%s", rung_sandbox_id(sb));
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci)
+		j->cb.conn_fd = ci->connect_fd;
 	rd->rfd = p[0];
 	rd->heartbeat_ms = HEARTBEAT_MS;
 	if (s->o.idle_timeout_s && s->o.idle_timeout_s * 1000u / 3 < HEARTBEAT_MS)

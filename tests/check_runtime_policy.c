@@ -64,6 +64,8 @@ START_TEST(test_policy_table)
 	ck_assert_ptr_nonnull(rt_policy_check(RUNG_ISO_PROCESS, &code_fs, true));
 	ck_assert_ptr_null(rt_policy_check(RUNG_ISO_CONTAINER, &code_fs, true));
 	ck_assert_ptr_nonnull(rt_policy_check(RUNG_ISO_PROCESS, &cb, true));
+	ck_assert_ptr_null(rt_policy_check(RUNG_ISO_CONTAINER, &cb, true));
+	ck_assert_ptr_null(rt_policy_check(RUNG_ISO_VM, &cb, true));
 
 	rung_spec_release(&exec);
 	rung_spec_release(&install);
@@ -164,8 +166,9 @@ START_TEST(test_router_pick)
 	s.requires = RUNG_CAP_INSTALL;
 	expect_pick(r, &s, up_or(r, RUNG_ISO_CONTAINER, RUNG_ISO_VM),
 		    "process: does not offer install");
-	s.requires = RUNG_CAP_HOST_CALLBACKS; /* no rung offers it yet */
-	pick_fails(r, &s, "process: does not offer host_callbacks", NULL);
+	s.requires = RUNG_CAP_EXEC | RUNG_CAP_HOST_CALLBACKS; /* every rung offers it */
+	ck_assert_msg(rung_router_pick(r, &s, &iso, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(iso, RUNG_ISO_PROCESS);
 	/* An invalid spec is a validation error, not a pick. */
 	s.requires = RUNG_CAP_EXEC;
 	s.limits.pids = 1;
@@ -194,6 +197,10 @@ START_TEST(test_router_pick)
 	expect_pick(r, &s, c, "process (deployed)");
 	if (c == RUNG_ISO__COUNT)
 		pick_fails(r, &s, "process (deployed)", "no network");
+	rung_spec_release(&s);
+	/* Host callbacks reach the host: like network, never on a deployed process rung. */
+	s = spec_of(RUNG_CAP_RUN_CODE | RUNG_CAP_HOST_CALLBACKS, NULL);
+	expect_pick(r, &s, c, "process (deployed)");
 	rung_spec_release(&s);
 	/* rung_acquire applies the same refusal, before creating anything. */
 	if (vm == RUNG_ISO__COUNT) {

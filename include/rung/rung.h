@@ -175,6 +175,28 @@ enum rung_stream { RUNG_STDOUT = 1, RUNG_STDERR = 2 };
  */
 typedef int (*rung_output_fn)(void *ud, enum rung_stream s, const void *data, size_t len);
 
+/* One call from inside the sandbox, as a handler sees it. */
+struct rung_callback_call {
+	const char *name;
+	const char *args; /* its arguments: JSON text (an object or an array), NUL-terminated */
+	size_t args_len;
+	uint64_t id;	      /* the sandbox's id for it (unique among its live calls) */
+	uint64_t deadline_ms; /* CLOCK_MONOTONIC: past it the sandbox was told "timeout" */
+};
+/*
+ * A host function. Runs on a worker thread (up to cb_limits.concurrency at once); returns 0
+ * with *result a malloc'd JSON text (NULL: null), or <0 with err filled: the sandbox sees
+ * err's message. One still running at its deadline is abandoned (its answer dropped); the
+ * exec waits for it to return before it returns itself, so a handler must honour deadline_ms.
+ */
+typedef int (*rung_callback_fn)(void *ud, const struct rung_callback_call *c, char **result,
+				struct rung_err *err);
+struct rung_callback {
+	const char *name; /* 1..64 of [A-Za-z0-9_.-] */
+	rung_callback_fn fn;
+	void *ud;
+};
+
 struct rung_exec_req {
 	const char *const *argv;      /* argv[0] is looked up in PATH inside the sandbox */
 	const char *const *env;       /* extra KEY=VALUE, on top of the spec's env */
@@ -191,6 +213,18 @@ struct rung_exec_req {
 	 * started is killed. */
 	bool watch_fd;
 	int cancel_fd;
+	/* Optional host callbacks (docs/callbacks.md): the command may call these by name over
+	 * its own channel while it runs; a name not in the table is refused without reaching any
+	 * handler. Limits: 0 fields take the defaults. */
+	const struct rung_callback *callbacks;
+	size_t n_callbacks;
+	struct rung_callback_limits {
+		uint32_t max_bytes;   /* one call, its JSON line; default 1 MiB */
+		uint32_t max_depth;   /* nesting of its arguments; default 32 */
+		uint32_t rate_per_s;  /* calls per second per exec (burst: as many); default 1000 */
+		uint32_t timeout_ms;  /* one call; the sandbox then sees a timeout; default 30000 */
+		uint32_t concurrency; /* calls run at once (the rest wait, in order); default 8 */
+	} cb_limits;
 };
 
 struct rung_exec_res {

@@ -120,6 +120,8 @@ else
 		# File operations against a symlink battery, and stats (docs/files.md), on the vm rung.
 		ck_suite rung-files-vm e2e_files_ops "fs ls/stat/rm/mkdir/mv confined, on the vm rung" RUNG_TEST_RUNG=vm
 		ck_suite rung-stats-vm e2e_stats_basic "stats move with CPU, memory, disk, on the vm rung" RUNG_TEST_RUNG=vm
+		# Host callbacks (docs/callbacks.md) on the vm rung.
+		ck_suite rung-callbacks-vm e2e_callbacks_basic "host callbacks, on the vm rung" RUNG_TEST_RUNG=vm
 	fi
 	# The isolation ladder's vm column (docs/ladder.md): rung-probe's battery inside a guest,
 	# every escape checked here in L1 (its host); the table printed from the --json result.

@@ -9,6 +9,7 @@ import asyncio
 import base64
 import enum
 import http.client
+import inspect
 import json
 import socket
 import urllib.parse
@@ -191,8 +192,11 @@ class ExecStream:
     """Iterate over ExecChunk objects as the command produces output; .result is the
     ExecResult once the iteration ends (stdout/stderr hold what was streamed)."""
 
-    def __init__(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse):
+    def __init__(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse,
+                 on_callback: Callable[[Mapping[str, Any]], None] | None = None):
         self._conn, self._resp = conn, resp
+        self._on_callback = on_callback
+        self._answers: list[http.client.HTTPConnection | None] = [None]  # kept alive
         self.result: ExecResult | None = None
         self._out: list[bytes] = []
         self._err: list[bytes] = []
@@ -204,6 +208,9 @@ class ExecStream:
                 if not line:
                     break
                 msg = json.loads(line)
+                if "callback" in msg and self._on_callback is not None:
+                    self._on_callback(msg["callback"])  # answered before reading on
+                    continue
                 t = msg.get("type")
                 if t in ("stdout", "stderr"):
                     data = (base64.b64decode(msg["data_b64"]) if "data_b64" in msg
@@ -229,6 +236,9 @@ class ExecStream:
 
     def close(self) -> None:
         self._conn.close()
+        if self._answers[0] is not None:
+            self._answers[0].close()
+            self._answers[0] = None
 
 
 class Sandbox:
@@ -268,36 +278,86 @@ class Sandbox:
     def exec(self, argv: Sequence[str], timeout: float | None = None, cwd: str | None = None,
              env: Mapping[str, str] | None = None, stdin: str | bytes | None = None,
              on_output: Callable[[str, bytes], None] | None = None,
-             output_bytes: int | None = None) -> ExecResult:
+             output_bytes: int | None = None,
+             callbacks: Mapping[str, Callable[..., Any]] | None = None) -> ExecResult:
         """Run argv (no shell). With on_output, output is streamed to it as it comes.
         output_bytes: keep at most this much per stream (a collected reply carries at most
-        16 MiB per stream; stream with on_output for more, up to the spec's limit)."""
+        16 MiB per stream; stream with on_output for more, up to the spec's limit).
+        callbacks: host functions the command may call by name (docs/callbacks.md): each is
+        called with the call's arguments (keywords for an object, positional for an array)
+        and returns something JSON-serialisable; an exception goes back as an error."""
         body = self._exec_body(argv, timeout, cwd, env, stdin)
         if output_bytes is not None:
             body["output_bytes"] = output_bytes
-        if on_output is None:
+        if on_output is None and not callbacks:
             return ExecResult.from_json(self.backend._json("POST", self._path("exec"), body,
                                                            timeout=timeout))
-        s = self._stream("exec", body, timeout)
+        return self._run_stream("exec", body, timeout, on_output, callbacks)
+
+    def _run_stream(self, sub: str, body: dict[str, Any], timeout: float | None,
+                    on_output: Callable[[str, bytes], None] | None,
+                    callbacks: Mapping[str, Callable[..., Any]] | None) -> ExecResult:
+        s = self._stream(sub, body, timeout, callbacks)
         for chunk in s:
-            on_output(chunk.stream, chunk.data)
+            if on_output is not None:
+                on_output(chunk.stream, chunk.data)
         assert s.result is not None
         return s.result
+
+    def _answer_callback(self, callbacks: Mapping[str, Callable[..., Any]],
+                         ev: Mapping[str, Any],
+                         keep: list[http.client.HTTPConnection | None]) -> None:
+        fn, args = callbacks.get(ev.get("name", "")), ev.get("args", {})
+        try:
+            if fn is None:
+                raise LookupError(f"no callback {ev.get('name')!r} in this client")
+            res = fn(*args) if isinstance(args, list) else fn(**args)
+            answer: dict[str, Any] = {"result": json.loads(json.dumps(res))}
+        except Exception as e:  # the sandbox sees the message, the exec goes on
+            answer = {"error": f"{type(e).__name__}: {e}"}
+        try:
+            self.backend._post_kept(keep, self._path(f"callbacks/{ev['id']}"), answer)
+        except NotFound:
+            pass  # timed out meanwhile: the sandbox was told so
+
+    @staticmethod
+    def _await_in_loop(kw: dict[str, Any], loop: asyncio.AbstractEventLoop) -> dict[str, Any]:
+        """async callbacks, awaited on the caller's loop from the worker thread."""
+        cbs = kw.get("callbacks")
+        if not cbs:
+            return kw
+
+        def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+            if not inspect.iscoroutinefunction(fn):
+                return fn
+            return lambda *a, **k: asyncio.run_coroutine_threadsafe(fn(*a, **k), loop).result()
+        return dict(kw, callbacks={n: wrap(f) for n, f in cbs.items()})
 
     def exec_stream(self, argv: Sequence[str], timeout: float | None = None,
                     cwd: str | None = None, env: Mapping[str, str] | None = None,
                     stdin: str | bytes | None = None) -> ExecStream:
         return self._stream("exec", self._exec_body(argv, timeout, cwd, env, stdin), timeout)
 
-    def _stream(self, sub: str, body: dict[str, Any], timeout: float | None) -> ExecStream:
+    def _stream(self, sub: str, body: dict[str, Any], timeout: float | None,
+                callbacks: Mapping[str, Callable[..., Any]] | None = None) -> ExecStream:
         body = dict(body, stream=True)
+        if callbacks:
+            body["callbacks"] = list(callbacks)
         conn, resp = self.backend._open("POST", self._path(sub), body, timeout=timeout)
-        return ExecStream(conn, resp)
+        s = ExecStream(conn, resp)
+        if callbacks:
+            s._on_callback = lambda ev: self._answer_callback(callbacks, ev, s._answers)
+        return s
 
-    def run_code(self, language: str, code: str, timeout: float | None = None) -> ExecResult:
+    def run_code(self, language: str, code: str, timeout: float | None = None,
+                 callbacks: Mapping[str, Callable[..., Any]] | None = None) -> ExecResult:
+        """Run code; with callbacks, it calls them as rung_host.tools.NAME(...) (Python) or
+        rung-call NAME JSON (sh): see exec."""
         body: dict[str, Any] = {"language": language, "code": code}
         if timeout is not None:
             body["timeout"] = timeout
+        if callbacks:
+            return self._run_stream("run-code", body, timeout, None, callbacks)
         return ExecResult.from_json(self.backend._json("POST", self._path("run-code"), body,
                                                        timeout=timeout))
 
@@ -423,9 +483,11 @@ class Sandbox:
 
     # asyncio: the blocking calls run in a worker thread.
     async def exec_async(self, argv: Sequence[str], **kw: Any) -> ExecResult:
+        kw = self._await_in_loop(kw, asyncio.get_running_loop())
         return await asyncio.to_thread(self.exec, argv, **kw)
 
     async def run_code_async(self, language: str, code: str, **kw: Any) -> ExecResult:
+        kw = self._await_in_loop(kw, asyncio.get_running_loop())
         return await asyncio.to_thread(self.run_code, language, code, **kw)
 
     async def write_file_async(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
@@ -510,6 +572,30 @@ class SandboxBackend:
             finally:
                 conn.close()
         return conn, resp
+
+    def _post_kept(self, keep: list[http.client.HTTPConnection | None], path: str,
+                   body: Any) -> Any:
+        """POST on a kept-alive connection (keep[0], made on first use, made again once if
+        the daemon closed it): a callback answer costs no new connection."""
+        data = json.dumps(body).encode()
+        headers = dict(self._headers(), **{"Content-Type": "application/json"})
+        for attempt in (0, 1):
+            if keep[0] is None:
+                keep[0] = self._conn(None)
+            try:
+                keep[0].request("POST", path, body=data, headers=headers)
+                resp = keep[0].getresponse()
+                raw = resp.read()
+            except (OSError, http.client.HTTPException):
+                keep[0].close()
+                keep[0] = None
+                if attempt:
+                    raise
+                continue
+            if resp.status >= 400:
+                _raise_for(resp.status, raw)
+            return json.loads(raw) if raw else None
+        return None
 
     def _request(self, method: str, path: str, body: Any = None,
                  raw_body: bytes | None = None, key: SandboxKey | None = None,
