@@ -16,8 +16,9 @@ set -eu
 # virtio-pci disk that carries the test payload, vhost-vsock for the QEMU baseline, tun for
 # the virtio-net test's tap; veth and nftables (the netpolicy table: ct, nat, masquerade,
 # reject) for the e2e_egress_vm suite; loop for rung image commit of a vm sandbox (its upper
-# disk's copy is read through a loop device). Add to this list; the cache key follows it.
-MODULES=${L1_MODULES:-"kvm-amd virtio_pci virtio_blk vhost_vsock tun veth loop nf_tables nft_ct nft_chain_nat nft_masq nft_reject_inet"}
+# disk's copy is read through a loop device) and overlay (a vm disk of the committed image is
+# built from its layers' merged view). Add to this list; the cache key follows it.
+MODULES=${L1_MODULES:-"kvm-amd virtio_pci virtio_blk vhost_vsock tun veth loop overlay nf_tables nft_ct nft_chain_nat nft_masq nft_reject_inet"}
 name=${L1_CACHE_NAME:-l1-kernel}
 mhash=$(echo "$MODULES" | sha256sum | cut -c1-8)
 cache=${RUNG_CACHE_DIR:-/var/cache/rung}

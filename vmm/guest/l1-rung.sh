@@ -98,6 +98,11 @@ else
 	else
 		rm -rf "$S2" && cp -a "$P/rung/store" "$S2" && chmod 0711 "$S2"
 		mkdir -p "$W/ck"
+		# the suites that run the CLI (RUNG_BUILD_DIR/rung) find it there; it finds its
+		# helpers beside its real path
+		for b in rung rung-agent rung-probe; do
+			[ -x "$P/rung/bin/$b" ] && ln -sf "$P/rung/bin/$b" "$W/ck/$b"
+		done
 		# The egress allowlist on the vm rung: a test internet in a netns, a guest whose
 		# virtio-net frames reach it through a tap behind the netpolicy table.
 		ck_suite rung-egress-vm e2e_egress_vm "allowed name reachable through the tap, everything else refused, no device without an allowlist"
