@@ -10,6 +10,8 @@
 /bin/busybox mount -t devtmpfs dev /dev
 /bin/busybox --install -s /bin
 export PATH=/bin
+# L1's own loopback, as a host has it (rung port listens on 127.0.0.1 here)
+ip link set lo up || echo "L1 cannot bring lo up"
 echo "L1-READY uptime $(cut -d' ' -f1 /proc/uptime) nproc $(grep -c ^processor /proc/cpuinfo) svm $(grep -cw svm /proc/cpuinfo)"
 kvm_amd_opt="nested=1"
 for a in $(cat /proc/cmdline); do
