@@ -422,6 +422,7 @@ static int route_params(const struct srv_raw *raw, struct srv_req *out, bool key
 		break;
 	case SRV_R_EXEC:
 	case SRV_R_RUN_CODE:
+	case SRV_R_CALLBACK:
 		out->body_allowed = true;
 		out->body_max = SRV_MAX_JSON_BODY;
 		break;
@@ -536,43 +537,6 @@ int srv_req_parse(const struct srv_raw *raw, struct srv_req *out, enum srv_code 
 
 	if ((r = route_params(raw, out, hthread && hagent, err)) < 0)
 		return r;
-	switch (out->route) {
-	case SRV_R_CREATE:
-		if (!hthread || !hagent)
-			return rung_err_set(err, EINVAL,
-					    "X-Rung-Thread and X-Rung-Agent headers are required");
-		out->body_allowed = true;
-		out->body_max = SRV_MAX_JSON_BODY;
-		break;
-	case SRV_R_EXEC:
-	case SRV_R_RUN_CODE:
-	case SRV_R_CALLBACK:
-		out->body_allowed = true;
-		out->body_max = SRV_MAX_JSON_BODY;
-		break;
-	case SRV_R_FILE_PUT:
-		out->body_allowed = true;
-		out->body_max = SRV_MAX_UPLOAD;
-		/* fall through */
-	case SRV_R_FILE_GET: {
-		const char *fp, *mode;
-		if ((r = one_value(raw->query, raw->n_query, "path", false, SRV_MAX_PATH, &fp,
-				   err)) < 0 ||
-		    (r = one_value(raw->query, raw->n_query, "mode", false, 8, &mode, err)) < 0)
-			return r;
-		if (!fp || !*fp)
-			return rung_err_set(err, EINVAL, "path: query parameter required");
-		out->file_path = fp;
-		out->file_mode = 0644;
-		if (mode && out->route == SRV_R_FILE_GET)
-			return rung_err_set(err, EINVAL, "mode: only for PUT");
-		if (mode && parse_mode(mode, &out->file_mode) < 0)
-			return rung_err_set(err, EINVAL, "mode: not an octal mode (e.g. 0755)");
-		break;
-	}
-	default:
-		break;
-	}
 	*code = SRV_OK;
 	return 0;
 }
