@@ -17,8 +17,9 @@ set -eu
 # the virtio-net test's tap; veth and nftables (the netpolicy table: ct, nat, masquerade,
 # reject) for the e2e_egress_vm suite; loop for rung image commit of a vm sandbox (its upper
 # disk's copy is read through a loop device) and overlay (a vm disk of the committed image is
-# built from its layers' merged view). Add to this list; the cache key follows it.
-MODULES=${L1_MODULES:-"kvm-amd virtio_pci virtio_blk vhost_vsock tun veth loop overlay nf_tables nft_ct nft_chain_nat nft_masq nft_reject_inet"}
+# built from its layers' merged view); nft_objref for the sandbox table's named counters (a
+# Debian host loads it on demand; L1 has no modprobe). Add to this list; the cache key follows it.
+MODULES=${L1_MODULES:-"kvm-amd virtio_pci virtio_blk vhost_vsock tun veth loop overlay nf_tables nft_ct nft_chain_nat nft_masq nft_reject_inet nft_objref"}
 name=${L1_CACHE_NAME:-l1-kernel}
 mhash=$(echo "$MODULES" | sha256sum | cut -c1-8)
 cache=${RUNG_CACHE_DIR:-/var/cache/rung}
