@@ -66,8 +66,10 @@ static bool find_entry(int fd, const char *name, unsigned *type, unsigned *mode,
 	struct archive_entry *e;
 	bool found = false;
 	while (!found && archive_read_next_header(a, &e) == ARCHIVE_OK) {
-		if (strcmp(archive_entry_pathname(e), name))
-			continue;
+		const char *p = archive_entry_pathname(e);
+		size_t pl = strlen(p), nl = strlen(name);
+		if (!(pl == nl || (pl == nl + 1 && p[nl] == '/')) || strncmp(p, name, nl))
+			continue; /* a directory's name ends with '/' */
 		found = true;
 		*type = archive_entry_filetype(e);
 		*mode = archive_entry_perm(e);
