@@ -10,6 +10,7 @@ FILES=${1:-2000}
 MIB=${2:-50}
 N=${3:-3}
 W=$(mktemp -d /tmp/rung-bench-cp-XXXXXX)
+chmod 755 "$W" # sandboxes run as unprivileged uids: the state dir's parents are o+x
 export RUNG_STATE_DIR=$W/state
 ID=
 cleanup() {
@@ -37,7 +38,7 @@ with open(blob, 'rb') as b:
         with open(f"{src}/d{i // 20}/f{i}", 'wb') as f:
             f.write(b.read(per))
 PY
-ID=$("$B/rung" acquire --scope bench --thread cp --agent a | tail -1)
+ID=$("$B/rung" acquire --scope bench --thread cp --agent a)
 printf 'tree: %d files, %d MiB; N=%d; median wall ms; load %s\n' "$FILES" "$MIB" "$N" \
 	"$(cut -d' ' -f1-3 /proc/loadavg)"
 : > "$W/up"; : > "$W/down"; : > "$W/peer"
