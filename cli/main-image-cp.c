@@ -149,11 +149,12 @@ static int do_upload(struct cli *c, struct rung_sandbox *sb, const char *src, co
 	return ok ? 0 : 1;
 }
 
-static int do_download(struct cli *c, struct rung_sandbox *sb, const char *src, const char *dst)
+static int do_download(struct cli *c, struct rung_sandbox *sb, const char *src, const char *dst,
+		       const struct rung_cp_opts *o)
 {
 	struct rung_err err = {0};
 	if (!strcmp(dst, "-"))
-		return rung_cp_download(sb, src, 1, NULL, &err) < 0 ? cli_fail(c, &err) : 0;
+		return rung_cp_download(sb, src, 1, o, &err) < 0 ? cli_fail(c, &err) : 0;
 	if (access(dst, F_OK) == 0) {
 		fprintf(stderr, "rung: cp: '%s' exists (the copy makes it)\n", dst);
 		return 1;
@@ -168,7 +169,7 @@ static int do_download(struct cli *c, struct rung_sandbox *sb, const char *src, 
 		return perror("rung: cp: pipe"), 1;
 	}
 	pid_t pid = spawn(NULL, unpack_dir, tmp, p[0], p[1]);
-	int rc = rung_cp_download(sb, src, p[1], NULL, &err);
+	int rc = rung_cp_download(sb, src, p[1], o, &err);
 	close(p[1]);
 	bool ok = pid > 0 && child_ok(pid);
 	if (rc == 0 && ok && rename(tmp, dst) == 0)
@@ -193,8 +194,18 @@ static bool split_remote(const char *s, char *idbuf, size_t cap, const char **pa
 
 int cli_cp_main(struct cli *c, int argc, char **argv)
 {
+	struct rung_cp_opts o = {0};
+	if (argc == 5 && !strcmp(argv[1], "--max-bytes")) {
+		char *end;
+		o.max_bytes = strtoull(argv[2], &end, 10);
+		if (*end || !o.max_bytes)
+			return cli_usage_error("cp", "--max-bytes: '%s' is not a positive number",
+					       argv[2]);
+		argc -= 2, argv += 2;
+	}
 	if (argc != 3)
-		return cli_usage_error("cp", "usage: rung cp SRC DST (one of them ID:PATH)");
+		return cli_usage_error("cp", "usage: rung cp [--max-bytes N] SRC DST (one of them "
+				       "ID:PATH)");
 	char sid[256], did[256];
 	const char *sp = NULL, *dp = NULL;
 	bool up = split_remote(argv[2], did, sizeof(did), &dp);
@@ -212,7 +223,7 @@ int cli_cp_main(struct cli *c, int argc, char **argv)
 	struct rung_sandbox *sb;
 	if (rung_sandbox_open(r, up ? did : sid, NULL, &sb, &err) < 0)
 		return cli_fail(c, &err);
-	int st = up ? do_upload(c, sb, argv[1], dp) : do_download(c, sb, sp, argv[2]);
+	int st = up ? do_upload(c, sb, argv[1], dp) : do_download(c, sb, sp, argv[2], &o);
 	rung_sandbox_close(sb);
 	return st;
 }

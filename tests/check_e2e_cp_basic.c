@@ -275,6 +275,11 @@ START_TEST(test_cli_dirs)
 	snprintf(cmd, sizeof(cmd), "cd %s && test \"$(cat a/f)\" = one && test -d a/e && "
 		 "test \"$(stat -c %%a a/f)\" = 701", out);
 	ck_assert_int_eq(system(cmd), 0);
+	const char *a4[] = {"--state-dir", sd, "cp", "--max-bytes", "2", up, bad, NULL};
+	spine_cli_run(&res, NULL, a4);
+	ck_assert_msg(res.status == 1 && strstr(res.err, "bound of 2 bytes"), "%d %s", res.status,
+		      res.err);
+	spine_run_release(&res);
 	ck_assert_int_eq(sh(sb, "ln -s /etc /tmp/cli/a/out"), 0);
 	const char *a3[] = {"--state-dir", sd, "cp", up, bad, NULL};
 	spine_cli_run(&res, NULL, a3);
