@@ -166,22 +166,28 @@ struct down {
 	struct rung_err *err;
 };
 
-/* Does a symlink at rel (relative to the tree) with target stay inside the tree? */
+/*
+ * Does a symlink at rel (relative to the tree) with target stay inside the tree? ".." only
+ * as a leading run (no deeper than the link's directory): "x/.." through a symlink x would
+ * climb from where x points, not lexically, so it is refused; plain names after that only
+ * descend, through links that are checked in turn.
+ */
 static bool link_inside(const char *rel, const char *target)
 {
 	if (!target[0] || target[0] == '/')
 		return false;
 	int depth = 0;
+	bool named = false;
 	for (const char *p = rel; *p; p++)
 		depth += *p == '/';
 	for (const char *p = target; *p;) {
 		const char *e = strchr(p, '/');
 		size_t n = e ? (size_t)(e - p) : strlen(p);
 		if (n == 2 && !strncmp(p, "..", 2)) {
-			if (--depth < 0)
+			if (named || --depth < 0)
 				return false;
 		} else if (n && !(n == 1 && p[0] == '.')) {
-			depth++;
+			named = true;
 		}
 		p += n + (e ? 1 : 0);
 	}

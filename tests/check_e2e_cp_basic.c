@@ -198,6 +198,11 @@ START_TEST(test_hostile)
 	ck_assert_msg(strstr(err.msg, "'rel'"), "%s", err.msg);
 	ck_assert_int_eq(rung_cp_download(sb, "/tmp/o3", fileno(f), NULL, &err), -EPERM);
 	ck_assert_msg(strstr(err.msg, "'ff'"), "%s", err.msg);
+	/* lexically inside, but l1/.. climbs from where l1 points (the root): out */
+	ck_assert_int_eq(sh(sb, "mkdir -p /tmp/o4/d1/d2 && ln -s ../.. /tmp/o4/d1/d2/l1 && "
+				"ln -s d1/d2/l1/.. /tmp/o4/l2"), 0);
+	ck_assert_int_eq(rung_cp_download(sb, "/tmp/o4", fileno(f), NULL, &err), -EPERM);
+	ck_assert_msg(strstr(err.msg, "'l2'"), "%s", err.msg);
 	ck_assert_int_eq(sh(sb, "mkdir -p /tmp/big && head -c 5000 /dev/zero > /tmp/big/f"), 0);
 	struct rung_cp_opts o = {.max_bytes = 4096};
 	ck_assert_int_eq(rung_cp_download(sb, "/tmp/big", fileno(f), &o, &err), -EFBIG);
