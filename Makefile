@@ -44,7 +44,7 @@ $(B)/librung.a: $(call obj,$(LIB_SRC))
 $(B)/rung: $(call obj,$(CLI) cli/main.c) $(B)/librung.a
 	$(CC) $(LDFLAGS) -Wl,--as-needed -o $@ $^ $(LDLIBS)
 
-$(B)/rung-image: $(call obj,$(CLI) cli/main-image.c) $(B)/librung.a
+$(B)/rung-image: $(call obj,$(CLI) cli/main-image.c cli/main-image-cp.c) $(B)/librung.a
 	$(CC) $(LDFLAGS) -Wl,--as-needed -o $@ $^ $(LDLIBS)
 
 $(B)/rung-agent: $(call obj,$(AGENT) agent/main.c $(filter $(COMMON_MIN),$(COMMON)))

@@ -92,6 +92,9 @@ CLI_CMD(acquire);
 CLI_CMD(exec);
 CLI_CMD(write);
 CLI_CMD(read);
+CLI_CMD(cp);
+/* rung-image's `cp` (cli/main-image-cp.c) */
+int cli_cp_main(struct cli *c, int argc, char **argv);
 CLI_CMD(run_code);
 CLI_CMD(ls);
 CLI_CMD(inspect);

@@ -199,6 +199,15 @@ CLI_CMD(image)
 	return exec_sibling(c, "rung-image", argc, argv);
 }
 
+/* `rung cp` runs in rung-image (libarchive), as `rung-image cp SRC DST`. */
+CLI_CMD(cp)
+{
+	char *v[7] = {"cp", "cp", NULL, NULL, NULL, NULL, NULL};
+	for (int i = 1; i < argc && i < 6; i++)
+		v[i + 1] = argv[i];
+	return exec_sibling(c, "rung-image", argc < 6 ? argc + 1 : 7, v);
+}
+
 CLI_CMD(gc)
 {
 	if (argc != 1)
@@ -290,6 +299,16 @@ const struct cli_cmd cli_cmds[] = {
 	 "Run CODE read from stdin with python3 or sh in the sandbox. With --callback, the code\n"
 	 "calls host functions: rung_host.tools.NAME(**kw) in Python, rung-call NAME JSON in sh.\n\n"
 	 CLI_CALLBACK_HELP},
+	{"cp", cli_cmd_cp, "rung cp [--max-bytes N] SRC DST (one of them ID:PATH; the other a dir or -)",
+	 "Copy a directory tree into or out of a sandbox, docker-cp style:\n"
+	 "  rung cp ./src ID:/work/src     upload a host directory (made with parents)\n"
+	 "  rung cp ID:/work/out ./out     download into ./out (must not exist; unpacked beside\n"
+	 "                                 it and renamed into place only when complete)\n"
+	 "  rung cp - ID:DIR / ID:DIR -    a tar stream on stdin / stdout\n"
+	 "Refused, naming the entry: absolute names, '..', hard links, devices, fifos, sockets,\n"
+	 "symlinks pointing out of the tree (uploading symlinks is not supported yet). A download\n"
+	 "over --max-bytes of file data (default 1 GiB) fails naming the bound (EFBIG).\n"
+	 "Not yet through the daemon.\n"},
 	{"fs", cli_cmd_fs, "rung fs ls|stat|rm [-r]|mkdir [-p] [--mode OCTAL]|mv ID PATH [DST]",
 	 "File operations in the sandbox, confined to its root as write/read are (relative paths:\n"
 	 "its work dir). The last component is never followed: stat shows a symlink, rm and mv\n"

@@ -234,6 +234,12 @@ int main(int argc, char **argv)
 			argv[k++] = argv[i];
 	}
 	argv[k] = NULL;
+	if (k > 1 && !strcmp(argv[1], "cp")) {
+		c.root = geteuid() == 0; /* cli_fail's "not root" hint */
+		int r = cli_cp_main(&c, k - 1, argv + 1);
+		rung_router_free(c.router);
+		return r;
+	}
 	argv[0] = "image";
 	int r = image_main(&c, &env, k, argv);
 	rung_router_free(c.router);

@@ -501,6 +501,23 @@ int rung_fs_mkdir(struct rung_sandbox *sb, const char *path, unsigned mode, bool
 /* rename(2) semantics: dst is the new path (a file there is replaced, an empty directory too). */
 int rung_fs_move(struct rung_sandbox *sb, const char *src, const char *dst, struct rung_err *err);
 
+/* ---- copying trees: `rung cp` (docs/files.md, "Copying trees") ------------------------ */
+/*
+ * A tar stream (ustar/pax/gnu) on tar_fd unpacked into the directory dst of the sandbox
+ * (made with parents), entry by entry through the confined file operations; or the tree at
+ * src packed as a pax tar stream onto tar_fd. Refused, naming the entry: absolute names,
+ * "..", hard links, devices, fifos, sockets; an uploaded symlink (-ENOTSUP for now); a
+ * downloaded symlink pointing out of the tree. A download over max_bytes of file data is
+ * -EFBIG naming the bound. Uploads count against the sandbox's disk limit. opts may be NULL.
+ */
+struct rung_cp_opts {
+	uint64_t max_bytes; /* download bound on file data; 0: 1 GiB */
+};
+int rung_cp_upload(struct rung_sandbox *sb, int tar_fd, const char *dst,
+		   const struct rung_cp_opts *opts, struct rung_err *err);
+int rung_cp_download(struct rung_sandbox *sb, const char *src, int tar_fd,
+		     const struct rung_cp_opts *opts, struct rung_err *err);
+
 /* ---- per-sandbox stats (docs/files.md) ------------------------------------------------- */
 /*
  * What a sandbox uses now, measured, never estimated. process/container: CPU, memory and pids

@@ -124,6 +124,7 @@ else
 		ck_suite rung-ports-vm e2e_ports_basic "forwarded ports through the agent channel, on the vm rung" RUNG_TEST_RUNG=vm
 		# File operations against a symlink battery, and stats (docs/files.md), on the vm rung.
 		ck_suite rung-files-vm e2e_files_ops "fs ls/stat/rm/mkdir/mv confined, on the vm rung" RUNG_TEST_RUNG=vm
+		ck_suite rung-cp-vm e2e_cp_basic "rung cp tar streams in and out, hostile tars refused, on the vm rung" RUNG_TEST_RUNG=vm
 		ck_suite rung-stats-vm e2e_stats_basic "stats move with CPU, memory, disk, on the vm rung" RUNG_TEST_RUNG=vm
 		# Host callbacks (docs/callbacks.md) on the vm rung.
 		ck_suite rung-callbacks-vm e2e_callbacks_basic "host callbacks, on the vm rung" RUNG_TEST_RUNG=vm
