@@ -100,7 +100,7 @@ else
 		mkdir -p "$W/ck"
 		# the suites that run the CLI (RUNG_BUILD_DIR/rung) find it there; it finds its
 		# helpers beside its real path
-		for b in rung rung-agent rung-probe; do
+		for b in rung rung-agent rung-image rung-probe; do
 			[ -x "$P/rung/bin/$b" ] && ln -sf "$P/rung/bin/$b" "$W/ck/$b"
 		done
 		# The egress allowlist on the vm rung: a test internet in a netns, a guest whose

@@ -15,6 +15,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$P/rung/bin"
 copy_with_libs "$P" "$(readlink -f "$BUILD/rung")"
 cp "$BUILD/rung" "$BUILD/rung-agent" "$P/rung/bin/"
+# rung-image (libarchive, libcurl): `rung cp` and `rung image` exec it from beside rung
+if [ -x "$BUILD/rung-image" ]; then
+	copy_with_libs "$P" "$(readlink -f "$BUILD/rung-image")"
+	cp "$BUILD/rung-image" "$P/rung/bin/"
+fi
 # rung-probe (static): `rung ladder --rungs vm` in L1 finds it beside rung (docs/ladder.md)
 if [ -x "$BUILD/rung-probe" ]; then cp "$BUILD/rung-probe" "$P/rung/bin/"; fi
 # The e2e_egress_vm suite (tests/check_e2e_egress_vm.c) runs in L1 from the Check binary, next to the
