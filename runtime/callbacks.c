@@ -182,8 +182,13 @@ static uint64_t prefix_id(const uint8_t *p, size_t len)
 	size_t n = len < sizeof(tmp) - 1 ? len : sizeof(tmp) - 1;
 	memcpy(tmp, p, n);
 	tmp[n] = 0;
+	/* digits only: %llu would take "-2" as 2^64 - 2, an id no JSON reader takes back */
+	if (strncmp(tmp, "{\"id\":", 6) || tmp[6] < '0' || tmp[6] > '9')
+		return 0;
 	unsigned long long id = 0;
-	return sscanf(tmp, "{\"id\":%llu", &id) == 1 ? id : 0;
+	if (sscanf(tmp, "{\"id\":%llu", &id) != 1 || id > (unsigned long long)INT64_MAX)
+		return 0;
+	return id;
 }
 
 static bool rate_ok(struct rt_cb *cb)
