@@ -291,7 +291,7 @@ static void on_line(struct rt_cb *cb, const uint8_t *p, size_t len, struct rung_
 		code = "busy";
 		msg = "too many calls waiting";
 	}
-	if (j && json_is_integer(jid))
+	if (j && json_is_integer(jid) && json_integer_value(jid) >= 0)
 		id = (uint64_t)json_integer_value(jid);
 	struct call *k = code ? NULL : calloc(1, sizeof(*k));
 	if (k)
