@@ -180,13 +180,21 @@ START_TEST(t_preview_route)
 		r = srvt_req(t.sock[0], "GET", path, TOK_A, NULL, NULL);
 		srvt_resp_free(&r);
 	}
-	usleep(300000);
+	/* the baseline once the warm round's connections are all closed (on a slow machine, the
+	 * distro stage's emulated L1, one can still be closing 300 ms after its answer) */
+	int fd0 = -1, th0 = -1;
+	for (int i = 0; i < 50; i++) {
+		usleep(200000);
+		int f = count_fds(t.pid[0], t.state), th = count_tasks(t.pid[0]);
+		if (f == fd0 && th == th0)
+			break;
+		fd0 = f, th0 = th;
+	}
 	if (getenv("PORTS_DEBUG")) {
 		char cmd[128];
 		snprintf(cmd, sizeof(cmd), "ls -l /proc/%d/fd >&2", (int)t.pid[0]);
 		ck_assert_int_ne(system(cmd), -1);
 	}
-	int fd0 = count_fds(t.pid[0], t.state), th0 = count_tasks(t.pid[0]);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/ports/8000/n", id);
 	for (int i = 0; i < 50; i++) {
 		r = srvt_req(t.sock[0], "GET", path, TOK_A, NULL, NULL);
@@ -200,7 +208,7 @@ START_TEST(t_preview_route)
 		usleep(100000);
 		fd1 = count_fds(t.pid[0], t.state);
 		th1 = count_tasks(t.pid[0]);
-		if (fd1 == fd0 && th1 == th0)
+		if (fd1 <= fd0 && th1 <= th0)
 			break;
 	}
 	if (getenv("PORTS_DEBUG")) {
@@ -208,7 +216,7 @@ START_TEST(t_preview_route)
 		snprintf(cmd, sizeof(cmd), "ls -l /proc/%d/fd >&2", (int)t.pid[0]);
 		ck_assert_int_ne(system(cmd), -1);
 	}
-	ck_assert_msg(fd1 == fd0 && th1 == th0, "daemon fds %d -> %d, threads %d -> %d", fd0, fd1,
+	ck_assert_msg(fd1 <= fd0 && th1 <= th0, "daemon fds %d -> %d, threads %d -> %d", fd0, fd1,
 		      th0, th1);
 	/* the daemon stops promptly with an upgraded preview open, ending it */
 	int ws = ws_open(&t, id);
