@@ -164,9 +164,6 @@ int cli_attach_local(struct cli *c, struct rung_sandbox *sb, const char *id, con
 /* `rung exec -t`: start req (made a pty of our size) in sandbox id, attach, the exit status. */
 int cli_exec_tty(struct cli *c, const char *id, struct rung_proc_req *req);
 
-/* A signal by name (TERM, SIGTERM) or number; 1..64, else -1. */
-int cli_signal_parse(const char *s);
-const char *cli_signal_name(int sig);
 CLI_CMD(port);
 CLI_CMD(fs);
 CLI_CMD(stats);

@@ -21,41 +21,6 @@
 #include "common/err.h"
 #include "common/util.h"
 
-static const char *const sig_names[] = {
-    [SIGHUP] = "HUP",	    [SIGINT] = "INT",	[SIGQUIT] = "QUIT",   [SIGILL] = "ILL",
-    [SIGTRAP] = "TRAP",	    [SIGABRT] = "ABRT", [SIGBUS] = "BUS",     [SIGFPE] = "FPE",
-    [SIGKILL] = "KILL",	    [SIGUSR1] = "USR1", [SIGSEGV] = "SEGV",   [SIGUSR2] = "USR2",
-    [SIGPIPE] = "PIPE",	    [SIGALRM] = "ALRM", [SIGTERM] = "TERM",   [SIGCHLD] = "CHLD",
-    [SIGCONT] = "CONT",	    [SIGSTOP] = "STOP", [SIGTSTP] = "TSTP",   [SIGTTIN] = "TTIN",
-    [SIGTTOU] = "TTOU",	    [SIGURG] = "URG",	[SIGXCPU] = "XCPU",   [SIGXFSZ] = "XFSZ",
-    [SIGVTALRM] = "VTALRM", [SIGPROF] = "PROF", [SIGWINCH] = "WINCH", [SIGIO] = "IO",
-    [SIGPWR] = "PWR",	    [SIGSYS] = "SYS",
-};
-
-int cli_signal_parse(const char *s)
-{
-	if (!s || !*s)
-		return -1;
-	if (s[0] >= '0' && s[0] <= '9') {
-		char *end;
-		long v = strtol(s, &end, 10);
-		return *end || v < 1 || v > 64 ? -1 : (int)v;
-	}
-	if (!strncasecmp(s, "SIG", 3))
-		s += 3;
-	for (size_t i = 0; i < RUNG_ARRAY_SIZE(sig_names); i++)
-		if (sig_names[i] && !strcasecmp(s, sig_names[i]))
-			return (int)i;
-	return -1;
-}
-
-const char *cli_signal_name(int sig)
-{
-	return sig > 0 && (size_t)sig < RUNG_ARRAY_SIZE(sig_names) && sig_names[sig]
-		   ? sig_names[sig]
-		   : "?";
-}
-
 /* ---- printing (both paths) ------------------------------------------------------------- */
 
 json_t *cli_proc_info_json(const struct rung_proc_info *pi)
@@ -96,7 +61,7 @@ int cli_proc_print_list(struct cli *c, const char *id, json_t *list)
 		json_t *ec = json_object_get(p, "exit_code");
 		int sig = (int)json_integer_value(json_object_get(p, "signal"));
 		if (json_is_integer(ec) && sig)
-			snprintf(exit_s, sizeof(exit_s), "SIG%s", cli_signal_name(sig));
+			snprintf(exit_s, sizeof(exit_s), "SIG%s", rung_signal_name(sig));
 		else if (json_is_integer(ec))
 			snprintf(exit_s, sizeof(exit_s), "%d", (int)json_integer_value(ec));
 		time_t t = (time_t)(json_integer_value(json_object_get(p, "started_ms")) / 1000);
@@ -129,7 +94,7 @@ int cli_proc_print_wait(struct cli *c, json_t *o)
 	int code = (int)json_integer_value(json_object_get(o, "exit_code"));
 	int sig = (int)json_integer_value(json_object_get(o, "signal"));
 	if (!c->json && sig)
-		fprintf(stderr, "rung: killed by SIG%s\n", cli_signal_name(sig));
+		fprintf(stderr, "rung: killed by SIG%s\n", rung_signal_name(sig));
 	return sig ? 128 + sig : code;
 }
 
@@ -259,7 +224,7 @@ static const struct {
 static int own_positionals(const char *cmd, struct cli_proc_args *a, char **pos)
 {
 	uint64_t r, c;
-	if (a->op == CLI_P_SIGNAL && (a->sig = cli_signal_parse(pos[2])) < 0)
+	if (a->op == CLI_P_SIGNAL && (a->sig = rung_signal_parse(pos[2])) < 0)
 		return cli_usage_error(cmd, "signal: '%s' is not a signal (TERM, KILL, INT, 9...)",
 				       pos[2]),
 		       -1;

@@ -3,8 +3,11 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -497,4 +500,38 @@ int rung_helper_path(const char *name, char *out, size_t len)
 		return -ENOENT;
 	*slash = '\0';
 	return rung_helper_path_in(self, name, out, len);
+}
+
+static const char *const sig_names[] = {
+    [SIGHUP] = "HUP",	    [SIGINT] = "INT",	[SIGQUIT] = "QUIT",   [SIGILL] = "ILL",
+    [SIGTRAP] = "TRAP",	    [SIGABRT] = "ABRT", [SIGBUS] = "BUS",     [SIGFPE] = "FPE",
+    [SIGKILL] = "KILL",	    [SIGUSR1] = "USR1", [SIGSEGV] = "SEGV",   [SIGUSR2] = "USR2",
+    [SIGPIPE] = "PIPE",	    [SIGALRM] = "ALRM", [SIGTERM] = "TERM",   [SIGCHLD] = "CHLD",
+    [SIGCONT] = "CONT",	    [SIGSTOP] = "STOP", [SIGTSTP] = "TSTP",   [SIGTTIN] = "TTIN",
+    [SIGTTOU] = "TTOU",	    [SIGURG] = "URG",	[SIGXCPU] = "XCPU",   [SIGXFSZ] = "XFSZ",
+    [SIGVTALRM] = "VTALRM", [SIGPROF] = "PROF", [SIGWINCH] = "WINCH", [SIGIO] = "IO",
+    [SIGPWR] = "PWR",	    [SIGSYS] = "SYS",
+};
+
+int rung_signal_parse(const char *s)
+{
+	if (!s || !*s || strlen(s) > 16)
+		return -1;
+	if (s[0] >= '0' && s[0] <= '9') {
+		char *end;
+		long v = strtol(s, &end, 10);
+		return *end || v < 1 || v > 64 ? -1 : (int)v;
+	}
+	if (!strncasecmp(s, "SIG", 3))
+		s += 3;
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(sig_names); i++)
+		if (sig_names[i] && !strcasecmp(s, sig_names[i]))
+			return (int)i;
+	return -1;
+}
+
+const char *rung_signal_name(int sig)
+{
+	return sig > 0 && (size_t)sig < RUNG_ARRAY_SIZE(sig_names) && sig_names[sig] ? sig_names[sig]
+										   : "?";
 }

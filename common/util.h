@@ -65,4 +65,9 @@ int rung_helper_path_in(const char *bin, const char *name, char *out, size_t len
 int rung_fd_set_nonblock(int fd, int on);
 int rung_fd_set_cloexec(int fd, int on);
 
+/* A signal by name ("TERM", "SIGTERM", any case) or number (1-64); -1 when it is neither. */
+int rung_signal_parse(const char *s);
+/* The name without "SIG" ("TERM"), or "?". */
+const char *rung_signal_name(int sig);
+
 #endif

@@ -32,34 +32,6 @@ void srv_proc_body_release(struct srv_proc_body *p)
 	memset(p, 0, sizeof(*p));
 }
 
-static const char *const sig_names[] = {
-    [SIGHUP] = "HUP",	    [SIGINT] = "INT",	[SIGQUIT] = "QUIT",   [SIGILL] = "ILL",
-    [SIGTRAP] = "TRAP",	    [SIGABRT] = "ABRT", [SIGBUS] = "BUS",     [SIGFPE] = "FPE",
-    [SIGKILL] = "KILL",	    [SIGUSR1] = "USR1", [SIGSEGV] = "SEGV",   [SIGUSR2] = "USR2",
-    [SIGPIPE] = "PIPE",	    [SIGALRM] = "ALRM", [SIGTERM] = "TERM",   [SIGCHLD] = "CHLD",
-    [SIGCONT] = "CONT",	    [SIGSTOP] = "STOP", [SIGTSTP] = "TSTP",   [SIGTTIN] = "TTIN",
-    [SIGTTOU] = "TTOU",	    [SIGURG] = "URG",	[SIGXCPU] = "XCPU",   [SIGXFSZ] = "XFSZ",
-    [SIGVTALRM] = "VTALRM", [SIGPROF] = "PROF", [SIGWINCH] = "WINCH", [SIGIO] = "IO",
-    [SIGPWR] = "PWR",	    [SIGSYS] = "SYS",
-};
-
-int srv_signal_from_name(const char *s)
-{
-	if (!s || !*s || strlen(s) > 16)
-		return -1;
-	if (s[0] >= '0' && s[0] <= '9') {
-		char *end;
-		long v = strtol(s, &end, 10);
-		return *end || v < 1 || v > 64 ? -1 : (int)v;
-	}
-	if (!strncasecmp(s, "SIG", 3))
-		s += 3;
-	for (size_t i = 0; i < RUNG_ARRAY_SIZE(sig_names); i++)
-		if (sig_names[i] && !strcasecmp(s, sig_names[i]))
-			return (int)i;
-	return -1;
-}
-
 /* An integer field in lo..hi. */
 static int get_uint(json_t *v, const char *field, uint64_t lo, uint64_t hi, uint64_t *out,
 		    struct rung_err *err)
@@ -122,7 +94,7 @@ static int proc_field(const char *k, json_t *v, const char *allowed, struct srv_
 	}
 	/* signal */
 	if (json_is_string(v))
-		p->sig = srv_signal_from_name(json_string_value(v));
+		p->sig = rung_signal_parse(json_string_value(v));
 	else
 		p->sig =
 		    json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= 64

@@ -302,8 +302,6 @@ int srv_resize_body_parse(const char *body, size_t len, struct srv_proc_body *ou
 int srv_wait_body_parse(const char *body, size_t len, struct srv_proc_body *out,
 			struct rung_err *err);
 void srv_proc_body_release(struct srv_proc_body *p);
-/* A signal by name (TERM, SIGTERM, any case) or decimal number 1..64; -1 if neither. */
-int srv_signal_from_name(const char *s);
 
 /* body.c's strict pieces, shared with body-proc.c. */
 int srv_body_object(const char *body, size_t len, json_t **out, struct rung_err *err);
