@@ -22,8 +22,7 @@ struct exec_ctx {
 	const sigset_t *watch; /* signals that cancel the exec (held), or NULL */
 	int sig;	       /* the one that did */
 	bool broken_pipe;
-	char *line; /* the NDJSON line being received */
-	size_t len, cap;
+	struct cli_lines lines; /* the NDJSON line being received */
 	json_t *exit;  /* the final {"type":"exit"} line, or a collected result */
 	json_t *error; /* an {"error": {...}} */
 	const char *id;			   /* the sandbox */
@@ -113,27 +112,15 @@ static int stream_line(struct exec_ctx *x, const char *p, size_t len)
 	return r;
 }
 
+static int stream_line_of(void *ud, const char *line, size_t len)
+{
+	return stream_line(ud, line, len);
+}
+
 static int on_stream(struct cli_http *h, const char *p, size_t len)
 {
 	struct exec_ctx *x = h->ud;
-	for (size_t i = 0; i < len; i++) {
-		if (p[i] == '\n') {
-			if (stream_line(x, x->line ? x->line : "", x->len) < 0)
-				return -1;
-			x->len = 0;
-			continue;
-		}
-		if (x->len + 1 >= x->cap) {
-			size_t cap = x->cap ? x->cap * 2 : 65536;
-			char *nl = realloc(x->line, cap);
-			if (!nl)
-				return -1;
-			x->line = nl;
-			x->cap = cap;
-		}
-		x->line[x->len++] = p[i];
-	}
-	return 0;
+	return cli_lines_feed(&x->lines, p, len, stream_line_of, x);
 }
 
 static bool exec_cancel(struct cli_http *h)
@@ -269,17 +256,12 @@ static int exec_once(struct cli *c, const char *id, const struct rung_exec_req *
 		h.on_data = on_stream;
 	const char *hdrs[] = {"Content-Type: application/json", NULL};
 	int r = cli_http_do(c, &h, "POST", path, hdrs, body, strlen(body), err);
-	if (!c->json && x->len)
-		stream_line(x, x->line, x->len); /* a last line without its newline */
+	if (!c->json) /* a last line without its newline: an error answer, one JSON object */
+		cli_lines_end(&x->lines, stream_line_of, x);
 	if (r < 0)
 		return r;
-	if (!c->json && h.status >= 400) { /* an error answer is one JSON object, not NDJSON */
-		json_t *w = json_pack("{s:O?}", "error", x->error);
-		h.body = w ? json_dumps(w, JSON_COMPACT) : NULL;
-		h.len = h.body ? strlen(h.body) : 0;
-		json_decref(w);
-		return cli_http_error(c, &h, err);
-	}
+	if (!c->json && h.status >= 400)
+		return cli_http_error_of(c, h.status, x->error, err);
 	if (!c->json && x->error) { /* a streamed {"type":"error"} after the 200 */
 		const char *m = json_string_value(json_object_get(x->error, "message"));
 		const char *k = json_string_value(json_object_get(x->error, "code"));
@@ -302,7 +284,7 @@ static int exec_once(struct cli *c, const char *id, const struct rung_exec_req *
 
 static void exec_ctx_release(struct exec_ctx *x)
 {
-	free(x->line);
+	free(x->lines.line);
 	json_decref(x->exit);
 	json_decref(x->error);
 }

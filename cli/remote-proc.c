@@ -128,15 +128,15 @@ static char *field(json_t *o, const char *k, size_t *len)
 
 struct logs_ctx {
 	struct cli *c;
-	char *line;
-	size_t len, cap;
+	struct cli_lines lines;
 	json_t *end, *error;
 	bool stopped; /* our stdout went away */
 };
 
-static int logs_line(struct logs_ctx *x)
+static int logs_line(void *ud, const char *line, size_t len)
 {
-	cleanup_jsonp json_t *o = json_loadb(x->line ? x->line : "", x->len, 0, NULL);
+	struct logs_ctx *x = ud;
+	cleanup_jsonp json_t *o = json_loadb(line, len, 0, NULL);
 	const char *t = json_string_value(json_object_get(o, "type"));
 	if (!t && json_is_object(json_object_get(o, "error"))) { /* an error answer's body */
 		json_decref(x->error);
@@ -166,24 +166,7 @@ static int logs_line(struct logs_ctx *x)
 static int on_logs(struct cli_http *h, const char *p, size_t len)
 {
 	struct logs_ctx *x = h->ud;
-	for (size_t i = 0; i < len; i++) {
-		if (p[i] == '\n') {
-			if (logs_line(x) < 0)
-				return -1;
-			x->len = 0;
-			continue;
-		}
-		if (x->len + 1 >= x->cap) {
-			size_t cap = x->cap ? x->cap * 2 : 65536;
-			char *nl = realloc(x->line, cap);
-			if (!nl)
-				return -1;
-			x->line = nl;
-			x->cap = cap;
-		}
-		x->line[x->len++] = p[i];
-	}
-	return 0;
+	return cli_lines_feed(&x->lines, p, len, logs_line, x);
 }
 
 static int remote_logs(struct cli *c, const struct cli_proc_args *a, struct rung_err *err)
@@ -195,14 +178,9 @@ static int remote_logs(struct cli *c, const struct cli_proc_args *a, struct rung
 	struct logs_ctx x = {.c = c};
 	struct cli_http h = {.ud = &x, .on_data = on_logs};
 	int r = cli_http_do(c, &h, "GET", path, NULL, NULL, 0, err);
-	if (x.len) /* a last line without its newline (an error answer) */
-		logs_line(&x);
-	if (r >= 0 && h.status >= 400) { /* an error answer is one JSON object */
-		json_t *w = json_pack("{s:O?}", "error", x.error);
-		h.body = w ? json_dumps(w, JSON_COMPACT) : NULL;
-		h.len = h.body ? strlen(h.body) : 0;
-		json_decref(w);
-		r = cli_http_error(c, &h, err);
+	cli_lines_end(&x.lines, logs_line, &x); /* an error answer is one JSON object */
+	if (r >= 0 && h.status >= 400) {
+		r = cli_http_error_of(c, h.status, x.error, err);
 	} else if (r >= 0 && x.error) {
 		const char *m = json_string_value(json_object_get(x.error, "message"));
 		r = rung_err_set(err, EIO, "%s", m ? m : "logs failed");
@@ -217,7 +195,6 @@ static int remote_logs(struct cli *c, const struct cli_proc_args *a, struct rung
 	if (x.stopped)
 		r = 0; /* our reader went away: as the local path, quietly */
 	cli_http_release(&h);
-	free(x.line);
 	json_decref(x.end);
 	json_decref(x.error);
 	return r;

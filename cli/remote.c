@@ -190,28 +190,60 @@ static int status_errno(long s)
 
 int cli_http_error(struct cli *c, struct cli_http *h, struct rung_err *err)
 {
-	const char *msg = NULL;
 	json_t *j = h->body ? json_loadb(h->body, h->len, 0, NULL) : NULL;
-	json_t *e = j ? json_object_get(j, "error") : NULL;
-	if (e)
-		msg = json_string_value(json_object_get(e, "message"));
-	int code = status_errno(h->status);
+	int r = cli_http_error_of(c, h->status, j ? json_object_get(j, "error") : NULL, err);
+	json_decref(j);
+	return r;
+}
+
+int cli_http_error_of(struct cli *c, long status, json_t *e, struct rung_err *err)
+{
+	const char *msg = e ? json_string_value(json_object_get(e, "message")) : NULL;
+	int code = status_errno(status);
 	/* the errno's stable name, where the daemon gives one, is more precise than the status */
 	int precise = e ? rung_errno_from_code(json_string_value(json_object_get(e, "reason"))) : 0;
 	if (precise)
 		code = precise;
-	int r;
-	if (h->status == 401 && !c->token) {
+	if (status == 401 && !c->token) {
 		snprintf(c->hint, sizeof(c->hint),
 			 "rung: ask its administrator for a line \"uid %u SCOPE\" in its tokens "
 			 "file, or set RUNG_TOKEN to a token of yours\n",
 			 (unsigned)getuid());
-		r = rung_err_set(err, code, "the rung daemon on %s has no scope for uid %u",
-				 c->socket, (unsigned)getuid());
-	} else {
-		r = rung_err_set(err, code, "%s", msg ? msg : "the daemon answered an error");
+		return rung_err_set(err, code, "the rung daemon on %s has no scope for uid %u",
+				    c->socket, (unsigned)getuid());
 	}
-	json_decref(j);
+	return rung_err_set(err, code, "%s", msg ? msg : "the daemon answered an error");
+}
+
+int cli_lines_feed(struct cli_lines *l, const char *p, size_t len,
+		   int (*fn)(void *ud, const char *line, size_t len), void *ud)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (p[i] == '\n') {
+			if (fn(ud, l->line ? l->line : "", l->len) < 0)
+				return -1;
+			l->len = 0;
+			continue;
+		}
+		if (l->len + 1 >= l->cap) {
+			size_t cap = l->cap ? l->cap * 2 : 65536;
+			char *nl = realloc(l->line, cap);
+			if (!nl)
+				return -1;
+			l->line = nl;
+			l->cap = cap;
+		}
+		l->line[l->len++] = p[i];
+	}
+	return 0;
+}
+
+int cli_lines_end(struct cli_lines *l, int (*fn)(void *ud, const char *line, size_t len),
+		  void *ud)
+{
+	int r = l->len ? fn(ud, l->line, l->len) : 0;
+	free(l->line);
+	*l = (struct cli_lines){0};
 	return r;
 }
 

@@ -3,6 +3,7 @@
 #define RUNG_CLI_REMOTE_H
 
 #include <stdbool.h>
+#include <jansson.h>
 #include <stddef.h>
 
 #include "cli/cli.h"
@@ -30,6 +31,20 @@ int cli_http_do(struct cli *c, struct cli_http *h, const char *method, const cha
 		const char *const *headers, const void *body, size_t blen, struct rung_err *err);
 /* An HTTP error answer as a rung_err (errno from the status, the daemon's message). */
 int cli_http_error(struct cli *c, struct cli_http *h, struct rung_err *err);
+/* The same from an answer's status and its "error" object (NULL: none), for streamed answers. */
+int cli_http_error_of(struct cli *c, long status, json_t *error, struct rung_err *err);
+
+/* NDJSON lines of a streamed answer: each complete line, without its newline, goes to fn; a
+ * negative return from fn stops the feed. _end passes a last line without its newline (an
+ * error answer's body) and frees the buffer. */
+struct cli_lines {
+	char *line;
+	size_t len, cap;
+};
+int cli_lines_feed(struct cli_lines *l, const char *p, size_t len,
+		   int (*fn)(void *ud, const char *line, size_t len), void *ud);
+int cli_lines_end(struct cli_lines *l, int (*fn)(void *ud, const char *line, size_t len),
+		  void *ud);
 void cli_http_release(struct cli_http *h);
 /* cli_http_do, then a non-2xx answer as cli_http_error. */
 int cli_http_call(struct cli *c, struct cli_http *h, const char *method, const char *path,
