@@ -34,18 +34,11 @@ static struct rung_sandbox *acquire(struct rung_router *r, const char *thread, u
 
 static const struct callbacks_env env = {require, router, acquire};
 
-#define CASE(name, c)                                                                              \
-	START_TEST(name)                                                                           \
-	{                                                                                          \
-		callbacks_cases_run(&env, c);                                                      \
-	}                                                                                          \
-	END_TEST
-
-CASE(test_chain_and_errors, CB_CHAIN)
-CASE(test_bad_calls, CB_BAD)
-CASE(test_flood, CB_FLOOD)
-CASE(test_python, CB_PYTHON)
-CASE(test_leaks_10000, CB_LEAKS)
+RUNG_CASE_TEST(test_chain_and_errors, callbacks_cases_run, &env, CB_CHAIN)
+RUNG_CASE_TEST(test_bad_calls, callbacks_cases_run, &env, CB_BAD)
+RUNG_CASE_TEST(test_flood, callbacks_cases_run, &env, CB_FLOOD)
+RUNG_CASE_TEST(test_python, callbacks_cases_run, &env, CB_PYTHON)
+RUNG_CASE_TEST(test_leaks_10000, callbacks_cases_run, &env, CB_LEAKS)
 
 Suite *e2e_callbacks_basic_suite(void)
 {

@@ -27,16 +27,12 @@ static struct rung_sandbox *acquire(struct rung_router *r, const char *thread)
 
 static const struct ports_env env = {require, router, acquire};
 
-#define CASE(fn, c)                                                                                \
-	START_TEST(fn) { ports_cases_run(&env, c); }                                               \
-	END_TEST
-
-CASE(test_preview, PORTS_PREVIEW)
-CASE(test_halfclose, PORTS_HALFCLOSE)
-CASE(test_refused, PORTS_REFUSED)
-CASE(test_flood, PORTS_FLOOD)
-CASE(test_cycles, PORTS_CYCLES)
-CASE(test_detach, PORTS_DETACH)
+RUNG_CASE_TEST(test_preview, ports_cases_run, &env, PORTS_PREVIEW)
+RUNG_CASE_TEST(test_halfclose, ports_cases_run, &env, PORTS_HALFCLOSE)
+RUNG_CASE_TEST(test_refused, ports_cases_run, &env, PORTS_REFUSED)
+RUNG_CASE_TEST(test_flood, ports_cases_run, &env, PORTS_FLOOD)
+RUNG_CASE_TEST(test_cycles, ports_cases_run, &env, PORTS_CYCLES)
+RUNG_CASE_TEST(test_detach, ports_cases_run, &env, PORTS_DETACH)
 
 Suite *e2e_ports_basic_suite(void)
 {

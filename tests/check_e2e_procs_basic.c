@@ -33,77 +33,18 @@ static struct rung_sandbox *acquire(struct rung_router *r, const char *thread, u
 
 static const struct procs_env env = {require, router, acquire};
 
-START_TEST(test_logs_offsets)
-{
-	procs_cases_run(&env, PROCS_LOGS);
-}
-END_TEST
-
-START_TEST(test_server_and_kill_tree)
-{
-	procs_cases_run(&env, PROCS_SERVER);
-}
-END_TEST
-
-START_TEST(test_bad_handles_and_limit)
-{
-	procs_cases_run(&env, PROCS_BAD);
-}
-END_TEST
-
-START_TEST(test_survives_client_and_suspend)
-{
-	procs_cases_run(&env, PROCS_SURVIVE);
-}
-END_TEST
-
-START_TEST(test_pty)
-{
-	procs_cases_run(&env, PROCS_PTY);
-}
-END_TEST
-
-START_TEST(test_pty_eof)
-{
-	procs_cases_run(&env, PROCS_PTY_EOF);
-}
-END_TEST
-
-START_TEST(test_session)
-{
-	procs_cases_run(&env, PROCS_SESSION);
-}
-END_TEST
-
-START_TEST(test_agentside)
-{
-	procs_cases_run(&env, PROCS_AGENTSIDE);
-}
-END_TEST
-
-START_TEST(test_flood)
-{
-	procs_cases_run(&env, PROCS_FLOOD);
-}
-END_TEST
-
-START_TEST(test_cycles)
-{
-	procs_cases_run(&env, PROCS_CYCLES);
-}
-END_TEST
-
-START_TEST(test_dispose20)
-{
-	procs_cases_run(&env, PROCS_DISPOSE20);
-}
-END_TEST
-
-START_TEST(test_idle)
-{
-	procs_cases_run(&env, PROCS_IDLE);
-}
-END_TEST
+RUNG_CASE_TEST(test_logs_offsets, procs_cases_run, &env, PROCS_LOGS)
+RUNG_CASE_TEST(test_server_and_kill_tree, procs_cases_run, &env, PROCS_SERVER)
+RUNG_CASE_TEST(test_bad_handles_and_limit, procs_cases_run, &env, PROCS_BAD)
+RUNG_CASE_TEST(test_survives_client_and_suspend, procs_cases_run, &env, PROCS_SURVIVE)
+RUNG_CASE_TEST(test_pty, procs_cases_run, &env, PROCS_PTY)
+RUNG_CASE_TEST(test_pty_eof, procs_cases_run, &env, PROCS_PTY_EOF)
+RUNG_CASE_TEST(test_session, procs_cases_run, &env, PROCS_SESSION)
+RUNG_CASE_TEST(test_agentside, procs_cases_run, &env, PROCS_AGENTSIDE)
+RUNG_CASE_TEST(test_flood, procs_cases_run, &env, PROCS_FLOOD)
+RUNG_CASE_TEST(test_cycles, procs_cases_run, &env, PROCS_CYCLES)
+RUNG_CASE_TEST(test_dispose20, procs_cases_run, &env, PROCS_DISPOSE20)
+RUNG_CASE_TEST(test_idle, procs_cases_run, &env, PROCS_IDLE)
 
 Suite *e2e_procs_basic_suite(void)
 {

@@ -16,7 +16,9 @@ now() { cut -d' ' -f1 /proc/uptime; }
 ok() { npass=$((npass + 1)); echo "DISTRO PASS $*"; }
 bad() { nfail=$((nfail + 1)); echo "DISTRO FAIL $*"; }
 mounts0=$(wc -l </proc/self/mountinfo)
+groups() { for d in /sys/fs/cgroup/rung-*; do [ -d "$d" ] && echo "${d#/sys/fs/cgroup/}"; done; }
 for s in "$@"; do
+	g0=$(groups)
 	t0=$(now)
 	d0=$(dmesg | wc -l)
 	rm -f "$W/build/skips.log"
@@ -37,6 +39,12 @@ for s in "$@"; do
 		[ "${DISTRO_VERBOSE:-0}" = 1 ] && sed 's/^/    | /' "$W/$s.log"
 		dmesg | tail -n +$((d0 + 1)) | tail -n 8 | sed 's/^/    dmesg: /'
 	fi
+	# a store group this suite left (its sandboxes' groups below it, if any): named here, so
+	# the leftovers check below points at the suite
+	for g in $(groups); do
+		case " $(echo $g0) " in *" $g "*) continue ;; esac
+		echo "    left by $s: cgroup $g: $(cd /sys/fs/cgroup/$g && find . -mindepth 1 -type d | tr '\n' ' ') procs $(cat /sys/fs/cgroup/$g/cgroup.procs | tr '\n' ' ')"
+	done
 done
 # Nothing left behind by any suite.
 left=""

@@ -16,6 +16,12 @@ void rung_test_skip(const char *test, const char *why);
 		rung_test_skip(__func__, why);                                                     \
 		return;                                                                            \
 	} while (0)
+/* A Check test that runs one case of a shared case file against this suite's environment:
+ * RUNG_CASE_TEST(test_x, procs_cases_run, &env, PROCS_LOGS). */
+#define RUNG_CASE_TEST(name, run, envp, c)                                                         \
+	START_TEST(name) { run(envp, c); }                                                         \
+	END_TEST
+
 #define RUNG_REQUIRE_ROOT()                                                                        \
 	do {                                                                                       \
 		if (geteuid() != 0)                                                                \
