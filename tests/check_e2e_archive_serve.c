@@ -198,6 +198,50 @@ static void get_abandoned(struct srvt *t, const char *id)
 	close(fd);
 }
 
+/*
+ * A tree the sandbox made hostile (a symlink out of it) fails the download: before the first
+ * byte as a plain 403 naming the link, or, after a big file went out first (readdir's order
+ * decides), as a response cut short: no last chunk, and no end-of-archive blocks.
+ */
+static void hostile_download(struct srvt *t, const char *id, const char *tar, size_t len)
+{
+	EXPECT(put_tar(t, TOK_A, id, "path=cut", tar, len), 200, NULL);
+	char path[256];
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	EXPECT(srvt_req(t->sock[0], "POST", path, TOK_A, NULL,
+			"{\"argv\": [\"ln\", \"-s\", \"/etc/passwd\", \"cut/zz-out\"]}"),
+	       200, "\"exit_code\":0");
+	int fd = srvt_unix_connect(t->sock[0]);
+	ck_assert_int_ge(fd, 0);
+	char req[512];
+	int k = snprintf(req, sizeof(req),
+			 "GET /v1/sandboxes/%s/archive?path=cut HTTP/1.1\r\nHost: rung\r\n"
+			 "Authorization: Bearer " TOK_A "\r\nConnection: close\r\n\r\n",
+			 id);
+	ck_assert_int_eq(rung_write_all(fd, req, (size_t)k), 0);
+	char *raw;
+	size_t n;
+	srvt_read_all(fd, &raw, &n, 30000);
+	close(fd);
+	struct srvt_resp r;
+	srvt_parse(raw, n, &r);
+	if (r.status == 200) {
+		ck_assert_msg(strcasestr(r.head, "Transfer-Encoding: chunked"), "%s", r.head);
+		ck_assert_msg(n < 5 || memcmp(raw + n - 5, "0\r\n\r\n", 5),
+			      "a failed download ended like a whole one");
+		ck_assert_msg(r.len > 700000, "only %zu bytes before the cut", r.len);
+		static const char zeros[1024];
+		ck_assert_msg(memcmp(r.body + r.len - 1024, zeros, 1024),
+			      "the cut tar ends with an end-of-archive marker");
+	} else {
+		ck_assert_msg(r.status == 403 && strstr(r.body, "zz-out"), "%d %s", r.status,
+			      r.body);
+	}
+	fprintf(stderr, "hostile download: %d (%zu bytes)\n", r.status, r.len);
+	srvt_resp_free(&r);
+	free(raw);
+}
+
 static void leak_check(struct srvt *t, const char *id, const char *tar, size_t len)
 {
 	for (int i = 0; i < 3; i++) { /* warm: the router pool keeps what it opened */
@@ -317,6 +361,7 @@ START_TEST(t_archive_route)
 		      r.body);
 	srvt_resp_free(&r);
 	EXPECT(put_chunked(&t, id, 5u << 20), 413, "--max-archive");
+	hostile_download(&t, id, tar, len);
 	leak_check(&t, id, tar, len);
 	free(tar);
 	free(bytes);
