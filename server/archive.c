@@ -9,7 +9,7 @@
  * or fd outlives the request.
  *
  * GET holds back the stream's last HOLD bytes until the worker has succeeded: an error before
- * the first byte is a plain JSON error (404 for a missing path); one after it ends the
+ * the first block is a plain JSON error (404 for a missing path); one after it ends the
  * response without its last chunk and closes the connection, so the client sees a truncated
  * transfer and a tar without its end-of-archive blocks, never a short tree that looks whole.
  */
@@ -26,6 +26,10 @@
 
 #define HOLD 1024		/* libarchive's end of archive: two 512-byte zero blocks */
 #define BUF (64u << 10)		/* GET: what one read takes from the pipe */
+/* libarchive writes whole 10240-byte blocks until it closes: a tree that fails before its
+ * first block arrives whole at the worker's end, so up to one block and the end-of-archive
+ * blocks is waited for before the status is chosen. */
+#define FIRST (10240 + HOLD)
 #define DISCARD_MAX (64u << 20) /* PUT: body bytes dropped after the worker stopped reading */
 
 struct srv_archive {
@@ -184,11 +188,11 @@ enum MHD_Result srv_archive_put_finish(struct srv_call *call, struct MHD_Connect
 
 /* ---- GET ------------------------------------------------------------------------------- */
 
-/* Read from the pipe until more than HOLD bytes wait or the worker is done (joined).
+/* Read from the pipe until more than want bytes wait or the worker is done (joined).
  * Returns 0, or -1 when the pipe failed. */
-static int fill(struct srv_archive *a)
+static int fill(struct srv_archive *a, size_t want)
 {
-	while (!a->eof && a->len <= HOLD) {
+	while (!a->eof && a->len <= want) {
 		ssize_t r = read(a->fd, a->buf + a->len, BUF + HOLD - a->len);
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -207,7 +211,7 @@ static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	(void)pos;
 	struct srv_archive *a = cls;
-	if (fill(a) < 0)
+	if (fill(a, HOLD) < 0)
 		return MHD_CONTENT_READER_END_WITH_ERROR;
 	if (a->eof && a->rc < 0) {
 		/* mid-stream: no last chunk, the connection closes (the client sees a cut) */
@@ -237,7 +241,7 @@ enum MHD_Result srv_archive_get(struct srv_call *call, struct MHD_Connection *c,
 	struct srv_archive *a = start(call, sb, router, false, &msg);
 	if (!a)
 		return srv_reply_error(call, c, SRV_E_UNAVAILABLE, "%s", msg);
-	if (fill(a) < 0) {
+	if (fill(a, FIRST) < 0) {
 		srv_archive_free(a);
 		return srv_reply_error(call, c, SRV_E_INTERNAL, "archive: pipe read failed");
 	}
