@@ -30,7 +30,7 @@
  * first block arrives whole at the worker's end, so up to one block and the end-of-archive
  * blocks is waited for before the status is chosen. */
 #define FIRST (10240 + HOLD)
-#define DISCARD_MAX (64u << 20) /* PUT: body bytes dropped after the worker stopped reading */
+#define DISCARD_MAX (64u << 20) /* PUT: body bytes dropped past the limit before giving up */
 
 struct srv_archive {
 	struct srv *s;
@@ -47,7 +47,7 @@ struct srv_archive {
 	struct rung_err err;
 	/* PUT */
 	bool stopped;	    /* the worker reads no more: the rest of the body is dropped */
-	uint64_t discarded;
+	uint64_t discarded; /* past the limit */
 	/* GET */
 	char *buf;
 	size_t len;
@@ -151,18 +151,17 @@ enum MHD_Result srv_archive_put_data(struct srv_call *call, const char *data, si
 		call->pending = SRV_E_TOO_LARGE;
 		join(a); /* the worker sees a truncated tar and stops */
 	}
-	if (!call->pending)
-		call->body_len += n; /* the whole body counts, what the worker took or not */
-	if (call->pending || a->stopped) {
+	if (call->pending) {
 		/* MHD answers only once the body is in: drop the rest, up to a bound */
 		a->discarded += n;
 		return a->discarded > DISCARD_MAX ? MHD_NO : MHD_YES;
 	}
-	if (rung_write_all(a->fd, data, n) < 0) {
-		/* EPIPE: the worker is done (a refused entry, or the tar's end came early) */
-		a->stopped = true;
-		a->discarded += n;
-	}
+	/* The whole body counts against the limit, what the worker took or not. After the
+	 * worker stopped (a refused entry, or the tar's end came early) the rest is read and
+	 * dropped, so that the client gets the answer (MHD queues none mid-upload). */
+	call->body_len += n;
+	if (!a->stopped && rung_write_all(a->fd, data, n) < 0)
+		a->stopped = true; /* EPIPE: the worker is done */
 	return MHD_YES;
 }
 

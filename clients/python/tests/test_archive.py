@@ -121,6 +121,18 @@ class ArchiveTest(unittest.TestCase):
             self.assertEqual(e.exception.code, "truncated")
         self.assertEqual(list(self.dir.iterdir()), [src])
 
+    def test_refused_upload(self):
+        sb = self.alpha.acquire(KEY, SandboxSpec(kind="archive-refused"))
+        src = self.dir / "fifo-tree"
+        src.mkdir()
+        os.mkfifo(src / "a-fifo")  # refused by the daemon, named; the rest still sent
+        (src / "b.bin").write_bytes(os.urandom(2 << 20))
+        with self.assertRaises(Forbidden) as e:
+            sb.upload_dir(src, "f")
+        self.assertIn("a-fifo", e.exception.message)
+        with self.assertRaises(NotADirectoryError):
+            sb.upload_dir(src / "b.bin", "f")
+
     def test_async(self):
         sb = self.alpha.acquire(KEY, SandboxSpec(kind="archive-async"))
         src = self.dir / "a"
