@@ -70,9 +70,24 @@ def check_member(m: tarfile.TarInfo) -> None:
         raise _refuse(name, "devices, fifos and sockets are refused")
 
 
-def _checked(tf: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
+def _through_link(into: str, name: str) -> bool:
+    """Does name (unpacked under into) pass through a symlink already unpacked there? A tree
+    rung sends never has one (a symlink's tree is not followed), and a write through one is
+    how a tar climbs out (a/l -> .., then a/l/l2 -> .., then a/l/l2/x)."""
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    path = into
+    for p in parts[:-1]:
+        path = os.path.join(path, p)
+        if os.path.islink(path):
+            return True
+    return False
+
+
+def _checked(tf: tarfile.TarFile, into: str) -> Iterator[tarfile.TarInfo]:
     for m in tf:
         check_member(m)
+        if _through_link(into, m.name):
+            raise _refuse(m.name, "a path through a symlink of the tree")
         if not HAS_DATA_FILTER:  # what the "data" filter does to modes and owners
             m.mode &= 0o755
             m.uid, m.gid, m.uname, m.gname = os.getuid(), os.getgid(), "", ""
@@ -135,9 +150,9 @@ def upload_dir(sb: "Sandbox", local_dir: str | os.PathLike[str], remote_dir: str
 
 def _unpack(tf: tarfile.TarFile, into: str) -> None:
     if HAS_DATA_FILTER:
-        tf.extractall(into, members=_checked(tf), filter="data")
+        tf.extractall(into, members=_checked(tf, into), filter="data")
     else:
-        tf.extractall(into, members=_checked(tf))
+        tf.extractall(into, members=_checked(tf, into))
 
 
 def download_dir(sb: "Sandbox", remote_dir: str, local_dir: str | os.PathLike[str],
