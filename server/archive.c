@@ -24,8 +24,8 @@
 #include "server/pool.h"
 #include "server/reply.h"
 
-#define HOLD 1024		/* libarchive's end of archive: two 512-byte zero blocks */
-#define BUF (64u << 10)		/* GET: what one read takes from the pipe */
+#define HOLD 1024	/* libarchive's end of archive: two 512-byte zero blocks */
+#define BUF (64u << 10) /* GET: what one read takes from the pipe */
 /* libarchive writes whole 10240-byte blocks until it closes: a tree that fails before its
  * first block arrives whole at the worker's end, so up to one block and the end-of-archive
  * blocks is waited for before the status is chosen. */
@@ -228,10 +228,7 @@ static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
 	return (ssize_t)n;
 }
 
-static void free_cb(void *cls)
-{
-	srv_archive_free(cls);
-}
+static void free_cb(void *cls) { srv_archive_free(cls); }
 
 enum MHD_Result srv_archive_get(struct srv_call *call, struct MHD_Connection *c,
 				struct rung_sandbox *sb, struct rung_router *router)

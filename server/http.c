@@ -217,12 +217,11 @@ static enum MHD_Result begin(struct srv_listener *l, struct srv_call *call,
 	if (announced && !call->req.body_allowed)
 		return srv_reply_error(call, c, SRV_E_BAD_REQUEST, "%s takes no request body",
 				       srv_route_name(call->req.route));
+	const char *which =
+	    call->req.route == SRV_R_ARCHIVE_PUT ? " (the daemon's --max-archive)" : "";
 	if (announced > call->req.body_max)
 		return srv_reply_error(call, c, SRV_E_TOO_LARGE, "body: larger than %zu bytes%s",
-				       call->req.body_max,
-				       call->req.route == SRV_R_ARCHIVE_PUT
-					   ? " (the daemon's --max-archive)"
-					   : "");
+				       call->req.body_max, which);
 	if (call->req.body_allowed)
 		conn_deadline(s, c, s->o.body_timeout_s);
 	if (call->req.route == SRV_R_ARCHIVE_PUT) /* the body streams into the sandbox */

@@ -70,11 +70,12 @@ static void expect_tree(const char *tar, size_t len, const struct tent *v, size_
 		for (size_t i = 0; i < n; i++) {
 			if (v[i].type != AE_IFREG || strcmp(v[i].name, name))
 				continue;
-			ck_assert_msg(archive_entry_size(e) == (la_int64_t)v[i].len, "%s: size %lld",
-				      name, (long long)archive_entry_size(e));
+			ck_assert_msg(archive_entry_size(e) == (la_int64_t)v[i].len,
+				      "%s: size %lld", name, (long long)archive_entry_size(e));
 			ck_assert_int_eq(archive_entry_perm(e), 0640);
 			char *got = malloc(v[i].len + 1);
-			ck_assert_int_eq(archive_read_data(a, got, v[i].len + 1), (la_ssize_t)v[i].len);
+			ck_assert_int_eq(archive_read_data(a, got, v[i].len + 1),
+					 (la_ssize_t)v[i].len);
 			ck_assert_msg(!memcmp(got, v[i].data, v[i].len), "%s: bytes differ", name);
 			free(got);
 			found++;
@@ -88,8 +89,8 @@ static void expect_tree(const char *tar, size_t len, const struct tent *v, size_
 	ck_assert_uint_eq(found, files);
 }
 
-static struct srvt_resp put_tar(struct srvt *t, const char *tok, const char *id,
-				const char *query, const char *tar, size_t len)
+static struct srvt_resp put_tar(struct srvt *t, const char *tok, const char *id, const char *query,
+				const char *tar, size_t len)
 {
 	char path[1024];
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/archive?%s", id, query);
@@ -102,8 +103,7 @@ static struct srvt_resp put_tar(struct srvt *t, const char *tok, const char *id,
 	return r;
 }
 
-static struct srvt_resp get_tar(struct srvt *t, const char *tok, const char *id,
-				const char *query)
+static struct srvt_resp get_tar(struct srvt *t, const char *tok, const char *id, const char *query)
 {
 	char path[1024];
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/archive?%s", id, query);
@@ -289,9 +289,9 @@ START_TEST(t_archive_route)
 	for (size_t i = 0; i < big; i++)
 		bytes[i] = (char)((i * 2654435761u) >> 13);
 	const struct tent tree[] = {
-	    {"d", AE_IFDIR, NULL, 0},		    {"d/a.txt", AE_IFREG, "hello\n", 6},
-	    {"d/sub", AE_IFDIR, NULL, 0},	    {"d/sub/b.bin", AE_IFREG, bytes, big},
-	    {"d/sub/empty", AE_IFREG, "", 0},	    {"top.txt", AE_IFREG, "top", 3},
+	    {"d", AE_IFDIR, NULL, 0},	      {"d/a.txt", AE_IFREG, "hello\n", 6},
+	    {"d/sub", AE_IFDIR, NULL, 0},     {"d/sub/b.bin", AE_IFREG, bytes, big},
+	    {"d/sub/empty", AE_IFREG, "", 0}, {"top.txt", AE_IFREG, "top", 3},
 	};
 	size_t len;
 	char *tar = make_tar(tree, 6, &len);
@@ -333,7 +333,8 @@ START_TEST(t_archive_route)
 		size_t hl;
 		char *h = make_tar(hostile[i].v, hostile[i].v == dotdot ? 3 : 1, &hl);
 		r = put_tar(&t, TOK_A, id, "path=h/in", h, hl);
-		ck_assert_msg(r.status >= 400 && r.status < 500 && strstr(r.body, hostile[i].needle),
+		ck_assert_msg(r.status >= 400 && r.status < 500 &&
+				  strstr(r.body, hostile[i].needle),
 			      "%s: %d %s", hostile[i].needle, r.status, r.body);
 		srvt_resp_free(&r);
 		free(h);
