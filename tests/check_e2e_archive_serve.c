@@ -4,8 +4,8 @@
  * a tar comes back byte for byte; another scope's sandbox is 404, no token 401, a missing path
  * 404 and bad parameters 400 naming them; hostile tars (.., absolute, a device) are refused
  * naming the entry, with nothing written outside; a body over --max-archive is 413 (announced
- * or chunked); 50 requests and 5 downloads cut short by the client leave the daemon no fd or
- * thread. Tagged "root".
+ * or chunked); 50 requests, and 5 downloads and 5 uploads cut short by the client, leave the
+ * daemon no fd or thread. Tagged "root".
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -242,6 +242,22 @@ static void hostile_download(struct srvt *t, const char *id, const char *tar, si
 	free(raw);
 }
 
+/* An upload the client abandons halfway through its body: the daemon ends the worker. */
+static void put_abandoned(struct srvt *t, const char *id, const char *tar, size_t len)
+{
+	int fd = srvt_unix_connect(t->sock[0]);
+	ck_assert_int_ge(fd, 0);
+	char head[512];
+	int k = snprintf(head, sizeof(head),
+			 "PUT /v1/sandboxes/%s/archive?path=half HTTP/1.1\r\nHost: rung\r\n"
+			 "Authorization: Bearer " TOK_A "\r\nContent-Length: %zu\r\n\r\n",
+			 id, len);
+	ck_assert_int_eq(rung_write_all(fd, head, (size_t)k), 0);
+	ck_assert_int_eq(rung_write_all(fd, tar, len / 2), 0);
+	usleep(100000);
+	close(fd);
+}
+
 static void leak_check(struct srvt *t, const char *id, const char *tar, size_t len)
 {
 	for (int i = 0; i < 3; i++) { /* warm: the router pool keeps what it opened */
@@ -261,8 +277,10 @@ static void leak_check(struct srvt *t, const char *id, const char *tar, size_t l
 		EXPECT(put_tar(t, TOK_A, id, "path=tree", tar, len), 200, NULL);
 		EXPECT(get_tar(t, TOK_A, id, "path=tree"), 200, NULL);
 	}
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 5; i++) {
 		get_abandoned(t, id);
+		put_abandoned(t, id, tar, len);
+	}
 	int fd1 = 0, th1 = 0;
 	for (int i = 0; i < 100; i++) {
 		usleep(100000);
