@@ -6,6 +6,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "server/archive.h"
 #include "server/callbacks.h"
 #include "server/encode.h"
 #include "server/handlers.h"
@@ -238,6 +239,8 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 	case SRV_R_STATS:
 		watch_client(c, sb);
 		return srv_stats_reply(call, c, sb);
+	case SRV_R_ARCHIVE_GET: /* streamed by a worker of its own, which takes sb and router */
+		return srv_archive_get(call, c, rung_steal_ptr(&sb), rung_steal_ptr(&cr->r));
 	default:
 		return srv_reply_error(call, c, SRV_E_INTERNAL, "unrouted request");
 	}

@@ -10,6 +10,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "server/archive.h"
 #include "server/handlers.h"
 #include "server/http.h"
 #include "server/reply.h"
@@ -130,6 +131,7 @@ static void call_free(struct srv_call *call)
 {
 	if (!call)
 		return;
+	srv_archive_free(call->archive); /* a PUT .../archive cut short: its worker is joined */
 	free(call->body);
 	free(call->kv);
 	free(call->scope);
@@ -208,16 +210,22 @@ static enum MHD_Result begin(struct srv_listener *l, struct srv_call *call,
 				       "scope %s: %s", call->scope, err.msg);
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
 	uint64_t announced = 0;
+	if (call->req.route == SRV_R_ARCHIVE_PUT)
+		call->req.body_max = (size_t)s->o.max_archive;
 	if (cl && rung_parse_u64(cl, &announced) < 0)
 		return srv_reply_error(call, c, SRV_E_BAD_REQUEST, "Content-Length: malformed");
 	if (announced && !call->req.body_allowed)
 		return srv_reply_error(call, c, SRV_E_BAD_REQUEST, "%s takes no request body",
 				       srv_route_name(call->req.route));
+	const char *which =
+	    call->req.route == SRV_R_ARCHIVE_PUT ? " (the daemon's --max-archive)" : "";
 	if (announced > call->req.body_max)
-		return srv_reply_error(call, c, SRV_E_TOO_LARGE, "body: larger than %zu bytes",
-				       call->req.body_max);
+		return srv_reply_error(call, c, SRV_E_TOO_LARGE, "body: larger than %zu bytes%s",
+				       call->req.body_max, which);
 	if (call->req.body_allowed)
 		conn_deadline(s, c, s->o.body_timeout_s);
+	if (call->req.route == SRV_R_ARCHIVE_PUT) /* the body streams into the sandbox */
+		return srv_archive_put_begin(call, c);
 	return MHD_YES;
 }
 
@@ -243,6 +251,8 @@ enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url,
 	if (*upload_size) {
 		size_t n = *upload_size;
 		*upload_size = 0;
+		if (call->archive)
+			return srv_archive_put_data(call, upload, n);
 		char *nb = NULL;
 		if (!call->pending && !call->req.body_allowed)
 			call->pending = SRV_E_BAD_REQUEST;
@@ -264,6 +274,8 @@ enum MHD_Result srv_access(void *cls, struct MHD_Connection *c, const char *url,
 		return MHD_YES;
 	}
 	conn_deadline(l->s, c, 0);
+	if (call->archive)
+		return srv_archive_put_finish(call, c);
 	if (call->pending == SRV_E_TOO_LARGE)
 		return srv_reply_error(call, c, SRV_E_TOO_LARGE, "body: larger than %zu bytes",
 				       call->req.body_max);

@@ -40,6 +40,7 @@ const char srv_usage[] =
     "  --header-timeout SECS  a request head must arrive within this (default 10)\n"
     "  --body-timeout SECS    ... and its body within this (default 120; 0: no limit)\n"
     "  --idle-timeout SECS    close a connection idle this long (default 60)\n"
+    "  --max-archive SIZE     largest tar a PUT .../archive takes (default 8G; 413 beyond)\n"
     "  --max-connections N    concurrent connections per listener (default 256)\n"
     "  --max-per-ip N         concurrent TCP connections per client address (default 64)\n"
     "  --drain-timeout SECS   on SIGTERM/SIGINT, wait this long for requests (default 10)\n"
@@ -50,6 +51,7 @@ const char srv_usage[] =
     "Limits: JSON bodies 1 MiB, file uploads 64 MiB, header block 64 KiB (413 beyond).\n"
     "Endpoints: POST/GET/DELETE /v1/sandboxes, GET/DELETE /v1/sandboxes/{id},\n"
     "POST /v1/sandboxes/{id}/{exec,run-code,suspend,resume}, PUT/GET /v1/sandboxes/{id}/files,\n"
+    "PUT/GET /v1/sandboxes/{id}/archive (tar streams),\n"
     "GET /healthz, GET /metrics (authenticated). See server/README.md.\n";
 
 static int num(const char *opt, const char *v, unsigned max, unsigned *out, struct rung_err *err)
@@ -71,6 +73,7 @@ int srv_opts_parse(int argc, char **argv, struct srv_opts *o, struct rung_err *e
 	    .header_timeout_s = 10,
 	    .body_timeout_s = 120,
 	    .idle_timeout_s = 60,
+	    .max_archive = SRV_MAX_ARCHIVE,
 	    .max_connections = 256,
 	    .max_per_ip = 64,
 	    .drain_s = 10,
@@ -134,7 +137,11 @@ int srv_opts_parse(int argc, char **argv, struct srv_opts *o, struct rung_err *e
 			r = num(name, v, 86400, &o->body_timeout_s, err);
 		else if (!strcmp(name, "--idle-timeout"))
 			r = num(name, v, 86400, &o->idle_timeout_s, err);
-		else if (!strcmp(name, "--max-connections"))
+		else if (!strcmp(name, "--max-archive")) {
+			if (rung_parse_size(v, &o->max_archive) < 0 || !o->max_archive ||
+			    o->max_archive > SIZE_MAX / 2)
+				return rung_err_set(err, EINVAL, "--max-archive: bad size %s", v);
+		} else if (!strcmp(name, "--max-connections"))
 			r = num(name, v, 65536, &o->max_connections, err);
 		else if (!strcmp(name, "--max-per-ip"))
 			r = num(name, v, 65536, &o->max_per_ip, err);

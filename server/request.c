@@ -94,6 +94,7 @@ static const char *const route_names[SRV_R__COUNT] = {
     [SRV_R_FS_RM] = "fs_rm",	   [SRV_R_FS_MKDIR] = "fs_mkdir",
     [SRV_R_FS_MV] = "fs_mv",	   [SRV_R_STATS] = "stats",
     [SRV_R_CALLBACK] = "callback",
+    [SRV_R_ARCHIVE_PUT] = "archive_put", [SRV_R_ARCHIVE_GET] = "archive_get",
 };
 
 const char *srv_route_name(enum srv_route r)
@@ -169,6 +170,7 @@ static const struct route_def routes[] = {
     {"fs/ls", true, "GET", SRV_R_FS_LS},	  {"fs/stat", true, "GET", SRV_R_FS_STAT},
     {"fs/rm", true, "POST", SRV_R_FS_RM},	  {"fs/mkdir", true, "POST", SRV_R_FS_MKDIR},
     {"fs/mv", true, "POST", SRV_R_FS_MV},	  {"stats", true, "GET", SRV_R_STATS},
+    {"archive", true, "PUT", SRV_R_ARCHIVE_PUT},  {"archive", true, "GET", SRV_R_ARCHIVE_GET},
 };
 
 /* Under a sandbox: {coll}/{h}[/{op}] (op NULL: the handle itself). */
@@ -407,6 +409,23 @@ static int query_since(const struct srv_raw *raw, uint64_t *out, struct rung_err
 	return 0;
 }
 
+/* archive?path=P: the tree's directory inside, and nothing else. */
+static int archive_params(const struct srv_raw *raw, struct srv_req *out, struct rung_err *err)
+{
+	const char *fp;
+	int r = one_value(raw->query, raw->n_query, "path", false, SRV_MAX_PATH, &fp, err);
+	if (r < 0)
+		return r;
+	if (!fp || !*fp)
+		return rung_err_set(err, EINVAL, "path: query parameter required");
+	for (size_t i = 0; i < raw->n_query; i++)
+		if (raw->query[i].key && strcmp(raw->query[i].key, "path"))
+			return rung_err_set(err, EINVAL, "%s: not a parameter of this route",
+					    raw->query[i].key);
+	out->file_path = fp;
+	return 0;
+}
+
 /* The route's own parameters: its body limit, its query. */
 static int route_params(const struct srv_raw *raw, struct srv_req *out, bool key_headers,
 			struct rung_err *err)
@@ -432,6 +451,14 @@ static int route_params(const struct srv_raw *raw, struct srv_req *out, bool key
 		/* fall through */
 	case SRV_R_FILE_GET:
 		if ((r = srv_path_mode_parse(raw, out, err)) < 0)
+			return r;
+		break;
+	case SRV_R_ARCHIVE_PUT:
+		out->body_allowed = true;
+		out->body_max = (size_t)SRV_MAX_ARCHIVE; /* http.c applies --max-archive */
+		/* fall through */
+	case SRV_R_ARCHIVE_GET:
+		if ((r = archive_params(raw, out, err)) < 0)
 			return r;
 		break;
 	case SRV_R_FS_LS:

@@ -36,6 +36,7 @@ int rung_serve_main(int argc, char **argv, const struct rung_router_opts *host);
 #define SRV_MAX_JSON_BODY (1u << 20)  /* JSON request bodies */
 #define SRV_MAX_UPLOAD (64u << 20)    /* PUT .../files */
 #define SRV_MAX_READ_FILE (64u << 20) /* GET .../files */
+#define SRV_MAX_ARCHIVE (8ull << 30)  /* PUT .../archive, unless --max-archive says */
 #define SRV_MAX_HEADER 4096	      /* one header value */
 #define SRV_MAX_PATH 4096	      /* the URL path and ?path= */
 #define SRV_MAX_KEY_PART 256	      /* thread / agent / scope */
@@ -192,6 +193,8 @@ enum srv_route {
 	SRV_R_FS_MV,	     /* POST /v1/sandboxes/{id}/fs/mv?path=P&to=Q */
 	SRV_R_STATS,	     /* GET /v1/sandboxes/{id}/stats */
 	SRV_R_CALLBACK,	     /* POST /v1/sandboxes/{id}/callbacks/{cid} (docs/callbacks.md) */
+	SRV_R_ARCHIVE_PUT,   /* PUT /v1/sandboxes/{id}/archive?path=P (a tar; server/archive.c) */
+	SRV_R_ARCHIVE_GET,   /* GET /v1/sandboxes/{id}/archive?path=P (a tar, streamed) */
 	SRV_R__COUNT
 };
 const char *srv_route_name(enum srv_route r);

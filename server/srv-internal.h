@@ -38,6 +38,7 @@ struct srv_opts {
 	unsigned idle_timeout_s;   /* MHD_OPTION_CONNECTION_TIMEOUT */
 	unsigned max_connections;
 	unsigned max_per_ip;
+	uint64_t max_archive; /* --max-archive: the body limit of PUT .../archive */
 	unsigned drain_s;
 	enum rung_log_level log_level;
 	bool log_json; /* --json: one JSON object per log line */
@@ -79,6 +80,7 @@ char *srv_metrics_render(struct srv_call *call, struct rung_router *r);
 
 struct srv_conn; /* per-connection tracking for the header deadline */
 struct srv_ws;	 /* one WebSocket attach (ws.c) */
+struct srv_archive; /* one archive transfer (archive.c) */
 
 /* quota.c: what one scope holds right now (under srv.scope_mu). */
 struct srv_scope {
@@ -151,6 +153,7 @@ struct srv_call {
 	char *body;
 	size_t body_len;
 	enum srv_code pending; /* an error found mid-upload, answered once the body is in */
+	struct srv_archive *archive; /* PUT .../archive: the body streams into its worker */
 	uint64_t discarded;
 	uint64_t t0_us;
 	unsigned status;

@@ -11,6 +11,7 @@ import enum
 import http.client
 import inspect
 import json
+import os
 import socket
 import urllib.parse
 from dataclasses import dataclass, field
@@ -425,6 +426,26 @@ class Sandbox:
         """rename(2): dst is the new path."""
         self._fs("POST", "mv", path=src, to=dst)
 
+    def upload_dir(self, local_dir: "str | os.PathLike[str]", remote_dir: str,
+                   timeout: float | None = None) -> dict[str, Any]:
+        """Copy the local directory's tree into remote_dir (made, with its parents; files
+        there are replaced) as one tar stream, never held whole in memory. Entries the daemon
+        refuses (a hard link, a device; symlinks until the runtime takes them) raise
+        Forbidden naming the entry. Returns {"path", "bytes"} (the tar's size)."""
+        from .archive import upload_dir
+        return upload_dir(self, local_dir, remote_dir, timeout)
+
+    def download_dir(self, remote_dir: str, local_dir: "str | os.PathLike[str]",
+                     timeout: float | None = None) -> None:
+        """Copy remote_dir's tree to local_dir, which must not exist (its parent must). The
+        tree is the sandbox's, so hostile: every entry is checked (no absolute path, no '..',
+        no link out, no device: Forbidden naming it) and unpacked with tarfile's "data"
+        filter, into a temporary directory beside local_dir renamed into place once the
+        whole tar is in; on any error nothing is left. A transfer the daemon cut short raises
+        RungError with code "truncated"."""
+        from .archive import download_dir
+        download_dir(self, remote_dir, local_dir, timeout)
+
     def stats(self) -> dict[str, Any]:
         """What the sandbox uses now (measured): {"source", "cpu_usage_us", "memory": {current,
         peak, limit, oom_kills}, "pids": {current, limit}, "disk": {used, total, limit},
@@ -510,6 +531,14 @@ class Sandbox:
 
     async def move_async(self, src: str, dst: str) -> None:
         await asyncio.to_thread(self.move, src, dst)
+
+    async def upload_dir_async(self, local_dir: "str | os.PathLike[str]", remote_dir: str,
+                               timeout: float | None = None) -> dict[str, Any]:
+        return await asyncio.to_thread(self.upload_dir, local_dir, remote_dir, timeout)
+
+    async def download_dir_async(self, remote_dir: str, local_dir: "str | os.PathLike[str]",
+                                 timeout: float | None = None) -> None:
+        await asyncio.to_thread(self.download_dir, remote_dir, local_dir, timeout)
 
     async def stats_async(self) -> dict[str, Any]:
         return await asyncio.to_thread(self.stats)
