@@ -120,7 +120,8 @@ static int host_saw(struct ladder_env *e, const char *probe, const char *ev)
 	if (!strcmp(probe, "ipc.signal_host"))
 		return signalled(e);
 	if (!strcmp(probe, "ipc.abstract_unix") || !strcmp(probe, "net.loopback_tcp") ||
-	    !strcmp(probe, "net.loopback_tcp6") || !strcmp(probe, "net.loopback_udp"))
+	    !strcmp(probe, "net.loopback_tcp6") || !strcmp(probe, "net.loopback_udp") ||
+	    !strcmp(probe, "net.icmp") || !strcmp(probe, "net.dns_other"))
 		return heard_name(e, probe);
 	if (!strcmp(probe, "priv.uid_host_root") || !strcmp(probe, "priv.securebits"))
 		return evidence_is(ev, "userns", e->userns);
@@ -261,6 +262,10 @@ static const char *host_lacks(struct ladder_env *e, const char *probe)
 		return "no CAP_SYS_RESOURCE even for root (its bounding set)";
 	if (!strcmp(probe, "net.loopback_tcp6") && e->tcp6_fd < 0)
 		return "no ::1";
+	if (!strcmp(probe, "net.icmp") && e->icmp_fd < 0)
+		return "no raw ICMP socket for the ladder's recorder";
+	if (!strcmp(probe, "net.dns_other") && e->dns_fd < 0)
+		return "no loopback address the ladder's resolver could bind";
 	if (!strcmp(probe, "info.cgroup_names") && !e->cgroup_marker[0])
 		return "no cgroup the ladder could make";
 	if (!strcmp(probe, "net.host_interfaces") && !e->ifnames[0])

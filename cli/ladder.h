@@ -23,7 +23,10 @@ struct ladder_env {
 	char abstract[64], shm_name[64], cgroup_marker[PATH_MAX], victim_comm[16];
 	char state_dir[PATH_MAX];
 	int tcp_fd, tcp6_fd, udp_fd, unix_fd, stop_fd[2];
-	unsigned tcp_port, tcp6_port, udp_port;
+	int icmp_fd; /* raw ICMP: records echo requests carrying the token (-1: none here) */
+	int dns_fd;  /* a fake resolver (UDP): records queries for TOKEN32.rung-ladder.invalid */
+	unsigned tcp_port, tcp6_port, udp_port, dns_port;
+	char dns_addr[16];
 	int sysv_key, sysv_id;
 	pid_t victim;
 	int victim_fd; /* a byte per SIGCONT the victim received */

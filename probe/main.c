@@ -110,6 +110,7 @@ static int ctx_set(struct probe_ctx *c, const char *k, const char *v)
 	} strs[] = {{"token", c->token, sizeof(c->token)},
 		    {"host_dir", c->host_dir, sizeof(c->host_dir)},
 		    {"abstract", c->abstract, sizeof(c->abstract)},
+		    {"dns_addr", c->dns_addr, sizeof(c->dns_addr)},
 		    {"shm_name", c->shm_name, sizeof(c->shm_name)},
 		    {"state_dir", c->state_dir, sizeof(c->state_dir)}};
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
@@ -124,6 +125,8 @@ static int ctx_set(struct probe_ctx *c, const char *k, const char *v)
 		c->tcp6_port = (unsigned)n;
 	else if (!strcmp(k, "udp_port"))
 		c->udp_port = (unsigned)n;
+	else if (!strcmp(k, "dns_port"))
+		c->dns_port = (unsigned)n;
 	else if (!strcmp(k, "sysv_shm_key"))
 		c->sysv_shm_key = (int)n;
 	else if (!strcmp(k, "victim_pid"))

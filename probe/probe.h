@@ -23,6 +23,8 @@ struct probe_ctx {
 	unsigned tcp_port;  /* host loopback listeners (127.0.0.1 and ::1) */
 	unsigned tcp6_port;
 	unsigned udp_port;
+	char dns_addr[64];  /* the ladder's fake resolver (UDP), on a host loopback address */
+	unsigned dns_port;
 	char abstract[108]; /* host abstract unix socket name (without the leading NUL) */
 	char shm_name[128]; /* /dev/shm/<name> on the host */
 	int sysv_shm_key;
