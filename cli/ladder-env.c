@@ -352,6 +352,7 @@ static void rm_tree(const char *dir);
 
 void ladder_env_teardown(struct ladder_env *e)
 {
+	ladder_sibling_close(NULL, e);
 	if (e->listening) {
 		if (write(e->stop_fd[1], "x", 1) == 1)
 			pthread_join(e->listener, NULL);
@@ -400,11 +401,13 @@ char *ladder_env_ctx(const struct ladder_env *e)
 		     "token=%s\nhost_dir=%s\ntcp_port=%u\ntcp6_port=%u\nudp_port=%u\nabstract=%s\n"
 		     "dns_addr=%s\ndns_port=%u\n"
 		     "shm_name=%s\nsysv_shm_key=%d\nvictim_pid=%d\nmem_limit=%llu\npids_limit=%u\n"
-		     "cpus_milli=%u\ndisk_limit=%llu\nstate_dir=%s\n",
+		     "cpus_milli=%u\ndisk_limit=%llu\nstate_dir=%s\nsibling_comm=%s\n"
+		     "sibling_pid=%d\nsibling_port=%u\n",
 		     e->token, e->host_dir, e->tcp_port, e->tcp6_port, e->udp_port, e->abstract,
 		     e->dns_addr, e->dns_port,
 		     e->shm_name, e->sysv_key, (int)e->victim, e->mem_limit, e->pids_limit,
-		     e->cpus_milli, e->disk_limit, e->state_dir) < 0)
+		     e->cpus_milli, e->disk_limit, e->state_dir, e->sib_comm, e->sib_pid,
+		     e->sib_port) < 0)
 		return NULL;
 	return s;
 }

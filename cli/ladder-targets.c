@@ -248,10 +248,11 @@ static int oci_config(struct ladder_target *t, struct ladder_env *e, const char 
 
 static int open_sandbox(struct cli *c, struct ladder_target *t, struct ladder_env *e,
 			const char *probe_bin, const char *image, enum rung_isolation iso,
-			struct rung_err *err);
+			const char *role, struct rung_err *err);
 
-static int open_rung(struct cli *c, struct ladder_target *t, struct ladder_env *e,
-		     const char *probe_bin, const char *image, struct rung_err *err)
+int ladder_open_rung(struct cli *c, struct ladder_target *t, struct ladder_env *e,
+		     const char *probe_bin, const char *image, const char *role,
+		     struct rung_err *err)
 {
 	enum rung_isolation iso = !strcmp(t->name, "process")	  ? RUNG_ISO_PROCESS
 				  : !strcmp(t->name, "container") ? RUNG_ISO_CONTAINER
@@ -267,7 +268,7 @@ static int open_rung(struct cli *c, struct ladder_target *t, struct ladder_env *
 		e->mem_limit = 256ULL << 20;
 		e->cpus_milli = 1000;
 	}
-	int rc = open_sandbox(c, t, e, probe_bin, image, iso, err);
+	int rc = open_sandbox(c, t, e, probe_bin, image, iso, role, err);
 	e->mem_limit = mem;
 	e->cpus_milli = cpus;
 	return rc;
@@ -275,7 +276,7 @@ static int open_rung(struct cli *c, struct ladder_target *t, struct ladder_env *
 
 static int open_sandbox(struct cli *c, struct ladder_target *t, struct ladder_env *e,
 			const char *probe_bin, const char *image, enum rung_isolation iso,
-			struct rung_err *err)
+			const char *role, struct rung_err *err)
 {
 	struct rung_router *r = cli_router(c);
 	if (!r)
@@ -289,8 +290,9 @@ static int open_sandbox(struct cli *c, struct ladder_target *t, struct ladder_en
 	s.limits.disk_bytes = e->disk_limit;
 	s.limits.pids = e->pids_limit;
 	s.limits.cpus_milli = e->cpus_milli;
-	char thread[40];
-	snprintf(thread, sizeof(thread), "%.16s-%s", e->token, t->name);
+	char thread[64];
+	snprintf(thread, sizeof(thread), "%.16s-%s%s%s", e->token, t->name, role[0] ? "-" : "",
+		 role);
 	struct rung_key key = {.scope = "rung-ladder", .thread = thread, .agent = "ladder"};
 	bool created;
 	int rc = rung_acquire(r, &key, &s, &t->sb, &created, err);
@@ -327,8 +329,9 @@ int ladder_target_open(struct cli *c, struct ladder_target *t, struct ladder_env
 {
 	struct rung_err err = {0};
 	int r = 0;
+	ladder_sibling_open(c, t, e, probe_bin, image); /* first: t's context names it */
 	if (!t->peer) {
-		r = open_rung(c, t, e, probe_bin, image, &err);
+		r = ladder_open_rung(c, t, e, probe_bin, image, "", &err);
 	} else if (!strcmp(t->name, "bwrap")) {
 		if (!tool_path("bwrap"))
 			r = rung_err_set(&err, ENOENT, "bwrap is not installed");
@@ -343,45 +346,34 @@ int ladder_target_open(struct cli *c, struct ladder_target *t, struct ladder_env
 	return r;
 }
 
+void ladder_bwrap_argv(char **argv, size_t max, const char *workdir, char *const *cmd)
+{
+	static const char *const fixed[] = {
+	    "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr",
+	    "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink",
+	    "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin", "--proc", "/proc", "--dev",
+	    "/dev", "--tmpfs", "/tmp", "--bind"};
+	size_t n = 0;
+	const char *bw = tool_path("bwrap");
+	argv[n++] = (char *)(bw ? bw : "/usr/bin/bwrap");
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		argv[n++] = (char *)fixed[i];
+	argv[n++] = (char *)workdir;
+	argv[n++] = "/work";
+	argv[n++] = "--chdir";
+	argv[n++] = "/work";
+	for (; *cmd && n + 1 < max; cmd++)
+		argv[n++] = *cmd;
+	argv[n] = NULL;
+}
+
 static int run_peer(struct ladder_target *t, struct ladder_env *e, const char *probe, char **out,
 		    struct rung_err *err)
 {
 	if (!strcmp(t->name, "bwrap")) {
-		char *argv[] = {(char *)tool_path("bwrap"),
-				"--unshare-all",
-				"--die-with-parent",
-				"--new-session",
-				"--ro-bind",
-				"/usr",
-				"/usr",
-				"--symlink",
-				"usr/lib",
-				"/lib",
-				"--symlink",
-				"usr/lib64",
-				"/lib64",
-				"--symlink",
-				"usr/bin",
-				"/bin",
-				"--symlink",
-				"usr/sbin",
-				"/sbin",
-				"--proc",
-				"/proc",
-				"--dev",
-				"/dev",
-				"--tmpfs",
-				"/tmp",
-				"--bind",
-				t->workdir,
-				"/work",
-				"--chdir",
-				"/work",
-				"/work/rung-probe",
-				"--token",
-				e->token,
-				(char *)probe,
-				NULL};
+		char *argv[48];
+		char *cmd[] = {"/work/rung-probe", "--token", e->token, (char *)probe, NULL};
+		ladder_bwrap_argv(argv, 48, t->workdir, cmd);
 		return spawn_capture(argv, NULL, PEER_UID, false, 60, out, err);
 	}
 	int r = oci_config(t, e, probe, err);
@@ -424,8 +416,9 @@ int ladder_target_run(struct cli *c, struct ladder_target *t, struct ladder_env 
 	return 0;
 }
 
-void ladder_target_close(struct cli *c, struct ladder_target *t)
+void ladder_target_close(struct cli *c, struct ladder_target *t, struct ladder_env *e)
 {
+	ladder_sibling_close(c, e);
 	if (t->sb) {
 		struct rung_err err = {0};
 		char id[80];

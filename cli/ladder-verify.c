@@ -117,6 +117,8 @@ static int host_saw(struct ladder_env *e, const char *probe, const char *ev)
 		return evidence_is(ev, "content", e->sysv_secret);
 	if (!strcmp(probe, "ipc.proc_host_pid"))
 		return evidence_is(ev, "comm", e->victim_comm);
+	if (!strcmp(probe, "ipc.sibling_proc"))
+		return evidence_is(ev, "comm", e->sib_comm);
 	if (!strcmp(probe, "ipc.signal_host"))
 		return signalled(e);
 	if (!strcmp(probe, "ipc.abstract_unix") || !strcmp(probe, "net.loopback_tcp") ||
@@ -293,9 +295,15 @@ void ladder_env_verify(struct ladder_env *e, const char *probe, char *result, si
 		snprintf(evidence, en, "this host has %s", lack);
 		return;
 	}
+	bool sib = !strcmp(probe, "ipc.sibling_signal") || !strcmp(probe, "net.sibling_tcp");
+	if ((sib || !strcmp(probe, "ipc.sibling_proc")) && !e->sib_comm[0]) {
+		snprintf(result, rn, "n/a");
+		snprintf(evidence, en, "no sibling: %s", e->sib_why[0] ? e->sib_why : "none started");
+		return;
+	}
 	if (!strcmp(result, "n/a"))
 		return;
-	int saw = host_saw(e, probe, evidence);
+	int saw = sib ? ladder_sibling_saw(e, probe) : host_saw(e, probe, evidence);
 	if (saw < 0)
 		return;
 	bool claimed = !strcmp(result, "escaped");

@@ -37,6 +37,16 @@ struct ladder_env {
 	/* the host's, for the probes the host decides */
 	char hostname[256], cmdline[1024], version[512], ifnames[1024], userns[64];
 	bool has_ia32; /* the kernel runs 32-bit syscalls (int 0x80) */
+	/* the sibling of the target being run (cli/ladder-sibling.c): a second sandbox of the
+	 * same rung, or a second instance of the peer, holding a victim that records signals
+	 * and connections in sibling.log, in its own directory */
+	struct rung_sandbox *sib_sb; /* a rung's: its log is read with rung_read_file */
+	pid_t sib_proc;		     /* a host process to kill at the end (bwrap, the test's) */
+	char sib_dir[PATH_MAX];	     /* else: the host directory holding its log */
+	char sib_comm[16];
+	unsigned sib_port;
+	int sib_pid;	    /* the victim's host pid (0: not visible from the host) */
+	char sib_why[256]; /* none for this target: why */
 	/* the limits the sandboxes get */
 	unsigned long long mem_limit, disk_limit;
 	unsigned pids_limit, cpus_milli;
@@ -84,7 +94,7 @@ int ladder_target_open(struct cli *c, struct ladder_target *t, struct ladder_env
 /* Run one probe: its JSON line (malloc'd) in *out, or an error (n/a with the reason). */
 int ladder_target_run(struct cli *c, struct ladder_target *t, struct ladder_env *e,
 		      const char *probe, char **out, struct rung_err *err);
-void ladder_target_close(struct cli *c, struct ladder_target *t);
+void ladder_target_close(struct cli *c, struct ladder_target *t, struct ladder_env *e);
 /*
  * After a file API probe (fs.fileapi_*) planted its link: the host's side of it, through
  * rung_read_file / rung_write_file on a rung (a peer has no file API: n/a). *out is replaced
@@ -92,6 +102,25 @@ void ladder_target_close(struct cli *c, struct ladder_target *t);
  */
 void ladder_target_fileapi(struct ladder_target *t, struct ladder_env *e, const char *probe,
 			   char **out);
+/*
+ * The sibling for target t (a rung: a second sandbox, acquired as t's; bwrap: a second bwrap;
+ * crun, runc: none, e->sib_why says so). Before t's own context is written: it names the
+ * sibling. ladder_sibling_host starts the victim as a plain host process in dir (the
+ * weakened test's sibling). Close stops it; saw reads what its victim recorded: 1 when probe's
+ * effect reached it, 0 not, -1 no sibling.
+ */
+void ladder_sibling_open(struct cli *c, struct ladder_target *t, struct ladder_env *e,
+			 const char *probe_bin, const char *image);
+int ladder_sibling_host(struct ladder_env *e, const char *dir, const char *probe_bin,
+			struct rung_err *err);
+void ladder_sibling_close(struct cli *c, struct ladder_env *e);
+int ladder_sibling_saw(struct ladder_env *e, const char *probe);
+/* Acquire a rung's sandbox for t, as role ("" or "sibling"), with rung-probe and its context. */
+int ladder_open_rung(struct cli *c, struct ladder_target *t, struct ladder_env *e,
+		     const char *probe_bin, const char *image, const char *role,
+		     struct rung_err *err);
+/* bwrap's argv (the process rung's namespaces) running cmd (NULL-terminated) in workdir. */
+void ladder_bwrap_argv(char **argv, size_t max, const char *workdir, char *const *cmd);
 /* The JSON line of a probe's result, as rung-probe prints it (malloc'd). */
 char *ladder_probe_line(const char *probe, const char *result, const char *evidence);
 

@@ -150,7 +150,7 @@ bool lt_run_target_count(const char *target, const char *state, const char *imag
 		}
 		count(&c, &t, &e, reachable, of);
 	}
-	ladder_target_close(&c, &t);
+	ladder_target_close(&c, &t, &e);
 	ladder_env_teardown(&e);
 	if (c.router)
 		rung_router_free(c.router);
@@ -217,7 +217,14 @@ bool lt_run_weak(struct lt_outcome *out, size_t n, char *why, size_t whyn)
 		snprintf(why, whyn, "ladder env: %s", err.msg);
 		return false;
 	}
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], sib[PATH_MAX];
+	/* the sibling: a plain host process (the host's pid and network namespaces) */
+	snprintf(sib, sizeof(sib), "%s/sibling", e.dir);
+	if (ladder_sibling_host(&e, sib, lt_probe_bin(), &err) < 0) {
+		ladder_env_teardown(&e);
+		snprintf(why, whyn, "sibling: %s", err.msg);
+		return false;
+	}
 	snprintf(dir, sizeof(dir), "%s/weak", e.dir);
 	if (ladder_plant_dir(&e, dir, 0755, lt_probe_bin(), &err) < 0) {
 		ladder_env_teardown(&e);
