@@ -199,6 +199,7 @@ static json_t *run_target(struct cli *c, struct ladder_target *t, struct ladder_
 				rc = ladder_target_run(c, t, e, p[i].name, &out, &err);
 		}
 		ladder_target_fileapi(t, e, p[i].name, &out);
+		ladder_target_vmm(t, p[i].name, &out);
 		json_t *r = ladder_result(e, p[i].name, out, rc, &err);
 		free(out);
 		const char *s = json_string_value(json_object_get(r, "result"));

@@ -121,6 +121,15 @@ int ladder_open_rung(struct cli *c, struct ladder_target *t, struct ladder_env *
 		     struct rung_err *err);
 /* bwrap's argv (the process rung's namespaces) running cmd (NULL-terminated) in workdir. */
 void ladder_bwrap_argv(char **argv, size_t max, const char *workdir, char *const *cmd);
+/*
+ * vm.vmm_jail, measured on the host: pid (a rung-vmm) has a seccomp filter, no_new_privs, a
+ * uid that is not root, its own mnt/pid/net/ipc/uts namespaces and root. result "blocked"
+ * when all hold, "escaped" naming what is missing, "n/a" (-ESRCH) when there is no pid.
+ */
+int ladder_vmm_check(pid_t pid, char *result, size_t rn, char *evidence, size_t en);
+/* After vm.vmm_jail ran in t: *out replaced with the host's check of t's rung-vmm (the vm
+ * rung), or n/a elsewhere. */
+void ladder_target_vmm(struct ladder_target *t, const char *probe, char **out);
 /* The JSON line of a probe's result, as rung-probe prints it (malloc'd). */
 char *ladder_probe_line(const char *probe, const char *result, const char *evidence);
 

@@ -227,6 +227,13 @@ static void dev_kvm(const struct probe_ctx *c, struct probe_out *o)
 	probe_escaped(o, "opened /dev/kvm");
 }
 
+/* Inside, nothing to see: the ladder checks the VMM from the host (cli/ladder-vmm.c). */
+static void vmm_jail(const struct probe_ctx *c, struct probe_out *o)
+{
+	(void)c;
+	probe_na(o, "the VMM is checked on the host, by the ladder");
+}
+
 const struct probe probes_priv[] = {
     {"priv.cap_effective", "privileges", "an effective capability", cap_eff},
     {"priv.cap_permitted", "privileges", "a permitted capability", cap_prm},
@@ -248,5 +255,7 @@ const struct probe probes_info[] = {
     {"info.host_mounts", "information", "host paths of rung's in mountinfo", host_mounts},
     {"vm.shared_kernel", "vm", "the host's kernel (same /proc/version)", shared_kernel},
     {"vm.dev_kvm", "vm", "/dev/kvm opens inside", dev_kvm},
+    {"vm.vmm_jail", "vm", "the VMM lacks its seccomp filter or its jail (checked on the host)",
+     vmm_jail},
     {NULL, NULL, NULL, NULL},
 };

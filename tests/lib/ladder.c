@@ -145,6 +145,7 @@ bool lt_run_target_count(const char *target, const char *state, const char *imag
 			ladder_env_reset(&e);
 			int rc = ladder_target_run(&c, &t, &e, out[i].name, &o, &perr);
 			ladder_target_fileapi(&t, &e, out[i].name, &o);
+			ladder_target_vmm(&t, out[i].name, &o);
 			keep(&out[i], ladder_result(&e, out[i].name, o, rc, &perr));
 			free(o);
 		}
@@ -237,6 +238,14 @@ bool lt_run_weak(struct lt_outcome *out, size_t n, char *why, size_t whyn)
 		ladder_env_reset(&e);
 		char *o = capture(argv, dir, weaken, &w);
 		weak_fileapi(&e, dir, out[i].name, &o);
+		if (!strcmp(out[i].name, "vm.vmm_jail")) {
+			/* the weakened VMM: a host process with no filter, in the host's
+			 * namespaces (the sibling's victim), checked as the ladder checks rung-vmm */
+			char res[16], ev[700];
+			ladder_vmm_check(e.sib_pid, res, sizeof(res), ev, sizeof(ev));
+			free(o);
+			o = ladder_probe_line(out[i].name, res, ev);
+		}
 		struct rung_err perr = {0};
 		keep(&out[i], ladder_result(&e, out[i].name, o, 0, &perr));
 		free(o);
