@@ -151,8 +151,8 @@ static int open_bwrap(struct ladder_env *e, const char *probe_bin, struct rung_e
 		return r;
 	char port[16], *argv[48];
 	snprintf(port, sizeof(port), "%u", e->sib_port);
-	char *cmd[] = {"/work/rung-probe", "--token", e->token, "--sibling", e->sib_comm, port,
-		       NULL};
+	char *cmd[] = {"/work/rung-probe", "--token", e->token, "--sibling",
+		       e->sib_comm,	   port,      NULL};
 	ladder_bwrap_argv(argv, 48, dir, cmd);
 	if ((e->sib_proc = spawn(argv, dir, PEER_UID)) < 0)
 		return rung_err_sys(err, errno, "fork the sibling bwrap");
@@ -171,8 +171,8 @@ static int open_rung_sibling(struct cli *c, struct ladder_target *t, struct ladd
 	snprintf(port, sizeof(port), "%u", e->sib_port);
 	if ((r = rung_write_file(e->sib_sb, "sibling.log", "", 0, 0666, err)) < 0)
 		return r;
-	const char *argv[] = {"/work/rung-probe", "--token", e->token, "--sibling", e->sib_comm,
-			      port, NULL};
+	const char *argv[] = {"/work/rung-probe", "--token", e->token, "--sibling",
+			      e->sib_comm,	  port,	     NULL};
 	struct rung_proc_req req = {.argv = argv, .cwd = "/work", .name = "ladder-sibling"};
 	if ((r = rung_proc_start(e->sib_sb, &req, handle, err)) < 0)
 		return r;
@@ -182,8 +182,9 @@ static int open_rung_sibling(struct cli *c, struct ladder_target *t, struct ladd
 		char *data = NULL;
 		size_t len = 0;
 		struct rung_err ignore = {0};
-		bool up = rung_read_file(e->sib_sb, "sibling.log", 4096, &data, &len, &ignore) >= 0 &&
-			  data && strstr(data, "ready\n");
+		bool up =
+		    rung_read_file(e->sib_sb, "sibling.log", 4096, &data, &len, &ignore) >= 0 &&
+		    data && strstr(data, "ready\n");
 		free(data);
 		if (up)
 			return 0;

@@ -57,7 +57,7 @@ int ladder_vmm_check(pid_t pid, char *result, size_t rn, char *evidence, size_t 
 	status_field(pid, "NoNewPrivs", nnp, sizeof(nnp));
 	status_field(pid, "Uid", uid, sizeof(uid));
 #define MISSING(...)                                                                               \
-	at += (size_t)snprintf(missing + at, at < sizeof(missing) ? sizeof(missing) - at : 0,     \
+	at += (size_t)snprintf(missing + at, at < sizeof(missing) ? sizeof(missing) - at : 0,      \
 			       __VA_ARGS__)
 	if (strcmp(seccomp, "2"))
 		MISSING("; no seccomp filter (Seccomp: %s)", seccomp);
@@ -74,7 +74,8 @@ int ladder_vmm_check(pid_t pid, char *result, size_t rn, char *evidence, size_t 
 #undef MISSING
 	if (missing[0]) {
 		snprintf(result, rn, "escaped");
-		snprintf(evidence, en, "rung-vmm %d (checked on the host):%s", (int)pid, missing + 1);
+		snprintf(evidence, en, "rung-vmm %d (checked on the host):%s", (int)pid,
+			 missing + 1);
 		return 0;
 	}
 	snprintf(result, rn, "blocked");
@@ -85,28 +86,34 @@ int ladder_vmm_check(pid_t pid, char *result, size_t rn, char *evidence, size_t 
 	return 0;
 }
 
-/* The rung-vmm whose root (its jail, <state>/sandboxes/ID/jail) belongs to sandbox id. */
-static pid_t find_vmm(const char *id)
+/*
+ * The rung-vmm whose root (its jail, <state>/sandboxes/ID/jail) belongs to sandbox id: argv[0]
+ * "rung-vmm" (its comm is the exec'd fd's number: it is started with execveat).
+ */
+pid_t ladder_vmm_find(const char *id)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *de;
 	pid_t found = 0;
+	char tail[128];
+	snprintf(tail, sizeof(tail), "/%s/jail", id);
 	while (d && !found && (de = readdir(d))) {
-		char p[300], buf[32] = "", root[4096];
+		char p[300], arg0[32] = "", root[4096];
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
 			continue;
-		snprintf(p, sizeof(p), "/proc/%s/comm", de->d_name);
+		snprintf(p, sizeof(p), "/proc/%s/cmdline", de->d_name);
 		int fd = open(p, O_RDONLY | O_CLOEXEC);
-		ssize_t k = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		ssize_t k = fd >= 0 ? read(fd, arg0, sizeof(arg0) - 1) : -1;
 		if (fd >= 0)
 			close(fd);
-		buf[k > 0 ? k : 0] = '\0';
-		if (strcmp(buf, "rung-vmm\n"))
+		arg0[k > 0 ? k : 0] = '\0';
+		if (strcmp(arg0, "rung-vmm"))
 			continue;
 		snprintf(p, sizeof(p), "/proc/%s/root", de->d_name);
 		k = readlink(p, root, sizeof(root) - 1);
 		root[k > 0 ? k : 0] = '\0';
-		if (strstr(root, id))
+		size_t rl = strlen(root), tl = strlen(tail);
+		if (rl >= tl && !strcmp(root + rl - tl, tail))
 			found = (pid_t)atoi(de->d_name);
 	}
 	if (d)
@@ -124,9 +131,10 @@ void ladder_target_vmm(struct ladder_target *t, const char *probe, char **out)
 		*out = ladder_probe_line(probe, "n/a", "the vm rung's VMM only");
 		return;
 	}
-	pid_t pid = find_vmm(rung_sandbox_id(t->sb));
+	pid_t pid = ladder_vmm_find(rung_sandbox_id(t->sb));
 	if (!pid) {
-		*out = ladder_probe_line(probe, "n/a", "no rung-vmm of this sandbox found on the host");
+		*out = ladder_probe_line(probe, "n/a",
+					 "no rung-vmm of this sandbox found on the host");
 		return;
 	}
 	ladder_vmm_check(pid, result, sizeof(result), ev, sizeof(ev));

@@ -127,6 +127,8 @@ void ladder_bwrap_argv(char **argv, size_t max, const char *workdir, char *const
  * when all hold, "escaped" naming what is missing, "n/a" (-ESRCH) when there is no pid.
  */
 int ladder_vmm_check(pid_t pid, char *result, size_t rn, char *evidence, size_t en);
+/* The host pid of sandbox id's rung-vmm (argv[0] "rung-vmm", root .../ID/jail), or 0. */
+pid_t ladder_vmm_find(const char *id);
 /* After vm.vmm_jail ran in t: *out replaced with the host's check of t's rung-vmm (the vm
  * rung), or n/a elsewhere. */
 void ladder_target_vmm(struct ladder_target *t, const char *probe, char **out);

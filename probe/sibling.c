@@ -153,7 +153,8 @@ static void sibling_tcp(const struct probe_ctx *c, struct probe_out *o)
 		return probe_blocked(o, errno, "socket: %s", strerror(errno));
 	struct timeval tv = {2, 0};
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c->sibling_port)};
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)c->sibling_port)};
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		int e = errno;
@@ -174,7 +175,6 @@ static void sibling_tcp(const struct probe_ctx *c, struct probe_out *o)
 const struct probe probes_sibling[] = {
     {"ipc.sibling_proc", "ipc", "another sandbox's process is visible in /proc", sibling_proc},
     {"ipc.sibling_signal", "ipc", "another sandbox's process receives SIGCONT", sibling_signal},
-    {"net.sibling_tcp", "network", "another sandbox's listener records a connection",
-     sibling_tcp},
+    {"net.sibling_tcp", "network", "another sandbox's listener records a connection", sibling_tcp},
     {NULL, NULL, NULL, NULL},
 };

@@ -9,6 +9,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <limits.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -164,6 +165,41 @@ START_TEST(test_vmm_jail_check)
 }
 END_TEST
 
+/* ladder_vmm_find: a process whose argv[0] is rung-vmm, chrooted into .../ID/jail (here a
+ * static rung-probe --sibling, which idles), is found by ID; another ID finds nothing. */
+START_TEST(test_vmm_find)
+{
+	RUNG_REQUIRE_ROOT();
+	char *d = rung_test_tmpdir("vmm-find");
+	ck_assert_ptr_nonnull(d);
+	char jail[PATH_MAX], cmd[PATH_MAX * 4];
+	snprintf(jail, sizeof(jail), "%s/0123abcd/jail", d);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s && cp %s %s/rung-probe && echo token=%s > %s/rung-probe.ctx",
+		 jail, lt_probe_bin(), jail, "0123456789abcdef0123456789abcdef", jail);
+	ck_assert_int_eq(system(cmd), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (chroot(jail) < 0 || chdir("/") < 0)
+			_exit(1);
+		execl("/rung-probe", "rung-vmm", "--token", "0123456789abcdef0123456789abcdef",
+		      "--sibling", "vmm-find", "0", (char *)NULL);
+		_exit(127);
+	}
+	pid_t got = 0;
+	for (int i = 0; i < 100 && !got; i++, usleep(20000))
+		got = ladder_vmm_find("0123abcd");
+	pid_t other = ladder_vmm_find("0123abc");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	ck_assert_int_eq(got, pid);
+	ck_assert_int_eq(other, 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", d);
+	ck_assert_int_eq(system(cmd), 0);
+	free(d);
+}
+END_TEST
+
 Suite *e2e_ladder_probes_suite(void)
 {
 	Suite *s = suite_create("e2e_ladder_probes");
@@ -176,6 +212,7 @@ Suite *e2e_ladder_probes_suite(void)
 	tcase_set_tags(tc, "root");
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_vmm_jail_check);
+	tcase_add_test(tc, test_vmm_find);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("refuse");
 	tcase_set_timeout(tc, 30);

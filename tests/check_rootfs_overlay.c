@@ -63,7 +63,8 @@ START_TEST(test_relative_layers)
 	mk(base, "root");
 	touch(base, "lower/0/top");
 	touch(base, "lower/1/bottom");
-	char l0[PATH_MAX], l1[PATH_MAX], up[PATH_MAX], wk[PATH_MAX], root[PATH_MAX], p[PATH_MAX + 64];
+	char l0[PATH_MAX], l1[PATH_MAX], up[PATH_MAX], wk[PATH_MAX], root[PATH_MAX],
+	    p[PATH_MAX + 64];
 	snprintf(l0, sizeof(l0), "%s/lower/0", base);
 	snprintf(l1, sizeof(l1), "%s/lower/1", base);
 	snprintf(up, sizeof(up), "%s/disk/upper", base);
@@ -74,7 +75,8 @@ START_TEST(test_relative_layers)
 	struct rung_err err = {0};
 	ck_assert_msg(rfs_overlay_plan(lowers, up, wk, root, &plan, &err) == 0, "%s", err.msg);
 	ck_assert_msg(rfs_overlay_relative(&plan, base, &err) == 0, "%s", err.msg);
-	ck_assert_str_eq(plan.data, "lowerdir=lower/0:lower/1,upperdir=disk/upper,workdir=disk/ovlwork");
+	ck_assert_str_eq(plan.data,
+			 "lowerdir=lower/0:lower/1,upperdir=disk/upper,workdir=disk/ovlwork");
 	plan.classic = _i; /* 1: the classic mount(2) option, as kernels before 6.8 take */
 	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
 	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
@@ -99,7 +101,8 @@ START_TEST(test_relative_layers)
 	char *opts = strstr(line, " - overlay ");
 	ck_assert_msg(opts, "not an overlay: %s", line);
 	ck_assert_msg(strstr(opts, "lower/0") && strstr(opts, "lower/1") &&
-			  strstr(opts, "upperdir=disk/upper") && strstr(opts, "workdir=disk/ovlwork"),
+			  strstr(opts, "upperdir=disk/upper") &&
+			  strstr(opts, "workdir=disk/ovlwork"),
 		      "mountinfo: %s", line);
 	ck_assert_msg(!strstr(opts, base), "mountinfo names the host path %s: %s", base, line);
 	free(line);
