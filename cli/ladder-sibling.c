@@ -204,8 +204,8 @@ void ladder_sibling_open(struct cli *c, struct ladder_target *t, struct ladder_e
 		r = open_rung_sibling(c, t, e, probe_bin, image, &err);
 	else if (!strcmp(t->name, "bwrap"))
 		r = open_bwrap(e, probe_bin, &err);
-	else
-		r = rung_err_set(&err, ENOTSUP, "the ladder runs no second %s container", t->name);
+	else if ((r = ladder_oci_sibling(t, e, probe_bin, &err)) == 0)
+		r = host_ready(e, &err);
 	if (r < 0) {
 		ladder_sibling_close(c, e);
 		snprintf(e->sib_why, sizeof(e->sib_why), "%s", err.msg);
@@ -222,6 +222,8 @@ void ladder_sibling_close(struct cli *c, struct ladder_env *e)
 		e->sib_sb = NULL;
 		if (c && rung_dispose(cli_router(c), id, NULL, &err) < 0)
 			fprintf(stderr, "rung ladder: dispose the sibling %s: %s\n", id, err.msg);
+	} else if (e->sib_ctr[0]) {
+		ladder_oci_delete(e);
 	} else if (e->sib_proc > 0 && e->sib_pid > 0) {
 		kill(e->sib_pid, SIGKILL); /* our own victim, found by its random name */
 	}

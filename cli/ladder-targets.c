@@ -192,12 +192,13 @@ int ladder_plant_dir(struct ladder_env *e, const char *dir, mode_t mode, const c
 
 /* An OCI bundle for crun or runc: the runtime's own default spec, our rootfs and limits. */
 static int oci_bundle(struct ladder_target *t, struct ladder_env *e, const char *probe_bin,
-		      struct rung_err *err)
+		      const char *role, struct rung_err *err)
 {
 	const char *rt = tool_path(t->name);
 	if (!rt)
 		return rung_err_set(err, ENOENT, "%s is not installed", t->name);
-	snprintf(t->bundle, sizeof(t->bundle), "%s/%s", e->dir, t->name);
+	snprintf(t->bundle, sizeof(t->bundle), "%s/%s%s%s", e->dir, t->name, role[0] ? "-" : "",
+		 role);
 	char root[300], p[PATH_MAX + 32];
 	snprintf(root, sizeof(root), "%s/rootfs", t->bundle);
 	static const char *const dirs[] = {"", "/bin", "/proc", "/dev", "/sys", "/tmp", "/etc"};
@@ -221,18 +222,20 @@ static int oci_bundle(struct ladder_target *t, struct ladder_env *e, const char 
 	return r == 0 ? 0 : rung_err_wrap(err, "%s spec", t->name);
 }
 
-static int oci_config(struct ladder_target *t, struct ladder_env *e, const char *probe,
+/* The bundle's config.json: args (a JSON array, taken) as the process, the ladder's limits. */
+static int oci_config(struct ladder_target *t, struct ladder_env *e, json_t *args,
 		      struct rung_err *err)
 {
 	char p[PATH_MAX + 16];
 	snprintf(p, sizeof(p), "%s/config.json", t->bundle);
 	json_error_t je;
 	json_t *c = json_load_file(p, 0, &je);
-	if (!c)
+	if (!c) {
+		json_decref(args);
 		return rung_err_set(err, EINVAL, "%s: %s", p, je.text);
+	}
 	json_t *proc = json_object_get(c, "process");
-	json_object_set_new(proc, "args",
-			    json_pack("[ssss]", "/work/rung-probe", "--token", e->token, probe));
+	json_object_set_new(proc, "args", args);
 	json_object_set_new(proc, "cwd", json_string("/work"));
 	json_object_set_new(proc, "terminal", json_false());
 	json_object_set_new(json_object_get(c, "root"), "readonly", json_false());
@@ -339,7 +342,7 @@ int ladder_target_open(struct cli *c, struct ladder_target *t, struct ladder_env
 		if (r >= 0)
 			r = ladder_plant_dir(e, t->workdir, 0777, probe_bin, &err);
 	} else {
-		r = oci_bundle(t, e, probe_bin, &err);
+		r = oci_bundle(t, e, probe_bin, "", &err);
 	}
 	if (r < 0)
 		snprintf(t->why, sizeof(t->why), "%s", err.msg);
@@ -376,7 +379,8 @@ static int run_peer(struct ladder_target *t, struct ladder_env *e, const char *p
 		ladder_bwrap_argv(argv, 48, t->workdir, cmd);
 		return spawn_capture(argv, NULL, PEER_UID, false, 60, out, err);
 	}
-	int r = oci_config(t, e, probe, err);
+	int r = oci_config(t, e,
+			   json_pack("[ssss]", "/work/rung-probe", "--token", e->token, probe), err);
 	if (r < 0)
 		return r;
 	char id[64];
@@ -414,6 +418,60 @@ int ladder_target_run(struct cli *c, struct ladder_target *t, struct ladder_env 
 			     res.errout ? res.errout : "");
 	rung_exec_res_release(&res);
 	return 0;
+}
+
+/* Run the runtime with argv[1..] (its own mount namespace as for every run), output
+ * discarded: its exit status. */
+static int oci_quiet(char *const argv[])
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		child_exec(argv, NULL, -1, true, null, null);
+	}
+	int st = 0;
+	if (pid < 0 || waitpid(pid, &st, 0) < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int ladder_oci_sibling(struct ladder_target *t, struct ladder_env *e, const char *probe_bin,
+		       struct rung_err *err)
+{
+	struct ladder_target sib = {.name = t->name};
+	int r = oci_bundle(&sib, e, probe_bin, "sibling", err);
+	char p[PATH_MAX], port[16];
+	snprintf(p, sizeof(p), "%.500s/sibling.log", sib.workdir);
+	if (r == 0)
+		r = write_text(p, "", 0666, err);
+	snprintf(port, sizeof(port), "%u", e->sib_port);
+	if (r == 0)
+		r = oci_config(&sib, e,
+			       json_pack("[ssssss]", "/work/rung-probe", "--token", e->token,
+					 "--sibling", e->sib_comm, port),
+			       err);
+	if (r < 0)
+		return r;
+	snprintf(e->sib_ctr, sizeof(e->sib_ctr), "rung-ladder-%d-sibling", (int)getpid());
+	snprintf(e->sib_rt, sizeof(e->sib_rt), "%s", t->name);
+	char *argv[] = {(char *)tool_path(t->name), "run", "-d", "-b", sib.bundle, e->sib_ctr, NULL};
+	if ((r = oci_quiet(argv)) != 0) {
+		ladder_oci_delete(e);
+		return rung_err_set(err, EIO, "%s run -d (the sibling) exited %d", t->name, r);
+	}
+	snprintf(e->sib_dir, sizeof(e->sib_dir), "%s", sib.workdir);
+	return 0;
+}
+
+void ladder_oci_delete(struct ladder_env *e)
+{
+	if (!e->sib_ctr[0])
+		return;
+	const char *rt = tool_path(e->sib_rt);
+	char *argv[] = {(char *)rt, "delete", "-f", e->sib_ctr, NULL};
+	if (rt && oci_quiet(argv) != 0)
+		fprintf(stderr, "rung ladder: %s delete -f %s failed\n", e->sib_rt, e->sib_ctr);
+	e->sib_ctr[0] = '\0';
 }
 
 void ladder_target_close(struct cli *c, struct ladder_target *t, struct ladder_env *e)

@@ -47,6 +47,7 @@ struct ladder_env {
 	unsigned sib_port;
 	int sib_pid;	    /* the victim's host pid (0: not visible from the host) */
 	char sib_why[256]; /* none for this target: why */
+	char sib_rt[16], sib_ctr[64]; /* crun, runc: the runtime and the sibling's container id */
 	/* the limits the sandboxes get */
 	unsigned long long mem_limit, disk_limit;
 	unsigned pids_limit, cpus_milli;
@@ -119,6 +120,11 @@ int ladder_sibling_saw(struct ladder_env *e, const char *probe);
 int ladder_open_rung(struct cli *c, struct ladder_target *t, struct ladder_env *e,
 		     const char *probe_bin, const char *image, const char *role,
 		     struct rung_err *err);
+/* crun, runc: the sibling as a second container (`run -d`) of its own bundle; and its removal
+ * (`delete -f`, nothing when none). */
+int ladder_oci_sibling(struct ladder_target *t, struct ladder_env *e, const char *probe_bin,
+		       struct rung_err *err);
+void ladder_oci_delete(struct ladder_env *e);
 /* bwrap's argv (the process rung's namespaces) running cmd (NULL-terminated) in workdir. */
 void ladder_bwrap_argv(char **argv, size_t max, const char *workdir, char *const *cmd);
 /*
