@@ -105,7 +105,8 @@ void ladder_target_fileapi(struct ladder_target *t, struct ladder_env *e, const 
 			   char **out);
 /*
  * The sibling for target t (a rung: a second sandbox, acquired as t's; bwrap: a second bwrap;
- * crun, runc: none, e->sib_why says so). Before t's own context is written: it names the
+ * crun, runc: a second container; one that cannot start: none, e->sib_why says why). Before
+ * t's own context is written: it names the
  * sibling. ladder_sibling_host starts the victim as a plain host process in dir (the
  * weakened test's sibling). Close stops it; saw reads what its victim recorded: 1 when probe's
  * effect reached it, 0 not, -1 no sibling.
