@@ -3,8 +3,9 @@
  * ipc.sibling_signal, net.sibling_tcp; probe/sibling.c). Per target, the ladder starts a
  * second sandbox of the same rung (or a second bwrap, crun or runc container) holding a
  * victim, `rung-probe --sibling COMM PORT`: a random name, a TCP listener on its own
- * addresses, and a log in its own work dir of every SIGCONT and every message with the run's token that reached it. The probes in
- * the target try to reach it; the host reads the victim's log, and only that decides.
+ * addresses, and a log in its own work dir of every SIGCONT and every message with the run's
+ * token that reached it. The probes in the target try to reach it; the host reads the
+ * victim's log, and only that decides.
  */
 #include <dirent.h>
 #include <errno.h>
