@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -308,6 +309,14 @@ static void host_facts(struct ladder_env *e)
 					       i->if_name);
 	if (l)
 		if_freenameindex(l);
+	struct ifaddrs *ifa = NULL;
+	if (getifaddrs(&ifa) == 0)
+		for (struct ifaddrs *i = ifa; i && !e->host_addr[0]; i = i->ifa_next)
+			if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+			    !(i->ifa_flags & IFF_LOOPBACK))
+				inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr,
+					  e->host_addr, sizeof(e->host_addr));
+	freeifaddrs(ifa);
 }
 
 int ladder_env_setup(struct ladder_env *e, const char *state_dir, struct rung_err *err)
@@ -399,12 +408,12 @@ char *ladder_env_ctx(const struct ladder_env *e)
 	char *s = NULL;
 	if (asprintf(&s,
 		     "token=%s\nhost_dir=%s\ntcp_port=%u\ntcp6_port=%u\nudp_port=%u\nabstract=%s\n"
-		     "dns_addr=%s\ndns_port=%u\n"
+		     "dns_addr=%s\ndns_port=%u\nhost_addr=%s\n"
 		     "shm_name=%s\nsysv_shm_key=%d\nvictim_pid=%d\nmem_limit=%llu\npids_limit=%u\n"
 		     "cpus_milli=%u\ndisk_limit=%llu\nstate_dir=%s\nsibling_comm=%s\n"
 		     "sibling_pid=%d\nsibling_port=%u\n",
 		     e->token, e->host_dir, e->tcp_port, e->tcp6_port, e->udp_port, e->abstract,
-		     e->dns_addr, e->dns_port,
+		     e->dns_addr, e->dns_port, e->host_addr,
 		     e->shm_name, e->sysv_key, (int)e->victim, e->mem_limit, e->pids_limit,
 		     e->cpus_milli, e->disk_limit, e->state_dir, e->sib_comm, e->sib_pid,
 		     e->sib_port) < 0)

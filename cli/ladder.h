@@ -27,6 +27,7 @@ struct ladder_env {
 	int dns_fd;  /* a fake resolver (UDP): records queries for TOKEN32.rung-ladder.invalid */
 	unsigned tcp_port, tcp6_port, udp_port, dns_port;
 	char dns_addr[16];
+	char host_addr[16]; /* the host's first non-loopback IPv4 address (net.icmp), or "" */
 	int sysv_key, sysv_id;
 	pid_t victim;
 	int victim_fd; /* a byte per SIGCONT the victim received */

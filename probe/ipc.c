@@ -144,8 +144,8 @@ static uint16_t inet_sum(const void *p, size_t n)
 	return htons((uint16_t)~s);
 }
 
-/* An echo request carrying "net.icmp TOKEN" to the host's 127.0.0.1, whose raw ICMP socket
- * (the ladder's) records it: over a ping socket, else a raw one. */
+/* An echo request carrying "net.icmp TOKEN" to the host's 127.0.0.1 and its own address,
+ * where the ladder's raw ICMP socket records it: over a ping socket, else a raw one. */
 static void icmp_echo(const struct probe_ctx *c, struct probe_out *o)
 {
 	const char *kind = "a ping socket";
@@ -167,15 +167,25 @@ static void icmp_echo(const struct probe_ctx *c, struct probe_out *o)
 	size_t n = sizeof(pkt.h) + (size_t)snprintf(pkt.data, sizeof(pkt.data), "net.icmp %s\n",
 						     c->token);
 	pkt.h.checksum = inet_sum(&pkt, n);
-	struct sockaddr_in a;
-	in4(&a, "127.0.0.1", 0);
-	ssize_t k = sendto(fd, &pkt, n, 0, (struct sockaddr *)&a, sizeof(a));
-	int e = errno;
+	/* the host's loopback, then its own address (the host's raw socket sees either) */
+	const char *to[] = {"127.0.0.1", c->host_addr[0] ? c->host_addr : NULL};
+	char sent[128] = "", why[256] = "";
+	int e = 0;
+	for (size_t i = 0; i < 2 && to[i]; i++) {
+		struct sockaddr_in a;
+		in4(&a, to[i], 0);
+		if (sendto(fd, &pkt, n, 0, (struct sockaddr *)&a, sizeof(a)) == (ssize_t)n) {
+			snprintf(sent + strlen(sent), sizeof(sent) - strlen(sent), " %s", to[i]);
+			continue;
+		}
+		e = errno;
+		snprintf(why + strlen(why), sizeof(why) - strlen(why), "; %s: %s", to[i],
+			 strerror(e));
+	}
 	close(fd);
-	if (k != (ssize_t)n)
-		return probe_blocked(o, e, "echo request to 127.0.0.1 over %s: %s", kind,
-				     strerror(e));
-	probe_escaped(o, "sent an echo request to 127.0.0.1 over %s", kind);
+	if (!sent[0])
+		return probe_blocked(o, e, "echo requests over %s%s", kind, why);
+	probe_escaped(o, "sent an echo request over %s to%s", kind, sent); /* the host decides */
 }
 
 /* A DNS query (A, recursion desired) for TOKEN32.rung-ladder.invalid to the ladder's resolver,

@@ -112,6 +112,7 @@ static int ctx_set(struct probe_ctx *c, const char *k, const char *v)
 		    {"host_dir", c->host_dir, sizeof(c->host_dir)},
 		    {"abstract", c->abstract, sizeof(c->abstract)},
 		    {"dns_addr", c->dns_addr, sizeof(c->dns_addr)},
+		    {"host_addr", c->host_addr, sizeof(c->host_addr)},
 		    {"sibling_comm", c->sibling_comm, sizeof(c->sibling_comm)},
 		    {"shm_name", c->shm_name, sizeof(c->shm_name)},
 		    {"state_dir", c->state_dir, sizeof(c->state_dir)}};

@@ -25,6 +25,7 @@ struct probe_ctx {
 	unsigned udp_port;
 	char dns_addr[64];  /* the ladder's fake resolver (UDP), on a host loopback address */
 	unsigned dns_port;
+	char host_addr[64]; /* the host's first non-loopback IPv4 address, or empty */
 	char abstract[108]; /* host abstract unix socket name (without the leading NUL) */
 	char shm_name[128]; /* /dev/shm/<name> on the host */
 	int sysv_shm_key;
