@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -116,12 +117,8 @@ static int listen_on(int dom, int type, const void *a, socklen_t len, unsigned *
 	return fd;
 }
 
-/* "NAME TOKEN\n" with our token: remember NAME. */
-static void heard(struct ladder_env *e, const char *msg)
+static void remember(struct ladder_env *e, const char *name)
 {
-	char name[64], tok[80];
-	if (sscanf(msg, "%63s %79s", name, tok) != 2 || strcmp(tok, e->token))
-		return;
 	pthread_mutex_lock(&e->lock);
 	size_t at = strlen(e->heard);
 	if (at + strlen(name) + 2 < sizeof(e->heard))
@@ -129,24 +126,58 @@ static void heard(struct ladder_env *e, const char *msg)
 	pthread_mutex_unlock(&e->lock);
 }
 
+/* "NAME TOKEN\n" with our token: remember NAME. */
+static void heard(struct ladder_env *e, const char *msg)
+{
+	char name[64], tok[80];
+	if (sscanf(msg, "%63s %79s", name, tok) == 2 && !strcmp(tok, e->token))
+		remember(e, name);
+}
+
+/* An IPv4 packet from the raw ICMP socket: an echo request's payload is "NAME TOKEN\n". */
+static void heard_icmp(struct ladder_env *e, char *pkt, size_t n)
+{
+	size_t ihl = n ? (size_t)(pkt[0] & 0x0f) * 4 : 0;
+	if (ihl < 20 || n < ihl + 8 || (unsigned char)pkt[ihl] != 8 /* echo request */)
+		return;
+	heard(e, pkt + ihl + 8);
+}
+
+/* A DNS query whose first label is the token's first 32 characters: net.dns_other's. */
+static void heard_dns(struct ladder_env *e, const char *q, size_t n)
+{
+	if (n >= 12 + 1 + 32 && q[12] == 32 && !strncmp(q + 13, e->token, 32))
+		remember(e, "net.dns_other");
+}
+
 static void *listener(void *arg)
 {
 	struct ladder_env *e = arg;
-	struct pollfd p[5] = {{e->stop_fd[0], POLLIN, 0},
-			      {e->tcp_fd, POLLIN, 0},
-			      {e->tcp6_fd, POLLIN, 0},
-			      {e->unix_fd, POLLIN, 0},
-			      {e->udp_fd, POLLIN, 0}};
+	struct pollfd p[7] = {{e->stop_fd[0], POLLIN, 0}, {e->tcp_fd, POLLIN, 0},
+			      {e->tcp6_fd, POLLIN, 0},	  {e->unix_fd, POLLIN, 0},
+			      {e->udp_fd, POLLIN, 0},	  {e->icmp_fd, POLLIN, 0},
+			      {e->dns_fd, POLLIN, 0}};
 	for (;;) {
-		if (poll(p, 5, -1) < 0 && errno != EINTR)
+		if (poll(p, 7, -1) < 0 && errno != EINTR)
 			return NULL;
 		if (p[0].revents)
 			return NULL;
-		char buf[256];
-		for (int i = 1; i < 5; i++) {
+		char buf[512];
+		for (int i = 1; i < 7; i++) {
 			if (!(p[i].revents & POLLIN))
 				continue;
 			ssize_t k;
+			if (i >= 5) {
+				k = recv(p[i].fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+				if (k > 0) {
+					buf[k] = '\0';
+					if (i == 5)
+						heard_icmp(e, buf, (size_t)k);
+					else
+						heard_dns(e, buf, (size_t)k);
+				}
+				continue;
+			}
 			if (i == 4) {
 				k = recv(p[i].fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
 			} else {
@@ -166,6 +197,22 @@ static void *listener(void *arg)
 	}
 }
 
+/* The fake resolver: 127.0.0.2 (a host loopback address no sandbox is given as its
+ * resolver), port 53 where free, else any port; none at all: net.dns_other is n/a. */
+static void start_resolver(struct ladder_env *e)
+{
+	struct rung_err ignore = {0};
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(53)};
+	const char *const addrs[] = {"127.0.0.2", "127.0.0.2", "127.0.0.1"};
+	for (size_t i = 0; i < 3 && e->dns_fd < 0; i++) {
+		inet_pton(AF_INET, addrs[i], &a.sin_addr);
+		a.sin_port = i ? 0 : htons(53);
+		e->dns_fd = listen_on(AF_INET, SOCK_DGRAM, &a, sizeof(a), &e->dns_port, &ignore);
+		if (e->dns_fd >= 0)
+			snprintf(e->dns_addr, sizeof(e->dns_addr), "%s", addrs[i]);
+	}
+}
+
 static int start_listeners(struct ladder_env *e, struct rung_err *err)
 {
 	struct sockaddr_in a4 = {.sin_family = AF_INET};
@@ -182,6 +229,9 @@ static int start_listeners(struct ladder_env *e, struct rung_err *err)
 	/* no ::1 on this host: the v6 probe then has nothing to reach, and says so */
 	struct rung_err ignore = {0};
 	e->tcp6_fd = listen_on(AF_INET6, SOCK_STREAM, &a6, sizeof(a6), &e->tcp6_port, &ignore);
+	/* a raw ICMP socket sees every echo request to the host (probes without one: n/a) */
+	e->icmp_fd = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMP);
+	start_resolver(e);
 	if (pipe2(e->stop_fd, O_CLOEXEC) < 0)
 		return rung_err_sys(err, errno, "pipe");
 	/* the stop signals go to the main thread, which stops between probes and cleans up */
@@ -259,12 +309,21 @@ static void host_facts(struct ladder_env *e)
 					       i->if_name);
 	if (l)
 		if_freenameindex(l);
+	struct ifaddrs *ifa = NULL;
+	if (getifaddrs(&ifa) == 0)
+		for (struct ifaddrs *i = ifa; i && !e->host_addr[0]; i = i->ifa_next)
+			if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+			    !(i->ifa_flags & IFF_LOOPBACK))
+				inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr,
+					  e->host_addr, sizeof(e->host_addr));
+	freeifaddrs(ifa);
 }
 
 int ladder_env_setup(struct ladder_env *e, const char *state_dir, struct rung_err *err)
 {
 	memset(e, 0, sizeof(*e));
 	e->tcp_fd = e->tcp6_fd = e->udp_fd = e->unix_fd = e->victim_fd = -1;
+	e->icmp_fd = e->dns_fd = -1;
 	e->stop_fd[0] = e->stop_fd[1] = -1;
 	e->sysv_id = -1;
 	pthread_mutex_init(&e->lock, NULL);
@@ -302,13 +361,14 @@ static void rm_tree(const char *dir);
 
 void ladder_env_teardown(struct ladder_env *e)
 {
+	ladder_sibling_close(NULL, e);
 	if (e->listening) {
 		if (write(e->stop_fd[1], "x", 1) == 1)
 			pthread_join(e->listener, NULL);
 		e->listening = false;
 	}
-	int *fds[] = {&e->tcp_fd,    &e->tcp6_fd,    &e->udp_fd,    &e->unix_fd,
-		      &e->victim_fd, &e->stop_fd[0], &e->stop_fd[1]};
+	int *fds[] = {&e->tcp_fd,  &e->tcp6_fd,	  &e->udp_fd,	  &e->unix_fd,	  &e->icmp_fd,
+		      &e->dns_fd, &e->victim_fd, &e->stop_fd[0], &e->stop_fd[1]};
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (*fds[i] >= 0) {
 			close(*fds[i]);
@@ -348,11 +408,15 @@ char *ladder_env_ctx(const struct ladder_env *e)
 	char *s = NULL;
 	if (asprintf(&s,
 		     "token=%s\nhost_dir=%s\ntcp_port=%u\ntcp6_port=%u\nudp_port=%u\nabstract=%s\n"
+		     "dns_addr=%s\ndns_port=%u\nhost_addr=%s\n"
 		     "shm_name=%s\nsysv_shm_key=%d\nvictim_pid=%d\nmem_limit=%llu\npids_limit=%u\n"
-		     "cpus_milli=%u\ndisk_limit=%llu\nstate_dir=%s\n",
+		     "cpus_milli=%u\ndisk_limit=%llu\nstate_dir=%s\nsibling_comm=%s\n"
+		     "sibling_pid=%d\nsibling_port=%u\n",
 		     e->token, e->host_dir, e->tcp_port, e->tcp6_port, e->udp_port, e->abstract,
+		     e->dns_addr, e->dns_port, e->host_addr,
 		     e->shm_name, e->sysv_key, (int)e->victim, e->mem_limit, e->pids_limit,
-		     e->cpus_milli, e->disk_limit, e->state_dir) < 0)
+		     e->cpus_milli, e->disk_limit, e->state_dir, e->sib_comm, e->sib_pid,
+		     e->sib_port) < 0)
 		return NULL;
 	return s;
 }

@@ -192,12 +192,13 @@ int ladder_plant_dir(struct ladder_env *e, const char *dir, mode_t mode, const c
 
 /* An OCI bundle for crun or runc: the runtime's own default spec, our rootfs and limits. */
 static int oci_bundle(struct ladder_target *t, struct ladder_env *e, const char *probe_bin,
-		      struct rung_err *err)
+		      const char *role, struct rung_err *err)
 {
 	const char *rt = tool_path(t->name);
 	if (!rt)
 		return rung_err_set(err, ENOENT, "%s is not installed", t->name);
-	snprintf(t->bundle, sizeof(t->bundle), "%s/%s", e->dir, t->name);
+	snprintf(t->bundle, sizeof(t->bundle), "%s/%s%s%s", e->dir, t->name, role[0] ? "-" : "",
+		 role);
 	char root[300], p[PATH_MAX + 32];
 	snprintf(root, sizeof(root), "%s/rootfs", t->bundle);
 	static const char *const dirs[] = {"", "/bin", "/proc", "/dev", "/sys", "/tmp", "/etc"};
@@ -221,18 +222,20 @@ static int oci_bundle(struct ladder_target *t, struct ladder_env *e, const char 
 	return r == 0 ? 0 : rung_err_wrap(err, "%s spec", t->name);
 }
 
-static int oci_config(struct ladder_target *t, struct ladder_env *e, const char *probe,
+/* The bundle's config.json: args (a JSON array, taken) as the process, the ladder's limits. */
+static int oci_config(struct ladder_target *t, struct ladder_env *e, json_t *args,
 		      struct rung_err *err)
 {
 	char p[PATH_MAX + 16];
 	snprintf(p, sizeof(p), "%s/config.json", t->bundle);
 	json_error_t je;
 	json_t *c = json_load_file(p, 0, &je);
-	if (!c)
+	if (!c) {
+		json_decref(args);
 		return rung_err_set(err, EINVAL, "%s: %s", p, je.text);
+	}
 	json_t *proc = json_object_get(c, "process");
-	json_object_set_new(proc, "args",
-			    json_pack("[ssss]", "/work/rung-probe", "--token", e->token, probe));
+	json_object_set_new(proc, "args", args);
 	json_object_set_new(proc, "cwd", json_string("/work"));
 	json_object_set_new(proc, "terminal", json_false());
 	json_object_set_new(json_object_get(c, "root"), "readonly", json_false());
@@ -248,10 +251,11 @@ static int oci_config(struct ladder_target *t, struct ladder_env *e, const char 
 
 static int open_sandbox(struct cli *c, struct ladder_target *t, struct ladder_env *e,
 			const char *probe_bin, const char *image, enum rung_isolation iso,
-			struct rung_err *err);
+			const char *role, struct rung_err *err);
 
-static int open_rung(struct cli *c, struct ladder_target *t, struct ladder_env *e,
-		     const char *probe_bin, const char *image, struct rung_err *err)
+int ladder_open_rung(struct cli *c, struct ladder_target *t, struct ladder_env *e,
+		     const char *probe_bin, const char *image, const char *role,
+		     struct rung_err *err)
 {
 	enum rung_isolation iso = !strcmp(t->name, "process")	  ? RUNG_ISO_PROCESS
 				  : !strcmp(t->name, "container") ? RUNG_ISO_CONTAINER
@@ -267,7 +271,7 @@ static int open_rung(struct cli *c, struct ladder_target *t, struct ladder_env *
 		e->mem_limit = 256ULL << 20;
 		e->cpus_milli = 1000;
 	}
-	int rc = open_sandbox(c, t, e, probe_bin, image, iso, err);
+	int rc = open_sandbox(c, t, e, probe_bin, image, iso, role, err);
 	e->mem_limit = mem;
 	e->cpus_milli = cpus;
 	return rc;
@@ -275,7 +279,7 @@ static int open_rung(struct cli *c, struct ladder_target *t, struct ladder_env *
 
 static int open_sandbox(struct cli *c, struct ladder_target *t, struct ladder_env *e,
 			const char *probe_bin, const char *image, enum rung_isolation iso,
-			struct rung_err *err)
+			const char *role, struct rung_err *err)
 {
 	struct rung_router *r = cli_router(c);
 	if (!r)
@@ -289,8 +293,9 @@ static int open_sandbox(struct cli *c, struct ladder_target *t, struct ladder_en
 	s.limits.disk_bytes = e->disk_limit;
 	s.limits.pids = e->pids_limit;
 	s.limits.cpus_milli = e->cpus_milli;
-	char thread[40];
-	snprintf(thread, sizeof(thread), "%.16s-%s", e->token, t->name);
+	char thread[64];
+	snprintf(thread, sizeof(thread), "%.16s-%s%s%s", e->token, t->name, role[0] ? "-" : "",
+		 role);
 	struct rung_key key = {.scope = "rung-ladder", .thread = thread, .agent = "ladder"};
 	bool created;
 	int rc = rung_acquire(r, &key, &s, &t->sb, &created, err);
@@ -327,8 +332,9 @@ int ladder_target_open(struct cli *c, struct ladder_target *t, struct ladder_env
 {
 	struct rung_err err = {0};
 	int r = 0;
+	ladder_sibling_open(c, t, e, probe_bin, image); /* first: t's context names it */
 	if (!t->peer) {
-		r = open_rung(c, t, e, probe_bin, image, &err);
+		r = ladder_open_rung(c, t, e, probe_bin, image, "", &err);
 	} else if (!strcmp(t->name, "bwrap")) {
 		if (!tool_path("bwrap"))
 			r = rung_err_set(&err, ENOENT, "bwrap is not installed");
@@ -336,55 +342,45 @@ int ladder_target_open(struct cli *c, struct ladder_target *t, struct ladder_env
 		if (r >= 0)
 			r = ladder_plant_dir(e, t->workdir, 0777, probe_bin, &err);
 	} else {
-		r = oci_bundle(t, e, probe_bin, &err);
+		r = oci_bundle(t, e, probe_bin, "", &err);
 	}
 	if (r < 0)
 		snprintf(t->why, sizeof(t->why), "%s", err.msg);
 	return r;
 }
 
+void ladder_bwrap_argv(char **argv, size_t max, const char *workdir, char *const *cmd)
+{
+	static const char *const fixed[] = {
+	    "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr",
+	    "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink",
+	    "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin", "--proc", "/proc", "--dev",
+	    "/dev", "--tmpfs", "/tmp", "--bind"};
+	size_t n = 0;
+	const char *bw = tool_path("bwrap");
+	argv[n++] = (char *)(bw ? bw : "/usr/bin/bwrap");
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		argv[n++] = (char *)fixed[i];
+	argv[n++] = (char *)workdir;
+	argv[n++] = "/work";
+	argv[n++] = "--chdir";
+	argv[n++] = "/work";
+	for (; *cmd && n + 1 < max; cmd++)
+		argv[n++] = *cmd;
+	argv[n] = NULL;
+}
+
 static int run_peer(struct ladder_target *t, struct ladder_env *e, const char *probe, char **out,
 		    struct rung_err *err)
 {
 	if (!strcmp(t->name, "bwrap")) {
-		char *argv[] = {(char *)tool_path("bwrap"),
-				"--unshare-all",
-				"--die-with-parent",
-				"--new-session",
-				"--ro-bind",
-				"/usr",
-				"/usr",
-				"--symlink",
-				"usr/lib",
-				"/lib",
-				"--symlink",
-				"usr/lib64",
-				"/lib64",
-				"--symlink",
-				"usr/bin",
-				"/bin",
-				"--symlink",
-				"usr/sbin",
-				"/sbin",
-				"--proc",
-				"/proc",
-				"--dev",
-				"/dev",
-				"--tmpfs",
-				"/tmp",
-				"--bind",
-				t->workdir,
-				"/work",
-				"--chdir",
-				"/work",
-				"/work/rung-probe",
-				"--token",
-				e->token,
-				(char *)probe,
-				NULL};
+		char *argv[48];
+		char *cmd[] = {"/work/rung-probe", "--token", e->token, (char *)probe, NULL};
+		ladder_bwrap_argv(argv, 48, t->workdir, cmd);
 		return spawn_capture(argv, NULL, PEER_UID, false, 60, out, err);
 	}
-	int r = oci_config(t, e, probe, err);
+	int r = oci_config(t, e,
+			   json_pack("[ssss]", "/work/rung-probe", "--token", e->token, probe), err);
 	if (r < 0)
 		return r;
 	char id[64];
@@ -424,8 +420,63 @@ int ladder_target_run(struct cli *c, struct ladder_target *t, struct ladder_env 
 	return 0;
 }
 
-void ladder_target_close(struct cli *c, struct ladder_target *t)
+/* Run the runtime with argv[1..] (its own mount namespace as for every run), output
+ * discarded: its exit status. */
+static int oci_quiet(char *const argv[])
 {
+	pid_t pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		child_exec(argv, NULL, -1, true, null, null);
+	}
+	int st = 0;
+	if (pid < 0 || waitpid(pid, &st, 0) < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int ladder_oci_sibling(struct ladder_target *t, struct ladder_env *e, const char *probe_bin,
+		       struct rung_err *err)
+{
+	struct ladder_target sib = {.name = t->name};
+	int r = oci_bundle(&sib, e, probe_bin, "sibling", err);
+	char p[PATH_MAX], port[16];
+	snprintf(p, sizeof(p), "%.500s/sibling.log", sib.workdir);
+	if (r == 0)
+		r = write_text(p, "", 0666, err);
+	snprintf(port, sizeof(port), "%u", e->sib_port);
+	if (r == 0)
+		r = oci_config(&sib, e,
+			       json_pack("[ssssss]", "/work/rung-probe", "--token", e->token,
+					 "--sibling", e->sib_comm, port),
+			       err);
+	if (r < 0)
+		return r;
+	snprintf(e->sib_ctr, sizeof(e->sib_ctr), "rung-ladder-%d-sibling", (int)getpid());
+	snprintf(e->sib_rt, sizeof(e->sib_rt), "%s", t->name);
+	char *argv[] = {(char *)tool_path(t->name), "run", "-d", "-b", sib.bundle, e->sib_ctr, NULL};
+	if ((r = oci_quiet(argv)) != 0) {
+		ladder_oci_delete(e);
+		return rung_err_set(err, EIO, "%s run -d (the sibling) exited %d", t->name, r);
+	}
+	snprintf(e->sib_dir, sizeof(e->sib_dir), "%s", sib.workdir);
+	return 0;
+}
+
+void ladder_oci_delete(struct ladder_env *e)
+{
+	if (!e->sib_ctr[0])
+		return;
+	const char *rt = tool_path(e->sib_rt);
+	char *argv[] = {(char *)rt, "delete", "-f", e->sib_ctr, NULL};
+	if (rt && oci_quiet(argv) != 0)
+		fprintf(stderr, "rung ladder: %s delete -f %s failed\n", e->sib_rt, e->sib_ctr);
+	e->sib_ctr[0] = '\0';
+}
+
+void ladder_target_close(struct cli *c, struct ladder_target *t, struct ladder_env *e)
+{
+	ladder_sibling_close(c, e);
 	if (t->sb) {
 		struct rung_err err = {0};
 		char id[80];

@@ -117,10 +117,13 @@ static int host_saw(struct ladder_env *e, const char *probe, const char *ev)
 		return evidence_is(ev, "content", e->sysv_secret);
 	if (!strcmp(probe, "ipc.proc_host_pid"))
 		return evidence_is(ev, "comm", e->victim_comm);
+	if (!strcmp(probe, "ipc.sibling_proc"))
+		return evidence_is(ev, "comm", e->sib_comm);
 	if (!strcmp(probe, "ipc.signal_host"))
 		return signalled(e);
 	if (!strcmp(probe, "ipc.abstract_unix") || !strcmp(probe, "net.loopback_tcp") ||
-	    !strcmp(probe, "net.loopback_tcp6") || !strcmp(probe, "net.loopback_udp"))
+	    !strcmp(probe, "net.loopback_tcp6") || !strcmp(probe, "net.loopback_udp") ||
+	    !strcmp(probe, "net.icmp") || !strcmp(probe, "net.dns_other"))
 		return heard_name(e, probe);
 	if (!strcmp(probe, "priv.uid_host_root") || !strcmp(probe, "priv.securebits"))
 		return evidence_is(ev, "userns", e->userns);
@@ -261,6 +264,10 @@ static const char *host_lacks(struct ladder_env *e, const char *probe)
 		return "no CAP_SYS_RESOURCE even for root (its bounding set)";
 	if (!strcmp(probe, "net.loopback_tcp6") && e->tcp6_fd < 0)
 		return "no ::1";
+	if (!strcmp(probe, "net.icmp") && e->icmp_fd < 0)
+		return "no raw ICMP socket for the ladder's recorder";
+	if (!strcmp(probe, "net.dns_other") && e->dns_fd < 0)
+		return "no loopback address the ladder's resolver could bind";
 	if (!strcmp(probe, "info.cgroup_names") && !e->cgroup_marker[0])
 		return "no cgroup the ladder could make";
 	if (!strcmp(probe, "net.host_interfaces") && !e->ifnames[0])
@@ -288,9 +295,15 @@ void ladder_env_verify(struct ladder_env *e, const char *probe, char *result, si
 		snprintf(evidence, en, "this host has %s", lack);
 		return;
 	}
+	bool sib = !strcmp(probe, "ipc.sibling_signal") || !strcmp(probe, "net.sibling_tcp");
+	if ((sib || !strcmp(probe, "ipc.sibling_proc")) && !e->sib_comm[0]) {
+		snprintf(result, rn, "n/a");
+		snprintf(evidence, en, "no sibling: %s", e->sib_why[0] ? e->sib_why : "none started");
+		return;
+	}
 	if (!strcmp(result, "n/a"))
 		return;
-	int saw = host_saw(e, probe, evidence);
+	int saw = sib ? ladder_sibling_saw(e, probe) : host_saw(e, probe, evidence);
 	if (saw < 0)
 		return;
 	bool claimed = !strcmp(result, "escaped");

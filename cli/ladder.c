@@ -172,7 +172,7 @@ static json_t *run_target(struct cli *c, struct ladder_target *t, struct ladder_
 	double t0 = now_s();
 	json_t *tj = json_pack("{s:s,s:s}", "name", t->name, "kind", t->peer ? "peer" : "rung");
 	if (ladder_target_open(c, t, e, o->probe_bin, o->image) < 0) {
-		ladder_target_close(c, t);
+		ladder_target_close(c, t, e);
 		json_object_set_new(tj, "available", json_false());
 		json_object_set_new(tj, "why", json_string(t->why));
 		*done += n;
@@ -192,13 +192,14 @@ static json_t *run_target(struct cli *c, struct ladder_target *t, struct ladder_
 		if (rc < 0 && !t->peer && !stop_sig) {
 			/* the sandbox died (a resource probe's OOM kill took its agent): a fresh
 			 * one for the rest, and this probe once more */
-			ladder_target_close(c, t);
+			ladder_target_close(c, t, e);
 			if (ladder_target_open(c, t, e, o->probe_bin, o->image) < 0)
 				snprintf(err.msg, sizeof(err.msg), "%s", t->why);
 			else
 				rc = ladder_target_run(c, t, e, p[i].name, &out, &err);
 		}
 		ladder_target_fileapi(t, e, p[i].name, &out);
+		ladder_target_vmm(t, p[i].name, &out);
 		json_t *r = ladder_result(e, p[i].name, out, rc, &err);
 		free(out);
 		const char *s = json_string_value(json_object_get(r, "result"));
@@ -210,7 +211,7 @@ static json_t *run_target(struct cli *c, struct ladder_target *t, struct ladder_
 	if (tty)
 		fprintf(stderr, "\r\033[K");
 	json_t *count = count_syscalls(c, t, e);
-	ladder_target_close(c, t);
+	ladder_target_close(c, t, e);
 	json_t *sk = json_object_get(json_object_get(res, "vm.shared_kernel"), "result");
 	json_object_set_new(tj, "available", json_true());
 	json_object_set_new(

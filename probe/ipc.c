@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <netinet/ip_icmp.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -129,6 +131,94 @@ static void loopback_udp(const struct probe_ctx *c, struct probe_out *o)
 		"127.0.0.1 udp (host listener)");
 }
 
+static uint16_t inet_sum(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	uint32_t s = 0;
+	for (size_t i = 0; i + 1 < n; i += 2)
+		s += (uint32_t)(b[i] << 8 | b[i + 1]);
+	if (n & 1)
+		s += (uint32_t)(b[n - 1] << 8);
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return htons((uint16_t)~s);
+}
+
+/* An echo request carrying "net.icmp TOKEN" to the host's 127.0.0.1 and its own address,
+ * where the ladder's raw ICMP socket records it: over a ping socket, else a raw one. */
+static void icmp_echo(const struct probe_ctx *c, struct probe_out *o)
+{
+	const char *kind = "a ping socket";
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_ICMP);
+	int e1 = errno;
+	if (fd < 0) {
+		kind = "a raw ICMP socket";
+		fd = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMP);
+	}
+	if (fd < 0)
+		return probe_blocked(o, errno, "ping socket: %s; raw ICMP socket: %s",
+				     strerror(e1), strerror(errno));
+	struct {
+		struct icmphdr h;
+		char data[120];
+	} pkt = {.h = {.type = ICMP_ECHO}};
+	pkt.h.un.echo.id = htons((uint16_t)getpid());
+	pkt.h.un.echo.sequence = htons(1);
+	size_t n = sizeof(pkt.h) + (size_t)snprintf(pkt.data, sizeof(pkt.data), "net.icmp %s\n",
+						     c->token);
+	pkt.h.checksum = inet_sum(&pkt, n);
+	/* the host's loopback, then its own address (the host's raw socket sees either) */
+	const char *to[] = {"127.0.0.1", c->host_addr[0] ? c->host_addr : NULL};
+	char sent[128] = "", why[256] = "";
+	int e = 0;
+	for (size_t i = 0; i < 2 && to[i]; i++) {
+		struct sockaddr_in a;
+		in4(&a, to[i], 0);
+		if (sendto(fd, &pkt, n, 0, (struct sockaddr *)&a, sizeof(a)) == (ssize_t)n) {
+			snprintf(sent + strlen(sent), sizeof(sent) - strlen(sent), " %s", to[i]);
+			continue;
+		}
+		e = errno;
+		snprintf(why + strlen(why), sizeof(why) - strlen(why), "; %s: %s", to[i],
+			 strerror(e));
+	}
+	close(fd);
+	if (!sent[0])
+		return probe_blocked(o, e, "echo requests over %s%s", kind, why);
+	probe_escaped(o, "sent an echo request over %s to%s", kind, sent); /* the host decides */
+}
+
+/* A DNS query (A, recursion desired) for TOKEN32.rung-ladder.invalid to the ladder's resolver,
+ * which is no resolver a sandbox is given: the resolver records the name it was asked. */
+static void dns_other(const struct probe_ctx *c, struct probe_out *o)
+{
+	if (!c->dns_port || !c->dns_addr[0])
+		return probe_na(o, "the ladder started no resolver");
+	uint8_t q[128] = {0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
+	size_t n = 12;
+	q[n++] = 32;
+	memcpy(q + n, c->token, 32);
+	n += 32;
+	static const char rest[] = "\x0brung-ladder\x07invalid";
+	memcpy(q + n, rest, sizeof(rest)); /* with the root label's 0 */
+	n += sizeof(rest);
+	static const uint8_t tail[] = {0, 1, 0, 1}; /* A, IN */
+	memcpy(q + n, tail, sizeof(tail));
+	n += sizeof(tail);
+	struct sockaddr_in a;
+	in4(&a, c->dns_addr, c->dns_port);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return probe_blocked(o, errno, "socket: %s", strerror(errno));
+	ssize_t k = sendto(fd, q, n, 0, (struct sockaddr *)&a, sizeof(a));
+	int e = errno;
+	close(fd);
+	if (k != (ssize_t)n)
+		return probe_blocked(o, e, "DNS query to %s:%u: %s", c->dns_addr, c->dns_port,
+				     strerror(e));
+	probe_escaped(o, "sent a DNS query to %s:%u", c->dns_addr, c->dns_port);
+}
+
 static void raw_socket(const struct probe_ctx *c, struct probe_out *o)
 {
 	int fd = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
@@ -225,6 +315,8 @@ const struct probe probes_net[] = {
      loopback_tcp6},
     {"net.loopback_udp", "network", "the ladder's UDP listener records a datagram", loopback_udp},
     {"net.raw_socket", "network", "a raw IP socket", raw_socket},
+    {"net.icmp", "network", "the ladder's host ICMP socket records an echo request", icmp_echo},
+    {"net.dns_other", "network", "the ladder's host resolver records a DNS query", dns_other},
     {"net.host_interfaces", "network", "a host network interface is visible", interfaces},
     {"net.route_metadata", "network", "a route to 169.254.169.254", route_metadata},
     {"net.route_metadata_alibaba", "network", "a route to 100.100.100.200", route_metadata_alt},

@@ -22,8 +22,9 @@
 
 #include "probe/probe.h"
 
-static const struct probe *const families[] = {probes_fs,  probes_kernel, probes_priv, probes_ipc,
-					       probes_net, probes_res,	  probes_info};
+static const struct probe *const families[] = {probes_fs,	probes_kernel, probes_priv,
+					       probes_ipc,	probes_sibling, probes_net,
+					       probes_res,	probes_info};
 
 static void vset(struct probe_out *o, enum probe_result r, int err, const char *fmt, va_list ap)
 {
@@ -110,6 +111,9 @@ static int ctx_set(struct probe_ctx *c, const char *k, const char *v)
 	} strs[] = {{"token", c->token, sizeof(c->token)},
 		    {"host_dir", c->host_dir, sizeof(c->host_dir)},
 		    {"abstract", c->abstract, sizeof(c->abstract)},
+		    {"dns_addr", c->dns_addr, sizeof(c->dns_addr)},
+		    {"host_addr", c->host_addr, sizeof(c->host_addr)},
+		    {"sibling_comm", c->sibling_comm, sizeof(c->sibling_comm)},
 		    {"shm_name", c->shm_name, sizeof(c->shm_name)},
 		    {"state_dir", c->state_dir, sizeof(c->state_dir)}};
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
@@ -124,6 +128,12 @@ static int ctx_set(struct probe_ctx *c, const char *k, const char *v)
 		c->tcp6_port = (unsigned)n;
 	else if (!strcmp(k, "udp_port"))
 		c->udp_port = (unsigned)n;
+	else if (!strcmp(k, "dns_port"))
+		c->dns_port = (unsigned)n;
+	else if (!strcmp(k, "sibling_pid"))
+		c->sibling_pid = (int)n;
+	else if (!strcmp(k, "sibling_port"))
+		c->sibling_port = (unsigned)n;
 	else if (!strcmp(k, "sysv_shm_key"))
 		c->sysv_shm_key = (int)n;
 	else if (!strcmp(k, "victim_pid"))
@@ -188,9 +198,16 @@ int main(int argc, char **argv)
 				printf("%s\t%s\t%s\n", p->name, p->family, p->what);
 		return 0;
 	}
+	if (argc == 6 && !strcmp(argv[1], "--token") && !strcmp(argv[3], "--sibling")) {
+		struct probe_ctx sc = {0};
+		if (ctx_load(&sc, argv[2]) < 0)
+			return 3;
+		return probe_sibling(&sc, argv[4], argv[5]);
+	}
 	if (argc != 4 || strcmp(argv[1], "--token")) {
 		fprintf(stderr,
 			"usage: rung-probe --list | rung-probe --token TOKEN NAME|--count\n"
+			"       rung-probe --token TOKEN --sibling COMM PORT\n"
 			"Runs one probe of `rung ladder` (docs/ladder.md); it refuses to run\n"
 			"outside a sandbox the ladder planted it in.\n");
 		return argc == 2 && !strcmp(argv[1], "--help") ? 0 : 2;

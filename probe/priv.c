@@ -155,18 +155,22 @@ static void dmesg(const struct probe_ctx *c, struct probe_out *o)
 	probe_escaped(o, "read %d bytes of the kernel log", n);
 }
 
-static int scan_cgroups(const char *dir, char *found, size_t n)
+/* A "rung-ladder-*" entry of dir in found: 2 when it is this run's own (want), 1 another run's
+ * (kept only while found is empty: another tenant all the same), 0 none, -errno. */
+static int scan_cgroups(const char *dir, const char *want, char *found, size_t n)
 {
 	DIR *d = opendir(dir);
 	if (!d)
 		return -errno;
 	struct dirent *e;
 	int r = 0;
-	while (!r && (e = readdir(d))) {
-		if (strstr(e->d_name, "rung-ladder-")) {
+	while (r < 2 && (e = readdir(d))) {
+		if (!strstr(e->d_name, "rung-ladder-"))
+			continue;
+		bool own = strstr(e->d_name, want) != NULL;
+		if (own || !found[0])
 			snprintf(found, n, "%s/%s", dir, e->d_name);
-			r = 1;
-		}
+		r = own ? 2 : 1;
 	}
 	closedir(d);
 	return r;
@@ -174,14 +178,17 @@ static int scan_cgroups(const char *dir, char *found, size_t n)
 
 static void cgroup_names(const struct probe_ctx *c, struct probe_out *o)
 {
-	char found[512];
-	int r = scan_cgroups("/sys/fs/cgroup", found, sizeof(found));
+	char found[512] = "", want[40];
+	snprintf(want, sizeof(want), "rung-ladder-%.16s", c->token);
+	int r = scan_cgroups("/sys/fs/cgroup", want, found, sizeof(found));
 	if (r < 0)
 		return probe_blocked(o, -r, "/sys/fs/cgroup: %s", strerror(-r));
 	static const char *const v1[] = {"/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory",
 					 "/sys/fs/cgroup/unified"};
-	for (size_t i = 0; !r && i < sizeof(v1) / sizeof(v1[0]); i++)
-		r = scan_cgroups(v1[i], found, sizeof(found)) > 0;
+	for (size_t i = 0; r < 2 && i < sizeof(v1) / sizeof(v1[0]); i++) {
+		int k = scan_cgroups(v1[i], want, found, sizeof(found));
+		r = k > r ? k : r;
+	}
 	if (r > 0)
 		return probe_escaped(o, "saw %s", found);
 	probe_blocked(o, 0, "no other tenant's cgroup is visible");
@@ -227,6 +234,13 @@ static void dev_kvm(const struct probe_ctx *c, struct probe_out *o)
 	probe_escaped(o, "opened /dev/kvm");
 }
 
+/* Inside, nothing to see: the ladder checks the VMM from the host (cli/ladder-vmm.c). */
+static void vmm_jail(const struct probe_ctx *c, struct probe_out *o)
+{
+	(void)c;
+	probe_na(o, "the VMM is checked on the host, by the ladder");
+}
+
 const struct probe probes_priv[] = {
     {"priv.cap_effective", "privileges", "an effective capability", cap_eff},
     {"priv.cap_permitted", "privileges", "a permitted capability", cap_prm},
@@ -248,5 +262,7 @@ const struct probe probes_info[] = {
     {"info.host_mounts", "information", "host paths of rung's in mountinfo", host_mounts},
     {"vm.shared_kernel", "vm", "the host's kernel (same /proc/version)", shared_kernel},
     {"vm.dev_kvm", "vm", "/dev/kvm opens inside", dev_kvm},
+    {"vm.vmm_jail", "vm", "the VMM lacks its seccomp filter or its jail (checked on the host)",
+     vmm_jail},
     {NULL, NULL, NULL, NULL},
 };

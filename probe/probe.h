@@ -23,6 +23,9 @@ struct probe_ctx {
 	unsigned tcp_port;  /* host loopback listeners (127.0.0.1 and ::1) */
 	unsigned tcp6_port;
 	unsigned udp_port;
+	char dns_addr[64];  /* the ladder's fake resolver (UDP), on a host loopback address */
+	unsigned dns_port;
+	char host_addr[64]; /* the host's first non-loopback IPv4 address, or empty */
 	char abstract[108]; /* host abstract unix socket name (without the leading NUL) */
 	char shm_name[128]; /* /dev/shm/<name> on the host */
 	int sysv_shm_key;
@@ -32,6 +35,10 @@ struct probe_ctx {
 	unsigned cpus_milli;
 	uint64_t disk_limit;
 	char state_dir[256]; /* rung's state dir on the host */
+	/* the sibling: another sandbox of the same rung, holding a victim the ladder started */
+	char sibling_comm[16]; /* the victim's random name */
+	int sibling_pid;       /* its host pid (0: not visible from the host, e.g. in a VM) */
+	unsigned sibling_port; /* its TCP listener, on all of its own addresses */
 };
 
 struct probe_out {
@@ -55,6 +62,7 @@ extern const struct probe probes_ipc[];
 extern const struct probe probes_net[];
 extern const struct probe probes_res[];
 extern const struct probe probes_info[];
+extern const struct probe probes_sibling[];
 
 void probe_blocked(struct probe_out *o, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -69,6 +77,12 @@ void probe_syscall(struct probe_out *o, long r, const int *reached, const char *
 /* --count: print {"reachable": N, "of": M}, the syscalls the sandbox's filters allow with
  * zero arguments, measured without running any (probe/count.c). */
 int probe_count_syscalls(void);
+/*
+ * --sibling COMM PORT: the victim in the sibling sandbox (probe/sibling.c). Named COMM, it
+ * listens on TCP PORT and appends to ./sibling.log one line per SIGCONT ("sigcont") and per
+ * "NAME TOKEN" message with the run's token ("NAME"), until killed (at most an hour).
+ */
+int probe_sibling(const struct probe_ctx *c, const char *comm, const char *port);
 /* Read at most n-1 bytes of path into buf (NUL-terminated): length, or -errno. */
 long probe_read(const char *path, char *buf, size_t n);
 

@@ -1,4 +1,4 @@
-/* probe/res.c: resources: memory past the limit (private, memfd, tmpfs), processes past the
+/* probe/res.c: resources: memory past the limit (private, memfd, tmpfs, SysV shm), processes past the
  * pids limit, CPU past the quota, disk past the limit, the fd limit. The limits come from the
  * context file (the ladder sets them low); each probe uses at most limit + a margin. */
 #include <errno.h>
@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/shm.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -95,6 +96,22 @@ static int do_tmpfs(const struct probe_ctx *c)
 	return fill(p, c->mem_limit + MARGIN);
 }
 
+/* A SysV segment, removed as soon as it is attached (gone with the child, even OOM-killed). */
+static int do_sysv(const struct probe_ctx *c)
+{
+	size_t len = (size_t)(c->mem_limit + MARGIN);
+	int id = shmget(IPC_PRIVATE, len, IPC_CREAT | 0600);
+	if (id < 0)
+		return errno;
+	char *m = shmat(id, NULL, 0);
+	int e = errno;
+	shmctl(id, IPC_RMID, NULL);
+	if (m == (void *)-1)
+		return e;
+	touch(m, len);
+	return 0;
+}
+
 static void mem_private(const struct probe_ctx *c, struct probe_out *o)
 {
 	in_child(o, do_private, c, "private anonymous memory");
@@ -108,6 +125,11 @@ static void mem_memfd(const struct probe_ctx *c, struct probe_out *o)
 static void mem_tmpfs(const struct probe_ctx *c, struct probe_out *o)
 {
 	in_child(o, do_tmpfs, c, "a /dev/shm file");
+}
+
+static void mem_sysv(const struct probe_ctx *c, struct probe_out *o)
+{
+	in_child(o, do_sysv, c, "a SysV shared memory segment");
 }
 
 static void fork_bomb(const struct probe_ctx *c, struct probe_out *o)
@@ -196,6 +218,7 @@ const struct probe probes_res[] = {
     {"res.memory_private", "resources", "private memory past the limit", mem_private},
     {"res.memory_memfd", "resources", "memfd memory past the limit", mem_memfd},
     {"res.memory_tmpfs", "resources", "/dev/shm past the memory limit", mem_tmpfs},
+    {"res.shm", "resources", "SysV shared memory past the memory limit", mem_sysv},
     {"res.fork_bomb", "resources", "processes past the pids limit", fork_bomb},
     {"res.cpu_quota", "resources", "CPU past the quota", cpu_quota},
     {"res.disk", "resources", "disk past the limit", disk},

@@ -220,6 +220,9 @@ int rfs_overlay_apply_idmapped(const struct rfs_mount_plan *p, int userns_fd,
 		return rung_err_set(err, EBADF, "overlay: bad user namespace fd");
 	if (p->bind)
 		return rung_err_set(err, EINVAL, "overlay: an idmapped single-layer view needs an upper dir");
+	if (p->base[0])
+		return rung_err_set(err, EINVAL, "overlay: an idmapped stack takes absolute layers, "
+						 "not ones relative to %s", p->base);
 	if ((r = check_path("scratch dir", scratch, err)) < 0)
 		return r;
 	if (strlen(scratch) > 200)
@@ -247,9 +250,70 @@ static int apply_bind(const struct rfs_mount_plan *p, struct rung_err *err)
 	return 0;
 }
 
+/* path relative to base ("base/x/y" -> "x/y"), or NULL when it is not below base. */
+static const char *below(const char *path, const char *base)
+{
+	size_t n = strlen(base);
+	while (n > 1 && base[n - 1] == '/')
+		n--;
+	if (strncmp(path, base, n) || path[n] != '/')
+		return NULL;
+	while (path[n] == '/')
+		n++;
+	return path[n] ? path + n : NULL;
+}
+
+int rfs_overlay_relative(struct rfs_mount_plan *p, const char *base, struct rung_err *err)
+{
+	int r;
+	if ((r = check_path("base dir", base, err)) < 0)
+		return r;
+	char in[RFS_MOUNT_DATA_MAX], out[RFS_MOUNT_DATA_MAX];
+	snprintf(in, sizeof(in), "%s", p->data);
+	size_t o = 0;
+	char *save = NULL;
+	for (char *opt = strtok_r(in, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(opt, '=');
+		if (!eq || (strncmp(opt, "lowerdir=", 9) && strncmp(opt, "upperdir=", 9) &&
+			    strncmp(opt, "workdir=", 8))) {
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "%s%s", o ? "," : "", opt);
+			continue;
+		}
+		*eq = '\0';
+		o += (size_t)snprintf(out + o, sizeof(out) - o, "%s%s=", o ? "," : "", opt);
+		char *s2 = NULL;
+		size_t k = 0;
+		for (char *d = strtok_r(eq + 1, ":", &s2); d; d = strtok_r(NULL, ":", &s2), k++) {
+			const char *rel = below(d, base);
+			if (!rel)
+				return rung_err_set(err, EINVAL, "overlay %s '%s' is not below '%s'",
+						    opt, d, base);
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "%s%s", k ? ":" : "", rel);
+		}
+		if (o >= sizeof(out))
+			return rung_err_set(err, E2BIG, "overlay: options too long");
+	}
+	memcpy(p->data, out, o + 1);
+	snprintf(p->base, sizeof(p->base), "%s", base);
+	return 0;
+}
+
+/*
+ * With a base dir, the layers' relative paths resolve from it: the working directory is
+ * base's for the mount's creation, then the caller's again.
+ */
 int rfs_overlay_apply(const struct rfs_mount_plan *p, struct rung_err *err)
 {
-	if (p->bind)
-		return apply_bind(p, err);
-	return apply_stack(p, -1, NULL, err);
+	if (!p->base[0])
+		return p->bind ? apply_bind(p, err) : apply_stack(p, -1, NULL, err);
+	cleanup_close int old = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	cleanup_close int dir = open(p->base, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (old < 0)
+		return rung_err_sys(err, errno, "open the working directory");
+	if (dir < 0 || fchdir(dir) < 0)
+		return rung_err_sys(err, errno, "overlay base dir %s", p->base);
+	int r = p->bind ? apply_bind(p, err) : apply_stack(p, -1, NULL, err);
+	if (fchdir(old) < 0 && r == 0)
+		r = rung_err_sys(err, errno, "back to the working directory");
+	return r;
 }

@@ -295,6 +295,7 @@ struct rfs_mount_plan {
 	bool bind;        /* one layer, no upper (overlayfs refuses that): a read-only bind */
 	bool classic;     /* apply with one classic lowerdir=A:B option even where the kernel
 			   * has lowerdir+ (tests; the apply step probes and falls back itself) */
+	char base[256];   /* set by rfs_overlay_relative: the dir the layers' paths start from */
 };
 /*
  * Pure. lowers top-most first (NULL-terminated, >= 1). upper and work may both be NULL
@@ -308,6 +309,18 @@ int rfs_overlay_plan(const char *const *lowers, const char *upper, const char *w
  * which holds one page; a stack whose options do not fit fails with E2BIG naming both.
  */
 int rfs_overlay_apply(const struct rfs_mount_plan *p, struct rung_err *err);
+/*
+ * Rewrites the plan's layers (lowerdir, upperdir, workdir; all must be below base) as paths
+ * relative to base, which rfs_overlay_apply then enters (fchdir) while it creates the mount
+ * and leaves again: overlayfs shows its options as given, so the mount's line in
+ * /proc/PID/mountinfo names "lower/0", not the store's host path (docs/ladder.md,
+ * info.host_mounts). Both mount paths take it: lowerdir+ (fsconfig resolves each path at once)
+ * and the classic mount(2) (resolved during the call). The working directory is the whole
+ * process's unless it has its own fs state (a single-threaded process, or a thread after
+ * unshare(CLONE_FS); setns into a mount namespace requires that too): apply such a plan only
+ * there. rfs_overlay_apply_idmapped refuses it.
+ */
+int rfs_overlay_relative(struct rfs_mount_plan *p, const char *base, struct rung_err *err);
 /*
  * The same, with every lower layer presented through an idmapped mount for userns_fd (an
  * open /proc/PID/ns/user): on-disk uid N (the image's N) appears as that namespace's N, so

@@ -102,6 +102,11 @@ static int ctr_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct run
 	struct rfs_mount_plan plan;
 	if (r == 0)
 		r = rfs_overlay_plan((const char *const *)mnt, upper, work, root, &plan, err);
+	/* the layers relative to the sandbox's dir: its mountinfo shows "lower/0", never the
+	 * store's host path or the sandbox's id (the cwd is ours alone once setns succeeded) */
+	rt_store_path(&sb->router->store, sb->meta.id, NULL, p, sizeof(p));
+	if (r == 0)
+		r = rfs_overlay_relative(&plan, p, err);
 	/* Enter the sandbox's mount namespace, attach the layers, mount the overlay, come back. */
 	if (r == 0 && setns(mntns, CLONE_NEWNS) < 0)
 		r = rung_err_sys(err, errno, "enter the sandbox's mount namespace");

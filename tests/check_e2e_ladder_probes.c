@@ -8,11 +8,22 @@
  * (docs/ladder.md lists them for the development host), and every other probe must escape.
  */
 #include <check.h>
+#include <errno.h>
+#include <limits.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/ladder.h"
 #include "tests/lib/ladder.h"
 #include "tests/lib/testutil.h"
 
@@ -79,6 +90,116 @@ START_TEST(test_probe_refuses_outside)
 }
 END_TEST
 
+/*
+ * A stand-in VMM for vm.vmm_jail's host check: jailed (a filter that allows everything, as
+ * only its presence is checked; no_new_privs; new mnt/pid/net/ipc/uts namespaces (the pid
+ * one through a fork); a chroot; uid 65534), or with the parts in `skip` left out ("filter",
+ * "net"). Its host pid; it pauses until killed, with its parent (*outer) waiting on it.
+ */
+static pid_t stand_in(const char *skip, const char *root, pid_t *outer)
+{
+	int p[2];
+	ck_assert_int_eq(pipe(p), 0);
+	*outer = fork();
+	ck_assert_int_ge(*outer, 0);
+	if (*outer == 0) {
+		bool jail = !strstr(skip, "all");
+		int fl = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+			 (strstr(skip, "net") ? 0 : CLONE_NEWNET);
+		if (jail && unshare(fl) < 0)
+			_exit(1);
+		pid_t in = fork();
+		if (in == 0) {
+			struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+			struct sock_fprog prog = {1, &allow};
+			if (jail && (chroot(root) < 0 || chdir("/") < 0 ||
+				     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+				     setgid(65534) < 0 || setuid(65534) < 0))
+				_exit(1);
+			if (jail && !strstr(skip, "filter") &&
+			    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+				_exit(1);
+			for (;;)
+				pause();
+		}
+		if (write(p[1], &in, sizeof(in)) != sizeof(in))
+			_exit(1);
+		waitpid(in, NULL, 0);
+		_exit(0);
+	}
+	close(p[1]);
+	pid_t in = 0;
+	ck_assert_int_eq(read(p[0], &in, sizeof(in)), sizeof(in));
+	close(p[0]);
+	usleep(200000); /* jailed and paused by now */
+	return in;
+}
+
+static void check_stand_in(const char *skip, const char *root, const char *want,
+			   const char *names)
+{
+	pid_t outer, pid = stand_in(skip, root, &outer);
+	char res[16], ev[700];
+	ck_assert_int_eq(ladder_vmm_check(pid, res, sizeof(res), ev, sizeof(ev)), 0);
+	kill(pid, SIGKILL);
+	waitpid(outer, NULL, 0);
+	ck_assert_msg(!strcmp(res, want), "%s: %s, want %s (%s)", skip, res, want, ev);
+	ck_assert_msg(!names || strstr(ev, names), "%s: evidence '%s' lacks '%s'", skip, ev, names);
+}
+
+START_TEST(test_vmm_jail_check)
+{
+	RUNG_REQUIRE_ROOT();
+	char *root = rung_test_tmpdir("vmm-jail");
+	ck_assert_ptr_nonnull(root);
+	check_stand_in("", root, "blocked", "Seccomp: 2");
+	check_stand_in("filter", root, "escaped", "no seccomp filter (Seccomp: 0)");
+	check_stand_in("net", root, "escaped", "the host's net namespace");
+	check_stand_in("all", root, "escaped", "the host's root directory");
+	/* no such process: n/a, never blocked */
+	char res[16], ev[700];
+	ck_assert_int_eq(ladder_vmm_check(0x3fffffff, res, sizeof(res), ev, sizeof(ev)), -ESRCH);
+	ck_assert_str_eq(res, "n/a");
+	rmdir(root);
+	free(root);
+}
+END_TEST
+
+/* ladder_vmm_find: a process whose argv[0] is rung-vmm, chrooted into .../ID/jail (here a
+ * static rung-probe --sibling, which idles), is found by ID; another ID finds nothing. */
+START_TEST(test_vmm_find)
+{
+	RUNG_REQUIRE_ROOT();
+	char *d = rung_test_tmpdir("vmm-find");
+	ck_assert_ptr_nonnull(d);
+	char jail[PATH_MAX], cmd[PATH_MAX * 4];
+	snprintf(jail, sizeof(jail), "%s/0123abcd/jail", d);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s && cp %s %s/rung-probe && echo token=%s > %s/rung-probe.ctx",
+		 jail, lt_probe_bin(), jail, "0123456789abcdef0123456789abcdef", jail);
+	ck_assert_int_eq(system(cmd), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (chroot(jail) < 0 || chdir("/") < 0)
+			_exit(1);
+		execl("/rung-probe", "rung-vmm", "--token", "0123456789abcdef0123456789abcdef",
+		      "--sibling", "vmm-find", "0", (char *)NULL);
+		_exit(127);
+	}
+	pid_t got = 0;
+	for (int i = 0; i < 100 && !got; i++, usleep(20000))
+		got = ladder_vmm_find("0123abcd");
+	pid_t other = ladder_vmm_find("0123abc");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	ck_assert_int_eq(got, pid);
+	ck_assert_int_eq(other, 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", d);
+	ck_assert_int_eq(system(cmd), 0);
+	free(d);
+}
+END_TEST
+
 Suite *e2e_ladder_probes_suite(void)
 {
 	Suite *s = suite_create("e2e_ladder_probes");
@@ -86,6 +207,12 @@ Suite *e2e_ladder_probes_suite(void)
 	tcase_set_tags(tc, "root");
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_every_probe_escapes_when_weakened);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("vmm_jail");
+	tcase_set_tags(tc, "root");
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_vmm_jail_check);
+	tcase_add_test(tc, test_vmm_find);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("refuse");
 	tcase_set_timeout(tc, 30);

@@ -145,12 +145,13 @@ bool lt_run_target_count(const char *target, const char *state, const char *imag
 			ladder_env_reset(&e);
 			int rc = ladder_target_run(&c, &t, &e, out[i].name, &o, &perr);
 			ladder_target_fileapi(&t, &e, out[i].name, &o);
+			ladder_target_vmm(&t, out[i].name, &o);
 			keep(&out[i], ladder_result(&e, out[i].name, o, rc, &perr));
 			free(o);
 		}
 		count(&c, &t, &e, reachable, of);
 	}
-	ladder_target_close(&c, &t);
+	ladder_target_close(&c, &t, &e);
 	ladder_env_teardown(&e);
 	if (c.router)
 		rung_router_free(c.router);
@@ -217,7 +218,14 @@ bool lt_run_weak(struct lt_outcome *out, size_t n, char *why, size_t whyn)
 		snprintf(why, whyn, "ladder env: %s", err.msg);
 		return false;
 	}
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], sib[PATH_MAX];
+	/* the sibling: a plain host process (the host's pid and network namespaces) */
+	snprintf(sib, sizeof(sib), "%s/sibling", e.dir);
+	if (ladder_sibling_host(&e, sib, lt_probe_bin(), &err) < 0) {
+		ladder_env_teardown(&e);
+		snprintf(why, whyn, "sibling: %s", err.msg);
+		return false;
+	}
 	snprintf(dir, sizeof(dir), "%s/weak", e.dir);
 	if (ladder_plant_dir(&e, dir, 0755, lt_probe_bin(), &err) < 0) {
 		ladder_env_teardown(&e);
@@ -230,6 +238,14 @@ bool lt_run_weak(struct lt_outcome *out, size_t n, char *why, size_t whyn)
 		ladder_env_reset(&e);
 		char *o = capture(argv, dir, weaken, &w);
 		weak_fileapi(&e, dir, out[i].name, &o);
+		if (!strcmp(out[i].name, "vm.vmm_jail")) {
+			/* the weakened VMM: a host process with no filter, in the host's
+			 * namespaces (the sibling's victim), checked as the ladder checks rung-vmm */
+			char res[16], ev[700];
+			ladder_vmm_check(e.sib_pid, res, sizeof(res), ev, sizeof(ev));
+			free(o);
+			o = ladder_probe_line(out[i].name, res, ev);
+		}
 		struct rung_err perr = {0};
 		keep(&out[i], ladder_result(&e, out[i].name, o, 0, &perr));
 		free(o);

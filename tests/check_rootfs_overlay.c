@@ -1,0 +1,154 @@
+/*
+ * tests/check_rootfs_overlay.c: an overlay whose layers are given relative to a base dir
+ * (rfs_overlay_relative): it mounts through both paths (lowerdir+ and the classic mount(2)
+ * option), its line in /proc/self/mountinfo names no host path, and the caller's working
+ * directory is its own again afterwards.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rootfs/rfs.h"
+#include "tests/lib/testutil.h"
+
+static void mk(const char *base, const char *rel)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/%s", base, rel);
+	ck_assert_msg(mkdir(p, 0755) == 0, "mkdir %s", p);
+}
+
+static void touch(const char *base, const char *rel)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/%s", base, rel);
+	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	ck_assert_msg(fd >= 0, "create %s", p);
+	close(fd);
+}
+
+/* The mountinfo line whose mount point is target (malloc'd), or NULL. */
+static char *mountinfo_line(const char *target)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	ck_assert_ptr_nonnull(f);
+	char line[8192], *found = NULL;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char mp[PATH_MAX];
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 && !strcmp(mp, target))
+			found = strdup(line);
+	}
+	fclose(f);
+	return found;
+}
+
+START_TEST(test_relative_layers)
+{
+	RUNG_REQUIRE_ROOT();
+	char *base = rung_test_tmpdir("ovl-rel");
+	ck_assert_ptr_nonnull(base);
+	mk(base, "lower");
+	mk(base, "lower/0");
+	mk(base, "lower/1");
+	mk(base, "disk");
+	mk(base, "disk/upper");
+	mk(base, "disk/ovlwork");
+	mk(base, "root");
+	touch(base, "lower/0/top");
+	touch(base, "lower/1/bottom");
+	char l0[PATH_MAX], l1[PATH_MAX], up[PATH_MAX], wk[PATH_MAX], root[PATH_MAX],
+	    p[PATH_MAX + 64];
+	snprintf(l0, sizeof(l0), "%s/lower/0", base);
+	snprintf(l1, sizeof(l1), "%s/lower/1", base);
+	snprintf(up, sizeof(up), "%s/disk/upper", base);
+	snprintf(wk, sizeof(wk), "%s/disk/ovlwork", base);
+	snprintf(root, sizeof(root), "%s/root", base);
+	const char *lowers[] = {l0, l1, NULL};
+	struct rfs_mount_plan plan;
+	struct rung_err err = {0};
+	ck_assert_msg(rfs_overlay_plan(lowers, up, wk, root, &plan, &err) == 0, "%s", err.msg);
+	ck_assert_msg(rfs_overlay_relative(&plan, base, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(plan.data,
+			 "lowerdir=lower/0:lower/1,upperdir=disk/upper,workdir=disk/ovlwork");
+	plan.classic = _i; /* 1: the classic mount(2) option, as kernels before 6.8 take */
+	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	char cwd[PATH_MAX], after[PATH_MAX];
+	ck_assert_int_eq(chdir("/"), 0);
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	ck_assert_msg(rfs_overlay_apply(&plan, &err) == 0, "%s", err.msg);
+	ck_assert_ptr_nonnull(getcwd(after, sizeof(after)));
+	ck_assert_str_eq(after, cwd);
+	/* both layers and the upper dir are in use */
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/top", root);
+	ck_assert_int_eq(stat(p, &st), 0);
+	snprintf(p, sizeof(p), "%s/bottom", root);
+	ck_assert_int_eq(stat(p, &st), 0);
+	touch(root, "new");
+	snprintf(p, sizeof(p), "%s/new", up);
+	ck_assert_int_eq(stat(p, &st), 0);
+	/* the mount's options name the layers relative to base, never base itself */
+	char *line = mountinfo_line(root);
+	ck_assert_ptr_nonnull(line);
+	char *opts = strstr(line, " - overlay ");
+	ck_assert_msg(opts, "not an overlay: %s", line);
+	ck_assert_msg(strstr(opts, "lower/0") && strstr(opts, "lower/1") &&
+			  strstr(opts, "upperdir=disk/upper") &&
+			  strstr(opts, "workdir=disk/ovlwork"),
+		      "mountinfo: %s", line);
+	ck_assert_msg(!strstr(opts, base), "mountinfo names the host path %s: %s", base, line);
+	free(line);
+	ck_assert_int_eq(umount2(root, MNT_DETACH), 0);
+	snprintf(p, sizeof(p), "rm -rf %s", base);
+	ck_assert_int_eq(system(p), 0);
+	free(base);
+}
+END_TEST
+
+START_TEST(test_relative_refused)
+{
+	const char *lowers[] = {"/a/l0", "/b/l1", NULL};
+	struct rfs_mount_plan plan;
+	struct rung_err err = {0};
+	ck_assert_int_eq(rfs_overlay_plan(lowers, "/a/u", "/a/w", "/a/root", &plan, &err), 0);
+	/* a layer outside base is named in the error, and the plan stays absolute */
+	ck_assert_int_eq(rfs_overlay_relative(&plan, "/a", &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "/b/l1") && strstr(err.msg, "'/a'"), "%s", err.msg);
+	ck_assert_str_eq(plan.base, "");
+	ck_assert_int_eq(rfs_overlay_relative(&plan, "/a/", &err), -EINVAL);
+	ck_assert_int_eq(rfs_overlay_relative(&plan, "rel", &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "base dir 'rel'"), "%s", err.msg);
+	/* "/ab/x" is not below "/a" */
+	const char *l2[] = {"/ab/x", NULL};
+	ck_assert_int_eq(rfs_overlay_plan(l2, "/a/u", "/a/w", "/a/root", &plan, &err), 0);
+	ck_assert_int_eq(rfs_overlay_relative(&plan, "/a", &err), -EINVAL);
+	/* an idmapped stack takes absolute layers only */
+	const char *l3[] = {"/a/l0", "/a/l1", NULL};
+	ck_assert_int_eq(rfs_overlay_plan(l3, "/a/u", "/a/w", "/a/root", &plan, &err), 0);
+	ck_assert_int_eq(rfs_overlay_relative(&plan, "/a", &err), 0);
+	ck_assert_int_eq(rfs_overlay_apply_idmapped(&plan, 0, "/a/scratch", &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "relative to /a"), "%s", err.msg);
+}
+END_TEST
+
+Suite *rootfs_overlay_suite(void)
+{
+	Suite *s = suite_create("rootfs_overlay");
+	TCase *tc = tcase_create("relative");
+	tcase_set_tags(tc, "root");
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, test_relative_layers, 0, 2);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("refused");
+	tcase_add_test(tc, test_relative_refused);
+	suite_add_tcase(s, tc);
+	return s;
+}
