@@ -337,7 +337,7 @@ static int get_file(struct get *g, int dir, const char *name, const char *rel,
 	if (!S_ISREG(st.st_mode))
 		return rung_err_set(err, EAGAIN, "entry '%s': changed while copied", rel);
 	uint64_t size = (uint64_t)st.st_size;
-	if (g->max && g->total + size > g->max)
+	if (g->max && size > g->max - g->total)
 		return rung_err_set(err, EFBIG, "cp: download over the bound of %llu bytes (at "
 				    "'%s')", (unsigned long long)g->max, rel);
 	g->total += size;

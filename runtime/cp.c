@@ -295,7 +295,7 @@ static int down_entry(struct down *d, const struct rung_frame *f, struct rung_er
 	if ((d->entries == 0) != (te.name[0] == '\0'))
 		r = rung_err_set(err, EPROTO, "entry '%s': the tree's root comes first, once",
 				 te.name);
-	else if (te.kind == RUNG_FS_FILE && d->total + te.size > d->max)
+	else if (te.kind == RUNG_FS_FILE && te.size > d->max - d->total) /* no overflow */
 		r = rung_err_set(err, EFBIG, "cp: download over the bound of %llu bytes (at "
 				 "'%s')", (unsigned long long)d->max, te.name);
 	else

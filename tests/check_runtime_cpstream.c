@@ -176,6 +176,9 @@ START_TEST(test_hostile_streams)
 	    {{ROOT, {'e', "f", NULL, NULL, RUNG_FS_FILE, 11}, D("12345678901"), R},
 	     10, EFBIG, "'f'"},
 	    {{R}, 0, EPROTO, "no tree"},
+	    /* a size that would wrap the running total past the bound */
+	    {{ROOT, {'e', "a", NULL, NULL, RUNG_FS_FILE, 5}, D("12345"),
+	      {'e', "huge", NULL, NULL, RUNG_FS_FILE, UINT64_MAX - 2}, R}, 10, EFBIG, "'huge'"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		FILE *f;
