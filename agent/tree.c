@@ -15,6 +15,7 @@
 #include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -297,8 +298,41 @@ struct get {
 	int sock;
 	dev_t dev;
 	uint64_t max, total, entries;
+	struct rung_buf out; /* frames not yet sent: many small files go out in one write */
 	char buf[RUNG_TREE_CHUNK];
 };
+
+static int flush(struct get *g, struct rung_err *err)
+{
+	if (g->out.oom)
+		return rung_err_set(err, ENOMEM, "out of memory");
+	for (size_t off = 0; off < g->out.len;) {
+		ssize_t n = send(g->sock, g->out.data + off, g->out.len - off, MSG_NOSIGNAL);
+		if (n < 0 && errno == ENOTSOCK)
+			n = write(g->sock, g->out.data + off, g->out.len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return rung_err_sys(err, errno, "write to the host");
+		off += (size_t)n;
+	}
+	g->out.len = 0;
+	return 0;
+}
+
+/* Queue one frame (payload: len bytes at p, or a DATA field of len bytes when data). */
+static int queue(struct get *g, uint8_t type, const void *p, size_t len, bool data,
+		 struct rung_err *err)
+{
+	uint8_t hdr[RUNG_FRAME_HDR];
+	rung_frame_hdr_encode(hdr, type, (uint32_t)(data ? len + 6 : len));
+	rung_buf_append(&g->out, hdr, sizeof(hdr));
+	if (data)
+		rung_buf_put_bytes(&g->out, RUNG_TAG_DATA, p, len);
+	else
+		rung_buf_append(&g->out, p, len);
+	return g->out.len >= RUNG_TREE_CHUNK || g->out.oom ? flush(g, err) : 0;
+}
 
 static uint32_t kind_of(mode_t m)
 {
@@ -319,7 +353,8 @@ static int send_entry(struct get *g, const char *rel, const struct stat *st, con
 	    .mtime_ns = (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec};
 	struct rung_buf b = {0};
 	rung_proto_tree_entry_encode(&e, &b);
-	int r = rung_frame_write_buf(g->sock, RUNG_MSG_TREE_ENTRY, &b, err);
+	int r = b.oom ? rung_err_set(err, ENOMEM, "out of memory")
+		      : queue(g, RUNG_MSG_TREE_ENTRY, b.data, b.len, false, err);
 	rung_buf_release(&b);
 	g->entries++;
 	return r;
@@ -351,10 +386,7 @@ static int get_file(struct get *g, int dir, const char *name, const char *rel,
 			return n < 0 ? rung_err_sys(err, errno, "entry '%s': read", rel)
 				     : rung_err_set(err, EAGAIN, "entry '%s': shrank while copied",
 						    rel);
-		struct rung_buf b = {0};
-		rung_buf_put_bytes(&b, RUNG_TAG_DATA, g->buf, (size_t)n);
-		r = rung_frame_write_buf(g->sock, RUNG_MSG_FILE_DATA, &b, err);
-		rung_buf_release(&b);
+		r = queue(g, RUNG_MSG_FILE_DATA, g->buf, (size_t)n, true, err);
 		off += (uint64_t)n;
 	}
 	return r;
@@ -435,7 +467,9 @@ static int tree_get(int sock, const struct rung_proto_tree_req *x, struct rung_e
 	char *rel = calloc(1, RUNG_TREE_NAME_MAX + 1);
 	int r = g && rel ? 0 : rung_err_set(err, ENOMEM, "out of memory");
 	if (r == 0) {
-		*g = (struct get){.sock = sock, .dev = st.st_dev, .max = x->max_bytes};
+		g->sock = sock;
+		g->dev = st.st_dev;
+		g->max = x->max_bytes;
 		r = send_entry(g, "", &st, NULL, err);
 	}
 	if (r == 0) {
@@ -444,8 +478,10 @@ static int tree_get(int sock, const struct rung_proto_tree_req *x, struct rung_e
 	}
 	if (fd >= 0)
 		close(fd);
-	if (r == 0)
+	if (r == 0 && (r = flush(g, err)) == 0)
 		r = send_count(sock, g->entries, err);
+	if (g)
+		rung_buf_release(&g->out);
 	free(g);
 	free(rel);
 	return r;

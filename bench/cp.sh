@@ -3,6 +3,7 @@
 # `tar -c | tar -x` between two host directories (the peer), in the same run; median of N.
 # Usage: bench/cp.sh [FILES] [TOTAL_MiB] [N]   (default 2000 files, 50 MiB, N=3; the issue's
 # larger figure: bench/cp.sh 10000 200). Root (a local store in a temporary state dir).
+# RUNG=container: into a container sandbox instead (a busybox image built here with umoci).
 # ratio = peer_ms / rung_ms (1.0: as fast as tar; the target is >= 0.7).
 set -eu
 B=$(cd "${RUNG_BUILD_DIR:-build}" && pwd)
@@ -15,6 +16,7 @@ export RUNG_STATE_DIR=$W/state
 ID=
 cleanup() {
 	[ -n "$ID" ] && "$B/rung" dispose "$ID" >/dev/null 2>&1 || true
+	"$B/rung" gc >/dev/null 2>&1 || true
 	rm -rf "$W"
 }
 trap cleanup EXIT
@@ -38,9 +40,27 @@ with open(blob, 'rb') as b:
         with open(f"{src}/d{i // 20}/f{i}", 'wb') as f:
             f.write(b.read(per))
 PY
-ID=$("$B/rung" acquire --scope bench --thread cp --agent a)
-printf 'tree: %d files, %d MiB; N=%d; median wall ms; load %s\n' "$FILES" "$MIB" "$N" \
-	"$(cut -d' ' -f1-3 /proc/loadavg)"
+RUNG=${RUNG:-process}
+if [ "$RUNG" = container ]; then
+	# a busybox image: its applets as links, imported (unpacked) into the store
+	R=$W/rootfs
+	mkdir -p "$R/bin" "$R/etc" "$R/tmp" "$R/work" "$R/proc" "$R/dev" "$R/sys"
+	cp /bin/busybox "$R/bin/busybox"
+	for a in sh true rm ls cat; do ln -s busybox "$R/bin/$a"; done
+	echo 'root:x:0:0:root:/root:/bin/sh' > "$R/etc/passwd"
+	umoci init --layout "$W/oci" >/dev/null
+	umoci new --image "$W/oci:bb" >/dev/null
+	umoci unpack --image "$W/oci:bb" "$W/ub" >/dev/null 2>&1
+	rm -rf "$W/ub/rootfs" && cp -a "$R" "$W/ub/rootfs"
+	umoci repack --image "$W/oci:bb" "$W/ub" >/dev/null
+	"$B/rung" image import "$W/oci" --tag bench/busybox:latest >/dev/null
+	ID=$("$B/rung" acquire --isolation container --image bench/busybox:latest --disk 2G \
+		--scope bench --thread cp --agent a)
+else
+	ID=$("$B/rung" acquire --scope bench --thread cp --agent a)
+fi
+printf 'rung: %s; tree: %d files, %d MiB; N=%d; median wall ms; load %s\n' "$RUNG" "$FILES" \
+	"$MIB" "$N" "$(cut -d' ' -f1-3 /proc/loadavg)"
 : > "$W/up"; : > "$W/down"; : > "$W/peer"
 r=0
 while [ $r -lt "$N" ]; do
