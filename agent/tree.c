@@ -55,7 +55,33 @@ struct put {
 	uint64_t entries;
 };
 
-/* The directory rel (made with its parents, 0700 until the end) as an O_PATH fd. */
+/* Make rel's directories under the tree (0700 until the end), each resolved confined. */
+static int make_dirs(int root, const char *rel, struct rung_err *err)
+{
+	char buf[4096];
+	snprintf(buf, sizeof(buf), "%s", rel);
+	for (char *s = buf;; s++) {
+		if (*s != '/' && *s)
+			continue;
+		char c = *s;
+		*s = '\0'; /* buf: the path up to this component */
+		char *slash = strrchr(buf, '/');
+		const char *name = slash ? slash + 1 : buf;
+		if (slash)
+			*slash = '\0'; /* buf: its parent */
+		cleanup_close int d = open_in(root, slash ? buf : "", O_PATH | O_DIRECTORY);
+		if (slash)
+			*slash = '/';
+		if (d < 0 || (mkdirat(d, name, 0700) < 0 && errno != EEXIST))
+			return rung_err_sys(err, errno, "entry '%s': make its directory", rel);
+		*s = c;
+		if (!c)
+			return 0;
+	}
+}
+
+/* The directory rel (made with its parents when missing) as an O_PATH fd, kept for the next
+ * entry (most entries share their parent with the one before). */
 static int parent_fd(struct put *p, const char *rel, struct rung_err *err)
 {
 	if (p->pfd >= 0 && !strcmp(p->pname, rel))
@@ -64,25 +90,9 @@ static int parent_fd(struct put *p, const char *rel, struct rung_err *err)
 		close(p->pfd);
 	p->pfd = open_in(p->root, rel, O_PATH | O_DIRECTORY);
 	if (p->pfd < 0 && errno == ENOENT) {
-		char buf[4096];
-		snprintf(buf, sizeof(buf), "%s", rel);
-		for (char *s = buf;; s++) {
-			char c = *s;
-			if (c != '/' && c != '\0')
-				continue;
-			*s = '\0';
-			char *slash = strrchr(buf, '/');
-			cleanup_close int d = slash ? (*slash = '\0', open_in(p->root, buf, O_PATH))
-						    : open_in(p->root, "", O_PATH);
-			const char *name = slash ? slash + 1 : buf;
-			if (slash)
-				*slash = '/';
-			if (d < 0 || (mkdirat(d, name, 0700) < 0 && errno != EEXIST))
-				return rung_err_sys(err, errno, "entry '%s': make its directory", rel);
-			*s = c;
-			if (!c)
-				break;
-		}
+		int r = make_dirs(p->root, rel, err);
+		if (r < 0)
+			return r;
 		p->pfd = open_in(p->root, rel, O_PATH | O_DIRECTORY);
 	}
 	if (p->pfd < 0)

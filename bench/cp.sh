@@ -61,15 +61,19 @@ else
 fi
 printf 'rung: %s; tree: %d files, %d MiB; N=%d; median wall ms; load %s\n' "$RUNG" "$FILES" \
 	"$MIB" "$N" "$(cut -d' ' -f1-3 /proc/loadavg)"
-: > "$W/up"; : > "$W/down"; : > "$W/peer"
+: > "$W/up"; : > "$W/down"; : > "$W/downtar"; : > "$W/peer"
 r=0
 while [ $r -lt "$N" ]; do
-	t0=$(now); "$B/rung" cp "$W/src" "$ID:/tmp/b$r"; t1=$(now)
+	# sync first: each starts with no other's writeback pending
+	sync; t0=$(now); "$B/rung" cp "$W/src" "$ID:/tmp/b$r"; t1=$(now)
 	echo $(((t1 - t0) / 1000000)) >> "$W/up"
-	t0=$(now); "$B/rung" cp "$ID:/tmp/b$r" "$W/out$r"; t1=$(now)
+	sync; t0=$(now); "$B/rung" cp "$ID:/tmp/b$r" "$W/out$r"; t1=$(now)
 	echo $(((t1 - t0) / 1000000)) >> "$W/down"
+	sync; t0=$(now); "$B/rung" cp "$ID:/tmp/b$r" - > "$W/t$r.tar"; t1=$(now)
+	echo $(((t1 - t0) / 1000000)) >> "$W/downtar"
+	rm -f "$W/t$r.tar"
 	mkdir "$W/peer$r"
-	t0=$(now); tar -cf - -C "$W/src" . | tar -xf - -C "$W/peer$r"; t1=$(now)
+	sync; t0=$(now); tar -cf - -C "$W/src" . | tar -xf - -C "$W/peer$r"; t1=$(now)
 	echo $(((t1 - t0) / 1000000)) >> "$W/peer"
 	"$B/rung" exec "$ID" -- rm -rf "/tmp/b$r" >/dev/null
 	(cd "$W/src" && find . -type f | sort | xargs sha256sum) > "$W/s1"
@@ -79,7 +83,10 @@ while [ $r -lt "$N" ]; do
 	r=$((r + 1))
 done
 up=$(median < "$W/up"); down=$(median < "$W/down"); peer=$(median < "$W/peer")
+dt=$(median < "$W/downtar")
 printf '%-10s %8s %8s %7s\n' op rung_ms tar_ms ratio
-awk -v u="$up" -v d="$down" -v p="$peer" 'BEGIN {
+# download-: the tar stream onto a file (`rung cp ID:DIR -`), no unpacking: where time goes
+awk -v u="$up" -v d="$down" -v t="$dt" -v p="$peer" 'BEGIN {
 	printf "%-10s %8d %8d %7.2f\n", "upload", u, p, p / u
-	printf "%-10s %8d %8d %7.2f\n", "download", d, p, p / d }'
+	printf "%-10s %8d %8d %7.2f\n", "download", d, p, p / d
+	printf "%-10s %8d %8d %7.2f\n", "download-", t, p, p / t }'

@@ -46,12 +46,21 @@ static void meter_tick(void *ud, uint64_t bytes, uint64_t entries)
 	}
 }
 
-static void meter_end(struct meter *m)
+/* The last figures on their own line, before anything else goes to stderr (once). */
+static void meter_end(const struct rung_cp_opts *o)
 {
-	if (m->shown) {
+	struct meter *m = o && o->progress ? o->progress_ud : NULL;
+	if (m && m->shown) {
 		meter_show(m);
 		fputc('\n', stderr);
+		m->shown = false;
 	}
+}
+
+static int cp_fail(struct cli *c, const struct rung_cp_opts *o, const struct rung_err *err)
+{
+	meter_end(o);
+	return cli_fail(c, err);
 }
 
 /* Child: the tree at dir as a tar stream on fd (names relative to dir). */
@@ -171,7 +180,7 @@ static int do_upload(struct cli *c, struct rung_sandbox *sb, const char *src, co
 {
 	struct rung_err err = {0};
 	if (!strcmp(src, "-"))
-		return rung_cp_upload(sb, 0, dst, o, &err) < 0 ? cli_fail(c, &err) : 0;
+		return rung_cp_upload(sb, 0, dst, o, &err) < 0 ? cp_fail(c, o, &err) : 0;
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return perror("rung: cp: pipe"), 1;
@@ -180,7 +189,7 @@ static int do_upload(struct cli *c, struct rung_sandbox *sb, const char *src, co
 	close(p[0]);
 	bool ok = pid > 0 && child_ok(pid);
 	if (rc < 0)
-		return cli_fail(c, &err);
+		return cp_fail(c, o, &err);
 	return ok ? 0 : 1;
 }
 
@@ -189,7 +198,7 @@ static int do_download(struct cli *c, struct rung_sandbox *sb, const char *src, 
 {
 	struct rung_err err = {0};
 	if (!strcmp(dst, "-"))
-		return rung_cp_download(sb, src, 1, o, &err) < 0 ? cli_fail(c, &err) : 0;
+		return rung_cp_download(sb, src, 1, o, &err) < 0 ? cp_fail(c, o, &err) : 0;
 	if (access(dst, F_OK) == 0) {
 		fprintf(stderr, "rung: cp: '%s' exists (the copy makes it)\n", dst);
 		return 1;
@@ -210,7 +219,7 @@ static int do_download(struct cli *c, struct rung_sandbox *sb, const char *src, 
 	if (rc == 0 && ok && rename(tmp, dst) == 0)
 		return 0;
 	nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	return rc < 0 ? cli_fail(c, &err) : 1;
+	return rc < 0 ? cp_fail(c, o, &err) : 1;
 }
 
 /* "ID:PATH" → id (copied into idbuf) and path; else false. */
@@ -264,7 +273,7 @@ int cli_cp_main(struct cli *c, int argc, char **argv)
 		o.progress_ud = &m;
 	}
 	int st = up ? do_upload(c, sb, argv[1], dp, &o) : do_download(c, sb, sp, argv[2], &o);
-	meter_end(&m);
+	meter_end(&o);
 	rung_sandbox_close(sb);
 	return st;
 }

@@ -361,6 +361,7 @@ int rt_cp_get_stream(int fd, const char *path, int tar_fd, const struct rung_cp_
 	if (!(d.w = archive_write_new()))
 		return rung_err_set(err, ENOMEM, "cp: out of memory");
 	archive_write_set_format_pax_restricted(d.w);
+	archive_write_set_bytes_per_block(d.w, 1 << 16); /* fewer writes than tar's 10 KiB */
 	archive_write_set_bytes_in_last_block(d.w, 1);
 	struct rt_agent_io io;
 	struct rung_buf b = {0};
