@@ -272,6 +272,22 @@ static int send_count(int sock, uint64_t n, struct rung_err *err)
 	return r;
 }
 
+/* A failed put: answer at once, then take what the host still sends until it sees the answer
+ * (its FILE_END or its hang-up), so the answer is not lost to a connection reset. */
+static int put_fail(int sock, const struct rung_err *err)
+{
+	rung_proto_error_send(sock, err);
+	struct rung_frame f;
+	struct rung_err e2 = {0};
+	while (rung_frame_read(sock, &f, rung_now_ms() + FRAME_WAIT_MS, &e2) == 0) {
+		bool end = f.type == RUNG_MSG_FILE_END;
+		rung_frame_release(&f);
+		if (end)
+			break;
+	}
+	return 0;
+}
+
 static int tree_put(int sock, const struct rung_proto_tree_req *x, struct rung_err *err)
 {
 	/* the directory with its parents ("P/": agent_open_confined makes each component) */
@@ -280,7 +296,7 @@ static int tree_put(int sock, const struct rung_proto_tree_req *x, struct rung_e
 	struct put p = {.sock = sock, .pfd = -1};
 	p.root = agent_open_confined(dir, O_PATH | O_DIRECTORY, 0, 1, err);
 	if (p.root < 0)
-		return rung_err_wrap(err, "%s", x->path);
+		return put_fail(sock, (rung_err_wrap(err, "%s", x->path), err));
 	int r = put_stream(&p, err);
 	for (size_t i = 0; i < p.nfix; i++)
 		free(p.fix[i].name);
@@ -288,20 +304,7 @@ static int tree_put(int sock, const struct rung_proto_tree_req *x, struct rung_e
 	if (p.pfd >= 0)
 		close(p.pfd);
 	close(p.root);
-	if (r < 0) {
-		/* answer first, then take what the host still sends until it sees the answer */
-		rung_proto_error_send(sock, err);
-		struct rung_frame f;
-		struct rung_err e2 = {0};
-		while (rung_frame_read(sock, &f, rung_now_ms() + FRAME_WAIT_MS, &e2) == 0) {
-			bool end = f.type == RUNG_MSG_FILE_END;
-			rung_frame_release(&f);
-			if (end)
-				break;
-		}
-		return 0;
-	}
-	return send_count(sock, p.entries, err);
+	return r < 0 ? put_fail(sock, err) : send_count(sock, p.entries, err);
 }
 
 struct get {

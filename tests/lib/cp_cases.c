@@ -191,6 +191,12 @@ static void case_hostile(const char *thread)
 	refused(sb, symup, 2, EPERM, "'d/s2'");
 	refused(sb, symvia, 1, EPERM, "'d/s3'");
 	ck_assert_int_eq(cp_sh(sb, "test ! -e /tmp/escape && test ! -e /etc/evil"), 0);
+	/* a destination under a file: the agent's answer, not a broken connection */
+	struct rung_err derr = {0};
+	int tfd = cp_make_tar(tree, sizeof(tree) / sizeof(tree[0]));
+	ck_assert_int_eq(rung_cp_upload(sb, tfd, "/etc/passwd/x", NULL, &derr), -ENOTDIR);
+	ck_assert_msg(strstr(derr.msg, "/etc/passwd/x"), "%s", derr.msg);
+	close(tfd);
 
 	/* download: links out of the tree, a fifo; the bound */
 	struct rung_err err = {0};
