@@ -71,6 +71,8 @@ int agent_proc_request(int fd, const struct rung_frame *req, struct rung_err *er
 int agent_port_connect(int fd, const struct rung_frame *req, struct rung_err *err);
 /* agent/fs.c: FS_* requests (docs/files.md) */
 int agent_fs_request(int fd, const struct rung_frame *req, struct rung_err *err);
+/* agent/tree.c: TREE_PUT, TREE_GET (`rung cp`, docs/files.md) */
+int agent_tree_request(int fd, const struct rung_frame *req, struct rung_err *err);
 /* agent/stats.c: STATS (a path, as FS_STAT takes it) */
 int agent_stats(int fd, const struct rung_frame *req, struct rung_err *err);
 /* The keeper: start p's process, answer the host on fd, then serve its socket until killed.

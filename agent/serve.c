@@ -64,6 +64,10 @@ void agent_handle(int fd)
 	case RUNG_MSG_STATS:
 		r = agent_stats(fd, &f, &err);
 		break;
+	case RUNG_MSG_TREE_PUT:
+	case RUNG_MSG_TREE_GET:
+		r = agent_tree_request(fd, &f, &err);
+		break;
 	default:
 		r = rung_err_set(&err, EPROTO, "unexpected request frame type %u", f.type);
 		break;

@@ -305,9 +305,11 @@ const struct cli_cmd cli_cmds[] = {
 	 "  rung cp ID:/work/out ./out     download into ./out (must not exist; unpacked beside\n"
 	 "                                 it and renamed into place only when complete)\n"
 	 "  rung cp - ID:DIR / ID:DIR -    a tar stream on stdin / stdout\n"
-	 "Refused, naming the entry: absolute names, '..', hard links, devices, fifos, sockets,\n"
-	 "symlinks pointing out of the tree (uploading symlinks is not supported yet). A download\n"
-	 "over --max-bytes of file data (default 1 GiB) fails naming the bound (EFBIG).\n"
+	 "Modes, mtimes, empty directories and symlinks inside the tree are kept. Refused, naming\n"
+	 "the entry: absolute names, '..', hard links, devices, fifos, sockets, symlinks pointing\n"
+	 "out of the tree. A download over --max-bytes of file data (default 1 GiB) fails naming\n"
+	 "the bound (EFBIG). On a terminal, progress (bytes, entries) goes to stderr; nothing\n"
+	 "under --json or when stderr is piped.\n"
 	 "Not yet through the daemon.\n"},
 	{"fs", cli_cmd_fs, "rung fs ls|stat|rm [-r]|mkdir [-p] [--mode OCTAL]|mv ID PATH [DST]",
 	 "File operations in the sandbox, confined to its root as write/read are (relative paths:\n"

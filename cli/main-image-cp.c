@@ -19,6 +19,53 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/util.h"
+
+/* The pipe between the copy and its packer / unpacker child: a megabyte, not 64 KiB, so that
+ * the two run apart instead of in lockstep. */
+#define CP_PIPE_SZ (1 << 20)
+
+/* Progress on a terminal: bytes and entries on stderr, at most ten times a second. */
+struct meter {
+	uint64_t last_ms, bytes, entries;
+	bool shown;
+};
+
+static void meter_show(struct meter *m)
+{
+	fprintf(stderr, "\r\033[Krung: cp: %.1f MiB, %llu entries", (double)m->bytes / 1048576.0,
+		(unsigned long long)m->entries);
+	m->shown = true;
+}
+
+static void meter_tick(void *ud, uint64_t bytes, uint64_t entries)
+{
+	struct meter *m = ud;
+	m->bytes = bytes;
+	m->entries = entries;
+	uint64_t now = rung_now_ms();
+	if (now - m->last_ms >= 100) {
+		m->last_ms = now;
+		meter_show(m);
+	}
+}
+
+/* The last figures on their own line, before anything else goes to stderr (once). */
+static void meter_end(const struct rung_cp_opts *o)
+{
+	struct meter *m = o && o->progress ? o->progress_ud : NULL;
+	if (m && m->shown) {
+		meter_show(m);
+		fputc('\n', stderr);
+		m->shown = false;
+	}
+}
+
+static int cp_fail(struct cli *c, const struct rung_cp_opts *o, const struct rung_err *err)
+{
+	meter_end(o);
+	return cli_fail(c, err);
+}
 
 /* Child: the tree at dir as a tar stream on fd (names relative to dir). */
 static int pack_dir(const char *dir, int fd)
@@ -132,20 +179,22 @@ static bool child_ok(pid_t pid)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
-static int do_upload(struct cli *c, struct rung_sandbox *sb, const char *src, const char *dst)
+static int do_upload(struct cli *c, struct rung_sandbox *sb, const char *src, const char *dst,
+		     const struct rung_cp_opts *o)
 {
 	struct rung_err err = {0};
 	if (!strcmp(src, "-"))
-		return rung_cp_upload(sb, 0, dst, NULL, &err) < 0 ? cli_fail(c, &err) : 0;
+		return rung_cp_upload(sb, 0, dst, o, &err) < 0 ? cp_fail(c, o, &err) : 0;
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return perror("rung: cp: pipe"), 1;
+	fcntl(p[1], F_SETPIPE_SZ, CP_PIPE_SZ); /* best effort */
 	pid_t pid = spawn(pack_dir, NULL, src, p[1], p[0]);
-	int rc = rung_cp_upload(sb, p[0], dst, NULL, &err);
+	int rc = rung_cp_upload(sb, p[0], dst, o, &err);
 	close(p[0]);
 	bool ok = pid > 0 && child_ok(pid);
 	if (rc < 0)
-		return cli_fail(c, &err);
+		return cp_fail(c, o, &err);
 	return ok ? 0 : 1;
 }
 
@@ -154,7 +203,7 @@ static int do_download(struct cli *c, struct rung_sandbox *sb, const char *src, 
 {
 	struct rung_err err = {0};
 	if (!strcmp(dst, "-"))
-		return rung_cp_download(sb, src, 1, o, &err) < 0 ? cli_fail(c, &err) : 0;
+		return rung_cp_download(sb, src, 1, o, &err) < 0 ? cp_fail(c, o, &err) : 0;
 	if (access(dst, F_OK) == 0) {
 		fprintf(stderr, "rung: cp: '%s' exists (the copy makes it)\n", dst);
 		return 1;
@@ -168,6 +217,7 @@ static int do_download(struct cli *c, struct rung_sandbox *sb, const char *src, 
 		rmdir(tmp);
 		return perror("rung: cp: pipe"), 1;
 	}
+	fcntl(p[1], F_SETPIPE_SZ, CP_PIPE_SZ); /* best effort */
 	pid_t pid = spawn(NULL, unpack_dir, tmp, p[0], p[1]);
 	int rc = rung_cp_download(sb, src, p[1], o, &err);
 	close(p[1]);
@@ -175,7 +225,7 @@ static int do_download(struct cli *c, struct rung_sandbox *sb, const char *src, 
 	if (rc == 0 && ok && rename(tmp, dst) == 0)
 		return 0;
 	nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	return rc < 0 ? cli_fail(c, &err) : 1;
+	return rc < 0 ? cp_fail(c, o, &err) : 1;
 }
 
 /* "ID:PATH" → id (copied into idbuf) and path; else false. */
@@ -223,7 +273,13 @@ int cli_cp_main(struct cli *c, int argc, char **argv)
 	struct rung_sandbox *sb;
 	if (rung_sandbox_open(r, up ? did : sid, NULL, &sb, &err) < 0)
 		return cli_fail(c, &err);
-	int st = up ? do_upload(c, sb, argv[1], dp) : do_download(c, sb, sp, argv[2], &o);
+	struct meter m = {0};
+	if (!c->json && isatty(2)) {
+		o.progress = meter_tick;
+		o.progress_ud = &m;
+	}
+	int st = up ? do_upload(c, sb, argv[1], dp, &o) : do_download(c, sb, sp, argv[2], &o);
+	meter_end(&o);
 	rung_sandbox_close(sb);
 	return st;
 }

@@ -74,6 +74,10 @@ enum rung_msg {
 	RUNG_MSG_FS_MOVE = 74,
 	RUNG_MSG_FS_ENTRY = 75, /* agent -> host: one entry of a FS_LIST / FS_STAT answer */
 	RUNG_MSG_STATS = 76,    /* the agent's view: statvfs(PATH), the kernel's memory and CPU */
+	/* v2: tree copies (`rung cp`, docs/files.md); file data in FILE_DATA, FILE_END ends a put */
+	RUNG_MSG_TREE_PUT = 77,	  /* host -> agent: PATH, then TREE_ENTRY/FILE_DATA..., FILE_END */
+	RUNG_MSG_TREE_GET = 78,	  /* host -> agent: PATH, MAX_BYTES; answered by entries, RESULT */
+	RUNG_MSG_TREE_ENTRY = 79, /* either way: one entry of a tree, its data after it */
 	/* v2: host callbacks (docs/callbacks.md): the bytes of an exec's callback channel */
 	RUNG_MSG_CALLBACK = 90,	       /* agent -> host: what the command wrote on its fd */
 	RUNG_MSG_CALLBACK_ANSWER = 91, /* host -> agent: bytes for the command to read */
@@ -116,6 +120,7 @@ enum rung_tag {
 	RUNG_TAG_SESSION = 33,
 	RUNG_TAG_EOF = 34,
 	RUNG_TAG_STREAM = 35,
+	RUNG_TAG_MAX_BYTES = 36, /* TREE_GET: the bound on file data, in all */
 	RUNG_TAG_PORT = 50, /* u64 1..65535 */
 	/* v2: file operations */
 	RUNG_TAG_FS_KIND = 40,
@@ -307,5 +312,39 @@ void rung_proto_fs_entry_encode(const struct rung_proto_fs_entry *x, struct rung
 int rung_proto_fs_entry_decode(const uint8_t *p, uint32_t len, struct rung_proto_fs_entry *x,
 			       struct rung_err *err);
 void rung_proto_fs_entry_release(struct rung_proto_fs_entry *x);
+
+
+/* ---- v2: tree copies (common/proto-tree.c) ---- */
+#define RUNG_TREE_NAME_MAX 4095
+#define RUNG_TREE_DEPTH_MAX 256
+#define RUNG_TREE_CHUNK (256u << 10) /* file data per FILE_DATA frame, at most (sender side) */
+/* TREE_PUT / TREE_GET: the directory (made with parents by a put), the download's bound. */
+struct rung_proto_tree_req {
+	char *path;
+	uint64_t max_bytes; /* TREE_GET; 0: none */
+};
+int rung_proto_tree_req_encode(uint8_t type, const struct rung_proto_tree_req *x,
+			       struct rung_buf *b);
+int rung_proto_tree_req_decode(uint8_t type, const uint8_t *p, uint32_t len,
+			       struct rung_proto_tree_req *x, struct rung_err *err);
+void rung_proto_tree_req_release(struct rung_proto_tree_req *x);
+/* TREE_ENTRY: name relative to the tree ("" only for its root directory), kind (file, dir or
+ * symlink only), mode, mtime; a file's size (its FILE_DATA follow, exactly size bytes); a
+ * symlink's target (relative, inside the tree). Decoding checks all of that: -EPERM naming
+ * the entry for a name or link that would leave the tree or a refused kind. */
+struct rung_proto_tree_entry {
+	char *name, *target;
+	uint32_t kind, mode;
+	uint64_t size, mtime_ns;
+};
+void rung_proto_tree_entry_encode(const struct rung_proto_tree_entry *x, struct rung_buf *b);
+int rung_proto_tree_entry_decode(const uint8_t *p, uint32_t len,
+				 struct rung_proto_tree_entry *x, struct rung_err *err);
+void rung_proto_tree_entry_release(struct rung_proto_tree_entry *x);
+/* A canonical relative name: 0, or -EPERM/-ENAMETOOLONG/-ELOOP naming it. */
+int rung_tree_name_check(const char *name, struct rung_err *err);
+/* Does a symlink at rel with this target stay inside the tree? ".." only as a leading run no
+ * deeper than the link's directory ("x/.." through a link x would climb from where x points). */
+bool rung_tree_link_inside(const char *rel, const char *target);
 
 #endif

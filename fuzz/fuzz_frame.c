@@ -1,7 +1,7 @@
 /*
  * fuzz/fuzz_frame.c: the agent protocol decoders on arbitrary bytes: the header decode, the
  * frame reader over a socketpair, TLV iteration, and the exec / exit / file / error decoders,
- * and v2's process requests (every type) and PROC_INFO.
+ * and v2's process requests (every type), PROC_INFO and the tree-copy frames.
  * Input: the first byte picks nothing; the bytes are a header followed by a payload, and the
  * payload is also fed to every decoder directly.
  */
@@ -85,6 +85,34 @@ static void decoders(const uint8_t *p, uint32_t len)
 		    pi.exit_code > 255 || pi.signal > 64)
 			abort();
 		rung_proto_proc_info_release(&pi);
+	}
+	/* v2: tree copies: what decodes keeps every rule, and re-encodes to the same */
+	struct rung_proto_tree_entry te;
+	if (rung_proto_tree_entry_decode(p, len, &te, &err) == 0) {
+		struct rung_err e2 = {0};
+		if ((te.name[0] && rung_tree_name_check(te.name, &e2) < 0) || te.mode > 07777 ||
+		    (te.kind != RUNG_FS_FILE && te.kind != RUNG_FS_DIR &&
+		     te.kind != RUNG_FS_SYMLINK) ||
+		    (te.kind != RUNG_FS_FILE && te.size) ||
+		    (te.target && !rung_tree_link_inside(te.name, te.target)))
+			abort();
+		struct rung_buf b = {0};
+		rung_proto_tree_entry_encode(&te, &b);
+		struct rung_proto_tree_entry y;
+		if (!b.oom && rung_proto_tree_entry_decode(b.data, (uint32_t)b.len, &y, &err) < 0)
+			abort();
+		if (!b.oom)
+			rung_proto_tree_entry_release(&y);
+		rung_buf_release(&b);
+		rung_proto_tree_entry_release(&te);
+	}
+	for (uint8_t t = RUNG_MSG_TREE_PUT; t <= RUNG_MSG_TREE_GET; t++) {
+		struct rung_proto_tree_req tq;
+		if (rung_proto_tree_req_decode(t, p, len, &tq, &err) == 0) {
+			if (!tq.path || !tq.path[0] || (t == RUNG_MSG_TREE_PUT && tq.max_bytes))
+				abort();
+			rung_proto_tree_req_release(&tq);
+		}
 	}
 	uint16_t port; /* v2: PORT_CONNECT */
 	if (rung_proto_port_decode(p, len, &port, &err) == 0 && port == 0)

@@ -282,6 +282,10 @@ int rt_sandbox_path(struct rung_sandbox *s, const char *path, char *buf, size_t 
 char **rt_sandbox_image_env(struct rung_sandbox *s);
 void rt_sandbox_touch(struct rung_sandbox *s);
 int rt_sandbox_cancel_fd(const struct rung_sandbox *s);
+/* runtime/cp.c: a TREE_GET of path on the agent connection fd, its entries (validated as
+ * hostile) written as a tar stream onto tar_fd (the body of rung_cp_download). */
+int rt_cp_get_stream(int fd, const char *path, int tar_fd, const struct rung_cp_opts *opts,
+		     int cancel_fd, struct rung_err *err);
 /* How many live background processes the running sandbox id has (procs.c): >= 0, or <0 when
  * its agent could not be asked (it is then not kept from idling). */
 int rt_procs_live(const struct rt_store *st, const char *id);

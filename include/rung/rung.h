@@ -504,14 +504,20 @@ int rung_fs_move(struct rung_sandbox *sb, const char *src, const char *dst, stru
 /* ---- copying trees: `rung cp` (docs/files.md, "Copying trees") ------------------------ */
 /*
  * A tar stream (ustar/pax/gnu) on tar_fd unpacked into the directory dst of the sandbox
- * (made with parents), entry by entry through the confined file operations; or the tree at
- * src packed as a pax tar stream onto tar_fd. Refused, naming the entry: absolute names,
- * "..", hard links, devices, fifos, sockets; an uploaded symlink (-ENOTSUP for now); a
- * downloaded symlink pointing out of the tree. A download over max_bytes of file data is
- * -EFBIG naming the bound. Uploads count against the sandbox's disk limit. opts may be NULL.
+ * (made with parents); or the tree at src packed as a pax tar stream onto tar_fd. One agent
+ * request per copy (TREE_PUT / TREE_GET): entries are validated here with libarchive and sent
+ * as a framed stream the agent applies confined under the directory; what the agent sends
+ * back is validated again. Refused, naming the entry: absolute names, "..", hard links,
+ * devices, fifos, sockets, a symlink whose target is absolute or leaves the tree (both ways).
+ * Modes, mtimes, empty directories and symlinks inside the tree are kept. A download over
+ * max_bytes of file data is -EFBIG naming the bound. Uploads count against the sandbox's disk
+ * limit. opts may be NULL; progress, when set, is called after each entry with the file
+ * bytes and entries copied so far (from the calling thread).
  */
 struct rung_cp_opts {
 	uint64_t max_bytes; /* download bound on file data; 0: 1 GiB */
+	void (*progress)(void *ud, uint64_t bytes, uint64_t entries);
+	void *progress_ud;
 };
 int rung_cp_upload(struct rung_sandbox *sb, int tar_fd, const char *dst,
 		   const struct rung_cp_opts *opts, struct rung_err *err);
