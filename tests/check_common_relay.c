@@ -19,7 +19,8 @@
 
 static int port_decode(const struct rung_buf *b, uint16_t *port, struct rung_err *err)
 {
-	return rung_proto_port_decode(b->data, (uint32_t)b->len, port, err);
+	bool want_fd;
+	return rung_proto_port_decode(b->data, (uint32_t)b->len, port, &want_fd, err);
 }
 
 START_TEST(port_request)
@@ -50,7 +51,27 @@ START_TEST(port_request)
 	ck_assert_int_lt(port_decode(&b, &port, &err), 0);
 	rung_buf_release(&b);
 	const uint8_t trunc[] = {0, 50, 0, 0, 0, 8, 0}; /* a field cut short */
-	ck_assert_int_lt(rung_proto_port_decode(trunc, sizeof(trunc), &port, &err), 0);
+	bool want_fd = false;
+	ck_assert_int_lt(rung_proto_port_decode(trunc, sizeof(trunc), &port, &want_fd, &err), 0);
+	/* PORT_FD: 0 or 1, at most once, besides the port */
+	rung_buf_put_u64(&b, RUNG_TAG_PORT, 80);
+	rung_buf_put_u64(&b, RUNG_TAG_PORT_FD, 1);
+	ck_assert_int_eq(rung_proto_port_decode(b.data, (uint32_t)b.len, &port, &want_fd, &err), 0);
+	ck_assert(want_fd);
+	ck_assert_uint_eq(port, 80);
+	rung_buf_put_u64(&b, RUNG_TAG_PORT_FD, 0);
+	ck_assert_int_eq(port_decode(&b, &port, &err), -EPROTO);
+	ck_assert_msg(strstr(err.msg, "port_fd given twice"), "%s", err.msg);
+	rung_buf_release(&b);
+	rung_buf_put_u64(&b, RUNG_TAG_PORT, 80);
+	rung_buf_put_u64(&b, RUNG_TAG_PORT_FD, 2);
+	ck_assert_int_eq(port_decode(&b, &port, &err), -EINVAL);
+	rung_buf_release(&b);
+	rung_buf_put_u64(&b, RUNG_TAG_PORT, 80);
+	rung_buf_put_u64(&b, RUNG_TAG_PORT_FD, 0);
+	ck_assert_int_eq(rung_proto_port_decode(b.data, (uint32_t)b.len, &port, &want_fd, &err), 0);
+	ck_assert(!want_fd);
+	rung_buf_release(&b);
 }
 END_TEST
 
