@@ -116,7 +116,7 @@ enum rung_tag {
 	RUNG_TAG_SESSION = 33,
 	RUNG_TAG_EOF = 34,
 	RUNG_TAG_STREAM = 35,
-	RUNG_TAG_PORT = 50, /* u64 1..65535 */
+	RUNG_TAG_PORT = 50,    /* u64 1..65535 */
 	RUNG_TAG_PORT_FD = 51, /* PORT_CONNECT: u64 1: pass the socket (Unix channel only) */
 	/* v2: file operations */
 	RUNG_TAG_FS_KIND = 40,

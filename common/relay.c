@@ -27,11 +27,13 @@ int rung_proto_port_decode(const uint8_t *p, uint32_t len, uint16_t *port, bool 
 		uint64_t u;
 		if (tag == RUNG_TAG_PORT_FD) {
 			if (have_fd)
-				return rung_err_set(err, EPROTO, "port request: port_fd given twice");
+				return rung_err_set(err, EPROTO,
+						    "port request: port_fd given twice");
 			if ((r = rung_tlv_u64(v, l, &u, err)) < 0)
 				return rung_err_wrap(err, "port request: port_fd");
 			if (u > 1)
-				return rung_err_set(err, EINVAL, "port request: port_fd %llu (0 or 1)",
+				return rung_err_set(err, EINVAL,
+						    "port request: port_fd %llu (0 or 1)",
 						    (unsigned long long)u);
 			*want_fd = u == 1;
 			have_fd = true;

@@ -33,6 +33,15 @@ void rung_port_conn_close(struct rung_port_conn *c)
 	c->fd = c->busy = -1;
 }
 
+/* Closes an fd the agent passed (or a copy it may hold): a linger set inside must not make this
+ * close wait (the accept loop, a relay thread) on the sandbox's peer. */
+static void drop_passed(int fd)
+{
+	struct linger no = {0};
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &no, sizeof(no));
+	close(fd);
+}
+
 /* The socket the agent passed must be what it was asked for: a connected TCP socket whose peer
  * is the sandbox's loopback at `port`. Anything else (a hostile agent's pick) is refused. */
 static int check_passed(int s, unsigned port, struct rung_err *err)
@@ -44,8 +53,8 @@ static int check_passed(int s, unsigned port, struct rung_err *err)
 	if (getsockopt(s, SOL_SOCKET, SO_TYPE, &type, &l) < 0 ||
 	    getsockopt(s, SOL_SOCKET, SO_PROTOCOL, &proto, &pl) < 0 || type != SOCK_STREAM ||
 	    proto != IPPROTO_TCP || getpeername(s, (struct sockaddr *)&ss, &sl) < 0)
-		return rung_err_set(err, EPROTO, "the agent passed something else than a connected "
-				    "TCP socket");
+		return rung_err_set(err, EPROTO,
+				    "the agent passed something other than a connected TCP socket");
 	bool ok = false;
 	if (ss.ss_family == AF_INET) {
 		const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
@@ -53,11 +62,15 @@ static int check_passed(int s, unsigned port, struct rung_err *err)
 	} else if (ss.ss_family == AF_INET6) {
 		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
 		const struct in6_addr *x = &a->sin6_addr;
-		ok = (IN6_IS_ADDR_LOOPBACK(x) || (IN6_IS_ADDR_V4MAPPED(x) && x->s6_addr[12] == 127)) &&
+		ok = (IN6_IS_ADDR_LOOPBACK(x) ||
+		      (IN6_IS_ADDR_V4MAPPED(x) && x->s6_addr[12] == 127)) &&
 		     ntohs(a->sin6_port) == port;
 	}
-	return ok ? 0 : rung_err_set(err, EPROTO, "the agent passed a socket not connected to "
-				     "port %u on the loopback", port);
+	if (!ok)
+		return rung_err_set(err, EPROTO,
+				    "the agent passed a socket not connected to the loopback at %u",
+				    port);
+	return 0;
 }
 
 /* After RESULT(PORT_FD 1): one byte carrying one fd (SCM_RIGHTS). Any other fd that came along
@@ -92,20 +105,20 @@ static int recv_passed(int fd, unsigned port, struct rung_err *err)
 			if (s < 0)
 				s = x;
 			else {
-				close(x);
+				drop_passed(x);
 				extra++;
 			}
 		}
 	}
 	int r = 0;
 	if (got != 1 || s < 0 || extra || (mh.msg_flags & MSG_CTRUNC))
-		r = rung_err_set(err, EPROTO, "the agent passed %s", s < 0 ? "no socket" : "more "
-				 "than one fd");
+		r = rung_err_set(err, EPROTO, "the agent passed %s",
+				 s < 0 ? "no socket" : "something other than one byte and one fd");
 	else
 		r = check_passed(s, port, err);
 	if (r < 0) {
 		if (s >= 0)
-			close(s);
+			drop_passed(s);
 		return r;
 	}
 	return s;
@@ -126,8 +139,8 @@ static int result_passes(const struct rung_frame *f, bool want_fd, struct rung_e
 	while ((r = rung_tlv_next(&it, &tag, &v, &l, err)) > 0) {
 		if (tag != RUNG_TAG_PORT_FD || !want_fd || n++ ||
 		    (r = rung_tlv_u64(v, l, &u, err)) < 0 || u != 1)
-			return rung_err_set(err, EPROTO, "port connect: unexpected answer from the "
-					    "agent");
+			return rung_err_set(err, EPROTO,
+					    "port connect: unexpected answer from the agent");
 	}
 	return r < 0 ? r : n == 1;
 }
@@ -230,12 +243,12 @@ static void *conn_thread(void *arg)
 {
 	struct conn_job *j = arg;
 	struct rung_err err = {0};
-	rung_relay_ex(j->peer, j->pc.fd, j->passed ? RUNG_RELAY_B_FOREIGN : 0, j->fw->stop[0],
-		      NULL, &err);
+	rung_relay_ex(j->peer, j->pc.fd, j->passed ? RUNG_RELAY_B_FOREIGN : 0, j->fw->stop[0], NULL,
+		      &err);
 	close(j->peer);
-	if (j->passed) { /* a linger set inside must not hold this close (and thread) */
-		struct linger no = {0};
-		setsockopt(j->pc.fd, SOL_SOCKET, SO_LINGER, &no, sizeof(no));
+	if (j->passed) {
+		drop_passed(j->pc.fd);
+		j->pc.fd = -1;
 	}
 	rung_port_conn_close(&j->pc);
 	struct fwd *fw = j->fw;
@@ -279,6 +292,10 @@ static void fwd_one(struct fwd *fw, struct rung_sandbox *s, unsigned port, int p
 		if (r == 0)
 			return;
 		rung_err_set(&err, r, "start a relay thread");
+		if (j->passed) {
+			drop_passed(j->pc.fd);
+			j->pc.fd = -1;
+		}
 		rung_port_conn_close(&j->pc);
 	}
 	if (on_error)
