@@ -73,9 +73,7 @@ static int check_passed(int s, unsigned port, struct rung_err *err)
 	return 0;
 }
 
-/* After RESULT(PORT_FD 1): one byte carrying one fd (SCM_RIGHTS). Any other fd that came along
- * is closed; returns the fd or -errno. */
-static int recv_passed(int fd, unsigned port, struct rung_err *err)
+int rt_port_recv_passed(int fd, unsigned port, struct rung_err *err)
 {
 	struct pollfd p = {.fd = fd, .events = POLLIN};
 	int n;
@@ -175,7 +173,7 @@ static int connect_answer(int fd, unsigned port, bool want_fd, int *passed, stru
 		r = rung_err_set(err, EPROTO,
 				 "port connect: unexpected frame type %u from the agent", f.type);
 	} else if ((r = result_passes(&f, want_fd, err)) == 1) {
-		r = *passed = recv_passed(fd, port, err);
+		r = *passed = rt_port_recv_passed(fd, port, err);
 	}
 	rung_frame_release(&f);
 	return r < 0 ? r : 0;
