@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -59,10 +60,50 @@ static int connect_loopback(uint16_t port, struct rung_err *err)
 			    "connect to port %u on the sandbox's loopback (127.0.0.1, ::1)", port);
 }
 
+/* The host asked for the socket itself and the channel is a Unix socket (not the vm rung's
+ * vsock): RESULT(PORT_FD 1), then one byte carrying s (SCM_RIGHTS). The host relays between its
+ * client and s directly, one process hop less; this handler is done. */
+static int pass_socket(int fd, int s, struct rung_err *err)
+{
+	struct rung_buf b = {0};
+	rung_buf_put_u64(&b, RUNG_TAG_PORT_FD, 1);
+	int r = rung_frame_write_buf(fd, RUNG_MSG_RESULT, &b, err);
+	rung_buf_release(&b);
+	if (r < 0)
+		return r;
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} ctl = {0};
+	char one = 'F';
+	struct iovec iov = {&one, 1};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = ctl.b,
+			    .msg_controllen = sizeof(ctl.b)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &s, sizeof(int));
+	ssize_t n;
+	while ((n = sendmsg(fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	return n == 1 ? 0 : rung_err_sys(err, n < 0 ? errno : EIO, "pass the port's socket");
+}
+
+static bool unix_channel(int fd)
+{
+	int dom = 0;
+	socklen_t l = sizeof(dom);
+	return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) == 0 && dom == AF_UNIX;
+}
+
 int agent_port_connect(int fd, const struct rung_frame *req, struct rung_err *err)
 {
 	uint16_t port;
-	int r = rung_proto_port_decode(req->payload, req->len, &port, err);
+	bool want_fd;
+	int r = rung_proto_port_decode(req->payload, req->len, &port, &want_fd, err);
 	if (r < 0)
 		return r;
 	int s = connect_loopback(port, err);
@@ -70,6 +111,11 @@ int agent_port_connect(int fd, const struct rung_frame *req, struct rung_err *er
 		return s;
 	int one = 1;
 	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (want_fd && unix_channel(fd)) {
+		r = pass_socket(fd, s, err);
+		close(s);
+		return r;
+	}
 	if ((r = rung_frame_write(fd, RUNG_MSG_RESULT, NULL, 0, err)) < 0) {
 		close(s);
 		return r;

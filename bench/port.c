@@ -8,7 +8,8 @@
  *   upload    SIZE MiB to the sink server, connect to its close
  *   connect   a connection's round trip: connect, 4 bytes, half-close, the echo server's answer
  *             (median of 50 per round)
- * Prints medians and forward/direct ratios, one "name value" per line. Needs root.
+ * Prints the medians of each side and the median (with p25 and p75) of the per-round
+ * forward/direct ratios, one "name value" per line. Needs root.
  * usage: port [N [SIZE_MIB]]   (defaults 5, 128)
  */
 #include <arpa/inet.h>
@@ -187,9 +188,12 @@ struct sample {
 	double down[2], up[2], conn[2]; /* [0] forward, [1] direct */
 };
 
-static void round_once(const unsigned fp[3], size_t bytes, struct sample *s)
+/* Forward and direct back to back, in an order that alternates by round (neither always runs
+ * first, after the other's cache and scheduler state). */
+static void round_once(const unsigned fp[3], size_t bytes, int round, struct sample *s)
 {
-	for (int v = 0; v < 2; v++) {
+	for (int k = 0; k < 2; k++) {
+		int v = (k + round) % 2;
 		unsigned base = v ? 1000 : 0;
 		unsigned src = v ? SRC + base : fp[0], sink = v ? SINK + base : fp[1],
 			 echo = v ? ECHO + base : fp[2];
@@ -202,32 +206,52 @@ static void round_once(const unsigned fp[3], size_t bytes, struct sample *s)
 	}
 }
 
-/* The interleaved rounds, then the connection costs alone; prints the figures. */
+/* The median of v[0..n) and its 25th and 75th percentiles (v is sorted). */
+static void spread(double *v, int n, double *med, double *p25, double *p75)
+{
+	*med = median(v, n);
+	*p25 = v[(n - 1) / 4];
+	*p75 = v[(3 * (n - 1) + 3) / 4];
+}
+
+static void print_row(const char *name, const char *unit, double fwd[], double dir[], double rat[],
+		      int n)
+{
+	double f, d, r, lo, hi, x;
+	spread(fwd, n, &f, &x, &x);
+	spread(dir, n, &d, &x, &x);
+	spread(rat, n, &r, &lo, &hi);
+	printf(strcmp(unit, "ms") ? "%s_%s_forward %.0f\n%s_%s_direct %.0f\n"
+				  : "%s_%s_forward %.3f\n%s_%s_direct %.3f\n",
+	       name, unit, f, name, unit, d);
+	printf("%s_ratio %.2f\n%s_ratio_p25 %.2f\n%s_ratio_p75 %.2f\n", name, r, name, lo, name,
+	       hi);
+}
+
+/* The interleaved rounds, then the connection costs alone; prints the figures: medians of
+ * each side, and the median (p25, p75) of the per-round forward/direct ratios. */
 static void measure(struct rung_sandbox *sb, const unsigned fp[3], int n, unsigned mib)
 {
 	struct rung_err err = {0};
 	size_t bytes = (size_t)mib << 20;
-	double dn[2][100], up[2][100], cn[2][100];
+	double dn[2][100], up[2][100], cn[2][100], rd[100], ru[100], rc[100];
 	struct sample s;
-	round_once(fp, bytes, &s); /* warm */
+	round_once(fp, bytes, 0, &s); /* warm */
 	for (int i = 0; i < n; i++) {
-		round_once(fp, bytes, &s);
+		round_once(fp, bytes, i, &s);
 		for (int v = 0; v < 2; v++) {
 			dn[v][i] = (double)mib / s.down[v];
 			up[v][i] = (double)mib / s.up[v];
 			cn[v][i] = s.conn[v];
 		}
+		rd[i] = dn[0][i] / dn[1][i];
+		ru[i] = up[0][i] / up[1][i];
+		rc[i] = cn[0][i] / cn[1][i];
 	}
-	double d0 = median(dn[0], n), d1 = median(dn[1], n), u0 = median(up[0], n),
-	       u1 = median(up[1], n), c0 = median(cn[0], n), c1 = median(cn[1], n);
 	printf("rounds %d\nsize_mib %u\n", n, mib);
-	printf("download_mib_s_forward %.0f\ndownload_mib_s_direct %.0f\n"
-	       "download_ratio %.2f\n",
-	       d0, d1, d0 / d1);
-	printf("upload_mib_s_forward %.0f\nupload_mib_s_direct %.0f\nupload_ratio %.2f\n", u0, u1,
-	       u0 / u1);
-	printf("connect_ms_forward %.3f\nconnect_ms_direct %.3f\nconnect_ratio %.2f\n", c0, c1,
-	       c0 / c1);
+	print_row("download", "mib_s", dn[0], dn[1], rd, n);
+	print_row("upload", "mib_s", up[0], up[1], ru, n);
+	print_row("connect", "ms", cn[0], cn[1], rc, n);
 	double pc[50];
 	for (int i = 0; i < 50; i++) { /* the agent connection alone */
 		struct rung_port_conn c;

@@ -121,7 +121,8 @@ enum rung_tag {
 	RUNG_TAG_EOF = 34,
 	RUNG_TAG_STREAM = 35,
 	RUNG_TAG_MAX_BYTES = 36, /* TREE_GET: the bound on file data, in all */
-	RUNG_TAG_PORT = 50, /* u64 1..65535 */
+	RUNG_TAG_PORT = 50,	 /* u64 1..65535 */
+	RUNG_TAG_PORT_FD = 51,	 /* PORT_CONNECT: u64 1: pass the socket (Unix channel only) */
 	/* v2: file operations */
 	RUNG_TAG_FS_KIND = 40,
 	RUNG_TAG_MTIME_NS = 41,
@@ -273,8 +274,10 @@ int rung_proto_proc_info_decode(const uint8_t *p, uint32_t len, struct rung_prot
 void rung_proto_proc_info_release(struct rung_proto_proc_info *x);
 
 /* ---- v2: ports (common/relay.c) ---- */
-/* PORT_CONNECT: one field, the TCP port (1..65535) on the sandbox's loopback. */
-int rung_proto_port_decode(const uint8_t *p, uint32_t len, uint16_t *port, struct rung_err *err);
+/* PORT_CONNECT: the TCP port (1..65535) on the sandbox's loopback, and PORT_FD (optional, 0 or
+ * 1: the host takes the connected socket itself, passed with SCM_RIGHTS; docs/protocol.md). */
+int rung_proto_port_decode(const uint8_t *p, uint32_t len, uint16_t *port, bool *want_fd,
+			   struct rung_err *err);
 
 /* ---- v2: file operations (common/proto-fs.c) ---- */
 #define RUNG_FS_RECURSIVE (1u << 0) /* FS_REMOVE -r, FS_MKDIR -p */

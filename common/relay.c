@@ -11,20 +11,36 @@
 #include "common/proto.h"
 #include "common/relay.h"
 
-int rung_proto_port_decode(const uint8_t *p, uint32_t len, uint16_t *port, struct rung_err *err)
+int rung_proto_port_decode(const uint8_t *p, uint32_t len, uint16_t *port, bool *want_fd,
+			   struct rung_err *err)
 {
 	struct rung_tlv_iter it;
 	uint16_t tag;
 	const uint8_t *v;
 	uint32_t l;
 	int r;
-	bool have = false;
+	bool have = false, have_fd = false;
 	*port = 0;
+	*want_fd = false;
 	rung_tlv_init(&it, p, len);
 	while ((r = rung_tlv_next(&it, &tag, &v, &l, err)) > 0) {
+		uint64_t u;
+		if (tag == RUNG_TAG_PORT_FD) {
+			if (have_fd)
+				return rung_err_set(err, EPROTO,
+						    "port request: port_fd given twice");
+			if ((r = rung_tlv_u64(v, l, &u, err)) < 0)
+				return rung_err_wrap(err, "port request: port_fd");
+			if (u > 1)
+				return rung_err_set(err, EINVAL,
+						    "port request: port_fd %llu (0 or 1)",
+						    (unsigned long long)u);
+			*want_fd = u == 1;
+			have_fd = true;
+			continue;
+		}
 		if (tag != RUNG_TAG_PORT)
 			return rung_err_set(err, EPROTO, "port request: unexpected field %u", tag);
-		uint64_t u;
 		if (have)
 			return rung_err_set(err, EPROTO, "port request: port given twice");
 		if ((r = rung_tlv_u64(v, l, &u, err)) < 0)
@@ -80,7 +96,8 @@ static int dir_read(struct dir *d)
 	} else {
 		if (!d->buf && !(d->buf = malloc(RUNG_RELAY_BUF)))
 			return -ENOMEM;
-		n = read(d->from, d->buf, RUNG_RELAY_BUF);
+		/* MSG_DONTWAIT: non-blocking whatever the file's O_NONBLOCK says (a foreign fd) */
+		n = recv(d->from, d->buf, RUNG_RELAY_BUF, MSG_DONTWAIT);
 		d->off = 0;
 	}
 	if (n > 0)
@@ -171,10 +188,10 @@ static short events_for(const struct dir *in, const struct dir *out)
 	return ev;
 }
 
-static void dir_init(struct dir *d, int from, int to)
+static void dir_init(struct dir *d, int from, int to, bool foreign)
 {
 	*d = (struct dir){.from = from, .to = to, .pipe = {-1, -1}};
-	if (pipe2(d->pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+	if (foreign || pipe2(d->pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
 		d->pipe[0] = d->pipe[1] = -1;
 		return;
 	}
@@ -195,12 +212,19 @@ static void dir_release(struct dir *d)
 
 int rung_relay(int a, int b, int cancel_fd, struct rung_relay_stats *st, struct rung_err *err)
 {
+	return rung_relay_ex(a, b, 0, cancel_fd, st, err);
+}
+
+int rung_relay_ex(int a, int b, unsigned flags, int cancel_fd, struct rung_relay_stats *st,
+		  struct rung_err *err)
+{
 	struct dir ab, ba;
 	int r = 0;
+	bool foreign = flags & RUNG_RELAY_B_FOREIGN;
 	if (st)
 		*st = (struct rung_relay_stats){0};
-	dir_init(&ab, a, b);
-	dir_init(&ba, b, a);
+	dir_init(&ab, a, b, foreign);
+	dir_init(&ba, b, a, foreign);
 	fcntl(a, F_SETFL, fcntl(a, F_GETFL) | O_NONBLOCK);
 	fcntl(b, F_SETFL, fcntl(b, F_GETFL) | O_NONBLOCK);
 	while (!(dir_done(&ab) && dir_done(&ba))) {

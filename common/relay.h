@@ -24,4 +24,14 @@ struct rung_relay_stats {
  * cancel_fd, or -errno (ECONNRESET, EPIPE, ...) when a side failed (the other is then shut). */
 int rung_relay(int a, int b, int cancel_fd, struct rung_relay_stats *st, struct rung_err *err);
 
+/* b's open file description may be shared with a hostile process (a socket the agent passed):
+ * that process can clear its O_NONBLOCK or read from it between a poll and a read, and
+ * splice(2) follows the file's flag. So nothing splices: every read and write is a
+ * recv/send with MSG_DONTWAIT, through the direction's buffer. */
+#define RUNG_RELAY_B_FOREIGN 1u
+
+/* rung_relay with flags (RUNG_RELAY_B_FOREIGN). */
+int rung_relay_ex(int a, int b, unsigned flags, int cancel_fd, struct rung_relay_stats *st,
+		  struct rung_err *err);
+
 #endif

@@ -115,7 +115,8 @@ static void decoders(const uint8_t *p, uint32_t len)
 		}
 	}
 	uint16_t port; /* v2: PORT_CONNECT */
-	if (rung_proto_port_decode(p, len, &port, &err) == 0 && port == 0)
+	bool want_fd;
+	if (rung_proto_port_decode(p, len, &port, &want_fd, &err) == 0 && port == 0)
 		abort();
 	r = rung_proto_error_decode(p, len, &err);
 	if (r >= 0 || -r > 4095)

@@ -274,6 +274,10 @@ int rt_sandbox_agent(struct rung_sandbox *s, int *busy, struct rung_err *err);
 /* port-fwd.c: the detached forwards for rung_inspect, [{"port", "host", "host_port",
  * "protocol", "loopback"}] (NULL: out of memory). */
 json_t *rt_ports_describe(struct rung_sandbox *s);
+/* runtime/ports.c: after the agent's RESULT(PORT_FD 1) on fd, the one byte carrying one fd
+ * (SCM_RIGHTS), which must be a connected TCP socket whose peer is the loopback at port.
+ * Returns it, or -EPROTO (anything else; every fd that came along is closed) or -ETIMEDOUT. */
+int rt_port_recv_passed(int fd, unsigned port, struct rung_err *err);
 /* As rt_sandbox_agent, checking op instead of exec (RT_OP__COUNT: no check). */
 int rt_sandbox_agent_for(struct rung_sandbox *s, enum rt_op op, int *busy, struct rung_err *err);
 /* A request's path as the agent takes it: relative ones are relative to the work dir. */

@@ -2,15 +2,18 @@
  * tests/check_common_relay.c: common/relay.c, the relay of forwarded ports (with socketpairs and
  * TCP on loopback, no sandbox): bytes intact both ways, half-close passed on, a flood into a
  * side that does not read stalls with a bounded amount in flight, a peer's reset ends it,
- * cancel; and the PORT_CONNECT request's decoding (range, missing, repeated, foreign fields).
+ * cancel, a foreign side (a passed socket) whose O_NONBLOCK another holder clears; and the
+ * PORT_CONNECT request's decoding (range, missing, repeated, foreign fields, PORT_FD).
  */
 #include <check.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/proto.h"
@@ -19,7 +22,8 @@
 
 static int port_decode(const struct rung_buf *b, uint16_t *port, struct rung_err *err)
 {
-	return rung_proto_port_decode(b->data, (uint32_t)b->len, port, err);
+	bool want_fd;
+	return rung_proto_port_decode(b->data, (uint32_t)b->len, port, &want_fd, err);
 }
 
 START_TEST(port_request)
@@ -50,12 +54,33 @@ START_TEST(port_request)
 	ck_assert_int_lt(port_decode(&b, &port, &err), 0);
 	rung_buf_release(&b);
 	const uint8_t trunc[] = {0, 50, 0, 0, 0, 8, 0}; /* a field cut short */
-	ck_assert_int_lt(rung_proto_port_decode(trunc, sizeof(trunc), &port, &err), 0);
+	bool want_fd = false;
+	ck_assert_int_lt(rung_proto_port_decode(trunc, sizeof(trunc), &port, &want_fd, &err), 0);
+	/* PORT_FD: 0 or 1, at most once, besides the port */
+	rung_buf_put_u64(&b, RUNG_TAG_PORT, 80);
+	rung_buf_put_u64(&b, RUNG_TAG_PORT_FD, 1);
+	ck_assert_int_eq(rung_proto_port_decode(b.data, (uint32_t)b.len, &port, &want_fd, &err), 0);
+	ck_assert(want_fd);
+	ck_assert_uint_eq(port, 80);
+	rung_buf_put_u64(&b, RUNG_TAG_PORT_FD, 0);
+	ck_assert_int_eq(port_decode(&b, &port, &err), -EPROTO);
+	ck_assert_msg(strstr(err.msg, "port_fd given twice"), "%s", err.msg);
+	rung_buf_release(&b);
+	rung_buf_put_u64(&b, RUNG_TAG_PORT, 80);
+	rung_buf_put_u64(&b, RUNG_TAG_PORT_FD, 2);
+	ck_assert_int_eq(port_decode(&b, &port, &err), -EINVAL);
+	rung_buf_release(&b);
+	rung_buf_put_u64(&b, RUNG_TAG_PORT, 80);
+	rung_buf_put_u64(&b, RUNG_TAG_PORT_FD, 0);
+	ck_assert_int_eq(rung_proto_port_decode(b.data, (uint32_t)b.len, &port, &want_fd, &err), 0);
+	ck_assert(!want_fd);
+	rung_buf_release(&b);
 }
 END_TEST
 
 struct relay_job {
 	int a, b, cancel, rc;
+	unsigned flags;
 	struct rung_relay_stats st;
 	pthread_t t;
 };
@@ -64,20 +89,25 @@ static void *relay_main(void *arg)
 {
 	struct relay_job *j = arg;
 	struct rung_err err = {0};
-	j->rc = rung_relay(j->a, j->b, j->cancel, &j->st, &err);
+	j->rc = rung_relay_ex(j->a, j->b, j->flags, j->cancel, &j->st, &err);
 	return NULL;
 }
 
 /* client <-> [a relay b] <-> server, all socketpairs */
-static void start(struct relay_job *j, int *client, int *server, int cancel)
+static void start_ex(struct relay_job *j, int *client, int *server, int cancel, unsigned flags)
 {
 	int p[2], q[2];
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, p), 0);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, q), 0);
 	*client = p[0];
 	*server = q[1];
-	*j = (struct relay_job){.a = p[1], .b = q[0], .cancel = cancel};
+	*j = (struct relay_job){.a = p[1], .b = q[0], .cancel = cancel, .flags = flags};
 	ck_assert_int_eq(pthread_create(&j->t, NULL, relay_main, j), 0);
+}
+
+static void start(struct relay_job *j, int *client, int *server, int cancel)
+{
+	start_ex(j, client, server, cancel, 0);
 }
 
 static void finish(struct relay_job *j)
@@ -101,11 +131,12 @@ static char *read_eof(int fd, size_t *n)
 	return b;
 }
 
+/* _i: 0, then RUNG_RELAY_B_FOREIGN (no splice: every byte through the buffers) */
 START_TEST(both_ways_and_half_close)
 {
 	struct relay_job j;
 	int c, s;
-	start(&j, &c, &s, -1);
+	start_ex(&j, &c, &s, -1, _i ? RUNG_RELAY_B_FOREIGN : 0);
 	size_t n = 3u << 20;
 	char *up = malloc(n);
 	for (size_t i = 0; i < n; i++)
@@ -219,16 +250,57 @@ START_TEST(cancel_ends_it)
 }
 END_TEST
 
+/* A foreign b: another holder of its file clears O_NONBLOCK while the relay runs and the far
+ * side stops reading. The relay's writes stay non-blocking (a splice would block on the file's
+ * flag), so the cancel fd still ends it at once. */
+START_TEST(foreign_flag_cleared)
+{
+	int stop[2];
+	ck_assert_int_eq(pipe(stop), 0);
+	struct relay_job j;
+	int c, s;
+	start_ex(&j, &c, &s, stop[0], RUNG_RELAY_B_FOREIGN);
+	usleep(50000); /* the relay set O_NONBLOCK: the "hostile" holder (j.b) clears it */
+	ck_assert_int_eq(rung_fd_set_nonblock(j.b, 0), 0);
+	ck_assert_int_eq(rung_fd_set_nonblock(c, 1), 0);
+	static char blk[65536];
+	size_t sent = 0;
+	uint64_t end = rung_now_ms() + 1500;
+	while (rung_now_ms() < end) { /* s never reads: every buffer on the way fills */
+		ssize_t k = write(c, blk, sizeof(blk));
+		if (k > 0)
+			sent += (size_t)k;
+		else
+			usleep(10000);
+	}
+	ck_assert_uint_gt(sent, 0);
+	ck_assert(!(fcntl(j.b, F_GETFL) & O_NONBLOCK));
+	close(stop[1]);
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 5;
+	ck_assert_msg(pthread_timedjoin_np(j.t, NULL, &dl) == 0,
+		      "the relay blocked on the foreign fd: the cancel did not end it");
+	ck_assert_int_eq(j.rc, -ECANCELED);
+	close(j.a);
+	close(j.b);
+	close(stop[0]);
+	close(c);
+	close(s);
+}
+END_TEST
+
 Suite *common_relay_suite(void)
 {
 	Suite *s = suite_create("common_relay");
 	TCase *tc = tcase_create("relay");
 	signal(SIGPIPE, SIG_IGN);
 	tcase_add_test(tc, port_request);
-	tcase_add_test(tc, both_ways_and_half_close);
+	tcase_add_loop_test(tc, both_ways_and_half_close, 0, 2);
 	tcase_add_test(tc, flood_is_bounded);
 	tcase_add_test(tc, no_splice_fallback);
 	tcase_add_test(tc, cancel_ends_it);
+	tcase_add_test(tc, foreign_flag_cleared);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -4,7 +4,8 @@
  * reaches it through the agent channel. A python3 server inside (tests/lib/ports_srv.h) is
  * reached through rung_port_connect and through `rung port` (foreground and --detach); the
  * agent refuses ports out of range even when the host's check is bypassed; a flooding server
- * does not grow the forwarder's RSS; 100 connections leave no fd, thread, socket or process.
+ * does not grow the forwarder's RSS; 100 connections leave no fd, thread, socket or process;
+ * asked for the socket itself (PORT_FD), the agent passes it on a Unix channel only.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -387,6 +388,15 @@ static void case_refused(void)
 	rung_buf_put_u64(&b, RUNG_TAG_PORT, 81);
 	raw_refused(&f, &b, EPROTO);
 	rung_buf_release(&b);
+	rung_buf_put_u64(&b, RUNG_TAG_PORT, 80); /* PORT_FD: 0 or 1, once */
+	rung_buf_put_u64(&b, RUNG_TAG_PORT_FD, 2);
+	raw_refused(&f, &b, EINVAL);
+	rung_buf_release(&b);
+	rung_buf_put_u64(&b, RUNG_TAG_PORT, 80);
+	rung_buf_put_u64(&b, RUNG_TAG_PORT_FD, 1);
+	rung_buf_put_u64(&b, RUNG_TAG_PORT_FD, 1);
+	raw_refused(&f, &b, EPROTO);
+	rung_buf_release(&b);
 	/* the CLI refuses them by name */
 	const char *a0[] = {"--state-dir", f.state, "port", f.id, "0", NULL};
 	struct spine_run res;
@@ -449,6 +459,65 @@ static void one_echo(int fd)
 	free(a);
 }
 
+/* PORT_CONNECT(PORT, PORT_FD 1) by hand: on a Unix agent channel the agent answers
+ * RESULT(PORT_FD 1) and passes the connected socket (TCP, peer 127.0.0.1:port), which then
+ * works with the agent's channel closed; on the vm rung (vsock) RESULT is empty and the
+ * channel itself relays. */
+static void raw_passed(struct fx *f, unsigned port)
+{
+	int busy;
+	struct rung_err err = {0};
+	int fd = rt_sandbox_agent(f->sb, &busy, &err);
+	ck_assert_msg(fd >= 0, "%s", err.msg);
+	struct rung_buf b = {0};
+	rung_buf_put_u64(&b, RUNG_TAG_PORT, port);
+	rung_buf_put_u64(&b, RUNG_TAG_PORT_FD, 1);
+	ck_assert_int_eq(rung_frame_write_buf(fd, RUNG_MSG_PORT_CONNECT, &b, &err), 0);
+	rung_buf_release(&b);
+	struct rung_frame fr;
+	ck_assert_msg(rung_frame_read(fd, &fr, rung_now_ms() + 10000, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(fr.type, RUNG_MSG_RESULT);
+	if (rt_sandbox_inner(f->sb)->meta.iso == RUNG_ISO_VM) {
+		ck_assert_uint_eq(fr.len, 0);
+		one_echo(fd);
+	} else {
+		ck_assert_uint_gt(fr.len, 0);
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(sizeof(int))];
+		} ctl;
+		char byte;
+		struct iovec iov = {&byte, 1};
+		struct msghdr mh = {.msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = ctl.b,
+				    .msg_controllen = sizeof(ctl.b)};
+		ck_assert_int_eq(recvmsg(fd, &mh, MSG_CMSG_CLOEXEC), 1);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		ck_assert(c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS);
+		int s;
+		memcpy(&s, CMSG_DATA(c), sizeof(s));
+		close(fd);
+		fd = -1;
+		struct sockaddr_in a;
+		socklen_t al = sizeof(a);
+		int proto = 0;
+		socklen_t pl = sizeof(proto);
+		ck_assert_int_eq(getsockopt(s, SOL_SOCKET, SO_PROTOCOL, &proto, &pl), 0);
+		ck_assert_int_eq(proto, IPPROTO_TCP);
+		ck_assert_int_eq(getpeername(s, (struct sockaddr *)&a, &al), 0);
+		ck_assert_uint_eq(ntohl(a.sin_addr.s_addr), INADDR_LOOPBACK);
+		ck_assert_uint_eq(ntohs(a.sin_port), port);
+		one_echo(s);
+		close(s);
+	}
+	rung_frame_release(&fr);
+	if (fd >= 0)
+		close(fd);
+	if (busy >= 0)
+		close(busy);
+}
+
 struct counts {
 	int fds, socks, threads, sb_procs;
 };
@@ -479,6 +548,7 @@ static void case_cycles(void)
 	int s = tcp_connect(w.host_port); /* warm: the first connection's lazy allocations */
 	one_echo(s);
 	close(s);
+	raw_passed(&f, 8003);
 	struct counts c0, c1, me0, me1;
 	usleep(200000);
 	counts_take(&f, w.pid, &c0);
