@@ -17,6 +17,7 @@ ok() { npass=$((npass + 1)); echo "DISTRO PASS $*"; }
 bad() { nfail=$((nfail + 1)); echo "DISTRO FAIL $*"; }
 mounts0=$(wc -l </proc/self/mountinfo)
 groups() { for d in /sys/fs/cgroup/rung-*; do [ -d "$d" ] && echo "${d#/sys/fs/cgroup/}"; done; }
+[ -n "$(groups)" ] && echo "    before any suite: cgroups $(groups | tr '\n' ' ')"
 for s in "$@"; do
 	g0=$(groups)
 	t0=$(now)
@@ -53,6 +54,12 @@ for d in /sys/fs/cgroup/ci.scope/*/; do [ -d "$d" ] && left="$left cgroup:$d"; d
 for l in $(ls /sys/class/net); do case "$l" in lo) ;; *) left="$left link:$l" ;; esac; done
 mounts1=$(wc -l </proc/self/mountinfo)
 [ "$mounts1" -gt "$mounts0" ] && left="$left mounts:$mounts0->$mounts1"
-if [ -z "$left" ]; then ok "leftovers none (cgroups, links, mounts)"; else bad "leftovers:$left"; fi
+if [ -z "$left" ]; then ok "leftovers none (cgroups, links, mounts)"; else
+	bad "leftovers:$left"
+	echo "    now $(now) s; left groups made at (s since boot):"
+	b=$(awk '/^btime/ { print $2 }' /proc/stat)
+	for g in $(groups); do echo "      $g $(($(stat -c %Y /sys/fs/cgroup/$g) - b))"; done
+	ps -eo pid,ppid,etimes,args | awk '$4 !~ /^\[/' | tail -n 25 | sed 's/^/      ps: /'
+fi
 echo "DISTRO-SUMMARY $npass passed, $nfail failed"
 [ "$nfail" = 0 ]
