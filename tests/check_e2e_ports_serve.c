@@ -44,13 +44,6 @@ static void start_app(struct srvt *t, const char *id, unsigned port)
 	rung_router_free(r);
 }
 
-static int count_tasks(pid_t pid)
-{
-	char d[64];
-	snprintf(d, sizeof(d), "/proc/%d/task", (int)pid);
-	return rung_test_count_entries(d);
-}
-
 /* The daemon's fds, less its pooled routers' (each holds the store directory open, and the
  * pool grows with the requests in flight at once: not a leak). */
 static int count_fds(pid_t pid, const char *state)
@@ -185,7 +178,7 @@ START_TEST(t_preview_route)
 	int fd0 = -1, th0 = -1;
 	for (int i = 0; i < 50; i++) {
 		usleep(200000);
-		int f = count_fds(t.pid[0], t.state), th = count_tasks(t.pid[0]);
+		int f = count_fds(t.pid[0], t.state), th = rung_test_count_tasks(t.pid[0]);
 		if (f == fd0 && th == th0)
 			break;
 		fd0 = f, th0 = th;
@@ -207,7 +200,7 @@ START_TEST(t_preview_route)
 	for (int i = 0; i < 50; i++) {
 		usleep(100000);
 		fd1 = count_fds(t.pid[0], t.state);
-		th1 = count_tasks(t.pid[0]);
+		th1 = rung_test_count_tasks(t.pid[0]);
 		if (fd1 <= fd0 && th1 <= th0)
 			break;
 	}

@@ -221,22 +221,8 @@ static void fwd_stop(struct fwd *w)
 /* /proc/PID/fd entries (sockets: only those), /proc/PID/task entries, VmRSS in KiB */
 static int count_fds(pid_t pid, bool sockets)
 {
-	char d[64], l[384], t[256];
-	snprintf(d, sizeof(d), "/proc/%d/fd", (int)pid);
-	DIR *dir = opendir(d);
-	ck_assert_ptr_nonnull(dir);
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(dir))) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(l, sizeof(l), "%s/%s", d, e->d_name);
-		ssize_t k = readlink(l, t, sizeof(t) - 1);
-		t[k > 0 ? k : 0] = 0;
-		if (!sockets || !strncmp(t, "socket:", 7))
-			n++;
-	}
-	closedir(dir);
+	int n = rung_test_count_fds_of(pid, NULL, sockets ? "socket:" : NULL);
+	ck_assert_int_ge(n, 0);
 	return n;
 }
 

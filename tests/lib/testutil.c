@@ -82,6 +82,35 @@ int rung_test_count_fds(void)
 	return rung_test_count_entries("/proc/self/fd") - 1; /* minus the opendir fd */
 }
 
+int rung_test_count_fds_of(pid_t pid, const char *skip, const char *prefix)
+{
+	char d[64], l[384], to[4096];
+	snprintf(d, sizeof(d), "/proc/%d/fd", (int)pid);
+	DIR *dir = opendir(d);
+	if (!dir)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(dir))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(l, sizeof(l), "%s/%s", d, e->d_name);
+		ssize_t k = readlink(l, to, sizeof(to) - 1);
+		to[k > 0 ? k : 0] = 0;
+		if ((!skip || strcmp(to, skip)) && (!prefix || !strncmp(to, prefix, strlen(prefix))))
+			n++;
+	}
+	closedir(dir);
+	return n;
+}
+
+int rung_test_count_tasks(pid_t pid)
+{
+	char d[64];
+	snprintf(d, sizeof(d), "/proc/%d/task", (int)pid);
+	return rung_test_count_entries(d);
+}
+
 int rung_test_count_mounts(void)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "r");

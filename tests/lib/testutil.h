@@ -4,6 +4,7 @@
 
 #include <check.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 /*
  * A test whose facility is truly absent (no /dev/kvm, not root, ...) skips
@@ -44,5 +45,10 @@ int rung_test_count_entries(const char *dir);
 int rung_test_count_fds(void);
 int rung_test_count_mounts(void);
 int rung_test_count_procs(void);
+/* Open fds of process pid whose link target is not `skip` (NULL: none skipped) and starts with
+ * `prefix` (NULL: any); -1 if its /proc/PID/fd cannot be read. */
+int rung_test_count_fds_of(pid_t pid, const char *skip, const char *prefix);
+/* Threads of process pid; -1 if it is gone. */
+int rung_test_count_tasks(pid_t pid);
 
 #endif
