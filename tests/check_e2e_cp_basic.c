@@ -57,23 +57,9 @@ static struct rung_sandbox *acquire(struct rung_router *r, const char *thread)
 
 static const struct cp_env env = {require, router, acquire};
 
-START_TEST(test_round_trip)
-{
-	cp_cases_run(&env, CP_ROUND_TRIP);
-}
-END_TEST
-
-START_TEST(test_hostile)
-{
-	cp_cases_run(&env, CP_HOSTILE);
-}
-END_TEST
-
-START_TEST(test_cycles)
-{
-	cp_cases_run(&env, CP_CYCLES);
-}
-END_TEST
+RUNG_CASE_TEST(test_round_trip, cp_cases_run, &env, CP_ROUND_TRIP)
+RUNG_CASE_TEST(test_hostile, cp_cases_run, &env, CP_HOSTILE)
+RUNG_CASE_TEST(test_cycles, cp_cases_run, &env, CP_CYCLES)
 
 /* `rung cp` with host directories: a round trip; a refused download leaves nothing. */
 START_TEST(test_cli_dirs)

@@ -29,29 +29,10 @@ static struct rung_sandbox *acquire(struct rung_router *r, const char *thread)
 
 static const struct fs_env env = {require, router, acquire};
 
-START_TEST(test_ops)
-{
-	fs_cases_run(&env, FS_OPS);
-}
-END_TEST
-
-START_TEST(test_errors)
-{
-	fs_cases_run(&env, FS_ERRORS);
-}
-END_TEST
-
-START_TEST(test_symlinks)
-{
-	fs_cases_run(&env, FS_SYMLINKS);
-}
-END_TEST
-
-START_TEST(test_swap)
-{
-	fs_cases_run(&env, FS_SWAP);
-}
-END_TEST
+RUNG_CASE_TEST(test_ops, fs_cases_run, &env, FS_OPS)
+RUNG_CASE_TEST(test_errors, fs_cases_run, &env, FS_ERRORS)
+RUNG_CASE_TEST(test_symlinks, fs_cases_run, &env, FS_SYMLINKS)
+RUNG_CASE_TEST(test_swap, fs_cases_run, &env, FS_SWAP)
 
 Suite *e2e_files_container_suite(void)
 {
