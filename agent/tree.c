@@ -361,7 +361,9 @@ static int send_entry(struct get *g, const char *rel, const struct stat *st, con
 	    .name = (char *)rel,
 	    .target = (char *)target,
 	    .kind = kind_of(st->st_mode),
-	    .mode = st->st_mode & 07777,
+	    /* a symlink's own mode means nothing on Linux and differs by filesystem (0755 on the
+	     * vm guest's): always 0777, as lstat shows it on most */
+	    .mode = S_ISLNK(st->st_mode) ? 0777 : st->st_mode & 07777,
 	    .size = S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0,
 	    .mtime_ns = (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec};
 	struct rung_buf b = {0};

@@ -95,8 +95,15 @@ START_TEST(test_cli_dirs)
 	spine_run_release(&res);
 	snprintf(cmd, sizeof(cmd), "cd %s && test \"$(cat a/f)\" = one && test -d a/e && "
 		 "test \"$(stat -c %%a a/f)\" = 701 && test \"$(readlink a/l)\" = f && "
-		 "test \"$(readlink a/e/up)\" = ../a && diff -r --no-dereference %s %s", out, src,
-		 out);
+		 "test \"$(readlink a/e/up)\" = ../a", out);
+	ck_assert_int_eq(system(cmd), 0);
+	/* the whole tree, without following links (busybox's diff, in the nested stage's L1,
+	 * has no --no-dereference): kind, name, and contents or target */
+	const char *list = "find . | sort | while read -r p; do if [ -L \"$p\" ]; then echo \"L $p "
+			   "$(readlink \"$p\")\"; elif [ -f \"$p\" ]; then echo \"F $p $(sha256sum "
+			   "<\"$p\" | cut -c1-64)\"; else echo \"D $p\"; fi; done";
+	snprintf(cmd, sizeof(cmd), "a=$(cd %s && %s) && b=$(cd %s && %s) && test -n \"$a\" && "
+		 "test \"$a\" = \"$b\"", src, list, out, list);
 	ck_assert_int_eq(system(cmd), 0);
 	const char *a4[] = {"--state-dir", sd, "cp", "--max-bytes", "2", up, bad, NULL};
 	spine_cli_run(&res, NULL, a4);
