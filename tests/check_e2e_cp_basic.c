@@ -3,9 +3,13 @@
  * trees") on the spine rung (spine_router: the vm rung in the nested stage with
  * RUNG_TEST_RUNG=vm; tests/lib/cp_cases.c has the cases), and `rung cp` with host directories:
  * a 300-file tree with symlinks round-trips (diff -r), the bound and a link out are refused
- * leaving nothing partial beside DST, no progress display when stderr is no terminal.
+ * leaving nothing partial beside DST, no progress display when stderr is no terminal; an
+ * upload counts against the sandbox's disk limit.
  */
+#include <archive.h>
+#include <archive_entry.h>
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +126,56 @@ START_TEST(test_cli_dirs)
 }
 END_TEST
 
+/* A tar of one file of `mb` MiB of zeros, in a temporary file: its fd, at offset 0. */
+static int big_tar(unsigned mb)
+{
+	FILE *f = tmpfile();
+	ck_assert_ptr_nonnull(f);
+	int fd = dup(fileno(f));
+	fclose(f);
+	struct archive *w = archive_write_new();
+	archive_write_set_format_pax_restricted(w);
+	ck_assert_int_eq(archive_write_open_fd(w, fd), ARCHIVE_OK);
+	struct archive_entry *e = archive_entry_new();
+	archive_entry_set_pathname(e, "big");
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0644);
+	archive_entry_set_size(e, (la_int64_t)mb << 20);
+	ck_assert_int_eq(archive_write_header(w, e), ARCHIVE_OK);
+	static char zero[1 << 20];
+	for (unsigned i = 0; i < mb; i++)
+		ck_assert_int_eq(archive_write_data(w, zero, sizeof(zero)), (la_ssize_t)sizeof(zero));
+	archive_entry_free(e);
+	archive_write_close(w);
+	archive_write_free(w);
+	lseek(fd, 0, SEEK_SET);
+	return fd;
+}
+
+/* An upload past the disk limit fails with no space, naming the entry; the sandbox goes on. */
+START_TEST(test_disk_limit)
+{
+	RUNG_REQUIRE_ROOT();
+	struct rung_router *r = spine_router(NULL);
+	struct rung_spec sp;
+	rung_spec_init(&sp);
+	sp.kind = strdup("k");
+	sp.limits.disk_bytes = 64ull << 20;
+	struct rung_sandbox *sb = spine_acquire(r, "cp", "disk", "k", &sp, NULL);
+	rung_spec_release(&sp);
+	int in = big_tar(96);
+	struct rung_err err = {0};
+	int rc = rung_cp_upload(sb, in, "/tmp/up", NULL, &err);
+	close(in);
+	ck_assert_msg(rc == -ENOSPC || rc == -EDQUOT, "96 MiB into a 64 MiB disk: %d %s", rc,
+		      err.msg);
+	ck_assert_msg(strstr(err.msg, "big"), "the error names the entry: %s", err.msg);
+	fprintf(stderr, "cp disk limit: %s\n", err.msg);
+	ck_assert_int_eq(sh(sb, "rm -rf /tmp/up && echo ok > /tmp/after && test -s /tmp/after"), 0);
+	close_sb(r, sb);
+}
+END_TEST
+
 Suite *e2e_cp_basic_suite(void)
 {
 	Suite *s = suite_create("e2e_cp_basic");
@@ -130,5 +184,6 @@ Suite *e2e_cp_basic_suite(void)
 	tcase_add_test(tc, test_hostile);
 	tcase_add_test(tc, test_cycles);
 	tcase_add_test(tc, test_cli_dirs);
+	tcase_add_test(tc, test_disk_limit);
 	return s;
 }
