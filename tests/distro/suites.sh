@@ -56,10 +56,10 @@ mounts1=$(wc -l </proc/self/mountinfo)
 [ "$mounts1" -gt "$mounts0" ] && left="$left mounts:$mounts0->$mounts1"
 if [ -z "$left" ]; then ok "leftovers none (cgroups, links, mounts)"; else
 	bad "leftovers:$left"
-	echo "    now $(now) s; left groups made at (s since boot):"
+	echo "    now $(now) s; left groups last changed at (s since boot):"
 	b=$(awk '/^btime/ { print $2 }' /proc/stat)
 	for g in $(groups); do echo "      $g $(($(stat -c %Y /sys/fs/cgroup/$g) - b))"; done
-	ps -eo pid,ppid,etimes,args | awk '$4 !~ /^\[/' | tail -n 25 | sed 's/^/      ps: /'
+	ps -o pid,ppid,args | awk '$3 !~ /^\[/' | tail -n 25 | sed 's/^/      ps: /'
 fi
 echo "DISTRO-SUMMARY $npass passed, $nfail failed"
 [ "$nfail" = 0 ]

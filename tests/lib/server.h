@@ -415,17 +415,29 @@ static inline void srvt_teardown(struct srvt *t)
 	srvt_stop(t, 0, SIGKILL);
 	srvt_stop(t, 1, SIGKILL);
 	if (t->dir[0]) {
-		for (int i = 0; i < 5 && srvt_kill_matching(t->dir) > 0; i++)
-			usleep(100000);
-		/* gc drops the emptied store's cgroup parent (rung-<store>): a daemon killed
-		 * right after its last dispose had no gc pass left to do it */
+		/* what a test left in the store (a daemon it stopped itself could not be asked
+		 * to dispose), disposed through the library before anything is killed: a
+		 * supervisor killed by srvt_kill_matching would leave its sandbox's cgroup */
 		struct rung_router_opts o = {.state_dir = t->state};
 		rung_test_router_env(&o); /* the daemon's settings (its main read them) */
 		struct rung_router *r = NULL;
 		struct rung_err err = {0};
+		struct rung_sandbox_info *v = NULL;
+		size_t n = 0;
+		if (rung_router_new(&o, &r, &err) == 0 &&
+		    rung_list(r, NULL, NULL, &v, &n, &err) == 0) {
+			for (size_t i = 0; i < n; i++)
+				rung_dispose(r, v[i].id, NULL, &err);
+			free(v);
+		}
+		for (int i = 0; i < 5 && srvt_kill_matching(t->dir) > 0; i++)
+			usleep(100000);
+		/* gc drops the emptied store's cgroup parent (rung-<store>): a daemon killed
+		 * right after its last dispose had no gc pass left to do it */
 		struct rung_gc_report rep;
-		if (rung_router_new(&o, &r, &err) == 0) {
-			rung_gc(r, &rep, &err);
+		if (r) {
+			if (rung_gc(r, &rep, &err) < 0)
+				fprintf(stderr, "srvt teardown: gc of %s: %s\n", t->state, err.msg);
 			rung_router_free(r);
 		}
 		srvt_rm_rf(t->dir);
