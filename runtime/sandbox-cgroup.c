@@ -105,6 +105,22 @@ static int cgroup_parent_private(const struct rt_cgroup *cg, struct rung_err *er
 	return 0;
 }
 
+/* Remove the store's group (rung-<store>) in every hierarchy: a plain rmdir, which the kernel
+ * refuses while any sandbox's group is below it. */
+static void drop_store_group(const struct rung_router *r, const char *parent)
+{
+	struct rt_cgroup *pcg = NULL;
+	struct rung_err e2 = {0};
+	if (rt_cgroup_open(rt_cgroup_root(r), parent, &pcg, &e2) < 0)
+		return;
+	for (int c = 0; c < RT_CGCTL__COUNT; c++) {
+		const char *d = rt_cgroup_dir(pcg, (enum rt_cgroup_ctl)c);
+		if (d)
+			rmdir(d);
+	}
+	rt_cgroup_free(pcg);
+}
+
 int rt_sandbox_cgroup_create(const struct rt_sandbox *sb, struct rt_cgroup **out,
 			     struct rung_err *err)
 {
@@ -112,8 +128,17 @@ int rt_sandbox_cgroup_create(const struct rt_sandbox *sb, struct rt_cgroup **out
 	struct rt_cgroup_limits lim;
 	rt_sandbox_cgroup_limits(&sb->meta.spec.limits, &lim);
 	int r = rt_sandbox_cgroup_open(sb, &cg, err);
-	if (r == 0 && (r = rt_cgroup_create(cg, &lim, err)) == 0 &&
-	    (r = cgroup_parent_private(cg, err)) == 0)
+	/* -ENOENT: the store's group went between its mkdir and ours (the last sandbox of the
+	 * store disposed at that moment drops it): make both again */
+	for (int i = 0; i < 4; i++) {
+		if (r == 0 && (r = rt_cgroup_create(cg, &lim, err)) == 0)
+			r = cgroup_parent_private(cg, err);
+		if (r != -ENOENT || i == 3)
+			break;
+		*err = (struct rung_err){0};
+		r = 0;
+	}
+	if (r == 0)
 		r = swap_check(cg, err);
 	if (r < 0) {
 		struct rung_err e2 = {0};
@@ -133,6 +158,12 @@ void rt_sandbox_cgroup_destroy(const struct rt_sandbox *sb)
 	if (rt_sandbox_cgroup_open(sb, &cg, &err) == 0 && rt_cgroup_destroy(cg, &err) < 0)
 		LOG_WARN("sandbox %s: cgroup: %s", sb->meta.id, err.msg);
 	rt_cgroup_free(cg);
+	/* the store's last sandbox takes the store's group with it (no gc needed for that) */
+	char parent[32], tag[17];
+	if (store_tag(sb->router, tag, &err) == 0) {
+		snprintf(parent, sizeof(parent), "rung-%s", tag);
+		drop_store_group(sb->router, parent);
+	}
 }
 
 int rt_sandbox_cgroup_freeze(const struct rt_sandbox *sb, bool frozen, struct rung_err *err)
@@ -192,17 +223,8 @@ int rt_container_gc(struct rung_router *r, bool store_empty, struct rung_err *er
 		return rc;
 	snprintf(parent, sizeof(parent), "rung-%s", tag); /* this store's sandboxes only */
 	rc = rt_cgroup_gc(rt_cgroup_root(r), parent, id_live, r, err);
-	struct rt_cgroup *pcg = NULL;
-	if (rc >= 0 && store_empty && rt_cgroup_open(rt_cgroup_root(r), parent, &pcg, &e2) == 0) {
-		/* No sandbox left: drop the store's (now empty) group. A plain rmdir, which the
-		 * kernel refuses while any group is below it. */
-		for (int c = 0; c < RT_CGCTL__COUNT; c++) {
-			const char *d = rt_cgroup_dir(pcg, (enum rt_cgroup_ctl)c);
-			if (d)
-				rmdir(d);
-		}
-		rt_cgroup_free(pcg);
-	}
+	if (rc >= 0 && store_empty) /* no sandbox left: the store's (now empty) group too */
+		drop_store_group(r, parent);
 	return rc;
 }
 

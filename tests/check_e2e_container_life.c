@@ -115,6 +115,15 @@ START_TEST(test_image_root)
 	ck_assert_msg(rung_dispose(r, id2, "life", &err) == 0, "%s", err.msg);
 	assert_gone(id);
 	assert_gone(id2);
+	/* the store's last sandbox took the store's group (rung-<store>) with it: no gc needed */
+	struct rung_sandbox_info *v = NULL;
+	size_t nv = 0;
+	ck_assert_int_eq(rung_list(r, NULL, NULL, &v, &nv, &err), 0);
+	free(v);
+	ck_assert_uint_eq(nv, 0);
+	char sg[4096];
+	ct_cg_path("pids", "", NULL, sg, sizeof(sg));
+	ck_assert_msg(access(sg, F_OK) != 0, "%s outlived the store's last sandbox", sg);
 	spec_free(&s);
 	rung_router_free(r);
 }
