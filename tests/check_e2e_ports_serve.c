@@ -48,22 +48,8 @@ static void start_app(struct srvt *t, const char *id, unsigned port)
  * pool grows with the requests in flight at once: not a leak). */
 static int count_fds(pid_t pid, const char *state)
 {
-	char d[64], l[384], to[4096];
-	snprintf(d, sizeof(d), "/proc/%d/fd", (int)pid);
-	DIR *dir = opendir(d);
-	ck_assert_ptr_nonnull(dir);
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(dir))) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(l, sizeof(l), "%s/%s", d, e->d_name);
-		ssize_t k = readlink(l, to, sizeof(to) - 1);
-		to[k > 0 ? k : 0] = 0;
-		if (strcmp(to, state))
-			n++;
-	}
-	closedir(dir);
+	int n = rung_test_count_fds_of(pid, state, NULL);
+	ck_assert_int_ge(n, 0);
 	return n;
 }
 
