@@ -22,6 +22,7 @@ struct cli {
 	/* remote: a client of `rung serve` on socket (cli/remote.h); token: RUNG_TOKEN */
 	const char *socket;
 	const char *token;
+	const char *path_env; /* PATH, where --callback finds its programs */
 	bool remote;
 	bool root;
 	struct curl_fns *curl; /* libcurl, loaded on the first remote request */
@@ -67,7 +68,9 @@ struct cli_callbacks {
 	struct rung_callback *tab;
 	size_t n;
 };
-int cli_callback_opt(const char *cmd, int argc, char **argv, int *i, struct cli_callbacks *cbs);
+int cli_callback_opt(const struct cli *c, const char *cmd, int argc, char **argv, int *i,
+		     struct cli_callbacks *cbs);
+void cli_callbacks_free(struct cli_callbacks *cbs);
 void cli_callbacks_apply(const struct cli_callbacks *cbs, struct rung_exec_req *req);
 /* Run req's callback name (args: JSON text) with a deadline timeout_ms from now (the daemon's
  * path: the daemon sends the call, the CLI answers it). */
@@ -75,15 +78,17 @@ int cli_callback_invoke(const struct rung_exec_req *req, const char *name, const
 			uint32_t timeout_ms, char **result, struct rung_err *err);
 static inline void cli_callbacks_freep(struct cli_callbacks *cbs)
 {
-	free(cbs->tab);
+	cli_callbacks_free(cbs);
 }
 #define cleanup_callbacks __attribute__((cleanup(cli_callbacks_freep)))
 #define CLI_CALLBACK_HELP                                                                      \
 	"  --callback NAME=COMMAND  let the code call host function NAME (docs/callbacks.md).\n" \
-	"                        COMMAND runs ON THE HOST, outside the sandbox, as sh -c\n"      \
-	"                        COMMAND, the call's JSON arguments on its stdin; its stdout\n"  \
-	"                        (JSON) is the result, a non-zero exit an error (its last\n"     \
-	"                        stderr line). Repeatable.\n"
+	"                        COMMAND runs ON THE HOST, outside the sandbox, the call's\n"    \
+	"                        JSON arguments on its stdin; its stdout (JSON) is the\n"       \
+	"                        result, a non-zero exit an error (its last stderr line).\n"    \
+	"                        No shell: COMMAND is split into words (quotes group, \\\n"    \
+	"                        escapes, nothing expands) and its program found on PATH;\n"    \
+	"                        for a pipeline use a script or name sh -c. Repeatable.\n"
 
 /* commands */
 #define CLI_CMD(n) int cli_cmd_##n(struct cli *c, int argc, char **argv)

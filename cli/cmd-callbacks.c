@@ -1,15 +1,20 @@
 /*
  * cli/cmd-callbacks.c: --callback NAME=COMMAND for `rung exec` and `rung run-code`
  * (docs/callbacks.md). COMMAND is the operator's own: it runs ON THE HOST, outside any
- * sandbox, as `sh -c COMMAND`, with the call's JSON arguments on its stdin; its stdout is the
- * result (JSON; empty: null). A non-zero exit is an error whose message is the last line of
- * its stderr. Past the call's deadline its process group is killed.
+ * sandbox, with the call's JSON arguments on its stdin; its stdout is the result (JSON; empty:
+ * null). A non-zero exit is an error whose message is the last line of its stderr. Past the
+ * call's deadline its process group is killed. No shell: COMMAND is split into words here
+ * (quotes group, a backslash escapes, nothing expands), the program is found on PATH once, at
+ * parse time, and run by execve; shell syntax outside quotes is refused (docs/style.md).
  */
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +22,14 @@
 #include "common/util.h"
 
 #define OUT_MAX (16u << 20)
+#define WORDS_MAX 64
+
+/* One --callback's command: its argv (words point into buf) and the program's path. */
+struct cb_cmd {
+	char *buf;
+	char *path;
+	char *argv[WORDS_MAX + 1];
+};
 
 struct io_pipe {
 	int fd;
@@ -43,7 +56,7 @@ static int collect(struct io_pipe *p)
 	return n < 0 && (errno == EAGAIN || errno == EINTR) ? 1 : 0;
 }
 
-static pid_t start(const char *cmd, int fds[3])
+static pid_t start(const struct cb_cmd *cmd, int fds[3])
 {
 	int in[2], out[2], er[2];
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(er, O_CLOEXEC) < 0)
@@ -54,7 +67,7 @@ static pid_t start(const char *cmd, int fds[3])
 		dup2(in[0], 0);
 		dup2(out[1], 1);
 		dup2(er[1], 2);
-		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		execve(cmd->path, cmd->argv, environ);
 		_exit(127);
 	}
 	close(in[0]);
@@ -113,7 +126,18 @@ static int run_command(void *ud, const struct rung_callback_call *c, char **resu
 				ps[i]->fd = -1;
 			}
 	}
-	kill(-pid, SIGKILL); /* whatever it left behind, or all of it past the deadline */
+	/* Its pipes at EOF is not its end: wait for it to exit (it stays a zombie, holding its pid
+	 * and group id), then kill what it left behind, or all of it past the deadline. */
+	if (!killed) {
+		int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+		struct pollfd pp = {pfd, POLLIN, 0};
+		uint64_t now = rung_now_ms();
+		killed = pfd < 0 || now >= c->deadline_ms ||
+			 poll(&pp, 1, (int)(c->deadline_ms - now)) != 1;
+		if (pfd >= 0)
+			close(pfd);
+	}
+	kill(-pid, SIGKILL);
 	int st = 0;
 	waitpid(pid, &st, 0);
 	for (int i = 0; i < 3; i++)
@@ -132,7 +156,74 @@ static int run_command(void *ud, const struct rung_callback_call *c, char **resu
 	return r;
 }
 
-int cli_callback_opt(const char *cmd, int argc, char **argv, int *i, struct cli_callbacks *cbs)
+/* COMMAND's words into cmd (quotes group, backslash escapes, nothing expands); NULL, or what
+ * is wrong with it. */
+static const char *split_words(const char *command, struct cb_cmd *cmd)
+{
+	char *o = cmd->buf = malloc(strlen(command) + 1);
+	size_t n = 0;
+	if (!o)
+		return "out of memory";
+	for (const char *p = command;;) {
+		while (*p == ' ' || *p == '\t' || *p == '\n')
+			p++;
+		if (!*p)
+			break;
+		if (n == WORDS_MAX)
+			return "more than 64 words";
+		cmd->argv[n++] = o;
+		for (char q = 0; *p && (q || (*p != ' ' && *p != '\t' && *p != '\n')); p++) {
+			if (!q && strchr("|&;<>()$`*?[]{}~#", *p))
+				return "shell syntax outside quotes (it runs without a shell: put a pipeline, "
+				       "redirection or expansion in a script, or name sh -c yourself)";
+			if (*p == q)
+				q = 0;
+			else if (!q && (*p == '\'' || *p == '"'))
+				q = *p;
+			else if (*p == '\\' && q != '\'' && p[1])
+				*o++ = *++p;
+			else
+				*o++ = *p;
+			if (q && !p[1])
+				return "a quote is not closed";
+		}
+		*o++ = 0;
+	}
+	cmd->argv[n] = NULL;
+	return n ? NULL : "no program named";
+}
+
+/* The program's path: as given when it has a '/', else the first executable file of that name
+ * on path_env (":"-separated; NULL: the default). */
+static char *find_program(const char *prog, const char *path_env)
+{
+	if (strchr(prog, '/'))
+		return access(prog, X_OK) == 0 ? strdup(prog) : NULL;
+	const char *dirs = path_env && *path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+	for (const char *d = dirs; *d;) {
+		size_t l = strcspn(d, ":");
+		char *f = NULL;
+		struct stat st;
+		if (l && asprintf(&f, "%.*s/%s", (int)l, d, prog) > 0 && stat(f, &st) == 0 &&
+		    S_ISREG(st.st_mode) && access(f, X_OK) == 0)
+			return f;
+		free(f);
+		d += l + (d[l] == ':');
+	}
+	return NULL;
+}
+
+static void cb_cmd_free(struct cb_cmd *cmd)
+{
+	if (cmd) {
+		free(cmd->buf);
+		free(cmd->path);
+		free(cmd);
+	}
+}
+
+int cli_callback_opt(const struct cli *c, const char *cmd, int argc, char **argv, int *i,
+		     struct cli_callbacks *cbs)
 {
 	if (strcmp(argv[*i], "--callback"))
 		return 0;
@@ -154,11 +245,20 @@ int cli_callback_opt(const char *cmd, int argc, char **argv, int *i, struct cli_
 	for (size_t k = 0; k < cbs->n; k++)
 		if (!strcmp(cbs->tab[k].name, v))
 			return cli_usage_error(cmd, "--callback: '%s' given twice", v), -1;
-	struct rung_callback *nt = realloc(cbs->tab, (cbs->n + 1) * sizeof(*nt));
-	if (!nt)
+	struct cb_cmd *cc = calloc(1, sizeof(*cc));
+	const char *bad = cc ? split_words(eq + 1, cc) : "out of memory";
+	if (!bad && !(cc->path = find_program(cc->argv[0], c->path_env)))
+		bad = strchr(cc->argv[0], '/') ? "its program is not an executable file"
+					       : "its program is not on PATH";
+	struct rung_callback *nt = bad ? NULL : realloc(cbs->tab, (cbs->n + 1) * sizeof(*nt));
+	if (!nt) {
+		cli_usage_error(cmd, "--callback %s: COMMAND '%s': %s", v, eq + 1,
+				bad ? bad : "out of memory");
+		cb_cmd_free(cc);
 		return -1;
+	}
 	cbs->tab = nt;
-	nt[cbs->n++] = (struct rung_callback){v, run_command, eq + 1};
+	nt[cbs->n++] = (struct rung_callback){v, run_command, cc};
 	return 1;
 }
 
@@ -172,6 +272,15 @@ int cli_callback_invoke(const struct rung_exec_req *req, const char *name, const
 			return req->callbacks[i].fn(req->callbacks[i].ud, &call, result, err);
 		}
 	return rung_err_set(err, ENOENT, "no --callback named '%s'", name);
+}
+
+void cli_callbacks_free(struct cli_callbacks *cbs)
+{
+	for (size_t k = 0; k < cbs->n; k++)
+		cb_cmd_free(cbs->tab[k].ud);
+	free(cbs->tab);
+	cbs->tab = NULL;
+	cbs->n = 0;
 }
 
 void cli_callbacks_apply(const struct cli_callbacks *cbs, struct rung_exec_req *req)

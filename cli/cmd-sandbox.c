@@ -451,7 +451,7 @@ int cli_cmd_exec(struct cli *c, int argc, char **argv)
 		}
 		int r = exec_opt("exec", argc, argv, &i, &req, &envv);
 		if (r == 0)
-			r = cli_callback_opt("exec", argc, argv, &i, &cbs);
+			r = cli_callback_opt(c, "exec", argc, argv, &i, &cbs);
 		if (r < 0)
 			return 2;
 		if (!r)
@@ -561,7 +561,7 @@ int cli_cmd_run_code(struct cli *c, int argc, char **argv)
 	const char *id = NULL, *lang = NULL;
 	cleanup_callbacks struct cli_callbacks cbs = {0};
 	for (int i = 1; i < argc; i++) {
-		int cr = cli_callback_opt("run-code", argc, argv, &i, &cbs);
+		int cr = cli_callback_opt(c, "run-code", argc, argv, &i, &cbs);
 		if (cr < 0)
 			return 2;
 		if (cr > 0)

@@ -89,6 +89,7 @@ static int read_env(struct cli *c, const char **socket_env)
 		return -1;
 	}
 	c->token = getenv("RUNG_TOKEN");
+	c->path_env = getenv("PATH");
 	if (c->token && !*c->token)
 		c->token = NULL;
 	*socket_env = getenv("RUNG_SOCKET");
