@@ -33,6 +33,8 @@ int agent_privs_settle(struct rung_err *err);
 int agent_privs_handler(struct rung_err *err);
 /* Accept loop on a listening socket; forks a handler per connection; reaps children. */
 int agent_serve(int listen_fd);
+/* pid 1's memfd whose record lock serialises background process starts (procs.c) */
+extern int agent_start_lock_fd;
 
 /* As agent_spawn; fd3 (-1: none) becomes the command's fd 3; with ctty, in is a terminal
  * that becomes the command's controlling one. */

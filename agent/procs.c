@@ -4,6 +4,7 @@
  * relayed, byte for byte both ways, to the keeper named by its handle, found by its abstract
  * socket and trusted only with the agent's uid (SO_PEERCRED). A listing asks every keeper.
  */
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,13 +107,29 @@ static int check_limits(struct rung_err *err)
 	return 0;
 }
 
+/* One start at a time counts and takes its place (agent_start_lock_fd's record lock,
+ * held from the count until the new keeper's socket listens and later counts see it). The
+ * file is pid 1's memfd: commands cannot reach it (no fd of theirs, and the handlers' /proc
+ * files are the agent uid's), so none can hold starts back. A lock held by a handler that dies
+ * goes with it. */
+static int start_lock(short type, struct rung_err *err)
+{
+	struct flock fl = {.l_type = type, .l_whence = SEEK_SET};
+	while (fcntl(agent_start_lock_fd, F_SETLKW, &fl) < 0)
+		if (errno != EINTR)
+			return rung_err_sys(err, errno, "the background processes' start lock");
+	return 0;
+}
+
 static int proc_start(int fd, const struct rung_frame *req, struct rung_err *err)
 {
 	struct rung_proto_proc q;
 	int r = rung_proto_proc_decode(req->type, req->payload, req->len, &q, err);
 	if (r < 0)
 		return r;
-	if ((r = check_limits(err)) < 0) {
+	struct rung_err ue = {0};
+	if ((r = start_lock(F_WRLCK, err)) < 0 || (r = check_limits(err)) < 0) {
+		start_lock(F_UNLCK, &ue);
 		rung_proto_proc_release(&q);
 		return r;
 	}
@@ -138,6 +155,8 @@ static int proc_start(int fd, const struct rung_frame *req, struct rung_err *err
 		rung_proto_proc_release(&q);
 		return r;
 	}
+	start_lock(F_UNLCK, &ue); /* listening: the next count sees this one */
+	close(agent_start_lock_fd);
 	r = agent_keeper_run(fd, &q, lfd, handle, err); /* returns only on failure */
 	close(lfd);
 	rung_proto_proc_release(&q);

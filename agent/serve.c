@@ -2,6 +2,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -130,9 +131,12 @@ static void reap(struct handlers *h)
 	}
 }
 
+int agent_start_lock_fd = -1;
+
 int agent_serve(int listen_fd)
 {
 	rung_fd_set_cloexec(listen_fd, 1);
+	agent_start_lock_fd = memfd_create("rung-proc-start", MFD_CLOEXEC);
 	/* SIGCHLD wakes the loop: a handler's death is acted on at once, not at the next poll. */
 	sigset_t chld;
 	sigemptyset(&chld);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/util.h"
@@ -237,12 +238,28 @@ static void case_bad_handles_and_limit(void)
 	ck_assert_int_eq(in.exit_code, -1);
 	ck_assert_int_eq(in.signal, SIGTERM);
 	rung_proc_info_release(&in, 1);
-	/* the live maximum */
+	/* the live maximum, also for starts that race for its last places: 6 clients at once
+	 * for 2 places get exactly 2 */
 	char hs[RUNG_PROC_MAX_LIVE][RUNG_PROC_HANDLE_LEN + 1];
-	for (int i = 0; i < RUNG_PROC_MAX_LIVE; i++)
+	for (int i = 0; i < RUNG_PROC_MAX_LIVE - 2; i++)
 		procs_start(f.sb, "sleep 1000", hs[i]);
 	const char *argv[] = {"sleep", "1000", NULL};
 	struct rung_proc_req req = {.argv = argv};
+	pid_t racers[6];
+	for (int i = 0; i < 6; i++)
+		if ((racers[i] = fork()) == 0) {
+			int r = rung_proc_start(f.sb, &req, h, &err);
+			_exit(r == 0 ? 0 : r == -EAGAIN ? 1 : 2);
+		}
+	int won = 0, refused = 0;
+	for (int i = 0; i < 6; i++) {
+		int st = 0;
+		ck_assert_int_eq(waitpid(racers[i], &st, 0), racers[i]);
+		won += WIFEXITED(st) && WEXITSTATUS(st) == 0;
+		refused += WIFEXITED(st) && WEXITSTATUS(st) == 1;
+	}
+	ck_assert_msg(won == 2 && refused == 4, "6 racing starts for 2 places: %d started, %d "
+		      "refused", won, refused);
 	ck_assert_int_eq(rung_proc_start(f.sb, &req, h, &err), -EAGAIN);
 	ck_assert_msg(strstr(err.msg, "64"), "%s", err.msg);
 	ck_assert_msg(rung_proc_kill(f.sb, hs[0], &err) == 0, "%s", err.msg);
