@@ -174,6 +174,51 @@ static void free_cb(void *cls)
 	free(rd);
 }
 
+/* The response reading rfd (rd takes it), fed by feed(job) on a detached thread. If either
+ * cannot be made, undo(job) releases the job, its pipe's write end included. */
+static enum MHD_Result ndjson_serve(struct srv_call *call, struct MHD_Connection *c,
+				    struct reader *rd, int rfd, void *(*feed)(void *), void *job,
+				    void (*undo)(void *job))
+{
+	unsigned idle_ms = call->s->o.idle_timeout_s * 1000u;
+	rd->rfd = rfd;
+	rd->heartbeat_ms = idle_ms && idle_ms / 3 < HEARTBEAT_MS ? (int)(idle_ms / 3) : HEARTBEAT_MS;
+	struct MHD_Response *resp =
+	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, read_cb, rd, free_cb);
+	if (!resp) {
+		free_cb(rd);
+		undo(job);
+		return MHD_NO;
+	}
+	pthread_t t;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&t, &attr, feed, job);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		MHD_destroy_response(resp); /* calls free_cb */
+		undo(job);
+		return srv_reply_error(call, c, SRV_E_UNAVAILABLE, "stream: cannot start worker");
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/x-ndjson");
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	call->status = 200;
+	enum MHD_Result r = MHD_queue_response(c, 200, resp);
+	MHD_destroy_response(resp);
+	return r;
+}
+
+static void stream_job_undo(void *p)
+{
+	struct stream_job *j = p;
+	close(j->wfd);
+	rung_sandbox_close(j->sb);
+	srv_router_put(j->s, j->router);
+	srv_exec_release(&j->x);
+	free(j);
+}
+
 enum MHD_Result srv_exec_stream(struct srv_call *call, struct MHD_Connection *c,
 				struct rung_sandbox *sb, struct rung_router *router,
 				struct srv_exec *x, bool is_code)
@@ -201,42 +246,7 @@ enum MHD_Result srv_exec_stream(struct srv_call *call, struct MHD_Connection *c,
 	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	if (ci)
 		j->cb.conn_fd = ci->connect_fd;
-	rd->rfd = p[0];
-	rd->heartbeat_ms = HEARTBEAT_MS;
-	if (s->o.idle_timeout_s && s->o.idle_timeout_s * 1000u / 3 < HEARTBEAT_MS)
-		rd->heartbeat_ms = (int)(s->o.idle_timeout_s * 1000u / 3);
-	struct MHD_Response *resp =
-	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, read_cb, rd, free_cb);
-	if (!resp) {
-		free_cb(rd);
-		close(j->wfd);
-		rung_sandbox_close(sb);
-		srv_router_put(s, router);
-		srv_exec_release(&j->x);
-		free(j);
-		return MHD_NO;
-	}
-	pthread_t t;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	int rc = pthread_create(&t, &attr, worker, j);
-	pthread_attr_destroy(&attr);
-	if (rc != 0) {
-		MHD_destroy_response(resp); /* calls free_cb */
-		close(j->wfd);
-		rung_sandbox_close(sb);
-		srv_router_put(s, router);
-		srv_exec_release(&j->x);
-		free(j);
-		return srv_reply_error(call, c, SRV_E_UNAVAILABLE, "stream: cannot start worker");
-	}
-	MHD_add_response_header(resp, "Content-Type", "application/x-ndjson");
-	MHD_add_response_header(resp, "Cache-Control", "no-store");
-	call->status = 200;
-	enum MHD_Result r = MHD_queue_response(c, 200, resp);
-	MHD_destroy_response(resp);
-	return r;
+	return ndjson_serve(call, c, rd, p[0], worker, j, stream_job_undo);
 }
 
 /* ---- a generic NDJSON response fed by a thread (procs.c's logs) ------------------------ */
@@ -258,6 +268,14 @@ static void *gen_worker(void *p)
 	return NULL;
 }
 
+static void gen_job_undo(void *p)
+{
+	struct gen_job *j = p;
+	close(j->wfd);
+	j->done(j->arg);
+	free(j);
+}
+
 enum MHD_Result srv_ndjson_thread(struct srv_call *call, struct MHD_Connection *c,
 				  void (*fn)(void *arg, int wfd), void (*done)(void *arg),
 				  void *arg)
@@ -272,36 +290,5 @@ enum MHD_Result srv_ndjson_thread(struct srv_call *call, struct MHD_Connection *
 		return srv_reply_error(call, c, SRV_E_UNAVAILABLE, "stream: out of resources");
 	}
 	*j = (struct gen_job){fn, done, arg, p[1]};
-	rd->rfd = p[0];
-	rd->heartbeat_ms = HEARTBEAT_MS;
-	if (call->s->o.idle_timeout_s && call->s->o.idle_timeout_s * 1000u / 3 < HEARTBEAT_MS)
-		rd->heartbeat_ms = (int)(call->s->o.idle_timeout_s * 1000u / 3);
-	struct MHD_Response *resp =
-	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, read_cb, rd, free_cb);
-	if (!resp) {
-		free_cb(rd);
-		close(j->wfd);
-		done(arg);
-		free(j);
-		return MHD_NO;
-	}
-	pthread_t t;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	int rc = pthread_create(&t, &attr, gen_worker, j);
-	pthread_attr_destroy(&attr);
-	if (rc != 0) {
-		MHD_destroy_response(resp);
-		close(j->wfd);
-		done(arg);
-		free(j);
-		return srv_reply_error(call, c, SRV_E_UNAVAILABLE, "stream: cannot start worker");
-	}
-	MHD_add_response_header(resp, "Content-Type", "application/x-ndjson");
-	MHD_add_response_header(resp, "Cache-Control", "no-store");
-	call->status = 200;
-	enum MHD_Result r = MHD_queue_response(c, 200, resp);
-	MHD_destroy_response(resp);
-	return r;
+	return ndjson_serve(call, c, rd, p[0], gen_worker, j, gen_job_undo);
 }
