@@ -198,6 +198,24 @@ static int check_start(const struct rung_proc_req *req, struct rung_err *err)
 	return 0;
 }
 
+/* A PROC_START request q, answered with the new process's handle. */
+static int start_call(struct rung_sandbox *s, const struct rung_proto_proc *q, const char *what,
+		      char handle[RUNG_PROC_HANDLE_LEN + 1], struct rung_err *err)
+{
+	struct rung_frame f;
+	if (simple_call(s, q, RUNG_MSG_RESULT, OP_TIMEOUT_MS, &f, err) < 0)
+		return rung_err_wrap(err, "%s", what);
+	struct result res;
+	int r = result_decode(&f, &res, err);
+	rung_frame_release(&f);
+	if (r == 0 && !res.handle[0])
+		r = rung_err_set(err, EPROTO, "the agent answered without a handle");
+	if (r < 0)
+		return rung_err_wrap(err, "%s", what);
+	memcpy(handle, res.handle, RUNG_PROC_HANDLE_LEN + 1);
+	return 0;
+}
+
 int rung_proc_start(struct rung_sandbox *s, const struct rung_proc_req *req, char *handle,
 		    struct rung_err *err)
 {
@@ -220,18 +238,7 @@ int rung_proc_start(struct rung_sandbox *s, const struct rung_proc_req *req, cha
 		.cols = req->cols,
 		.buffer = req->buffer_bytes ? req->buffer_bytes : 1u << 20,
 	};
-	struct rung_frame f;
-	if ((r = simple_call(s, &q, RUNG_MSG_RESULT, OP_TIMEOUT_MS, &f, err)) < 0)
-		return rung_err_wrap(err, "proc start");
-	struct result res;
-	r = result_decode(&f, &res, err);
-	rung_frame_release(&f);
-	if (r == 0 && !res.handle[0])
-		r = rung_err_set(err, EPROTO, "the agent answered without a handle");
-	if (r < 0)
-		return rung_err_wrap(err, "proc start");
-	memcpy(handle, res.handle, RUNG_PROC_HANDLE_LEN + 1);
-	return 0;
+	return start_call(s, &q, "proc start", handle, err);
 }
 
 int rung_proc_list(struct rung_sandbox *s, struct rung_proc_info **out, size_t *n,
@@ -557,18 +564,7 @@ int rung_session_start(struct rung_sandbox *s, const char *shell, const char *co
 		.session = true,
 		.buffer = 1u << 20,
 	};
-	struct rung_frame f;
-	if ((r = simple_call(s, &q, RUNG_MSG_RESULT, OP_TIMEOUT_MS, &f, err)) < 0)
-		return rung_err_wrap(err, "session start");
-	struct result res;
-	r = result_decode(&f, &res, err);
-	rung_frame_release(&f);
-	if (r == 0 && !res.handle[0])
-		r = rung_err_set(err, EPROTO, "the agent answered without a handle");
-	if (r < 0)
-		return rung_err_wrap(err, "session start");
-	memcpy(handle, res.handle, RUNG_PROC_HANDLE_LEN + 1);
-	return 0;
+	return start_call(s, &q, "session start", handle, err);
 }
 
 /* Output of a run, kept up to max per stream. */
