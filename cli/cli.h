@@ -39,6 +39,8 @@ struct cli_cmd {
 extern const struct cli_cmd cli_cmds[];
 
 struct rung_router *cli_router(struct cli *c);
+/* The sandbox id of the local store into *sb; an exit status (0, or the failure printed). */
+int cli_sandbox_open(struct cli *c, const char *id, struct rung_sandbox **sb);
 int cli_fail(struct cli *c, const struct rung_err *err);   /* prints, returns exit status */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool cli_want_help(int argc, char **argv);

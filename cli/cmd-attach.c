@@ -209,13 +209,11 @@ static int local_attach_cmd(struct cli *c, const char *id, const char *h, uint64
 			    bool exec_mode)
 {
 	struct rung_err err = {0};
-	struct rung_router *r = cli_router(c);
 	struct rung_sandbox *sb;
-	if (!r)
-		return 1;
-	if (rung_sandbox_open(r, id, NULL, &sb, &err) < 0)
-		return cli_fail(c, &err);
-	int st = cli_attach_local(c, sb, id, h, since, exec_mode, &err);
+	int st = cli_sandbox_open(c, id, &sb);
+	if (st)
+		return st;
+	st = cli_attach_local(c, sb, id, h, since, exec_mode, &err);
 	struct rung_proc_info pi;
 	if (st < 0 && rung_proc_wait(sb, h, 0, NULL, &(struct rung_err){0}) == 1)
 		st = 1; /* it exited as the relay ended: its status, not the relay's error */
@@ -268,14 +266,12 @@ int cli_exec_tty(struct cli *c, const char *id, struct rung_proc_req *req)
 	if (c->remote)
 		return cli_remote_exec_tty(c, id, req);
 	struct rung_err err = {0};
-	struct rung_router *r = cli_router(c);
 	struct rung_sandbox *sb;
 	char h[RUNG_PROC_HANDLE_LEN + 1];
-	if (!r)
-		return 1;
-	if (rung_sandbox_open(r, id, NULL, &sb, &err) < 0)
-		return cli_fail(c, &err);
-	int st = rung_proc_start(sb, req, h, &err);
+	int st = cli_sandbox_open(c, id, &sb);
+	if (st)
+		return st;
+	st = rung_proc_start(sb, req, h, &err);
 	if (st == 0)
 		st = local_attach_cmd(c, id, h, 0, true);
 	else

@@ -32,17 +32,6 @@ int cli_port_detach(struct cli *c, struct rung_sandbox *sb, unsigned port, int l
 	return 0;
 }
 
-static int open_sb(struct cli *c, const char *id, struct rung_sandbox **sb)
-{
-	struct rung_err err = {0};
-	struct rung_router *r = cli_router(c);
-	if (!r)
-		return 1;
-	if (rung_sandbox_open(r, id, NULL, sb, &err) < 0)
-		return cli_fail(c, &err);
-	return 0;
-}
-
 int cli_port_ls(struct cli *c, int argc, char **argv)
 {
 	const char *id = NULL;
@@ -59,7 +48,7 @@ int cli_port_ls(struct cli *c, int argc, char **argv)
 	if (c->remote)
 		return cli_usage_error("port", "rung port ls reads the local store");
 	struct rung_sandbox *sb;
-	int st = open_sb(c, id, &sb);
+	int st = cli_sandbox_open(c, id, &sb);
 	if (st)
 		return st;
 	struct rung_err err = {0};
@@ -102,7 +91,7 @@ int cli_port_rm(struct cli *c, int argc, char **argv)
 	if (c->remote)
 		return cli_usage_error("port", "rung port rm works on the local store");
 	struct rung_sandbox *sb;
-	int st = open_sb(c, argv[1], &sb);
+	int st = cli_sandbox_open(c, argv[1], &sb);
 	if (st)
 		return st;
 	struct rung_err err = {0};

@@ -414,7 +414,7 @@ int cli_cmd_acquire(struct cli *c, int argc, char **argv)
 	return 0;
 }
 
-static int open_sb(struct cli *c, const char *id, struct rung_sandbox **sb)
+int cli_sandbox_open(struct cli *c, const char *id, struct rung_sandbox **sb)
 {
 	struct rung_err err = {0};
 	struct rung_router *r = cli_router(c);
@@ -481,7 +481,7 @@ int cli_cmd_exec(struct cli *c, int argc, char **argv)
 		return st;
 	}
 	struct rung_sandbox *sb;
-	int r = open_sb(c, id, &sb);
+	int r = cli_sandbox_open(c, id, &sb);
 	if (r)
 		return r;
 	req.argv = (const char *const *)argv + cmd_at;
@@ -523,7 +523,7 @@ int cli_cmd_write(struct cli *c, int argc, char **argv)
 		return st;
 	}
 	struct rung_sandbox *sb = NULL;
-	int r = open_sb(c, pos[0], &sb);
+	int r = cli_sandbox_open(c, pos[0], &sb);
 	if (!r && rung_write_file(sb, pos[1], data, len, mode, &err) < 0)
 		r = cli_fail(c, &err);
 	else if (!r && c->json)
@@ -540,7 +540,7 @@ int cli_cmd_read(struct cli *c, int argc, char **argv)
 	if (c->remote)
 		return cli_remote_read(c, argv[1], argv[2]);
 	struct rung_sandbox *sb;
-	int r = open_sb(c, argv[1], &sb);
+	int r = cli_sandbox_open(c, argv[1], &sb);
 	if (r)
 		return r;
 	struct rung_err err = {0};
@@ -596,7 +596,7 @@ int cli_cmd_run_code(struct cli *c, int argc, char **argv)
 		return st;
 	}
 	struct rung_sandbox *sb;
-	int r = open_sb(c, id, &sb);
+	int r = cli_sandbox_open(c, id, &sb);
 	if (r) {
 		free(code);
 		return r;

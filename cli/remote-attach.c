@@ -306,16 +306,8 @@ int cli_remote_exec_tty(struct cli *c, const char *id, const struct rung_proc_re
 		json_array_append_new(json_object_get(o, "argv"), json_string(*a));
 	if (req->cwd)
 		json_object_set_new(o, "cwd", json_string(req->cwd));
-	if (req->env) {
-		json_t *e = json_object();
-		for (const char *const *v = req->env; *v; v++) {
-			char *k = strndup(*v, (size_t)(strchr(*v, '=') - *v));
-			if (k)
-				json_object_set_new(e, k, json_string(strchr(*v, '=') + 1));
-			free(k);
-		}
-		json_object_set_new(o, "env", e);
-	}
+	if (req->env)
+		json_object_set_new(o, "env", cli_env_json(req->env));
 	cleanup_free char *body = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	char path[512];

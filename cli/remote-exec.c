@@ -152,16 +152,8 @@ static json_t *exec_body(const struct rung_exec_req *req, const char *lang, bool
 		json_object_set_new(o, "argv", a);
 		if (req->cwd)
 			json_object_set_new(o, "cwd", json_string(req->cwd));
-		if (req->env) {
-			json_t *e = json_object();
-			for (const char *const *v = req->env; *v; v++) {
-				char *k = strndup(*v, (size_t)(strchr(*v, '=') - *v));
-				if (k)
-					json_object_set_new(e, k, json_string(strchr(*v, '=') + 1));
-				free(k);
-			}
-			json_object_set_new(o, "env", e);
-		}
+		if (req->env)
+			json_object_set_new(o, "env", cli_env_json(req->env));
 	}
 	if (req->timeout_ms)
 		json_object_set_new(o, "timeout", json_real(req->timeout_ms / 1000.0));

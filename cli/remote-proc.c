@@ -50,19 +50,6 @@ static int call(struct cli *c, const char *method, const char *path, json_t *bod
 	return 0;
 }
 
-static json_t *env_object(const char *const *env)
-{
-	json_t *e = json_object();
-	for (; env && *env; env++) {
-		const char *eq = strchr(*env, '=');
-		char *k = strndup(*env, (size_t)(eq - *env));
-		if (k)
-			json_object_set_new(e, k, json_string(eq + 1));
-		free(k);
-	}
-	return e;
-}
-
 static json_t *start_body(const struct cli_proc_args *a)
 {
 	json_t *o = json_object();
@@ -88,7 +75,7 @@ static json_t *start_body(const struct cli_proc_args *a)
 	if (a->req.cwd)
 		json_object_set_new(o, "cwd", json_string(a->req.cwd));
 	if (a->req.env)
-		json_object_set_new(o, "env", env_object(a->req.env));
+		json_object_set_new(o, "env", cli_env_json(a->req.env));
 	return o;
 }
 

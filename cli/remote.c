@@ -238,6 +238,19 @@ int cli_lines_feed(struct cli_lines *l, const char *p, size_t len,
 	return 0;
 }
 
+json_t *cli_env_json(const char *const *env)
+{
+	json_t *e = json_object();
+	for (; env && *env; env++) {
+		const char *eq = strchr(*env, '=');
+		char *k = eq ? strndup(*env, (size_t)(eq - *env)) : NULL;
+		if (k)
+			json_object_set_new(e, k, json_string(eq + 1));
+		free(k);
+	}
+	return e;
+}
+
 int cli_lines_end(struct cli_lines *l, int (*fn)(void *ud, const char *line, size_t len),
 		  void *ud)
 {

@@ -46,6 +46,8 @@ int cli_lines_feed(struct cli_lines *l, const char *p, size_t len,
 int cli_lines_end(struct cli_lines *l, int (*fn)(void *ud, const char *line, size_t len),
 		  void *ud);
 void cli_http_release(struct cli_http *h);
+/* {"K": "V"} of a NULL-terminated K=V list (NULL: {}). */
+json_t *cli_env_json(const char *const *env);
 /* cli_http_do, then a non-2xx answer as cli_http_error. */
 int cli_http_call(struct cli *c, struct cli_http *h, const char *method, const char *path,
 		  const char *const *hdrs, const void *body, size_t blen, struct rung_err *err);
