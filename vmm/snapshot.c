@@ -5,12 +5,13 @@
  * Save runs on its own thread, started before any seccomp filter, with a filter of its own:
  * it alone may create files (O_CREAT|O_EXCL only), rename and fsync them, and read vCPU and VM
  * state. The VMM thread, which parses guest packets, asks it through run_lock and waits.
- * Order (as the KVM API asks): per vCPU the MP state first (it may latch pending LAPIC events),
- * then registers, XSAVE, XCRs, LAPIC, events, debug registers, MSRs; the irqchip, PIT and
- * clock; the devices; the serial port; guest memory last, as the file's tail.
- * Restore is done by the main thread before any filter: the VM state (PIT, clock, irqchip),
- * then per vCPU registers, XSAVE, XCRs, special registers, MSRs (after EFER), MP state, LAPIC,
- * the TSC deadline again (the LAPIC mode must be set first), events, debug registers.
+ * Order (the KVM API's rules, as Firecracker orders them): per vCPU the MP state first (reading
+ * it may latch pending LAPIC events), registers, special registers, XSAVE, XCRs, debug
+ * registers, LAPIC, MSRs, events last; then the irqchip, PIT and clock; the devices; the
+ * serial port; guest memory last, as the file's tail. Restore is done by the main thread
+ * before any filter: the VM state (PIT, clock, irqchip), then per vCPU in the same order
+ * (special registers restore the APIC base before the LAPIC; the LAPIC's timer mode before
+ * the TSC deadline MSR; events last).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -26,8 +27,6 @@
 #include "common/util.h"
 #include "vmm/snapshot-file.h"
 #include "vmm/vm-internal.h"
-
-#define MSR_TSC_DEADLINE 0x6e0
 
 static int msr_list_get(struct vmm_vm *vm, struct rung_err *err)
 {
@@ -93,21 +92,22 @@ static int vcpu_save(struct vmm_vm *vm, struct vmm_vcpu *c, struct vmm_snap_vcpu
 	    ioctl(c->fd, KVM_GET_SREGS, &s->sregs) < 0 ||
 	    ioctl(c->fd, KVM_GET_XSAVE, &s->xsave) < 0 ||
 	    ioctl(c->fd, KVM_GET_XCRS, &s->xcrs) < 0 ||
-	    ioctl(c->fd, KVM_GET_LAPIC, &s->lapic) < 0 ||
-	    ioctl(c->fd, KVM_GET_VCPU_EVENTS, &s->events) < 0 ||
-	    ioctl(c->fd, KVM_GET_DEBUGREGS, &s->debugregs) < 0)
+	    ioctl(c->fd, KVM_GET_DEBUGREGS, &s->debugregs) < 0 ||
+	    ioctl(c->fd, KVM_GET_LAPIC, &s->lapic) < 0)
 		return rung_err_sys(err, errno, "vcpu %u: reading its state", c->id);
-	return get_msrs(vm, c, s, err);
+	int r = get_msrs(vm, c, s, err);
+	if (r == 0 && ioctl(c->fd, KVM_GET_VCPU_EVENTS, &s->events) < 0)
+		r = rung_err_sys(err, errno, "vcpu %u: KVM_GET_VCPU_EVENTS", c->id);
+	return r;
 }
 
-static int set_msrs(struct vmm_vcpu *c, const struct kvm_msr_entry *e, uint32_t n, bool only_tscd,
+static int set_msrs(struct vmm_vcpu *c, const struct kvm_msr_entry *e, uint32_t n,
 		    struct rung_err *err)
 {
 	static struct msrs_buf b; /* the main thread only, before the vCPUs run */
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < n && i < VMM_SNAP_MAX_MSRS; i++)
-		if (!only_tscd || e[i].index == MSR_TSC_DEADLINE)
-			b.e[k++] = e[i];
+		b.e[k++] = e[i];
 	while (k) {
 		memset(&b.h, 0, sizeof(b.h));
 		b.h.nmsrs = k;
@@ -140,21 +140,19 @@ static int vcpu_restore(struct vmm_vcpu *c, const struct vmm_snap_vcpu *s, struc
 		if (ioctl(c->fd, req, arg) < 0) \
 			goto fail;            \
 	} while (0)
+	SET(KVM_SET_MP_STATE, &mp);
 	SET(KVM_SET_REGS, &s->regs);
+	SET(KVM_SET_SREGS, &sregs); /* restores the APIC base: before the LAPIC */
 	SET(KVM_SET_XSAVE, &xs);
 	SET(KVM_SET_XCRS, &xcrs);
-	SET(KVM_SET_SREGS, &sregs);
-	if ((r = set_msrs(c, s->msrs, s->nmsrs, false, err)) < 0)
-		return r;
-	SET(KVM_SET_MP_STATE, &mp);
-	SET(KVM_SET_LAPIC, &lapic);
-	if ((r = set_msrs(c, s->msrs, s->nmsrs, true, err)) < 0)
+	dr.flags = 0;
+	SET(KVM_SET_DEBUGREGS, &dr);
+	SET(KVM_SET_LAPIC, &lapic); /* the timer mode: before the TSC deadline MSR */
+	if ((r = set_msrs(c, s->msrs, s->nmsrs, err)) < 0)
 		return r;
 	ev.flags &= KVM_VCPUEVENT_VALID_NMI_PENDING | KVM_VCPUEVENT_VALID_SIPI_VECTOR |
 		    KVM_VCPUEVENT_VALID_SHADOW | KVM_VCPUEVENT_VALID_SMM;
 	SET(KVM_SET_VCPU_EVENTS, &ev);
-	dr.flags = 0;
-	SET(KVM_SET_DEBUGREGS, &dr);
 #undef SET
 	return 0;
 fail:
