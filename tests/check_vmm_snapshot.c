@@ -5,9 +5,15 @@
  * what is wrong; random damage to the state bytes never gets past the checks unnoticed.
  */
 #include <check.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/lib/testutil.h"
 #include "vmm/snapshot-file.h"
@@ -397,6 +403,71 @@ START_TEST(restore_args)
 }
 END_TEST
 
+/* The save thread's filter, in a child: which opens it survives (0) or dies of (SIGSYS). */
+static int snap_filtered(const char *dir, int how)
+{
+	void *prog;
+	size_t len;
+	struct rung_err err = {0};
+	ck_assert_int_eq(vmm_seccomp_build(VMM_THREAD_SNAP, &prog, &len, &err), 0);
+	char path[600], tmp[600];
+	snprintf(path, sizeof(path), "%s/existing", dir);
+	snprintf(tmp, sizeof(tmp), "%s/new", dir);
+	unlink(tmp);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (vmm_seccomp_install(prog, len, &err) < 0)
+			_exit(100);
+		int fd = -1;
+		switch (how) {
+		case 0: /* what a save does: create, write, sync, rename, the directory synced */
+			fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+			if (fd < 0 || write(fd, "x", 1) != 1 || fsync(fd) < 0 ||
+			    rename(tmp, path) < 0)
+				_exit(101);
+			close(fd);
+			fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			_exit(fd >= 0 && fsync(fd) == 0 ? 0 : 102);
+		case 1: /* an existing file for writing */
+			fd = open(path, O_WRONLY | O_CLOEXEC);
+			break;
+		case 2: /* an existing file for reading */
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			break;
+		case 3: /* a KVM state setter (the fd does not matter: the filter decides first) */
+			syscall(SYS_ioctl, 0, KVM_SET_REGS, 0);
+			break;
+		case 4:
+			syscall(SYS_socket, AF_UNIX, 1, 0);
+			break;
+		}
+		_exit(fd >= 0 ? 103 : 104);
+	}
+	free(prog);
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+START_TEST(save_thread_seccomp)
+{
+	char *dir = rung_test_tmpdir("vmm-snap");
+	char path[600];
+	snprintf(path, sizeof(path), "%s/existing", dir);
+	int st = snap_filtered(dir, 0);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	for (int how = 1; how <= 4; how++) {
+		st = snap_filtered(dir, how);
+		ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS, "case %d: status 0x%x",
+			      how, st);
+	}
+	unlink(path);
+	rmdir(dir);
+	free(dir);
+}
+END_TEST
+
 Suite *vmm_snapshot_suite(void)
 {
 	Suite *s = suite_create("vmm_snapshot");
@@ -411,6 +482,7 @@ Suite *vmm_snapshot_suite(void)
 	tcase_add_test(tc, missing_sections_refused);
 	tcase_add_test(tc, random_damage);
 	tcase_add_test(tc, restore_args);
+	tcase_add_test(tc, save_thread_seccomp);
 	suite_add_tcase(s, tc);
 	return s;
 }
