@@ -53,7 +53,7 @@ struct vmm_snap_section {
 struct vmm_snap_vcpu {
 	struct kvm_regs regs;
 	struct kvm_sregs sregs;
-	struct kvm_xsave xsave;
+	uint32_t xsave[1024]; /* struct kvm_xsave's region (KVM_GET_XSAVE: 4 KiB) */
 	struct kvm_xcrs xcrs;
 	struct kvm_lapic_state lapic;
 	struct kvm_mp_state mp;

@@ -52,19 +52,20 @@ static int msr_list_get(struct vmm_vm *vm, struct rung_err *err)
 	return 0;
 }
 
-struct msrs_buf {
-	struct kvm_msrs h;
-	struct kvm_msr_entry e[VMM_SNAP_MAX_MSRS];
+union msrs_buf {
+	struct kvm_msrs h; /* entries[] follow nmsrs */
+	uint8_t raw[sizeof(struct kvm_msrs) + VMM_SNAP_MAX_MSRS * sizeof(struct kvm_msr_entry)];
 };
 
 /* KVM_GET_MSRS stops at the first MSR it cannot read: drop that one and go on. */
 static int get_msrs(struct vmm_vm *vm, struct vmm_vcpu *c, struct vmm_snap_vcpu *s,
 		    struct rung_err *err)
 {
-	static struct msrs_buf b; /* the save thread only */
+	static union msrs_buf b; /* the save thread only */
+	struct kvm_msr_entry *e = b.h.entries;
 	uint32_t n = vm->msr_list->nmsrs;
 	for (uint32_t i = 0; i < n; i++)
-		b.e[i] = (struct kvm_msr_entry){.index = vm->msr_list->indices[i]};
+		e[i] = (struct kvm_msr_entry){.index = vm->msr_list->indices[i]};
 	while (n) {
 		memset(&b.h, 0, sizeof(b.h));
 		b.h.nmsrs = n;
@@ -73,12 +74,12 @@ static int get_msrs(struct vmm_vm *vm, struct vmm_vcpu *c, struct vmm_snap_vcpu 
 			return rung_err_sys(err, errno, "vcpu %u: KVM_GET_MSRS", c->id);
 		if ((uint32_t)got > n)
 			got = (int)n;
-		memcpy(s->msrs + s->nmsrs, b.e, (size_t)got * sizeof(b.e[0]));
+		memcpy(s->msrs + s->nmsrs, e, (size_t)got * sizeof(e[0]));
 		s->nmsrs += (uint32_t)got;
 		if ((uint32_t)got == n)
 			break;
 		n -= (uint32_t)got + 1;
-		memmove(b.e, b.e + got + 1, n * sizeof(b.e[0]));
+		memmove(e, e + got + 1, n * sizeof(e[0]));
 	}
 	return 0;
 }
@@ -90,7 +91,7 @@ static int vcpu_save(struct vmm_vm *vm, struct vmm_vcpu *c, struct vmm_snap_vcpu
 	s->xcrs.nr_xcrs = 0;
 	if (ioctl(c->fd, KVM_GET_MP_STATE, &s->mp) < 0 || ioctl(c->fd, KVM_GET_REGS, &s->regs) < 0 ||
 	    ioctl(c->fd, KVM_GET_SREGS, &s->sregs) < 0 ||
-	    ioctl(c->fd, KVM_GET_XSAVE, &s->xsave) < 0 ||
+	    ioctl(c->fd, KVM_GET_XSAVE, s->xsave) < 0 || /* the legacy 4 KiB region */
 	    ioctl(c->fd, KVM_GET_XCRS, &s->xcrs) < 0 ||
 	    ioctl(c->fd, KVM_GET_DEBUGREGS, &s->debugregs) < 0 ||
 	    ioctl(c->fd, KVM_GET_LAPIC, &s->lapic) < 0)
@@ -104,10 +105,11 @@ static int vcpu_save(struct vmm_vm *vm, struct vmm_vcpu *c, struct vmm_snap_vcpu
 static int set_msrs(struct vmm_vcpu *c, const struct kvm_msr_entry *e, uint32_t n,
 		    struct rung_err *err)
 {
-	static struct msrs_buf b; /* the main thread only, before the vCPUs run */
+	static union msrs_buf b; /* the main thread only, before the vCPUs run */
+	struct kvm_msr_entry *be = b.h.entries;
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < n && i < VMM_SNAP_MAX_MSRS; i++)
-		b.e[k++] = e[i];
+		be[k++] = e[i];
 	while (k) {
 		memset(&b.h, 0, sizeof(b.h));
 		b.h.nmsrs = k;
@@ -116,9 +118,9 @@ static int set_msrs(struct vmm_vcpu *c, const struct kvm_msr_entry *e, uint32_t 
 			return rung_err_sys(err, errno, "vcpu %u: KVM_SET_MSRS", c->id);
 		if ((uint32_t)set >= k)
 			break;
-		LOG_WARN("vcpu %u: MSR 0x%x not restored", c->id, b.e[set].index);
+		LOG_WARN("vcpu %u: MSR 0x%x not restored", c->id, be[set].index);
 		k -= (uint32_t)set + 1;
-		memmove(b.e, b.e + set + 1, k * sizeof(b.e[0]));
+		memmove(be, be + set + 1, k * sizeof(be[0]));
 	}
 	return 0;
 }
@@ -129,11 +131,12 @@ static int vcpu_restore(struct vmm_vcpu *c, const struct vmm_snap_vcpu *s, struc
 	struct kvm_lapic_state lapic = s->lapic;
 	struct kvm_vcpu_events ev = s->events;
 	struct kvm_debugregs dr = s->debugregs;
-	struct kvm_xsave xs = s->xsave;
+	struct kvm_xsave xs;
 	struct kvm_xcrs xcrs = s->xcrs;
 	struct kvm_mp_state mp = s->mp;
 	const char *what;
 	int r;
+	memcpy(xs.region, s->xsave, sizeof(xs.region));
 #define SET(req, arg)                         \
 	do {                                  \
 		what = #req;                  \

@@ -325,7 +325,7 @@ t_net_ping() {
 # new connection; a truncated snapshot is refused naming the problem.
 vm_restore() { # ID SNAPSHOT UPPER: like vm_start, from a snapshot
 	rm -f "$W/$1.sock" "$W/$1.ctl" "$W/$1.serial"
-	"$VMM" --restore "$2" --disk "$BASE,ro" --disk "$3" --serial-log "$W/$1.serial" \
+	RUNG_VMM_DEBUG=1 "$VMM" --restore "$2" --disk "$BASE,ro" --disk "$3" --serial-log "$W/$1.serial" \
 		--serial-cap $SERIAL_CAP --vsock-uds "$W/$1.sock" --control "$W/$1.ctl" >"$W/$1.out" 2>&1 &
 	echo $! >"$W/$1.pid"
 	echo "$W/$1.sock" >"$W/$1.addr"
@@ -350,8 +350,8 @@ t_snapshot() {
 	t0=$(now)
 	vm_restore s2 "$W/s.snap" "$W/u5.img"
 	if vm_wait s2 30000; then
-		pass "restore agent-ready in $(ms_since "$t0") ms"
-		out=$(vexec s2 -- /bin/sh -c 'cat /dev/shm/snap.txt /work/snap.txt; echo after > /work/after.txt; cat /work/after.txt')
+		pass "restore agent-ready in $(ms_since "$t0") ms ($(grep -ohE 'memory checksum in [0-9]+ ms|vm created in [0-9]+ us' "$W/s2.out" | tr '\n' ' '))"
+		out=$(vexec s2 -- /bin/sh -c 'cat /dev/shm/snap.txt; echo; cat /work/snap.txt; echo after > /work/after.txt; cat /work/after.txt')
 		[ "$out" = "$(printf 'in-ram\non-disk\nafter')" ] &&
 			pass "restored guest: RAM and disk files intact, exec works" ||
 			fail "restored guest: got '$out'"
