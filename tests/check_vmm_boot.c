@@ -319,13 +319,21 @@ END_TEST
 
 START_TEST(control_parse)
 {
-	ck_assert_int_eq(vmm_control_parse("pause", 5), VMM_CTL_PAUSE);
-	ck_assert_int_eq(vmm_control_parse("resume\r", 7), VMM_CTL_RESUME);
-	ck_assert_int_eq(vmm_control_parse("stop", 4), VMM_CTL_STOP);
-	ck_assert_int_eq(vmm_control_parse("status", 6), VMM_CTL_STATUS);
-	ck_assert_int_eq(vmm_control_parse("stopp", 5), VMM_CTL_BAD);
-	ck_assert_int_eq(vmm_control_parse("", 0), VMM_CTL_BAD);
-	ck_assert_int_eq(vmm_control_parse("pause\0x", 7), VMM_CTL_BAD);
+	const char *arg;
+	size_t alen;
+	ck_assert_int_eq(vmm_control_parse("pause", 5, &arg, &alen), VMM_CTL_PAUSE);
+	ck_assert_int_eq(vmm_control_parse("resume\r", 7, &arg, &alen), VMM_CTL_RESUME);
+	ck_assert_int_eq(vmm_control_parse("stop", 4, &arg, &alen), VMM_CTL_STOP);
+	ck_assert_int_eq(vmm_control_parse("status", 6, &arg, &alen), VMM_CTL_STATUS);
+	ck_assert_int_eq(vmm_control_parse("stopp", 5, &arg, &alen), VMM_CTL_BAD);
+	ck_assert_int_eq(vmm_control_parse("", 0, &arg, &alen), VMM_CTL_BAD);
+	ck_assert_int_eq(vmm_control_parse("pause\0x", 7, &arg, &alen), VMM_CTL_BAD);
+	ck_assert_int_eq(vmm_control_parse("snapshot /s/a b \r", 17, &arg, &alen), VMM_CTL_SNAPSHOT);
+	ck_assert_uint_eq(alen, 6); /* trailing blanks and \r are not part of the path */
+	ck_assert(!memcmp(arg, "/s/a b", 6));
+	ck_assert_int_eq(vmm_control_parse("snapshot ", 9, &arg, &alen), VMM_CTL_BAD);
+	ck_assert_int_eq(vmm_control_parse("snapshot", 8, &arg, &alen), VMM_CTL_BAD);
+	ck_assert_int_eq(vmm_control_parse("snapshot a\0b", 12, &arg, &alen), VMM_CTL_BAD);
 	ck_assert_int_eq(vmm_exit_status(VMM_EXIT_REBOOT), 0);
 	ck_assert_int_eq(vmm_exit_status(VMM_EXIT_SHUTDOWN), 3);
 	ck_assert_int_eq(vmm_exit_status(VMM_EXIT_ERROR), 1);

@@ -15,10 +15,13 @@ const char vmm_usage[] =
 	"                [--vsock-fd FD] [--kvm-fd FD]\n"
 	"                [--net-fd FD | --net-tap NAME] [--net-mac XX:XX:XX:XX:XX:XX]\n"
 	"                [--serial-timestamps] [--no-seccomp] [--help]\n"
+	"       rung-vmm --restore SNAPSHOT [--mem MIB] [--cpus N] (then the same --disk,\n"
+	"                --vsock-*, --net-*, --serial-*, --control options as the boot)\n"
 	"       rung-vmm --probe [--kvm-fd FD]\n"
 	"Boots a Linux bzImage under KVM. Each connection to --vsock-uds is bridged to a new\n"
 	"vsock connection to guest CID 3, port --vsock-port (default 1024). --control accepts\n"
-	"the lines pause, resume, stop, status. A jailer may hand in the listening agent socket\n"
+	"the lines pause, resume, stop, status, snapshot PATH (pauses, writes the guest to PATH,\n"
+	"answers when the file is complete, resumes). A jailer may hand in the listening agent socket\n"
 	"(--vsock-fd, instead of --vsock-uds) and an open /dev/kvm (--kvm-fd).\n"
 	"--net-fd (an open tap, IFF_TAP|IFF_NO_PI) or --net-tap (attach to an existing tap) adds\n"
 	"a virtio-net device; --net-mac sets its address (default: a random local unicast one).\n"
@@ -78,11 +81,14 @@ static int parse_num(const char *name, const char *v, uint64_t min, uint64_t max
 static int args_complete(const struct vmm_config *cfg, bool have_mem, bool have_cpus,
 			 struct rung_err *err)
 {
-	if (!cfg->kernel)
-		return rung_err_set(err, EINVAL, "--kernel: required");
-	if (!have_mem)
+	if (cfg->restore && (cfg->kernel || cfg->initrd || cfg->cmdline_extra))
+		return rung_err_set(err, EINVAL, "--restore: the snapshot holds the booted guest; "
+				    "--kernel, --initrd and --cmdline do not apply");
+	if (!cfg->kernel && !cfg->restore)
+		return rung_err_set(err, EINVAL, "--kernel (or --restore): required");
+	if (!have_mem && !cfg->restore)
 		return rung_err_set(err, EINVAL, "--mem: required");
-	if (!have_cpus)
+	if (!have_cpus && !cfg->restore)
 		return rung_err_set(err, EINVAL, "--cpus: required");
 	if (!cfg->serial_log)
 		return rung_err_set(err, EINVAL, "--serial-log: required");
@@ -129,6 +135,9 @@ int vmm_args_parse(int argc, char *const *argv, struct vmm_config *cfg, struct r
 		} else if (!strcmp(name, "--kernel")) {
 			if (VAL() == 0)
 				cfg->kernel = v;
+		} else if (!strcmp(name, "--restore")) {
+			if (VAL() == 0)
+				cfg->restore = v;
 		} else if (!strcmp(name, "--initrd")) {
 			if (VAL() == 0)
 				cfg->initrd = v;
@@ -197,7 +206,8 @@ int vmm_args_parse(int argc, char *const *argv, struct vmm_config *cfg, struct r
 	return args_complete(cfg, have_mem, have_cpus, err);
 }
 
-enum vmm_ctl_cmd vmm_control_parse(const char *line, size_t len)
+enum vmm_ctl_cmd vmm_control_parse(const char *line, size_t len, const char **arg,
+				   size_t *arg_len)
 {
 	static const struct {
 		const char *s;
@@ -208,6 +218,15 @@ enum vmm_ctl_cmd vmm_control_parse(const char *line, size_t len)
 		    {"status", VMM_CTL_STATUS}};
 	while (len && (line[len - 1] == '\r' || line[len - 1] == ' '))
 		len--;
+	*arg = NULL;
+	*arg_len = 0;
+	if (len > 9 && !memcmp(line, "snapshot ", 9)) {
+		if (memchr(line + 9, '\0', len - 9))
+			return VMM_CTL_BAD;
+		*arg = line + 9;
+		*arg_len = len - 9;
+		return VMM_CTL_SNAPSHOT;
+	}
 	for (size_t i = 0; i < RUNG_ARRAY_SIZE(cmds); i++)
 		if (strlen(cmds[i].s) == len && !memcmp(cmds[i].s, line, len))
 			return cmds[i].c;

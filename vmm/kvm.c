@@ -82,8 +82,13 @@ int vmm_kvm_open(struct vmm_vm *vm, uint64_t mem_bytes, struct rung_err *err)
 		return r;
 	for (unsigned i = 0; i < vm->mem.nr; i++) {
 		struct vmm_mem_region *rg = &vm->mem.r[i];
-		void *p = mmap(NULL, rg->size, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		/* --restore: the snapshot's memory image, privately (clones share clean pages) */
+		void *p = vm->mem_fd >= 0
+				  ? mmap(NULL, rg->size, PROT_READ | PROT_WRITE,
+					 MAP_PRIVATE | MAP_NORESERVE, vm->mem_fd,
+					 (off_t)(vm->mem_file_off + (rg->gpa ? vm->mem.r[0].size : 0)))
+				  : mmap(NULL, rg->size, PROT_READ | PROT_WRITE,
+					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (p == MAP_FAILED)
 			return rung_err_sys(err, errno, "guest memory: mmap %llu bytes",
 					    (unsigned long long)rg->size);

@@ -4,6 +4,7 @@
  * calling thread only (no TSYNC). Filters are built and exported to BPF before any guest
  * input is read; threads only install them.
  */
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/kvm.h>
 #include <linux/seccomp.h>
@@ -46,6 +47,12 @@ static const int vmm_calls[] = {
 	SCMP_SYS(recvfrom), SCMP_SYS(sendto), SCMP_SYS(sendmsg), SCMP_SYS(unlink), SCMP_SYS(unlinkat),
 };
 
+/* Snapshot save thread: syncing the file it created, renaming it into place, removing it
+ * when the save failed (see add_snapshot; glibc uses either form of rename and unlink). */
+static const int snap_calls[] = {
+	SCMP_SYS(fsync), SCMP_SYS(rename), SCMP_SYS(renameat), SCMP_SYS(unlink), SCMP_SYS(unlinkat),
+};
+
 static int add_all(scmp_filter_ctx ctx, const int *calls, size_t n, struct rung_err *err)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -78,6 +85,33 @@ static int add_ioctl(scmp_filter_ctx ctx, unsigned long cmd, struct rung_err *er
 	return 0;
 }
 
+/*
+ * The save thread: open only to create a new file (O_CREAT|O_EXCL, write-only) or a directory
+ * read-only (to fsync it), never to open an existing file for writing; the vCPU and VM state
+ * reads (GET ioctls only: no SET, no KVM_RUN, no memory slots).
+ */
+static int add_snapshot(scmp_filter_ctx ctx, struct rung_err *err)
+{
+	static const unsigned long gets[] = {
+		KVM_GET_MP_STATE, KVM_GET_REGS, KVM_GET_SREGS, KVM_GET_XSAVE, KVM_GET_XCRS,
+		KVM_GET_LAPIC, KVM_GET_VCPU_EVENTS, KVM_GET_DEBUGREGS, KVM_GET_MSRS,
+		KVM_GET_IRQCHIP, KVM_GET_PIT2, KVM_GET_CLOCK,
+	};
+	static const int oflags[] = {O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+				     O_RDONLY | O_DIRECTORY | O_CLOEXEC};
+	int r = add_all(ctx, snap_calls, sizeof(snap_calls) / sizeof(int), err);
+	for (size_t i = 0; r == 0 && i < sizeof(gets) / sizeof(gets[0]); i++)
+		r = add_ioctl(ctx, gets[i], err);
+	for (size_t i = 0; r == 0 && i < 2; i++) {
+		/* glibc's open() is openat(AT_FDCWD, path, flags, mode) */
+		int e = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
+					 SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t)oflags[i]));
+		if (e < 0)
+			r = rung_err_sys(err, -e, "seccomp: openat rule");
+	}
+	return r;
+}
+
 int vmm_seccomp_build(enum vmm_thread_kind kind, void **prog, size_t *len, struct rung_err *err)
 {
 	cleanup_scmp scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
@@ -95,6 +129,9 @@ int vmm_seccomp_build(enum vmm_thread_kind kind, void **prog, size_t *len, struc
 		    (r = add_ioctl(ctx, KVM_IRQ_LINE, err)) < 0 ||
 		    (r = add_ioctl(ctx, KVM_GET_MP_STATE, err)) < 0 ||
 		    (r = add_ioctl(ctx, KVM_GET_REGS, err)) < 0)
+			return r;
+	} else if (kind == VMM_THREAD_SNAP) {
+		if ((r = add_snapshot(ctx, err)) < 0)
 			return r;
 	} else {
 		if ((r = add_all(ctx, vmm_calls, sizeof(vmm_calls) / sizeof(int), err)) < 0 ||

@@ -269,6 +269,16 @@ static bool wait_while_paused(struct vmm_vcpu *c)
 	struct vmm_vm *vm = c->vm;
 	pthread_mutex_lock(&vm->run_lock);
 	if (vm->pause_req && !vm->stopping) {
+		/* An I/O or MMIO exit is complete only once KVM_RUN is entered again: do that,
+		 * with immediate_exit, so a snapshot never catches a half-done instruction. */
+		pthread_mutex_unlock(&vm->run_lock);
+		__atomic_store_n(&c->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+		for (int n = 0; n < 16 && ioctl(c->fd, KVM_RUN, 0) == 0; n++)
+			handle_exit(c); /* a string I/O can need more than one exit */
+		__atomic_store_n(&c->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
+		pthread_mutex_lock(&vm->run_lock);
+	}
+	if (vm->pause_req && !vm->stopping) {
 		vm->npaused++;
 		pthread_cond_broadcast(&vm->run_cond);
 		while (vm->pause_req && !vm->stopping)

@@ -12,6 +12,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "vmm/snapshot-file.h"
 #include "vmm/vmm.h"
 
 #define MMIO_MAGIC 0x74726976 /* "virt" */
@@ -315,4 +316,62 @@ bool vmm_bus_access(struct vmm_bus *bus, uint64_t gpa, void *data, unsigned len,
 	if (!write)
 		memset(data, 0xff, len);
 	return false;
+}
+
+void vmm_virtio_save(struct vmm_virtio *t, struct vmm_snap_virtio *s)
+{
+	pthread_mutex_lock(&t->lock);
+	memset(s, 0, sizeof(*s));
+	s->device_id = t->ops->device_id;
+	s->status = t->status;
+	s->dev_feat_sel = t->dev_feat_sel;
+	s->drv_feat_sel = t->drv_feat_sel;
+	s->queue_sel = t->queue_sel;
+	s->isr = t->isr;
+	s->config_gen = t->config_gen;
+	s->drv_features = t->drv_features;
+	for (unsigned q = 0; q < VMM_VIRTIO_MAX_QUEUES; q++) {
+		const struct vmm_vq *v = &t->vq[q];
+		s->vq[q] = (struct vmm_snap_vq){.desc = v->desc, .avail = v->avail, .used = v->used,
+						.size = v->size, .last_avail = v->last_avail,
+						.used_idx = v->used_idx, .ready = v->ready};
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* The saved registers are checked as a guest's writes would be: a ready queue must lie in
+ * guest memory, the features must be the device's, the selector in range. */
+int vmm_virtio_restore(struct vmm_virtio *t, const struct vmm_snap_virtio *s, struct rung_err *err)
+{
+	if (s->device_id != t->ops->device_id)
+		return rung_err_set(err, EINVAL, "virtio %s: saved state is of device type %u",
+				    t->ops->name, s->device_id);
+	if (s->drv_features & ~dev_features(t))
+		return rung_err_set(err, EINVAL, "virtio %s: saved features 0x%llx not offered",
+				    t->ops->name, (unsigned long long)s->drv_features);
+	if (s->queue_sel >= t->ops->num_queues || s->dev_feat_sel > 1 || s->drv_feat_sel > 1)
+		return rung_err_set(err, EINVAL, "virtio %s: saved selectors out of range",
+				    t->ops->name);
+	pthread_mutex_lock(&t->lock);
+	t->status = s->status;
+	t->dev_feat_sel = s->dev_feat_sel;
+	t->drv_feat_sel = s->drv_feat_sel;
+	t->queue_sel = s->queue_sel;
+	t->isr = s->isr & (VIRTIO_MMIO_INT_VRING | VIRTIO_MMIO_INT_CONFIG);
+	t->config_gen = s->config_gen;
+	t->drv_features = s->drv_features;
+	int r = 0;
+	for (unsigned q = 0; q < VMM_VIRTIO_MAX_QUEUES; q++) {
+		const struct vmm_snap_vq *v = &s->vq[q];
+		t->vq[q] = (struct vmm_vq){.desc = v->desc, .avail = v->avail, .used = v->used,
+					   .size = v->size, .last_avail = v->last_avail,
+					   .used_idx = v->used_idx, .ready = v->ready};
+		if (v->ready && (q >= t->ops->num_queues || !queue_valid(t, &t->vq[q])))
+			r = rung_err_set(err, EINVAL, "virtio %s: saved queue %u is not valid in "
+					 "guest memory", t->ops->name, q);
+	}
+	if (r < 0)
+		memset(t->vq, 0, sizeof(t->vq));
+	pthread_mutex_unlock(&t->lock);
+	return r;
 }

@@ -515,3 +515,36 @@ const struct vmm_virtio_dev_ops vmm_vsock_ops = {
 	.queue_notify = vsock_notify,
 	.reset = vsock_reset,
 };
+
+static uint32_t reset_event(void *ctx, const struct vmm_chain *c)
+{
+	uint32_t id = 0; /* VIRTIO_VSOCK_EVENT_TRANSPORT_RESET, little-endian */
+	int *posted = ctx;
+	if (vmm_chain_write(c, 0, &id, sizeof(id)) != sizeof(id))
+		return 0;
+	*posted = 1;
+	return sizeof(id);
+}
+
+static const uint16_t *evq_avail_idx(const struct vmm_vsock *vs)
+{
+	const struct vmm_vq *vq = &vs->t->vq[EVQ];
+	return vq->ready ? vmm_mem_ptr(vs->t->mem, vq->avail + 2, 2) : NULL;
+}
+
+int vmm_vsock_post_reset(struct vmm_vsock *vs)
+{
+	int posted = 0;
+	vmm_virtio_drain(vs->t, EVQ, 1, reset_event, &posted);
+	const uint16_t *idx = evq_avail_idx(vs);
+	if (posted && idx)
+		vs->reset_avail = __atomic_load_n(idx, __ATOMIC_ACQUIRE);
+	return posted;
+}
+
+/* The driver refills the event ring after handling each event: the avail index moves. */
+bool vmm_vsock_reset_handled(const struct vmm_vsock *vs)
+{
+	const uint16_t *idx = evq_avail_idx(vs);
+	return !idx || __atomic_load_n(idx, __ATOMIC_ACQUIRE) != vs->reset_avail;
+}

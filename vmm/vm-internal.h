@@ -38,8 +38,19 @@ struct vmm_vm {
 	bool vsock_ok;
 	struct vmm_net net;
 	bool net_ok;
-	void *vcpu_bpf, *vmm_bpf;
-	size_t vcpu_bpf_len, vmm_bpf_len;
+	void *vcpu_bpf, *vmm_bpf, *snap_bpf;
+	size_t vcpu_bpf_len, vmm_bpf_len, snap_bpf_len;
+	/* snapshots (snapshot.c): the MSRs KVM saves, a restore's file, the save thread */
+	struct kvm_msr_list *msr_list;
+	int mem_fd;            /* --restore: guest memory is this file, mapped privately */
+	uint64_t mem_file_off;
+	bool vsock_reset_due;  /* restored: tell the guest its vsock connections are gone */
+	uint64_t vsock_reset_deadline; /* ms; 0: not posted yet */
+	pthread_t snap_tid;
+	bool snap_started, snap_quit, snap_busy;
+	const char *snap_path; /* the request, under run_lock */
+	int snap_result;
+	char snap_msg[256];
 	/* run state, under run_lock */
 	pthread_mutex_t run_lock;
 	pthread_cond_t run_cond;
@@ -49,6 +60,17 @@ struct vmm_vm {
 	char exit_msg[200];
 	uint64_t t_create_us;
 };
+
+/* snapshot.c */
+/* Starts the save thread (its own seccomp filter: it alone may create files). */
+int vmm_snap_thread_start(struct vmm_vm *vm, struct rung_err *err);
+void vmm_snap_thread_stop(struct vmm_vm *vm);
+/* VMM thread, vCPUs paused: has the save thread write the snapshot to path; waits for it. */
+int vmm_snap_save(struct vmm_vm *vm, const char *path, struct rung_err *err);
+/* vmm_vm_create with --restore: opens and parses the file, sets the shape and mem_fd. */
+int vmm_snap_open(struct vmm_vm *vm, uint8_t **state, struct rung_err *err);
+/* After devices and vCPUs exist: puts the VM, vCPU and device state back. */
+int vmm_snap_apply(struct vmm_vm *vm, const uint8_t *state, struct rung_err *err);
 
 /* kvm.c */
 int vmm_kvm_open(struct vmm_vm *vm, uint64_t mem_bytes, struct rung_err *err);

@@ -25,7 +25,7 @@
 #define MAX_KERNEL (128u << 20)
 #define MAX_INITRD (1u << 30)
 #define CTL_CONNS 4
-#define CTL_LINE 128
+#define CTL_LINE 4200 /* snapshot PATH: a path up to PATH_MAX */
 #define HALT_PROBE_MS 1000 /* how often idle vCPUs are asked whether the guest halted */
 
 static int listen_unix(const char *path, struct rung_err *err)
@@ -155,6 +155,7 @@ static int load_boot(struct vmm_vm *vm, struct rung_err *err)
 
 struct vmm_vm *vmm_vm_create(const struct vmm_config *cfg, struct rung_err *err)
 {
+	cleanup_free uint8_t *snap_state = NULL;
 	struct vmm_vm *vm = calloc(1, sizeof(*vm));
 	if (!vm) {
 		rung_err_set(err, ENOMEM, "out of memory");
@@ -163,7 +164,7 @@ struct vmm_vm *vmm_vm_create(const struct vmm_config *cfg, struct rung_err *err)
 	vm->cfg = *cfg;
 	vm->ncpus = cfg->cpus;
 	vm->kvm_fd = vm->vm_fd = vm->exit_fd = vm->sig_fd = -1;
-	vm->vsock_listen_fd = vm->control_fd = -1;
+	vm->vsock_listen_fd = vm->control_fd = vm->mem_fd = -1;
 	vm->vsock.kick_fd = -1;
 	vm->net.kick_fd = vm->net.tap_fd = -1;
 	for (unsigned i = 0; i < VMM_MAX_CPUS; i++)
@@ -185,12 +186,16 @@ struct vmm_vm *vmm_vm_create(const struct vmm_config *cfg, struct rung_err *err)
 		r = rung_err_sys(err, errno, "signalfd/eventfd");
 		goto fail;
 	}
-	if ((r = vmm_kvm_open(vm, cfg->mem_mib << 20, err)) < 0 ||
-	    (r = setup_devices(vm, err)) < 0 || (r = load_boot(vm, err)) < 0)
+	if (cfg->restore && (r = vmm_snap_open(vm, &snap_state, err)) < 0)
+		goto fail;
+	if ((r = vmm_kvm_open(vm, vm->cfg.mem_mib << 20, err)) < 0 ||
+	    (r = setup_devices(vm, err)) < 0 || (!cfg->restore && (r = load_boot(vm, err)) < 0))
 		goto fail;
 	for (unsigned i = 0; i < vm->ncpus; i++)
 		if ((r = vmm_vcpu_create(vm, i, err)) < 0)
 			goto fail;
+	if (cfg->restore && (r = vmm_snap_apply(vm, snap_state, err)) < 0)
+		goto fail;
 	if (cfg->vsock_fd >= 0) {
 		if (rung_fd_set_nonblock(cfg->vsock_fd, 1) < 0 ||
 		    rung_fd_set_cloexec(cfg->vsock_fd, 1) < 0) {
@@ -205,7 +210,8 @@ struct vmm_vm *vmm_vm_create(const struct vmm_config *cfg, struct rung_err *err)
 		goto fail;
 	if (!cfg->no_seccomp &&
 	    ((r = vmm_seccomp_build(VMM_THREAD_VCPU, &vm->vcpu_bpf, &vm->vcpu_bpf_len, err)) < 0 ||
-	     (r = vmm_seccomp_build(VMM_THREAD_VMM, &vm->vmm_bpf, &vm->vmm_bpf_len, err)) < 0))
+	     (r = vmm_seccomp_build(VMM_THREAD_VMM, &vm->vmm_bpf, &vm->vmm_bpf_len, err)) < 0 ||
+	     (r = vmm_seccomp_build(VMM_THREAD_SNAP, &vm->snap_bpf, &vm->snap_bpf_len, err)) < 0))
 		goto fail;
 	LOG_INFO("vm created in %llu us", (unsigned long long)(rung_now_us() - vm->t_create_us));
 	return vm;
@@ -219,6 +225,7 @@ void vmm_vm_destroy(struct vmm_vm *vm)
 	if (!vm)
 		return;
 	vmm_vcpus_join(vm);
+	vmm_snap_thread_stop(vm);
 	for (unsigned i = 0; i < VMM_MAX_CPUS; i++) {
 		if (vm->vcpu[i].run)
 			munmap(vm->vcpu[i].run, vm->run_size);
@@ -251,8 +258,12 @@ void vmm_vm_destroy(struct vmm_vm *vm)
 		close(vm->exit_fd);
 	if (vm->sig_fd >= 0)
 		close(vm->sig_fd);
+	if (vm->mem_fd >= 0)
+		close(vm->mem_fd);
+	free(vm->msr_list);
 	free(vm->vcpu_bpf);
 	free(vm->vmm_bpf);
+	free(vm->snap_bpf);
 	pthread_mutex_destroy(&vm->run_lock);
 	pthread_cond_destroy(&vm->run_cond);
 	free(vm);
@@ -270,10 +281,37 @@ static void ctl_reply(int fd, const char *s)
 		LOG_DEBUG("control: reply lost");
 }
 
+/* snapshot PATH: pause (unless paused already), save, resume; answered when the file is whole. */
+static void ctl_snapshot(struct vmm_vm *vm, struct ctl_conn *cc, const char *arg, size_t alen)
+{
+	char path[CTL_LINE], buf[300];
+	struct rung_err err = {0};
+	snprintf(path, sizeof(path), "%.*s", (int)alen, arg);
+	pthread_mutex_lock(&vm->run_lock);
+	bool was_paused = vm->pause_req;
+	pthread_mutex_unlock(&vm->run_lock);
+	vmm_vcpus_pause(vm, true);
+	uint64_t t0 = rung_now_us();
+	if (!vmm_vcpus_paused(vm, 5000))
+		snprintf(buf, sizeof(buf), "error pause timed out\n");
+	else if (vmm_snap_save(vm, path, &err) < 0)
+		snprintf(buf, sizeof(buf), "error %s\n", err.msg);
+	else
+		snprintf(buf, sizeof(buf), "ok ms=%llu\n", (unsigned long long)((rung_now_us() - t0) / 1000));
+	if (!was_paused)
+		vmm_vcpus_pause(vm, false);
+	ctl_reply(cc->fd, buf);
+}
+
 static void ctl_command(struct vmm_vm *vm, struct ctl_conn *cc, const char *line, size_t len)
 {
 	char buf[160];
-	switch (vmm_control_parse(line, len)) {
+	const char *arg;
+	size_t alen;
+	switch (vmm_control_parse(line, len, &arg, &alen)) {
+	case VMM_CTL_SNAPSHOT:
+		ctl_snapshot(vm, cc, arg, alen);
+		break;
 	case VMM_CTL_PAUSE:
 		vmm_vcpus_pause(vm, true);
 		ctl_reply(cc->fd, vmm_vcpus_paused(vm, 5000) ? "ok\n" : "error pause timed out\n");
@@ -296,7 +334,7 @@ static void ctl_command(struct vmm_vm *vm, struct ctl_conn *cc, const char *line
 		ctl_reply(cc->fd, buf);
 		break;
 	default:
-		ctl_reply(cc->fd, "error unknown command (pause, resume, stop, status)\n");
+		ctl_reply(cc->fd, "error unknown command (pause, resume, stop, status, snapshot PATH)\n");
 	}
 }
 
@@ -352,13 +390,35 @@ enum {
 };
 #define P_ALL (P_CONN + VMM_VSOCK_MAX_CONNS)
 
+/*
+ * A restored guest still holds the vsock connections of the process that saved it: post it
+ * a transport reset (it drops them and re-reads its CID; listening sockets, the agent's, stay)
+ * and take new host connections only once it gave the event buffer back, or after 3 s, so a
+ * new connection never meets the reset. Returns true while new connections must wait.
+ */
+static bool vsock_restore_hold(struct vmm_vm *vm, uint64_t now)
+{
+	if (!vm->vsock_reset_due)
+		return false;
+	pthread_mutex_lock(&vm->vsock.t->lock);
+	if (!vm->vsock_reset_deadline && vmm_vsock_post_reset(&vm->vsock))
+		vm->vsock_reset_deadline = now + 3000;
+	bool done = vm->vsock_reset_deadline &&
+		    (vmm_vsock_reset_handled(&vm->vsock) || now >= vm->vsock_reset_deadline);
+	pthread_mutex_unlock(&vm->vsock.t->lock);
+	if (done)
+		vm->vsock_reset_due = false;
+	return !done;
+}
+
 /* What to wait for: while paused, only the exit, signals and the control socket. */
 static void fill_pollfds(struct vmm_vm *vm, struct vmm_net *net, bool paused,
 			 const struct ctl_conn *ctl, struct pollfd *pfd)
 {
+	bool hold = paused || vsock_restore_hold(vm, rung_now_ms());
 	pfd[P_EXIT] = (struct pollfd){.fd = vm->exit_fd, .events = POLLIN};
 	pfd[P_SIG] = (struct pollfd){.fd = vm->sig_fd, .events = POLLIN};
-	pfd[P_VLISTEN] = (struct pollfd){.fd = paused ? -1 : vm->vsock_listen_fd, .events = POLLIN};
+	pfd[P_VLISTEN] = (struct pollfd){.fd = hold ? -1 : vm->vsock_listen_fd, .events = POLLIN};
 	pfd[P_KICK] = (struct pollfd){.fd = paused ? -1 : vm->vsock.kick_fd, .events = POLLIN};
 	pfd[P_NKICK] = (struct pollfd){.fd = paused || !net ? -1 : net->kick_fd, .events = POLLIN};
 	pfd[P_TAP] = (struct pollfd){.fd = -1, .events = POLLIN};
@@ -459,6 +519,8 @@ static void event_loop(struct vmm_vm *vm)
 			next_probe = now + HALT_PROBE_MS;
 		}
 		int timeout = paused ? -1 : (int)(next_probe > now ? next_probe - now : 0);
+		if (!paused && vm->vsock_reset_due && timeout > 20)
+			timeout = 20; /* watching for the guest's answer to the vsock reset */
 		if (poll(pfd, P_ALL, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -481,7 +543,10 @@ static void event_loop(struct vmm_vm *vm)
 
 enum vmm_exit vmm_vm_run(struct vmm_vm *vm, struct rung_err *err)
 {
-	int r = vmm_vcpus_start(vm, err);
+	int r = vmm_snap_thread_start(vm, err);
+	if (r < 0)
+		LOG_WARN("snapshots unavailable: %s", err->msg);
+	r = vmm_vcpus_start(vm, err);
 	if (r == 0 && vm->vmm_bpf &&
 	    (r = vmm_seccomp_install(vm->vmm_bpf, vm->vmm_bpf_len, err)) < 0)
 		vmm_vm_end(vm, VMM_EXIT_ERROR, "vmm thread: seccomp: %s", err->msg);
@@ -489,6 +554,7 @@ enum vmm_exit vmm_vm_run(struct vmm_vm *vm, struct rung_err *err)
 		event_loop(vm);
 	vmm_vm_end(vm, VMM_EXIT_ERROR, "event loop ended");
 	vmm_vcpus_join(vm);
+	vmm_snap_thread_stop(vm);
 	vmm_serial_flush(&vm->serial);
 	rung_err_set(err, vm->exit == VMM_EXIT_ERROR ? EIO : 0, "%s", vm->exit_msg);
 	err->code = vm->exit == VMM_EXIT_ERROR ? EIO : 0;

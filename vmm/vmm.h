@@ -119,6 +119,7 @@ struct vmm_disk_cfg {
 };
 struct vmm_config {
 	const char *kernel, *initrd, *cmdline_extra, *serial_log, *vsock_uds, *control;
+	const char *restore; /* --restore FILE: the VM comes from a snapshot, not a boot */
 	struct vmm_disk_cfg disks[VMM_MAX_DISKS];
 	unsigned ndisks, cpus;
 	uint64_t mem_mib, serial_cap;
@@ -224,6 +225,11 @@ void vmm_virtio_drain(struct vmm_virtio *t, unsigned q, unsigned max,
 void vmm_virtio_fail(struct vmm_virtio *t, const char *why);
 bool vmm_virtio_running(const struct vmm_virtio *t);
 
+/* Snapshots: the transport's registers and queue indices (struct in snapshot-file.h). */
+struct vmm_snap_virtio;
+void vmm_virtio_save(struct vmm_virtio *t, struct vmm_snap_virtio *s);
+int vmm_virtio_restore(struct vmm_virtio *t, const struct vmm_snap_virtio *s, struct rung_err *err);
+
 /* The MMIO bus: explicit registration, dispatch by address. */
 struct vmm_bus {
 	struct vmm_virtio *dev[VMM_MAX_VIRTIO_DEVS];
@@ -280,6 +286,7 @@ struct vmm_vsock {
 	struct vmm_vsock_rst rst[VMM_VSOCK_RST_RING];
 	unsigned nrst;
 	uint64_t dropped;       /* malformed guest packets dropped */
+	uint16_t reset_avail;   /* the event ring's avail index when a reset was posted */
 };
 extern const struct vmm_virtio_dev_ops vmm_vsock_ops;
 int vmm_vsock_init(struct vmm_vsock *vs, uint64_t guest_cid, uint32_t guest_port, struct rung_err *err);
@@ -290,6 +297,11 @@ int vmm_vsock_host_connect(struct vmm_vsock *vs, int fd, struct rung_err *err);
 void vmm_vsock_process(struct vmm_vsock *vs);
 /* The host end of connection i hung up or failed (poll said so): stop polling it. */
 void vmm_vsock_host_hup(struct vmm_vsock *vs, unsigned i);
+/* After a restore (lock held): post VIRTIO_VSOCK_EVENT_TRANSPORT_RESET, so the guest drops
+ * the connections the old process had and re-reads its CID. 1: posted, 0: no event buffer. */
+int vmm_vsock_post_reset(struct vmm_vsock *vs);
+/* Lock held: the guest gave the event buffer back (it handled the reset). */
+bool vmm_vsock_reset_handled(const struct vmm_vsock *vs);
 /* poll() interest for connection i: -1 when its fd is not to be polled at all, else an
  * event mask (0: only hang-ups, which poll always reports). */
 int vmm_vsock_poll_events(const struct vmm_vsock *vs, unsigned i);
@@ -363,12 +375,20 @@ void vmm_serial_out(struct vmm_serial *s, unsigned off, uint8_t v);
 void vmm_serial_flush(struct vmm_serial *s);
 
 /* ---- control socket ---------------------------------------------------------------------- */
-enum vmm_ctl_cmd { VMM_CTL_BAD, VMM_CTL_PAUSE, VMM_CTL_RESUME, VMM_CTL_STOP, VMM_CTL_STATUS };
-/* Pure: one line (without its newline) -> command. */
-enum vmm_ctl_cmd vmm_control_parse(const char *line, size_t len);
+enum vmm_ctl_cmd {
+	VMM_CTL_BAD,
+	VMM_CTL_PAUSE,
+	VMM_CTL_RESUME,
+	VMM_CTL_STOP,
+	VMM_CTL_STATUS,
+	VMM_CTL_SNAPSHOT, /* "snapshot PATH": *arg is PATH (not NUL-terminated, *arg_len bytes) */
+};
+/* Pure: one line (without its newline) -> command (and its argument, where it takes one). */
+enum vmm_ctl_cmd vmm_control_parse(const char *line, size_t len, const char **arg,
+				   size_t *arg_len);
 
 /* ---- seccomp (per thread) ---------------------------------------------------------------- */
-enum vmm_thread_kind { VMM_THREAD_VMM, VMM_THREAD_VCPU };
+enum vmm_thread_kind { VMM_THREAD_VMM, VMM_THREAD_VCPU, VMM_THREAD_SNAP };
 /* Builds the allow-list for kind and exports it as BPF into *prog (malloc'd, *len insns). */
 int vmm_seccomp_build(enum vmm_thread_kind kind, void **prog, size_t *len, struct rung_err *err);
 /* Installs a BPF program on the calling thread only (no TSYNC); sets no_new_privs. */

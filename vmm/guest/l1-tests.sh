@@ -9,7 +9,7 @@
 # then "VMTEST-SUMMARY <n> passed, <n> failed, <n> skipped", and VMBENCH lines.
 # Env: VMTEST_DRIVER=rung-vmm|qemu (default: rung-vmm if present, else qemu, so that the
 # guest side is proven even before rung-vmm boots), VMTEST_BENCH=N boots per VMM (0: none),
-# VMTEST_ONLY="boot panic ..." runs only those tests (debugging), VMTEST_ONLY_BENCH=1.
+# VMTEST_ONLY="boot panic snapshot ..." runs only those tests (debugging), VMTEST_ONLY_BENCH=1.
 set -u
 [ "${VMTEST_TRACE:-0}" = 1 ] && set -x
 P=${RUNG_VM_PAYLOAD:-}
@@ -319,6 +319,61 @@ t_net_ping() {
 	tunctl -d rvtap0 >/dev/null 2>&1
 }
 
+# snapshot: a running guest saved through the control socket (paused first, so the upper disk
+# and the guest's page cache agree), its rung-vmm killed, the snapshot restored into a new
+# rung-vmm: a file in guest RAM (/dev/shm) and one on the disk are there, the agent answers a
+# new connection; a truncated snapshot is refused naming the problem.
+vm_restore() { # ID SNAPSHOT UPPER: like vm_start, from a snapshot
+	rm -f "$W/$1.sock" "$W/$1.ctl" "$W/$1.serial"
+	RUNG_VMM_DEBUG=1 "$VMM" --restore "$2" --disk "$BASE,ro" --disk "$3" --serial-log "$W/$1.serial" \
+		--serial-cap $SERIAL_CAP --vsock-uds "$W/$1.sock" --control "$W/$1.ctl" >"$W/$1.out" 2>&1 &
+	echo $! >"$W/$1.pid"
+	echo "$W/$1.sock" >"$W/$1.addr"
+}
+t_snapshot() {
+	if [ $driver != rung-vmm ]; then skip "snapshot: needs rung-vmm (driver $driver)"; return; fi
+	upper "$W/u5.img"
+	vm_start s "$W/u5.img" $driver
+	if ! vm_wait s 60000; then
+		fail "snapshot: boot: $(tail -n 1 "$W/s.wait")"; dump vmm "$W/s.out"; vm_stop s; return
+	fi
+	vexec s -i "in-ram" -- /bin/sh -c 'cat > /dev/shm/snap.txt && echo on-disk > /work/snap.txt && sync'
+	r1=$("$VT" ctl "$W/s.ctl" pause)
+	t0=$(now)
+	r2=$("$VT" ctl "$W/s.ctl" "snapshot $W/s.snap")
+	save_ms=$(ms_since "$t0")
+	kill -KILL "$(cat "$W/s.pid")"; wait "$(cat "$W/s.pid")"
+	if [ "${r2%% *}" != ok ] || [ ! -f "$W/s.snap" ] || ls "$W"/s.snap.tmp-* >/dev/null 2>&1; then
+		fail "snapshot: save: '$r1' / '$r2'"; dump vmm "$W/s.out"; return
+	fi
+	pass "snapshot saved in $save_ms ms ($(wc -c <"$W/s.snap") bytes; $r2)"
+	t0=$(now)
+	vm_restore s2 "$W/s.snap" "$W/u5.img"
+	if vm_wait s2 30000; then
+		pass "restore agent-ready in $(ms_since "$t0") ms ($(grep -ohE 'memory checksum in [0-9]+ ms|vm created in [0-9]+ us' "$W/s2.out" | tr '\n' ' '))"
+		out=$(vexec s2 -- /bin/sh -c 'cat /dev/shm/snap.txt; echo; cat /work/snap.txt; echo after > /work/after.txt; cat /work/after.txt')
+		[ "$out" = "$(printf 'in-ram\non-disk\nafter')" ] &&
+			pass "restored guest: RAM and disk files intact, exec works" ||
+			fail "restored guest: got '$out'"
+		out=$(vexec s2 -- /bin/echo second-connection)
+		[ "$out" = second-connection ] && pass "restored guest: a second agent connection" ||
+			fail "restored guest: second connection got '$out'"
+	else
+		fail "restore: agent not ready: $(tail -n 1 "$W/s2.wait")"; dump vmm "$W/s2.out"
+		dump serial "$W/s2.serial"
+	fi
+	vm_stop s2
+	head -c $(($(wc -c <"$W/s.snap") - 4096)) "$W/s.snap" >"$W/s.trunc"
+	vm_restore s3 "$W/s.trunc" "$W/u5.img"
+	vm_wait_exit s3 30
+	if [ $vm_rc = 1 ] && grep -q "truncated" "$W/s3.out"; then
+		pass "truncated snapshot refused: $(tail -n 1 "$W/s3.out")"
+	else
+		fail "truncated snapshot: status $vm_rc: $(tail -n 1 "$W/s3.out")"
+	fi
+	rm -f "$W/s.snap" "$W/s.trunc"
+}
+
 want() { [ -z "${VMTEST_ONLY:-}" ] || case " $VMTEST_ONLY " in *" $1 "*) true ;; *) false ;; esac; }
 if [ "${VMTEST_ONLY_BENCH:-0}" != 1 ]; then
 	want boot && t_boot
@@ -327,6 +382,7 @@ if [ "${VMTEST_ONLY_BENCH:-0}" != 1 ]; then
 		t_files
 		want restart && t_restart
 	fi
+	want snapshot && t_snapshot
 	want panic && t_panic
 	want flood && t_flood
 	want garbage && t_garbage
