@@ -331,6 +331,8 @@ int rt_root_apply(const struct rt_mount_plan *p, const char *newroot, struct run
 int rt_rlimits_apply(struct rung_err *err);
 /* seccomp: build (parent, before untrusted input) then load (child). */
 int rt_seccomp_build(void **bpf, size_t *len, struct rung_err *err);
+/* The same filter, built at build time (runtime/seccomp-bpf.c): a malloc'd copy. */
+int rt_seccomp_prebuilt(void **bpf, size_t *len, struct rung_err *err);
 /* The x86_64 number of a syscall name; -EINVAL naming it when libseccomp cannot resolve it. */
 int rt_seccomp_resolve(const char *name, struct rung_err *err);
 int rt_seccomp_load(const void *bpf, size_t len, struct rung_err *err);
