@@ -129,6 +129,7 @@ struct rt_started {
 	pid_t init_pid;
 };
 
+struct rt_cgroup; /* cgroup/cgroup.h */
 struct rt_backend_ops {
 	const char *name;
 	enum rung_isolation iso;
@@ -152,8 +153,10 @@ struct rt_backend_ops {
 	int (*resume)(struct rt_sandbox *sb, struct rung_err *err);
 	/* Any process: remove leftovers of a sandbox whose supervisor is gone (idempotent). */
 	void (*cleanup)(struct rt_sandbox *sb);
-	/* Optional: OOM kills so far (for ExecResult.oom); -ENOTSUP if unknown. */
-	int (*oom_kills)(struct rt_sandbox *sb, uint64_t *n);
+	/* Optional: OOM kills so far (for ExecResult.oom); -ENOTSUP if unknown. *cg (NULL the
+	 * first time) keeps the sandbox's group open between the reads around one exec (opening
+	 * it probes every hierarchy: ~50 syscalls); the caller frees it (rt_cgroup_free). */
+	int (*oom_kills)(struct rt_sandbox *sb, struct rt_cgroup **cg, uint64_t *n);
 };
 extern const struct rt_backend_ops rt_backend_process;
 extern const struct rt_backend_ops rt_backend_container;
