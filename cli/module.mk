@@ -5,12 +5,15 @@
 # linked against one library: +0.65 ms libcrypto, +0.4 ms libnl-3/libnl-route-3, +0.3 ms
 # libseccomp+libcap, +0.6 ms libnftables. The libraries whose Debian -dev package ships a
 # static archive are linked into build/rung statically (only the objects it uses: SHA-256 of
-# libcrypto, no TLS); libnftables (no static archive) and jansson (which libnftables loads
-# anyway) stay shared. Without the archives, build/rung links as the other programs do.
-CLI_STATIC_LIBS := seccomp cap nl-route-3 nl-3 crypto
+# libcrypto, no TLS), and so are jansson and libnftnl. libnftables has no static archive: it is
+# not linked at all but loaded with dlopen by the first nftables operation (netpolicy/nft.c),
+# which only sandboxes with an egress allowlist, gc and the counters reach; its chain (libnftnl,
+# libxtables, libgmp, jansson) comes with it then. That leaves libmnl (no static archive) and libc
+# at every start. Without the archives, build/rung links as the other programs do.
+CLI_STATIC_LIBS := seccomp cap nl-route-3 nl-3 crypto nftnl jansson
 CLI_STATIC_OK := $(strip $(foreach l,$(CLI_STATIC_LIBS),\
 	$(if $(filter /%,$(shell $(CC) -print-file-name=lib$(l).a)),,missing)))
 ifeq ($(CLI_STATIC_OK),)
 $(B)/rung: LDLIBS := -Wl,-Bstatic $(addprefix -l,$(CLI_STATIC_LIBS)) -Wl,-Bdynamic \
-	$(shell pkg-config --libs libnftables jansson libnftnl libmnl 2>/dev/null) -ldl -lpthread
+	$(shell pkg-config --libs libmnl 2>/dev/null) -ldl -lpthread
 endif

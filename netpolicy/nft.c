@@ -1,4 +1,14 @@
-/* netpolicy/nft.c: applying and listing tables through libnftables (never the nft binary). */
+/*
+ * netpolicy/nft.c: applying and listing tables through libnftables (never the nft binary).
+ *
+ * libnftables is loaded with dlopen on the first table operation, not linked: it and its chain
+ * (libnftnl, libxtables, libgmp) cost every start of every program linking librung loader time
+ * (build/rung starts once per CLI call, cli/module.mk), and only sandboxes with an egress
+ * allowlist, gc and the counters use it. The pointers keep the header's types, so a call
+ * through them is checked as a direct call would be.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,15 +19,67 @@
 #include "netpolicy/lease.h"
 #include "netpolicy/np-internal.h"
 
+#define NFT_SONAME "libnftables.so.1"
+
+static struct {
+	__typeof__(&nft_ctx_new) ctx_new;
+	__typeof__(&nft_ctx_free) ctx_free;
+	__typeof__(&nft_ctx_buffer_output) buffer_output;
+	__typeof__(&nft_ctx_buffer_error) buffer_error;
+	__typeof__(&nft_ctx_get_output_buffer) output_buffer;
+	__typeof__(&nft_ctx_get_error_buffer) error_buffer;
+	__typeof__(&nft_ctx_output_get_flags) get_flags;
+	__typeof__(&nft_ctx_output_set_flags) set_flags;
+	__typeof__(&nft_run_cmd_from_buffer) run;
+	char why[200]; /* why loading failed, "" when it did not */
+} nft;
+static pthread_once_t nft_once = PTHREAD_ONCE_INIT;
+
+static void nft_load(void)
+{
+	void *h = dlopen(NFT_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(nft.why, sizeof(nft.why), "%s", dlerror());
+		return;
+	}
+	struct {
+		void **slot;
+		const char *name;
+	} syms[] = {
+	    {(void **)&nft.ctx_new, "nft_ctx_new"},
+	    {(void **)&nft.ctx_free, "nft_ctx_free"},
+	    {(void **)&nft.buffer_output, "nft_ctx_buffer_output"},
+	    {(void **)&nft.buffer_error, "nft_ctx_buffer_error"},
+	    {(void **)&nft.output_buffer, "nft_ctx_get_output_buffer"},
+	    {(void **)&nft.error_buffer, "nft_ctx_get_error_buffer"},
+	    {(void **)&nft.get_flags, "nft_ctx_output_get_flags"},
+	    {(void **)&nft.set_flags, "nft_ctx_output_set_flags"},
+	    {(void **)&nft.run, "nft_run_cmd_from_buffer"},
+	};
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(syms); i++)
+		if (!(*syms[i].slot = dlsym(h, syms[i].name))) {
+			snprintf(nft.why, sizeof(nft.why), "%s has no %s", NFT_SONAME,
+				 syms[i].name);
+			return; /* the handle stays open: harmless, and loaded once */
+		}
+}
+
 struct nft_ctx *np_nft_new(struct rung_err *err)
 {
-	struct nft_ctx *c = nft_ctx_new(NFT_CTX_DEFAULT);
+	pthread_once(&nft_once, nft_load);
+	if (nft.why[0]) {
+		rung_err_set(err, ENOTSUP,
+			     "nftables: cannot load %s (package libnftables1): %s", NFT_SONAME,
+			     nft.why);
+		return NULL;
+	}
+	struct nft_ctx *c = nft.ctx_new(NFT_CTX_DEFAULT);
 	if (!c) {
 		rung_err_set(err, ENOMEM, "nft_ctx_new");
 		return NULL;
 	}
-	if (nft_ctx_buffer_output(c) < 0 || nft_ctx_buffer_error(c) < 0) {
-		nft_ctx_free(c);
+	if (nft.buffer_output(c) < 0 || nft.buffer_error(c) < 0) {
+		nft.ctx_free(c);
 		rung_err_set(err, ENOMEM, "nft_ctx_buffer_output");
 		return NULL;
 	}
@@ -27,14 +89,14 @@ struct nft_ctx *np_nft_new(struct rung_err *err)
 void np_nft_free(struct nft_ctx *c)
 {
 	if (c)
-		nft_ctx_free(c);
+		nft.ctx_free(c);
 }
 
 int np_nft_run(struct nft_ctx *c, const char *cmd, struct rung_err *err)
 {
-	if (nft_run_cmd_from_buffer(c, cmd) == 0)
+	if (nft.run(c, cmd) == 0)
 		return 0;
-	const char *e = nft_ctx_get_error_buffer(c);
+	const char *e = nft.error_buffer(c);
 	const char *nl = e ? strchr(e, '\n') : NULL;
 	int n = e ? (nl ? (int)(nl - e) : (int)strlen(e)) : 0;
 	int code = e && strstr(e, "No such file")	       ? ENOENT
@@ -58,9 +120,9 @@ static void table_comment(struct nft_ctx *c, const char *name, char *out, size_t
 	char cmd[96];
 	out[0] = '\0';
 	snprintf(cmd, sizeof(cmd), "list table inet %s", name);
-	if (nft_run_cmd_from_buffer(c, cmd) != 0)
+	if (nft.run(c, cmd) != 0)
 		return;
-	const char *o = nft_ctx_get_output_buffer(c);
+	const char *o = nft.output_buffer(c);
 	const char *p = o ? strstr(o, "\n\tcomment \"") : NULL;
 	if (!p)
 		return;
@@ -75,14 +137,14 @@ static void table_comment(struct nft_ctx *c, const char *name, char *out, size_t
 int np_nft_foreach_table(struct nft_ctx *c, void (*fn)(const char *, const char *, void *),
 			 void *data, struct rung_err *err)
 {
-	unsigned flags = nft_ctx_output_get_flags(c);
-	nft_ctx_output_set_flags(c, flags | NFT_CTX_OUTPUT_JSON);
-	int r = nft_run_cmd_from_buffer(c, "list tables inet");
-	nft_ctx_output_set_flags(c, flags);
+	unsigned flags = nft.get_flags(c);
+	nft.set_flags(c, flags | NFT_CTX_OUTPUT_JSON);
+	int r = nft.run(c, "list tables inet");
+	nft.set_flags(c, flags);
 	if (r != 0)
 		return rung_err_set(err, EIO, "nftables: list tables failed");
 	json_error_t je;
-	json_t *root = json_loads(nft_ctx_get_output_buffer(c), 0, &je);
+	json_t *root = json_loads(nft.output_buffer(c), 0, &je);
 	if (!root)
 		return rung_err_set(err, EBADMSG, "nftables: list tables: %s", je.text);
 	json_t *arr = json_object_get(root, "nftables");
@@ -103,13 +165,13 @@ int np_nft_foreach_table(struct nft_ctx *c, void (*fn)(const char *, const char 
 			snprintf(names[k++], 64, "%s", nm);
 	}
 	json_decref(root);
-	nft_ctx_output_set_flags(c, flags | NFT_CTX_OUTPUT_TERSE);
+	nft.set_flags(c, flags | NFT_CTX_OUTPUT_TERSE);
 	for (i = 0; i < k; i++) {
 		char comment[200];
 		table_comment(c, names[i], comment, sizeof(comment));
 		fn(names[i], comment, data);
 	}
-	nft_ctx_output_set_flags(c, flags);
+	nft.set_flags(c, flags);
 	free(names);
 	return 0;
 }
@@ -128,10 +190,10 @@ int np_sandbox_counters(const char *state_dir, const char *id, struct np_counter
 		return -(err->code ? err->code : ENOMEM);
 	char cmd[96];
 	snprintf(cmd, sizeof(cmd), "list counters table inet %s", nm.table);
-	unsigned flags = nft_ctx_output_get_flags(c);
-	nft_ctx_output_set_flags(c, flags | NFT_CTX_OUTPUT_JSON);
-	r = nft_run_cmd_from_buffer(c, cmd);
-	json_t *root = r == 0 ? json_loads(nft_ctx_get_output_buffer(c), 0, NULL) : NULL;
+	unsigned flags = nft.get_flags(c);
+	nft.set_flags(c, flags | NFT_CTX_OUTPUT_JSON);
+	r = nft.run(c, cmd);
+	json_t *root = r == 0 ? json_loads(nft.output_buffer(c), 0, NULL) : NULL;
 	np_nft_free(c);
 	if (r != 0)
 		return rung_err_set(err, ENOENT, "sandbox %s has no network table", id);

@@ -129,6 +129,7 @@ struct rt_started {
 	pid_t init_pid;
 };
 
+struct rt_cgroup; /* cgroup/cgroup.h */
 struct rt_backend_ops {
 	const char *name;
 	enum rung_isolation iso;
@@ -152,8 +153,10 @@ struct rt_backend_ops {
 	int (*resume)(struct rt_sandbox *sb, struct rung_err *err);
 	/* Any process: remove leftovers of a sandbox whose supervisor is gone (idempotent). */
 	void (*cleanup)(struct rt_sandbox *sb);
-	/* Optional: OOM kills so far (for ExecResult.oom); -ENOTSUP if unknown. */
-	int (*oom_kills)(struct rt_sandbox *sb, uint64_t *n);
+	/* Optional: OOM kills so far (for ExecResult.oom); -ENOTSUP if unknown. *cg (NULL the
+	 * first time) keeps the sandbox's group open between the reads around one exec (opening
+	 * it probes every hierarchy: ~50 syscalls); the caller frees it (rt_cgroup_free). */
+	int (*oom_kills)(struct rt_sandbox *sb, struct rt_cgroup **cg, uint64_t *n);
 };
 extern const struct rt_backend_ops rt_backend_process;
 extern const struct rt_backend_ops rt_backend_container;
@@ -331,6 +334,8 @@ int rt_root_apply(const struct rt_mount_plan *p, const char *newroot, struct run
 int rt_rlimits_apply(struct rung_err *err);
 /* seccomp: build (parent, before untrusted input) then load (child). */
 int rt_seccomp_build(void **bpf, size_t *len, struct rung_err *err);
+/* The same filter, built at build time (runtime/seccomp-bpf.c): a malloc'd copy. */
+int rt_seccomp_prebuilt(void **bpf, size_t *len, struct rung_err *err);
 /* The x86_64 number of a syscall name; -EINVAL naming it when libseccomp cannot resolve it. */
 int rt_seccomp_resolve(const char *name, struct rung_err *err);
 int rt_seccomp_load(const void *bpf, size_t len, struct rung_err *err);

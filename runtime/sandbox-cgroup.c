@@ -176,15 +176,11 @@ int rt_sandbox_cgroup_freeze(const struct rt_sandbox *sb, bool frozen, struct ru
 	return r;
 }
 
-int rt_sandbox_oom_kills(struct rt_sandbox *sb, uint64_t *n)
+int rt_sandbox_oom_kills(struct rt_sandbox *sb, struct rt_cgroup **cg, uint64_t *n)
 {
-	struct rt_cgroup *cg = NULL;
 	struct rung_err err = {0};
-	int r = rt_sandbox_cgroup_open(sb, &cg, &err);
-	if (r == 0)
-		r = rt_cgroup_oom_kills(cg, n, &err);
-	rt_cgroup_free(cg);
-	return r;
+	int r = *cg ? 0 : rt_sandbox_cgroup_open(sb, cg, &err);
+	return r < 0 ? r : rt_cgroup_oom_kills(*cg, n, &err);
 }
 
 /* A group is live while its sandbox is: being worked on (its lock is held: a create makes

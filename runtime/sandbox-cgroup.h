@@ -31,6 +31,6 @@ int rt_sandbox_swap_check(const struct rt_cgroup *cg, const char *swaps, struct 
 /* Kill what is left and remove the group (idempotent; logs a failure). */
 void rt_sandbox_cgroup_destroy(const struct rt_sandbox *sb);
 int rt_sandbox_cgroup_freeze(const struct rt_sandbox *sb, bool frozen, struct rung_err *err);
-int rt_sandbox_oom_kills(struct rt_sandbox *sb, uint64_t *n);
+int rt_sandbox_oom_kills(struct rt_sandbox *sb, struct rt_cgroup **cg, uint64_t *n);
 
 #endif

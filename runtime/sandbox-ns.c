@@ -251,9 +251,9 @@ static int run_child(struct rt_sandbox *sb, const struct rt_ns_params *np, struc
 	int r;
 	if (write(go_fd, "g", 1) != 1)
 		return child_failed(err_fd, errno, "start the sandbox", err);
-	/* The seccomp filter is built now, while the child builds its root (it needs the
-	 * filter only at the end): still in this process, before any untrusted input. */
-	if ((r = rt_seccomp_build(&c->bpf, &c->bpf_len, err)) < 0)
+	/* The seccomp filter (built at build time, runtime/main-seccomp.c) goes to the child
+	 * now, while it builds its root (it loads the filter only at the end). */
+	if ((r = rt_seccomp_prebuilt(&c->bpf, &c->bpf_len, err)) < 0)
 		return r;
 	uint32_t blen = (uint32_t)c->bpf_len;
 	if (rung_write_all(go_fd, &blen, sizeof(blen)) < 0 ||

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cgroup/cgroup.h"
 #include "runtime/rt-internal.h"
 
 /*
@@ -387,15 +388,17 @@ static int exec_checked(struct rung_sandbox *s, const struct rung_exec_req *req,
 	rung_trace("exec: connected");
 	const struct rt_backend_ops *ops = rt_backend_get(s->sb.meta.iso);
 	uint64_t oom0 = 0, oom1 = 0;
-	bool oom_known = ops && ops->oom_kills && ops->oom_kills(&s->sb, &oom0) == 0;
+	struct rt_cgroup *cg = NULL;
+	bool oom_known = ops && ops->oom_kills && ops->oom_kills(&s->sb, &cg, &oom0) == 0;
 	cleanup_strv char **ienv = image_env(&s->sb.meta);
 	/* A request may ask for less output than the sandbox's limit, never for more. */
 	struct rung_exec_req q = *req;
 	if (!q.max_output || q.max_output > s->sb.meta.spec.limits.output_bytes)
 		q.max_output = s->sb.meta.spec.limits.output_bytes;
 	int r = rt_agent_exec(fd, &q, &s->sb.meta.spec, (const char *const *)ienv, res, err);
-	if (r == 0 && oom_known && ops->oom_kills(&s->sb, &oom1) == 0 && oom1 > oom0)
+	if (r == 0 && oom_known && ops->oom_kills(&s->sb, &cg, &oom1) == 0 && oom1 > oom0)
 		res->oom = true;
+	rt_cgroup_free(cg);
 	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id, false);
 	rung_trace("exec: done");
 	return r;

@@ -50,6 +50,23 @@ START_TEST(test_unresolvable_name_fails)
 }
 END_TEST
 
+/* The filter embedded at build time (what sandboxes get) is byte for byte a fresh build: a
+ * stale build/gen/seccomp_bpf.h would fail here. */
+START_TEST(test_prebuilt_equals_build)
+{
+	void *fresh = NULL, *pre = NULL;
+	size_t flen = 0, plen = 0;
+	struct rung_err err = {0};
+	ck_assert_msg(rt_seccomp_build(&fresh, &flen, &err) == 0, "%s", err.msg);
+	ck_assert_msg(rt_seccomp_prebuilt(&pre, &plen, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(plen, flen);
+	ck_assert_int_eq(plen % 8, 0); /* whole struct sock_filter instructions */
+	ck_assert_msg(memcmp(pre, fresh, flen) == 0, "the embedded seccomp filter is stale");
+	free(fresh);
+	free(pre);
+}
+END_TEST
+
 struct probe {
 	const char *what;
 	long want_errno; /* 0: must succeed */
@@ -189,7 +206,7 @@ static int filtered_child(void (*body)(void *), void *arg)
 	void *bpf = NULL;
 	size_t len = 0;
 	struct rung_err err = {0};
-	ck_assert_msg(rt_seccomp_build(&bpf, &len, &err) == 0, "%s", err.msg);
+	ck_assert_msg(rt_seccomp_prebuilt(&bpf, &len, &err) == 0, "%s", err.msg);
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
@@ -327,6 +344,7 @@ Suite *runtime_seccomp_suite(void)
 	TCase *tc = tcase_create("pure");
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_unresolvable_name_fails);
+	tcase_add_test(tc, test_prebuilt_equals_build);
 	tcase_add_test(tc, test_filter_probes);
 	tcase_add_test(tc, test_foreign_abis_killed);
 	suite_add_tcase(s, tc);
