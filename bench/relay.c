@@ -8,7 +8,8 @@
  *   splice  the same relay with splice(2) through a pipe (a socket no one else holds)
  * For each: MiB/s, and the CPU the whole process spent per MiB (getrusage: source, relay and
  * sink threads, with the loopback's softirq work they run), so that the relay's cost reads
- * apart from the machine's scheduling noise. Prints medians of each and the median (p25, p75)
+ * apart from the machine's scheduling noise; and the relay thread's and the sink's own CPU
+ * per MiB (where a splice moves the cost). Prints medians of each and the median (p25, p75)
  * of the per-round ratios to direct, one "name value" per line. No root needed.
  * usage: relay [N [SIZE_MIB]]   (defaults 7, 256)
  */
@@ -41,6 +42,13 @@ static double cpu_s(void)
 	getrusage(RUSAGE_SELF, &u);
 	return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
 	       (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+static double thread_cpu_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
 static int cmp(const void *a, const void *b)
@@ -110,20 +118,27 @@ struct relay_job {
 	int a, b;
 	unsigned flags;
 	int rc;
+	double cpu; /* the relay thread's, seconds */
 };
 
 static void *relay_main(void *arg)
 {
 	struct relay_job *j = arg;
 	struct rung_err err = {0};
+	double c0 = thread_cpu_s();
 	j->rc = rung_relay_ex(j->a, j->b, j->flags, -1, NULL, &err);
 	if (j->rc < 0)
 		fprintf(stderr, "relay: %s\n", err.msg);
+	j->cpu = thread_cpu_s() - c0;
 	return NULL;
 }
 
-/* One transfer; *mib_s and *cpu_ms_mib out. */
-static void one(int way, size_t mib, double *mib_s, double *cpu_ms_mib)
+struct result {
+	double mib_s, cpu, relay_cpu, sink_cpu; /* CPU: ms per MiB */
+};
+
+/* One transfer. */
+static void one(int way, size_t mib, struct result *res)
 {
 	static char buf[1 << 20];
 	unsigned p_in, p_out;
@@ -141,7 +156,7 @@ static void one(int way, size_t mib, double *mib_s, double *cpu_ms_mib)
 		perror("relay: accept");
 		exit(1);
 	}
-	double c0 = cpu_s(), t0 = now_s();
+	double c0 = cpu_s(), t0 = now_s(), s0 = thread_cpu_s();
 	if (way != DIRECT && pthread_create(&rt, NULL, relay_main, &j) != 0)
 		exit(1);
 	if (pthread_create(&st, NULL, source_main, &src) != 0)
@@ -150,7 +165,7 @@ static void one(int way, size_t mib, double *mib_s, double *cpu_ms_mib)
 	ssize_t k;
 	while ((k = read(sink, buf, sizeof(buf))) > 0)
 		got += (size_t)k;
-	double t = now_s() - t0;
+	double t = now_s() - t0, sc = thread_cpu_s() - s0;
 	shutdown(sink, SHUT_WR); /* the relay's other direction ends too */
 	pthread_join(st, NULL);
 	if (way != DIRECT)
@@ -161,8 +176,10 @@ static void one(int way, size_t mib, double *mib_s, double *cpu_ms_mib)
 			src.bytes);
 		exit(1);
 	}
-	*mib_s = (double)mib / t;
-	*cpu_ms_mib = c * 1000 / (double)mib;
+	*res = (struct result){.mib_s = (double)mib / t,
+			      .cpu = c * 1000 / (double)mib,
+			      .relay_cpu = j.cpu * 1000 / (double)mib,
+			      .sink_cpu = sc * 1000 / (double)mib};
 	close(sink);
 	close(src.fd);
 	if (j.a >= 0) {
@@ -184,13 +201,20 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	double *rate = calloc((size_t)(NWAYS * n), sizeof(double));
 	double *cpu = calloc((size_t)(NWAYS * n), sizeof(double));
+	double *rcpu = calloc((size_t)(NWAYS * n), sizeof(double));
+	double *scpu = calloc((size_t)(NWAYS * n), sizeof(double));
 	double *ratio = calloc((size_t)n, sizeof(double));
-	if (!rate || !cpu || !ratio)
+	if (!rate || !cpu || !rcpu || !scpu || !ratio)
 		return 1;
 	for (int r = 0; r < n; r++)
 		for (int i = 0; i < NWAYS; i++) {
 			int w = (i + r) % NWAYS; /* rotating order */
-			one(w, mib, &rate[w * n + r], &cpu[w * n + r]);
+			struct result x;
+			one(w, mib, &x);
+			rate[w * n + r] = x.mib_s;
+			cpu[w * n + r] = x.cpu;
+			rcpu[w * n + r] = x.relay_cpu;
+			scpu[w * n + r] = x.sink_cpu;
 		}
 	printf("rounds %d\nsize_mib %zu\n", n, mib);
 	for (int w = 0; w < NWAYS; w++) {
@@ -203,12 +227,17 @@ int main(int argc, char **argv)
 			for (int r = 0; r < n; r++)
 				ratio[r] = cpu[w * n + r] / cpu[DIRECT * n + r];
 			printf("%s_cpu_ratio %.2f\n", way_name[w], quant(ratio, n, 0.5));
+			printf("%s_relay_cpu_ms_per_mib %.3f\n", way_name[w],
+			       quant(rcpu + w * n, n, 0.5));
 		}
+		printf("%s_sink_cpu_ms_per_mib %.3f\n", way_name[w], quant(scpu + w * n, n, 0.5));
 		printf("%s_mib_s %.0f\n%s_cpu_ms_per_mib %.3f\n", way_name[w],
 		       quant(rate + w * n, n, 0.5), way_name[w], quant(cpu + w * n, n, 0.5));
 	}
 	free(rate);
 	free(cpu);
+	free(rcpu);
+	free(scpu);
 	free(ratio);
 	return 0;
 }
