@@ -177,9 +177,9 @@ static void one(int way, size_t mib, struct result *res)
 		exit(1);
 	}
 	*res = (struct result){.mib_s = (double)mib / t,
-			      .cpu = c * 1000 / (double)mib,
-			      .relay_cpu = j.cpu * 1000 / (double)mib,
-			      .sink_cpu = sc * 1000 / (double)mib};
+			       .cpu = c * 1000 / (double)mib,
+			       .relay_cpu = j.cpu * 1000 / (double)mib,
+			       .sink_cpu = sc * 1000 / (double)mib};
 	close(sink);
 	close(src.fd);
 	if (j.a >= 0) {
