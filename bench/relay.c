@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -192,6 +193,10 @@ static void one(int way, size_t mib, struct result *res)
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: relay [N [SIZE_MIB]]   (defaults 7, 256; bench/README.md)\n");
+		return 0;
+	}
 	int n = argc > 1 ? atoi(argv[1]) : 7;
 	size_t mib = argc > 2 ? (size_t)atol(argv[2]) : 256;
 	if (argc > 3 || n < 1 || n > 1000 || mib < 1 || mib > 65536) {
@@ -230,9 +235,9 @@ int main(int argc, char **argv)
 			printf("%s_relay_cpu_ms_per_mib %.3f\n", way_name[w],
 			       quant(rcpu + w * n, n, 0.5));
 		}
-		printf("%s_sink_cpu_ms_per_mib %.3f\n", way_name[w], quant(scpu + w * n, n, 0.5));
 		printf("%s_mib_s %.0f\n%s_cpu_ms_per_mib %.3f\n", way_name[w],
 		       quant(rate + w * n, n, 0.5), way_name[w], quant(cpu + w * n, n, 0.5));
+		printf("%s_sink_cpu_ms_per_mib %.3f\n", way_name[w], quant(scpu + w * n, n, 0.5));
 	}
 	free(rate);
 	free(cpu);
