@@ -14,7 +14,7 @@
 
 #include "common/err.h"
 
-#define RUNG_RELAY_BUF (256u << 10) /* per direction */
+#define RUNG_RELAY_BUF (1u << 20) /* per direction */
 
 struct rung_relay_stats {
 	uint64_t a_to_b, b_to_a; /* bytes */

@@ -192,7 +192,7 @@ START_TEST(flood_is_bounded)
 		else
 			usleep(10000);
 	}
-	/* two socketpairs' buffers (each way up to a few hundred KiB) + the 256 KiB pipe */
+	/* two socketpairs' buffers (each way up to a few hundred KiB) + the 1 MiB pipe */
 	ck_assert_msg(sent < (8u << 20), "%zu bytes left the flooding side", sent);
 	ck_assert_uint_gt(sent, 0);
 	close(c); /* the reader goes: the relay ends with an error, not a hang */

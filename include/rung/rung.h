@@ -423,7 +423,7 @@ void rung_port_conn_close(struct rung_port_conn *c);
 /*
  * Relay between c and peer (a connected stream socket the caller owns; both are made
  * non-blocking) until both directions ended, a side failed, or cancel_fd (if >= 0) is
- * readable or hangs up. Buffers are bounded (256 KiB each way): a side that floods while the
+ * readable or hangs up. Buffers are bounded (1 MiB each way): a side that floods while the
  * other does not read is held back, host memory does not grow. Neither fd is closed.
  */
 int rung_port_relay(struct rung_port_conn *c, int peer, int cancel_fd, struct rung_err *err);
