@@ -21,7 +21,8 @@
 #include <termios.h>
 #include <unistd.h>
 #include <grp.h>
-#include <linux/close_range.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #include "common/cleanup.h"
 #include "common/util.h"
@@ -147,6 +148,15 @@ static int identity_apply(const struct oci_config *c, struct rung_err *err)
 	return 0;
 }
 
+static int seccomp_load(const void *bpf, size_t len, struct rung_err *err)
+{
+	struct sock_fprog prog = {.len = (unsigned short)(len / sizeof(struct sock_filter)),
+				  .filter = (struct sock_filter *)bpf};
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+		return rung_err_sys(err, errno, "load rung's seccomp filter");
+	return 0;
+}
+
 static int setup(const struct oci_config *c, const struct oci_init_args *a, struct rung_err *err)
 {
 	if (wait_tag(a->sync_fd, OCI_SYNC_MAPPED, err) < 0)
@@ -174,12 +184,16 @@ static int setup(const struct oci_config *c, const struct oci_init_args *a, stru
 		r = sysctl_apply(c, err);
 	if (r == 0 && a->console_fd >= 0)
 		r = console_apply(a->console_fd, err);
+	/* rung's filter, loaded while the init still holds CAP_SYS_ADMIN in its user namespace,
+	 * so no_new_privs is the spec's choice (process.noNewPrivileges) */
+	if (r == 0)
+		r = seccomp_load(a->bpf, a->bpf_len, err);
 	if (r == 0)
 		r = identity_apply(c, err);
 	if (r == 0 && chdir(c->cwd) < 0)
 		r = rung_err_sys(err, errno, "process.cwd %s", c->cwd);
-	if (r == 0)
-		r = rt_seccomp_load(a->bpf, a->bpf_len, err);
+	if (r == 0 && c->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		r = rung_err_sys(err, errno, "process.noNewPrivileges");
 	return r;
 }
 

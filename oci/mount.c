@@ -71,6 +71,13 @@ static unsigned long locked_flags(const char *path)
 		f |= MS_NOEXEC;
 	if (sv.f_flag & ST_RDONLY)
 		f |= MS_RDONLY;
+	/* the atime flags are locked as one */
+	if (sv.f_flag & ST_NOATIME)
+		f |= MS_NOATIME;
+	if (sv.f_flag & ST_NODIRATIME)
+		f |= MS_NODIRATIME;
+	if (sv.f_flag & ST_RELATIME)
+		f |= MS_RELATIME;
 	return f;
 }
 
