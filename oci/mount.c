@@ -83,11 +83,19 @@ static unsigned long locked_flags(const char *path)
 
 int oci_remount(const char *target, unsigned long flags, unsigned long clear, struct rung_err *err)
 {
-	unsigned long f = ((locked_flags(target) & ~clear) | flags) & ~MS_RDONLY;
+	const unsigned long atime = MS_NOATIME | MS_NODIRATIME | MS_RELATIME | MS_STRICTATIME;
+	unsigned long locked = locked_flags(target);
+	unsigned long f = ((locked & ~clear) | flags) & ~MS_RDONLY;
 	f |= flags & MS_RDONLY;
-	if (mount(NULL, target, NULL, MS_BIND | MS_REMOUNT | f, NULL) < 0)
-		return rung_err_sys(err, errno, "remount %s", target);
-	return 0;
+	if (flags & atime)
+		f = (f & ~atime) | (flags & atime);
+	if (mount(NULL, target, NULL, MS_BIND | MS_REMOUNT | f, NULL) == 0)
+		return 0;
+	/* a user namespace cannot change the atime flags it inherited: keep those */
+	f = (f & ~atime) | (locked & atime);
+	if (errno == EPERM && mount(NULL, target, NULL, MS_BIND | MS_REMOUNT | f, NULL) == 0)
+		return 0;
+	return rung_err_sys(err, errno, "remount %s", target);
 }
 
 static bool is_dir(const char *p)
