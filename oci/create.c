@@ -223,7 +223,6 @@ static int prepare(struct create_ctx *x, struct rung_err *err)
 	x->dir_made = true;
 	snprintf(x->st.id, sizeof(x->st.id), "%s", o->id);
 	snprintf(x->st.bundle, sizeof(x->st.bundle), "%s", bundle);
-	x->st.uid_slot = OCI_UID_SLOTS;
 	if (!x->cfg.spec_userns && (r = oci_uid_slot_claim(o->root, &x->st.uid_slot, err)) < 0)
 		return r;
 	char fifo[PATH_MAX + 16];
@@ -295,7 +294,8 @@ static void undo(struct create_ctx *x)
 
 int oci_create(const struct oci_create_opts *o, struct rung_err *err)
 {
-	struct create_ctx x = {.o = o, .sync = {-1, -1}, .fifo = -1, .console = -1};
+	struct create_ctx x = {.o = o, .sync = {-1, -1}, .fifo = -1, .console = -1,
+			       .st.uid_slot = OCI_UID_SLOTS}; /* none claimed yet: none to give back */
 	/* nothing of the caller's but stdio reaches the container */
 	syscall(SYS_close_range, 3, ~0u, 4 /* CLOSE_RANGE_CLOEXEC */);
 	int r = prepare(&x, err);
