@@ -354,15 +354,18 @@ static int resources_parse(json_t *res, struct oci_config *c, struct rung_err *e
 	if (json_is_integer(mem) && json_integer_value(mem) > 0)
 		c->limits.memory_bytes = (uint64_t)json_integer_value(mem);
 	json_t *cpu = json_object_get(res, "cpu");
-	json_int_t quota = json_integer_value(json_object_get(cpu, "quota"));
-	json_int_t period = json_integer_value(json_object_get(cpu, "period"));
-	if (quota > 0) {
-		if (period <= 0)
-			period = 100000;
-		c->limits.cpu_millis = (uint32_t)(quota * 1000 / period);
-		if (c->limits.cpu_millis == 0)
-			return rung_err_set(err, EINVAL, "linux.resources.cpu.quota: below 1 ms per s");
-	}
+	struct oci_cpu *k = &c->cpu;
+	k->shares = (uint64_t)json_integer_value(json_object_get(cpu, "shares"));
+	k->quota = json_integer_value(json_object_get(cpu, "quota"));
+	k->period = (uint64_t)json_integer_value(json_object_get(cpu, "period"));
+	k->rt_runtime = json_integer_value(json_object_get(cpu, "realtimeRuntime"));
+	k->rt_period = (uint64_t)json_integer_value(json_object_get(cpu, "realtimePeriod"));
+	k->cpus = json_string_value(json_object_get(cpu, "cpus"));
+	k->mems = json_string_value(json_object_get(cpu, "mems"));
+	if (k->quota > 0 && k->quota < 1000)
+		return rung_err_set(err, EINVAL, "linux.resources.cpu.quota: below 1000 us");
+	if (k->period && (k->period < 1000 || k->period > 1000000))
+		return rung_err_set(err, EINVAL, "linux.resources.cpu.period: not in 1000..1000000");
 	json_int_t pids = json_integer_value(json_object_get(json_object_get(res, "pids"), "limit"));
 	if (pids > 0)
 		c->limits.pids_max = pids > UINT32_MAX ? UINT32_MAX : (uint32_t)pids;

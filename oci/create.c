@@ -93,6 +93,8 @@ static int cgroup_setup(struct create_ctx *x, struct rung_err *err)
 		r = rt_cgroup_create(x->cg, &x->cfg.limits, err);
 	if (r == 0)
 		r = rt_cgroup_enter(x->cg, x->pid, err);
+	if (r == 0)
+		r = oci_cgroup_cpu_apply(x->cg, &x->cfg.cpu, x->pid, err);
 	return r < 0 ? rung_err_wrap(err, "linux.cgroupsPath %s", name) : 0;
 }
 
@@ -284,6 +286,7 @@ static void undo(struct create_ctx *x)
 	if (x->cg) {
 		struct rung_err e = {0};
 		rt_cgroup_destroy(x->cg, &e);
+		oci_cgroup_cpuset_remove(rt_cgroup_name(x->cg));
 	}
 	if (x->dir_made) {
 		struct rung_err e = {0};

@@ -69,7 +69,12 @@ struct oci_config {
 	struct oci_idmap *uid_maps, *gid_maps;
 	size_t nuid_maps, ngid_maps;
 	const char *cgroups_path; /* NULL: rung-oci/<id> */
-	struct rt_cgroup_limits limits;
+	struct rt_cgroup_limits limits; /* memory and pids (the cgroup library's) */
+	struct oci_cpu {	/* linux.resources.cpu, written exactly (oci/cgroup.c) */
+		uint64_t shares, period, rt_period;
+		int64_t quota, rt_runtime;
+		const char *cpus, *mems;
+	} cpu;
 	const char **sysctl_keys, **sysctl_values;
 	json_t *annotations;	/* borrowed from doc, never NULL */
 };
@@ -119,6 +124,11 @@ struct oci_create_opts {
 int oci_create(const struct oci_create_opts *o, struct rung_err *err);
 /* Let the created container's init exec the user program. */
 int oci_start(const char *root, const char *id, struct rung_err *err);
+/* cgroup.c: linux.resources.cpu on the container's group (after rt_cgroup_create), and the
+ * cpuset group it may add (removed by oci_cgroup_cpuset_remove). */
+int oci_cgroup_cpu_apply(const struct rt_cgroup *cg, const struct oci_cpu *cpu, pid_t pid,
+			 struct rung_err *err);
+void oci_cgroup_cpuset_remove(const char *name);
 /* ops.c: signal the init (or every process of its cgroup); remove a container. */
 int oci_kill(const char *root, const char *id, int sig, bool all, struct rung_err *err);
 int oci_delete(const char *root, const char *id, bool force, struct rung_err *err);

@@ -89,6 +89,8 @@ int oci_delete(const char *root, const char *id, bool force, struct rung_err *er
 	cleanup_rt_cgroup struct rt_cgroup *cg = NULL;
 	if (r == 0 && open_cgroup(&st, &cg, err) == 0)
 		r = rt_cgroup_destroy(cg, err);
+	if (r == 0)
+		oci_cgroup_cpuset_remove(st.cgroup);
 	if (r == 0) {
 		oci_uid_slot_release(root, st.uid_slot);
 		oci_state_path(root, id, NULL, dir, sizeof(dir));

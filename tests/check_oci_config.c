@@ -88,7 +88,8 @@ START_TEST(test_parse_ok)
 	ck_assert_str_eq(c.netns_path, "/var/run/netns/x");
 	ck_assert_uint_eq(c.limits.memory_bytes, 1048576);
 	ck_assert_uint_eq(c.limits.pids_max, 9);
-	ck_assert_uint_eq(c.limits.cpu_millis, 500);
+	ck_assert_int_eq(c.cpu.quota, 50000);
+	ck_assert_uint_eq(c.cpu.period, 100000);
 	ck_assert_str_eq(c.masked[0], "/proc/kcore");
 	ck_assert_str_eq(c.readonly[0], "/proc/sys");
 	ck_assert_str_eq(json_string_value(json_object_get(c.annotations, "a")), "b");
@@ -106,6 +107,8 @@ START_TEST(test_refusals)
 	refused("process", "rlimits",
 		json_pack("[{s:s, s:i, s:i}]", "type", "RLIMIT_BOGUS", "soft", 1, "hard", 1), EINVAL,
 		"process.rlimits[0].type");
+	refused("linux", "resources", json_pack("{s:{s:i}}", "cpu", "period", 10), EINVAL,
+		"linux.resources.cpu.period");
 	refused("process", "oomScoreAdj", json_integer(5000), EINVAL, "process.oomScoreAdj");
 	refused("linux", "namespaces", json_pack("[{s:s}, {s:s, s:s}]", "type", "ipc", "type", "pid",
 						 "path", "/proc/1/ns/pid"),
