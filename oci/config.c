@@ -421,7 +421,7 @@ static int linux_parse(json_t *l, struct oci_config *c, struct rung_err *err)
 	if (c->cgroups_path && strchr(c->cgroups_path, ':') && c->cgroups_path[0] != '/')
 		return rung_err_set(err, ENOTSUP, "linux.cgroupsPath: '%s' is a systemd slice path; "
 				    "rung-oci manages cgroupfs paths only", c->cgroups_path);
-	/* linux.seccomp: rung's own allow-list is always loaded (docs/oci.md) */
+	/* linux.seccomp: oci/seccomp.c, a second filter on top of rung's allow-list */
 	return 0;
 }
 

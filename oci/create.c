@@ -21,6 +21,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -34,8 +35,8 @@ struct create_ctx {
 	struct oci_config cfg;
 	struct oci_state st;
 	char dir[PATH_MAX];
-	void *bpf;
-	size_t bpf_len;
+	void *bpf, *spec_bpf;
+	size_t bpf_len, spec_bpf_len;
 	pid_t pid;
 	int sync[2], fifo, console;
 	bool dir_made;
@@ -215,6 +216,9 @@ static int prepare(struct create_ctx *x, struct rung_err *err)
 				    : "--console-socket given but process.terminal is false");
 	if ((r = rt_seccomp_build(&x->bpf, &x->bpf_len, err)) < 0)
 		return r;
+	json_t *sc = json_object_get(json_object_get(x->cfg.doc, "linux"), "seccomp");
+	if ((r = oci_seccomp_build(sc, &x->spec_bpf, &x->spec_bpf_len, err)) < 0)
+		return r;
 	if ((r = rung_mkdir_p(o->root, 0700, err)) < 0)
 		return rung_err_wrap(err, "--root");
 	if (oci_state_path(o->root, o->id, NULL, x->dir, sizeof(x->dir)) < 0)
@@ -254,7 +258,8 @@ static int spawn(struct create_ctx *x, struct rung_err *err)
 		close(x->sync[0]);
 		struct oci_init_args a = {.sync_fd = x->sync[1], .fifo_fd = x->fifo,
 					  .console_fd = x->console, .bpf = x->bpf,
-					  .bpf_len = x->bpf_len, .no_pivot = x->o->no_pivot};
+					  .bpf_len = x->bpf_len, .spec_bpf = x->spec_bpf,
+					  .spec_bpf_len = x->spec_bpf_len, .no_pivot = x->o->no_pivot};
 		oci_init_run(&x->cfg, &a);
 	}
 	x->pid = pid;
@@ -318,6 +323,7 @@ int oci_create(const struct oci_create_opts *o, struct rung_err *err)
 	if (x.console >= 0)
 		close(x.console);
 	free(x.bpf);
+	free(x.spec_bpf);
 	rt_cgroup_free(x.cg);
 	oci_state_release(&x.st);
 	oci_config_release(&x.cfg);
@@ -344,5 +350,13 @@ int oci_start(const char *root, const char *id, struct rung_err *err)
 		return rung_err_sys(err, errno, "container %s: remove %s", id, p);
 	if (write(fd, "0", 1) != 1)
 		return rung_err_sys(err, errno, "container %s: start its init", id);
-	return 0;
+	/* Return once the program is exec'd: the init's end of the fifo is close-on-exec, so a
+	 * write fails with EPIPE when no reader is left (the caller ignores SIGPIPE). A signal
+	 * sent right after start then finds the program, not the init. */
+	for (int i = 0; i < 10000; i++) {
+		if (write(fd, "0", 1) < 0)
+			return errno == EPIPE ? 0 : rung_err_sys(err, errno, "container %s: start", id);
+		nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+	}
+	return 0; /* still not exec'd after 10 s: started all the same */
 }

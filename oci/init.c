@@ -188,6 +188,8 @@ static int setup(const struct oci_config *c, const struct oci_init_args *a, stru
 	 * so no_new_privs is the spec's choice (process.noNewPrivileges) */
 	if (r == 0)
 		r = seccomp_load(a->bpf, a->bpf_len, err);
+	if (r == 0 && a->spec_bpf)
+		r = seccomp_load(a->spec_bpf, a->spec_bpf_len, err);
 	if (r == 0)
 		r = identity_apply(c, err);
 	if (r == 0 && chdir(c->cwd) < 0)

@@ -158,6 +158,7 @@ static int cmd_start(const struct globals *g, int argc, char **argv)
 	if ((r = want_id(argc, argv, "start", &id, 0)))
 		return r;
 	struct rung_err err = {0};
+	signal(SIGPIPE, SIG_IGN); /* oci_start learns of the exec from EPIPE */
 	return oci_start(g->root, id, &err) < 0 ? fail(g, &err) : 0;
 }
 

@@ -18,8 +18,8 @@ struct oci_sync_msg {
 };
 struct oci_init_args {
 	int sync_fd, fifo_fd, console_fd;
-	const void *bpf;
-	size_t bpf_len;
+	const void *bpf, *spec_bpf; /* rung's filter; the spec's (NULL: none) */
+	size_t bpf_len, spec_bpf_len;
 	bool no_pivot;
 };
 /* Never returns: execs process.args after `start`, or _exits 127 having reported. */

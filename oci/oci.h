@@ -129,6 +129,8 @@ int oci_start(const char *root, const char *id, struct rung_err *err);
 int oci_cgroup_cpu_apply(const struct rt_cgroup *cg, const struct oci_cpu *cpu, pid_t pid,
 			 struct rung_err *err);
 void oci_cgroup_cpuset_remove(const char *name);
+/* seccomp.c: linux.seccomp (NULL: none) as BPF, to load after rung's filter (*bpf NULL: none). */
+int oci_seccomp_build(json_t *spec, void **bpf, size_t *len, struct rung_err *err);
 /* ops.c: signal the init (or every process of its cgroup); remove a container. */
 int oci_kill(const char *root, const char *id, int sig, bool all, struct rung_err *err);
 int oci_delete(const char *root, const char *id, bool force, struct rung_err *err);
