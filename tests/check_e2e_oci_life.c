@@ -48,7 +48,7 @@ static void copy_file(const char *from, const char *to)
 }
 
 /* A bundle: rootfs with busybox, config.json with args (a JSON array text) and extra linux. */
-static void bundle(struct env *e, const char *args, const char *namespaces)
+static void bundle_x(struct env *e, const char *args, const char *namespaces, const char *extra)
 {
 	char p[PATH_MAX * 2], cfg[8192];
 	snprintf(p, sizeof(p), "%s/rootfs/bin", e->bundle);
@@ -70,10 +70,15 @@ static void bundle(struct env *e, const char *args, const char *namespaces)
 		 " \"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"},"
 		 "  {\"destination\": \"/dev\", \"type\": \"tmpfs\", \"source\": \"tmpfs\"},"
 		 "  {\"destination\": \"/out\", \"source\": \"%s\", \"options\": [\"bind\"]}],"
-		 " \"linux\": {\"namespaces\": %s, \"cgroupsPath\": \"/rung-oci-test-%d\"}}",
-		 args, e->out, namespaces, (int)getpid());
+		 " \"linux\": {\"namespaces\": %s, \"cgroupsPath\": \"/rung-oci-test-%d\"%s}}",
+		 args, e->out, namespaces, (int)getpid(), extra);
 	snprintf(p, sizeof(p), "%s/config.json", e->bundle);
 	put(p, cfg);
+}
+
+static void bundle(struct env *e, const char *args, const char *namespaces)
+{
+	bundle_x(e, args, namespaces, "");
 }
 
 static const char ns_default[] = "[{\"type\": \"pid\"}, {\"type\": \"ipc\"}, {\"type\": \"mount\"},"
@@ -318,6 +323,35 @@ START_TEST(test_refused_leaves_nothing)
 }
 END_TEST
 
+/* The spec's filter narrows rung's: mkdir answers the spec's errno, the rest still runs. */
+START_TEST(test_spec_seccomp)
+{
+	RUNG_REQUIRE_ROOT();
+	struct env *e = E;
+	bundle_x(e, "[\"sh\", \"-c\", \"mkdir /out/d 2>/out/err; echo $? > /out/rc\"]", ns_default,
+		 ", \"seccomp\": {\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\":"
+		 " [\"mkdir\", \"mkdirat\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 13}]}");
+	ck_assert_msg(OCI(e, "create", "--bundle", e->bundle, "c1") == 0, "%s", e->stderr_);
+	ck_assert_int_eq(OCI(e, "start", "c1"), 0);
+	wait_status(e, "c1", "stopped");
+	char p[PATH_MAX * 2], buf[256] = {0};
+	snprintf(p, sizeof(p), "%s/d", e->out);
+	ck_assert_int_ne(access(p, F_OK), 0);
+	snprintf(p, sizeof(p), "%s/err", e->out);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	(void)!read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	ck_assert_msg(strstr(buf, "Permission denied"), "mkdir said: %s", buf);
+	ck_assert_int_eq(OCI(e, "delete", "c1"), 0);
+	/* an action rung-oci does not run is refused at create, naming the field */
+	bundle_x(e, "[\"true\"]", ns_default,
+		 ", \"seccomp\": {\"defaultAction\": \"SCMP_ACT_NOTIFY\"}");
+	ck_assert_int_eq(OCI(e, "create", "--bundle", e->bundle, "c1"), 1);
+	ck_assert_msg(strstr(e->stderr_, "linux.seccomp.defaultAction"), "%s", e->stderr_);
+}
+END_TEST
+
 Suite *e2e_oci_life_suite(void)
 {
 	Suite *s = suite_create("e2e_oci_life");
@@ -328,6 +362,7 @@ Suite *e2e_oci_life_suite(void)
 	tcase_add_test(tc, test_life);
 	tcase_add_test(tc, test_delete_created_and_force);
 	tcase_add_test(tc, test_refused_leaves_nothing);
+	tcase_add_test(tc, test_spec_seccomp);
 	suite_add_tcase(s, tc);
 	return s;
 }
