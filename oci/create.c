@@ -35,6 +35,7 @@ struct create_ctx {
 	struct oci_config cfg;
 	struct oci_state st;
 	char dir[PATH_MAX];
+	char pid_file[PATH_MAX]; /* absolute: root_attach's setns moves the cwd to / */
 	void *bpf, *spec_bpf;
 	size_t bpf_len, spec_bpf_len;
 	pid_t pid;
@@ -127,7 +128,8 @@ static int root_attach(struct create_ctx *x, struct rung_err *err)
 	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)x->pid);
 	cleanup_close int mntns = open(p, O_RDONLY | O_CLOEXEC);
 	cleanup_close int self = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-	if (userns < 0 || mntns < 0 || self < 0)
+	cleanup_close int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC); /* setns moves it */
+	if (userns < 0 || mntns < 0 || self < 0 || cwd < 0)
 		return rung_err_sys(err, errno, "open the container's namespaces");
 	cleanup_close int tree = rfs_idmap_clone(x->cfg.rootfs, userns, 0, err);
 	if (tree < 0)
@@ -139,6 +141,8 @@ static int root_attach(struct create_ctx *x, struct rung_err *err)
 		r = rung_err_sys(err, errno, "root.path: attach %s", x->cfg.rootfs);
 	if (setns(self, CLONE_NEWNS) < 0 && r == 0)
 		r = rung_err_sys(err, errno, "leave the container's mount namespace");
+	if (fchdir(cwd) < 0 && r == 0)
+		r = rung_err_sys(err, errno, "back to the working directory");
 	return r;
 }
 
@@ -205,6 +209,14 @@ static int prepare(struct create_ctx *x, struct rung_err *err)
 	char bundle[PATH_MAX];
 	if (oci_id_check(o->id, err) < 0)
 		return -EINVAL;
+	char cwd[PATH_MAX];
+	if (o->pid_file && o->pid_file[0] != '/' &&
+	    (!getcwd(cwd, sizeof(cwd)) ||
+	     snprintf(x->pid_file, sizeof(x->pid_file), "%s/%s", cwd, o->pid_file) >=
+		     (int)sizeof(x->pid_file)))
+		return rung_err_set(err, ENAMETOOLONG, "--pid-file %s: path too long", o->pid_file);
+	else if (o->pid_file && o->pid_file[0] == '/')
+		snprintf(x->pid_file, sizeof(x->pid_file), "%s", o->pid_file);
 	if (!realpath(o->bundle, bundle))
 		return rung_err_sys(err, errno, "--bundle %s", o->bundle);
 	int r = oci_config_load(bundle, &x->cfg, err);
@@ -274,11 +286,11 @@ static int finish(struct create_ctx *x, struct rung_err *err)
 	x->st.start_time = rung_proc_starttime(x->pid);
 	x->st.annotations = json_incref(x->cfg.annotations);
 	int r = oci_state_write(x->o->root, &x->st, err);
-	if (r < 0 || !x->o->pid_file)
+	if (r < 0 || !x->pid_file[0])
 		return r;
 	char v[16];
 	snprintf(v, sizeof(v), "%d", (int)x->pid);
-	r = rung_write_file_replace(AT_FDCWD, x->o->pid_file, v, strlen(v), 0644, err);
+	r = rung_write_file_replace(AT_FDCWD, x->pid_file, v, strlen(v), 0644, err);
 	return r < 0 ? rung_err_wrap(err, "--pid-file") : 0;
 }
 

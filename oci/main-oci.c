@@ -1,8 +1,8 @@
 /*
  * oci/main-oci.c: rung-oci, the OCI runtime command line (runc's, as containerd's runc shim
  * calls it) on rung's container rung. docs/oci.md says what is supported and refused.
- * Exit codes follow runc: 0 on success, 1 on any failure (the message on stderr and, with
- * --log, in the log file as runc writes it), 2 for a usage error.
+ * Exit codes follow runc: 0 on success, 1 on any failure or usage error (the message on stderr
+ * and, with --log, in the log file as runc writes it), 3 for an unknown command.
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -56,7 +56,7 @@ static int fail(const struct globals *g, const struct rung_err *err)
 static int usage_error(const char *cmd, const char *what)
 {
 	fprintf(stderr, "rung-oci %s: %s (see rung-oci %s --help)\n", cmd, what, cmd);
-	return 2;
+	return 1; /* runc's status for a usage error */
 }
 
 static const char *const cmd_help[][2] = {
@@ -288,7 +288,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind >= argc)
-		return help(NULL), 2;
+		return help(NULL), 1;
 	if (systemd) {
 		log_error(&g, "--systemd-cgroup is refused: rung-oci manages cgroupfs paths only "
 			      "(set SystemdCgroup = false for this runtime in containerd)");
@@ -301,5 +301,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (strcmp(cmd, cmds[i].name) == 0)
 			return cmds[i].fn(&g, argc, argv);
-	return usage_error(cmd, "unknown command");
+	usage_error(cmd, "unknown command");
+	return 3; /* as runc (urfave/cli's "no help topic") */
 }

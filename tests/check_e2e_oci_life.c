@@ -26,6 +26,7 @@
 struct env {
 	char dir[PATH_MAX], bundle[PATH_MAX + 16], root[PATH_MAX + 16], out[PATH_MAX + 16];
 	char bin[PATH_MAX];
+	const char *root_arg; /* --root as given (NULL: root) */
 	char stdout_[8192], stderr_[8192];
 };
 
@@ -87,7 +88,7 @@ static const char ns_default[] = "[{\"type\": \"pid\"}, {\"type\": \"ipc\"}, {\"
 /* Run rung-oci --root ROOT args...; its stdout and stderr in e; the exit status. */
 static int oci(struct env *e, const char *const *args)
 {
-	const char *argv[32] = {e->bin, "--root", e->root};
+	const char *argv[32] = {e->bin, "--root", e->root_arg ? e->root_arg : e->root};
 	size_t n = 3;
 	for (; args[n - 3]; n++)
 		argv[n] = args[n - 3];
@@ -308,11 +309,14 @@ START_TEST(test_refused_leaves_nothing)
 	snprintf(p, sizeof(p), "%s/c3", e->root);
 	ck_assert_int_ne(access(p, F_OK), 0);
 	ck_assert(!cgroup_exists());
-	/* the command line: usage errors exit 2, refusals 1, --help 0 */
+	/* the command line, as runc: refusals and usage errors exit 1, an unknown command 3 */
 	ck_assert_int_eq(OCI(e, "--systemd-cgroup", "state", "c3"), 1);
 	ck_assert_msg(strstr(e->stderr_, "--systemd-cgroup"), "%s", e->stderr_);
-	ck_assert_int_eq(OCI(e, "bogus"), 2);
-	ck_assert_int_eq(OCI(e, "kill", "c3", "NOSIG"), 2);
+	ck_assert_int_eq(OCI(e, "bogus"), 3);
+	ck_assert_int_eq(OCI(e, "kill", "c3", "NOSIG"), 1);
+	ck_assert_msg(strstr(e->stderr_, "unknown signal"), "%s", e->stderr_);
+	ck_assert_int_eq(OCI(e, "start"), 1);
+	ck_assert_msg(strstr(e->stderr_, "container id is missing"), "%s", e->stderr_);
 	ck_assert_int_eq(OCI(e, "create", "--help"), 0);
 	ck_assert_msg(strstr(e->stdout_, "--console-socket"), "%s", e->stdout_);
 	ck_assert_int_eq(OCI(e, "features"), 0);
@@ -320,6 +324,29 @@ START_TEST(test_refused_leaves_nothing)
 	ck_assert_ptr_nonnull(f);
 	ck_assert_str_eq(json_string_value(json_object_get(f, "ociVersionMax")), OCI_VERSION);
 	json_decref(f);
+}
+END_TEST
+
+/* Relative --root, --bundle and --pid-file are the caller's working directory's, as runc's. */
+START_TEST(test_relative_paths)
+{
+	RUNG_REQUIRE_ROOT();
+	struct env *e = E;
+	bundle(e, "[\"sleep\", \"100\"]", ns_default);
+	ck_assert_int_eq(chdir(e->dir), 0); /* this test's own process (CK_FORK) */
+	e->root_arg = "root";
+	ck_assert_msg(OCI(e, "create", "--bundle", "bundle", "--pid-file", "relpid", "c3") == 0, "%s",
+		      e->stderr_);
+	int pid = 0;
+	ck_assert_str_eq(status_of(e, "c3", &pid), "created");
+	char buf[32] = {0};
+	int fd = open("relpid", O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	(void)!read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	ck_assert_int_eq(atoi(buf), pid);
+	ck_assert_int_eq(OCI(e, "delete", "c3"), 0);
+	e->root_arg = NULL;
 }
 END_TEST
 
@@ -363,6 +390,7 @@ Suite *e2e_oci_life_suite(void)
 	tcase_add_test(tc, test_delete_created_and_force);
 	tcase_add_test(tc, test_refused_leaves_nothing);
 	tcase_add_test(tc, test_spec_seccomp);
+	tcase_add_test(tc, test_relative_paths);
 	suite_add_tcase(s, tc);
 	return s;
 }
