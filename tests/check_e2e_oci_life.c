@@ -208,6 +208,7 @@ START_TEST(test_life)
 	RUNG_REQUIRE_ROOT();
 	struct env *e = E;
 	bundle(e, "[\"sh\", \"-c\", \"hostname > /out/hello; exec sleep 100\"]", ns_default);
+	int mounts0 = rung_test_count_mounts();
 	char pidfile[PATH_MAX * 2], hello[PATH_MAX * 2];
 	snprintf(pidfile, sizeof(pidfile), "%s/pid", e->dir);
 	snprintf(hello, sizeof(hello), "%s/hello", e->out);
@@ -269,6 +270,8 @@ START_TEST(test_life)
 	ck_assert_int_ne(access(p, F_OK), 0);
 	snprintf(p, sizeof(p), "%s/.uids", e->root);
 	ck_assert_int_eq(rung_test_count_entries(p), 0);
+	/* the rootfs attach and the mounts were the container's: none on the host */
+	ck_assert_int_eq(rung_test_count_mounts(), mounts0);
 }
 END_TEST
 
