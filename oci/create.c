@@ -28,7 +28,7 @@
 #include "common/util.h"
 #include "oci/oci-internal.h"
 #include "rootfs/rfs.h"
-#include "runtime/rt-internal.h"
+#include "runtime/seccomp.h"
 
 struct create_ctx {
 	const struct oci_create_opts *o;

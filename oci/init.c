@@ -27,7 +27,6 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "oci/oci-internal.h"
-#include "runtime/rt-internal.h"
 
 static void fail(int sync_fd, const struct rung_err *err)
 {
