@@ -64,7 +64,7 @@ $(B)/fobj/agent/callbacks.o: FUZZ_CFLAGS += -I$(B)/gen
 # tests/check_<suite>.c: one suite each; tests/lib/: the runner (main.c), helpers, fixtures.
 TEST_SRC := $(wildcard tests/check_*.c)
 TEST_HELPER_SRC := $(wildcard tests/lib/*.c)
-TEST_LIB_SRC := $(LIB_SRC) $(VMM) $(SERVER) $(AGENT) $(CLI)
+TEST_LIB_SRC := $(LIB_SRC) $(VMM) $(SERVER) $(AGENT) $(CLI) $(call src_of,oci)
 
 $(B)/suites.h: $(TEST_SRC) tests/gen-suites.sh
 	@mkdir -p $(B)

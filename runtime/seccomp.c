@@ -20,6 +20,7 @@
 #include <linux/seccomp.h>
 
 #include "runtime/rt-internal.h"
+#include "runtime/seccomp.h"
 
 /* Docker's default allow-list for x86_64, less what is in denied[] or filtered below. */
 static const char *const allowed[] = {

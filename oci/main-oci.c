@@ -1,0 +1,306 @@
+/*
+ * oci/main-oci.c: rung-oci, the OCI runtime command line (runc's, as containerd's runc shim
+ * calls it) on rung's container rung. docs/oci.md says what is supported and refused.
+ * Exit codes follow runc: 0 on success, 1 on any failure or usage error (the message on stderr
+ * and, with --log, in the log file as runc writes it), 3 for an unknown command.
+ */
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/util.h"
+#include "oci/oci.h"
+
+struct globals {
+	const char *root, *log, *log_format;
+};
+
+static void log_error(const struct globals *g, const char *msg)
+{
+	fprintf(stderr, "rung-oci: %s\n", msg);
+	if (!g->log)
+		return;
+	FILE *f = fopen(g->log, "ae");
+	if (!f)
+		return;
+	char ts[64];
+	time_t now = time(NULL);
+	struct tm tm;
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+	if (g->log_format && strcmp(g->log_format, "json") == 0) {
+		cleanup_json json_t *j = json_pack("{s:s, s:s, s:s}", "level", "error", "msg", msg,
+						   "time", ts);
+		char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+		if (t)
+			fprintf(f, "%s\n", t);
+		free(t);
+	} else {
+		fprintf(f, "time=\"%s\" level=error msg=\"%s\"\n", ts, msg);
+	}
+	fclose(f);
+}
+
+static int fail(const struct globals *g, const struct rung_err *err)
+{
+	log_error(g, err->msg[0] ? err->msg : "failed");
+	return 1;
+}
+
+static int usage_error(const char *cmd, const char *what)
+{
+	fprintf(stderr, "rung-oci %s: %s (see rung-oci %s --help)\n", cmd, what, cmd);
+	return 1; /* runc's status for a usage error */
+}
+
+static const char *const cmd_help[][2] = {
+	{"create", "create [--bundle DIR] [--pid-file F] [--console-socket S] [--no-pivot] "
+		   "[--no-new-keyring] ID\n  Create the container from the bundle (default: the "
+		   "current directory); its process waits until `start`."},
+	{"start", "start ID\n  Run the created container's process."},
+	{"state", "state ID\n  Print the container's OCI state (JSON)."},
+	{"kill", "kill [--all] ID [SIGNAL]\n  Send SIGNAL (default TERM) to the container's "
+		 "process, or with --all to every process in its cgroup."},
+	{"delete", "delete [--force] ID\n  Remove a stopped (or created) container; --force kills "
+		   "a running one first and succeeds when it does not exist."},
+	{"features", "features\n  Print what this runtime supports (JSON)."},
+};
+
+static int help(const char *cmd)
+{
+	for (size_t i = 0; cmd && i < sizeof(cmd_help) / sizeof(cmd_help[0]); i++)
+		if (strcmp(cmd, cmd_help[i][0]) == 0) {
+			printf("usage: rung-oci [global options] %s\n", cmd_help[i][1]);
+			return 0;
+		}
+	printf("usage: rung-oci [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...\n"
+	       "An OCI runtime (runc's command line) on rung's container rung (docs/oci.md).\n"
+	       "Commands: create, start, state, kill, delete, features; COMMAND --help for each.\n"
+	       "  --root DIR         state directory (default /run/rung-oci)\n"
+	       "  --log FILE         also write errors to FILE\n"
+	       "  --log-format F     text (default) or json\n"
+	       "  --systemd-cgroup   refused: rung-oci manages cgroupfs paths only\n");
+	return 0;
+}
+
+/* The one positional argument (the container id) after the subcommand's options. */
+static int want_id(int argc, char **argv, const char *cmd, const char **id, int extra)
+{
+	if (optind >= argc)
+		return usage_error(cmd, "the container id is missing");
+	if (argc - optind > 1 + extra)
+		return usage_error(cmd, "too many arguments");
+	*id = argv[optind];
+	return 0;
+}
+
+static int cmd_create(const struct globals *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"bundle", required_argument, 0, 'b'},	  {"pid-file", required_argument, 0, 'p'},
+		{"console-socket", required_argument, 0, 'c'}, {"no-pivot", no_argument, 0, 'P'},
+		{"no-new-keyring", no_argument, 0, 'K'},   {"preserve-fds", required_argument, 0, 'f'},
+		{"help", no_argument, 0, 'h'},		   {0, 0, 0, 0},
+	};
+	struct oci_create_opts o = {.root = g->root, .bundle = "."};
+	int c;
+	while ((c = getopt_long(argc, argv, "+b:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'b': o.bundle = optarg; break;
+		case 'p': o.pid_file = optarg; break;
+		case 'c': o.console_socket = optarg; break;
+		case 'P': o.no_pivot = true; break;
+		case 'K': break; /* keyrings are not given to containers: nothing to skip */
+		case 'f':
+			if (strcmp(optarg, "0") != 0)
+				return usage_error("create", "--preserve-fds is not supported");
+			break;
+		case 'h': return help("create");
+		default: return usage_error("create", "unknown option");
+		}
+	}
+	int r = want_id(argc, argv, "create", &o.id, 0);
+	if (r)
+		return r;
+	struct rung_err err = {0};
+	return oci_create(&o, &err) < 0 ? fail(g, &err) : 0;
+}
+
+static int simple_opts(int argc, char **argv, const char *cmd, bool *flag, const char *flagname)
+{
+	const struct option opts[] = {{"help", no_argument, 0, 'h'},
+				      {flagname ? flagname : "help", no_argument, 0, 'f'},
+				      {0, 0, 0, 0}};
+	int c;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		if (c == 'h')
+			return help(cmd) == 0 ? -1 : -1;
+		if (c == 'f' && flag)
+			*flag = true;
+		else
+			return usage_error(cmd, "unknown option");
+	}
+	return 0;
+}
+
+static int cmd_start(const struct globals *g, int argc, char **argv)
+{
+	const char *id;
+	int r = simple_opts(argc, argv, "start", NULL, NULL);
+	if (r)
+		return r < 0 ? 0 : r;
+	if ((r = want_id(argc, argv, "start", &id, 0)))
+		return r;
+	struct rung_err err = {0};
+	signal(SIGPIPE, SIG_IGN); /* oci_start learns of the exec from EPIPE */
+	return oci_start(g->root, id, &err) < 0 ? fail(g, &err) : 0;
+}
+
+static int cmd_state(const struct globals *g, int argc, char **argv)
+{
+	const char *id;
+	int r = simple_opts(argc, argv, "state", NULL, NULL);
+	if (r)
+		return r < 0 ? 0 : r;
+	if ((r = want_id(argc, argv, "state", &id, 0)))
+		return r;
+	struct rung_err err = {0};
+	struct oci_state st;
+	if (oci_state_read(g->root, id, &st, &err) < 0)
+		return fail(g, &err);
+	cleanup_json json_t *j = oci_state_json(g->root, &st);
+	oci_state_release(&st);
+	char *t = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+	if (!t)
+		return fail(g, &(struct rung_err){ENOMEM, "out of memory"});
+	printf("%s\n", t);
+	free(t);
+	return 0;
+}
+
+static int cmd_kill(const struct globals *g, int argc, char **argv)
+{
+	bool all = false;
+	const char *id;
+	int r = simple_opts(argc, argv, "kill", &all, "all");
+	if (r)
+		return r < 0 ? 0 : r;
+	if ((r = want_id(argc, argv, "kill", &id, 1)))
+		return r;
+	const char *name = optind + 1 < argc ? argv[optind + 1] : "TERM";
+	int sig = rung_signal_parse(name);
+	if (sig <= 0)
+		return usage_error("kill", "unknown signal");
+	struct rung_err err = {0};
+	return oci_kill(g->root, id, sig, all, &err) < 0 ? fail(g, &err) : 0;
+}
+
+static int cmd_delete(const struct globals *g, int argc, char **argv)
+{
+	bool force = false;
+	const char *id;
+	int r = simple_opts(argc, argv, "delete", &force, "force");
+	if (r)
+		return r < 0 ? 0 : r;
+	if ((r = want_id(argc, argv, "delete", &id, 0)))
+		return r;
+	struct rung_err err = {0};
+	return oci_delete(g->root, id, force, &err) < 0 ? fail(g, &err) : 0;
+}
+
+static int cmd_features(const struct globals *g, int argc, char **argv)
+{
+	int r = simple_opts(argc, argv, "features", NULL, NULL);
+	if (r)
+		return r < 0 ? 0 : r;
+	cleanup_json json_t *caps = json_array();
+	for (int i = 0; i < 64; i++)
+		if (oci_cap_policy() >> i & 1) {
+			static const char *const names[] = {
+				"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER",
+				"CAP_FSETID", "CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP",
+				"CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST",
+				"CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_IPC_LOCK", "CAP_IPC_OWNER",
+				"CAP_SYS_MODULE", "CAP_SYS_RAWIO", "CAP_SYS_CHROOT", "CAP_SYS_PTRACE",
+				"CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE",
+				"CAP_SYS_RESOURCE", "CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_MKNOD",
+				"CAP_LEASE", "CAP_AUDIT_WRITE", "CAP_AUDIT_CONTROL", "CAP_SETFCAP"};
+			if (i < (int)(sizeof(names) / sizeof(names[0])))
+				json_array_append_new(caps, json_string(names[i]));
+		}
+	cleanup_json json_t *j = json_pack(
+		"{s:s, s:s, s:[], s:[sssssssssssssssssssssss], s:{s:[sssssss], s:O, "
+		"s:{s:b, s:b, s:b}, s:{s:b}, s:{s:b}}, s:{s:s}}",
+		"ociVersionMin", "1.0.0", "ociVersionMax", OCI_VERSION, "hooks", "mountOptions",
+		"ro", "rw", "nosuid", "suid", "nodev", "dev", "noexec", "exec", "sync", "async",
+		"noatime", "atime", "nodiratime", "relatime", "strictatime", "bind", "rbind",
+		"private", "rprivate", "slave", "rslave", "shared", "rshared", "linux",
+		"namespaces", "cgroup", "ipc", "mount", "network", "pid", "user", "uts",
+		"capabilities", caps, "cgroup", "v1", 1, "v2", 1, "systemd", 0, "seccomp", "enabled",
+		1, "apparmor", "enabled", 0, "annotations", "dev.rung.isolation", "container");
+	char *t = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+	if (!t)
+		return fail(g, &(struct rung_err){ENOMEM, "out of memory"});
+	printf("%s\n", t);
+	free(t);
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(const struct globals *g, int argc, char **argv);
+} cmds[] = {
+	{"create", cmd_create}, {"start", cmd_start},	{"state", cmd_state},
+	{"kill", cmd_kill},	{"delete", cmd_delete}, {"features", cmd_features},
+};
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"root", required_argument, 0, 'r'},	   {"log", required_argument, 0, 'l'},
+		{"log-format", required_argument, 0, 'F'}, {"systemd-cgroup", no_argument, 0, 's'},
+		{"debug", no_argument, 0, 'd'},		   {"help", no_argument, 0, 'h'},
+		{"version", no_argument, 0, 'v'},	   {0, 0, 0, 0},
+	};
+	struct globals g = {.root = "/run/rung-oci", .log_format = "text"};
+	bool systemd = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "+hv", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r': g.root = optarg; break;
+		case 'l': g.log = optarg; break;
+		case 'F':
+			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0)
+				return usage_error("--log-format", "must be text or json");
+			g.log_format = optarg;
+			break;
+		case 's': systemd = true; break;
+		case 'd': break;
+		case 'h': return help(NULL);
+		case 'v': printf("rung-oci version 0.1\nspec: %s\n", OCI_VERSION); return 0;
+		default: return usage_error("", "unknown global option");
+		}
+	}
+	if (optind >= argc)
+		return help(NULL), 1;
+	if (systemd) {
+		log_error(&g, "--systemd-cgroup is refused: rung-oci manages cgroupfs paths only "
+			      "(set SystemdCgroup = false for this runtime in containerd)");
+		return 1;
+	}
+	const char *cmd = argv[optind];
+	argc -= optind;
+	argv += optind;
+	optind = 1;
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (strcmp(cmd, cmds[i].name) == 0)
+			return cmds[i].fn(&g, argc, argv);
+	usage_error(cmd, "unknown command");
+	return 3; /* as runc (urfave/cli's "no help topic") */
+}

@@ -1,0 +1,29 @@
+/* oci/oci-internal.h: what oci/'s files share (never included outside oci/). */
+#ifndef RUNG_OCI_INTERNAL_H
+#define RUNG_OCI_INTERNAL_H
+
+#include "oci/oci.h"
+
+/* mount.c, run by the container's init */
+int oci_mounts_apply(const struct oci_config *c, struct rung_err *err);
+int oci_paths_apply(const struct oci_config *c, struct rung_err *err);
+int oci_remount(const char *target, unsigned long flags, unsigned long clear, struct rung_err *err);
+
+/* The init's side of create (init.c); the messages on the sync socket. */
+enum { OCI_SYNC_MAPPED = 'M', OCI_SYNC_PRIVATE = 'P', OCI_SYNC_ROOT = 'R', OCI_SYNC_READY = 'K',
+       OCI_SYNC_ERROR = 'E' };
+struct oci_sync_msg {
+	char tag;
+	struct rung_err err;
+};
+struct oci_init_args {
+	int sync_fd, fifo_fd, console_fd;
+	const void *bpf, *spec_bpf; /* rung's filter; the spec's (NULL: none) */
+	size_t bpf_len, spec_bpf_len;
+	bool no_pivot;
+};
+/* Never returns: execs process.args after `start`, or _exits 127 having reported. */
+void oci_init_run(const struct oci_config *c, const struct oci_init_args *a)
+	__attribute__((noreturn));
+
+#endif
