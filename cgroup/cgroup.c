@@ -116,6 +116,18 @@ int rt_cgroup_detect(const char *root, enum rt_cgroup_version *out, bool *hybrid
 	return 0;
 }
 
+void rt_cgroup_drop_if_empty(const char *root, const char *name)
+{
+	struct rt_cgroup *cg = NULL;
+	struct rung_err e = {0};
+	if (rt_cgroup_open(root, name, &cg, &e) < 0)
+		return;
+	for (int c = 0; c < RT_CGCTL__COUNT; c++)
+		if (cg->dir[c])
+			rmdir(cg->dir[c]);
+	rt_cgroup_free(cg);
+}
+
 void rt_cgroup_free(struct rt_cgroup *cg)
 {
 	if (!cg)

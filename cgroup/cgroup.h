@@ -124,6 +124,10 @@ int rt_cgroup_open(const char *root, const char *name, struct rt_cgroup **out,
 int rt_cgroup_open_child(const struct rt_cgroup *parent, const char *leaf, struct rt_cgroup **out,
 			 struct rung_err *err);
 void rt_cgroup_free(struct rt_cgroup *cg); /* NULL-safe; does not touch the filesystem */
+/* Removes the group name in every hierarchy where it is empty (a plain rmdir, which the kernel
+ * refuses while a process or a child group is in it). A create racing with it can see its
+ * parent vanish: rt_cgroup_create then fails with -ENOENT, and the caller makes it again. */
+void rt_cgroup_drop_if_empty(const char *root, const char *name);
 static inline void rt_cgroup_freep(struct rt_cgroup **p) { rt_cgroup_free(*p); }
 #define cleanup_rt_cgroup __attribute__((cleanup(rt_cgroup_freep)))
 

@@ -87,12 +87,19 @@ static int cgroup_setup(struct create_ctx *x, struct rung_err *err)
 			p++;
 		snprintf(name, sizeof(name), "%s", p);
 	} else {
-		snprintf(name, sizeof(name), "rung-oci/%s", x->o->id);
+		snprintf(name, sizeof(name), OCI_CGROUP_PARENT "/%s", x->o->id);
 	}
 	snprintf(x->st.cgroup, sizeof(x->st.cgroup), "%s", name);
 	int r = rt_cgroup_open("/sys/fs/cgroup", name, &x->cg, err);
-	if (r == 0)
+	/* -ENOENT: the parent went between its mkdir and ours (its last container deleted at
+	 * that moment): make both again */
+	for (int i = 0; r == 0 && i < 4; i++) {
 		r = rt_cgroup_create(x->cg, &x->cfg.limits, err);
+		if (r != -ENOENT)
+			break;
+		*err = (struct rung_err){0};
+		r = i == 3 ? rung_err_set(err, ENOENT, "its parent keeps vanishing") : 0;
+	}
 	if (r == 0)
 		r = rt_cgroup_enter(x->cg, x->pid, err);
 	if (r == 0)

@@ -21,6 +21,7 @@ static inline void oci_json_decrefp(json_t **j) { json_decref(*j); }
 #define OCI_VERSION "1.0.2"
 #define OCI_UID_BASE0 500000000u /* host ids for rung-oci's user namespaces (rung's end below) */
 #define OCI_UID_RANGE 65536u
+#define OCI_CGROUP_PARENT "rung-oci" /* the default linux.cgroupsPath is rung-oci/<id> */
 #define OCI_UID_SLOTS 4096u
 
 struct oci_mount {

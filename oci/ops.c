@@ -89,8 +89,14 @@ int oci_delete(const char *root, const char *id, bool force, struct rung_err *er
 	cleanup_rt_cgroup struct rt_cgroup *cg = NULL;
 	if (r == 0 && open_cgroup(&st, &cg, err) == 0)
 		r = rt_cgroup_destroy(cg, err);
-	if (r == 0)
+	if (r == 0) {
 		oci_cgroup_cpuset_remove(st.cgroup);
+		/* the default parent goes with its last container (create makes it again) */
+		if (!strncmp(st.cgroup, OCI_CGROUP_PARENT "/", strlen(OCI_CGROUP_PARENT) + 1)) {
+			rt_cgroup_drop_if_empty("/sys/fs/cgroup", OCI_CGROUP_PARENT);
+			oci_cgroup_cpuset_remove(OCI_CGROUP_PARENT);
+		}
+	}
 	if (r == 0) {
 		oci_uid_slot_release(root, st.uid_slot);
 		oci_state_path(root, id, NULL, dir, sizeof(dir));

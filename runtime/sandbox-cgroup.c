@@ -105,22 +105,6 @@ static int cgroup_parent_private(const struct rt_cgroup *cg, struct rung_err *er
 	return 0;
 }
 
-/* Remove the store's group (rung-<store>) in every hierarchy: a plain rmdir, which the kernel
- * refuses while any sandbox's group is below it. */
-static void drop_store_group(const struct rung_router *r, const char *parent)
-{
-	struct rt_cgroup *pcg = NULL;
-	struct rung_err e2 = {0};
-	if (rt_cgroup_open(rt_cgroup_root(r), parent, &pcg, &e2) < 0)
-		return;
-	for (int c = 0; c < RT_CGCTL__COUNT; c++) {
-		const char *d = rt_cgroup_dir(pcg, (enum rt_cgroup_ctl)c);
-		if (d)
-			rmdir(d);
-	}
-	rt_cgroup_free(pcg);
-}
-
 int rt_sandbox_cgroup_create(const struct rt_sandbox *sb, struct rt_cgroup **out,
 			     struct rung_err *err)
 {
@@ -162,7 +146,7 @@ void rt_sandbox_cgroup_destroy(const struct rt_sandbox *sb)
 	char parent[32], tag[17];
 	if (store_tag(sb->router, tag, &err) == 0) {
 		snprintf(parent, sizeof(parent), "rung-%s", tag);
-		drop_store_group(sb->router, parent);
+		rt_cgroup_drop_if_empty(rt_cgroup_root(sb->router), parent);
 	}
 }
 
@@ -220,7 +204,7 @@ int rt_container_gc(struct rung_router *r, bool store_empty, struct rung_err *er
 	snprintf(parent, sizeof(parent), "rung-%s", tag); /* this store's sandboxes only */
 	rc = rt_cgroup_gc(rt_cgroup_root(r), parent, id_live, r, err);
 	if (rc >= 0 && store_empty) /* no sandbox left: the store's (now empty) group too */
-		drop_store_group(r, parent);
+		rt_cgroup_drop_if_empty(rt_cgroup_root(r), parent);
 	return rc;
 }
 

@@ -27,6 +27,7 @@ struct env {
 	char dir[PATH_MAX], bundle[PATH_MAX + 16], root[PATH_MAX + 16], out[PATH_MAX + 16];
 	char bin[PATH_MAX];
 	const char *root_arg; /* --root as given (NULL: root) */
+	bool default_cgroup;  /* no linux.cgroupsPath in the bundle: rung-oci's default */
 	char stdout_[8192], stderr_[8192];
 };
 
@@ -73,6 +74,11 @@ static void bundle_x(struct env *e, const char *args, const char *namespaces, co
 		 "  {\"destination\": \"/out\", \"source\": \"%s\", \"options\": [\"bind\"]}],"
 		 " \"linux\": {\"namespaces\": %s, \"cgroupsPath\": \"/rung-oci-test-%d\"%s}}",
 		 args, e->out, namespaces, (int)getpid(), extra);
+	if (e->default_cgroup) { /* the same without its cgroupsPath */
+		char *c = strstr(cfg, ", \"cgroupsPath\": \"");
+		char *end = strchr(c + strlen(", \"cgroupsPath\": \""), '"') + 1;
+		memmove(c, end, strlen(end) + 1);
+	}
 	snprintf(p, sizeof(p), "%s/config.json", e->bundle);
 	put(p, cfg);
 }
@@ -299,6 +305,41 @@ START_TEST(test_delete_created_and_force)
 }
 END_TEST
 
+/* Without linux.cgroupsPath the group is rung-oci/<id>; the parent goes with its last
+ * container, on every hierarchy (v1 and v2). */
+static bool default_parent_exists(void)
+{
+	const char *p = access("/sys/fs/cgroup/pids", F_OK) == 0 ? "/sys/fs/cgroup/pids/" OCI_CGROUP_PARENT
+								  : "/sys/fs/cgroup/" OCI_CGROUP_PARENT;
+	return access(p, F_OK) == 0;
+}
+
+START_TEST(test_default_cgroup_parent)
+{
+	RUNG_REQUIRE_ROOT();
+	struct env *e = E;
+	e->default_cgroup = true;
+	bundle(e, "[\"sleep\", \"100\"]", ns_default);
+	char cfg[PATH_MAX + 32];
+	snprintf(cfg, sizeof(cfg), "%s/config.json", e->bundle);
+	char *text = NULL;
+	size_t len = 0;
+	struct rung_err err = {0};
+	ck_assert_int_eq(rung_file_load(AT_FDCWD, cfg, 1 << 20, &text, &len, &err), 0);
+	ck_assert_msg(!strstr(text, "cgroupsPath") && strstr(text, "\"linux\": {\"namespaces\""),
+		      "%s", text);
+	free(text);
+	ck_assert_msg(OCI(e, "create", "--bundle", e->bundle, "d1") == 0, "%s", e->stderr_);
+	ck_assert_msg(OCI(e, "create", "--bundle", e->bundle, "d2") == 0, "%s", e->stderr_);
+	ck_assert(default_parent_exists());
+	ck_assert_int_eq(OCI(e, "delete", "--force", "d1"), 0);
+	ck_assert(default_parent_exists()); /* d2 is still in it */
+	ck_assert_int_eq(OCI(e, "delete", "--force", "d2"), 0);
+	ck_assert_msg(!default_parent_exists(), "the default parent %s outlived its last container",
+		      OCI_CGROUP_PARENT);
+}
+END_TEST
+
 START_TEST(test_refused_leaves_nothing)
 {
 	RUNG_REQUIRE_ROOT();
@@ -394,6 +435,7 @@ Suite *e2e_oci_life_suite(void)
 	tcase_add_test(tc, test_refused_leaves_nothing);
 	tcase_add_test(tc, test_spec_seccomp);
 	tcase_add_test(tc, test_relative_paths);
+	tcase_add_test(tc, test_default_cgroup_parent);
 	suite_add_tcase(s, tc);
 	return s;
 }
