@@ -110,7 +110,12 @@ static int one_id(struct cli *c, const char *cmd, int argc, char **argv,
 
 CLI_CMD(suspend)
 {
-	return one_id(c, "suspend", argc, argv, rung_suspend);
+	bool disk = argc == 3 && !strcmp(argv[1], "--to-disk");
+	if (disk && c->remote)
+		return cli_usage_error("suspend", "--to-disk: not through `rung serve` yet");
+	if (disk)
+		argv[1] = argv[2], argc = 2;
+	return one_id(c, "suspend", argc, argv, disk ? rung_suspend_to_disk : rung_suspend);
 }
 
 CLI_CMD(resume)
@@ -333,9 +338,11 @@ const struct cli_cmd cli_cmds[] = {
 	{"inspect", cli_cmd_inspect, "rung inspect ID",
 	 "Describe a sandbox as JSON: state, spec, labels, effective egress policy, and its\n"
 	 "security metadata for an information-flow layer.\n"},
-	{"suspend", cli_cmd_suspend, "rung suspend ID",
+	{"suspend", cli_cmd_suspend, "rung suspend [--to-disk] ID",
 	 "Stop every process of the sandbox. Its next use (exec, write, read, run-code, here\n"
-	 "or through the library or the daemon) resumes it, as after an idle suspend.\n"},
+	 "or through the library or the daemon) resumes it, as after an idle suspend.\n"
+	 "--to-disk (vm rung only): save the guest to a file in the sandbox's store directory\n"
+	 "and stop its VMM, freeing its memory; resume restores it and deletes the file.\n"},
 	{"resume", cli_cmd_resume, "rung resume ID", "Continue a suspended sandbox.\n"},
 	{"dispose", cli_cmd_dispose, "rung dispose ID",
 	 "Destroy a sandbox: its processes, mounts, network and files.\n"},

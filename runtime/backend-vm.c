@@ -163,16 +163,19 @@ static int vm_prepare(struct rt_sandbox *sb, struct rung_err *err)
 
 struct jail {
 	char dir[4096];
-	const char *src[4]; /* kernel, initrd, base disk, upper disk */
-	int dst[4];         /* their bind targets in the jail, O_PATH (checked regular files) */
+	const char *src[5]; /* kernel, initrd, base disk, upper disk[, snapshot] */
+	int dst[5];         /* their bind targets in the jail, O_PATH (checked regular files) */
+	int n;              /* 4, or 5 to restore from the snapshot (--restore) */
 	int vmm_fd, kvm_fd, listen_fd;
+	int log_fd;         /* the VMM's stderr (its one error line) */
 	const struct rt_vm_net *net; /* tap_fd -1: no network device */
 	uid_t uid;
 	char mem[16], cpus[8];
 	int err_fd;
 };
 
-static const char *const jail_names[4] = {"bzImage", "initrd", "base.ext4", "upper.ext4"};
+static const char *const jail_names[5] = {"bzImage", "initrd", "base.ext4", "upper.ext4",
+					  "vm.snap"};
 
 static void jail_fail(int fd, struct rung_err *e)
 {
@@ -194,7 +197,7 @@ static void jail_child(struct jail *j)
 	cleanup_close int jd = open(j->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (jd < 0)
 		jail_fail(j->err_fd, (rung_err_sys(&err, errno, "open %s", j->dir), &err));
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < j->n; i++) {
 		struct stat want, got;
 		int tfd = openat(jd, jail_names[i], O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (tfd < 0 || fstat(tfd, &got) < 0 || fstat(j->dst[i], &want) < 0)
@@ -206,7 +209,7 @@ static void jail_child(struct jail *j)
 					      &err));
 		struct mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
 						   MOUNT_ATTR_NOEXEC |
-						   (i < 3 ? MOUNT_ATTR_RDONLY : 0)};
+						   (i != 3 ? MOUNT_ATTR_RDONLY : 0)};
 		int m = (int)syscall(SYS_open_tree, AT_FDCWD, j->src[i],
 				     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 		if (m < 0 || syscall(SYS_mount_setattr, m, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0 ||
@@ -220,6 +223,8 @@ static void jail_child(struct jail *j)
 		jail_fail(j->err_fd, (rung_err_sys(&err, errno, "chroot %s", j->dir), &err));
 	/* fds: 0-2 closed, 3 agent socket, 4 /dev/kvm, 5 error pipe, 6 vmm, 7 the tap. Every
 	 * source goes above them first, so that no dup2 overwrites another source. */
+	if (j->log_fd >= 0 && dup2(j->log_fd, 2) < 0)
+		jail_fail(j->err_fd, (rung_err_sys(&err, errno, "arrange fds"), &err));
 	int src[5] = {j->listen_fd, j->kvm_fd, j->err_fd, j->vmm_fd, j->net->tap_fd};
 	int nfd = j->net->tap_fd >= 0 ? 5 : 4;
 	for (int i = 0; i < nfd; i++)
@@ -245,10 +250,13 @@ static void jail_child(struct jail *j)
 			  "3",          "--kvm-fd",     "4",             "--control",
 			  "/control.sock"};
 	int argc = 21;
+	if (j->n == 5) /* the snapshot replaces the kernel and initrd (and the cmdline) */
+		argv[1] = "--restore", argv[2] = "/vm.snap", argv[3] = "--serial-log",
+		argv[4] = "/console.log";
 	if (j->net->tap_fd >= 0) {
 		char *more[] = {"--net-fd", "7", "--net-mac", (char *)j->net->mac,
 				"--cmdline", (char *)j->net->cmdline};
-		for (size_t i = 0; i < RUNG_ARRAY_SIZE(more); i++)
+		for (size_t i = 0; i < RUNG_ARRAY_SIZE(more) - (j->n == 5 ? 2 : 0); i++)
 			argv[argc++] = more[i];
 	}
 	argv[argc] = NULL;
@@ -261,11 +269,11 @@ static void jail_child(struct jail *j)
  * The last line the guest printed, for an error message: guest-controlled bytes, so printable
  * ASCII only, and opened without following links (the jail dir belongs to the sandbox's uid).
  */
-static void console_tail(const char *jail, char *out, size_t len)
+static void console_tail(const char *jail, const char *name, char *out, size_t len)
 {
 	char path[4200], buf[4096];
 	out[0] = '\0';
-	snprintf(path, sizeof(path), "%s/console.log", jail);
+	snprintf(path, sizeof(path), "%s/%s", jail, name);
 	cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
@@ -306,8 +314,9 @@ static int wait_ready(const char *sock, pid_t vmm, unsigned timeout_ms, struct r
 
 static void jail_release(struct jail *j)
 {
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		rung_closep(&j->dst[i]);
+	rung_closep(&j->log_fd);
 	rung_closep(&j->kvm_fd);
 	rung_closep(&j->vmm_fd);
 }
@@ -315,12 +324,12 @@ static void jail_release(struct jail *j)
 /* Bind targets. The jail belongs to the VMM's uid, and a VMM of an earlier life may have left
  * links, fifos or directories there: each target is opened without following or blocking,
  * must be a regular file, and is mounted on through its fd (dst: the caller closes them). */
-static int jail_targets(const char *jail, int dst[4], struct rung_err *err)
+static int jail_targets(const char *jail, int dst[5], int n, struct rung_err *err)
 {
 	cleanup_close int jfd = open(jail, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (jfd < 0)
 		return rung_err_sys(err, errno, "open jail dir %s", jail);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < n; i++) {
 		cleanup_close int fd = openat(jfd, jail_names[i], O_RDONLY | O_CREAT | O_NOFOLLOW |
 							      O_NONBLOCK | O_CLOEXEC, 0600);
 		struct stat fst;
@@ -386,9 +395,16 @@ static int vm_boot(struct rt_sandbox *sb, struct jail *j, struct rung_err *err)
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		char last[160];
-		console_tail(j->dir, last, sizeof(last));
-		if (last[0])
+		console_tail(j->dir, "console.log", last, sizeof(last));
+		if (last[0] && j->n == 4)
 			rung_err_wrap(err, "guest console's last line: \"%s\"", last);
+		if (j->n == 5) {
+			char dir[4096];
+			snprintf(dir, sizeof(dir), "%s", j->dir);
+			console_tail(dirname(dir), "vmm.err", last, sizeof(last));
+			rung_err_wrap(err, "restore from the snapshot %s: %s", j->src[4],
+				      last[0] ? last : "(rung-vmm said nothing)");
+		}
 		return r;
 	}
 	rung_trace("vm: agent ready");
@@ -399,7 +415,7 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 {
 	const struct rung_spec *s = &sb->meta.spec;
 	struct rt_store *st = &sb->router->store;
-	char kernel[4096], initrd[4096], upper[4096], jail[4096];
+	char kernel[4096], initrd[4096], upper[4096], jail[4096], snap[4096], vlog[4096];
 	guest_paths(sb->router, kernel, initrd, sizeof(kernel));
 	const char *base = json_string_value(json_object_get(sb->meta.backend, "base_disk"));
 	if (!base)
@@ -413,11 +429,19 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 	if ((mkdir(jail, 0700) < 0 && errno != EEXIST) ||
 	    chown(jail, sb->meta.uid_base, sb->meta.uid_base) < 0)
 		return rung_err_sys(err, errno, "jail dir %s", jail);
+	/* Resuming from disk (vm-snap.c): the metadata names the file and it is there. A file
+	 * the metadata does not name is a stale one: a boot does not use it. */
+	bool restore = rt_vm_snap_path(sb, snap, sizeof(snap));
+	if (restore && !json_object_get(sb->meta.backend, "snapshot"))
+		restore = (unlink(snap), false);
 	__attribute__((cleanup(jail_release))) struct jail j = {
-	    .src = {kernel, initrd, base, upper}, .dst = {-1, -1, -1, -1}, .vmm_fd = -1,
-	    .kvm_fd = -1, .listen_fd = listen_fd, .uid = sb->meta.uid_base, .err_fd = -1};
+	    .src = {kernel, initrd, base, upper, snap}, .dst = {-1, -1, -1, -1, -1},
+	    .n = restore ? 5 : 4, .vmm_fd = -1, .kvm_fd = -1, .listen_fd = listen_fd,
+	    .uid = sb->meta.uid_base, .err_fd = -1, .log_fd = -1};
 	snprintf(j.dir, sizeof(j.dir), "%s", jail);
-	if ((r = jail_targets(jail, j.dst, err)) < 0)
+	rt_store_path(st, sb->meta.id, "vmm.err", vlog, sizeof(vlog));
+	j.log_fd = open(vlog, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if ((r = jail_targets(jail, j.dst, j.n, err)) < 0)
 		return r;
 	struct rt_vm_net net;
 	if ((r = rt_net_setup_vm(sb, &net, err)) < 0)
@@ -463,7 +487,7 @@ int rt_vm_control_connect(const char *jail, uid_t owner, struct rung_err *err)
 	return fd;
 }
 
-static int control(struct rt_sandbox *sb, const char *cmd, struct rung_err *err)
+int rt_vm_control(struct rt_sandbox *sb, const char *cmd, unsigned timeout_s, struct rung_err *err)
 {
 	char jail[4096];
 	rt_store_path(&sb->router->store, sb->meta.id, "jail", jail, sizeof(jail));
@@ -474,7 +498,7 @@ static int control(struct rt_sandbox *sb, const char *cmd, struct rung_err *err)
 	snprintf(line, sizeof(line), "%s\n", cmd);
 	if (rung_write_all(fd, line, strlen(line)) < 0)
 		return rung_err_sys(err, errno, "rung-vmm control");
-	struct timeval tv = {.tv_sec = 10};
+	struct timeval tv = {.tv_sec = timeout_s};
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	ssize_t n = read(fd, reply, sizeof(reply) - 1);
 	if (n <= 0)
@@ -487,13 +511,15 @@ static int control(struct rt_sandbox *sb, const char *cmd, struct rung_err *err)
 
 static int vm_suspend(struct rt_sandbox *sb, struct rung_err *err)
 {
-	return control(sb, "pause", err);
+	return rt_vm_control(sb, "pause", 10, err);
 }
 
 static int vm_resume(struct rt_sandbox *sb, struct rung_err *err)
 {
 	struct rung_err e2 = {0};
-	return control(sb, "resume", err ? err : &e2);
+	if (rt_meta_on_disk(&sb->meta))
+		return rt_vm_resume_disk(sb, err ? err : &e2);
+	return rt_vm_control(sb, "resume", 10, err ? err : &e2);
 }
 
 static void vm_teardown(struct rt_sandbox *sb)
@@ -517,7 +543,9 @@ const struct rt_backend_ops rt_backend_vm = {
 	.prepare = vm_prepare,
 	.start = vm_start,
 	.teardown = vm_teardown,
+	.kill_ends_suspended = true, /* SIGKILL ends a paused rung-vmm */
 	.suspend = vm_suspend,
 	.resume = vm_resume,
+	.suspend_disk = rt_vm_suspend_disk,
 	.cleanup = vm_cleanup,
 };

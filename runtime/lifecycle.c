@@ -131,7 +131,7 @@ int rung_list(struct rung_router *r, const char *scope, const char *thread,
 			strcpy(x->id, m.id);
 			snprintf(x->kind, sizeof(x->kind), "%s", m.spec.kind);
 			x->isolation = m.iso;
-			x->state = rt_supervisor_alive(&m) ? m.state : RUNG_STATE_DEAD;
+			x->state = rt_sandbox_live(&m) ? m.state : RUNG_STATE_DEAD;
 			strcpy(x->scope_label, m.labels.scope);
 			strcpy(x->thread_label, m.labels.thread);
 			strcpy(x->agent_label, m.labels.agent);
@@ -162,7 +162,7 @@ int rung_inspect(struct rung_router *r, const char *id, const char *scope, char 
 	}
 	json_t *ports = rt_ports_describe(s); /* detached forwards, their host addresses */
 	rung_sandbox_close(s);
-	bool alive = rt_supervisor_alive(&m);
+	bool alive = rt_sandbox_live(&m);
 	bool net = m.spec.egress_allow && m.spec.egress_allow[0];
 	json_t *egress = rt_net_describe(&m.spec);
 	json_t *o = json_pack(
@@ -194,6 +194,14 @@ int rung_inspect(struct rung_router *r, const char *id, const char *scope, char 
 		o = NULL;
 	}
 	if (o && json_object_set_new(o, "limits", rt_limits_describe(&m.spec.limits, m.iso)) < 0) {
+		json_decref(o);
+		o = NULL;
+	}
+	/* the vm rung's suspend to disk (vm-snap.c): the file and its size, or why it failed */
+	json_t *snap = m.backend ? json_object_get(m.backend, "snapshot") : NULL;
+	json_t *broken = m.backend ? json_object_get(m.backend, "snapshot_broken") : NULL;
+	if (o && snap && json_object_set(o, broken ? "snapshot_broken" : "suspended_to_disk",
+					 broken ? broken : snap) < 0) {
 		json_decref(o);
 		o = NULL;
 	}
@@ -264,7 +272,7 @@ int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *
 			close(lock);
 			continue;
 		}
-		bool alive = rt_supervisor_alive(&m);
+		bool alive = rt_sandbox_live(&m);
 		uint64_t act = rt_store_activity_ms(&r->store, m.id);
 		if (!act)
 			act = m.last_used_ms;

@@ -74,6 +74,14 @@ int rt_store_alloc_uid(const struct rt_store *st, const char *id, uint32_t *base
 void rt_store_release_uid(const struct rt_store *st, const char *id, uint32_t base);
 /* A connection to the VMM's control.sock in jail, never through a link (backend-vm.c). */
 int rt_vm_control_connect(const char *jail, uid_t owner, struct rung_err *err);
+struct rt_sandbox;
+/* One line to rung-vmm's control socket, waiting timeout_s for an "ok" answer. */
+int rt_vm_control(struct rt_sandbox *sb, const char *cmd, unsigned timeout_s, struct rung_err *err);
+/* vm-snap.c: the vm rung's suspend to disk, and its resume from the file. */
+int rt_vm_suspend_disk(struct rt_sandbox *sb, struct rung_err *err);
+int rt_vm_resume_disk(struct rt_sandbox *sb, struct rung_err *err);
+/* The store's snapshot file of a sandbox (vm.snap): true if it exists (path filled). */
+bool rt_vm_snap_path(struct rt_sandbox *sb, char *path, size_t len);
 /* create: only with the sandbox lock held. Without it, a dispose may be removing the
  * directory: re-creating the file there would leave it behind (rm -rf: not empty). */
 void rt_store_touch_activity(const struct rt_store *st, const char *id, bool create);
@@ -151,6 +159,10 @@ struct rt_backend_ops {
 	void (*teardown)(struct rt_sandbox *sb);
 	int (*suspend)(struct rt_sandbox *sb, struct rung_err *err);
 	int (*resume)(struct rt_sandbox *sb, struct rung_err *err);
+	/* Optional, in the caller's process, sandbox lock held: save the sandbox to a file in
+	 * its store dir, stop its supervisor, record the file in sb->meta (the caller writes
+	 * it). resume then starts it again from the file (rt_meta_on_disk). */
+	int (*suspend_disk)(struct rt_sandbox *sb, struct rung_err *err);
 	/* Any process: remove leftovers of a sandbox whose supervisor is gone (idempotent). */
 	void (*cleanup)(struct rt_sandbox *sb);
 	/* Optional: OOM kills so far (for ExecResult.oom); -ENOTSUP if unknown. *cg (NULL the
@@ -242,6 +254,10 @@ int rt_pool_path(const struct rung_router *r, const char *name, const char *sub,
 int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 			struct rt_started *out, struct rung_err *err);
 bool rt_supervisor_alive(const struct rt_meta *m);
+/* Suspended to disk: no supervisor, a snapshot file recorded in the metadata (vm-snap.c). */
+bool rt_meta_on_disk(const struct rt_meta *m);
+/* Alive for every purpose but signalling: a live supervisor, or suspended to disk. */
+bool rt_sandbox_live(const struct rt_meta *m);
 /* Stop the supervisor and the sandbox (SIGTERM, then SIGKILL after grace_ms). */
 void rt_supervisor_stop(const struct rt_meta *m, unsigned grace_ms);
 

@@ -202,7 +202,7 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 			rung_sandbox_close(s);
 			return -EEXIST;
 		}
-		if (rt_supervisor_alive(&old) &&
+		if (rt_sandbox_live(&old) &&
 		    (old.state == RUNG_STATE_RUNNING || old.state == RUNG_STATE_SUSPENDED)) {
 			sb->meta = old; /* warm reuse */
 			if (old.state == RUNG_STATE_SUSPENDED) {
@@ -306,7 +306,8 @@ int rung_sandbox_lookup(struct rung_router *r, const struct rung_key *key, const
 	return 0;
 }
 
-static int set_suspended(struct rung_sandbox *s, bool suspend, struct rung_err *err);
+static int set_suspended(struct rung_sandbox *s, bool suspend, bool to_disk,
+			 struct rung_err *err);
 
 /*
  * Connect to a sandbox's agent, refusing a sandbox that is not running. A suspended one is
@@ -325,21 +326,21 @@ static int connect_agent(struct rung_sandbox *s, struct rung_err *err)
 	if (meta_ident_get(&s->sb.router->store, m->id, &cur) &&
 	    meta_ident_same(&cur, &s->ident)) {
 		st = m->state;
-		alive = rt_supervisor_alive(m);
+		alive = rt_sandbox_live(m);
 	} else {
 		struct rt_meta now;
 		int r = rt_store_meta_read(&s->sb.router->store, m->id, &now, err);
 		if (r < 0)
 			return r;
 		st = now.state;
-		alive = rt_supervisor_alive(&now);
+		alive = rt_sandbox_live(&now);
 		rt_meta_release(&now);
 	}
 	if (!alive)
 		return rung_err_set(err, EBADFD, "sandbox %s is not running (its supervisor is gone; "
 				    "acquire it again or run `rung gc`)", m->id);
 	if (st == RUNG_STATE_SUSPENDED) {
-		int r = set_suspended(s, false, err);
+		int r = set_suspended(s, false, false, err);
 		if (r < 0) {
 			rung_err_wrap(err, "resume suspended sandbox %s", m->id);
 			return r;
@@ -572,7 +573,8 @@ int rung_run_code(struct rung_sandbox *s, const char *language, const char *code
 	return exec_checked(s, &req, res, err);
 }
 
-static int set_suspended(struct rung_sandbox *s, bool suspend, struct rung_err *err)
+static int set_suspended(struct rung_sandbox *s, bool suspend, bool to_disk,
+			 struct rung_err *err)
 {
 	struct rt_store *st = &s->sb.router->store;
 	cleanup_close int lock = rt_store_lock_sandbox(st, s->sb.meta.id, false, false, err);
@@ -584,16 +586,21 @@ static int set_suspended(struct rung_sandbox *s, bool suspend, struct rung_err *
 	if (r < 0)
 		return r;
 	meta_ident_written(s); /* what we just read, under the lock */
-	if (!rt_supervisor_alive(&s->sb.meta))
+	if (!rt_sandbox_live(&s->sb.meta))
 		return rung_err_set(err, EBADFD, "sandbox %s is not running", s->sb.meta.id);
 	const struct rt_backend_ops *ops = rt_backend_get(s->sb.meta.iso);
+	if (to_disk && !ops->suspend_disk)
+		return rung_err_set(err, EOPNOTSUPP, "suspend --to-disk needs the vm rung (sandbox "
+				    "%s is on the %s rung)", s->sb.meta.id, ops->name);
 	enum rung_state want = suspend ? RUNG_STATE_SUSPENDED : RUNG_STATE_RUNNING;
-	if (s->sb.meta.state == want)
+	if (s->sb.meta.state == want && (!to_disk || rt_meta_on_disk(&s->sb.meta)))
 		return 0;
 	if (s->sb.meta.state != RUNG_STATE_RUNNING && s->sb.meta.state != RUNG_STATE_SUSPENDED)
 		return rung_err_set(err, EBADFD, "sandbox %s is %s", s->sb.meta.id,
 				    rung_state_name(s->sb.meta.state));
-	r = suspend ? ops->suspend(&s->sb, err) : ops->resume(&s->sb, err);
+	r = to_disk   ? ops->suspend_disk(&s->sb, err)
+	    : suspend ? ops->suspend(&s->sb, err)
+		      : ops->resume(&s->sb, err);
 	if (r < 0)
 		return r;
 	s->sb.meta.state = want;
@@ -609,10 +616,15 @@ static int set_suspended(struct rung_sandbox *s, bool suspend, struct rung_err *
 
 int rung_suspend(struct rung_sandbox *s, struct rung_err *err)
 {
-	return set_suspended(s, true, err);
+	return set_suspended(s, true, false, err);
+}
+
+int rung_suspend_to_disk(struct rung_sandbox *s, struct rung_err *err)
+{
+	return set_suspended(s, true, true, err);
 }
 
 int rung_resume(struct rung_sandbox *s, struct rung_err *err)
 {
-	return set_suspended(s, false, err);
+	return set_suspended(s, false, false, err);
 }

@@ -270,6 +270,13 @@ int rung_sandbox_allows(const struct rung_sandbox *sb, const char *op, const cha
  */
 int rung_suspend(struct rung_sandbox *sb, struct rung_err *err);
 int rung_resume(struct rung_sandbox *sb, struct rung_err *err);
+/*
+ * Suspend to disk (the vm rung only; others: -EOPNOTSUPP): the guest is saved into a 0600 file
+ * in the sandbox's store directory and its VMM exits, freeing its memory. rung_resume, or any
+ * use that resumes (as above), starts a new VMM from the file and deletes it once the guest
+ * runs. A file that does not restore fails with an error naming it; the sandbox is then dead.
+ */
+int rung_suspend_to_disk(struct rung_sandbox *sb, struct rung_err *err);
 
 /* Dispose by id. With scope non-NULL, another scope's sandbox is -ENOENT. */
 int rung_dispose(struct rung_router *r, const char *id, const char *scope, struct rung_err *err);
