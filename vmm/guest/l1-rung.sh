@@ -129,6 +129,77 @@ else
 		# Host callbacks (docs/callbacks.md) on the vm rung.
 		ck_suite rung-callbacks-vm e2e_callbacks_basic "host callbacks, on the vm rung" RUNG_TEST_RUNG=vm
 	fi
+	# Suspend to disk (docs/snapshots.md): the guest saved into the sandbox's store dir and its
+	# rung-vmm gone; `rung resume` restores it (timed against the same sandbox's cold boot, its
+	# acquire), the next exec resumes on use, the file goes once the guest runs; a corrupt file
+	# is refused naming it and the sandbox is dead, not rebooted; dispose leaves nothing.
+	if only_rung rung-suspend-disk-vm; then
+		t0=$(now)
+		id=$("$R" acquire --isolation vm --image rung/vmtest:py --memory 256M --kind disk --scope l1 --thread t --agent a 2>"$W/sd-acq.err")
+		boot_ms=$(ms_since "$t0")
+		snap=$S/sandboxes/$id/vm.snap
+		# sd_save: suspend --to-disk; $why: empty, or why it failed
+		sd_save() {
+			why=
+			sd_t0=$(now)
+			"$R" suspend --to-disk "$id" >"$W/sd.err" 2>&1 || { why="suspend --to-disk: $(tr '\n' ' ' <"$W/sd.err" | cut -c1-300)"; return; }
+			save_ms=$(ms_since "$sd_t0")
+			sd_ins=$("$R" inspect "$id")
+			sd_ls=$(ls -ln "$snap" 2>&1)
+			snap_bytes=$(echo "$sd_ls" | awk '{print $5}')
+			case "$sd_ins" in *'"state": "suspended"'*) ;; *) why="inspect: $(echo "$sd_ins" | grep -E '"state"' | tr '\n' ' ')"; return ;; esac
+			case "$sd_ins" in *'"suspended_to_disk"'*) ;; *) why="inspect has no suspended_to_disk"; return ;; esac
+			case "$sd_ls" in -rw-------*) ;; *) why="the file: $sd_ls"; return ;; esac
+			if pidof rung-vmm >/dev/null; then why="a rung-vmm still runs: $(pidof rung-vmm)"; fi
+		}
+		if [ -z "$id" ]; then
+			fail rung-suspend-disk-vm "acquire: $(tr '\n' ' ' <"$W/sd-acq.err" | cut -c1-300)"
+		else
+			echo "on disk" | "$R" write "$id" notes/d.txt
+			sd_save
+			[ -z "$why" ] || fail rung-suspend-disk-vm "$why"
+			t0=$(now)
+			"$R" resume "$id" >"$W/sd-res.err" 2>&1
+			rc=$?
+			resume_ms=$(ms_since "$t0")
+			got=$("$R" exec "$id" -- cat /work/notes/d.txt 2>&1)
+			if [ -z "$why" ] && [ "$rc" = 0 ] && [ "$got" = "on disk" ] && [ ! -e "$snap" ]; then
+				pass rung-suspend-disk-vm "saved ${snap_bytes} bytes in ${save_ms} ms, rung-vmm gone; rung resume to agent-ready ${resume_ms} ms vs cold boot (acquire) ${boot_ms} ms: $(awk -v a="$resume_ms" -v b="$boot_ms" 'BEGIN { printf "%.2f", a / b }')x; files intact, file deleted"
+			elif [ -z "$why" ]; then
+				fail rung-suspend-disk-vm "resume rc=$rc got='$got' file: $(ls -ln "$snap" 2>&1) $(tr '\n' ' ' <"$W/sd-res.err" | cut -c1-300)"
+			fi
+			# resume on use: an exec, no rung resume
+			sd_save
+			t0=$(now)
+			got=$("$R" exec "$id" -- cat /work/notes/d.txt 2>&1)
+			use_ms=$(ms_since "$t0")
+			st=$("$R" inspect "$id" | grep -o '"state": "[a-z]*"' | head -n 1)
+			if [ -z "$why" ] && [ "$got" = "on disk" ] && [ ! -e "$snap" ] && [ "$st" = '"state": "running"' ]; then
+				pass rung-suspend-disk-use-vm "exec resumed it from disk in ${use_ms} ms (exec included), files intact, file deleted"
+			else
+				fail rung-suspend-disk-use-vm "$why got='$got' state=$st file: $(ls -ln "$snap" 2>&1)"
+			fi
+			# a corrupt file: refused naming it, the sandbox dead (not rebooted)
+			sd_save
+			printf 'XXXXXXXX' | dd of="$snap" bs=1 seek=4000 conv=notrunc 2>/dev/null
+			"$R" resume "$id" >"$W/sd-bad.err" 2>&1
+			rc=$?
+			st=$("$R" inspect "$id" | grep -o '"state": "[a-z]*"' | head -n 1)
+			got=$("$R" exec "$id" -- cat /work/notes/d.txt 2>&1)
+			if [ -z "$why" ] && [ "$rc" != 0 ] && grep -q "$snap" "$W/sd-bad.err" && [ "$st" = '"state": "dead"' ] && [ "$got" != "on disk" ] && ! pidof rung-vmm >/dev/null; then
+				pass rung-suspend-disk-corrupt-vm "refused: $(tr '\n' ' ' <"$W/sd-bad.err" | cut -c1-300); then $st, exec: $(echo "$got" | cut -c1-80)"
+			else
+				fail rung-suspend-disk-corrupt-vm "$why rc=$rc state=$st exec='$got' err=$(tr '\n' ' ' <"$W/sd-bad.err" | cut -c1-300)"
+			fi
+			"$R" dispose "$id"
+			left=$(ls "$S/sandboxes" | wc -l)
+			if pidof rung-vmm >/dev/null || [ "$left" != 0 ]; then
+				fail rung-suspend-disk-dispose-vm "rung-vmm: $(pidof rung-vmm); store entries left: $left"
+			else
+				pass rung-suspend-disk-dispose-vm "VMM gone, store entry (and its snapshot) gone"
+			fi
+		fi
+	fi
 	# The isolation ladder's vm column (docs/ladder.md): rung-probe's battery inside a guest,
 	# every escape checked here in L1 (its host); the table printed from the --json result.
 	if ! only_rung rung-ladder-vm; then
