@@ -112,7 +112,7 @@ CLI_CMD(suspend)
 {
 	bool disk = argc == 3 && !strcmp(argv[1], "--to-disk");
 	if (disk && c->remote)
-		return cli_usage_error("suspend", "--to-disk: not through `rung serve` yet");
+		return cli_remote_suspend_disk(c, argv[2]);
 	if (disk)
 		argv[1] = argv[2], argc = 2;
 	return one_id(c, "suspend", argc, argv, disk ? rung_suspend_to_disk : rung_suspend);

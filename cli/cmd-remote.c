@@ -107,6 +107,20 @@ static int sb_call(struct cli *c, const char *method, const char *id, const char
 	return 0;
 }
 
+int cli_remote_suspend_disk(struct cli *c, const char *id)
+{
+	char p[256];
+	cli_url_sb(p, sizeof(p), id, "/suspend");
+	const char *hdrs[] = {"Content-Type: application/json", NULL}, body[] = "{\"to_disk\": true}";
+	cleanup_http struct cli_http h = {0};
+	struct rung_err err = {0};
+	if (cli_http_call(c, &h, "POST", p, hdrs, body, strlen(body), &err) < 0)
+		return cli_fail(c, &err);
+	if (c->json)
+		printf("{\"id\": \"%s\", \"ok\": true}\n", id);
+	return 0;
+}
+
 int cli_remote_simple(struct cli *c, const char *op, const char *id)
 {
 	char tail[32];

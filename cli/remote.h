@@ -69,6 +69,8 @@ int cli_remote_write(struct cli *c, const char *id, const char *path, const char
 		     unsigned mode);
 int cli_remote_read(struct cli *c, const char *id, const char *path);
 int cli_remote_simple(struct cli *c, const char *op, const char *id);
+/* POST .../suspend {"to_disk": true} */
+int cli_remote_suspend_disk(struct cli *c, const char *id);
 int cli_remote_dispose(struct cli *c, const char *id);
 int cli_remote_dispose_scope(struct cli *c, const char *thread);
 int cli_remote_ls(struct cli *c, const char *thread);

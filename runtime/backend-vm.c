@@ -175,7 +175,7 @@ struct jail {
 };
 
 static const char *const jail_names[5] = {"bzImage", "initrd", "base.ext4", "upper.ext4",
-					  "vm.snap"};
+					  "restore.snap"};
 
 static void jail_fail(int fd, struct rung_err *e)
 {
@@ -250,9 +250,11 @@ static void jail_child(struct jail *j)
 			  "3",          "--kvm-fd",     "4",             "--control",
 			  "/control.sock"};
 	int argc = 21;
-	if (j->n == 5) /* the snapshot replaces the kernel and initrd (and the cmdline) */
-		argv[1] = "--restore", argv[2] = "/vm.snap", argv[3] = "--serial-log",
-		argv[4] = "/console.log";
+	if (j->n == 5) { /* the snapshot replaces the kernel and initrd (and the cmdline) */
+		argv[1] = "--restore", argv[2] = "/restore.snap";
+		memmove(&argv[3], &argv[5], (size_t)(argc - 5) * sizeof(char *));
+		argc -= 2;
+	}
 	if (j->net->tap_fd >= 0) {
 		char *more[] = {"--net-fd", "7", "--net-mac", (char *)j->net->mac,
 				"--cmdline", (char *)j->net->cmdline};
@@ -402,8 +404,8 @@ static int vm_boot(struct rt_sandbox *sb, struct jail *j, struct rung_err *err)
 			char dir[4096];
 			snprintf(dir, sizeof(dir), "%s", j->dir);
 			console_tail(dirname(dir), "vmm.err", last, sizeof(last));
-			rung_err_wrap(err, "restore from the snapshot %s: %s", j->src[4],
-				      last[0] ? last : "(rung-vmm said nothing)");
+			rung_err_set(err, EIO, "restore from the snapshot %s failed: %s", j->src[4],
+				     last[0] ? last : err->msg);
 		}
 		return r;
 	}
@@ -450,6 +452,10 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 	j.net = &net;
 	if ((r = vm_boot(sb, &j, err)) < 0)
 		rt_net_teardown(sb);
+	else if (restore) { /* this supervisor's copy: running, not on disk (vm_resume) */
+		json_object_del(sb->meta.backend, "snapshot");
+		sb->meta.state = RUNG_STATE_RUNNING;
+	}
 	return r;
 }
 

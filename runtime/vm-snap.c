@@ -126,7 +126,8 @@ int rt_vm_resume_disk(struct rt_sandbox *sb, struct rung_err *err)
 	json_object_del(sb->meta.backend, "snapshot");
 	/* The new VMM maps the file privately: its name goes now, its blocks with the VMM. */
 	unlink(snap);
-	snprintf(jail, sizeof(jail), "%s/jail/" SNAP_NAME, sb->dir);
+	rt_store_path(&sb->router->store, sb->meta.id, "jail", jail, sizeof(jail) - 16);
+	strcat(jail, "/restore.snap"); /* the bind's target in the new jail */
 	unlink(jail);
 	LOG_INFO("op=resume id=%s from_disk=%s", sb->meta.id, snap);
 	return 0;

@@ -266,6 +266,28 @@ int srv_code_body_parse(const char *body, size_t len, struct srv_exec *out, stru
 	return r;
 }
 
+int srv_suspend_body_parse(const char *body, size_t len, bool *to_disk, struct rung_err *err)
+{
+	*to_disk = false;
+	if (!len)
+		return 0;
+	cleanup_json json_t *j = NULL;
+	int r = load_object(body, len, &j, err);
+	if (r < 0)
+		return r;
+	const char *k;
+	json_t *v;
+	json_object_foreach(j, k, v)
+	{
+		if (strcmp(k, "to_disk"))
+			return rung_err_set(err, EINVAL, "%.64s: unknown field (only to_disk)", k);
+		if (!json_is_boolean(v))
+			return rung_err_set(err, EINVAL, "to_disk: must be true or false");
+		*to_disk = json_is_true(v);
+	}
+	return 0;
+}
+
 int srv_create_body_parse(const char *body, size_t len, char **spec_json, struct rung_err *err)
 {
 	cleanup_json json_t *j = NULL;

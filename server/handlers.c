@@ -222,13 +222,21 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 		return srv_reply_bytes(call, c, 200, "application/octet-stream", data, len);
 	}
 	case SRV_R_SUSPEND:
-	case SRV_R_RESUME:
-		rc = rt == SRV_R_SUSPEND ? rung_suspend(sb, &err) : rung_resume(sb, &err);
+	case SRV_R_RESUME: {
+		bool disk = false;
+		if (rt == SRV_R_SUSPEND &&
+		    (rc = srv_suspend_body_parse(call->body ? call->body : "", call->body_len, &disk,
+						 &err)) < 0)
+			return srv_reply_rung_err(call, c, rc, &err);
+		rc = rt == SRV_R_RESUME ? rung_resume(sb, &err)
+		     : disk		? rung_suspend_to_disk(sb, &err)
+					: rung_suspend(sb, &err);
 		if (rc < 0)
 			return srv_reply_rung_err(call, c, rc, &err);
 		return srv_reply_json(call, c, 200,
 				      json_pack("{s:s, s:s}", "id", call->req.id, "state",
 						rt == SRV_R_SUSPEND ? "suspended" : "running"));
+	}
 	case SRV_R_FS_LS:
 	case SRV_R_FS_STAT:
 	case SRV_R_FS_RM:

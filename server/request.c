@@ -442,6 +442,7 @@ static int route_params(const struct srv_raw *raw, struct srv_req *out, bool key
 	case SRV_R_EXEC:
 	case SRV_R_RUN_CODE:
 	case SRV_R_CALLBACK:
+	case SRV_R_SUSPEND: /* optional {"to_disk": true} */
 		out->body_allowed = true;
 		out->body_max = SRV_MAX_JSON_BODY;
 		break;

@@ -268,6 +268,8 @@ int srv_exec_body_parse(const char *body, size_t len, struct srv_exec *out, stru
 int srv_code_body_parse(const char *body, size_t len, struct srv_exec *out, struct rung_err *err);
 /* {"spec": {...}}: returns the spec object re-serialized (malloc'd) for rung_spec_from_json. */
 int srv_create_body_parse(const char *body, size_t len, char **spec_json, struct rung_err *err);
+/* POST .../suspend: an empty body, or {"to_disk": bool} (the vm rung's suspend to disk). */
+int srv_suspend_body_parse(const char *body, size_t len, bool *to_disk, struct rung_err *err);
 void srv_exec_release(struct srv_exec *x);
 
 /* Background processes' bodies (body-proc.c). Strings malloc'd; release with

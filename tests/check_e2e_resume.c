@@ -378,6 +378,68 @@ static void srv_uses(const struct rung_kind *k)
 
 static const struct rung_kind process_rung = {false}, container_rung = {true};
 
+/* Suspend to disk is the vm rung's (docs/snapshots.md; its cases run in the nested stage,
+ * vmm/guest/l1-rung.sh): the process rung refuses it, clearly, at every entry point, and
+ * stays running; the daemon's body is checked field by field. */
+static void to_disk_refused(void)
+{
+	struct rung_router *r = spine_router(NULL);
+	struct rung_sandbox *sb = lib_acquire(&process_rung, r, "disk", 0);
+	struct rung_err err = {0};
+	ck_assert_int_eq(rung_suspend_to_disk(sb, &err), -EOPNOTSUPP);
+	ck_assert_msg(strstr(err.msg, "suspend --to-disk needs the vm rung"), "%s", err.msg);
+	ck_assert_int_eq(lib_state(r, rung_sandbox_id(sb)), RUNG_STATE_RUNNING);
+	char id[65];
+	snprintf(id, sizeof(id), "%s", rung_sandbox_id(sb));
+	rung_sandbox_close(sb);
+	ck_assert_msg(rung_dispose(r, id, NULL, &err) == 0, "dispose: %s", err.msg);
+	rung_router_free(r);
+
+	char sd[512];
+	struct spine_run run;
+	cli_state_dir(&process_rung, sd, sizeof(sd));
+	cli_acquire(&process_rung, sd, "cli-disk", NULL, id);
+	const char *const a[] = {"--state-dir", sd, "suspend", "--to-disk", id, NULL};
+	spine_cli_run(&run, NULL, a);
+	ck_assert_msg(run.status != 0 && strstr(run.err, "suspend --to-disk needs the vm rung"),
+		      "status %d, stderr: %s", run.status, run.err);
+	spine_run_release(&run);
+	cli_state(sd, id, "running");
+	const char *const d[] = {"--state-dir", sd, "dispose", id, NULL};
+	cli_ok(&run, NULL, d);
+	spine_run_release(&run);
+
+	struct srvt t;
+	srvt_setup(&t, NULL);
+	srvt_start(&t, 0, NULL);
+	srvt_acquire(t.sock[0], TOK_A, "srv-disk", "{\"kind\":\"k\"}", id);
+	struct srvt_resp q = srv_op(&t, "POST", id, "suspend", "{\"to_disk\": true}");
+	ck_assert_msg(q.status >= 400 && strstr(q.body, "needs the vm rung"), "%d %s", q.status,
+		      q.body);
+	srvt_resp_free(&q);
+	q = srv_op(&t, "POST", id, "suspend", "{\"to_disk\": 1}");
+	ck_assert_msg(q.status == 400 && strstr(q.body, "to_disk: must be"), "%d %s", q.status,
+		      q.body);
+	srvt_resp_free(&q);
+	q = srv_op(&t, "POST", id, "suspend", "{\"to_dsk\": true}");
+	ck_assert_msg(q.status == 400 && strstr(q.body, "to_dsk: unknown field"), "%d %s",
+		      q.status, q.body);
+	srvt_resp_free(&q);
+	srv_state(&t, id, "running");
+	q = srv_op(&t, "POST", id, "suspend", "{\"to_disk\": false}"); /* in memory, as before */
+	ck_assert_msg(q.status == 200, "%d %s", q.status, q.body);
+	srvt_resp_free(&q);
+	srv_state(&t, id, "suspended");
+	srvt_teardown(&t);
+}
+
+START_TEST(to_disk_process)
+{
+	RUNG_REQUIRE_ROOT();
+	to_disk_refused();
+}
+END_TEST
+
 START_TEST(lib_process)
 {
 	RUNG_REQUIRE_ROOT();
@@ -436,6 +498,7 @@ Suite *e2e_resume_suite(void)
 	tcase_add_test(tc, lib_process);
 	tcase_add_test(tc, cli_process);
 	tcase_add_test(tc, srv_process);
+	tcase_add_test(tc, to_disk_process);
 	add_container(s, "lib_container", lib_container);
 	add_container(s, "cli_container", cli_container);
 	add_container(s, "srv_container", srv_container);

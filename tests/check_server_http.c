@@ -199,7 +199,7 @@ START_TEST(malformed_requests)
 	ck_assert_ptr_nonnull(strstr(r.body, "method_not_allowed"));
 	srvt_resp_free(&r);
 	/* a body on a route that takes none: announced, and chunked (seen only mid-upload) */
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s/suspend", id);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/resume", id);
 	r = srvt_req(t.sock[0], "POST", path, TOK_A, NULL, "{}");
 	ck_assert_msg(r.status == 400 && strstr(r.body, "takes no request body"), "%d %s", r.status,
 		      r.body);

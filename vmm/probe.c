@@ -66,7 +66,7 @@ int vmm_probe(const struct vmm_config *cfg, struct rung_err *err)
 		return rung_err_set(err, ENOMEM, "out of memory");
 	vm->cfg = *cfg;
 	vm->ncpus = 1;
-	vm->kvm_fd = vm->vm_fd = -1;
+	vm->kvm_fd = vm->vm_fd = vm->mem_fd = -1; /* mem_fd: no snapshot (0 would map stdin) */
 	vm->vcpu[0].fd = -1;
 	uint8_t img[5 * 512 + 4096];
 	probe_image(img, sizeof(img));
