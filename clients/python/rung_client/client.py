@@ -453,8 +453,13 @@ class Sandbox:
         None (no network)}."""
         return self.backend._json("GET", self._path("stats"))
 
-    def suspend(self) -> None:
-        self.backend._json("POST", self._path("suspend"))
+    def suspend(self, to_disk: bool = False) -> None:
+        """Suspend; to_disk (vm rung only): save the guest to a file and stop its VMM, freeing
+        its memory (docs/snapshots.md). Any use, or resume(), brings it back."""
+        if to_disk:
+            self.backend._json("POST", self._path("suspend"), {"to_disk": True})
+        else:
+            self.backend._json("POST", self._path("suspend"))
 
     def resume(self) -> None:
         self.backend._json("POST", self._path("resume"))

@@ -9,8 +9,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from rung_client import (BadRequest, ExecResult, Isolation, NotFound, Sandbox,  # noqa: E402
-                         SandboxBackend, SandboxKey, SandboxSpec, Unauthorized)
+from rung_client import (BadRequest, ExecResult, Isolation, NotFound, RungError,  # noqa: E402
+                         Sandbox, SandboxBackend, SandboxKey, SandboxSpec, Unauthorized)
 from rung_client.testing import Daemon  # noqa: E402
 
 KEY = SandboxKey(thread="thread-1", agent="agent-1")
@@ -132,6 +132,11 @@ class ClientTest(unittest.TestCase):
         sb.resume()
         self.assertEqual(sb.describe()["state"], "running")
         self.assertEqual(sb.exec(["true"]).exit_code, 0)
+        # to disk is the vm rung's: refused here, clearly, and the sandbox keeps running
+        with self.assertRaises(RungError) as e:
+            sb.suspend(to_disk=True)
+        self.assertIn("suspend --to-disk needs the vm rung", e.exception.message)
+        self.assertEqual(sb.describe()["state"], "running")
 
     def test_list_dispose_scope(self):
         a = self.sandbox(key=SandboxKey("t-a", "ag"))
