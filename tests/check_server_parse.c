@@ -357,6 +357,31 @@ START_TEST(body_code_and_create)
 }
 END_TEST
 
+/* POST .../suspend: no body (in memory), or {"to_disk": bool}; anything else named. */
+START_TEST(body_suspend)
+{
+	struct rung_err err = {0};
+	bool disk = true;
+	ck_assert_int_eq(srv_suspend_body_parse("", 0, &disk, &err), 0);
+	ck_assert(!disk);
+	const char *b = "{\"to_disk\": true}";
+	ck_assert_int_eq(srv_suspend_body_parse(b, strlen(b), &disk, &err), 0);
+	ck_assert(disk);
+	b = "{\"to_disk\": false}";
+	ck_assert_int_eq(srv_suspend_body_parse(b, strlen(b), &disk, &err), 0);
+	ck_assert(!disk);
+	const char *bad[][2] = {{"{\"to_disk\": \"yes\"}", "to_disk: must be true or false"},
+				{"{\"to_disk\": true, \"later\": 1}", "later: unknown field"},
+				{"[true]", "not a JSON object"},
+				{"{\"to_disk\": tru", "invalid JSON"}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(srv_suspend_body_parse(bad[i][0], strlen(bad[i][0]), &disk, &err),
+				 -EINVAL);
+		ck_assert_msg(strstr(err.msg, bad[i][1]), "%s: %s", bad[i][0], err.msg);
+	}
+}
+END_TEST
+
 START_TEST(encoding)
 {
 	bool lossy;
@@ -405,6 +430,7 @@ Suite *server_parse_suite(void)
 	tcase_add_test(tc, route_files);
 	tcase_add_test(tc, body_exec);
 	tcase_add_test(tc, body_code_and_create);
+	tcase_add_test(tc, body_suspend);
 	tcase_add_test(tc, encoding);
 	suite_add_tcase(s, tc);
 	return s;
