@@ -433,6 +433,7 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 		return rung_err_sys(err, errno, "jail dir %s", jail);
 	/* Resuming from disk (vm-snap.c): the metadata names the file and it is there. A file
 	 * the metadata does not name is a stale one: a boot does not use it. */
+	rt_vm_snap_drop_stale(sb);
 	bool restore = rt_vm_snap_path(sb, snap, sizeof(snap));
 	if (restore && !json_object_get(sb->meta.backend, "snapshot"))
 		restore = (unlink(snap), false);
@@ -525,6 +526,7 @@ static int vm_resume(struct rt_sandbox *sb, struct rung_err *err)
 	struct rung_err e2 = {0};
 	if (rt_meta_on_disk(&sb->meta))
 		return rt_vm_resume_disk(sb, err ? err : &e2);
+	rt_vm_snap_drop_stale(sb);
 	return rt_vm_control(sb, "resume", 10, err ? err : &e2);
 }
 

@@ -80,6 +80,9 @@ int rt_vm_control(struct rt_sandbox *sb, const char *cmd, unsigned timeout_s, st
 /* vm-snap.c: the vm rung's suspend to disk, and its resume from the file. */
 int rt_vm_suspend_disk(struct rt_sandbox *sb, struct rung_err *err);
 int rt_vm_resume_disk(struct rt_sandbox *sb, struct rung_err *err);
+/* A save's file left in the jail by a suspend --to-disk that did not finish (its caller died
+ * between the save and the move): removed by the next resume or boot. */
+void rt_vm_snap_drop_stale(struct rt_sandbox *sb);
 /* The store's snapshot file of a sandbox (vm.snap): true if it exists (path filled). */
 bool rt_vm_snap_path(struct rt_sandbox *sb, char *path, size_t len);
 /* create: only with the sandbox lock held. Without it, a dispose may be removing the

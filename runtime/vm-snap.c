@@ -33,6 +33,15 @@ bool rt_vm_snap_path(struct rt_sandbox *sb, char *path, size_t len)
 	return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+void rt_vm_snap_drop_stale(struct rt_sandbox *sb)
+{
+	char jail[4096];
+	rt_store_path(&sb->router->store, sb->meta.id, "jail", jail, sizeof(jail));
+	cleanup_close int jfd = open(jail, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (jfd >= 0)
+		unlinkat(jfd, SNAP_NAME, 0);
+}
+
 /* The saved file, in the jail the VMM's uid owns: a regular file of that uid with one link,
  * made 0600 and renamed into the store dir (nothing runs in the jail any more). Its size. */
 static int snap_take(struct rt_sandbox *sb, int jfd, const char *jail, uint64_t *bytes,
