@@ -167,7 +167,7 @@ struct jail {
 	int dst[5];         /* their bind targets in the jail, O_PATH (checked regular files) */
 	int n;              /* 4, or 5 to restore from the snapshot (--restore) */
 	int vmm_fd, kvm_fd, listen_fd;
-	int log_fd;         /* the VMM's stderr (its one error line) */
+	int log_fd;         /* restoring: the VMM's stderr (vmm.err), else -1 */
 	const struct rt_vm_net *net; /* tap_fd -1: no network device */
 	uid_t uid;
 	char mem[16], cpus[8];
@@ -404,8 +404,10 @@ static int vm_boot(struct rt_sandbox *sb, struct jail *j, struct rung_err *err)
 			char dir[4096];
 			snprintf(dir, sizeof(dir), "%s", j->dir);
 			console_tail(dirname(dir), "vmm.err", last, sizeof(last));
+			char why[sizeof(err->msg)];
+			snprintf(why, sizeof(why), "%s", last[0] ? last : err->msg);
 			rung_err_set(err, EIO, "restore from the snapshot %s failed: %s", j->src[4],
-				     last[0] ? last : err->msg);
+				     why);
 		}
 		return r;
 	}
@@ -443,7 +445,8 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 	    .uid = sb->meta.uid_base, .err_fd = -1, .log_fd = -1};
 	snprintf(j.dir, sizeof(j.dir), "%s", jail);
 	rt_store_path(st, sb->meta.id, "vmm.err", vlog, sizeof(vlog));
-	j.log_fd = open(vlog, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (restore) /* its error line names what is wrong with the file (a boot's: supervisor.log) */
+		j.log_fd = open(vlog, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if ((r = jail_targets(jail, j.dst, j.n, err)) < 0)
 		return r;
 	struct rt_vm_net net;
