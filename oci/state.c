@@ -134,9 +134,10 @@ const char *oci_status_name(enum oci_status st)
 json_t *oci_state_json(const char *root, const struct oci_state *s)
 {
 	enum oci_status st = oci_status_of(root, s);
+	bool live = st == OCI_CREATED || st == OCI_RUNNING || st == OCI_PAUSED;
 	json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:s, s:O}", "ociVersion", OCI_VERSION, "id",
-			      s->id, "status", oci_status_name(st), "pid",
-			      (st == OCI_CREATED || st == OCI_RUNNING || st == OCI_PAUSED) ? (int)s->pid : 0, "bundle",
+			      s->id, "status", oci_status_name(st), "pid", live ? (int)s->pid : 0,
+			      "bundle",
 			      s->bundle, "annotations",
 			      s->annotations ? s->annotations : json_object());
 	return j;
