@@ -191,6 +191,7 @@ static bool cg_exists(const struct env *e)
 
 static void start_c1(struct env *e)
 {
+	OCI(e, "delete", "--force", "c1"); /* what an earlier failed test left */
 	bundle(e);
 	ck_assert_msg(OCI(e, "create", "--bundle", e->bundle, "c1") == 0, "%s", e->stderr_);
 	ck_assert_msg(OCI(e, "start", "c1") == 0, "%s", e->stderr_);
