@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -64,7 +66,9 @@ static void bundle(struct env *e)
 		 "  \"user\": {\"uid\": 0, \"gid\": 0}, \"capabilities\": {\"bounding\": [\"CAP_KILL\"],"
 		 "  \"effective\": [\"CAP_KILL\"], \"permitted\": [\"CAP_KILL\"]}},"
 		 " \"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"},"
-		 "  {\"destination\": \"/dev\", \"type\": \"tmpfs\", \"source\": \"tmpfs\"}],"
+		 "  {\"destination\": \"/dev\", \"type\": \"tmpfs\", \"source\": \"tmpfs\"},"
+		 "  {\"destination\": \"/dev/pts\", \"type\": \"devpts\", \"source\": \"devpts\","
+		 "   \"options\": [\"nosuid\", \"noexec\", \"newinstance\", \"ptmxmode=0666\"]}],"
 		 " \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"ipc\"},"
 		 "  {\"type\": \"mount\"}, {\"type\": \"network\"}, {\"type\": \"uts\"}],"
 		 "  \"cgroupsPath\": \"/%s\", \"resources\": {\"pids\": {\"limit\": 100}}}}",
@@ -349,7 +353,8 @@ START_TEST(test_events_update)
 	start_c1(e);
 	int init = 0;
 	status_of(e, &init);
-	ck_assert_int_eq(OCI(e, "exec", "c1", "sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"), 0);
+	ck_assert_int_eq(OCI(e, "exec", "c1", "sh", "-c",
+			     "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"), 0);
 	ck_assert_msg(OCI(e, "events", "--stats", "c1") == 0, "%s", e->stderr_);
 	json_t *j = json_out(e), *d = json_object_get(j, "data");
 	ck_assert_str_eq(json_string_value(json_object_get(j, "type")), "stats");
@@ -455,6 +460,52 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+/* exec --tty: the pty's master comes over --console-socket; the process's stdio is its slave. */
+START_TEST(test_exec_tty)
+{
+	RUNG_REQUIRE_ROOT();
+	struct env *e = E;
+	start_c1(e);
+	int init = 0;
+	status_of(e, &init);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char sock[PATH_MAX * 2];
+	snprintf(sock, sizeof(sock), "%s/console.sock", e->dir);
+	ck_assert_uint_lt(strlen(sock), sizeof(sa.sun_path));
+	memcpy(sa.sun_path, sock, strlen(sock) + 1);
+	int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(ls, 0);
+	ck_assert_int_eq(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(ls, 1), 0);
+	ck_assert_msg(OCI(e, "exec", "--detach", "--tty", "--console-socket", sa.sun_path, "c1",
+			  "sh", "-c", "[ -t 0 ] && [ -t 1 ] && echo tty-ok; sleep 100") == 0,
+		      "%s", e->stderr_);
+	int c = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+	ck_assert_int_ge(c, 0);
+	char name[128] = {0}, cbuf[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {.iov_base = name, .iov_len = sizeof(name) - 1};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf)};
+	ck_assert_int_gt(recvmsg(c, &mh, 0), 0);
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	ck_assert_ptr_nonnull(cm);
+	int master;
+	memcpy(&master, CMSG_DATA(cm), sizeof(int));
+	char out[256] = {0};
+	size_t n = 0;
+	for (int i = 0; i < 100 && !strstr(out, "tty-ok"); i++) {
+		ssize_t k = read(master, out + n, sizeof(out) - 1 - n);
+		if (k > 0)
+			n += (size_t)k;
+	}
+	ck_assert_msg(strstr(out, "tty-ok"), "the terminal said: %s", out);
+	close(master);
+	close(c);
+	close(ls);
+	delete_c1(e, (pid_t[]){init}, 1);
+}
+END_TEST
+
 Suite *e2e_oci_exec_suite(void)
 {
 	Suite *s = suite_create("e2e_oci_exec");
@@ -466,6 +517,7 @@ Suite *e2e_oci_exec_suite(void)
 	tcase_add_test(tc, test_pause_resume);
 	tcase_add_test(tc, test_events_update);
 	tcase_add_test(tc, test_bad_input);
+	tcase_add_test(tc, test_exec_tty);
 	suite_add_tcase(s, tc);
 	return s;
 }
