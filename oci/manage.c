@@ -182,15 +182,38 @@ static json_t *cpu_stats(const struct rt_cgroup *cg, const struct rt_cgroup_stat
 			 "throttledTime", (json_int_t)(s->cpu_throttled_us * 1000));
 }
 
+/* memory.stat as a map (runc's memory.raw). */
+static json_t *memory_raw(const char *dir)
+{
+	json_t *raw = json_object();
+	char p[PATH_MAX], line[256], key[128];
+	unsigned long long v;
+	if (!dir)
+		return raw;
+	snprintf(p, sizeof(p), "%s/memory.stat", dir);
+	FILE *f = fopen(p, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%127s %llu", key, &v) == 2)
+			json_object_set_new(raw, key, json_integer((json_int_t)v));
+	if (f)
+		fclose(f);
+	return raw;
+}
+
 static json_t *memory_stats(const struct rt_cgroup *cg, const struct rt_cgroup_stats *s)
 {
 	const char *d = rt_cgroup_dir(cg, RT_CGCTL_MEMORY);
 	bool v2 = rt_cgroup_version(cg) == RT_CGROUP_V2;
 	uint64_t limit = read_u64(d, v2 ? "memory.max" : "memory.limit_in_bytes");
 	uint64_t cache = read_key(d, "memory.stat", v2 ? "file" : "total_cache");
-	return json_pack("{s:I, s:{s:I, s:I, s:I, s:I}}", "cache", (json_int_t)cache, "usage",
-			 "limit", (json_int_t)limit, "usage", (json_int_t)s->memory_current, "max",
-			 (json_int_t)s->memory_peak, "failcnt", (json_int_t)s->memory_max_events);
+	/* v1 memsw counts memory and swap together, v2 swap alone (as runc reports them) */
+	uint64_t swap = read_u64(d, v2 ? "memory.swap.current" : "memory.memsw.usage_in_bytes");
+	uint64_t swap_limit = read_u64(d, v2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes");
+	return json_pack("{s:I, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I}, s:o}", "cache",
+			 (json_int_t)cache, "usage", "limit", (json_int_t)limit, "usage",
+			 (json_int_t)s->memory_current, "max", (json_int_t)s->memory_peak, "failcnt",
+			 (json_int_t)s->memory_max_events, "swap", "limit", (json_int_t)swap_limit,
+			 "usage", (json_int_t)swap, "raw", memory_raw(d));
 }
 
 int oci_events_stats(const char *root, const char *id, struct rung_err *err)

@@ -370,6 +370,9 @@ START_TEST(test_events_update)
 	ck_assert_int_ge(json_integer_value(json_object_get(mu, "max")),
 			 json_integer_value(json_object_get(mu, "usage")));
 	ck_assert_int_gt(json_integer_value(json_object_get(mu, "limit")), 0);
+	ck_assert_ptr_nonnull(json_object_get(json_object_get(mem, "swap"), "usage"));
+	json_t *raw = json_object_get(mem, "raw"); /* memory.stat: v1 "rss", v2 "anon" */
+	ck_assert_msg(json_object_get(raw, "rss") || json_object_get(raw, "anon"), "%s", e->stdout_);
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(d, "pids"), "current")), 1);
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(d, "pids"), "limit")), 100);
 	json_decref(j);
