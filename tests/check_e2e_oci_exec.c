@@ -42,8 +42,8 @@ static void put(const char *path, const char *text)
 	fclose(f);
 }
 
-/* A busybox bundle that sleeps, in its own cgroup with pids.limit 100. */
-static void bundle(struct env *e)
+/* A busybox bundle that sleeps, in its own cgroup with pids.limit 100; extra: more of linux. */
+static void bundle_x(struct env *e, const char *extra)
 {
 	char p[PATH_MAX * 2], cfg[4096];
 	struct rung_err err = {0};
@@ -71,8 +71,8 @@ static void bundle(struct env *e)
 		 "   \"options\": [\"nosuid\", \"noexec\", \"newinstance\", \"ptmxmode=0666\"]}],"
 		 " \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"ipc\"},"
 		 "  {\"type\": \"mount\"}, {\"type\": \"network\"}, {\"type\": \"uts\"}],"
-		 "  \"cgroupsPath\": \"/%s\", \"resources\": {\"pids\": {\"limit\": 100}}}}",
-		 e->cg);
+		 "  \"cgroupsPath\": \"/%s\", \"resources\": {\"pids\": {\"limit\": 100}}%s}}",
+		 e->cg, extra);
 	snprintf(p, sizeof(p), "%s/config.json", e->bundle);
 	put(p, cfg);
 }
@@ -193,13 +193,18 @@ static bool cg_exists(const struct env *e)
 	return access(p, F_OK) == 0;
 }
 
-static void start_c1(struct env *e)
+static void start_c1_x(struct env *e, const char *extra)
 {
 	OCI(e, "delete", "--force", "c1"); /* what an earlier failed test left */
-	bundle(e);
+	bundle_x(e, extra);
 	ck_assert_msg(OCI(e, "create", "--bundle", e->bundle, "c1") == 0, "%s", e->stderr_);
 	ck_assert_msg(OCI(e, "start", "c1") == 0, "%s", e->stderr_);
 	ck_assert_str_eq(status_of(e, NULL), "running");
+}
+
+static void start_c1(struct env *e)
+{
+	start_c1_x(e, "");
 }
 
 /* Delete c1 and check nothing is left: its cgroup, state dir, the given pids, host mounts. */
@@ -278,7 +283,7 @@ START_TEST(test_exec)
 	snprintf(proc, sizeof(proc), "%s/proc.json", e->dir);
 	snprintf(pidf, sizeof(pidf), "%s/exec.pid", e->dir);
 	put(proc, "{\"args\": [\"sleep\", \"1000\"], \"cwd\": \"/\", \"user\": {\"uid\": 7, \"gid\": 7},"
-		   " \"capabilities\": {\"bounding\": [\"CAP_KILL\"]}}");
+		   " \"capabilities\": {\"bounding\": [\"CAP_KILL\"]}, \"noNewPrivileges\": true}");
 	ck_assert_msg(OCI(e, "exec", "--detach", "--pid-file", pidf, "--process", proc, "c1") == 0,
 		      "%s", e->stderr_);
 	char buf[32] = {0};
@@ -297,6 +302,8 @@ START_TEST(test_exec)
 	ck_assert_int_eq(status_hex(ex, "Seccomp:\t"), 2);
 	ck_assert_int_eq(status_hex(ex, "CapBnd:\t"), status_hex(init, "CapBnd:\t"));
 	ck_assert_int_eq(status_hex(ex, "CapEff:\t"), 0); /* uid 7: no effective capability */
+	ck_assert_int_eq(status_hex(ex, "NoNewPrivs:\t"), 1);  /* as its process asked */
+	ck_assert_int_eq(status_hex(init, "NoNewPrivs:\t"), 0);
 	/* ps: the init and the exec'd process, as host pids */
 	ck_assert_int_eq(OCI(e, "ps", "--format", "json", "c1"), 0);
 	json_t *pids = json_out(e);
@@ -509,6 +516,28 @@ START_TEST(test_exec_tty)
 }
 END_TEST
 
+/* The spec's seccomp filter is the exec'd process's too, stacked on rung's. */
+START_TEST(test_exec_spec_seccomp)
+{
+	RUNG_REQUIRE_ROOT();
+	struct env *e = E;
+	start_c1_x(e, ", \"seccomp\": {\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\":"
+		      " [{\"names\": [\"mkdir\", \"mkdirat\"], \"action\": \"SCMP_ACT_ERRNO\","
+		      " \"errnoRet\": 13}]}");
+	int init = 0;
+	status_of(e, &init);
+	ck_assert_int_eq(OCI(e, "exec", "c1", "sh", "-c",
+			     "mkdir /d 2>&1; echo rc=$?; grep Seccomp_filters /proc/self/status"), 0);
+	ck_assert_msg(strstr(e->stdout_, "Permission denied") && strstr(e->stdout_, "rc=1"), "%s",
+		      e->stdout_);
+	ck_assert_msg(strstr(e->stdout_, "Seccomp_filters:\t2"), "%s", e->stdout_);
+	char p[PATH_MAX * 2];
+	snprintf(p, sizeof(p), "%s/rootfs/d", e->bundle);
+	ck_assert_int_ne(access(p, F_OK), 0);
+	delete_c1(e, (pid_t[]){init}, 1);
+}
+END_TEST
+
 Suite *e2e_oci_exec_suite(void)
 {
 	Suite *s = suite_create("e2e_oci_exec");
@@ -521,6 +550,7 @@ Suite *e2e_oci_exec_suite(void)
 	tcase_add_test(tc, test_events_update);
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_exec_tty);
+	tcase_add_test(tc, test_exec_spec_seccomp);
 	suite_add_tcase(s, tc);
 	return s;
 }
