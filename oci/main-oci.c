@@ -398,8 +398,9 @@ static int cmd_update(const struct globals *g, int argc, char **argv)
 	const char *file = NULL, *id;
 	int c;
 	while ((c = getopt_long(argc, argv, "+r:h", opts, NULL)) != -1) {
-		long long v = c == 'r' || c == 'h' ? 0 : size_parse(optarg);
-		if (v < -1 || (c != 'm' && c != 'q' && c != 'r' && c != 'h' && v < 0))
+		bool num = c == 'm' || c == 'p' || c == 'q' || c == 'P' || c == 's';
+		long long v = num ? size_parse(optarg) : 0;
+		if (num && (v < -1 || ((c == 's' || c == 'P') && v < 0)))
 			return usage_error("update", "a flag's value is not a number");
 		switch (c) {
 		case 'r': file = optarg; break;

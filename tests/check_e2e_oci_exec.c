@@ -420,6 +420,12 @@ START_TEST(test_events_update)
 		      e->stderr_);
 	cg_file(e, "pids", "pids.max", b, sizeof(b));
 	ck_assert_str_eq(b, "9");
+	ck_assert_int_eq(OCI(e, "update", "--bogus", "1", "c1"), 1);
+	ck_assert_int_eq(OCI(e, "update", "--memory", "12q", "c1"), 1);
+	ck_assert_msg(strstr(e->stderr_, "not a number"), "%s", e->stderr_);
+	ck_assert_msg(OCI(e, "update", "--pids-limit", "-1", "c1") == 0, "%s", e->stderr_);
+	cg_file(e, "pids", "pids.max", b, sizeof(b)); /* -1: no limit */
+	ck_assert_str_eq(b, "max");
 	delete_c1(e, (pid_t[]){init}, 1);
 }
 END_TEST
