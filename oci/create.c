@@ -194,7 +194,7 @@ static int drive(struct create_ctx *x, struct rung_err *err)
 	return r;
 }
 
-static int console_connect(const char *path, struct rung_err *err)
+int oci_console_connect(const char *path, struct rung_err *err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (strlen(path) >= sizeof(sa.sun_path))
@@ -254,7 +254,7 @@ static int prepare(struct create_ctx *x, struct rung_err *err)
 	snprintf(fifo, sizeof(fifo), "%s/exec.fifo", x->dir);
 	if (mkfifo(fifo, 0600) < 0 || (x->fifo = open(fifo, O_RDWR | O_CLOEXEC)) < 0)
 		return rung_err_sys(err, errno, "exec fifo %s", fifo);
-	if (o->console_socket && (x->console = console_connect(o->console_socket, err)) < 0)
+	if (o->console_socket && (x->console = oci_console_connect(o->console_socket, err)) < 0)
 		return x->console;
 	if (x->cfg.netns_path) {
 		cleanup_close int nfd = open(x->cfg.netns_path, O_RDONLY | O_CLOEXEC);

@@ -80,7 +80,7 @@ static int sysctl_apply(const struct oci_config *c, struct rung_err *err)
 }
 
 /* A pty from the container's devpts: the master goes to --console-socket, the slave is stdio. */
-static int console_apply(int sock, struct rung_err *err)
+int oci_console_apply(int sock, struct rung_err *err)
 {
 	cleanup_close int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (master < 0 || grantpt(master) < 0 || unlockpt(master) < 0)
@@ -110,7 +110,7 @@ static int console_apply(int sock, struct rung_err *err)
 	return 0;
 }
 
-static int identity_apply(const struct oci_config *c, struct rung_err *err)
+int oci_identity_apply(const struct oci_config *c, struct rung_err *err)
 {
 	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
 		if (!(c->caps[OCI_CAP_BOUNDING] >> cap & 1) &&
@@ -147,7 +147,7 @@ static int identity_apply(const struct oci_config *c, struct rung_err *err)
 	return 0;
 }
 
-static int seccomp_load(const void *bpf, size_t len, struct rung_err *err)
+int oci_seccomp_load(const void *bpf, size_t len, struct rung_err *err)
 {
 	struct sock_fprog prog = {.len = (unsigned short)(len / sizeof(struct sock_filter)),
 				  .filter = (struct sock_filter *)bpf};
@@ -182,15 +182,15 @@ static int setup(const struct oci_config *c, const struct oci_init_args *a, stru
 	if (r == 0)
 		r = sysctl_apply(c, err);
 	if (r == 0 && a->console_fd >= 0)
-		r = console_apply(a->console_fd, err);
+		r = oci_console_apply(a->console_fd, err);
 	/* rung's filter, loaded while the init still holds CAP_SYS_ADMIN in its user namespace,
 	 * so no_new_privs is the spec's choice (process.noNewPrivileges) */
 	if (r == 0)
-		r = seccomp_load(a->bpf, a->bpf_len, err);
+		r = oci_seccomp_load(a->bpf, a->bpf_len, err);
 	if (r == 0 && a->spec_bpf)
-		r = seccomp_load(a->spec_bpf, a->spec_bpf_len, err);
+		r = oci_seccomp_load(a->spec_bpf, a->spec_bpf_len, err);
 	if (r == 0)
-		r = identity_apply(c, err);
+		r = oci_identity_apply(c, err);
 	if (r == 0 && chdir(c->cwd) < 0)
 		r = rung_err_sys(err, errno, "process.cwd %s", c->cwd);
 	if (r == 0 && c->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -198,7 +198,7 @@ static int setup(const struct oci_config *c, const struct oci_init_args *a, stru
 	return r;
 }
 
-static __attribute__((noreturn)) void exec_program(const struct oci_config *c)
+void oci_exec_program(const struct oci_config *c)
 {
 	const char *path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 	for (size_t i = 0; c->env && c->env[i]; i++)
@@ -234,5 +234,5 @@ void oci_init_run(const struct oci_config *c, const struct oci_init_args *a)
 	if (read(a->fifo_fd, &b, 1) != 1)
 		_exit(127);
 	close(a->fifo_fd);
-	exec_program(c);
+	oci_exec_program(c);
 }

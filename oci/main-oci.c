@@ -70,6 +70,19 @@ static const char *const cmd_help[][2] = {
 	{"delete", "delete [--force] ID\n  Remove a stopped (or created) container; --force kills "
 		   "a running one first and succeeds when it does not exist."},
 	{"features", "features\n  Print what this runtime supports (JSON)."},
+	{"exec", "exec [--process P.json | ARGS...] [--detach] [--pid-file F] [--tty] "
+		 "[--console-socket S] [--cwd D] [--env K=V]... [--user UID[:GID]] ID [ARGS...]\n"
+		 "  Run a process in the container, confined as its init; without --detach its "
+		 "exit status is rung-oci's."},
+	{"ps", "ps [--format table|json] ID\n  List the processes of the container's cgroup "
+	       "(json: an array of host pids)."},
+	{"pause", "pause ID\n  Freeze every process of the container (state: paused)."},
+	{"resume", "resume ID\n  Thaw a paused container."},
+	{"events", "events --stats ID\n  Print the container's cgroup statistics once (JSON, "
+		   "runc's shape); only --stats is supported."},
+	{"update", "update [--resources R.json|-] [--memory BYTES] [--pids-limit N] "
+		   "[--cpu-quota US] [--cpu-period US] [--cpu-shares N] ID\n  Change the "
+		   "container's linux.resources (memory, pids, cpu)."},
 };
 
 static int help(const char *cmd)
@@ -81,7 +94,8 @@ static int help(const char *cmd)
 		}
 	printf("usage: rung-oci [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...\n"
 	       "An OCI runtime (runc's command line) on rung's container rung (docs/oci.md).\n"
-	       "Commands: create, start, state, kill, delete, features; COMMAND --help for each.\n"
+	       "Commands: create, start, state, kill, delete, exec, ps, pause, resume, events, update,\n"
+	       "features; COMMAND --help for each.\n"
 	       "  --root DIR         state directory (default /run/rung-oci)\n"
 	       "  --log FILE         also write errors to FILE\n"
 	       "  --log-format F     text (default) or json\n"
@@ -252,12 +266,180 @@ static int cmd_features(const struct globals *g, int argc, char **argv)
 	return 0;
 }
 
+
+static int cmd_exec(const struct globals *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"process", required_argument, 0, 'p'}, {"detach", no_argument, 0, 'd'},
+		{"pid-file", required_argument, 0, 'P'}, {"tty", no_argument, 0, 't'},
+		{"console-socket", required_argument, 0, 'c'}, {"cwd", required_argument, 0, 'w'},
+		{"env", required_argument, 0, 'e'},	{"user", required_argument, 0, 'u'},
+		{"help", no_argument, 0, 'h'},		{0, 0, 0, 0},
+	};
+	struct oci_exec_opts o = {.root = g->root};
+	const char *env[65] = {0};
+	size_t nenv = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "+p:dte:u:w:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': o.process = optarg; break;
+		case 'd': o.detach = true; break;
+		case 'P': o.pid_file = optarg; break;
+		case 't': o.tty = true; break;
+		case 'c': o.console_socket = optarg; break;
+		case 'w': o.cwd = optarg; break;
+		case 'u': o.user = optarg; break;
+		case 'e':
+			if (nenv == 64 || !strchr(optarg, '='))
+				return usage_error("exec", "--env wants K=V (at most 64)");
+			env[nenv++] = optarg;
+			break;
+		case 'h': return help("exec");
+		default: return usage_error("exec", "unknown option");
+		}
+	}
+	if (optind >= argc)
+		return usage_error("exec", "the container id is missing");
+	o.id = argv[optind];
+	o.args = (const char *const *)argv + optind + 1;
+	o.env = env;
+	if (!o.process && !o.args[0])
+		return usage_error("exec", "give the process: --process FILE or ARGS after the id");
+	if (o.process && o.args[0])
+		return usage_error("exec", "--process and ARGS together");
+	struct rung_err err = {0};
+	int status = 0;
+	return oci_exec(&o, &status, &err) < 0 ? fail(g, &err) : status;
+}
+
+static int cmd_ps(const struct globals *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"format", required_argument, 0, 'f'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+	const char *fmt = "table", *id;
+	int c;
+	while ((c = getopt_long(argc, argv, "+f:h", opts, NULL)) != -1) {
+		if (c == 'h')
+			return help("ps");
+		if (c != 'f')
+			return usage_error("ps", "unknown option");
+		fmt = optarg;
+	}
+	if (strcmp(fmt, "json") != 0 && strcmp(fmt, "table") != 0)
+		return usage_error("ps", "--format must be table or json");
+	int r = want_id(argc, argv, "ps", &id, 0);
+	if (r)
+		return r;
+	struct rung_err err = {0};
+	return oci_ps(g->root, id, strcmp(fmt, "json") == 0, &err) < 0 ? fail(g, &err) : 0;
+}
+
+static int freeze_cmd(const struct globals *g, int argc, char **argv, const char *cmd, bool on)
+{
+	const char *id;
+	int r = simple_opts(argc, argv, cmd, NULL, NULL);
+	if (r)
+		return r < 0 ? 0 : r;
+	if ((r = want_id(argc, argv, cmd, &id, 0)))
+		return r;
+	struct rung_err err = {0};
+	return oci_pause(g->root, id, on, &err) < 0 ? fail(g, &err) : 0;
+}
+
+static int cmd_pause(const struct globals *g, int argc, char **argv)
+{
+	return freeze_cmd(g, argc, argv, "pause", true);
+}
+
+static int cmd_resume(const struct globals *g, int argc, char **argv)
+{
+	return freeze_cmd(g, argc, argv, "resume", false);
+}
+
+static int cmd_events(const struct globals *g, int argc, char **argv)
+{
+	bool stats = false;
+	const char *id;
+	int r = simple_opts(argc, argv, "events", &stats, "stats");
+	if (r)
+		return r < 0 ? 0 : r;
+	if ((r = want_id(argc, argv, "events", &id, 0)))
+		return r;
+	if (!stats)
+		return usage_error("events", "only --stats is supported (no event stream)");
+	struct rung_err err = {0};
+	return oci_events_stats(g->root, id, &err) < 0 ? fail(g, &err) : 0;
+}
+
+/* "64m", "1g", "4096": bytes, or -1 when not a size. */
+static long long size_parse(const char *s)
+{
+	char *end;
+	long long v = strtoll(s, &end, 10);
+	if (end == s || v < -1)
+		return -2;
+	static const char units[] = "kmg";
+	const char *u = *end ? strchr(units, *end | 0x20) : NULL;
+	if (u)
+		for (long i = 0; i <= u - units; i++)
+			v *= 1024;
+	return (*end && (!u || (end[1] && (end[1] | 0x20) != 'b'))) ? -2 : v;
+}
+
+static int cmd_update(const struct globals *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"resources", required_argument, 0, 'r'}, {"memory", required_argument, 0, 'm'},
+		{"pids-limit", required_argument, 0, 'p'}, {"cpu-quota", required_argument, 0, 'q'},
+		{"cpu-period", required_argument, 0, 'P'}, {"cpu-shares", required_argument, 0, 's'},
+		{"help", no_argument, 0, 'h'},		   {0, 0, 0, 0},
+	};
+	cleanup_json json_t *res = json_object(), *cpu = json_object();
+	const char *file = NULL, *id;
+	int c;
+	while ((c = getopt_long(argc, argv, "+r:h", opts, NULL)) != -1) {
+		bool num = c == 'm' || c == 'p' || c == 'q' || c == 'P' || c == 's';
+		long long v = num ? size_parse(optarg) : 0;
+		if (num && (v < -1 || ((c == 's' || c == 'P') && v < 0)))
+			return usage_error("update", "a flag's value is not a number");
+		switch (c) {
+		case 'r': file = optarg; break;
+		case 'm': json_object_set_new(res, "memory", json_pack("{s:I}", "limit", v)); break;
+		case 'p': json_object_set_new(res, "pids", json_pack("{s:I}", "limit", v)); break;
+		case 'q': json_object_set_new(cpu, "quota", json_integer(v)); break;
+		case 'P': json_object_set_new(cpu, "period", json_integer(v)); break;
+		case 's': json_object_set_new(cpu, "shares", json_integer(v)); break;
+		case 'h': return help("update");
+		default: return usage_error("update", "unknown option");
+		}
+	}
+	int r = want_id(argc, argv, "update", &id, 0);
+	if (r)
+		return r;
+	struct rung_err err = {0};
+	if (file) {
+		json_error_t je;
+		json_decref(res);
+		res = strcmp(file, "-") == 0 ? json_loadf(stdin, 0, &je) : json_load_file(file, 0, &je);
+		if (!res) {
+			rung_err_set(&err, EINVAL, "--resources %s: line %d: %s", file, je.line,
+				     je.text);
+			return fail(g, &err);
+		}
+	} else if (json_object_size(cpu)) {
+		json_object_set(res, "cpu", cpu);
+	}
+	return oci_update(g->root, id, res, &err) < 0 ? fail(g, &err) : 0;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(const struct globals *g, int argc, char **argv);
 } cmds[] = {
 	{"create", cmd_create}, {"start", cmd_start},	{"state", cmd_state},
 	{"kill", cmd_kill},	{"delete", cmd_delete}, {"features", cmd_features},
+	{"exec", cmd_exec},	{"ps", cmd_ps},		{"pause", cmd_pause},
+	{"resume", cmd_resume}, {"events", cmd_events}, {"update", cmd_update},
 };
 
 int main(int argc, char **argv)

@@ -25,5 +25,13 @@ struct oci_init_args {
 /* Never returns: execs process.args after `start`, or _exits 127 having reported. */
 void oci_init_run(const struct oci_config *c, const struct oci_init_args *a)
 	__attribute__((noreturn));
+/* init.c's steps, shared with exec.c: the pty (sent over sock), process.user and
+ * capabilities, one seccomp filter, and the execve of c->args (PATH from c->env). */
+int oci_console_apply(int sock, struct rung_err *err);
+int oci_identity_apply(const struct oci_config *c, struct rung_err *err);
+int oci_seccomp_load(const void *bpf, size_t len, struct rung_err *err);
+void oci_exec_program(const struct oci_config *c) __attribute__((noreturn));
+/* create.c: connect to --console-socket (an fd, or -errno). */
+int oci_console_connect(const char *path, struct rung_err *err);
 
 #endif

@@ -102,7 +102,7 @@ struct oci_state {
 	json_t *annotations;	/* owned */
 	json_t *poststop;	/* owned: the hooks to run at delete (or NULL) */
 };
-enum oci_status { OCI_CREATING, OCI_CREATED, OCI_RUNNING, OCI_STOPPED };
+enum oci_status { OCI_CREATING, OCI_CREATED, OCI_RUNNING, OCI_STOPPED, OCI_PAUSED };
 
 int oci_id_check(const char *id, struct rung_err *err);
 int oci_state_path(const char *root, const char *id, const char *name, char *buf, size_t n);
@@ -135,5 +135,22 @@ int oci_seccomp_build(json_t *spec, void **bpf, size_t *len, struct rung_err *er
 /* ops.c: signal the init (or every process of its cgroup); remove a container. */
 int oci_kill(const char *root, const char *id, int sig, bool all, struct rung_err *err);
 int oci_delete(const char *root, const char *id, bool force, struct rung_err *err);
+
+/* exec.c: a process in the container, confined as its init (docs/oci.md). */
+struct oci_exec_opts {
+	const char *root, *id, *process, *pid_file, *console_socket, *cwd, *user;
+	const char *const *args; /* NULL-terminated, without --process */
+	const char **env;	 /* NULL-terminated K=V to append, or NULL */
+	bool detach, tty;
+};
+/* 0 and *status (the process's exit status, 128+signal; 0 when detached), or -errno. */
+int oci_exec(const struct oci_exec_opts *o, int *status, struct rung_err *err);
+/* manage.c: ps, pause/resume (the freezer), events --stats, update. */
+bool oci_cgroup_paused(const char *name); /* the group's freezer says frozen */
+int oci_ps(const char *root, const char *id, bool json, struct rung_err *err);
+int oci_pause(const char *root, const char *id, bool pause, struct rung_err *err);
+int oci_events_stats(const char *root, const char *id, struct rung_err *err);
+/* linux.resources (a JSON object), written to the container's cgroup */
+int oci_update(const char *root, const char *id, json_t *resources, struct rung_err *err);
 
 #endif

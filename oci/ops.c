@@ -28,7 +28,7 @@ int oci_kill(const char *root, const char *id, int sig, bool all, struct rung_er
 	if (r < 0)
 		return r;
 	enum oci_status s = oci_status_of(root, &st);
-	if (s != OCI_CREATED && s != OCI_RUNNING && !all) {
+	if (s != OCI_CREATED && s != OCI_RUNNING && s != OCI_PAUSED && !all) {
 		oci_state_release(&st);
 		return rung_err_set(err, ESRCH, "container %s is not running (%s)", id,
 				    oci_status_name(s));
@@ -77,11 +77,13 @@ int oci_delete(const char *root, const char *id, bool force, struct rung_err *er
 	if (r < 0)
 		return r;
 	enum oci_status s = oci_status_of(root, &st);
-	if (s == OCI_RUNNING && !force) {
+	if ((s == OCI_RUNNING || s == OCI_PAUSED) && !force) {
 		oci_state_release(&st);
 		return rung_err_set(err, EBUSY, "cannot delete container %s that is not stopped: "
-				    "running (use --force)", id);
+				    "%s (use --force)", id, oci_status_name(s));
 	}
+	if (s == OCI_PAUSED) /* a frozen process does not die of SIGKILL until thawed */
+		oci_pause(root, id, false, &(struct rung_err){0});
 	if (s != OCI_STOPPED) {
 		kill(st.pid, SIGKILL);
 		r = wait_stopped(root, &st, err);

@@ -122,21 +122,22 @@ enum oci_status oci_status_of(const char *root, const struct oci_state *s)
 	struct stat st;
 	if (oci_state_path(root, s->id, "exec.fifo", p, sizeof(p)) == 0 && stat(p, &st) == 0)
 		return OCI_CREATED;
-	return OCI_RUNNING;
+	return oci_cgroup_paused(s->cgroup) ? OCI_PAUSED : OCI_RUNNING;
 }
 
 const char *oci_status_name(enum oci_status st)
 {
-	static const char *const names[] = {"creating", "created", "running", "stopped"};
+	static const char *const names[] = {"creating", "created", "running", "stopped", "paused"};
 	return names[st];
 }
 
 json_t *oci_state_json(const char *root, const struct oci_state *s)
 {
 	enum oci_status st = oci_status_of(root, s);
+	bool live = st == OCI_CREATED || st == OCI_RUNNING || st == OCI_PAUSED;
 	json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:s, s:O}", "ociVersion", OCI_VERSION, "id",
-			      s->id, "status", oci_status_name(st), "pid",
-			      (st == OCI_CREATED || st == OCI_RUNNING) ? (int)s->pid : 0, "bundle",
+			      s->id, "status", oci_status_name(st), "pid", live ? (int)s->pid : 0,
+			      "bundle",
 			      s->bundle, "annotations",
 			      s->annotations ? s->annotations : json_object());
 	return j;
