@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -20,25 +21,17 @@
 #include "common/util.h"
 #include "oci/oci.h"
 
-static const char *const cap_names[] = {
-	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID",
-	"CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_LINUX_IMMUTABLE",
-	"CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST", "CAP_NET_ADMIN", "CAP_NET_RAW",
-	"CAP_IPC_LOCK", "CAP_IPC_OWNER", "CAP_SYS_MODULE", "CAP_SYS_RAWIO", "CAP_SYS_CHROOT",
-	"CAP_SYS_PTRACE", "CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE",
-	"CAP_SYS_RESOURCE", "CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_MKNOD", "CAP_LEASE",
-	"CAP_AUDIT_WRITE", "CAP_AUDIT_CONTROL", "CAP_SETFCAP", "CAP_MAC_OVERRIDE",
-	"CAP_MAC_ADMIN", "CAP_SYSLOG", "CAP_WAKE_ALARM", "CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ",
-	"CAP_PERFMON", "CAP_BPF", "CAP_CHECKPOINT_RESTORE",
-};
-#define NCAPS (sizeof(cap_names) / sizeof(cap_names[0]))
-
+/* A capability's number from its name as the spec writes it (CAP_ and upper case), through
+ * libcap's table; -1 for anything else (libcap alone would also take "cap_kill" and "12"). */
 int oci_cap_from_name(const char *name)
 {
-	for (size_t i = 0; i < NCAPS; i++)
-		if (strcmp(name, cap_names[i]) == 0)
-			return (int)i;
-	return -1;
+	cap_value_t v;
+	if (strncmp(name, "CAP_", 4) != 0)
+		return -1;
+	for (const char *p = name; *p; p++)
+		if (!((*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
+			return -1;
+	return cap_from_name(name, &v) == 0 && v >= 0 && v < 64 ? (int)v : -1;
 }
 
 uint64_t oci_cap_policy(void)
@@ -273,7 +266,7 @@ static int caps_parse(json_t *caps, struct oci_config *c, struct rung_err *err)
 {
 	static const char *const sets[OCI_CAP__COUNT] = {"bounding", "effective", "inheritable",
 							 "permitted", "ambient"};
-	uint64_t all = NCAPS >= 64 ? ~0ull : (1ull << NCAPS) - 1;
+	uint64_t all = (1ull << (CAP_LAST_CAP + 1)) - 1; /* every capability: privileged */
 	for (int s = 0; s < OCI_CAP__COUNT; s++) {
 		json_t *a = json_object_get(caps, sets[s]);
 		uint64_t m = 0;

@@ -3,6 +3,7 @@
 #include <check.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/mount.h>
 #include <linux/capability.h>
 
@@ -130,16 +131,18 @@ END_TEST
 START_TEST(test_privileged_and_userns)
 {
 	json_t *all = json_array();
-	const char *names[] = {
-		"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID",
-		"CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_LINUX_IMMUTABLE",
-		"CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST", "CAP_NET_ADMIN", "CAP_NET_RAW",
-		"CAP_IPC_LOCK", "CAP_IPC_OWNER", "CAP_SYS_MODULE", "CAP_SYS_RAWIO", "CAP_SYS_CHROOT",
-		"CAP_SYS_PTRACE", "CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE",
-		"CAP_SYS_RESOURCE", "CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_MKNOD", "CAP_LEASE",
-		"CAP_AUDIT_WRITE", "CAP_AUDIT_CONTROL", "CAP_SETFCAP", "CAP_MAC_OVERRIDE",
-		"CAP_MAC_ADMIN", "CAP_SYSLOG", "CAP_WAKE_ALARM", "CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ",
-		"CAP_PERFMON", "CAP_BPF", "CAP_CHECKPOINT_RESTORE"};
+	/* every capability libcap knows, by the name the spec uses */
+	const char *names[CAP_LAST_CAP + 1];
+	char upper[CAP_LAST_CAP + 1][40];
+	for (int c = 0; c <= CAP_LAST_CAP; c++) {
+		char *n = cap_to_name(c);
+		size_t i = 0;
+		for (; n && n[i] && i < sizeof(upper[c]) - 1; i++)
+			upper[c][i] = (char)(n[i] >= 'a' && n[i] <= 'z' ? n[i] - 32 : n[i]);
+		upper[c][i] = 0;
+		cap_free(n);
+		names[c] = upper[c];
+	}
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		json_array_append_new(all, json_string(names[i]));
 	refused("process", "capabilities", json_pack("{s:o}", "bounding", all), EPERM,
