@@ -38,6 +38,15 @@ static uint64_t read_u64(const char *dir, const char *file)
 	return strtoull(b, NULL, 10); /* "max" (no limit) reads as 0, as runc reports it */
 }
 
+/* A v1 or v2 memory limit: v2's "max" is runc's MaxUint64, here INT64_MAX (JSON integers are
+ * signed 64-bit; v1's own "no limit" is a number near it). */
+static uint64_t read_mem_limit(const char *dir, const char *file)
+{
+	char b[64];
+	read_line(dir, file, b, sizeof(b));
+	return strcmp(b, "max") == 0 ? (uint64_t)INT64_MAX : strtoull(b, NULL, 10);
+}
+
 /* The value of key in a "key value" file (cpu.stat, memory.stat, cpuacct.stat), or 0. */
 static uint64_t read_key(const char *dir, const char *file, const char *key)
 {
@@ -204,11 +213,12 @@ static json_t *memory_stats(const struct rt_cgroup *cg, const struct rt_cgroup_s
 {
 	const char *d = rt_cgroup_dir(cg, RT_CGCTL_MEMORY);
 	bool v2 = rt_cgroup_version(cg) == RT_CGROUP_V2;
-	uint64_t limit = read_u64(d, v2 ? "memory.max" : "memory.limit_in_bytes");
+	uint64_t limit = read_mem_limit(d, v2 ? "memory.max" : "memory.limit_in_bytes");
 	uint64_t cache = read_key(d, "memory.stat", v2 ? "file" : "total_cache");
 	/* v1 memsw counts memory and swap together, v2 swap alone (as runc reports them) */
 	uint64_t swap = read_u64(d, v2 ? "memory.swap.current" : "memory.memsw.usage_in_bytes");
-	uint64_t swap_limit = read_u64(d, v2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes");
+	uint64_t swap_limit =
+	    read_mem_limit(d, v2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes");
 	return json_pack("{s:I, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I}, s:o}", "cache",
 			 (json_int_t)cache, "usage", "limit", (json_int_t)limit, "usage",
 			 (json_int_t)s->memory_current, "max", (json_int_t)s->memory_peak, "failcnt",

@@ -24,7 +24,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 guest=$(cd "$here/../../vmm/guest" && pwd) # copy-libs.sh, mkrootfs.sh, mkdisk.sh (read-only use)
 : "${RUNG_BUILD:?the build dir}"
 OUT=${OUT:-$RUNG_BUILD/distro}
-SUITES=${DISTRO_SUITES:-"cgroup_v2 cgroup_plan rootfs_store e2e_container_kernel e2e_process_limits e2e_process_agentside runtime_seccomp e2e_container_store e2e_container_agentside e2e_process_exec e2e_process_life e2e_process_escape runtime_policy e2e_process_leak e2e_cli_basics e2e_container_life e2e_container_limits e2e_container_leak netpolicy_net netpolicy_life e2e_egress_process e2e_egress_life e2e_egress_container e2e_egress_cli e2e_resume e2e_procs_basic e2e_procs_container e2e_ports_basic e2e_ports_serve e2e_files_ops e2e_files_container e2e_files_cli e2e_stats_basic e2e_stats_net e2e_callbacks_basic e2e_callbacks_container e2e_callbacks_cli e2e_cp_basic e2e_cp_container e2e_archive_serve e2e_pool_claim e2e_fork_fs e2e_fork_container e2e_commit_image rootfs_overlay"}
+SUITES=${DISTRO_SUITES:-"cgroup_v2 cgroup_plan rootfs_store e2e_container_kernel e2e_process_limits e2e_process_agentside runtime_seccomp e2e_container_store e2e_container_agentside e2e_process_exec e2e_process_life e2e_process_escape runtime_policy e2e_process_leak e2e_cli_basics e2e_container_life e2e_container_limits e2e_container_leak netpolicy_net netpolicy_life e2e_egress_process e2e_egress_life e2e_egress_container e2e_egress_cli e2e_resume e2e_procs_basic e2e_procs_container e2e_ports_basic e2e_ports_serve e2e_files_ops e2e_files_container e2e_files_cli e2e_stats_basic e2e_stats_net e2e_callbacks_basic e2e_callbacks_container e2e_callbacks_cli e2e_cp_basic e2e_cp_container e2e_archive_serve e2e_pool_claim e2e_fork_fs e2e_fork_container e2e_commit_image rootfs_overlay e2e_oci_life e2e_oci_exec"}
 log() { echo "check-distro: $*" >&2; }
 t_start=$(date +%s)
 if ! command -v qemu-system-x86_64 >/dev/null; then
@@ -33,7 +33,7 @@ if ! command -v qemu-system-x86_64 >/dev/null; then
 	echo "0 passed, 0 failed (stage skipped: no qemu-system-x86_64)"
 	exit 0
 fi
-for f in check_rung rung rung-agent rung-serve rung-image rfs-tool; do
+for f in check_rung rung rung-agent rung-serve rung-image rfs-tool rung-oci; do
 	[ -x "$RUNG_BUILD/$f" ] || { log "$RUNG_BUILD/$f is not built"; exit 1; }
 done
 mkdir -p "$OUT"
@@ -46,7 +46,7 @@ t0=$(date +%s)
 P=$OUT/root
 sh "$guest/mkrootfs.sh" python "$P" >/dev/null
 for x in mnt/scratch var/lib var/cache run rung/bin rung/distro; do mkdir -p "$P/$x"; done
-for f in check_rung rung rung-agent rung-serve rung-image rfs-tool; do
+for f in check_rung rung rung-agent rung-serve rung-image rfs-tool rung-oci; do
 	copy_with_libs "$P" "$(readlink -f "$RUNG_BUILD/$f")"
 	cp "$RUNG_BUILD/$f" "$P/rung/bin/"
 done
