@@ -2,6 +2,8 @@
 #include <check.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -262,11 +264,31 @@ START_TEST(test_plan_dns)
 }
 END_TEST
 
+/* The apply tests' scratch directories live under one made and removed by the parent (an
+ * unchecked fixture): a test never leaves its chroot to remove its own. */
+static char *scratch_parent;
+
+static void scratch_parent_make(void)
+{
+	scratch_parent = rung_test_tmpdir("vminit");
+}
+
+static void scratch_parent_remove(void)
+{
+	struct rung_err err = {0};
+	if (scratch_parent && rung_rm_rf(scratch_parent, &err) < 0)
+		fprintf(stderr, "agent_vminit: %s\n", err.msg);
+	free(scratch_parent);
+	scratch_parent = NULL;
+}
+
 /* A private mount namespace chrooted into a fresh tmpfs: absolute paths never touch the host. */
 static void scratch_root(const char *tag)
 {
-	char *dir = rung_test_tmpdir(tag);
-	ck_assert_ptr_nonnull(dir);
+	ck_assert_ptr_nonnull(scratch_parent);
+	char *dir = NULL;
+	ck_assert_int_gt(asprintf(&dir, "%s/%s", scratch_parent, tag), 0);
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
 	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
 	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
 	ck_assert_int_eq(mount("tmpfs", dir, "tmpfs", 0, "mode=0755"), 0);
@@ -393,6 +415,7 @@ Suite *agent_vminit_suite(void)
 	TCase *tr = tcase_create("apply");
 	tcase_set_timeout(tr, 10);
 	tcase_set_tags(tr, "root");
+	tcase_add_unchecked_fixture(tr, scratch_parent_make, scratch_parent_remove);
 	tcase_add_test(tr, test_apply_switch_root);
 	tcase_add_test(tr, test_apply_resolv_bind);
 	suite_add_tcase(s, tr);

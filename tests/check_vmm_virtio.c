@@ -348,6 +348,7 @@ START_TEST(blk_requests)
 	ck_assert_uint_eq(blk_req(&g, VIRTIO_BLK_T_GET_ID, 0, 20, true), VIRTIO_BLK_S_OK);
 	ck_assert_int_eq(memcmp(data, "rung", 4), 0);
 	fake_guest_free(&g);
+	unlink(path);
 	vmm_blk_close(&b);
 
 	/* read-only: writes fail, the RO feature is offered */
