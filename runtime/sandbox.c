@@ -152,6 +152,37 @@ int rt_sandbox_adopt(struct rung_router *r, struct rt_meta *m, struct rung_sandb
 	return 0;
 }
 
+/* acquire's warm reuse of the live sandbox old (its metadata moves into s): resumed if it was
+ * suspended, its use recorded. On failure s is closed. */
+static int warm_reuse(struct rung_sandbox *s, const struct rt_backend_ops *ops, struct rt_meta *old,
+		      struct rung_sandbox **out, bool *created, struct rung_err *err)
+{
+	struct rt_sandbox *sb = &s->sb;
+	struct rung_router *r = sb->router;
+	int rc;
+	sb->meta = *old;
+	if (old->state == RUNG_STATE_SUSPENDED) {
+		if ((rc = ops->resume(sb, err)) < 0) {
+			rc = rung_err_wrap(err, "resume %s", sb->meta.id); /* before s (its id) go */
+			rung_sandbox_close(s);
+			return rc;
+		}
+		sb->meta.state = RUNG_STATE_RUNNING;
+	}
+	sb->meta.last_used_ms = rung_wall_ms();
+	rc = rt_store_meta_write(&r->store, &sb->meta, err);
+	rt_store_touch_activity(&r->store, sb->meta.id, true);
+	if (rc < 0) {
+		rung_sandbox_close(s);
+		return rc;
+	}
+	meta_ident_written(s);
+	if (created)
+		*created = false;
+	*out = s;
+	return 0;
+}
+
 int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct rung_spec *spec,
 		 struct rung_sandbox **out, bool *created, struct rung_err *err)
 {
@@ -203,28 +234,8 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 			return -EEXIST;
 		}
 		if (rt_sandbox_live(&old) &&
-		    (old.state == RUNG_STATE_RUNNING || old.state == RUNG_STATE_SUSPENDED)) {
-			sb->meta = old; /* warm reuse */
-			if (old.state == RUNG_STATE_SUSPENDED) {
-				if ((rc = ops->resume(sb, err)) < 0) {
-					rung_sandbox_close(s);
-					return rung_err_wrap(err, "resume %s", old.id);
-				}
-				sb->meta.state = RUNG_STATE_RUNNING;
-			}
-			sb->meta.last_used_ms = rung_wall_ms();
-			rc = rt_store_meta_write(&r->store, &sb->meta, err);
-			rt_store_touch_activity(&r->store, sb->meta.id, true);
-			if (rc < 0) {
-				rung_sandbox_close(s);
-				return rc;
-			}
-			meta_ident_written(s);
-			if (created)
-				*created = false;
-			*out = s;
-			return 0;
-		}
+		    (old.state == RUNG_STATE_RUNNING || old.state == RUNG_STATE_SUSPENDED))
+			return warm_reuse(s, ops, &old, out, created, err);
 		/* The supervisor is gone (crash, reboot): clear leftovers, keep the files. */
 		sb->meta.init_pid = old.init_pid;
 		sb->meta.uid_base = old.uid_base;

@@ -138,6 +138,37 @@ static void watch_client(struct MHD_Connection *c, struct rung_sandbox *sb)
 }
 
 /* The routes on one sandbox: open it within the caller's scope first. */
+/* The routes' bodies, validated before the store is touched: exec / run-code into x, suspend's
+ * {"to_disk"}; -EFBIG for a body too large. */
+static int body_first(struct srv_call *call, struct srv_exec *x, bool *to_disk,
+		      struct rung_err *err)
+{
+	enum srv_route rt = call->req.route;
+	const char *b = call->body ? call->body : "";
+	if (rt == SRV_R_EXEC)
+		return srv_exec_body_parse(b, call->body_len, x, err);
+	if (rt == SRV_R_RUN_CODE)
+		return srv_code_body_parse(b, call->body_len, x, err);
+	if (rt == SRV_R_SUSPEND)
+		return srv_suspend_body_parse(b, call->body_len, to_disk, err);
+	return 0;
+}
+
+static enum MHD_Result suspend_resume(struct srv_call *call, struct MHD_Connection *c,
+				      struct rung_sandbox *sb, bool to_disk)
+{
+	struct rung_err err = {0};
+	bool resume = call->req.route == SRV_R_RESUME;
+	int rc = resume	   ? rung_resume(sb, &err)
+		 : to_disk ? rung_suspend_to_disk(sb, &err)
+			   : rung_suspend(sb, &err);
+	if (rc < 0)
+		return srv_reply_rung_err(call, c, rc, &err);
+	return srv_reply_json(call, c, 200,
+			      json_pack("{s:s, s:s}", "id", call->req.id, "state",
+					resume ? "running" : "suspended"));
+}
+
 static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *c,
 				  struct call_router *cr)
 {
@@ -146,16 +177,10 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 	__attribute__((cleanup(srv_execp))) struct srv_exec x = {0};
 	enum srv_route rt = call->req.route;
 	int rc;
-	/* Validate the body before touching the store. */
-	if (rt == SRV_R_EXEC || rt == SRV_R_RUN_CODE) {
-		const char *b = call->body ? call->body : "";
-		rc = rt == SRV_R_EXEC ? srv_exec_body_parse(b, call->body_len, &x, &err)
-				      : srv_code_body_parse(b, call->body_len, &x, &err);
-		if (rc < 0)
-			return srv_reply_error(call, c,
-					       rc == -EFBIG ? SRV_E_TOO_LARGE : SRV_E_BAD_REQUEST,
-					       "%s", err.msg);
-	}
+	bool to_disk = false;
+	if ((rc = body_first(call, &x, &to_disk, &err)) < 0)
+		return srv_reply_error(call, c, rc == -EFBIG ? SRV_E_TOO_LARGE : SRV_E_BAD_REQUEST,
+				       "%s", err.msg);
 	if ((rc = rung_sandbox_open(cr->r, call->req.id, call->scope, &sb, &err)) < 0)
 		return srv_reply_rung_err(call, c, rc, &err);
 	switch (rt) {
@@ -222,21 +247,8 @@ static enum MHD_Result do_sandbox(struct srv_call *call, struct MHD_Connection *
 		return srv_reply_bytes(call, c, 200, "application/octet-stream", data, len);
 	}
 	case SRV_R_SUSPEND:
-	case SRV_R_RESUME: {
-		bool disk = false;
-		if (rt == SRV_R_SUSPEND &&
-		    (rc = srv_suspend_body_parse(call->body ? call->body : "", call->body_len, &disk,
-						 &err)) < 0)
-			return srv_reply_rung_err(call, c, rc, &err);
-		rc = rt == SRV_R_RESUME ? rung_resume(sb, &err)
-		     : disk		? rung_suspend_to_disk(sb, &err)
-					: rung_suspend(sb, &err);
-		if (rc < 0)
-			return srv_reply_rung_err(call, c, rc, &err);
-		return srv_reply_json(call, c, 200,
-				      json_pack("{s:s, s:s}", "id", call->req.id, "state",
-						rt == SRV_R_SUSPEND ? "suspended" : "running"));
-	}
+	case SRV_R_RESUME:
+		return suspend_resume(call, c, sb, to_disk);
 	case SRV_R_FS_LS:
 	case SRV_R_FS_STAT:
 	case SRV_R_FS_RM:
