@@ -185,16 +185,7 @@ static int child_setup(const struct exec_ctx *x, struct rung_err *err)
 		return rung_err_sys(err, errno, "become root of the user namespace");
 	if (x->console >= 0 && oci_console_apply(x->console, err) < 0)
 		return -EIO;
-	int r = oci_seccomp_load(x->bpf, x->bpf_len, err);
-	if (r == 0 && x->spec_bpf)
-		r = oci_seccomp_load(x->spec_bpf, x->spec_bpf_len, err);
-	if (r == 0)
-		r = oci_identity_apply(c, err);
-	if (r == 0 && chdir(c->cwd) < 0)
-		r = rung_err_sys(err, errno, "process.cwd %s", c->cwd);
-	if (r == 0 && c->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		r = rung_err_sys(err, errno, "process.noNewPrivileges");
-	return r;
+	return oci_process_finish(c, x->bpf, x->bpf_len, x->spec_bpf, x->spec_bpf_len, err);
 }
 
 static volatile sig_atomic_t exec_child;

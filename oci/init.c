@@ -186,9 +186,16 @@ static int setup(const struct oci_config *c, const struct oci_init_args *a, stru
 	/* rung's filter, loaded while the init still holds CAP_SYS_ADMIN in its user namespace,
 	 * so no_new_privs is the spec's choice (process.noNewPrivileges) */
 	if (r == 0)
-		r = oci_seccomp_load(a->bpf, a->bpf_len, err);
-	if (r == 0 && a->spec_bpf)
-		r = oci_seccomp_load(a->spec_bpf, a->spec_bpf_len, err);
+		r = oci_process_finish(c, a->bpf, a->bpf_len, a->spec_bpf, a->spec_bpf_len, err);
+	return r;
+}
+
+int oci_process_finish(const struct oci_config *c, const void *bpf, size_t bpf_len,
+		       const void *spec_bpf, size_t spec_bpf_len, struct rung_err *err)
+{
+	int r = oci_seccomp_load(bpf, bpf_len, err);
+	if (r == 0 && spec_bpf)
+		r = oci_seccomp_load(spec_bpf, spec_bpf_len, err);
 	if (r == 0)
 		r = oci_identity_apply(c, err);
 	if (r == 0 && chdir(c->cwd) < 0)

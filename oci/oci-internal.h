@@ -30,6 +30,10 @@ void oci_init_run(const struct oci_config *c, const struct oci_init_args *a)
 int oci_console_apply(int sock, struct rung_err *err);
 int oci_identity_apply(const struct oci_config *c, struct rung_err *err);
 int oci_seccomp_load(const void *bpf, size_t len, struct rung_err *err);
+/* The last steps before a container process execs (the init and exec's): rung's filter, then
+ * the spec's (spec_bpf may be NULL), the process's identity, its cwd, no_new_privs. */
+int oci_process_finish(const struct oci_config *c, const void *bpf, size_t bpf_len,
+		       const void *spec_bpf, size_t spec_bpf_len, struct rung_err *err);
 void oci_exec_program(const struct oci_config *c) __attribute__((noreturn));
 /* create.c: connect to --console-socket (an fd, or -errno). */
 int oci_console_connect(const char *path, struct rung_err *err);
