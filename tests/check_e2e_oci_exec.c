@@ -24,6 +24,7 @@
 
 #include "common/util.h"
 #include "oci/oci.h"
+#include "tests/lib/oci.h"
 #include "tests/lib/testutil.h"
 
 struct env {
@@ -80,33 +81,8 @@ static void bundle_x(struct env *e, const char *extra)
 /* Run rung-oci --root ROOT args... (stdin from in, or /dev/null); stdout and stderr in e. */
 static int oci_in(struct env *e, const char *in, const char *const *args)
 {
-	const char *argv[32] = {e->bin, "--root", e->root};
-	size_t n = 3;
-	for (; args[n - 3]; n++)
-		argv[n] = args[n - 3];
-	argv[n] = NULL;
-	char o[PATH_MAX * 2], er[PATH_MAX * 2];
-	snprintf(o, sizeof(o), "%s/stdout", e->dir);
-	snprintf(er, sizeof(er), "%s/stderr", e->dir);
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, in ? in : "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, o, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	posix_spawn_file_actions_addopen(&fa, 2, er, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	pid_t pid;
-	ck_assert_int_eq(posix_spawn(&pid, e->bin, &fa, NULL, (char **)argv, (char *[]){NULL}), 0);
-	posix_spawn_file_actions_destroy(&fa);
-	int st;
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	memset(e->stdout_, 0, sizeof(e->stdout_));
-	memset(e->stderr_, 0, sizeof(e->stderr_));
-	int fd = open(o, O_RDONLY | O_CLOEXEC);
-	(void)!read(fd, e->stdout_, sizeof(e->stdout_) - 1);
-	close(fd);
-	fd = open(er, O_RDONLY | O_CLOEXEC);
-	(void)!read(fd, e->stderr_, sizeof(e->stderr_) - 1);
-	close(fd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return oci_test_run(e->bin, e->root, e->dir, in, args, e->stdout_, sizeof(e->stdout_),
+			    e->stderr_, sizeof(e->stderr_));
 }
 
 #define OCI(e, ...) oci_in(e, NULL, (const char *const[]){__VA_ARGS__, NULL})

@@ -1,0 +1,49 @@
+/* tests/lib/oci.c: see oci.h. */
+#include <check.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/lib/oci.h"
+
+static void slurp(const char *path, char *buf, size_t n)
+{
+	memset(buf, 0, n);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)!read(fd, buf, n - 1);
+		close(fd);
+	}
+}
+
+int oci_test_run(const char *bin, const char *root, const char *dir, const char *in,
+		 const char *const *args, char *out, size_t outn, char *errb, size_t errn)
+{
+	const char *argv[32] = {bin, "--root", root};
+	size_t n = 3;
+	for (; args[n - 3]; n++) {
+		ck_assert_uint_lt(n, 31);
+		argv[n] = args[n - 3];
+	}
+	argv[n] = NULL;
+	char o[PATH_MAX * 2], er[PATH_MAX * 2];
+	snprintf(o, sizeof(o), "%s/stdout", dir);
+	snprintf(er, sizeof(er), "%s/stderr", dir);
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, in ? in : "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, o, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	posix_spawn_file_actions_addopen(&fa, 2, er, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	pid_t pid;
+	ck_assert_int_eq(posix_spawn(&pid, bin, &fa, NULL, (char **)argv, (char *[]){NULL}), 0);
+	posix_spawn_file_actions_destroy(&fa);
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	slurp(o, out, outn);
+	slurp(er, errb, errn);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}

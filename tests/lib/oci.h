@@ -1,0 +1,13 @@
+/* tests/lib/oci.h: running build/rung-oci from the e2e_oci_* suites (tests/lib/oci.c). */
+#ifndef RUNG_TESTS_LIB_OCI_H
+#define RUNG_TESTS_LIB_OCI_H
+
+#include <stddef.h>
+
+/* bin --root root args... with stdin from in (NULL: /dev/null); its stdout and stderr into out
+ * and errb (NUL-terminated, cut at their sizes; scratch files under dir). The exit status, or
+ * 128 + the signal that killed it. */
+int oci_test_run(const char *bin, const char *root, const char *dir, const char *in,
+		 const char *const *args, char *out, size_t outn, char *errb, size_t errn);
+
+#endif
