@@ -34,6 +34,19 @@ int oci_cap_from_name(const char *name)
 	return cap_from_name(name, &v) == 0 && v >= 0 && v < 64 ? (int)v : -1;
 }
 
+const char *oci_cap_name(int cap, char *buf, size_t n)
+{
+	char *name = cap_to_name((cap_value_t)cap);
+	size_t i = 0;
+	for (; name && name[i] && i + 1 < n; i++)
+		buf[i] = (char)(name[i] >= 'a' && name[i] <= 'z' ? name[i] - 'a' + 'A' : name[i]);
+	if (n)
+		buf[i] = 0;
+	cap_free(name);
+	/* libcap names a capability it does not know by its number */
+	return n && oci_cap_from_name(buf) == cap ? buf : NULL;
+}
+
 uint64_t oci_cap_policy(void)
 {
 	static const int allowed[] = {

@@ -163,14 +163,21 @@ static int simple_opts(int argc, char **argv, const char *cmd, bool *flag, const
 	return 0;
 }
 
+/* simple_opts, then the container id (extra: further arguments allowed): 0 to go on, -1 when
+ * --help was printed (exit 0), else the exit status of a usage error. */
+static int id_opts(int argc, char **argv, const char *cmd, bool *flag, const char *flagname,
+		   const char **id, int extra)
+{
+	int r = simple_opts(argc, argv, cmd, flag, flagname);
+	return r ? r : want_id(argc, argv, cmd, id, extra);
+}
+
 static int cmd_start(const struct globals *g, int argc, char **argv)
 {
 	const char *id;
-	int r = simple_opts(argc, argv, "start", NULL, NULL);
+	int r = id_opts(argc, argv, "start", NULL, NULL, &id, 0);
 	if (r)
 		return r < 0 ? 0 : r;
-	if ((r = want_id(argc, argv, "start", &id, 0)))
-		return r;
 	struct rung_err err = {0};
 	signal(SIGPIPE, SIG_IGN); /* oci_start learns of the exec from EPIPE */
 	return oci_start(g->root, id, &err) < 0 ? fail(g, &err) : 0;
@@ -179,11 +186,9 @@ static int cmd_start(const struct globals *g, int argc, char **argv)
 static int cmd_state(const struct globals *g, int argc, char **argv)
 {
 	const char *id;
-	int r = simple_opts(argc, argv, "state", NULL, NULL);
+	int r = id_opts(argc, argv, "state", NULL, NULL, &id, 0);
 	if (r)
 		return r < 0 ? 0 : r;
-	if ((r = want_id(argc, argv, "state", &id, 0)))
-		return r;
 	struct rung_err err = {0};
 	struct oci_state st;
 	if (oci_state_read(g->root, id, &st, &err) < 0)
@@ -202,11 +207,9 @@ static int cmd_kill(const struct globals *g, int argc, char **argv)
 {
 	bool all = false;
 	const char *id;
-	int r = simple_opts(argc, argv, "kill", &all, "all");
+	int r = id_opts(argc, argv, "kill", &all, "all", &id, 1);
 	if (r)
 		return r < 0 ? 0 : r;
-	if ((r = want_id(argc, argv, "kill", &id, 1)))
-		return r;
 	const char *name = optind + 1 < argc ? argv[optind + 1] : "TERM";
 	int sig = rung_signal_parse(name);
 	if (sig <= 0)
@@ -219,11 +222,9 @@ static int cmd_delete(const struct globals *g, int argc, char **argv)
 {
 	bool force = false;
 	const char *id;
-	int r = simple_opts(argc, argv, "delete", &force, "force");
+	int r = id_opts(argc, argv, "delete", &force, "force", &id, 0);
 	if (r)
 		return r < 0 ? 0 : r;
-	if ((r = want_id(argc, argv, "delete", &id, 0)))
-		return r;
 	struct rung_err err = {0};
 	return oci_delete(g->root, id, force, &err) < 0 ? fail(g, &err) : 0;
 }
@@ -236,17 +237,9 @@ static int cmd_features(const struct globals *g, int argc, char **argv)
 	cleanup_json json_t *caps = json_array();
 	for (int i = 0; i < 64; i++)
 		if (oci_cap_policy() >> i & 1) {
-			static const char *const names[] = {
-				"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER",
-				"CAP_FSETID", "CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP",
-				"CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST",
-				"CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_IPC_LOCK", "CAP_IPC_OWNER",
-				"CAP_SYS_MODULE", "CAP_SYS_RAWIO", "CAP_SYS_CHROOT", "CAP_SYS_PTRACE",
-				"CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE",
-				"CAP_SYS_RESOURCE", "CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_MKNOD",
-				"CAP_LEASE", "CAP_AUDIT_WRITE", "CAP_AUDIT_CONTROL", "CAP_SETFCAP"};
-			if (i < (int)(sizeof(names) / sizeof(names[0])))
-				json_array_append_new(caps, json_string(names[i]));
+			char name[40];
+			if (oci_cap_name(i, name, sizeof(name)))
+				json_array_append_new(caps, json_string(name));
 		}
 	cleanup_json json_t *j = json_pack(
 		"{s:s, s:s, s:[], s:[sssssssssssssssssssssss], s:{s:[sssssss], s:O, "
@@ -337,11 +330,9 @@ static int cmd_ps(const struct globals *g, int argc, char **argv)
 static int freeze_cmd(const struct globals *g, int argc, char **argv, const char *cmd, bool on)
 {
 	const char *id;
-	int r = simple_opts(argc, argv, cmd, NULL, NULL);
+	int r = id_opts(argc, argv, cmd, NULL, NULL, &id, 0);
 	if (r)
 		return r < 0 ? 0 : r;
-	if ((r = want_id(argc, argv, cmd, &id, 0)))
-		return r;
 	struct rung_err err = {0};
 	return oci_pause(g->root, id, on, &err) < 0 ? fail(g, &err) : 0;
 }
@@ -360,11 +351,9 @@ static int cmd_events(const struct globals *g, int argc, char **argv)
 {
 	bool stats = false;
 	const char *id;
-	int r = simple_opts(argc, argv, "events", &stats, "stats");
+	int r = id_opts(argc, argv, "events", &stats, "stats", &id, 0);
 	if (r)
 		return r < 0 ? 0 : r;
-	if ((r = want_id(argc, argv, "events", &id, 0)))
-		return r;
 	if (!stats)
 		return usage_error("events", "only --stats is supported (no event stream)");
 	struct rung_err err = {0};

@@ -88,6 +88,8 @@ int oci_config_load(const char *bundle, struct oci_config *out, struct rung_err 
 void oci_config_release(struct oci_config *c); /* idempotent */
 /* Pure: the capability named ("CAP_CHOWN"), or -1. */
 int oci_cap_from_name(const char *name);
+/* The spec's name of capability cap ("CAP_KILL") in buf; NULL when libcap does not know it. */
+const char *oci_cap_name(int cap, char *buf, size_t n);
 /* Pure: rung's capability policy (Docker's default set) as a mask. */
 uint64_t oci_cap_policy(void);
 

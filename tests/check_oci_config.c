@@ -135,13 +135,8 @@ START_TEST(test_privileged_and_userns)
 	const char *names[CAP_LAST_CAP + 1];
 	char upper[CAP_LAST_CAP + 1][40];
 	for (int c = 0; c <= CAP_LAST_CAP; c++) {
-		char *n = cap_to_name(c);
-		size_t i = 0;
-		for (; n && n[i] && i < sizeof(upper[c]) - 1; i++)
-			upper[c][i] = (char)(n[i] >= 'a' && n[i] <= 'z' ? n[i] - 32 : n[i]);
-		upper[c][i] = 0;
-		cap_free(n);
-		names[c] = upper[c];
+		names[c] = oci_cap_name(c, upper[c], sizeof(upper[c]));
+		ck_assert_msg(names[c], "capability %d has no name", c);
 	}
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		json_array_append_new(all, json_string(names[i]));
