@@ -76,15 +76,17 @@ START_TEST(test_cli_dirs)
 	sp.kind = strdup("k");
 	struct rung_sandbox *sb = spine_acquire(r, "cp", "cli", "k", &sp, NULL);
 	rung_spec_release(&sp);
-	char src[256], out[256], bad[256], up[300], cmd[4096];
+	char src[256], out[256], bad[256], up[300];
 	snprintf(src, sizeof(src), "%s/src", spine_base());
 	snprintf(out, sizeof(out), "%s/out", spine_base());
 	snprintf(bad, sizeof(bad), "%s/bad", spine_base());
-	snprintf(cmd, sizeof(cmd), "mkdir -p %s/a/e && printf one > %s/a/f && chmod 701 %s/a/f && "
-		 "ln -s f %s/a/l && ln -s ../a %s/a/e/up && i=0 && while [ $i -lt 300 ]; do "
-		 "mkdir -p %s/m/d$((i %% 17)) && head -c $((i * 37)) /dev/urandom > "
-		 "%s/m/d$((i %% 17))/f$i; i=$((i + 1)); done", src, src, src, src, src, src, src);
-	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(rung_test_sh("mkdir -p \"$1\" && cd \"$1\" && mkdir -p a/e && printf one > a/f && chmod 701 a/f && "
+				      "ln -s f a/l && ln -s ../a a/e/up && i=0 && "
+				      "while [ $i -lt 300 ]; do mkdir -p m/d$((i % 17)) && "
+				      "head -c $((i * 37)) /dev/urandom > m/d$((i % 17))/f$i; "
+				      "i=$((i + 1)); done",
+				      src, NULL),
+			 0);
 	snprintf(up, sizeof(up), "%s:/tmp/cli", rung_sandbox_id(sb));
 	const char *a1[] = {"--state-dir", sd, "cp", src, up, NULL};
 	struct spine_run res;
@@ -97,18 +99,20 @@ START_TEST(test_cli_dirs)
 	spine_cli_run(&res, NULL, a2);
 	ck_assert_msg(res.status == 0, "%d %s", res.status, res.err);
 	spine_run_release(&res);
-	snprintf(cmd, sizeof(cmd), "cd %s && test \"$(cat a/f)\" = one && test -d a/e && "
-		 "test \"$(stat -c %%a a/f)\" = 701 && test \"$(readlink a/l)\" = f && "
-		 "test \"$(readlink a/e/up)\" = ../a", out);
-	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(rung_test_sh("cd \"$1\" && test \"$(cat a/f)\" = one && test -d a/e && "
+				      "test \"$(stat -c %a a/f)\" = 701 && test \"$(readlink a/l)\" = f && "
+				      "test \"$(readlink a/e/up)\" = ../a",
+				      out, NULL),
+			 0);
 	/* the whole tree, without following links (busybox's diff, in the nested stage's L1,
 	 * has no --no-dereference): kind, name, and contents or target */
 	const char *list = "find . | sort | while read -r p; do if [ -L \"$p\" ]; then echo \"L $p "
 			   "$(readlink \"$p\")\"; elif [ -f \"$p\" ]; then echo \"F $p $(sha256sum "
 			   "<\"$p\" | cut -c1-64)\"; else echo \"D $p\"; fi; done";
-	snprintf(cmd, sizeof(cmd), "a=$(cd %s && %s) && b=$(cd %s && %s) && test -n \"$a\" && "
-		 "test \"$a\" = \"$b\"", src, list, out, list);
-	ck_assert_int_eq(system(cmd), 0);
+	char script[1024];
+	snprintf(script, sizeof(script), "a=$(cd \"$1\" && %s) && b=$(cd \"$2\" && %s) && "
+		 "test -n \"$a\" && test \"$a\" = \"$b\"", list, list);
+	ck_assert_int_eq(rung_test_sh(script, src, out, NULL), 0);
 	const char *a4[] = {"--state-dir", sd, "cp", "--max-bytes", "2", up, bad, NULL};
 	spine_cli_run(&res, NULL, a4);
 	ck_assert_msg(res.status == 1 && strstr(res.err, "bound of 2 bytes"), "%d %s", res.status,
@@ -119,8 +123,8 @@ START_TEST(test_cli_dirs)
 	spine_cli_run(&res, NULL, a3);
 	ck_assert_msg(res.status == 1 && strstr(res.err, "'a/out'"), "%d %s", res.status, res.err);
 	spine_run_release(&res);
-	snprintf(cmd, sizeof(cmd), "ls -d %s* 2>/dev/null | grep -q .", bad);
-	ck_assert_int_ne(system(cmd), 0); /* nothing partial beside it */
+	/* nothing partial beside it */
+	ck_assert_int_ne(rung_test_sh("ls -d \"$1\"* 2>/dev/null | grep -q .", bad, NULL), 0);
 	free(sd);
 	close_sb(r, sb);
 }

@@ -64,28 +64,23 @@ START_TEST(test_probe_refuses_outside)
 	/* no context file in the working directory: it refuses, whatever the token */
 	char *d = rung_test_tmpdir("probe");
 	ck_assert_ptr_nonnull(d);
-	char cmd[4096];
-	snprintf(cmd, sizeof(cmd),
-		 "cd %s && %s --token %s fs.host_marker_write >out 2>err; echo $?", d,
-		 lt_probe_bin(), "0123456789abcdef0123456789abcdef");
-	FILE *f = popen(cmd, "r");
-	char rc[16] = "";
-	ck_assert_ptr_nonnull(fgets(rc, sizeof(rc), f));
-	pclose(f);
-	ck_assert_str_eq(rc, "3\n");
+	const char *script = "cd \"$1\" && \"$2\" --token $3 fs.host_marker_write >out 2>err; "
+			     "echo $?; cat err";
+	const char *tok = "0123456789abcdef0123456789abcdef";
+	const char *argv[] = {"sh", "-c", script, "sh", d, lt_probe_bin(), tok, NULL};
+	char buf[512];
+	ck_assert_int_eq(rung_test_run(argv, buf, sizeof(buf)), 0);
+	ck_assert_msg(!strncmp(buf, "3\n", 2), "%s", buf);
 	/* a context whose token differs: refused too */
-	snprintf(cmd, sizeof(cmd),
-		 "cd %s && echo token=ffffffffffffffffffffffffffffffff >rung-probe.ctx && "
-		 "%s --token %s fs.host_marker_write >out 2>err; echo $?; cat err",
-		 d, lt_probe_bin(), "0123456789abcdef0123456789abcdef");
-	f = popen(cmd, "r");
-	char buf[512] = "";
-	size_t k = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[k] = '\0';
-	pclose(f);
+	char ctx[PATH_MAX];
+	snprintf(ctx, sizeof(ctx), "%s/rung-probe.ctx", d);
+	FILE *f = fopen(ctx, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("token=ffffffffffffffffffffffffffffffff\n", f);
+	fclose(f);
+	ck_assert_int_eq(rung_test_run(argv, buf, sizeof(buf)), 0);
 	ck_assert_msg(!strncmp(buf, "3\n", 2) && strstr(buf, "token does not match"), "%s", buf);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", d);
-	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(rung_test_rmtree(d), 0);
 	free(d);
 }
 END_TEST
@@ -172,11 +167,12 @@ START_TEST(test_vmm_find)
 	RUNG_REQUIRE_ROOT();
 	char *d = rung_test_tmpdir("vmm-find");
 	ck_assert_ptr_nonnull(d);
-	char jail[PATH_MAX], cmd[PATH_MAX * 4];
+	char jail[PATH_MAX];
 	snprintf(jail, sizeof(jail), "%s/0123abcd/jail", d);
-	snprintf(cmd, sizeof(cmd), "mkdir -p %s && cp %s %s/rung-probe && echo token=%s > %s/rung-probe.ctx",
-		 jail, lt_probe_bin(), jail, "0123456789abcdef0123456789abcdef", jail);
-	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(rung_test_sh("mkdir -p \"$1\" && cp \"$2\" \"$1/rung-probe\" && "
+				      "echo token=$3 > \"$1/rung-probe.ctx\"",
+				      jail, lt_probe_bin(), "0123456789abcdef0123456789abcdef", NULL),
+			 0);
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
@@ -194,8 +190,7 @@ START_TEST(test_vmm_find)
 	waitpid(pid, NULL, 0);
 	ck_assert_int_eq(got, pid);
 	ck_assert_int_eq(other, 0);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", d);
-	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(rung_test_rmtree(d), 0);
 	free(d);
 }
 END_TEST

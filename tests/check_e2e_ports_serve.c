@@ -169,11 +169,6 @@ START_TEST(t_preview_route)
 			break;
 		fd0 = f, th0 = th;
 	}
-	if (getenv("PORTS_DEBUG")) {
-		char cmd[128];
-		snprintf(cmd, sizeof(cmd), "ls -l /proc/%d/fd >&2", (int)t.pid[0]);
-		ck_assert_int_ne(system(cmd), -1);
-	}
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/ports/8000/n", id);
 	for (int i = 0; i < 50; i++) {
 		r = srvt_req(t.sock[0], "GET", path, TOK_A, NULL, NULL);
@@ -189,11 +184,6 @@ START_TEST(t_preview_route)
 		th1 = rung_test_count_tasks(t.pid[0]);
 		if (fd1 <= fd0 && th1 <= th0)
 			break;
-	}
-	if (getenv("PORTS_DEBUG")) {
-		char cmd[128];
-		snprintf(cmd, sizeof(cmd), "ls -l /proc/%d/fd >&2", (int)t.pid[0]);
-		ck_assert_int_ne(system(cmd), -1);
 	}
 	ck_assert_msg(fd1 <= fd0 && th1 <= th0, "daemon fds %d -> %d, threads %d -> %d", fd0, fd1,
 		      th0, th1);

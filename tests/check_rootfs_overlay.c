@@ -107,8 +107,7 @@ START_TEST(test_relative_layers)
 	ck_assert_msg(!strstr(opts, base), "mountinfo names the host path %s: %s", base, line);
 	free(line);
 	ck_assert_int_eq(umount2(root, MNT_DETACH), 0);
-	snprintf(p, sizeof(p), "rm -rf %s", base);
-	ck_assert_int_eq(system(p), 0);
+	ck_assert_int_eq(rung_test_rmtree(base), 0);
 	free(base);
 }
 END_TEST

@@ -1,8 +1,12 @@
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -136,4 +140,65 @@ int rung_test_count_procs(void)
 			n++;
 	closedir(d);
 	return n;
+}
+
+extern char **environ;
+
+int rung_test_run(const char *const *argv, char *out, size_t len)
+{
+	int p[2] = {-1, -1};
+	if (out && pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (out)
+		posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	pid_t pid;
+	int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (out) {
+		close(p[1]);
+		size_t n = 0;
+		char sink[4096];
+		ssize_t k = 1;
+		while (rc == 0 && k > 0) {
+			bool room = n + 1 < len;
+			k = read(p[0], room ? out + n : sink, room ? len - 1 - n : sizeof(sink));
+			if (k > 0 && room)
+				n += (size_t)k;
+		}
+		out[len ? n : 0] = '\0';
+		close(p[0]);
+	}
+	if (rc != 0)
+		return -1;
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int rung_test_sh(const char *script, ...)
+{
+	const char *argv[32] = {"sh", "-c", script, "sh"};
+	size_t n = 4;
+	va_list ap;
+	va_start(ap, script);
+	for (const char *a; n + 1 < sizeof(argv) / sizeof(argv[0]) && (a = va_arg(ap, const char *));)
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	return rung_test_run(argv, NULL, 0);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)ftw;
+	return (flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int rung_test_rmtree(const char *path)
+{
+	return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT ? -1 : 0;
 }

@@ -50,5 +50,16 @@ int rung_test_count_procs(void);
 int rung_test_count_fds_of(pid_t pid, const char *skip, const char *prefix);
 /* Threads of process pid; -1 if it is gone. */
 int rung_test_count_tasks(pid_t pid);
+/*
+ * Run a program by argv (found on PATH), no shell: its exit status (128 + signal if killed,
+ * -1 if it could not start). With out != NULL, its stdout is read into out (NUL-terminated,
+ * at most len - 1 bytes; the rest is drained). stdin is /dev/null.
+ */
+int rung_test_run(const char *const *argv, char *out, size_t len);
+/* A test's own shell script run as `sh -c SCRIPT sh ARG...`: the arguments reach it as $1, $2,
+ * ... and are never pasted into its text. NULL-terminated arguments; status as rung_test_run. */
+int rung_test_sh(const char *script, ...) __attribute__((sentinel));
+/* Remove a tree (no links followed); 0 or -1. */
+int rung_test_rmtree(const char *path);
 
 #endif
