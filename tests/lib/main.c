@@ -1,5 +1,8 @@
-/* tests/lib/main.c: one SRunner over every suite (registry generated into build/suites.h). */
+/* tests/lib/main.c: one SRunner per suite (registry generated into build/suites.h), with a
+ * leak guard between suites: a store cgroup (`rung-*` at the top of a cgroup hierarchy) that
+ * appeared during a suite and is still there after it is named with the suite. */
 #include <check.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,10 +11,49 @@
 #include "tests/lib/testutil.h"
 #include "suites.h"
 
+#define GUARD_MAX 256
+
+/* Every rung-* group at the top of each hierarchy (v1: per controller; v2: the root), as
+ * "hierarchy/name" strings; their count. */
+static size_t store_groups(char names[][300], size_t max)
+{
+	static const char *const roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/pids",
+					    "/sys/fs/cgroup/memory", "/sys/fs/cgroup/unified"};
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		DIR *d = opendir(roots[i]);
+		if (!d)
+			continue;
+		for (struct dirent *e; (e = readdir(d)) && n < max;)
+			if (!strncmp(e->d_name, "rung-", 5) && e->d_type == DT_DIR)
+				snprintf(names[n++], 300, "%s/%s", roots[i] + 14, e->d_name);
+		closedir(d);
+	}
+	return n;
+}
+
+static void guard_report(const char *suite, char before[][300], size_t nb)
+{
+	static char after[GUARD_MAX][300];
+	size_t na = store_groups(after, GUARD_MAX);
+	for (size_t i = 0; i < na; i++) {
+		bool old = false;
+		for (size_t j = 0; j < nb && !old; j++)
+			old = !strcmp(after[i], before[j]);
+		if (!old)
+			fprintf(stderr, "\n*** LEAK GUARD: after suite %s: cgroup %s is left ***\n",
+				suite, after[i]);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	/* Optional filter: check_rung NAME... runs the suites NAME_suite() (or NAME prefixes). */
-	SRunner *sr = NULL;
+	char skips[4096];
+	snprintf(skips, sizeof(skips), "%s/skips.log", rung_test_build_dir());
+	unlink(skips);
+	int failed = 0, ran = 0;
+	static char before[GUARD_MAX][300];
 	for (size_t i = 0; i < sizeof(all_suites) / sizeof(all_suites[0]); i++) {
 		int want = argc < 2;
 		for (int a = 1; a < argc; a++)
@@ -19,23 +61,21 @@ int main(int argc, char **argv)
 				want = 1;
 		if (!want)
 			continue;
-		Suite *s = all_suites[i].fn();
-		if (!sr)
-			sr = srunner_create(s);
-		else
-			srunner_add_suite(sr, s);
+		size_t nb = store_groups(before, GUARD_MAX);
+		SRunner *sr = srunner_create(all_suites[i].fn());
+		srunner_set_fork_status(sr, CK_FORK);
+		srunner_run_all(sr, CK_ENV); /* CK_VERBOSITY=verbose lists every test */
+		failed += srunner_ntests_failed(sr);
+		srunner_free(sr);
+		guard_report(all_suites[i].name, before, nb);
+		ran++;
 	}
-	if (!sr) {
+	if (!ran) {
 		fprintf(stderr, "check_rung: no suite matched\n");
 		return 2;
 	}
-	char skips[4096];
-	snprintf(skips, sizeof(skips), "%s/skips.log", rung_test_build_dir());
-	unlink(skips);
-	srunner_set_fork_status(sr, CK_FORK);
-	srunner_run_all(sr, CK_ENV); /* CK_VERBOSITY=verbose lists every test; default normal */
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	if (ran > 1)
+		fprintf(stderr, "\ncheck_rung: %d suite(s), %d failed check(s)\n", ran, failed);
 	FILE *f = fopen(skips, "r");
 	if (f) {
 		char line[1024];
