@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "runtime/rt-internal.h"
 
@@ -66,6 +67,52 @@ int rung_dispose(struct rung_router *r, const char *id, const char *scope, struc
 		}
 	}
 	int rc = dispose_locked(r, &m, have, id, err);
+	if (have)
+		rt_meta_release(&m);
+	return rc;
+}
+
+/* The owner's lock on its sandbox: never a blocking wait, since the holder may be a disposer
+ * waiting for the owner (the supervisor) to exit. Busy: stop pid 1 (an exec in flight ends),
+ * then retry for a while. A negative errno when still busy. */
+static int owned_lock(struct rung_router *r, const struct rt_meta *m, struct rung_err *err)
+{
+	int lock = rt_store_lock_sandbox(&r->store, m->id, false, true, err);
+	for (int i = 0; lock == -EWOULDBLOCK && i < 50; i++) {
+		rt_supervisor_stop(m, 0);
+		usleep(10000);
+		lock = rt_store_lock_sandbox(&r->store, m->id, false, true, err);
+	}
+	return lock;
+}
+
+int rung_sandbox_dispose(struct rung_sandbox *s, struct rung_err *err)
+{
+	struct rt_sandbox *sb = rt_sandbox_inner(s);
+	struct rung_router *r = sb->router;
+	if (!sb->owned)
+		return rung_dispose(r, sb->meta.id, NULL, err);
+	rung_trace("dispose: owned");
+	cleanup_close int lock = owned_lock(r, &sb->meta, err);
+	if (lock == -EWOULDBLOCK) {
+		/* Someone else holds it (a dispose waiting for us to exit): ours is stopped;
+		 * they, or `rung gc` once we are gone, remove the rest. */
+		LOG_INFO("sandbox %s: stopped; its lock holder removes it", sb->meta.id);
+		rt_supervisor_stop(&sb->meta, 0);
+		return 0;
+	}
+	if (lock < 0)
+		return lock == -ENOENT ? (rt_supervisor_stop(&sb->meta, 0), 0) : lock;
+	struct rt_meta m;
+	struct rung_err e2 = {0};
+	bool have = rt_store_meta_read(&r->store, sb->meta.id, &m, &e2) == 0;
+	if (!have) { /* removed meanwhile: stop what is ours, then the directory goes */
+		rt_supervisor_stop(&sb->meta, 0);
+		const struct rt_backend_ops *ops = rt_backend_get(sb->meta.iso);
+		if (ops)
+			ops->cleanup(sb);
+	}
+	int rc = dispose_locked(r, &m, have, sb->meta.id, err);
 	if (have)
 		rt_meta_release(&m);
 	return rc;
