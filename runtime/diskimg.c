@@ -219,8 +219,38 @@ int rt_disk_loops_under(const char *prefix)
 	return n;
 }
 
+int rt_disk_tmpfs(uint64_t bytes, uid_t owner, struct rung_err *err)
+{
+	char size[32];
+	snprintf(size, sizeof(size), "%llu", (unsigned long long)bytes);
+	cleanup_close int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return rung_err_sys(err, errno, "limits.disk: fsopen tmpfs");
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return rung_err_sys(err, errno, "limits.disk: tmpfs of %s bytes", size);
+	int mfd = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	if (mfd < 0)
+		return rung_err_sys(err, errno, "limits.disk: fsmount tmpfs");
+	if (fchownat(mfd, "", owner, owner, AT_EMPTY_PATH) < 0) {
+		int e = errno;
+		close(mfd);
+		return rung_err_sys(err, e, "limits.disk: chown the root of the tmpfs");
+	}
+	return mfd;
+}
+
 int rt_sandbox_disk_mount(const struct rt_sandbox *sb, struct rung_err *err)
 {
+	const struct rung_limits *l = &sb->meta.spec.limits;
+	/* An owned process sandbox (`rung run`'s, gone with its creator) whose memory limit
+	 * covers its disk: the disk is memory anyway (tmpfs pages are charged to its cgroup). */
+	if (sb->owned && sb->meta.iso == RUNG_ISO_PROCESS && l->memory_bytes &&
+	    l->disk_bytes <= l->memory_bytes) {
+		rung_trace("disk: tmpfs");
+		return rt_disk_tmpfs(l->disk_bytes, sb->meta.uid_base, err);
+	}
 	char img[4096];
 	rt_store_path(&sb->router->store, sb->meta.id, "disk.img", img, sizeof(img));
 	int r = rt_disk_check(sb->router->loop_control, err);

@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -107,9 +108,10 @@ static void only_sandbox(const char *sd, struct bg_run *b)
 	json_decref(m);
 }
 
-/* `rung run` of a command that prints "up" and sleeps, in the background; returns once the
- * command runs (its line came through the CLI). */
-static void run_bg(const char *sd, struct bg_run *b)
+/* `rung run --disk D --memory M -- sh -c script` in the background (script prints "up" then
+ * sleeps); returns once the command runs (its line came through the CLI). */
+static void run_bg_sh(const char *sd, struct bg_run *b, const char *disk, const char *mem,
+		      const char *script)
 {
 	char bin[4096];
 	int out[2];
@@ -122,8 +124,9 @@ static void run_bg(const char *sd, struct bg_run *b)
 		dup2(out[1], 1);
 		close(out[0]);
 		close(out[1]);
-		char *argv[] = {bin, "--state-dir", (char *)sd, "run", "--", "/bin/sh", "-c",
-				"echo up; exec sleep 60", NULL};
+		char *argv[] = {bin,	  "--state-dir", (char *)sd, "run",	"--disk",
+				(char *)disk, "--memory",    (char *)mem, "--",	"/bin/sh",
+				"-c",	  (char *)script, NULL};
 		char *envp[] = {"PATH=/usr/bin:/bin", NULL};
 		execve(bin, argv, envp);
 		_exit(127);
@@ -136,6 +139,11 @@ static void run_bg(const char *sd, struct bg_run *b)
 	ck_assert_str_eq(buf, "up\n");
 	close(out[0]);
 	only_sandbox(sd, b);
+}
+
+static void run_bg(const char *sd, struct bg_run *b)
+{
+	run_bg_sh(sd, b, "1G", "512M", "echo up; exec sleep 60");
 }
 
 /* The run took the owned path: its supervisor is the CLI, pid 1 the CLI's child. */
@@ -169,13 +177,29 @@ static void assert_no_processes(const struct bg_run *b)
 	ck_assert_int_eq(kill(b->init, 0) < 0 ? errno : 0, ESRCH);
 }
 
+/* A background run (in a fresh store: returned) that took the owned path. */
+static char *start_owned(struct bg_run *b)
+{
+	char *sd = state_dir();
+	run_bg(sd, b);
+	assert_owned(b);
+	return sd;
+}
+
+/* Nothing of the run is left: processes, store entry, cgroup. Frees sd. */
+static void assert_all_gone(char *sd, const struct bg_run *b)
+{
+	assert_no_processes(b);
+	ck_assert_int_eq(spine_store_entries(sd), 0);
+	ck_assert_uint_eq(cgroup_dirs(b->id), 0);
+	free(sd);
+}
+
 START_TEST(test_kill9_then_gc)
 {
 	RUNG_REQUIRE_ROOT();
-	char *sd = state_dir();
 	struct bg_run b;
-	run_bg(sd, &b);
-	assert_owned(&b);
+	char *sd = start_owned(&b);
 	ck_assert_uint_ge(cgroup_dirs(b.id), 1);
 	ck_assert_int_eq(kill(b.pid, SIGKILL), 0);
 	ck_assert_int_eq(wait_status(b.pid), 128 + SIGKILL);
@@ -190,35 +214,26 @@ START_TEST(test_kill9_then_gc)
 	CLI(&r, "--state-dir", sd, "gc");
 	ck_assert_msg(r.status == 0, "gc: %s", r.err);
 	spine_run_release(&r);
-	ck_assert_int_eq(spine_store_entries(sd), 0);
-	ck_assert_uint_eq(cgroup_dirs(b.id), 0);
-	free(sd);
+	assert_all_gone(sd, &b);
 }
 END_TEST
 
 START_TEST(test_sigterm_disposes)
 {
 	RUNG_REQUIRE_ROOT();
-	char *sd = state_dir();
 	struct bg_run b;
-	run_bg(sd, &b);
-	assert_owned(&b);
+	char *sd = start_owned(&b);
 	ck_assert_int_eq(kill(b.pid, SIGTERM), 0);
 	ck_assert_int_eq(wait_status(b.pid), 128 + SIGTERM);
-	assert_no_processes(&b);
-	ck_assert_int_eq(spine_store_entries(sd), 0);
-	ck_assert_uint_eq(cgroup_dirs(b.id), 0);
-	free(sd);
+	assert_all_gone(sd, &b);
 }
 END_TEST
 
 START_TEST(test_dispose_from_elsewhere)
 {
 	RUNG_REQUIRE_ROOT();
-	char *sd = state_dir();
 	struct bg_run b;
-	run_bg(sd, &b);
-	assert_owned(&b);
+	char *sd = start_owned(&b);
 	uint64_t t0 = rung_now_ms();
 	struct spine_run r;
 	CLI(&r, "--state-dir", sd, "dispose", b.id);
@@ -228,9 +243,63 @@ START_TEST(test_dispose_from_elsewhere)
 	/* The CLI ended on the disposer's SIGTERM, not on its SIGKILL after the 3 s grace. */
 	ck_assert_int_eq(wait_status(b.pid), 128 + SIGTERM);
 	ck_assert_msg(took < 2500, "dispose took %llu ms", (unsigned long long)took);
-	assert_no_processes(&b);
+	assert_all_gone(sd, &b);
+}
+END_TEST
+
+/* The memory cgroup's usage of sandbox id (v1 or v2), in bytes; -1 if not found. */
+static long long memory_usage(const char *id)
+{
+	char pats[3][300];
+	snprintf(pats[0], sizeof(pats[0]), "/sys/fs/cgroup/memory/rung-*/%s/memory.usage_in_bytes",
+		 id);
+	snprintf(pats[1], sizeof(pats[1]), "/sys/fs/cgroup/rung-*/%s/memory.current", id);
+	snprintf(pats[2], sizeof(pats[2]), "/sys/fs/cgroup/*/rung-*/%s/memory.current", id);
+	for (size_t i = 0; i < 3; i++) {
+		glob_t g;
+		long long v = -1;
+		if (glob(pats[i], GLOB_NOSORT, NULL, &g) == 0 && g.gl_pathc) {
+			char *t = spine_slurp(g.gl_pathv[0], NULL);
+			v = t ? atoll(t) : -1;
+			free(t);
+		}
+		globfree(&g);
+		if (v >= 0)
+			return v;
+	}
+	return -1;
+}
+
+/* A run whose memory limit covers its disk gets a tmpfs of the disk's size: ENOSPC past it,
+ * its pages charged to the sandbox's memory cgroup. The default run (1 GiB disk, 512 MiB of
+ * memory) keeps the ext4 image. */
+START_TEST(test_tmpfs_disk)
+{
+	RUNG_REQUIRE_ROOT();
+	char *sd = state_dir();
+	struct bg_run b;
+	run_bg_sh(sd, &b, "16M", "256M",
+		  "dd if=/dev/zero of=/work/f bs=1M count=24 2>/dev/null; echo up; exec sleep 60");
+	assert_owned(&b);
+	long long used = memory_usage(b.id);
+	ck_assert_msg(used >= 16ll << 20, "sandbox memory usage %lld: the tmpfs is not charged",
+		      used);
+	ck_assert_int_eq(kill(b.pid, SIGTERM), 0);
+	ck_assert_int_eq(wait_status(b.pid), 128 + SIGTERM);
+	assert_all_gone(sd, &b);
+	sd = state_dir();
+	struct spine_run r;
+	CLI(&r, "--state-dir", sd, "run", "--disk", "16M", "--memory", "256M", "--", "/bin/sh",
+	    "-c", "stat -f -c %T /work; dd if=/dev/zero of=/work/f bs=1M count=24 2>/dev/null; "
+		  "echo dd=$?; wc -c </work/f");
+	ck_assert_msg(r.status == 0, "run: %s", r.err);
+	ck_assert_str_eq(r.out, "tmpfs\ndd=1\n16777216\n");
+	spine_run_release(&r);
+	CLI(&r, "--state-dir", sd, "run", "--", "/bin/sh", "-c", "stat -f -c %T /work");
+	ck_assert_msg(r.status == 0, "run: %s", r.err);
+	ck_assert_str_eq(r.out, "ext2/ext3\n");
+	spine_run_release(&r);
 	ck_assert_int_eq(spine_store_entries(sd), 0);
-	ck_assert_uint_eq(cgroup_dirs(b.id), 0);
 	free(sd);
 }
 END_TEST
@@ -245,6 +314,7 @@ Suite *e2e_cli_runowned_suite(void)
 	tcase_add_test(tc, test_kill9_then_gc);
 	tcase_add_test(tc, test_sigterm_disposes);
 	tcase_add_test(tc, test_dispose_from_elsewhere);
+	tcase_add_test(tc, test_tmpfs_disk);
 	suite_add_tcase(s, tc);
 	return s;
 }
