@@ -241,15 +241,20 @@ int rt_disk_tmpfs(uint64_t bytes, uid_t owner, struct rung_err *err)
 	return mfd;
 }
 
-int rt_sandbox_disk_mount(const struct rt_sandbox *sb, struct rung_err *err)
+bool rt_sandbox_disk_is_tmpfs(const struct rt_sandbox *sb)
 {
-	const struct rung_limits *l = &sb->meta.spec.limits;
 	/* An owned process sandbox (`rung run`'s, gone with its creator) whose memory limit
 	 * covers its disk: the disk is memory anyway (tmpfs pages are charged to its cgroup). */
-	if (sb->owned && sb->meta.iso == RUNG_ISO_PROCESS && l->memory_bytes &&
-	    l->disk_bytes <= l->memory_bytes) {
+	const struct rung_limits *l = &sb->meta.spec.limits;
+	return sb->owned && sb->meta.iso == RUNG_ISO_PROCESS && l->memory_bytes &&
+	       l->disk_bytes <= l->memory_bytes;
+}
+
+int rt_sandbox_disk_mount(const struct rt_sandbox *sb, struct rung_err *err)
+{
+	if (rt_sandbox_disk_is_tmpfs(sb)) {
 		rung_trace("disk: tmpfs");
-		return rt_disk_tmpfs(l->disk_bytes, sb->meta.uid_base, err);
+		return rt_disk_tmpfs(sb->meta.spec.limits.disk_bytes, sb->meta.uid_base, err);
 	}
 	char img[4096];
 	rt_store_path(&sb->router->store, sb->meta.id, "disk.img", img, sizeof(img));

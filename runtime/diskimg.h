@@ -36,6 +36,8 @@ int rt_disk_tmpfs(uint64_t bytes, uid_t owner, struct rung_err *err);
  * limits.memory covers limits.disk gets rt_disk_tmpfs instead (no image, no loop device). */
 struct rt_sandbox;
 int rt_sandbox_disk_mount(const struct rt_sandbox *sb, struct rung_err *err);
+/* Does sb get the tmpfs (above)? */
+bool rt_sandbox_disk_is_tmpfs(const struct rt_sandbox *sb);
 /* Copy the image src to the new file dst: a reflink (FICLONE) where the filesystem shares
  * extents (*reflinked), else a sparse copy (holes stay holes). */
 int rt_disk_clone(const char *src, const char *dst, bool *reflinked, struct rung_err *err);

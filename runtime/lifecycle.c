@@ -2,8 +2,10 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "runtime/diskimg.h"
 #include "runtime/rt-internal.h"
 
 /* With the sandbox lock held: stop everything and remove the directory. */
@@ -86,6 +88,40 @@ static int owned_lock(struct rung_router *r, const struct rt_meta *m, struct run
 	return lock;
 }
 
+/*
+ * An owned sandbox's mount namespace, held across its stop (-1 if not needed or not open):
+ * pid 1 then dies without unmounting the disk (the ext4 umount, the loop device's release and
+ * the image's blocks freed: most of a stop), which owned_release leaves to a child of ours.
+ * Opened while pid 1 is our unreaped child, so the pid is still its.
+ */
+static int owned_hold_mnt(const struct rt_sandbox *sb)
+{
+	if (rt_sandbox_disk_is_tmpfs(sb) || sb->meta.init_pid <= 0)
+		return -1;
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)sb->meta.init_pid);
+	return open(p, O_RDONLY | O_CLOEXEC);
+}
+
+/* The last reference to a stopped sandbox's mount namespace goes in a child that does
+ * nothing else (no other fd: a caller's pipe must not wait for it) and then exits; the
+ * kernel tears the namespace down there, whatever becomes of that child. */
+static void owned_release(int mntns)
+{
+	if (mntns < 0)
+		return;
+	pid_t pid = fork(); /* from a threaded caller: only syscalls below */
+	if (pid == 0) {
+		if (mntns > 0)
+			syscall(SYS_close_range, 0, (unsigned)mntns - 1, 0);
+		syscall(SYS_close_range, (unsigned)mntns + 1, ~0U, 0);
+		close(mntns);
+		_exit(0);
+	}
+	rung_trace("dispose: namespace handed off");
+	close(mntns);
+}
+
 int rung_sandbox_dispose(struct rung_sandbox *s, struct rung_err *err)
 {
 	struct rt_sandbox *sb = rt_sandbox_inner(s);
@@ -112,7 +148,9 @@ int rung_sandbox_dispose(struct rung_sandbox *s, struct rung_err *err)
 		if (ops)
 			ops->cleanup(sb);
 	}
+	int mntns = owned_hold_mnt(sb);
 	int rc = dispose_locked(r, &m, have, sb->meta.id, err);
+	owned_release(mntns);
 	if (have)
 		rt_meta_release(&m);
 	return rc;

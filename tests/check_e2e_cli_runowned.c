@@ -270,6 +270,22 @@ static long long memory_usage(const char *id)
 	return -1;
 }
 
+/* Loop devices whose backing file lies under dir. */
+static int loops_under(const char *dir)
+{
+	glob_t g;
+	int n = 0;
+	if (glob("/sys/block/loop*/loop/backing_file", GLOB_NOSORT, NULL, &g) != 0)
+		return 0;
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		char *t = spine_slurp(g.gl_pathv[i], NULL);
+		n += t && !strncmp(t, dir, strlen(dir));
+		free(t);
+	}
+	globfree(&g);
+	return n;
+}
+
 /* A run whose memory limit covers its disk gets a tmpfs of the disk's size: ENOSPC past it,
  * its pages charged to the sandbox's memory cgroup. The default run (1 GiB disk, 512 MiB of
  * memory) keeps the ext4 image. */
@@ -300,6 +316,13 @@ START_TEST(test_tmpfs_disk)
 	ck_assert_str_eq(r.out, "ext2/ext3\n");
 	spine_run_release(&r);
 	ck_assert_int_eq(spine_store_entries(sd), 0);
+	/* Its mount namespace (the ext4 mount, the loop device) went to a child of the CLI
+	 * (rung_sandbox_dispose): it is gone soon after, with nothing to clean up. */
+	int loops = -1;
+	for (int i = 0; i < 50 && (loops = loops_under(sd)) != 0; i++)
+		usleep(100000);
+	ck_assert_int_eq(loops, 0);
+	ck_assert_int_eq(live_children(), 0);
 	free(sd);
 }
 END_TEST
