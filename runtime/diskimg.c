@@ -243,10 +243,11 @@ int rt_disk_tmpfs(uint64_t bytes, uid_t owner, struct rung_err *err)
 
 bool rt_sandbox_disk_is_tmpfs(const struct rt_sandbox *sb)
 {
-	/* An owned process sandbox (`rung run`'s, gone with its creator) whose memory limit
-	 * covers its disk: the disk is memory anyway (tmpfs pages are charged to its cgroup). */
+	/* An owned sandbox (`rung run`'s, gone with its creator; process or container rung)
+	 * whose memory limit covers its disk: the disk is memory anyway (tmpfs pages are
+	 * charged to its cgroup). The container rung's upper and work dirs live on it. */
 	const struct rung_limits *l = &sb->meta.spec.limits;
-	return sb->owned && sb->meta.iso == RUNG_ISO_PROCESS && l->memory_bytes &&
+	return sb->owned && sb->meta.iso != RUNG_ISO_VM && l->memory_bytes &&
 	       l->disk_bytes <= l->memory_bytes;
 }
 

@@ -32,8 +32,8 @@ int rt_disk_mount(const char *ctl, const char *img, uid_t owner, struct rung_err
  * whoever writes them) as a detached nosuid,nodev mount whose root belongs to owner. */
 int rt_disk_tmpfs(uint64_t bytes, uid_t owner, struct rung_err *err);
 /* The sandbox's disk (<sandbox dir>/disk.img, limits.disk bytes), made if needed and mounted:
- * the mount fd, its root owned by the sandbox's root. An owned process sandbox whose
- * limits.memory covers limits.disk gets rt_disk_tmpfs instead (no image, no loop device). */
+ * the mount fd, its root owned by the sandbox's root. An owned sandbox whose limits.memory
+ * covers limits.disk gets rt_disk_tmpfs instead (no image, no loop device). */
 struct rt_sandbox;
 int rt_sandbox_disk_mount(const struct rt_sandbox *sb, struct rung_err *err);
 /* Does sb get the tmpfs (above)? */
