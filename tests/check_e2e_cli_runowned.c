@@ -167,6 +167,13 @@ static int wait_status(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* Send the CLI sig: it ends with it (128 + sig). */
+static void end_run(const struct bg_run *b, int sig)
+{
+	ck_assert_int_eq(kill(b->pid, sig), 0);
+	ck_assert_int_eq(wait_status(b->pid), 128 + sig);
+}
+
 /* No process of the run is left (within 5 s: the kernel tears the namespace down). */
 static void assert_no_processes(const struct bg_run *b)
 {
@@ -201,8 +208,7 @@ START_TEST(test_kill9_then_gc)
 	struct bg_run b;
 	char *sd = start_owned(&b);
 	ck_assert_uint_ge(cgroup_dirs(b.id), 1);
-	ck_assert_int_eq(kill(b.pid, SIGKILL), 0);
-	ck_assert_int_eq(wait_status(b.pid), 128 + SIGKILL);
+	end_run(&b, SIGKILL);
 	assert_no_processes(&b);
 	/* What stays until gc: the store entry (dead) and its cgroup. */
 	ck_assert_int_eq(spine_store_entries(sd), 1);
@@ -223,8 +229,7 @@ START_TEST(test_sigterm_disposes)
 	RUNG_REQUIRE_ROOT();
 	struct bg_run b;
 	char *sd = start_owned(&b);
-	ck_assert_int_eq(kill(b.pid, SIGTERM), 0);
-	ck_assert_int_eq(wait_status(b.pid), 128 + SIGTERM);
+	end_run(&b, SIGTERM);
 	assert_all_gone(sd, &b);
 }
 END_TEST
@@ -300,8 +305,7 @@ START_TEST(test_tmpfs_disk)
 	long long used = memory_usage(b.id);
 	ck_assert_msg(used >= 16ll << 20, "sandbox memory usage %lld: the tmpfs is not charged",
 		      used);
-	ck_assert_int_eq(kill(b.pid, SIGTERM), 0);
-	ck_assert_int_eq(wait_status(b.pid), 128 + SIGTERM);
+	end_run(&b, SIGTERM);
 	assert_all_gone(sd, &b);
 	sd = state_dir();
 	struct spine_run r;
