@@ -137,8 +137,10 @@ int rung_sandbox_dispose(struct rung_sandbox *s, struct rung_err *err)
 		rt_supervisor_stop(&sb->meta, 0);
 		return 0;
 	}
-	if (lock < 0)
-		return lock == -ENOENT ? (rt_supervisor_stop(&sb->meta, 0), 0) : lock;
+	if (lock < 0) { /* gone (someone removed it) or unlockable: ours stops all the same */
+		rt_supervisor_stop(&sb->meta, 0);
+		return lock == -ENOENT ? 0 : lock;
+	}
 	struct rt_meta m;
 	struct rung_err e2 = {0};
 	bool have = rt_store_meta_read(&r->store, sb->meta.id, &m, &e2) == 0;

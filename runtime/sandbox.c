@@ -111,11 +111,12 @@ static int create_locked(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 	if (ops->prepare && (r = ops->prepare(sb, err)) < 0)
 		return r;
 	struct rt_started started;
+	r = 1; /* without the owned start (it clears sb->owned when it cannot): a supervisor */
 	if (sb->owned && (r = rt_supervisor_inline(sb, ops, &started, err)) < 0) {
 		ops->cleanup(sb);
 		return r;
 	}
-	if ((!sb->owned || r > 0) && (r = rt_supervisor_spawn(sb, ops, &started, err)) < 0) {
+	if (r > 0 && (r = rt_supervisor_spawn(sb, ops, &started, err)) < 0) {
 		ops->cleanup(sb); /* e.g. the image lease taken by prepare */
 		return r;
 	}

@@ -458,8 +458,10 @@ int rt_supervisor_inline(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 {
 	/* The DNS proxy needs a serving supervisor; a threaded caller cannot clone safely. */
 	if ((sb->meta.iso != RUNG_ISO_PROCESS && sb->meta.iso != RUNG_ISO_CONTAINER) ||
-	    rt_net_wanted(&sb->meta.spec) || multi_threaded())
+	    rt_net_wanted(&sb->meta.spec) || multi_threaded()) {
+		sb->owned = false; /* a supervised sandbox like any other, tmpfs disk included */
 		return 1;
+	}
 	char path[4096];
 	rung_trace("inline: begin");
 	rt_store_path(&sb->router->store, sb->meta.id, "agent.sock", path, sizeof(path));

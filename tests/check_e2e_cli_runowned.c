@@ -319,6 +319,12 @@ START_TEST(test_tmpfs_disk)
 	ck_assert_msg(r.status == 0, "run: %s", r.err);
 	ck_assert_str_eq(r.out, "ext2/ext3\n");
 	spine_run_release(&r);
+	/* A ttl shorter than the exec's timeout needs a supervisor: no owned start, no tmpfs. */
+	CLI(&r, "--state-dir", sd, "run", "--disk", "16M", "--memory", "256M", "--ttl", "10",
+	    "--timeout", "30", "--", "/bin/sh", "-c", "stat -f -c %T /work");
+	ck_assert_msg(r.status == 0, "run: %s", r.err);
+	ck_assert_str_eq(r.out, "ext2/ext3\n");
+	spine_run_release(&r);
 	ck_assert_int_eq(spine_store_entries(sd), 0);
 	/* Its mount namespace (the ext4 mount, the loop device) went to a child of the CLI
 	 * (rung_sandbox_dispose): it is gone soon after, with nothing to clean up. */
