@@ -287,11 +287,6 @@ int rung_acquire_owned(struct rung_router *r, const struct rung_key *key,
 	return acquire(r, key, spec, true, out, created, err);
 }
 
-bool rung_sandbox_owned(const struct rung_sandbox *s)
-{
-	return s->sb.owned;
-}
-
 int rung_sandbox_open(struct rung_router *r, const char *id, const char *scope,
 		      struct rung_sandbox **out, struct rung_err *err)
 {
