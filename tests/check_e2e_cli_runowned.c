@@ -337,6 +337,45 @@ START_TEST(test_tmpfs_disk)
 }
 END_TEST
 
+static int mount_lines(void)
+{
+	size_t len = 0;
+	char *t = spine_slurp("/proc/self/mountinfo", &len);
+	int n = 0;
+	for (size_t i = 0; t && i < len; i++)
+		n += t[i] == '\n';
+	free(t);
+	return n;
+}
+
+/* 20 runs, each leaving a background process in its sandbox, on the ext4 disk (the mount
+ * namespace handed off) and on a tmpfs: nothing stays (processes, mounts, loop devices,
+ * store entries). */
+START_TEST(test_cycles_leave_nothing)
+{
+	RUNG_REQUIRE_ROOT();
+	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	char *sd = state_dir();
+	int mounts = mount_lines();
+	for (int i = 0; i < 20; i++) {
+		struct spine_run r;
+		CLI(&r, "--state-dir", sd, "run", "--disk", i % 2 ? "64M" : "1G", "--", "/bin/sh",
+		    "-c", "(sleep 30 &); echo ok");
+		ck_assert_msg(r.status == 0, "run %d: %s", i, r.err);
+		ck_assert_str_eq(r.out, "ok\n");
+		spine_run_release(&r);
+	}
+	int loops = -1;
+	for (int i = 0; i < 50 && ((loops = loops_under(sd)) || live_children()); i++)
+		usleep(100000);
+	ck_assert_int_eq(loops, 0);
+	ck_assert_int_eq(live_children(), 0);
+	ck_assert_int_eq(mount_lines(), mounts);
+	ck_assert_int_eq(spine_store_entries(sd), 0);
+	free(sd);
+}
+END_TEST
+
 Suite *e2e_cli_runowned_suite(void)
 {
 	Suite *s = suite_create("e2e_cli_runowned");
@@ -348,6 +387,7 @@ Suite *e2e_cli_runowned_suite(void)
 	tcase_add_test(tc, test_sigterm_disposes);
 	tcase_add_test(tc, test_dispose_from_elsewhere);
 	tcase_add_test(tc, test_tmpfs_disk);
+	tcase_add_test(tc, test_cycles_leave_nothing);
 	suite_add_tcase(s, tc);
 	return s;
 }
