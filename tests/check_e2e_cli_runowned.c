@@ -337,17 +337,6 @@ START_TEST(test_tmpfs_disk)
 }
 END_TEST
 
-static int mount_lines(void)
-{
-	size_t len = 0;
-	char *t = spine_slurp("/proc/self/mountinfo", &len);
-	int n = 0;
-	for (size_t i = 0; t && i < len; i++)
-		n += t[i] == '\n';
-	free(t);
-	return n;
-}
-
 /* 20 runs, each leaving a background process in its sandbox, on the ext4 disk (the mount
  * namespace handed off) and on a tmpfs: nothing stays (processes, mounts, loop devices,
  * store entries). */
@@ -356,7 +345,7 @@ START_TEST(test_cycles_leave_nothing)
 	RUNG_REQUIRE_ROOT();
 	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
 	char *sd = state_dir();
-	int mounts = mount_lines();
+	int mounts = rung_test_count_mounts();
 	for (int i = 0; i < 20; i++) {
 		struct spine_run r;
 		CLI(&r, "--state-dir", sd, "run", "--disk", i % 2 ? "64M" : "1G", "--", "/bin/sh",
@@ -370,7 +359,7 @@ START_TEST(test_cycles_leave_nothing)
 		usleep(100000);
 	ck_assert_int_eq(loops, 0);
 	ck_assert_int_eq(live_children(), 0);
-	ck_assert_int_eq(mount_lines(), mounts);
+	ck_assert_int_eq(rung_test_count_mounts(), mounts);
 	ck_assert_int_eq(spine_store_entries(sd), 0);
 	free(sd);
 }
