@@ -2,7 +2,9 @@
 # Benchmark for issue 2 (the spine): run from the repository root, as root:  sh bench/spine.sh
 # Measures in ONE run, so ratios compare like with like on a noisy machine (hyperfine, then the
 # same commands interleaved round by round, bench/interleave.py):
-#   cold:  `rung run -- /bin/true` (acquire + exec + dispose)  vs  bwrap with the same namespaces
+#   cold:  `rung run -- /bin/true` (acquire + exec + dispose)  vs  bwrap with the same namespaces;
+#          interleaved also `rung run --disk 256M` (rung-run-tmpfs: a disk the 512 MiB memory
+#          limit covers, so a tmpfs instead of the ext4 image on a loop device)
 #   warm:  `rung exec ID -- /bin/true` (CLI round trip to a live sandbox)  vs  bwrap cold
 #   rate:  sequential warm execs through the library (bench/exec-rate)
 #   floors: /bin/true and `rung --version` started bare (a CLI exec costs at least both)
@@ -34,7 +36,8 @@ PY
 echo "interleaved, $RUNS rounds (each round runs each command once: the same load for all):"
 python3 bench/interleave.py "$RUNS" "rung-run-cold=$R --state-dir $ST run -- /bin/true" \
 	"bwrap-cold=$(command -v bwrap) ${BWRAP#bwrap }" "rung-exec-warm=$R --state-dir $ST exec $ID -- /bin/true" \
-	true=/bin/true "rung-version=$R --version" >"$ST/il.txt"
+	true=/bin/true "rung-version=$R --version" \
+	"rung-run-tmpfs=$R --state-dir $ST run --disk 256M -- /bin/true" >"$ST/il.txt"
 python3 - "$ST/il.txt" <<'PY'
 import sys
 m = {l.split()[0]: [float(x) for x in l.split()[1:]] for l in open(sys.argv[1])}
@@ -43,6 +46,7 @@ for k, (med, p25, p75) in m.items():
 cold, bw, warm = m["rung-run-cold"][0], m["bwrap-cold"][0], m["rung-exec-warm"][0]
 print(f"ratio cold  rung run / bwrap      = {cold / bw:.2f}x  (target <= 1.0)")
 print(f"ratio warm  rung exec / bwrap cold = {warm / bw:.2f}x  (target <= 0.2)")
+print(f"ratio cold  rung run --disk 256M (tmpfs) / bwrap = {m['rung-run-tmpfs'][0] / bw:.2f}x")
 PY
 RUNG_AGENT=$PWD/build/rung-agent "$PWD/build/bench/exec-rate" "$ST" "${EXECS:-2000}"
 echo "(target: >= 1000 warm execs/s; host_spawn_* is /bin/true started on the host, no sandbox: the floor)"

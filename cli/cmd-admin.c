@@ -284,7 +284,11 @@ const struct cli_cmd cli_cmds[] = {
 	{"run", cli_cmd_run, "rung run [SPEC-OPTS] [--timeout SEC] [--cwd DIR] [--env K=V]... -- CMD [ARG...]",
 	 "Acquire a sandbox, run CMD in it, dispose it. The exit status is CMD's; a timed-out\n"
 	 "command exits 124 (as timeout(1) does), a signal 128+N. Without --scope the key is a\n"
-	 "fresh anonymous one. With --scope/--thread/--agent the sandbox is kept (warm).\n\n"
+	 "fresh anonymous one. With --scope/--thread/--agent the sandbox is kept (warm).\n"
+	 "An anonymous run's sandbox (no --allow, a --ttl no shorter than the timeout) has no\n"
+	 "supervisor process: this command is its supervisor, and killing it kills the\n"
+	 "sandbox (`rung gc` removes what is left). If --memory covers --disk, its disk is a\n"
+	 "tmpfs of that size (charged to its memory) instead of an ext4 image.\n\n"
 	 SPEC_OPTS_HELP},
 	{"acquire", cli_cmd_acquire, "rung acquire [SPEC-OPTS] --scope S --thread T --agent A",
 	 "Get or create the sandbox for this key and kind; print its id. The same key and kind\n"

@@ -126,7 +126,7 @@ static int exec_opt(const char *cmd, int argc, char **argv, int *i, struct rung_
  */
 enum { RUN_EXEC, RUN_SIGNALED, RUN_DONE };
 struct run_watch {
-	struct rung_router *r;
+	struct rung_sandbox *sb;
 	const char *id;
 	int sfd;     /* signalfd of the held signals */
 	int stop[2]; /* the exec is over: the watcher returns */
@@ -157,7 +157,7 @@ static void *run_watch_main(void *ud)
 			fprintf(stderr, "rung: interrupted by signal %d; disposing the sandbox\n",
 				(int)si.ssi_signo);
 			struct rung_err err = {0};
-			if (rung_dispose(w->r, w->id, NULL, &err) < 0)
+			if (rung_sandbox_dispose(w->sb, &err) < 0)
 				fprintf(stderr, "rung: dispose %s: %s\n", w->id, err.msg);
 			return NULL;
 		}
@@ -166,10 +166,9 @@ static void *run_watch_main(void *ud)
 	}
 }
 
-static void run_watch_start(struct run_watch *w, struct rung_router *r, const char *id,
-			    const sigset_t *held)
+static void run_watch_start(struct run_watch *w, struct rung_sandbox *sb, const sigset_t *held)
 {
-	*w = (struct run_watch){.r = r, .id = id, .sfd = -1, .stop = {-1, -1}};
+	*w = (struct run_watch){.sb = sb, .id = rung_sandbox_id(sb), .sfd = -1, .stop = {-1, -1}};
 	w->sfd = signalfd(-1, held, SFD_CLOEXEC);
 	if (w->sfd >= 0 && pipe2(w->stop, O_CLOEXEC) == 0 &&
 	    pthread_create(&w->tid, NULL, run_watch_main, w) == 0) {
@@ -285,16 +284,16 @@ static bool run_key(struct rung_key *key, char *anon, size_t anon_len)
 }
 
 /* An anonymous run: watched for stop signals, disposed at the end whatever happens. */
-static int run_anonymous(struct cli *c, struct rung_router *r, struct rung_sandbox *sb,
-			 struct rung_exec_req *req, sigset_t *hold)
+static int run_anonymous(struct cli *c, struct rung_sandbox *sb, struct rung_exec_req *req,
+			 sigset_t *hold)
 {
 	bool disposed = false;
 	struct run_watch w;
 	struct rung_err err = {0};
-	run_watch_start(&w, r, rung_sandbox_id(sb), hold);
+	run_watch_start(&w, sb, hold);
 	int status = run_watch_exec(c, sb, req, &w, &disposed);
 	fflush(stdout);
-	if (!disposed && rung_dispose(r, rung_sandbox_id(sb), NULL, &err) < 0)
+	if (!disposed && rung_sandbox_dispose(sb, &err) < 0)
 		fprintf(stderr, "rung: dispose %s: %s\n", rung_sandbox_id(sb), err.msg);
 	int late = run_watch_end(&w);
 	if (late && !disposed) /* held until now, it would have ended us: the same code */
@@ -336,14 +335,18 @@ int cli_cmd_run(struct cli *c, int argc, char **argv)
 	 * run_interruptible waits for it, so it cannot leave the new sandbox behind. */
 	sigset_t hold, prev;
 	cli_hold_stop_signals(anonymous, &hold, &prev);
-	if (rung_acquire(r, &key, &so.spec, &sb, &created, &err) < 0) {
+	/* An anonymous run's sandbox lives exactly as long as this process, which can then be
+	 * its supervisor (no supervisor process), unless its ttl would end it before the exec's
+	 * timeout (a supervisor enforces that). */
+	bool own = anonymous && (!so.spec.ttl_s || req.timeout_ms <= so.spec.ttl_s * 1000ull);
+	if ((own ? rung_acquire_owned : rung_acquire)(r, &key, &so.spec, &sb, &created, &err) < 0) {
 		rung_spec_release(&so.spec);
 		if (anonymous)
 			sigprocmask(SIG_SETMASK, &prev, NULL);
 		return cli_fail(c, &err);
 	}
 	if (anonymous) {
-		st = run_anonymous(c, r, sb, &req, &hold);
+		st = run_anonymous(c, sb, &req, &hold);
 		sigprocmask(SIG_SETMASK, &prev, NULL);
 	} else {
 		st = cli_exec_and_report(c, sb, &req);

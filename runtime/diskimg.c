@@ -219,8 +219,44 @@ int rt_disk_loops_under(const char *prefix)
 	return n;
 }
 
+int rt_disk_tmpfs(uint64_t bytes, uid_t owner, struct rung_err *err)
+{
+	char size[32];
+	snprintf(size, sizeof(size), "%llu", (unsigned long long)bytes);
+	cleanup_close int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return rung_err_sys(err, errno, "limits.disk: fsopen tmpfs");
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return rung_err_sys(err, errno, "limits.disk: tmpfs of %s bytes", size);
+	int mfd = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	if (mfd < 0)
+		return rung_err_sys(err, errno, "limits.disk: fsmount tmpfs");
+	if (fchownat(mfd, "", owner, owner, AT_EMPTY_PATH) < 0) {
+		int e = errno;
+		close(mfd);
+		return rung_err_sys(err, e, "limits.disk: chown the root of the tmpfs");
+	}
+	return mfd;
+}
+
+bool rt_sandbox_disk_is_tmpfs(const struct rt_sandbox *sb)
+{
+	/* An owned sandbox (`rung run`'s, gone with its creator; process or container rung)
+	 * whose memory limit covers its disk: the disk is memory anyway (tmpfs pages are
+	 * charged to its cgroup). The container rung's upper and work dirs live on it. */
+	const struct rung_limits *l = &sb->meta.spec.limits;
+	return sb->owned && sb->meta.iso != RUNG_ISO_VM && l->memory_bytes &&
+	       l->disk_bytes <= l->memory_bytes;
+}
+
 int rt_sandbox_disk_mount(const struct rt_sandbox *sb, struct rung_err *err)
 {
+	if (rt_sandbox_disk_is_tmpfs(sb)) {
+		rung_trace("disk: tmpfs");
+		return rt_disk_tmpfs(sb->meta.spec.limits.disk_bytes, sb->meta.uid_base, err);
+	}
 	char img[4096];
 	rt_store_path(&sb->router->store, sb->meta.id, "disk.img", img, sizeof(img));
 	int r = rt_disk_check(sb->router->loop_control, err);

@@ -28,10 +28,16 @@ int rt_disk_image(const char *state_dir, const char *path, uint64_t bytes, struc
  * nosuid,nodev as a detached mount whose root belongs to owner. Returns the mount fd (for
  * move_mount). */
 int rt_disk_mount(const char *ctl, const char *img, uid_t owner, struct rung_err *err);
+/* A tmpfs of bytes (size=: ENOSPC past it; its pages are charged to the memory cgroup of
+ * whoever writes them) as a detached nosuid,nodev mount whose root belongs to owner. */
+int rt_disk_tmpfs(uint64_t bytes, uid_t owner, struct rung_err *err);
 /* The sandbox's disk (<sandbox dir>/disk.img, limits.disk bytes), made if needed and mounted:
- * the mount fd, its root owned by the sandbox's root. */
+ * the mount fd, its root owned by the sandbox's root. An owned sandbox whose limits.memory
+ * covers limits.disk gets rt_disk_tmpfs instead (no image, no loop device). */
 struct rt_sandbox;
 int rt_sandbox_disk_mount(const struct rt_sandbox *sb, struct rung_err *err);
+/* Does sb get the tmpfs (above)? */
+bool rt_sandbox_disk_is_tmpfs(const struct rt_sandbox *sb);
 /* Copy the image src to the new file dst: a reflink (FICLONE) where the filesystem shares
  * extents (*reflinked), else a sparse copy (holes stay holes). */
 int rt_disk_clone(const char *src, const char *dst, bool *reflinked, struct rung_err *err);

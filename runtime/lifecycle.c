@@ -2,7 +2,10 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include "runtime/diskimg.h"
 #include "runtime/rt-internal.h"
 
 /* With the sandbox lock held: stop everything and remove the directory. */
@@ -66,6 +69,90 @@ int rung_dispose(struct rung_router *r, const char *id, const char *scope, struc
 		}
 	}
 	int rc = dispose_locked(r, &m, have, id, err);
+	if (have)
+		rt_meta_release(&m);
+	return rc;
+}
+
+/* The owner's lock on its sandbox: never a blocking wait, since the holder may be a disposer
+ * waiting for the owner (the supervisor) to exit. Busy: stop pid 1 (an exec in flight ends),
+ * then retry for a while. A negative errno when still busy. */
+static int owned_lock(struct rung_router *r, const struct rt_meta *m, struct rung_err *err)
+{
+	int lock = rt_store_lock_sandbox(&r->store, m->id, false, true, err);
+	for (int i = 0; lock == -EWOULDBLOCK && i < 50; i++) {
+		rt_supervisor_stop(m, 0);
+		usleep(10000);
+		lock = rt_store_lock_sandbox(&r->store, m->id, false, true, err);
+	}
+	return lock;
+}
+
+/*
+ * An owned sandbox's mount namespace, held across its stop (-1 if not needed or not open):
+ * pid 1 then dies without unmounting the disk (the ext4 umount, the loop device's release and
+ * the image's blocks freed: most of a stop), which owned_release leaves to a child of ours.
+ * Opened while pid 1 is our unreaped child, so the pid is still its.
+ */
+static int owned_hold_mnt(const struct rt_sandbox *sb)
+{
+	if (rt_sandbox_disk_is_tmpfs(sb) || sb->meta.init_pid <= 0)
+		return -1;
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)sb->meta.init_pid);
+	return open(p, O_RDONLY | O_CLOEXEC);
+}
+
+/* The last reference to a stopped sandbox's mount namespace goes in a child that does
+ * nothing else (no other fd: a caller's pipe must not wait for it) and then exits; the
+ * kernel tears the namespace down there, whatever becomes of that child. */
+static void owned_release(int mntns)
+{
+	if (mntns < 0)
+		return;
+	pid_t pid = fork(); /* from a threaded caller: only syscalls below */
+	if (pid == 0) {
+		if (mntns > 0)
+			syscall(SYS_close_range, 0, (unsigned)mntns - 1, 0);
+		syscall(SYS_close_range, (unsigned)mntns + 1, ~0U, 0);
+		close(mntns);
+		_exit(0);
+	}
+	rung_trace("dispose: namespace handed off");
+	close(mntns);
+}
+
+int rung_sandbox_dispose(struct rung_sandbox *s, struct rung_err *err)
+{
+	struct rt_sandbox *sb = rt_sandbox_inner(s);
+	struct rung_router *r = sb->router;
+	if (!sb->owned)
+		return rung_dispose(r, sb->meta.id, NULL, err);
+	rung_trace("dispose: owned");
+	cleanup_close int lock = owned_lock(r, &sb->meta, err);
+	if (lock == -EWOULDBLOCK) {
+		/* Someone else holds it (a dispose waiting for us to exit): ours is stopped;
+		 * they, or `rung gc` once we are gone, remove the rest. */
+		LOG_INFO("sandbox %s: stopped; its lock holder removes it", sb->meta.id);
+		rt_supervisor_stop(&sb->meta, 0);
+		return 0;
+	}
+	if (lock < 0) { /* gone (someone removed it) or unlockable: ours stops all the same */
+		rt_supervisor_stop(&sb->meta, 0);
+		return lock == -ENOENT ? 0 : lock;
+	}
+	struct rt_meta m;
+	struct rung_err e2 = {0};
+	bool have = rt_store_meta_read(&r->store, sb->meta.id, &m, &e2) == 0;
+	if (!have) { /* removed meanwhile: stop what is ours, then the directory goes */
+		rt_supervisor_stop(&sb->meta, 0);
+		const struct rt_backend_ops *ops = rt_backend_get(sb->meta.iso);
+		if (ops)
+			ops->cleanup(sb);
+	}
+	int mntns = owned_hold_mnt(sb);
+	int rc = dispose_locked(r, &m, have, sb->meta.id, err);
+	owned_release(mntns);
 	if (have)
 		rt_meta_release(&m);
 	return rc;

@@ -104,6 +104,7 @@ struct rt_sandbox {
 	struct rt_meta meta;
 	char dir[4096];      /* the sandbox's store directory */
 	struct np_net *net;  /* in the supervisor: the egress plumbing and DNS proxy */
+	bool owned;          /* its creator is its supervisor (rung_acquire_owned) */
 };
 
 /* ---- network (net.c): the same egress policy for every rung ---- */
@@ -256,12 +257,17 @@ int rt_pool_path(const struct rung_router *r, const char *name, const char *sub,
 /* ---- supervisor (supervisor.c) ---- */
 int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 			struct rt_started *out, struct rung_err *err);
+/* rung_acquire_owned's start: no supervisor process, the caller is one (pid 1 its child, dying
+ * with it). 1 when sb cannot be started so (egress, the vm rung, a threaded caller): spawn. */
+int rt_supervisor_inline(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
+			 struct rt_started *out, struct rung_err *err);
 bool rt_supervisor_alive(const struct rt_meta *m);
 /* Suspended to disk: no supervisor, a snapshot file recorded in the metadata (vm-snap.c). */
 bool rt_meta_on_disk(const struct rt_meta *m);
 /* Alive for every purpose but signalling: a live supervisor, or suspended to disk. */
 bool rt_sandbox_live(const struct rt_meta *m);
-/* Stop the supervisor and the sandbox (SIGTERM, then SIGKILL after grace_ms). */
+/* Stop the supervisor and the sandbox (SIGTERM, then SIGKILL after grace_ms). From the
+ * supervisor of an owned sandbox (its creator): kill and reap pid 1, if not reaped yet. */
 void rt_supervisor_stop(const struct rt_meta *m, unsigned grace_ms);
 
 /* ---- agent client (client.c) ---- */

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <net/if.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -93,6 +94,9 @@ static void child_main(struct child_ctx *c)
 		child_fail(c->err_fd, &err);
 	}
 	rung_trace("child: go");
+	/* An owned sandbox's creator may be in a terminal's process group: not its pid 1. */
+	if (c->sb->owned)
+		setsid();
 	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
 		rung_err_sys(&err, errno, "become root in the user namespace");
 		child_fail(c->err_fd, &err);
@@ -109,17 +113,19 @@ static void child_main(struct child_ctx *c)
 	rung_trace("child: root ready");
 	if (read_filter(c, &err) < 0)
 		child_fail(c->err_fd, &err);
-	/* fds: 0-2 /dev/null, 3 the listening socket, then the error pipe and the agent. */
+	/* fds: 0-2 /dev/null, 3 the listening socket, then the error pipe, the agent and the
+	 * go pipe (until the last parent-death check). */
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
-	    dup2(c->listen_fd, 3) < 0 || dup2(c->err_fd, 4) < 0 || dup2(c->agent_fd, 5) < 0) {
+	    dup2(c->listen_fd, 3) < 0 || dup2(c->err_fd, 4) < 0 || dup2(c->agent_fd, 5) < 0 ||
+	    dup2(c->go_fd, 6) < 0) {
 		rung_err_sys(&err, errno, "arrange fds");
 		child_fail(c->err_fd, &err);
 	}
 	c->err_fd = 4;
 	fcntl(4, F_SETFD, FD_CLOEXEC);
 	fcntl(5, F_SETFD, FD_CLOEXEC);
-	syscall(SYS_close_range, 6, ~0U, 0);
+	syscall(SYS_close_range, 7, ~0U, 0);
 	if (rt_caps_drop_agent(&err) < 0 || rt_seccomp_load(c->bpf, c->bpf_len, &err) < 0)
 		child_fail(c->err_fd, &err);
 	/* Becoming the agent uid cleared the parent-death signal: set it again. */
@@ -127,6 +133,12 @@ static void child_main(struct child_ctx *c)
 		rung_err_sys(&err, errno, "set the parent-death signal");
 		child_fail(c->err_fd, &err);
 	}
+	/* A parent that died before that (the owner of an owned sandbox, killed) sent no
+	 * signal: its end of the go pipe, open until our exec, says so. */
+	struct pollfd gp = {.fd = 6, .events = POLLIN};
+	if (poll(&gp, 1, 0) > 0 && (gp.revents & (POLLHUP | POLLERR)))
+		_exit(1);
+	close(6);
 	char *argv[] = {"rung-agent", "--listen-fd", "3", NULL};
 	char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 			"LANG=C.UTF-8", NULL};

@@ -111,7 +111,12 @@ static int create_locked(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 	if (ops->prepare && (r = ops->prepare(sb, err)) < 0)
 		return r;
 	struct rt_started started;
-	if ((r = rt_supervisor_spawn(sb, ops, &started, err)) < 0) {
+	r = 1; /* without the owned start (it clears sb->owned when it cannot): a supervisor */
+	if (sb->owned && (r = rt_supervisor_inline(sb, ops, &started, err)) < 0) {
+		ops->cleanup(sb);
+		return r;
+	}
+	if (r > 0 && (r = rt_supervisor_spawn(sb, ops, &started, err)) < 0) {
 		ops->cleanup(sb); /* e.g. the image lease taken by prepare */
 		return r;
 	}
@@ -122,6 +127,8 @@ static int create_locked(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 	sb->meta.state = RUNG_STATE_RUNNING;
 	if ((r = rt_store_meta_write(st, &sb->meta, err)) < 0) {
 		rt_supervisor_stop(&sb->meta, 2000);
+		if (sb->owned) /* no supervisor to tear down after its pid 1 */
+			ops->cleanup(sb);
 		return r;
 	}
 	rt_store_touch_activity(st, sb->meta.id, true);
@@ -183,8 +190,8 @@ static int warm_reuse(struct rung_sandbox *s, const struct rt_backend_ops *ops, 
 	return 0;
 }
 
-int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct rung_spec *spec,
-		 struct rung_sandbox **out, bool *created, struct rung_err *err)
+static int acquire(struct rung_router *r, const struct rung_key *key, const struct rung_spec *spec,
+		   bool owned, struct rung_sandbox **out, bool *created, struct rung_err *err)
 {
 	int rc;
 	enum rung_isolation iso;
@@ -249,6 +256,7 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 	/* What every later operation is checked against (rung_router_pick verified the rung
 	 * offers it and, when deployed, that the policy allows it). */
 	sb->meta.granted = spec->requires & ops->caps;
+	sb->owned = owned; /* a request: rt_supervisor_inline decides */
 	if ((rc = spec_copy(spec, &sb->meta.spec, err)) < 0 ||
 	    (rc = create_locked(sb, ops, err)) < 0) {
 		rung_err_wrap(err, "create %s sandbox", rung_isolation_name(iso));
@@ -264,6 +272,19 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
 		*created = true;
 	*out = s;
 	return 0;
+}
+
+int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct rung_spec *spec,
+		 struct rung_sandbox **out, bool *created, struct rung_err *err)
+{
+	return acquire(r, key, spec, false, out, created, err);
+}
+
+int rung_acquire_owned(struct rung_router *r, const struct rung_key *key,
+		       const struct rung_spec *spec, struct rung_sandbox **out, bool *created,
+		       struct rung_err *err)
+{
+	return acquire(r, key, spec, true, out, created, err);
 }
 
 int rung_sandbox_open(struct rung_router *r, const char *id, const char *scope,

@@ -448,6 +448,49 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 	return 0;
 }
 
+/*
+ * The owned start: what supervisor_main does up to its report, in the caller. Its pid 1 is
+ * our child with PR_SET_PDEATHSIG (sandbox-ns.c), so a killed caller takes the sandbox's
+ * processes with it; `rung gc` removes the rest (a dead supervisor's sandbox).
+ */
+int rt_supervisor_inline(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
+			 struct rt_started *out, struct rung_err *err)
+{
+	/* The DNS proxy needs a serving supervisor; a threaded caller cannot clone safely. */
+	if ((sb->meta.iso != RUNG_ISO_PROCESS && sb->meta.iso != RUNG_ISO_CONTAINER) ||
+	    rt_net_wanted(&sb->meta.spec) || multi_threaded()) {
+		sb->owned = false; /* a supervised sandbox like any other, tmpfs disk included */
+		return 1;
+	}
+	char path[4096];
+	rung_trace("inline: begin");
+	rt_store_path(&sb->router->store, sb->meta.id, "agent.sock", path, sizeof(path));
+	int lfd = listen_unix(path, err);
+	if (lfd < 0)
+		return lfd;
+	/* The backends enter the sandbox's mount namespace and come back, which moves the cwd
+	 * to the root; a dying pid 1 must end in an error, not in our SIGPIPE. */
+	cleanup_close int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+	sigaction(SIGPIPE, &ign, &old);
+	sb->owned = true;
+	int r = ops->start(sb, lfd, err);
+	sigaction(SIGPIPE, &old, NULL);
+	close(lfd);
+	if (cwd >= 0 && fchdir(cwd) < 0)
+		LOG_WARN("owned start: return to the working directory: %s", strerror(errno));
+	if (r < 0) {
+		sb->owned = false;
+		ops->teardown(sb);
+		return r;
+	}
+	rung_trace("inline: sandbox started");
+	out->sup_pid = getpid();
+	out->sup_start = rung_proc_starttime(getpid());
+	out->init_pid = r;
+	return 0;
+}
+
 int rung_supervisor_main(void)
 {
 	struct sync_msg msg = {0};
@@ -538,6 +581,19 @@ void rt_supervisor_stop(const struct rt_meta *m, unsigned grace_ms)
 {
 	if (!rt_supervisor_alive(m))
 		return;
+	if (m->sup_pid == getpid()) { /* owned: we are its supervisor, pid 1 our child */
+		siginfo_t si;
+		/* Only while it is still ours to reap (alive or a zombie): a reaped pid may
+		 * already name another process. */
+		if (m->init_pid > 0 &&
+		    waitid(P_PID, (id_t)m->init_pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0) {
+			kill(m->init_pid, SIGKILL);
+			while (waitpid(m->init_pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			rung_trace("stop: owned pid 1 reaped");
+		}
+		return;
+	}
 	int pfd = (int)syscall(SYS_pidfd_open, m->sup_pid, 0);
 	if (pfd < 0)
 		return;

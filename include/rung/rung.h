@@ -156,6 +156,27 @@ struct rung_sandbox; /* a handle; closing it does not stop the sandbox */
 int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct rung_spec *spec,
 		 struct rung_sandbox **out, bool *created, struct rung_err *err);
 /*
+ * rung_acquire for a sandbox that lives no longer than the calling process (`rung run`'s
+ * throwaway sandbox). When it creates one on the process or container rung without an
+ * egress allowlist, from a single-threaded caller, the caller is its supervisor: no
+ * supervisor process is started, its pid 1 is the caller's child and is killed when the
+ * caller dies (PR_SET_PDEATHSIG), and rung_gc removes what a killed caller leaves in the
+ * store (its directory, cgroup and uid range); rung_inspect's supervisor_pid is then the
+ * caller's. No process enforces its ttl_s (rung_gc does): for callers that end sooner. The
+ * caller disposes it with rung_sandbox_dispose before it exits and reaps no child it did not
+ * start. Otherwise (a claim from a pool, the key's live sandbox, egress, the vm rung) it is
+ * rung_acquire.
+ */
+int rung_acquire_owned(struct rung_router *r, const struct rung_key *key,
+		       const struct rung_spec *spec, struct rung_sandbox **out, bool *created,
+		       struct rung_err *err);
+/*
+ * Dispose the sandbox sb names (sb is still closed with rung_sandbox_close). For an owned
+ * sandbox it never waits on another holder of the sandbox's lock (a concurrent dispose,
+ * which waits for the owner to exit): it stops the sandbox and leaves the rest to that holder.
+ */
+int rung_sandbox_dispose(struct rung_sandbox *sb, struct rung_err *err);
+/*
  * Open an existing sandbox by id. With scope non-NULL, a sandbox of another scope is
  * reported as -ENOENT (it does not exist for that caller).
  */

@@ -1,0 +1,382 @@
+/*
+ * tests/check_e2e_cli_runowned.c: `rung run`'s throwaway sandbox has no supervisor process:
+ * the CLI is its supervisor (rung_acquire_owned). What that must not lose: a SIGKILLed CLI
+ * leaves no process behind (pid 1 dies with it) and `rung gc` removes the rest (directory,
+ * cgroup); a SIGTERMed CLI disposes everything itself; a `rung dispose` from elsewhere ends the
+ * run at once (no wait for a grace period) and removes the sandbox. Tagged "root".
+ *
+ * Each test makes itself a child subreaper first, so every process a run leaves behind
+ * (orphaned by the killed CLI) becomes its child and is counted.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <glob.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include "tests/lib/sandbox.h"
+#include "tests/lib/testutil.h"
+
+#define CLI(res, ...)                                                                              \
+	do {                                                                                       \
+		const char *const a_[] = {__VA_ARGS__, NULL};                                      \
+		spine_cli_run(res, NULL, a_);                                                      \
+	} while (0)
+
+struct bg_run {
+	pid_t pid;   /* the CLI */
+	char id[65]; /* its sandbox */
+	pid_t sup, init;
+};
+
+static char *state_dir(void)
+{
+	char *d;
+	ck_assert_int_ge(asprintf(&d, "%s/owned-%d", spine_base(), (int)getpid()), 0);
+	return d;
+}
+
+/* Living children of this process (zombies reaped first). */
+static int live_children(void)
+{
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	int n = 0;
+	DIR *d = opendir("/proc");
+	ck_assert_ptr_nonnull(d);
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		char p[300];
+		snprintf(p, sizeof(p), "/proc/%s/stat", de->d_name);
+		char *t = spine_slurp(p, NULL), *c = t ? strrchr(t, ')') : NULL;
+		char st;
+		int pp;
+		if (c && sscanf(c + 1, " %c %d", &st, &pp) == 2 && pp == getpid() && st != 'Z')
+			n++;
+		free(t);
+	}
+	closedir(d);
+	return n;
+}
+
+/* Cgroup directories of sandbox id on any hierarchy (v1 or v2). */
+static size_t cgroup_dirs(const char *id)
+{
+	static const char *const pats[] = {"/sys/fs/cgroup/rung-*/", "/sys/fs/cgroup/*/rung-*/",
+					   "/sys/fs/cgroup/*/*/rung-*/"};
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof(pats) / sizeof(pats[0]); i++) {
+		char pat[300];
+		glob_t g;
+		snprintf(pat, sizeof(pat), "%s%s", pats[i], id);
+		if (glob(pat, GLOB_ONLYDIR | GLOB_NOSORT, NULL, &g) == 0)
+			n += g.gl_pathc;
+		globfree(&g);
+	}
+	return n;
+}
+
+/* The store's only sandbox: its id, supervisor and pid 1 (from meta.json). */
+static void only_sandbox(const char *sd, struct bg_run *b)
+{
+	char p[4096];
+	snprintf(p, sizeof(p), "%s/sandboxes", sd);
+	DIR *d = opendir(p);
+	ck_assert_ptr_nonnull(d);
+	struct dirent *de;
+	int n = 0;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.' && strlen(de->d_name) < sizeof(b->id)) {
+			memcpy(b->id, de->d_name, strlen(de->d_name) + 1);
+			n++;
+		}
+	closedir(d);
+	ck_assert_int_eq(n, 1);
+	snprintf(p, sizeof(p), "%s/sandboxes/%s/meta.json", sd, b->id);
+	json_t *m = json_load_file(p, 0, NULL);
+	ck_assert_msg(m, "no %s", p);
+	b->sup = (pid_t)json_integer_value(json_object_get(m, "supervisor_pid"));
+	b->init = (pid_t)json_integer_value(json_object_get(m, "init_pid"));
+	json_decref(m);
+}
+
+/* `rung run --disk D --memory M -- sh -c script` in the background (script prints "up" then
+ * sleeps); returns once the command runs (its line came through the CLI). */
+static void run_bg_sh(const char *sd, struct bg_run *b, const char *disk, const char *mem,
+		      const char *script)
+{
+	char bin[4096];
+	int out[2];
+	snprintf(bin, sizeof(bin), "%s/rung", rung_test_build_dir());
+	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	ck_assert_int_eq(pipe(out), 0);
+	b->pid = fork();
+	ck_assert_int_ge(b->pid, 0);
+	if (b->pid == 0) {
+		dup2(out[1], 1);
+		close(out[0]);
+		close(out[1]);
+		char *argv[] = {bin,	  "--state-dir", (char *)sd, "run",	"--disk",
+				(char *)disk, "--memory",    (char *)mem, "--",	"/bin/sh",
+				"-c",	  (char *)script, NULL};
+		char *envp[] = {"PATH=/usr/bin:/bin", NULL};
+		execve(bin, argv, envp);
+		_exit(127);
+	}
+	close(out[1]);
+	struct pollfd p = {.fd = out[0], .events = POLLIN};
+	char buf[8] = "";
+	ck_assert_int_eq(poll(&p, 1, 60000), 1);
+	ck_assert_int_eq(read(out[0], buf, sizeof(buf) - 1), 3);
+	ck_assert_str_eq(buf, "up\n");
+	close(out[0]);
+	only_sandbox(sd, b);
+}
+
+static void run_bg(const char *sd, struct bg_run *b)
+{
+	run_bg_sh(sd, b, "1G", "512M", "echo up; exec sleep 60");
+}
+
+/* The run took the owned path: its supervisor is the CLI, pid 1 the CLI's child. */
+static void assert_owned(const struct bg_run *b)
+{
+	ck_assert_int_eq(b->sup, b->pid);
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/status", (int)b->init);
+	char *st = spine_slurp(p, NULL);
+	ck_assert_ptr_nonnull(st);
+	char want[64];
+	snprintf(want, sizeof(want), "\nPPid:\t%d\n", (int)b->pid);
+	ck_assert_msg(strstr(st, want), "pid 1 (%d) is not the CLI's child", (int)b->init);
+	free(st);
+}
+
+static int wait_status(pid_t pid)
+{
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Send the CLI sig: it ends with it (128 + sig). */
+static void end_run(const struct bg_run *b, int sig)
+{
+	ck_assert_int_eq(kill(b->pid, sig), 0);
+	ck_assert_int_eq(wait_status(b->pid), 128 + sig);
+}
+
+/* No process of the run is left (within 5 s: the kernel tears the namespace down). */
+static void assert_no_processes(const struct bg_run *b)
+{
+	int n = -1;
+	for (int i = 0; i < 50 && (n = live_children()) != 0; i++)
+		usleep(100000);
+	ck_assert_int_eq(n, 0);
+	ck_assert_int_eq(kill(b->init, 0) < 0 ? errno : 0, ESRCH);
+}
+
+/* A background run (in a fresh store: returned) that took the owned path. */
+static char *start_owned(struct bg_run *b)
+{
+	char *sd = state_dir();
+	run_bg(sd, b);
+	assert_owned(b);
+	return sd;
+}
+
+/* Nothing of the run is left: processes, store entry, cgroup. Frees sd. */
+static void assert_all_gone(char *sd, const struct bg_run *b)
+{
+	assert_no_processes(b);
+	ck_assert_int_eq(spine_store_entries(sd), 0);
+	ck_assert_uint_eq(cgroup_dirs(b->id), 0);
+	free(sd);
+}
+
+START_TEST(test_kill9_then_gc)
+{
+	RUNG_REQUIRE_ROOT();
+	struct bg_run b;
+	char *sd = start_owned(&b);
+	ck_assert_uint_ge(cgroup_dirs(b.id), 1);
+	end_run(&b, SIGKILL);
+	assert_no_processes(&b);
+	/* What stays until gc: the store entry (dead) and its cgroup. */
+	ck_assert_int_eq(spine_store_entries(sd), 1);
+	struct spine_run r;
+	CLI(&r, "--state-dir", sd, "--json", "ls");
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_msg(strstr(r.out, "\"dead\""), "ls: %s", r.out);
+	spine_run_release(&r);
+	CLI(&r, "--state-dir", sd, "gc");
+	ck_assert_msg(r.status == 0, "gc: %s", r.err);
+	spine_run_release(&r);
+	assert_all_gone(sd, &b);
+}
+END_TEST
+
+START_TEST(test_sigterm_disposes)
+{
+	RUNG_REQUIRE_ROOT();
+	struct bg_run b;
+	char *sd = start_owned(&b);
+	end_run(&b, SIGTERM);
+	assert_all_gone(sd, &b);
+}
+END_TEST
+
+START_TEST(test_dispose_from_elsewhere)
+{
+	RUNG_REQUIRE_ROOT();
+	struct bg_run b;
+	char *sd = start_owned(&b);
+	uint64_t t0 = rung_now_ms();
+	struct spine_run r;
+	CLI(&r, "--state-dir", sd, "dispose", b.id);
+	uint64_t took = rung_now_ms() - t0;
+	ck_assert_msg(r.status == 0, "dispose: %s", r.err);
+	spine_run_release(&r);
+	/* The CLI ended on the disposer's SIGTERM, not on its SIGKILL after the 3 s grace. */
+	ck_assert_int_eq(wait_status(b.pid), 128 + SIGTERM);
+	ck_assert_msg(took < 2500, "dispose took %llu ms", (unsigned long long)took);
+	assert_all_gone(sd, &b);
+}
+END_TEST
+
+/* The memory cgroup's usage of sandbox id (v1 or v2), in bytes; -1 if not found. */
+static long long memory_usage(const char *id)
+{
+	char pats[3][300];
+	snprintf(pats[0], sizeof(pats[0]), "/sys/fs/cgroup/memory/rung-*/%s/memory.usage_in_bytes",
+		 id);
+	snprintf(pats[1], sizeof(pats[1]), "/sys/fs/cgroup/rung-*/%s/memory.current", id);
+	snprintf(pats[2], sizeof(pats[2]), "/sys/fs/cgroup/*/rung-*/%s/memory.current", id);
+	for (size_t i = 0; i < 3; i++) {
+		glob_t g;
+		long long v = -1;
+		if (glob(pats[i], GLOB_NOSORT, NULL, &g) == 0 && g.gl_pathc) {
+			char *t = spine_slurp(g.gl_pathv[0], NULL);
+			v = t ? atoll(t) : -1;
+			free(t);
+		}
+		globfree(&g);
+		if (v >= 0)
+			return v;
+	}
+	return -1;
+}
+
+/* Loop devices whose backing file lies under dir. */
+static int loops_under(const char *dir)
+{
+	glob_t g;
+	int n = 0;
+	if (glob("/sys/block/loop*/loop/backing_file", GLOB_NOSORT, NULL, &g) != 0)
+		return 0;
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		char *t = spine_slurp(g.gl_pathv[i], NULL);
+		n += t && !strncmp(t, dir, strlen(dir));
+		free(t);
+	}
+	globfree(&g);
+	return n;
+}
+
+/* A run whose memory limit covers its disk gets a tmpfs of the disk's size: ENOSPC past it,
+ * its pages charged to the sandbox's memory cgroup. The default run (1 GiB disk, 512 MiB of
+ * memory) keeps the ext4 image. */
+START_TEST(test_tmpfs_disk)
+{
+	RUNG_REQUIRE_ROOT();
+	char *sd = state_dir();
+	struct bg_run b;
+	run_bg_sh(sd, &b, "16M", "256M",
+		  "dd if=/dev/zero of=/work/f bs=1M count=24 2>/dev/null; echo up; exec sleep 60");
+	assert_owned(&b);
+	long long used = memory_usage(b.id);
+	ck_assert_msg(used >= 16ll << 20, "sandbox memory usage %lld: the tmpfs is not charged",
+		      used);
+	end_run(&b, SIGTERM);
+	assert_all_gone(sd, &b);
+	sd = state_dir();
+	struct spine_run r;
+	CLI(&r, "--state-dir", sd, "run", "--disk", "16M", "--memory", "256M", "--", "/bin/sh",
+	    "-c", "stat -f -c %T /work; dd if=/dev/zero of=/work/f bs=1M count=24 2>/dev/null; "
+		  "echo dd=$?; wc -c </work/f");
+	ck_assert_msg(r.status == 0, "run: %s", r.err);
+	ck_assert_str_eq(r.out, "tmpfs\ndd=1\n16777216\n");
+	spine_run_release(&r);
+	CLI(&r, "--state-dir", sd, "run", "--", "/bin/sh", "-c", "stat -f -c %T /work");
+	ck_assert_msg(r.status == 0, "run: %s", r.err);
+	ck_assert_str_eq(r.out, "ext2/ext3\n");
+	spine_run_release(&r);
+	/* A ttl shorter than the exec's timeout needs a supervisor: no owned start, no tmpfs. */
+	CLI(&r, "--state-dir", sd, "run", "--disk", "16M", "--memory", "256M", "--ttl", "10",
+	    "--timeout", "30", "--", "/bin/sh", "-c", "stat -f -c %T /work");
+	ck_assert_msg(r.status == 0, "run: %s", r.err);
+	ck_assert_str_eq(r.out, "ext2/ext3\n");
+	spine_run_release(&r);
+	ck_assert_int_eq(spine_store_entries(sd), 0);
+	/* Its mount namespace (the ext4 mount, the loop device) went to a child of the CLI
+	 * (rung_sandbox_dispose): it is gone soon after, with nothing to clean up. */
+	int loops = -1;
+	for (int i = 0; i < 50 && (loops = loops_under(sd)) != 0; i++)
+		usleep(100000);
+	ck_assert_int_eq(loops, 0);
+	ck_assert_int_eq(live_children(), 0);
+	free(sd);
+}
+END_TEST
+
+/* 20 runs, each leaving a background process in its sandbox, on the ext4 disk (the mount
+ * namespace handed off) and on a tmpfs: nothing stays (processes, mounts, loop devices,
+ * store entries). */
+START_TEST(test_cycles_leave_nothing)
+{
+	RUNG_REQUIRE_ROOT();
+	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	char *sd = state_dir();
+	int mounts = rung_test_count_mounts();
+	for (int i = 0; i < 20; i++) {
+		struct spine_run r;
+		CLI(&r, "--state-dir", sd, "run", "--disk", i % 2 ? "64M" : "1G", "--", "/bin/sh",
+		    "-c", "(sleep 30 &); echo ok");
+		ck_assert_msg(r.status == 0, "run %d: %s", i, r.err);
+		ck_assert_str_eq(r.out, "ok\n");
+		spine_run_release(&r);
+	}
+	int loops = -1;
+	for (int i = 0; i < 50 && ((loops = loops_under(sd)) || live_children()); i++)
+		usleep(100000);
+	ck_assert_int_eq(loops, 0);
+	ck_assert_int_eq(live_children(), 0);
+	ck_assert_int_eq(rung_test_count_mounts(), mounts);
+	ck_assert_int_eq(spine_store_entries(sd), 0);
+	free(sd);
+}
+END_TEST
+
+Suite *e2e_cli_runowned_suite(void)
+{
+	Suite *s = suite_create("e2e_cli_runowned");
+	TCase *tc = tcase_create("owned");
+	tcase_set_tags(tc, "root");
+	tcase_set_timeout(tc, 300);
+	tcase_add_unchecked_fixture(tc, spine_base_setup, spine_base_teardown);
+	tcase_add_test(tc, test_kill9_then_gc);
+	tcase_add_test(tc, test_sigterm_disposes);
+	tcase_add_test(tc, test_dispose_from_elsewhere);
+	tcase_add_test(tc, test_tmpfs_disk);
+	tcase_add_test(tc, test_cycles_leave_nothing);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,68 @@
+/*
+ * tests/check_e2e_container_runowned.c: `rung run --isolation container` without a supervisor
+ * process (rung_acquire_owned), with a memory limit that covers its disk: the upper and work
+ * dirs of its overlay live on a tmpfs of limits.disk (ENOSPC past it, whiteouts work), and
+ * nothing is left in the store after. Tagged "root".
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "tests/lib/container.h"
+#include "tests/lib/testutil.h"
+
+/* build/rung --state-dir <store> run --isolation container --image CT_IMAGE ARGS: its
+ * stdout (malloc'd) and exit status. */
+static char *ctr_run(const char *args, int *status)
+{
+	char cmd[8192];
+	snprintf(cmd, sizeof(cmd), "%s/rung --state-dir '%s' run --isolation container --image %s %s",
+		 rung_test_build_dir(), ct_state(), CT_IMAGE, args);
+	FILE *f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	size_t cap = 1 << 16, len = 0;
+	char *out = calloc(1, cap);
+	ck_assert_ptr_nonnull(out);
+	size_t n;
+	while (len < cap - 1 && (n = fread(out + len, 1, cap - 1 - len, f)) > 0)
+		len += n;
+	int st = pclose(f);
+	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	return out;
+}
+
+START_TEST(test_run_tmpfs_upper)
+{
+	CT_REQUIRE();
+	int st;
+	/* 16 MiB of disk, 256 MiB of memory: a tmpfs of exactly 16384 KiB (an ext4 of 16 MiB
+	 * shows less: its own metadata). */
+	char *out = ctr_run("--disk 16M --memory 256M -- /bin/sh -c "
+			    "'df -k / | tail -n 1 | (read a b c; echo size=$b); rm /bin/ls; "
+			    "ls /bin/ls 2>/dev/null; echo ls=$?; dd if=/dev/zero of=/f bs=1M "
+			    "count=24 2>/dev/null; echo dd=$?'",
+			    &st);
+	ck_assert_int_eq(st, 0);
+	ck_assert_str_eq(out, "size=16384\nls=1\ndd=1\n");
+	free(out);
+	/* The default (1 GiB of disk, 512 MiB of memory): the ext4 image, files work. */
+	out = ctr_run("-- /bin/sh -c 'df -k / | tail -n 1 | (read a b c; test $b -lt 1048576 && "
+		      "echo ext4); echo hi >/x; cat /x'",
+		      &st);
+	ck_assert_int_eq(st, 0);
+	ck_assert_str_eq(out, "ext4\nhi\n");
+	free(out);
+	char p[4200];
+	snprintf(p, sizeof(p), "%s/sandboxes", ct_state());
+	ck_assert_int_eq(rung_test_count_entries(p), 0);
+}
+END_TEST
+
+Suite *e2e_container_runowned_suite(void)
+{
+	Suite *s = suite_create("e2e_container_runowned");
+	ct_add(s, "tmpfs", test_run_tmpfs_upper, 300);
+	return s;
+}
