@@ -154,6 +154,8 @@ static int vm_prepare(struct rt_sandbox *sb, struct rung_err *err)
 	rung_trace("vm: base disk ready");
 	if (r == 0 && json_object_set_new(sb->meta.backend, "base_disk", json_string(disk)) < 0)
 		r = rung_err_set(err, ENOMEM, "out of memory");
+	if (r == 0 && sb->meta.spec.from_snapshot) /* a clone: vm-template.c */
+		r = rt_template_clone(sb, err);
 	if (r < 0) {
 		rt_image_release(sb);
 		return rung_err_wrap(err, "image %s", sb->meta.spec.image);
@@ -166,6 +168,7 @@ struct jail {
 	const char *src[5]; /* kernel, initrd, base disk, upper disk[, snapshot] */
 	int dst[5];         /* their bind targets in the jail, O_PATH (checked regular files) */
 	int n;              /* 4, or 5 to restore from the snapshot (--restore) */
+	bool clone;         /* restoring a template (vm-template.c), not a resume */
 	int vmm_fd, kvm_fd, listen_fd;
 	int log_fd;         /* restoring: the VMM's stderr (vmm.err), else -1 */
 	const struct rt_vm_net *net; /* tap_fd -1: no network device */
@@ -412,6 +415,11 @@ static int vm_boot(struct rt_sandbox *sb, struct jail *j, struct rung_err *err)
 		return r;
 	}
 	rung_trace("vm: agent ready");
+	if (j->n == 5 && (r = rt_vm_fixup(sb, j->clone, err)) < 0) { /* before any other use */
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return rung_err_wrap(err, "restore from the snapshot %s", j->src[4]);
+	}
 	return pid;
 }
 
@@ -439,13 +447,14 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 	bool restore = rt_vm_snap_path(sb, snap, sizeof(snap));
 	if (restore && !json_object_get(sb->meta.backend, "snapshot"))
 		restore = (unlink(snap), false);
+	bool clone = !restore && rt_template_pending(sb, snap, sizeof(snap));
 	__attribute__((cleanup(jail_release))) struct jail j = {
 	    .src = {kernel, initrd, base, upper, snap}, .dst = {-1, -1, -1, -1, -1},
-	    .n = restore ? 5 : 4, .vmm_fd = -1, .kvm_fd = -1, .listen_fd = listen_fd,
+	    .n = restore || clone ? 5 : 4, .clone = clone, .vmm_fd = -1, .kvm_fd = -1, .listen_fd = listen_fd,
 	    .uid = sb->meta.uid_base, .err_fd = -1, .log_fd = -1};
 	snprintf(j.dir, sizeof(j.dir), "%s", jail);
 	rt_store_path(st, sb->meta.id, "vmm.err", vlog, sizeof(vlog));
-	if (restore) /* its error line names what is wrong with the file (a boot's: supervisor.log) */
+	if (j.n == 5) /* its error line names what is wrong with the file (a boot's: supervisor.log) */
 		j.log_fd = open(vlog, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if ((r = jail_targets(jail, j.dst, j.n, err)) < 0)
 		return r;
@@ -456,6 +465,8 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 	j.net = &net;
 	if ((r = vm_boot(sb, &j, err)) < 0)
 		rt_net_teardown(sb);
+	else if (clone)
+		rt_template_done(sb); /* a later start boots: the disk has moved on */
 	else if (restore) { /* this supervisor's copy: running, not on disk (vm_resume) */
 		json_object_del(sb->meta.backend, "snapshot");
 		sb->meta.state = RUNG_STATE_RUNNING;
