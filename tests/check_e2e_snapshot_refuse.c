@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "tests/lib/sandbox.h"
+#include "tests/lib/server.h"
 #include "tests/lib/testutil.h"
 
 START_TEST(test_names_and_spec)
@@ -48,16 +49,71 @@ START_TEST(test_names_and_spec)
 END_TEST
 
 /* A template directory as rung_snapshot_create leaves it, for scope's label. */
-static void fake_template(struct rung_router *r, const char *name, const char *scope)
+static void fake_template_in(const char *root, const char *name, const char *scope)
 {
 	char dir[4096], label[65], txt[512];
 	rt_label_of(scope, label);
-	snprintf(dir, sizeof(dir), "%s/templates/%s", r->store.root, name);
+	snprintf(dir, sizeof(dir), "%s/templates/%s", root, name);
 	ck_assert_int_eq(rung_mkdir_p(dir, 0700, NULL), 0);
 	snprintf(txt, sizeof(txt), "{\"name\":\"%s\",\"scope\":\"%s\",\"bytes\":1}", name, label);
 	strcat(dir, "/template.json");
 	ck_assert_int_eq(rung_write_file_atomic(AT_FDCWD, dir, txt, strlen(txt), 0600, NULL), 0);
 }
+
+static void fake_template(struct rung_router *r, const char *name, const char *scope)
+{
+	fake_template_in(r->store.root, name, scope);
+}
+
+static void expect(struct srvt_resp q, int status, const char *needle)
+{
+	ck_assert_msg(q.status == status && strstr(q.body ? q.body : "", needle),
+		      "want %d with '%s', got %d %s", status, needle, q.status, q.body);
+	srvt_resp_free(&q);
+}
+
+/* The routes: a process sandbox's snapshot refused (403), bodies checked (400), another
+ * scope's sandbox and template 404, the list only the caller's. */
+START_TEST(test_daemon_routes)
+{
+	RUNG_REQUIRE_ROOT();
+	struct srvt t;
+	srvt_setup(&t, NULL);
+	srvt_start(&t, 0, NULL);
+	char id[65], path[256];
+	srvt_acquire(t.sock[0], TOK_A, "snap", "{\"kind\":\"k\"}", id);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/snapshot", id);
+	const char *js = "Content-Type: application/json\r\n";
+	expect(srvt_req(t.sock[0], "POST", path, TOK_A, js, "{\"name\":\"base\"}"), 403,
+	       "snapshot needs the vm rung");
+	expect(srvt_req(t.sock[0], "POST", path, TOK_B, js, "{\"name\":\"base\"}"), 404, "");
+	expect(srvt_req(t.sock[0], "POST", path, TOK_A, js, "{\"name\":\"Bad\"}"), 400,
+	       "name: snapshot name");
+	expect(srvt_req(t.sock[0], "POST", path, TOK_A, js, "{\"name\":\"b\",\"forc\":1}"),
+	       400, "forc: unknown field");
+	expect(srvt_req(t.sock[0], "POST", path, TOK_A, js, "{}"), 400, "name: required");
+	expect(srvt_req(t.sock[0], "GET", path, TOK_A, NULL, NULL), 405, "");
+	fake_template_in(t.state, "mine", "scopeA");
+	fake_template_in(t.state, "theirs", "scopeB");
+	struct srvt_resp q = srvt_req(t.sock[0], "GET", "/v1/snapshots", TOK_A, NULL, NULL);
+	ck_assert_msg(q.status == 200 && strstr(q.body, "\"mine\"") && !strstr(q.body, "theirs"),
+		      "%d %s", q.status, q.body);
+	srvt_resp_free(&q);
+	expect(srvt_req(t.sock[0], "DELETE", "/v1/snapshots/theirs", TOK_A, NULL, NULL), 404,
+	       "no snapshot");
+	expect(srvt_req(t.sock[0], "DELETE", "/v1/snapshots/..", TOK_A, NULL, NULL), 404, "");
+	expect(srvt_req(t.sock[0], "POST", "/v1/snapshots", TOK_A, NULL, NULL), 405, "");
+	expect(srvt_req(t.sock[0], "DELETE", "/v1/snapshots/mine", TOK_A, NULL, NULL), 200,
+	       "\"removed\":true");
+	expect(srvt_req(t.sock[0], "DELETE", "/v1/snapshots/theirs", TOK_B, NULL, NULL), 200,
+	       "\"removed\":true");
+	q = srvt_req(t.sock[0], "GET", "/v1/snapshots", TOK_B, NULL, NULL);
+	ck_assert_msg(q.status == 200 && strstr(q.body, "\"snapshots\":[]"), "%d %s", q.status,
+		      q.body);
+	srvt_resp_free(&q);
+	srvt_teardown(&t);
+}
+END_TEST
 
 START_TEST(test_process_refused_and_scopes)
 {
@@ -147,5 +203,6 @@ Suite *e2e_snapshot_refuse_suite(void)
 	TCase *tc = spine_tcase(s, "refuse", 120);
 	tcase_add_test(tc, test_names_and_spec);
 	tcase_add_test(tc, test_process_refused_and_scopes);
+	tcase_add_test(tc, test_daemon_routes);
 	return s;
 }
