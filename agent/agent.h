@@ -35,7 +35,7 @@ int agent_privs_handler(struct rung_err *err);
 int agent_serve(int listen_fd);
 /* RESTORED (restored.c): a VM's init starts the fixer before dropping its capabilities; the
  * handler decodes the request and has the fixer apply it (EOPNOTSUPP without a fixer). */
-int agent_fixer_start(struct rung_err *err);
+int agent_fixer_start(int listen_fd, struct rung_err *err);
 int agent_restored(int fd, const struct rung_frame *req, struct rung_err *err);
 extern int agent_fixer_fd;
 extern pid_t agent_fixer_pid;

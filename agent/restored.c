@@ -42,7 +42,7 @@ static int reseed(const uint8_t *seed, struct rung_err *err)
 	cleanup_close int fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
 	if (fd < 0 || ioctl(fd, RNDADDENTROPY, &p) < 0)
 		return rung_err_sys(err, errno, "RNDADDENTROPY");
-	if (ioctl(fd, RNDRESEEDCRNG) < 0)
+	if (ioctl(fd, RNDRESEEDCRNG) < 0 && errno != ENODATA) /* ENODATA: not seeded yet */
 		return rung_err_sys(err, errno, "RNDRESEEDCRNG");
 	return 0;
 }
@@ -142,7 +142,7 @@ static void fixer_loop(int s)
 	}
 }
 
-int agent_fixer_start(struct rung_err *err)
+int agent_fixer_start(int listen_fd, struct rung_err *err)
 {
 	int sp[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
@@ -154,6 +154,7 @@ int agent_fixer_start(struct rung_err *err)
 	}
 	if (pid == 0) {
 		close(sp[0]);
+		close(listen_fd); /* the fixer serves nobody but pid 1 and its handlers */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		prctl(PR_SET_NAME, "rung-fixer");
 		fixer_loop(sp[1]);
