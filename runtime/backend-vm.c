@@ -154,13 +154,13 @@ static int vm_prepare(struct rt_sandbox *sb, struct rung_err *err)
 	rung_trace("vm: base disk ready");
 	if (r == 0 && json_object_set_new(sb->meta.backend, "base_disk", json_string(disk)) < 0)
 		r = rung_err_set(err, ENOMEM, "out of memory");
-	if (r == 0 && sb->meta.spec.from_snapshot) /* a clone: vm-template.c */
-		r = rt_template_clone(sb, err);
 	if (r < 0) {
 		rt_image_release(sb);
 		return rung_err_wrap(err, "image %s", sb->meta.spec.image);
 	}
-	return 0;
+	if (sb->meta.spec.from_snapshot && (r = rt_template_clone(sb, err)) < 0) /* vm-template.c */
+		rt_image_release(sb);
+	return r;
 }
 
 struct jail {

@@ -335,20 +335,29 @@ int rung_snapshot_list(struct rung_router *r, const char *scope, char **json,
 
 /* ---- clones (vm_prepare, vm_start) ---- */
 
-/* The spec field that differs from the template's, or NULL. */
-static const char *spec_mismatch(const struct rung_spec *s, json_t *tspec)
+/* The spec field that differs from the template's (the two values in want/have), or NULL. */
+static const char *spec_mismatch(const struct rung_spec *s, json_t *tspec, char *want,
+				 char *have, size_t len)
 {
 	json_t *lim = json_object_get(tspec, "limits");
 	const char *img = json_string_value(json_object_get(tspec, "image"));
-	if ((uint64_t)json_integer_value(json_object_get(lim, "memory")) != s->limits.memory_bytes)
-		return "limits.memory";
-	if ((unsigned)(json_number_value(json_object_get(lim, "cpus")) * 1000 + 0.5) !=
-	    s->limits.cpus_milli)
-		return "limits.cpus";
-	if ((uint64_t)json_integer_value(json_object_get(lim, "disk")) != s->limits.disk_bytes)
-		return "limits.disk";
+	unsigned long long tm = (unsigned long long)json_integer_value(json_object_get(lim, "memory"));
+	unsigned long long td = (unsigned long long)json_integer_value(json_object_get(lim, "disk"));
+	double tc = json_number_value(json_object_get(lim, "cpus"));
+	if (tm != s->limits.memory_bytes)
+		return snprintf(want, len, "%llu", tm),
+		       snprintf(have, len, "%llu", (unsigned long long)s->limits.memory_bytes),
+		       "limits.memory";
+	if ((unsigned)(tc * 1000 + 0.5) != s->limits.cpus_milli)
+		return snprintf(want, len, "%.3f", tc),
+		       snprintf(have, len, "%.3f", s->limits.cpus_milli / 1000.0), "limits.cpus";
+	if (td != s->limits.disk_bytes)
+		return snprintf(want, len, "%llu", td),
+		       snprintf(have, len, "%llu", (unsigned long long)s->limits.disk_bytes),
+		       "limits.disk";
 	if (!img || !s->image || strcmp(img, s->image))
-		return "image";
+		return snprintf(want, len, "%s", img ? img : "none"),
+		       snprintf(have, len, "%s", s->image ? s->image : "none"), "image";
 	return NULL;
 }
 
@@ -360,13 +369,13 @@ int rt_template_clone(struct rt_sandbox *sb, struct rung_err *err)
 	int r = tpl_read(&sb->router->store, name, sb->meta.labels.scope, &o, err);
 	if (r < 0)
 		return rung_err_wrap(err, "from_snapshot");
-	const char *bad = spec_mismatch(s, json_object_get(o, "spec"));
+	char tv[80], sv[80];
+	const char *bad = spec_mismatch(s, json_object_get(o, "spec"), tv, sv, sizeof(tv));
 	const char *want = json_string_value(json_object_get(o, "image_digest"));
 	const char *have = json_string_value(json_object_get(sb->meta.backend, "image_digest"));
 	if (bad)
-		r = rung_err_set(err, EINVAL, "from_snapshot: %s differs from the snapshot '%s''s "
-				 "(it was taken with the spec %s: inspect it with rung snapshot ls)",
-				 bad, name, bad);
+		r = rung_err_set(err, EINVAL, "from_snapshot: %s is %s, the snapshot '%s' was taken "
+				 "with %s (a clone's must be the template's)", bad, sv, name, tv);
 	else if (rt_net_wanted(s))
 		r = rung_err_set(err, EOPNOTSUPP, "from_snapshot: not yet with an egress allowlist");
 	else if (!want || !have || strcmp(want, have))
@@ -382,6 +391,16 @@ int rt_template_clone(struct rt_sandbox *sb, struct rung_err *err)
 	snprintf(snap, sizeof(snap), "%s/templates/%s/vm.snap", sb->router->store.root, name);
 	rt_store_path(&sb->router->store, sb->meta.id, "upper.ext4", dst, sizeof(dst));
 	rt_store_path(&sb->router->store, sb->meta.id, "clone.pending", mark, sizeof(mark));
+	/* A clone that ran (its disk there, no mark) and is created again after its supervisor
+	 * died boots on its own disk, as any sandbox does; one whose restore never finished
+	 * (the mark is there) starts over from the template. */
+	struct stat st;
+	bool ran = lstat(dst, &st) == 0 && lstat(mark, &st) < 0;
+	if (ran)
+		return json_object_set_new(sb->meta.backend, "clone",
+					   json_pack("{s:s, s:b}", "snapshot", name, "booted", 1)) < 0
+			       ? rung_err_set(err, ENOMEM, "out of memory")
+			       : 0;
 	unlink(dst);
 	if ((r = rt_disk_clone(src, dst, &reflinked, err)) < 0)
 		return rung_err_wrap(err, "from_snapshot '%s'", name);
