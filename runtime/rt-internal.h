@@ -89,6 +89,9 @@ void rt_vm_snap_drop_stale(struct rt_sandbox *sb);
  * (filled); done: later starts boot (the disk has moved on). */
 int rt_template_clone(struct rt_sandbox *sb, struct rung_err *err);
 bool rt_template_pending(struct rt_sandbox *sb, char *file, size_t len);
+/* An exec of sync in a vm sandbox's guest (its dirty pages onto the upper disk before the
+ * host copies it: fork, snapshot); op names the caller in the error. */
+int rt_guest_sync(struct rung_sandbox *h, const char *op, struct rung_err *err);
 void rt_template_done(struct rt_sandbox *sb);
 /* vm-fixup.c: RESTORED to the agent of a restored guest (its seed, clock, hostname, net). */
 struct rt_vm_net;

@@ -239,16 +239,14 @@ static int snapshot_locked(struct rt_sandbox *sb, const char *name, bool force, 
 	return 0;
 }
 
-/* The guest writes its dirty pages out first (as a fork does): the disk copy then holds what
- * the saved memory believes is on it, as far as the guest's page cache goes. */
-static int guest_sync(struct rung_sandbox *h, struct rung_err *err)
+int rt_guest_sync(struct rung_sandbox *h, const char *op, struct rung_err *err)
 {
 	static const char *const argv[] = {"sync", NULL};
 	struct rung_exec_req req = {.argv = argv, .timeout_ms = 60000};
 	struct rung_exec_res res = {0};
 	int r = rung_exec(h, &req, &res, err);
 	if (r == 0 && res.exit_code != 0)
-		r = rung_err_set(err, EIO, "snapshot: sync in the guest exited %d", res.exit_code);
+		r = rung_err_set(err, EIO, "%s: sync in the guest exited %d", op, res.exit_code);
 	rung_exec_res_release(&res);
 	return r;
 }
@@ -264,7 +262,7 @@ int rung_snapshot_create(struct rung_router *r, const char *id, const char *scop
 		return rc;
 	struct rt_sandbox *sb = rt_sandbox_inner(h);
 	if ((rc = source_check(sb, err)) == 0)
-		rc = guest_sync(h, err);
+		rc = rt_guest_sync(h, "snapshot", err); /* the disk copy then holds what it wrote */
 	cleanup_close int lock = rc < 0 ? -1 : rt_store_lock_sandbox(&r->store, id, false, false, err);
 	if (rc == 0 && lock < 0)
 		rc = lock;
