@@ -243,8 +243,11 @@ static void jail_child(struct jail *j)
 	syscall(SYS_close_range, 3 + nfd, ~0U, 0);
 	for (cap_value_t c = 0; c <= CAP_LAST_CAP; c++)
 		cap_drop_bound(c);
+	/* The uid change cleared the parent-death signal set above (the kernel does on any
+	 * credential change): set again, so that a supervisor killed outright takes its VMM. */
 	if (setgroups(0, NULL) < 0 || setresgid(j->uid, j->uid, j->uid) < 0 ||
-	    setresuid(j->uid, j->uid, j->uid) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+	    setresuid(j->uid, j->uid, j->uid) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		jail_fail(j->err_fd, (rung_err_sys(&err, errno, "drop privileges"), &err));
 	char *argv[32] = {"rung-vmm",   "--kernel",     "/bzImage",      "--initrd",
 			  "/initrd",    "--disk",       "/base.ext4,ro", "--disk",
@@ -416,10 +419,13 @@ static int vm_boot(struct rt_sandbox *sb, struct jail *j, struct rung_err *err)
 	}
 	rung_trace("vm: agent ready");
 	if (j->n == 5 && (r = rt_vm_fixup(sb, j->clone, err)) < 0) { /* before any other use */
+		rung_trace("vm: fix-ups failed");
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		return rung_err_wrap(err, "restore from the snapshot %s", j->src[4]);
 	}
+	if (j->n == 5)
+		rung_trace("vm: fix-ups applied");
 	return pid;
 }
 

@@ -125,9 +125,11 @@ static int save_paused(struct rt_sandbox *sb, int tdir, const char *tpath, uint6
 	bool ran = sb->meta.state == RUNG_STATE_RUNNING;
 	int r = ran ? rt_vm_control(sb, "pause", 10, err) : 0;
 	uint64_t t0 = rung_now_ms();
+	rung_trace("snapshot: paused");
 	if (r == 0)
 		r = rt_vm_control(sb, "snapshot /vm.snap", 900, err);
 	*save_ms = rung_now_ms() - t0;
+	rung_trace("snapshot: saved");
 	char src[4096], dst[4400];
 	bool reflinked;
 	rt_store_path(&sb->router->store, sb->meta.id, "upper.ext4", src, sizeof(src));
@@ -136,6 +138,7 @@ static int save_paused(struct rt_sandbox *sb, int tdir, const char *tpath, uint6
 		r = rt_disk_clone(src, dst, &reflinked, err);
 	if (r == 0 && fchmodat(tdir, "upper.ext4", 0600, 0) < 0)
 		r = rung_err_sys(err, errno, "chmod %s", dst);
+	rung_trace("snapshot: upper disk copied");
 	struct rung_err e2 = {0};
 	if (ran && rt_vm_control(sb, "resume", 10, &e2) < 0)
 		return r < 0 ? r : rung_err_set(err, EIO, "the sandbox %s stays paused: %s",
@@ -214,8 +217,10 @@ static int snapshot_locked(struct rt_sandbox *sb, const char *name, bool force, 
 	uint64_t save_ms = 0, bytes = 0;
 	r = tdir < 0 ? rung_err_sys(err, errno, "open %s", tpath)
 		     : save_paused(sb, tdir, tpath, &save_ms, err);
+	rung_trace("snapshot: resumed");
 	if (r == 0)
 		r = take_snap(sb, tdir, &bytes, err);
+	rung_trace("snapshot: memory file copied");
 	json_t *o = r == 0 ? tpl_describe(&sb->meta, name, bytes, save_ms) : NULL;
 	cleanup_free char *txt = o ? json_dumps(o, JSON_SORT_KEYS | JSON_INDENT(2)) : NULL;
 	json_decref(o);
@@ -263,6 +268,7 @@ int rung_snapshot_create(struct rung_router *r, const char *id, const char *scop
 	struct rt_sandbox *sb = rt_sandbox_inner(h);
 	if ((rc = source_check(sb, err)) == 0)
 		rc = rt_guest_sync(h, "snapshot", err); /* the disk copy then holds what it wrote */
+	rung_trace("snapshot: guest synced");
 	cleanup_close int lock = rc < 0 ? -1 : rt_store_lock_sandbox(&r->store, id, false, false, err);
 	if (rc == 0 && lock < 0)
 		rc = lock;
@@ -400,8 +406,10 @@ int rt_template_clone(struct rt_sandbox *sb, struct rung_err *err)
 			       ? rung_err_set(err, ENOMEM, "out of memory")
 			       : 0;
 	unlink(dst);
+	rung_trace("clone: template checked");
 	if ((r = rt_disk_clone(src, dst, &reflinked, err)) < 0)
 		return rung_err_wrap(err, "from_snapshot '%s'", name);
+	rung_trace("clone: upper disk copied");
 	/* the vm rung's jail reads its disks as the sandbox's uid (rfs_vm_upper_disk) */
 	cleanup_close int fd = open(mark, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
 				    0600);

@@ -23,6 +23,8 @@ t_rung_snapclone() {
 			--thread t --agent "$sc_a" "$@" 2>"$sc/$sc_a.err"
 	}
 	sc_err() { tr '\n' ' ' <"$sc/$1.err" | cut -c1-300; }
+	# sc_trace FILE: where the time went (RUNG_TRACE lines: "phase +ms", from the first)
+	sc_trace() { awk '{ t = $2 / 1000; if (!s) s = p = t; $1 = $2 = $3 = ""; sub(/^ +/, ""); printf "%s +%d; ", $0, t - p; p = t }' "$1" 2>/dev/null; }
 	src=$(sc_acq src)
 	if [ -z "$src" ]; then
 		fail rung-snapclone-vm "acquire the source: $(sc_err src)"
@@ -30,7 +32,7 @@ t_rung_snapclone() {
 	fi
 	echo "from the template" | "$R" write "$src" notes/t.txt
 	t0=$(now)
-	"$R" --json snapshot "$src" base >"$sc/snap.json" 2>"$sc/snap.err"
+	RUNG_TRACE=$sc/trace-snap "$R" --json snapshot "$src" base >"$sc/snap.json" 2>"$sc/snap.err"
 	rc=$?
 	snap_ms=$(ms_since "$t0")
 	modes=$(ls -ln "$tdir" 2>&1 | awk 'NF > 5 { printf "%s %s %s; ", $1, $3, $9 }')
@@ -50,11 +52,11 @@ t_rung_snapclone() {
 	if [ -n "$why" ]; then
 		fail rung-snapclone-vm "$why"
 	else
-		pass rung-snapclone-vm "rung snapshot in ${snap_ms} ms (the source runs on, files intact; the name again refused): $modes"
+		pass rung-snapclone-vm "rung snapshot in ${snap_ms} ms (the source runs on, files intact; the name again refused): $modes steps (ms): $(sc_trace "$sc/trace-snap")"
 	fi
 	# two clones: their own RNG, hostname; the template's file; L1's clock
 	t0=$(now)
-	c1=$(sc_acq c1 --from-snapshot base)
+	c1=$(RUNG_TRACE=$sc/trace-c1 sc_acq c1 --from-snapshot base)
 	c1_ms=$(ms_since "$t0")
 	c2=$(sc_acq c2 --from-snapshot base)
 	rnd='head -c 32 /dev/urandom | od -An -tx1 | tr -d " \n"'
@@ -70,7 +72,7 @@ t_rung_snapclone() {
 	if [ -n "$c1" ] && [ -n "$c2" ] && [ "${#r1}" = 64 ] && [ "${#r2}" = 64 ] && [ "$r1" != "$r2" ] &&
 		[ -n "$h1" ] && [ "$h1" != "$h2" ] && [ "$f1" = "from the template" ] &&
 		[ "$f2" = "from the template" ] && [ "$skew" -le 2 ]; then
-		pass rung-snapclone-clones-vm "clone to agent-ready ${c1_ms} ms (acquire); urandom $(echo "$r1" | cut -c1-16).. vs $(echo "$r2" | cut -c1-16)..; hostnames $h1 / $h2; both see the template's file; clock skew ${skew} s"
+		pass rung-snapclone-clones-vm "clone to agent-ready ${c1_ms} ms (acquire); urandom $(echo "$r1" | cut -c1-16).. vs $(echo "$r2" | cut -c1-16)..; hostnames $h1 / $h2; both see the template's file; clock skew ${skew} s; the first clone's steps (ms): $(sc_trace "$sc/trace-c1")"
 	else
 		fail rung-snapclone-clones-vm "c1=$c1 c2=$c2 r1=$r1 r2=$r2 h1=$h1 h2=$h2 f1='$f1' f2='$f2' skew=$skew g=$g: $(sc_err c1) $(sc_err c2)"
 	fi
