@@ -25,7 +25,9 @@ t_rung_snapclone() {
 	sc_err() { tr '\n' ' ' <"$sc/$1.err" | cut -c1-300; }
 	# sc_trace FILE: where the time went (RUNG_TRACE lines: "phase +ms", from the first)
 	sc_trace() { awk '{ t = $2 / 1000; if (!s) s = p = t; $1 = $2 = $3 = ""; sub(/^ +/, ""); printf "%s +%d; ", $0, t - p; p = t }' "$1" 2>/dev/null; }
+	t0=$(now)
 	src=$(sc_acq src)
+	boot_ms=$(ms_since "$t0")
 	if [ -z "$src" ]; then
 		fail rung-snapclone-vm "acquire the source: $(sc_err src)"
 		return 0
@@ -58,7 +60,9 @@ t_rung_snapclone() {
 	t0=$(now)
 	c1=$(RUNG_TRACE=$sc/trace-c1 sc_acq c1 --from-snapshot base)
 	c1_ms=$(ms_since "$t0")
+	t0=$(now)
 	c2=$(sc_acq c2 --from-snapshot base)
+	c2_ms=$(ms_since "$t0")
 	rnd='head -c 32 /dev/urandom | od -An -tx1 | tr -d " \n"'
 	r1=$("$R" exec "$c1" -- sh -c "$rnd" 2>&1)
 	r2=$("$R" exec "$c2" -- sh -c "$rnd" 2>&1)
@@ -72,7 +76,7 @@ t_rung_snapclone() {
 	if [ -n "$c1" ] && [ -n "$c2" ] && [ "${#r1}" = 64 ] && [ "${#r2}" = 64 ] && [ "$r1" != "$r2" ] &&
 		[ -n "$h1" ] && [ "$h1" != "$h2" ] && [ "$f1" = "from the template" ] &&
 		[ "$f2" = "from the template" ] && [ "$skew" -le 2 ]; then
-		pass rung-snapclone-clones-vm "clone to agent-ready ${c1_ms} ms (acquire); urandom $(echo "$r1" | cut -c1-16).. vs $(echo "$r2" | cut -c1-16)..; hostnames $h1 / $h2; both see the template's file; clock skew ${skew} s; the first clone's steps (ms): $(sc_trace "$sc/trace-c1")"
+		pass rung-snapclone-clones-vm "clones to agent-ready (acquire) ${c1_ms} and ${c2_ms} ms vs the source's cold boot (acquire) ${boot_ms} ms in this run: $(awk -v a="$c1_ms" -v b="$c2_ms" -v c="$boot_ms" 'BEGIN { printf "%.2fx, %.2fx", a / c, b / c }'); urandom $(echo "$r1" | cut -c1-16).. vs $(echo "$r2" | cut -c1-16)..; hostnames $h1 / $h2; both see the template's file; clock skew ${skew} s; the first clone's steps (ms): $(sc_trace "$sc/trace-c1")"
 	else
 		fail rung-snapclone-clones-vm "c1=$c1 c2=$c2 r1=$r1 r2=$r2 h1=$h1 h2=$h2 f1='$f1' f2='$f2' skew=$skew g=$g: $(sc_err c1) $(sc_err c2)"
 	fi
