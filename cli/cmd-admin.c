@@ -349,7 +349,7 @@ const struct cli_cmd cli_cmds[] = {
 	 "running sandbox ID (its memory, its disk, its spec) as the template NAME (1-64 of\n"
 	 "[a-z0-9._-]) and continues it; an existing NAME is refused unless --force. `ls`\n"
 	 "lists the templates (--json: their descriptions), `rm NAME` removes one. A sandbox\n"
-	 "starts from a template with `rung create|acquire --from-snapshot NAME` (the spec's\n"
+	 "starts from a template with `rung acquire|run --from-snapshot NAME` (the spec's\n"
 	 "memory, cpus, disk and image must be the template's).\n"},
 	{"resume", cli_cmd_resume, "rung resume ID", "Continue a suspended sandbox.\n"},
 	{"dispose", cli_cmd_dispose, "rung dispose ID",
