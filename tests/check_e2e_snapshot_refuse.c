@@ -136,6 +136,21 @@ START_TEST(test_process_refused_and_scopes)
 	ck_assert_msg(run.status != 0 && strstr(run.err, "snapshot needs the vm rung"),
 		      "status %d: %s", run.status, run.err);
 	spine_run_release(&run);
+	const char *const ls[] = {"--state-dir", sd, "--json", "snapshot", "ls", NULL};
+	spine_cli_run(&run, NULL, ls);
+	ck_assert_msg(run.status == 0 && !strcmp(run.out, "[]\n"), "ls: %d %s %s", run.status,
+		      run.out, run.err);
+	spine_run_release(&run);
+	const char *const rm[] = {"--state-dir", sd, "snapshot", "rm", "nope", NULL};
+	spine_cli_run(&run, NULL, rm);
+	ck_assert_msg(run.status == 3 && strstr(run.err, "no snapshot 'nope'"), "status %d: %s",
+		      run.status, run.err);
+	spine_run_release(&run);
+	const char *const help[] = {"snapshot", "ls", "--help", NULL};
+	spine_cli_run(&run, NULL, help);
+	ck_assert_msg(run.status == 0 && strstr(run.out, "rung snapshot ID NAME [--force]"),
+		      "%d %s", run.status, run.out);
+	spine_run_release(&run);
 	struct rt_meta m;
 	spine_meta(r, id, &m);
 	ck_assert_int_eq(m.state, RUNG_STATE_RUNNING);
