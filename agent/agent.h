@@ -33,6 +33,12 @@ int agent_privs_settle(struct rung_err *err);
 int agent_privs_handler(struct rung_err *err);
 /* Accept loop on a listening socket; forks a handler per connection; reaps children. */
 int agent_serve(int listen_fd);
+/* RESTORED (restored.c): a VM's init starts the fixer before dropping its capabilities; the
+ * handler decodes the request and has the fixer apply it (EOPNOTSUPP without a fixer). */
+int agent_fixer_start(int listen_fd, struct rung_err *err);
+int agent_restored(int fd, const struct rung_frame *req, struct rung_err *err);
+extern int agent_fixer_fd;
+extern pid_t agent_fixer_pid;
 /* pid 1's memfd whose record lock serialises background process starts (procs.c) */
 extern int agent_start_lock_fd;
 

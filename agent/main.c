@@ -53,7 +53,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		if (agent_vm_init(&listen_fd, &privileged, &err) < 0 ||
-		    (!privileged && agent_privs_vm_drop(&err) < 0)) {
+		    agent_fixer_start(listen_fd, &err) < 0 || (!privileged && agent_privs_vm_drop(&err) < 0)) {
 			fprintf(stderr, "rung-agent: vm init: %s\n", err.msg);
 			return 1;
 		}

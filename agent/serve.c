@@ -65,6 +65,9 @@ void agent_handle(int fd)
 	case RUNG_MSG_STATS:
 		r = agent_stats(fd, &f, &err);
 		break;
+	case RUNG_MSG_RESTORED:
+		r = agent_restored(fd, &f, &err);
+		break;
 	case RUNG_MSG_TREE_PUT:
 	case RUNG_MSG_TREE_GET:
 		r = agent_tree_request(fd, &f, &err);
@@ -144,6 +147,8 @@ int agent_serve(int listen_fd)
 	sigprocmask(SIG_BLOCK, &chld, NULL);
 	int sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
 	struct handlers h = {0};
+	if (agent_fixer_pid > 0) /* restored.c: a child of ours, not an orphan to kill */
+		handlers_add(&h, agent_fixer_pid);
 	pid_t self = getpid();
 	for (;;) {
 		struct signalfd_siginfo si;

@@ -95,6 +95,7 @@ static inline void cli_callbacks_freep(struct cli_callbacks *cbs)
 /* commands */
 #define CLI_CMD(n) int cli_cmd_##n(struct cli *c, int argc, char **argv)
 CLI_CMD(run);
+CLI_CMD(snapshot);
 CLI_CMD(acquire);
 CLI_CMD(exec);
 CLI_CMD(write);

@@ -247,6 +247,7 @@ CLI_CMD(gc)
 	"  --work-dir DIR        work directory inside (default /work)\n"                         \
 	"  --memory SIZE --cpus N --pids N --disk SIZE --exec-timeout SEC\n"                      \
 	"  --ttl SEC --idle-suspend SEC --env K=V (repeatable)\n"                                 \
+	"  --from-snapshot NAME  vm rung: start from the template NAME (rung snapshot)\n"         \
 	"  --requires CAP,...    exec, run_code, host_callbacks, fs_persist, install\n"           \
 	"  --deployed            apply the deployed isolation x capability policy\n"
 
@@ -347,6 +348,13 @@ const struct cli_cmd cli_cmds[] = {
 	 "or through the library or the daemon) resumes it, as after an idle suspend.\n"
 	 "--to-disk (vm rung only): save the guest to a file in the sandbox's store directory\n"
 	 "and stop its VMM, freeing its memory; resume restores it and deletes the file.\n"},
+	{"snapshot", cli_cmd_snapshot, "rung snapshot ID NAME [--force] | ls [--json] | rm NAME",
+	 "Templates (vm rung only; docs/snapshots.md). `rung snapshot ID NAME` saves the\n"
+	 "running sandbox ID (its memory, its disk, its spec) as the template NAME (1-64 of\n"
+	 "[a-z0-9._-]) and continues it; an existing NAME is refused unless --force. `ls`\n"
+	 "lists the templates (--json: their descriptions), `rm NAME` removes one. A sandbox\n"
+	 "starts from a template with `rung acquire|run --from-snapshot NAME` (the spec's\n"
+	 "memory, cpus, disk and image must be the template's).\n"},
 	{"resume", cli_cmd_resume, "rung resume ID", "Continue a suspended sandbox.\n"},
 	{"dispose", cli_cmd_dispose, "rung dispose ID",
 	 "Destroy a sandbox: its processes, mounts, network and files.\n"},

@@ -41,7 +41,8 @@ int cli_spec_opt(struct cli *c, struct cli_spec_opts *o, int argc, char **argv, 
 	static const char *const with_value[] = {"--spec", "--isolation", "--kind", "--image",
 						 "--allow", "--work-dir", "--memory", "--cpus",
 						 "--pids", "--requires", "--disk", "--ttl",
-						 "--idle-suspend", "--exec-timeout", "--env", NULL};
+						 "--idle-suspend", "--exec-timeout", "--env",
+						 "--from-snapshot", NULL};
 	bool known = false;
 	for (const char *const *w = with_value; *w; w++)
 		if (!strcmp(a, *w))
@@ -71,6 +72,8 @@ int cli_spec_opt(struct cli *c, struct cli_spec_opts *o, int argc, char **argv, 
 		r = set_str(&s->image, v);
 	} else if (!strcmp(a, "--allow")) {
 		r = strv_add(&s->egress_allow, v);
+	} else if (!strcmp(a, "--from-snapshot")) {
+		r = set_str(&s->from_snapshot, v);
 	} else if (!strcmp(a, "--env")) {
 		r = strv_add(&s->env, v);
 	} else if (!strcmp(a, "--work-dir")) {
@@ -158,6 +161,7 @@ int cli_spec_finish(struct cli_spec_opts *o, struct rung_err *err)
 		TAKEP(work_dir);
 		TAKEP(egress_allow);
 		TAKEP(env);
+		TAKEP(from_snapshot);
 #undef TAKEP
 		rung_spec_release(&file);
 	}

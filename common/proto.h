@@ -81,6 +81,7 @@ enum rung_msg {
 	/* v2: host callbacks (docs/callbacks.md): the bytes of an exec's callback channel */
 	RUNG_MSG_CALLBACK = 90,	       /* agent -> host: what the command wrote on its fd */
 	RUNG_MSG_CALLBACK_ANSWER = 91, /* host -> agent: bytes for the command to read */
+	RUNG_MSG_RESTORED = 95, /* host -> agent, after a VM restore: seed, clock, name, net */
 };
 
 enum rung_tag {
@@ -136,6 +137,12 @@ enum rung_tag {
 	RUNG_TAG_CPU_US = 49,
 	/* host callbacks */
 	RUNG_TAG_CALLBACKS = 60, /* exec: u64 per-call byte limit: give a callback channel */
+	/* RESTORED (docs/snapshots.md) */
+	RUNG_TAG_SEED = 61,     /* exactly RUNG_RESTORED_SEED bytes of host randomness */
+	RUNG_TAG_WALL_NS = 62,  /* u64: the host's CLOCK_REALTIME in ns */
+	RUNG_TAG_HOSTNAME = 63, /* string */
+	RUNG_TAG_NET_ADDR = 64, /* string "A.B.C.D/PREFIX": eth0's address */
+	RUNG_TAG_NET_GW = 65,   /* string "A.B.C.D": the default route's gateway */
 };
 
 /* EXIT flags */
@@ -349,5 +356,24 @@ int rung_tree_name_check(const char *name, struct rung_err *err);
 /* Does a symlink at rel with this target stay inside the tree? ".." only as a leading run no
  * deeper than the link's directory ("x/.." through a link x would climb from where x points). */
 bool rung_tree_link_inside(const char *rel, const char *target);
+
+/* ---- RESTORED (common/proto-restore.c): the fix-ups after a VM restore ---- */
+#define RUNG_RESTORED_SEED 64
+#define RUNG_RESTORED_HOST_MAX 64
+struct rung_proto_restored {
+	uint8_t seed[RUNG_RESTORED_SEED];
+	uint64_t wall_ns;
+	char hostname[RUNG_RESTORED_HOST_MAX + 1];
+	bool has_net; /* eth0 gets addr/prefix and a default route via gw */
+	char addr[16], gw[16];
+	unsigned prefix; /* 1..32 */
+};
+int rung_proto_restored_encode(const struct rung_proto_restored *x, struct rung_buf *b);
+/* Strict: SEED (exactly 64 bytes), WALL_NS (past 2020) and HOSTNAME (1-64 of [A-Za-z0-9.-],
+ * no leading '-' or '.') exactly once; NET_ADDR and NET_GW both or neither, IPv4 only; any
+ * other tag, or one given twice, is -EPROTO naming it. */
+int rung_proto_restored_decode(const uint8_t *p, uint32_t len, struct rung_proto_restored *x,
+			       struct rung_err *err);
+bool rung_hostname_valid(const char *h);
 
 #endif

@@ -158,7 +158,9 @@ static int vm_prepare(struct rt_sandbox *sb, struct rung_err *err)
 		rt_image_release(sb);
 		return rung_err_wrap(err, "image %s", sb->meta.spec.image);
 	}
-	return 0;
+	if (sb->meta.spec.from_snapshot && (r = rt_template_clone(sb, err)) < 0) /* vm-template.c */
+		rt_image_release(sb);
+	return r;
 }
 
 struct jail {
@@ -166,6 +168,7 @@ struct jail {
 	const char *src[5]; /* kernel, initrd, base disk, upper disk[, snapshot] */
 	int dst[5];         /* their bind targets in the jail, O_PATH (checked regular files) */
 	int n;              /* 4, or 5 to restore from the snapshot (--restore) */
+	bool clone;         /* restoring a template (vm-template.c), not a resume */
 	int vmm_fd, kvm_fd, listen_fd;
 	int log_fd;         /* restoring: the VMM's stderr (vmm.err), else -1 */
 	const struct rt_vm_net *net; /* tap_fd -1: no network device */
@@ -240,8 +243,11 @@ static void jail_child(struct jail *j)
 	syscall(SYS_close_range, 3 + nfd, ~0U, 0);
 	for (cap_value_t c = 0; c <= CAP_LAST_CAP; c++)
 		cap_drop_bound(c);
+	/* The uid change cleared the parent-death signal set above (the kernel does on any
+	 * credential change): set again, so that a supervisor killed outright takes its VMM. */
 	if (setgroups(0, NULL) < 0 || setresgid(j->uid, j->uid, j->uid) < 0 ||
-	    setresuid(j->uid, j->uid, j->uid) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+	    setresuid(j->uid, j->uid, j->uid) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		jail_fail(j->err_fd, (rung_err_sys(&err, errno, "drop privileges"), &err));
 	char *argv[32] = {"rung-vmm",   "--kernel",     "/bzImage",      "--initrd",
 			  "/initrd",    "--disk",       "/base.ext4,ro", "--disk",
@@ -412,6 +418,14 @@ static int vm_boot(struct rt_sandbox *sb, struct jail *j, struct rung_err *err)
 		return r;
 	}
 	rung_trace("vm: agent ready");
+	if (j->n == 5 && (r = rt_vm_fixup(sb, j->clone, err)) < 0) { /* before any other use */
+		rung_trace("vm: fix-ups failed");
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return rung_err_wrap(err, "restore from the snapshot %s", j->src[4]);
+	}
+	if (j->n == 5)
+		rung_trace("vm: fix-ups applied");
 	return pid;
 }
 
@@ -439,13 +453,14 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 	bool restore = rt_vm_snap_path(sb, snap, sizeof(snap));
 	if (restore && !json_object_get(sb->meta.backend, "snapshot"))
 		restore = (unlink(snap), false);
+	bool clone = !restore && rt_template_pending(sb, snap, sizeof(snap));
 	__attribute__((cleanup(jail_release))) struct jail j = {
 	    .src = {kernel, initrd, base, upper, snap}, .dst = {-1, -1, -1, -1, -1},
-	    .n = restore ? 5 : 4, .vmm_fd = -1, .kvm_fd = -1, .listen_fd = listen_fd,
+	    .n = restore || clone ? 5 : 4, .clone = clone, .vmm_fd = -1, .kvm_fd = -1, .listen_fd = listen_fd,
 	    .uid = sb->meta.uid_base, .err_fd = -1, .log_fd = -1};
 	snprintf(j.dir, sizeof(j.dir), "%s", jail);
 	rt_store_path(st, sb->meta.id, "vmm.err", vlog, sizeof(vlog));
-	if (restore) /* its error line names what is wrong with the file (a boot's: supervisor.log) */
+	if (j.n == 5) /* its error line names what is wrong with the file (a boot's: supervisor.log) */
 		j.log_fd = open(vlog, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if ((r = jail_targets(jail, j.dst, j.n, err)) < 0)
 		return r;
@@ -456,6 +471,8 @@ static int vm_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 	j.net = &net;
 	if ((r = vm_boot(sb, &j, err)) < 0)
 		rt_net_teardown(sb);
+	else if (clone)
+		rt_template_done(sb); /* a later start boots: the disk has moved on */
 	else if (restore) { /* this supervisor's copy: running, not on disk (vm_resume) */
 		json_object_del(sb->meta.backend, "snapshot");
 		sb->meta.state = RUNG_STATE_RUNNING;

@@ -264,13 +264,7 @@ static int guest_sync(struct rung_router *r, const char *id, const char *scope,
 		rung_sandbox_close(h);
 		return 0; /* src_open says what is wrong, if anything */
 	}
-	static const char *const argv[] = {"sync", NULL};
-	struct rung_exec_req req = {.argv = argv, .timeout_ms = 60000};
-	struct rung_exec_res res = {0};
-	int rc = rung_exec(h, &req, &res, err);
-	if (rc == 0 && res.exit_code != 0)
-		rc = rung_err_set(err, EIO, "fork: sync in the guest exited %d", res.exit_code);
-	rung_exec_res_release(&res);
+	int rc = rt_guest_sync(h, "fork", err);
 	rung_sandbox_close(h);
 	return rc < 0 ? rung_err_wrap(err, "fork %s", id) : 0;
 }

@@ -83,6 +83,19 @@ int rt_vm_resume_disk(struct rt_sandbox *sb, struct rung_err *err);
 /* A save's file left in the jail by a suspend --to-disk that did not finish (its caller died
  * between the save and the move): removed by the next resume or boot. */
 void rt_vm_snap_drop_stale(struct rt_sandbox *sb);
+/* vm-template.c: a clone (spec.from_snapshot), in vm_prepare: the template checked against
+ * the spec and the image, its upper disk copied, meta.backend.clone and the sandbox's
+ * clone.pending mark made. pending: the first start restores from the template's file
+ * (filled); done: later starts boot (the disk has moved on). */
+int rt_template_clone(struct rt_sandbox *sb, struct rung_err *err);
+bool rt_template_pending(struct rt_sandbox *sb, char *file, size_t len);
+/* An exec of sync in a vm sandbox's guest (its dirty pages onto the upper disk before the
+ * host copies it: fork, snapshot); op names the caller in the error. */
+int rt_guest_sync(struct rung_sandbox *h, const char *op, struct rung_err *err);
+void rt_template_done(struct rt_sandbox *sb);
+/* vm-fixup.c: RESTORED to the agent of a restored guest (its seed, clock, hostname, net). */
+struct rt_vm_net;
+int rt_vm_fixup(struct rt_sandbox *sb, bool clone, struct rung_err *err);
 /* The store's snapshot file of a sandbox (vm.snap): true if it exists (path filled). */
 bool rt_vm_snap_path(struct rt_sandbox *sb, char *path, size_t len);
 /* create: only with the sandbox lock held. Without it, a dispose may be removing the

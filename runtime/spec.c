@@ -88,6 +88,7 @@ void rung_spec_release(struct rung_spec *s)
 	free(s->kind);
 	free(s->image);
 	free(s->work_dir);
+	free(s->from_snapshot);
 	rung_strvfreep(&s->egress_allow);
 	rung_strvfreep(&s->env);
 	memset(s, 0, sizeof(*s));
@@ -164,6 +165,11 @@ int rung_spec_validate(const struct rung_spec *s, struct rung_err *err)
 				    "work_dir: '%.64s' must be an absolute path without . or .. "
 				    "components (at most 256 bytes)",
 				    s->work_dir);
+	if (s->from_snapshot && rung_snapshot_name_check(s->from_snapshot, err) < 0)
+		return rung_err_wrap(err, "from_snapshot");
+	if (s->from_snapshot && s->isolation != RUNG_ISO_VM)
+		return rung_err_set(err, EINVAL, "from_snapshot: a snapshot starts a vm sandbox "
+				    "(isolation must be vm)");
 	if (s->requires & ~RUNG_CAP__ALL)
 		return rung_err_set(err, EINVAL, "requires: unknown capability bits 0x%x",
 				    s->requires);
@@ -383,6 +389,9 @@ static int parse_fields(json_t *root, struct rung_spec *s, struct rung_err *err)
 			s->ttl_s = (uint32_t)u;
 		} else if (!strcmp(k, "env")) {
 			r = parse_env(v, &s->env, err);
+		} else if (!strcmp(k, "from_snapshot")) {
+			r = json_is_null(v) ? 0
+					    : get_string(v, "from_snapshot", &s->from_snapshot, err);
 		} else {
 			return rung_err_set(err, EINVAL, "%.48s: unknown field", k);
 		}
@@ -444,6 +453,8 @@ json_t *rt_spec_to_jsonv(const struct rung_spec *s)
 			      strv_json(s->env));
 	if (o && s->image)
 		json_object_set_new(o, "image", json_string(s->image));
+	if (o && s->from_snapshot)
+		json_object_set_new(o, "from_snapshot", json_string(s->from_snapshot));
 	return o;
 }
 

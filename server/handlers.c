@@ -15,6 +15,7 @@
 #include "server/procs.h"
 #include "server/ports.h"
 #include "server/reply.h"
+#include "server/snapshots.h"
 #include "server/srv-internal.h"
 #include "server/stream.h"
 
@@ -304,6 +305,8 @@ enum MHD_Result srv_dispatch(struct srv_call *call, struct MHD_Connection *c)
 		return do_dispose(call, c, cr.r);
 	case SRV_R_PROC_START ... SRV_R_SESSION_RUN:
 		return srv_procs_dispatch(call, c, &cr.r);
+	case SRV_R_SNAPSHOT ... SRV_R_SNAP_RM:
+		return srv_snapshots_dispatch(call, c, cr.r);
 	default:
 		return do_sandbox(call, c, &cr);
 	}

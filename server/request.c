@@ -5,6 +5,7 @@
 
 #include "common/err.h"
 #include "common/util.h"
+#include "rung/rung.h"
 #include "server/server.h"
 
 static const struct {
@@ -95,6 +96,8 @@ static const char *const route_names[SRV_R__COUNT] = {
     [SRV_R_FS_MV] = "fs_mv",	   [SRV_R_STATS] = "stats",
     [SRV_R_CALLBACK] = "callback",
     [SRV_R_ARCHIVE_PUT] = "archive_put", [SRV_R_ARCHIVE_GET] = "archive_get",
+    [SRV_R_SNAPSHOT] = "snapshot", [SRV_R_SNAP_LIST] = "snapshot_list",
+    [SRV_R_SNAP_RM] = "snapshot_rm",
 };
 
 const char *srv_route_name(enum srv_route r)
@@ -171,7 +174,10 @@ static const struct route_def routes[] = {
     {"fs/rm", true, "POST", SRV_R_FS_RM},	  {"fs/mkdir", true, "POST", SRV_R_FS_MKDIR},
     {"fs/mv", true, "POST", SRV_R_FS_MV},	  {"stats", true, "GET", SRV_R_STATS},
     {"archive", true, "PUT", SRV_R_ARCHIVE_PUT},  {"archive", true, "GET", SRV_R_ARCHIVE_GET},
+    {"snapshot", true, "POST", SRV_R_SNAPSHOT},
 };
+
+
 
 /* Under a sandbox: {coll}/{h}[/{op}] (op NULL: the handle itself). */
 static const struct {
@@ -189,6 +195,25 @@ static int set_code(enum srv_code *code, enum srv_code c, int r)
 {
 	*code = c;
 	return r;
+}
+
+/* /v1/snapshots[/{name}]: GET the list, DELETE one. */
+static int snapshots_route(const char *p, const char *m, struct srv_req *out, enum srv_code *code,
+			   struct rung_err *err)
+{
+	bool item = *p == '/';
+	if (*p && !item)
+		return set_code(code, SRV_E_NOT_FOUND, rung_err_set(err, ENOENT, "no such endpoint"));
+	if (item && rung_snapshot_name_check(p + 1, err) < 0)
+		return set_code(code, SRV_E_NOT_FOUND, rung_err_wrap(err, "no snapshot"));
+	if (strcmp(m, item ? "DELETE" : "GET"))
+		return set_code(code, SRV_E_METHOD,
+				rung_err_set(err, EINVAL, "/v1/snapshots%s: method %s not allowed",
+					     item ? "/{name}" : "", m));
+	if (item)
+		memcpy(out->snapshot, p + 1, strlen(p + 1) + 1);
+	out->route = item ? SRV_R_SNAP_RM : SRV_R_SNAP_LIST;
+	return 0;
 }
 
 static bool handle_ok(const char *s, size_t len)
@@ -274,7 +299,9 @@ static int route(const struct srv_raw *raw, struct srv_req *out, enum srv_code *
 		out->route = p[1] == 'h' ? SRV_R_HEALTH : SRV_R_METRICS;
 		return 0;
 	}
-	static const char prefix[] = "/v1/sandboxes";
+	static const char prefix[] = "/v1/sandboxes", snaps[] = "/v1/snapshots";
+	if (!strncmp(p, snaps, sizeof(snaps) - 1))
+		return snapshots_route(p + sizeof(snaps) - 1, m, out, code, err);
 	if (strncmp(p, prefix, sizeof(prefix) - 1))
 		return set_code(code, SRV_E_NOT_FOUND,
 				rung_err_set(err, ENOENT, "no such endpoint"));
@@ -443,6 +470,7 @@ static int route_params(const struct srv_raw *raw, struct srv_req *out, bool key
 	case SRV_R_RUN_CODE:
 	case SRV_R_CALLBACK:
 	case SRV_R_SUSPEND: /* optional {"to_disk": true} */
+	case SRV_R_SNAPSHOT: /* {"name", "force"} */
 		out->body_allowed = true;
 		out->body_max = SRV_MAX_JSON_BODY;
 		break;

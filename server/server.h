@@ -195,6 +195,9 @@ enum srv_route {
 	SRV_R_CALLBACK,	     /* POST /v1/sandboxes/{id}/callbacks/{cid} (docs/callbacks.md) */
 	SRV_R_ARCHIVE_PUT,   /* PUT /v1/sandboxes/{id}/archive?path=P (a tar; server/archive.c) */
 	SRV_R_ARCHIVE_GET,   /* GET /v1/sandboxes/{id}/archive?path=P (a tar, streamed) */
+	SRV_R_SNAPSHOT,	     /* POST /v1/sandboxes/{id}/snapshot (server/snapshots.c) */
+	SRV_R_SNAP_LIST,     /* GET /v1/snapshots */
+	SRV_R_SNAP_RM,	     /* DELETE /v1/snapshots/{name} */
 	SRV_R__COUNT
 };
 const char *srv_route_name(enum srv_route r);
@@ -233,6 +236,7 @@ struct srv_req {
 	bool body_allowed; /* the route takes a request body */
 	size_t body_max;   /* its limit */
 	char cb_id[33];	   /* SRV_R_CALLBACK: the pending call's id */
+	char snapshot[65]; /* SRV_R_SNAP_RM: the template's name (rung_snapshot_name_check) */
 };
 
 /*

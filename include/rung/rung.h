@@ -70,6 +70,7 @@ struct rung_spec {
 	uint32_t idle_suspend_s;  /* 0: never suspend when idle */
 	uint32_t ttl_s;           /* 0: no TTL; default 3600 */
 	char **env;               /* NULL-terminated KEY=VALUE */
+	char *from_snapshot;      /* vm rung: start from this template (rung_snapshot_create) */
 };
 
 /* Safe defaults: see struct rung_limits. */
@@ -298,6 +299,22 @@ int rung_resume(struct rung_sandbox *sb, struct rung_err *err);
  * runs. A file that does not restore fails with an error naming it; the sandbox is then dead.
  */
 int rung_suspend_to_disk(struct rung_sandbox *sb, struct rung_err *err);
+
+/* ---- templates (vm rung; docs/snapshots.md) ---- */
+/* A template's name: 1-64 of [a-z0-9._-], starting with a letter or digit; -EINVAL naming it. */
+int rung_snapshot_name_check(const char *name, struct rung_err *err);
+/* Save the running vm sandbox id as the template name (its memory, its upper disk, its spec)
+ * and continue it. -EOPNOTSUPP on the other rungs, -EEXIST for a name taken (unless force).
+ * With scope non-NULL, another scope's sandbox is -ENOENT; the template belongs to the
+ * sandbox's scope. *json (optional, malloc'd): the template's description. */
+int rung_snapshot_create(struct rung_router *r, const char *id, const char *scope,
+			 const char *name, bool force, char **json, struct rung_err *err);
+/* The templates of scope (NULL: all) as a JSON array (malloc'd). */
+int rung_snapshot_list(struct rung_router *r, const char *scope, char **json,
+		       struct rung_err *err);
+/* Remove a template (another scope's: -ENOENT). Clones already running keep their files. */
+int rung_snapshot_remove(struct rung_router *r, const char *name, const char *scope,
+			 struct rung_err *err);
 
 /* Dispose by id. With scope non-NULL, another scope's sandbox is -ENOENT. */
 int rung_dispose(struct rung_router *r, const char *id, const char *scope, struct rung_err *err);

@@ -4,6 +4,121 @@
 # payload-rung.sh prepared (copied to scratch: the payload is read-only).
 # Uses pass/fail/skip, $P and $W from l1-tests.sh.
 R=$P/rung/bin/rung
+
+# Templates and clones (docs/snapshots.md, issue 19): `rung snapshot` of a running sandbox, two
+# clones from it (their RNG output and hostname differ, both see the template's file, the clock
+# is L1's), a clone whose spec differs refused naming the field, a clone after every
+# supervisor was killed, a corrupted template refused and the clone never booted, `rung
+# snapshot rm` leaving nothing. Called inside the runtime block below ($R, $S set).
+t_rung_snapclone() {
+	only_rung rung-snapclone-vm || return 0
+	sc=$W/sc
+	rm -rf "$sc" && mkdir -p "$sc"
+	tdir=$S/templates/base
+	# sc_acq AGENT [MORE-FLAGS]: acquire on the template's spec; the id, or empty
+	sc_acq() {
+		sc_a=$1
+		shift
+		"$R" acquire --isolation vm --image rung/vmtest:py --memory 256M --kind sc --scope l1 \
+			--thread t --agent "$sc_a" "$@" 2>"$sc/$sc_a.err"
+	}
+	sc_err() { tr '\n' ' ' <"$sc/$1.err" | cut -c1-300; }
+	# sc_trace FILE: where the time went (RUNG_TRACE lines: "phase +ms", from the first)
+	sc_trace() { awk '{ t = $2 / 1000; if (!s) s = p = t; $1 = $2 = $3 = ""; sub(/^ +/, ""); printf "%s +%d; ", $0, t - p; p = t }' "$1" 2>/dev/null; }
+	t0=$(now)
+	src=$(sc_acq src)
+	boot_ms=$(ms_since "$t0")
+	if [ -z "$src" ]; then
+		fail rung-snapclone-vm "acquire the source: $(sc_err src)"
+		return 0
+	fi
+	echo "from the template" | "$R" write "$src" notes/t.txt
+	t0=$(now)
+	RUNG_TRACE=$sc/trace-snap "$R" --json snapshot "$src" base >"$sc/snap.json" 2>"$sc/snap.err"
+	rc=$?
+	snap_ms=$(ms_since "$t0")
+	modes=$(ls -ln "$tdir" 2>&1 | awk 'NF > 5 { printf "%s %s %s; ", $1, $3, $9 }')
+	still=$("$R" exec "$src" -- cat /work/notes/t.txt 2>&1)
+	"$R" snapshot "$src" base >"$sc/again.err" 2>&1 && again=accepted || again=refused
+	listed=$("$R" --json snapshot ls 2>&1)
+	why=
+	[ "$rc" = 0 ] || why="snapshot rc=$rc: $(sc_err snap)"
+	[ -n "$why" ] || [ "$still" = "from the template" ] || why="the source after the save: '$still'"
+	if [ -z "$why" ] && { [ "$again" != refused ] || ! grep -q "exists" "$sc/again.err"; }; then
+		why="the same name again: $again $(sc_err again)"
+	fi
+	case "$listed" in *'"name": "base"'* | *'"name":"base"'*) ;; *) why="${why:-ls: $listed}" ;; esac
+	for want_mode in "-rw-r--r-- 0 vm.snap" "-rw------- 0 template.json" "-rw------- 0 upper.ext4"; do
+		case "$modes" in *"$want_mode"*) ;; *) why="${why:-the template's files: $modes}" ;; esac
+	done
+	if [ -n "$why" ]; then
+		fail rung-snapclone-vm "$why"
+	else
+		pass rung-snapclone-vm "rung snapshot in ${snap_ms} ms (the source runs on, files intact; the name again refused): $modes steps (ms): $(sc_trace "$sc/trace-snap")"
+	fi
+	# two clones: their own RNG, hostname; the template's file; L1's clock
+	t0=$(now)
+	c1=$(RUNG_TRACE=$sc/trace-c1 sc_acq c1 --from-snapshot base)
+	c1_ms=$(ms_since "$t0")
+	t0=$(now)
+	c2=$(sc_acq c2 --from-snapshot base)
+	c2_ms=$(ms_since "$t0")
+	rnd='head -c 32 /dev/urandom | od -An -tx1 | tr -d " \n"'
+	r1=$("$R" exec "$c1" -- sh -c "$rnd" 2>&1)
+	r2=$("$R" exec "$c2" -- sh -c "$rnd" 2>&1)
+	h1=$("$R" exec "$c1" -- hostname 2>&1)
+	h2=$("$R" exec "$c2" -- hostname 2>&1)
+	f1=$("$R" exec "$c1" -- cat /work/notes/t.txt 2>&1)
+	f2=$("$R" exec "$c2" -- cat /work/notes/t.txt 2>&1)
+	g=$("$R" exec "$c1" -- date +%s 2>&1)
+	l=$(date +%s)
+	skew=$((g > l ? g - l : l - g))
+	if [ -n "$c1" ] && [ -n "$c2" ] && [ "${#r1}" = 64 ] && [ "${#r2}" = 64 ] && [ "$r1" != "$r2" ] &&
+		[ -n "$h1" ] && [ "$h1" != "$h2" ] && [ "$f1" = "from the template" ] &&
+		[ "$f2" = "from the template" ] && [ "$skew" -le 2 ]; then
+		pass rung-snapclone-clones-vm "clones to agent-ready (acquire) ${c1_ms} and ${c2_ms} ms vs the source's cold boot (acquire) ${boot_ms} ms in this run: $(awk -v a="$c1_ms" -v b="$c2_ms" -v c="$boot_ms" 'BEGIN { printf "%.2fx, %.2fx", a / c, b / c }'); urandom $(echo "$r1" | cut -c1-16).. vs $(echo "$r2" | cut -c1-16)..; hostnames $h1 / $h2; both see the template's file; clock skew ${skew} s; the first clone's steps (ms): $(sc_trace "$sc/trace-c1")"
+	else
+		fail rung-snapclone-clones-vm "c1=$c1 c2=$c2 r1=$r1 r2=$r2 h1=$h1 h2=$h2 f1='$f1' f2='$f2' skew=$skew g=$g: $(sc_err c1) $(sc_err c2)"
+	fi
+	bad=$(sc_acq big --from-snapshot base --memory 512M)
+	if [ -z "$bad" ] && grep -q "limits.memory" "$sc/big.err"; then
+		pass rung-snapclone-mismatch-vm "$(sc_err big)"
+	else
+		fail rung-snapclone-mismatch-vm "id=$bad: $(sc_err big)"
+	fi
+	# the host side restarted: every supervisor killed (by pid), then a new clone
+	for id in "$src" "$c1" "$c2"; do
+		p=$("$R" inspect "$id" 2>/dev/null | grep -o '"supervisor_pid": [0-9]*' | grep -o '[0-9]*$')
+		[ -n "$p" ] && [ "$p" != 0 ] && kill -9 "$p"
+	done
+	sleep 2
+	c3=$(sc_acq c3 --from-snapshot base)
+	f3=$("$R" exec "$c3" -- cat /work/notes/t.txt 2>&1)
+	if [ -n "$c3" ] && [ "$f3" = "from the template" ]; then
+		pass rung-snapclone-restart-vm "after killing the supervisors, a clone from the template on disk"
+	else
+		fail rung-snapclone-restart-vm "c3=$c3 f3='$f3' $(sc_err c3)"
+	fi
+	"$R" dispose "$c3"
+	# a corrupted template: refused, the clone never booted
+	printf 'XXXXXXXX' | dd of="$tdir/vm.snap" bs=1 seek=4000 conv=notrunc 2>/dev/null
+	c4=$(sc_acq c4 --from-snapshot base)
+	if [ -z "$c4" ] && grep -q "restore from the snapshot" "$sc/c4.err" && ! pidof rung-vmm >/dev/null; then
+		pass rung-snapclone-corrupt-vm "refused: $(sc_err c4)"
+	else
+		fail rung-snapclone-corrupt-vm "c4=$c4 rung-vmm: $(pidof rung-vmm) $(sc_err c4)"
+	fi
+	"$R" snapshot rm base >"$sc/rm.err" 2>&1
+	rc=$?
+	for id in $(ls "$S/sandboxes"); do "$R" dispose "$id" >/dev/null 2>&1; done
+	tleft=$(ls -A "$S/templates" | wc -l)
+	sleft=$(ls "$S/sandboxes" | wc -l)
+	if [ "$rc" = 0 ] && [ "$tleft" = 0 ] && [ "$sleft" = 0 ] && ! pidof rung-vmm >/dev/null; then
+		pass rung-snapclone-rm-vm "snapshot rm leaves no template; every clone disposed, no rung-vmm"
+	else
+		fail rung-snapclone-rm-vm "rc=$rc templates left: $(ls -A "$S/templates") sandboxes left: $sleft rung-vmm: $(pidof rung-vmm) $(sc_err rm)"
+	fi
+}
 if [ ! -x "$R" ] || [ ! -d "$P/rung/store" ]; then
 	skip rung-e2e "no rung runtime in the payload"
 else
@@ -200,6 +315,7 @@ else
 			fi
 		fi
 	fi
+	t_rung_snapclone
 	# The isolation ladder's vm column (docs/ladder.md): rung-probe's battery inside a guest,
 	# every escape checked here in L1 (its host); the table printed from the --json result.
 	if ! only_rung rung-ladder-vm; then

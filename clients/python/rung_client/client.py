@@ -51,11 +51,12 @@ class SandboxSpec:
     idle_suspend_s: int | None = None
     ttl_s: int | None = None
     env: Any = None
+    from_snapshot: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
-        for name in ("image", "work_dir", "idle_suspend_s", "ttl_s", "env"):
+        for name in ("image", "work_dir", "idle_suspend_s", "ttl_s", "env", "from_snapshot"):
             v = getattr(self, name)
             if v is not None:
                 out[name] = v
@@ -464,6 +465,13 @@ class Sandbox:
     def resume(self) -> None:
         self.backend._json("POST", self._path("resume"))
 
+    def snapshot(self, name: str, force: bool = False) -> dict[str, Any]:
+        """Save this running vm sandbox as the template `name` (its memory, disk and spec) and
+        continue it (docs/snapshots.md); the template's description. A name taken is refused
+        unless force; the other rungs refuse it. New sandboxes start from it with
+        SandboxSpec(from_snapshot=name, ...) on the same image, memory, cpus and disk."""
+        return self.backend._json("POST", self._path("snapshot"), {"name": name, "force": force})
+
     def describe(self) -> dict[str, Any]:
         return self.backend._json("GET", self._path())
 
@@ -547,6 +555,9 @@ class Sandbox:
 
     async def stats_async(self) -> dict[str, Any]:
         return await asyncio.to_thread(self.stats)
+
+    async def snapshot_async(self, name: str, force: bool = False) -> dict[str, Any]:
+        return await asyncio.to_thread(self.snapshot, name, force)
 
     async def dispose_async(self) -> None:
         await asyncio.to_thread(self.dispose)
@@ -670,6 +681,14 @@ class SandboxBackend:
         q = "?" + urllib.parse.urlencode({"thread": thread}) if thread is not None else ""
         return int(self._json("DELETE", "/v1/sandboxes" + q)["disposed"])
 
+    def snapshots(self) -> list[dict[str, Any]]:
+        """This scope's templates (Sandbox.snapshot): name, source, spec, bytes, created_ms."""
+        return self._json("GET", "/v1/snapshots")["snapshots"]
+
+    def remove_snapshot(self, name: str) -> None:
+        """Remove a template of this scope (another scope's is NotFound); its clones run on."""
+        self._json("DELETE", "/v1/snapshots/" + urllib.parse.quote(name, safe=""))
+
     def health(self) -> dict[str, Any]:
         return self._json("GET", "/healthz")
 
@@ -687,3 +706,9 @@ class SandboxBackend:
 
     async def list_async(self, thread: str | None = None) -> list[dict[str, Any]]:
         return await asyncio.to_thread(self.list, thread)
+
+    async def snapshots_async(self) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.snapshots)
+
+    async def remove_snapshot_async(self, name: str) -> None:
+        await asyncio.to_thread(self.remove_snapshot, name)

@@ -138,6 +138,26 @@ class ClientTest(unittest.TestCase):
         self.assertIn("suspend --to-disk needs the vm rung", e.exception.message)
         self.assertEqual(sb.describe()["state"], "running")
 
+    def test_snapshot_refused_off_vm(self):
+        # templates are the vm rung's (their cases run in the nested stage): here the refusal,
+        # the body's and the name's checks, and the scope rule of the list and the removal
+        sb = self.sandbox()
+        with self.assertRaises(RungError) as e:
+            sb.snapshot("base")
+        self.assertIn("snapshot needs the vm rung", e.exception.message)
+        with self.assertRaises(BadRequest):
+            sb.snapshot("Not/A/Name")
+        self.assertEqual(sb.describe()["state"], "running")
+        self.assertEqual(self.alpha.snapshots(), [])
+        with self.assertRaises(NotFound):
+            self.alpha.remove_snapshot("base")
+        with self.assertRaises(BadRequest) as e:
+            self.sandbox(kind="clone", from_snapshot="base")
+        self.assertIn("from_snapshot: a snapshot starts a vm sandbox", e.exception.message)
+        self.assertEqual(asyncio.run(self.beta.snapshots_async()), [])
+        with self.assertRaises(RungError):
+            asyncio.run(sb.snapshot_async("base"))
+
     def test_list_dispose_scope(self):
         a = self.sandbox(key=SandboxKey("t-a", "ag"))
         b = self.sandbox(key=SandboxKey("t-b", "ag"))
