@@ -11,7 +11,8 @@
  * serial port; guest memory last, as the file's tail. Restore is done by the main thread
  * before any filter: the VM state (PIT, clock, irqchip), then per vCPU in the same order
  * (special registers restore the APIC base before the LAPIC; the LAPIC's timer mode before
- * the TSC deadline MSR; events last).
+ * the TSC deadline MSR; events last). Guest memory is checked afterwards, while the guest
+ * runs, by a thread of its own (verify_thread; docs/snapshots.md says why that is safe).
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -554,13 +555,16 @@ void vmm_snap_timeline(struct vmm_vm *vm, enum vmm_restore_mark mark)
 	if (!vm->cfg.restore || vm->t_restore[mark])
 		return;
 	vm->t_restore[mark] = rung_now_us();
-	if (mark != VMM_RT_RESET_DONE && mark != VMM_RT_CONNECT)
+	if (mark != VMM_RT_ANSWER)
 		return;
 	const uint64_t *t = vm->t_restore;
-	uint64_t first = __atomic_load_n(&vm->t_first_exit_us, __ATOMIC_ACQUIRE);
 	LOG_INFO("restore timeline (ms since start): file checked %.1f, VM built %.1f, state set "
-		 "%.1f, first exit %.1f, vsock reset posted %.1f, handled %.1f, first host "
-		 "connection %.1f", ms_at(vm, t[VMM_RT_CHECKED]), ms_at(vm, t[VMM_RT_BUILT]),
-		 ms_at(vm, t[VMM_RT_STATE]), ms_at(vm, first), ms_at(vm, t[VMM_RT_RESET_POSTED]),
-		 ms_at(vm, t[VMM_RT_RESET_DONE]), ms_at(vm, t[VMM_RT_CONNECT]));
+		 "%.1f, vCPU 0 running %.1f, vsock reset posted %.1f, handled %.1f, first host "
+		 "connection %.1f, guest accepted %.1f, first answer %.1f",
+		 ms_at(vm, t[VMM_RT_CHECKED]), ms_at(vm, t[VMM_RT_BUILT]),
+		 ms_at(vm, t[VMM_RT_STATE]), ms_at(vm, __atomic_load_n(&vm->t_first_run_us,
+								       __ATOMIC_ACQUIRE)),
+		 ms_at(vm, t[VMM_RT_RESET_POSTED]), ms_at(vm, t[VMM_RT_RESET_DONE]),
+		 ms_at(vm, t[VMM_RT_CONNECT]), ms_at(vm, vm->vsock.t_first_response_us),
+		 ms_at(vm, vm->vsock.t_first_rw_us));
 }

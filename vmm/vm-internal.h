@@ -26,6 +26,7 @@ enum vmm_restore_mark {
 	VMM_RT_RESET_POSTED, /* vsock transport reset given to the guest */
 	VMM_RT_RESET_DONE,   /* the guest handled it: host connections are taken */
 	VMM_RT_CONNECT,      /* the first host connection after the restore */
+	VMM_RT_ANSWER,       /* the guest's first data to the host (the agent's answer) */
 	VMM_RT_N
 };
 
@@ -64,7 +65,7 @@ struct vmm_vm {
 	bool verify_started, verify_quit; /* verify_quit: atomic */
 	pthread_t verify_tid;
 	uint64_t t_restore[VMM_RT_N]; /* us, rung_now_us(); 0: not yet */
-	uint64_t t_first_exit_us;     /* vCPU 0's first KVM_RUN return (atomic) */
+	uint64_t t_first_run_us;      /* vCPU 0 about to enter KVM_RUN the first time (atomic) */
 	pthread_t snap_tid;
 	bool snap_started, snap_quit, snap_busy;
 	const char *snap_path; /* the request, under run_lock */
@@ -95,8 +96,8 @@ int vmm_snap_apply(struct vmm_vm *vm, const uint8_t *state, struct rung_err *err
  * thread, the check runs here first. Stop: cancels it, joins, unmaps the view. */
 int vmm_snap_verify_start(struct vmm_vm *vm, struct rung_err *err);
 void vmm_snap_verify_stop(struct vmm_vm *vm);
-/* Records a restore mark (the first time; nothing without --restore) and logs the timeline
- * at the last marks. */
+/* Records a restore mark (the first time; nothing without --restore); logs the timeline at
+ * VMM_RT_ANSWER. */
 void vmm_snap_timeline(struct vmm_vm *vm, enum vmm_restore_mark mark);
 
 /* kvm.c */

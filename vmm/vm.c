@@ -498,6 +498,8 @@ static void serve_devices(struct vmm_vm *vm, struct vmm_net *net, const struct p
 			vmm_vsock_host_hup(&vm->vsock, i);
 	pthread_mutex_unlock(&vm->vsock.t->lock);
 	vmm_vsock_process(&vm->vsock);
+	if (vm->vsock.t_first_rw_us)
+		vmm_snap_timeline(vm, VMM_RT_ANSWER);
 }
 
 static void event_loop(struct vmm_vm *vm)
@@ -556,6 +558,8 @@ enum vmm_exit vmm_vm_run(struct vmm_vm *vm, struct rung_err *err)
 	int r = vmm_snap_thread_start(vm, err);
 	if (r < 0)
 		LOG_WARN("snapshots unavailable: %s", err->msg);
+	/* a restored guest gets its vsock reset before it runs (not once the event loop is up) */
+	vsock_restore_hold(vm, rung_now_ms());
 	if ((r = vmm_snap_verify_start(vm, err)) < 0)
 		vmm_vm_end(vm, VMM_EXIT_ERROR, "%s", err->msg);
 	else

@@ -287,6 +287,7 @@ struct vmm_vsock {
 	unsigned nrst;
 	uint64_t dropped;       /* malformed guest packets dropped */
 	uint16_t reset_avail;   /* the event ring's avail index when a reset was posted */
+	uint64_t t_first_response_us, t_first_rw_us; /* the guest's first accept, first data */
 };
 extern const struct vmm_virtio_dev_ops vmm_vsock_ops;
 int vmm_vsock_init(struct vmm_vsock *vs, uint64_t guest_cid, uint32_t guest_port, struct rung_err *err);
