@@ -9,7 +9,9 @@
 # 2. Memory: one booted guest's rung-vmm alone, then 10 rung-vmm --restore of the one file
 #    running at once; each process's PSS from /proc/PID/smaps_rollup (shared pages divided
 #    among the processes mapping them), measured once every clone's background memory check
-#    is done (its read-only view of the file is unmapped then).
+#    is done (its read-only view of the file is unmapped then; at most 60 s is waited for
+#    each, the count that finished is printed). Also the sum with the snapshot file's page
+#    cache added whole (an upper bound: the file lives in L1's tmpfs).
 # Prints "VMBENCH snap ..." lines; a VM that does not come up is a FAIL line.
 sb_n=${VMTEST_SNAP_N:-5} sb_clones=10
 sb_pss() { awk '/^Pss:/ { print $2 }' "/proc/$(cat "$W/$1.pid")/smaps_rollup"; }
@@ -75,7 +77,8 @@ sb_memory() {
 		vm_wait "sbk$i" 60000 && ids="$ids sbk$i" || fail "snapbench: clone $i: $(tail -n 1 "$W/sbk$i.wait")"
 		i=$((i + 1))
 	done
-	for id in $ids; do sb_verified "$id" 120 || fail "snapbench: $id: memory check not done in 120 s"; done
+	nv=0
+	for id in $ids; do sb_verified "$id" 60 && nv=$((nv + 1)); done
 	sleep 5
 	tot=0 per=""
 	for id in $ids; do
@@ -84,7 +87,9 @@ sb_memory() {
 	done
 	for id in $ids; do vm_stop "$id"; done
 	n=$(echo $ids | wc -w)
-	echo "VMBENCH snap mem one_guest_pss_kib $one clones $n clones_pss_kib $tot per_clone_kib$per"
+	echo "VMBENCH snap mem one_guest_pss_kib $one clones $n clones_pss_kib $tot per_clone_kib$per memory_checked $nv"
+	fk=$(($(wc -c <"$W/sb.snap") / 1024))
+	echo "VMBENCH snap mem with_file_kib $((tot + fk)) ratio $(awk -v t="$((tot + fk))" -v o="$one" 'BEGIN { if (o > 0) printf "%.2f", t / o; else print "nan" }') (the clones' PSS plus the whole snapshot file's page cache, $fk KiB, as if all of it stayed resident)"
 	echo "VMBENCH snap mem ratio $(awk -v t="$tot" -v o="$one" 'BEGIN { if (o > 0) printf "%.2f", t / o; else print "nan" }') (10 clones' PSS / one booted guest's; 10 would be no sharing)"
 }
 

@@ -27,5 +27,6 @@ echo "vm to agent-ready, median (ms): cold boot $c, restore from a snapshot $r"
 awk -v r="$r" -v c="$c" 'BEGIN { if (r != "nan" && c != "nan" && c > 0) printf "ratio restore/cold boot: %.3f (target <= 0.1)\n", r / c }'
 # where a restore's time goes (rung-vmm's own timeline, ms since its start), the last round
 grep '^VMBENCH snap timeline' "$log" | tail -n 1 | sed 's/^VMBENCH snap timeline /restore timeline (ms since rung-vmm started): /'
-grep '^VMBENCH snap mem one_guest' "$log" | awk '{ printf "memory (PSS): one booted guest %d KiB; %d clones of one snapshot %d KiB together\n", $5, $7, $9 }'
+grep '^VMBENCH snap mem one_guest' "$log" | awk '{ printf "memory (PSS): one booted guest %d KiB; %d clones of one snapshot %d KiB together (memory check done in %s of them)\n", $5, $7, $9, $NF }'
 grep '^VMBENCH snap mem ratio' "$log" | sed 's/^VMBENCH snap mem ratio /clones\/one guest: /'
+grep '^VMBENCH snap mem with_file' "$log" | sed 's/^VMBENCH snap mem with_file_kib \([0-9]*\) ratio /with the snapshot file: \1 KiB, clones\/one guest: /'
