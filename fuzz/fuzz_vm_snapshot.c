@@ -4,7 +4,8 @@
  * bytes. With the flag's low bit set the checksums are made right before parsing, so the
  * fuzzer reaches the checks behind them. Any bytes: no crash, an error always says what was
  * wrong, and an accepted file's every section lies inside the bytes given, each vCPU and
- * device has one, and the counts a restore uses are in range.
+ * device has one, and the counts a restore uses are in range; the state length restore
+ * reads first (vmm_snap_state_len) never exceeds the file or the state part's limit.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -57,6 +58,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(&h, buf, sizeof(h));
 		file_len = h.mem_offset + h.mem_len;
 	}
+	/* how much restore reads before guest memory, from a hostile header: bounded */
+	size_t want = vmm_snap_state_len(buf, len, file_len);
+	if (want > VMM_SNAP_MAX_STATE || want > file_len)
+		abort();
 	struct vmm_snap_info info;
 	struct rung_err err = {0};
 	if (vmm_snap_parse(buf, len, file_len, &info, &err) < 0) {

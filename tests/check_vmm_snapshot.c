@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -468,6 +469,101 @@ START_TEST(save_thread_seccomp)
 }
 END_TEST
 
+/* The background memory check: a match, one flipped bit found in any chunk, a cancel. */
+START_TEST(mem_check)
+{
+	size_t len = (3u << 20) + 4096; /* more than one 1 MiB chunk, not a multiple of it */
+	uint8_t *m = malloc(len);
+	ck_assert_ptr_nonnull(m);
+	for (size_t i = 0; i < len; i++)
+		m[i] = (uint8_t)(i * 131 + (i >> 12));
+	uint32_t want = vmm_snap_crc32c(0, m, len);
+	bool quit = false;
+	ck_assert_int_eq(vmm_snap_mem_check(m, len, want, &quit), 0);
+	ck_assert_int_eq(vmm_snap_mem_check(m, len, want, NULL), 0);
+	m[len - 1] ^= 0x10; /* the last chunk */
+	ck_assert_int_eq(vmm_snap_mem_check(m, len, want, &quit), -EBADMSG);
+	m[len - 1] ^= 0x10;
+	m[5] ^= 1; /* the first */
+	ck_assert_int_eq(vmm_snap_mem_check(m, len, want, NULL), -EBADMSG);
+	quit = true;
+	ck_assert_int_eq(vmm_snap_mem_check(m, len, want, &quit), -ECANCELED);
+	free(m);
+}
+END_TEST
+
+/* How much restore reads before guest memory: the state part the header names, never past
+ * the file or VMM_SNAP_MAX_STATE, whatever a hostile header says. */
+START_TEST(state_len)
+{
+	struct snapfile f;
+	snap_build(&f, 1, ids3, 3);
+	ck_assert_uint_eq(vmm_snap_state_len(f.buf, f.len, f.file_len), f.len);
+	ck_assert_uint_eq(vmm_snap_state_len(f.buf, 10, f.file_len), VMM_SNAP_MAX_STATE);
+	ck_assert_uint_eq(vmm_snap_state_len(f.buf, 10, 100), 100);
+	hdr(&f)->mem_offset = VMM_SNAP_MAX_STATE + 4096; /* unchecked header */
+	ck_assert_uint_eq(vmm_snap_state_len(f.buf, f.len, f.file_len), VMM_SNAP_MAX_STATE);
+	hdr(&f)->mem_offset = f.file_len + 4096;
+	ck_assert_uint_eq(vmm_snap_state_len(f.buf, f.len, 8192), 8192);
+	hdr(&f)->mem_offset = 3;
+	ck_assert_uint_eq(vmm_snap_state_len(f.buf, f.len, f.file_len), VMM_SNAP_MAX_STATE);
+	free(f.buf);
+}
+END_TEST
+
+/* The memory check's thread filter: the common calls only; no file, no KVM, no socket. */
+static int verify_filtered(int how)
+{
+	void *prog;
+	size_t len;
+	struct rung_err err = {0};
+	ck_assert_int_eq(vmm_seccomp_build(VMM_THREAD_VERIFY, &prog, &len, &err), 0);
+	void *view = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(view, MAP_FAILED);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (vmm_seccomp_install(prog, len, &err) < 0)
+			_exit(100);
+		switch (how) {
+		case 0: /* what the check does: compute, log, unmap its view */
+			if (vmm_snap_mem_check(view, 4096, vmm_snap_crc32c(0, view, 4096), NULL) ||
+			    write(2, "", 0) < 0 || munmap(view, 4096) < 0)
+				_exit(101);
+			_exit(0);
+		case 1:
+			syscall(SYS_openat, AT_FDCWD, "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			break;
+		case 2:
+			syscall(SYS_pread64, 0, view, 1, 0);
+			break;
+		case 3:
+			syscall(SYS_ioctl, 0, KVM_RUN, 0);
+			break;
+		case 4:
+			syscall(SYS_socket, AF_UNIX, 1, 0);
+			break;
+		}
+		_exit(102);
+	}
+	free(prog);
+	munmap(view, 4096);
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+START_TEST(verify_thread_seccomp)
+{
+	int st = verify_filtered(0);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
+	for (int how = 1; how <= 4; how++) {
+		st = verify_filtered(how);
+		ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS, "case %d: status 0x%x",
+			      how, st);
+	}
+}
+END_TEST
+
 Suite *vmm_snapshot_suite(void)
 {
 	Suite *s = suite_create("vmm_snapshot");
@@ -483,6 +579,9 @@ Suite *vmm_snapshot_suite(void)
 	tcase_add_test(tc, random_damage);
 	tcase_add_test(tc, restore_args);
 	tcase_add_test(tc, save_thread_seccomp);
+	tcase_add_test(tc, mem_check);
+	tcase_add_test(tc, state_len);
+	tcase_add_test(tc, verify_thread_seccomp);
 	suite_add_tcase(s, tc);
 	return s;
 }

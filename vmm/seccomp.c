@@ -133,7 +133,7 @@ int vmm_seccomp_build(enum vmm_thread_kind kind, void **prog, size_t *len, struc
 	} else if (kind == VMM_THREAD_SNAP) {
 		if ((r = add_snapshot(ctx, err)) < 0)
 			return r;
-	} else {
+	} else if (kind == VMM_THREAD_VMM) {
 		if ((r = add_all(ctx, vmm_calls, sizeof(vmm_calls) / sizeof(int), err)) < 0 ||
 		    (r = add_ioctl(ctx, KVM_IRQ_LINE, err)) < 0)
 			return r;

@@ -49,6 +49,32 @@ uint32_t vmm_snap_crc32c(uint32_t crc, const void *buf, size_t len)
 	return ~c;
 }
 
+int vmm_snap_mem_check(const void *p, uint64_t len, uint32_t want, const bool *quit)
+{
+	const uint8_t *b = p;
+	uint32_t crc = 0;
+	for (uint64_t off = 0; off < len;) {
+		if (quit && __atomic_load_n(quit, __ATOMIC_ACQUIRE))
+			return -ECANCELED;
+		size_t n = len - off < (1u << 20) ? (size_t)(len - off) : (1u << 20);
+		crc = vmm_snap_crc32c(crc, b + off, n);
+		off += n;
+	}
+	return crc == want ? 0 : -EBADMSG;
+}
+
+size_t vmm_snap_state_len(const void *hdr, size_t hdr_len, uint64_t file_len)
+{
+	struct vmm_snap_header h;
+	size_t most = file_len < VMM_SNAP_MAX_STATE ? (size_t)file_len : VMM_SNAP_MAX_STATE;
+	if (hdr_len < sizeof(h))
+		return most;
+	memcpy(&h, hdr, sizeof(h));
+	if (h.mem_offset < sizeof(h) || h.mem_offset > most)
+		return most;
+	return (size_t)h.mem_offset;
+}
+
 void vmm_snap_compat_id(char out[VMM_SNAP_COMPAT_LEN])
 {
 	memset(out, 0, VMM_SNAP_COMPAT_LEN);

@@ -10,6 +10,7 @@
 #define RUNG_VMM_SNAPSHOT_FILE_H
 
 #include <linux/kvm.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -85,6 +86,15 @@ struct vmm_snap_serial {
 
 /* CRC-32C (Castagnoli); SSE4.2 when the CPU has it. crc: 0 to start, or a previous result. */
 uint32_t vmm_snap_crc32c(uint32_t crc, const void *buf, size_t len);
+/*
+ * Pure: the CRC-32C of len bytes at p, 1 MiB at a time, against want. *quit (read atomically
+ * between chunks) cancels. Returns 0 when it matches, -EBADMSG when not, -ECANCELED.
+ */
+int vmm_snap_mem_check(const void *p, uint64_t len, uint32_t want, const bool *quit);
+/* Pure: how many bytes to read for the state part, from the file's first bytes (the header,
+ * when there are hdr_len of them): its memory offset when that is a sane one, else the most a
+ * state part may be; vmm_snap_parse then checks all of it. */
+size_t vmm_snap_state_len(const void *hdr, size_t hdr_len, uint64_t file_len);
 /* This build's compatibility id: the format version, the architecture and the payload sizes. */
 void vmm_snap_compat_id(char out[VMM_SNAP_COMPAT_LEN]);
 

@@ -11,13 +11,17 @@
  * serial port; guest memory last, as the file's tail. Restore is done by the main thread
  * before any filter: the VM state (PIT, clock, irqchip), then per vCPU in the same order
  * (special registers restore the APIC base before the LAPIC; the LAPIC's timer mode before
- * the TSC deadline MSR; events last).
+ * the TSC deadline MSR; events last). Guest memory is checked afterwards, while the guest
+ * runs, by a thread of its own (verify_thread; docs/snapshots.md says why that is safe).
  */
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -399,13 +403,16 @@ int vmm_snap_open(struct vmm_vm *vm, uint8_t **state, struct rung_err *err)
 		return rung_err_sys(err, errno, "--restore %s", path);
 	if (!S_ISREG(st.st_mode))
 		return rung_err_set(err, EINVAL, "--restore %s: not a regular file", path);
-	size_t want = (uint64_t)st.st_size < VMM_SNAP_MAX_STATE ? (size_t)st.st_size
-								 : VMM_SNAP_MAX_STATE;
+	/* the header first, then only the state part it names (a few pages, not 4 MiB) */
+	struct vmm_snap_header h;
+	ssize_t n = pread(fd, &h, sizeof(h), 0);
+	if (n < 0)
+		return rung_err_sys(err, errno, "--restore %s: read", path);
+	size_t want = vmm_snap_state_len(&h, (size_t)n, (uint64_t)st.st_size);
 	cleanup_free uint8_t *buf = malloc(want ? want : 1);
 	if (!buf)
 		return rung_err_set(err, ENOMEM, "--restore: out of memory");
-	ssize_t n = pread(fd, buf, want, 0);
-	if (n < 0)
+	if ((n = pread(fd, buf, want, 0)) < 0)
 		return rung_err_sys(err, errno, "--restore %s: read", path);
 	struct vmm_snap_info info;
 	int r = vmm_snap_parse(buf, (size_t)n, (uint64_t)st.st_size, &info, err);
@@ -414,8 +421,10 @@ int vmm_snap_open(struct vmm_vm *vm, uint8_t **state, struct rung_err *err)
 	vm->cfg.mem_mib = info.hdr.mem_bytes >> 20;
 	vm->cfg.cpus = vm->ncpus = info.hdr.ncpus;
 	vm->mem_file_off = info.hdr.mem_offset;
+	vm->verify_crc = info.hdr.mem_crc;
 	vm->mem_fd = rung_steal_fd(&fd);
 	*state = rung_steal_ptr(&buf);
+	vm->t_restore[VMM_RT_CHECKED] = rung_now_us();
 	return 0;
 }
 
@@ -446,25 +455,116 @@ int vmm_snap_apply(struct vmm_vm *vm, const uint8_t *state, struct rung_err *err
 {
 	struct vmm_snap_info info;
 	struct stat st;
+	vm->t_restore[VMM_RT_BUILT] = rung_now_us();
 	if (fstat(vm->mem_fd, &st) < 0)
 		return rung_err_sys(err, errno, "--restore: fstat");
 	/* the file was parsed from these bytes already; parse again for the pointers */
 	int r = vmm_snap_parse(state, (size_t)vm->mem_file_off, (uint64_t)st.st_size, &info, err);
 	if (r < 0)
 		return rung_err_wrap(err, "--restore %s", vm->cfg.restore);
-	uint64_t t0 = rung_now_us();
-	uint32_t crc = 0;
-	for (unsigned i = 0; i < vm->mem.nr; i++)
-		crc = vmm_snap_crc32c(crc, vm->mem.r[i].hva, vm->mem.r[i].size);
-	if (crc != info.hdr.mem_crc)
-		return rung_err_set(err, EBADMSG, "--restore %s: guest memory checksum mismatch",
-				    vm->cfg.restore);
-	LOG_INFO("restore: memory checksum in %llu ms",
-		 (unsigned long long)((rung_now_us() - t0) / 1000));
+	/* Guest memory is checked by verify_thread while the guest runs (docs/snapshots.md,
+	 * "Guest memory is checked in the background"): from a read-only view of the file,
+	 * never from the guest's own mapping, whose pages the guest changes. */
+	void *view = mmap(NULL, info.hdr.mem_len, PROT_READ, MAP_SHARED, vm->mem_fd,
+			  (off_t)vm->mem_file_off);
+	if (view == MAP_FAILED)
+		return rung_err_sys(err, errno, "--restore: mmap the memory image to check it");
+	vm->verify_map = view;
+	vm->verify_len = info.hdr.mem_len;
 	if ((r = vm_restore(vm, info.vm, err)) < 0)
 		return rung_err_wrap(err, "--restore");
 	for (unsigned i = 0; i < vm->ncpus; i++)
 		if ((r = vcpu_restore(&vm->vcpu[i], info.vcpu[i], err)) < 0)
 			return rung_err_wrap(err, "--restore");
-	return devices_restore(vm, &info, err);
+	r = devices_restore(vm, &info, err);
+	vm->t_restore[VMM_RT_STATE] = rung_now_us();
+	return r;
+}
+
+/*
+ * The memory image's CRC-32C, read from the file while the guest runs, at SCHED_IDLE (it
+ * gets the CPU only when the vCPUs and the event loop leave it idle). A mismatch ends the VM
+ * with an error naming the file. Its filter is the smallest of all: computing, logging,
+ * ending the VM, unmapping (VMM_THREAD_VERIFY).
+ */
+static void *verify_thread(void *arg)
+{
+	struct vmm_vm *vm = arg;
+	struct rung_err err = {0};
+	struct sched_param sp = {0};
+	int e = pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+	if (e)
+		LOG_WARN("restore: memory check at normal priority: %s", strerror(e));
+	if (vm->verify_bpf && vmm_seccomp_install(vm->verify_bpf, vm->verify_bpf_len, &err) < 0) {
+		vmm_vm_end(vm, VMM_EXIT_ERROR, "memory check thread: seccomp: %s", err.msg);
+		return NULL;
+	}
+	uint64_t t0 = rung_now_us();
+	int r = vmm_snap_mem_check(vm->verify_map, vm->verify_len, vm->verify_crc,
+				   &vm->verify_quit);
+	if (r == -EBADMSG)
+		vmm_vm_end(vm, VMM_EXIT_ERROR, "--restore %s: guest memory checksum mismatch (the "
+			   "snapshot is damaged); the restored VM is stopped", vm->cfg.restore);
+	else if (r == 0)
+		LOG_INFO("restore: guest memory verified in %llu ms (in the background, %llu ms "
+			 "after the start)", (unsigned long long)((rung_now_us() - t0) / 1000),
+			 (unsigned long long)((rung_now_us() - vm->t_create_us) / 1000));
+	munmap((void *)vm->verify_map, vm->verify_len);
+	return NULL;
+}
+
+int vmm_snap_verify_start(struct vmm_vm *vm, struct rung_err *err)
+{
+	if (!vm->verify_map)
+		return 0;
+	int r = pthread_create(&vm->verify_tid, NULL, verify_thread, vm);
+	if (r == 0) {
+		vm->verify_started = true;
+		return 0;
+	}
+	/* no thread: check it now, before the guest runs, rather than not at all */
+	LOG_WARN("restore: memory check thread: %s; checking before the guest runs", strerror(r));
+	r = vmm_snap_mem_check(vm->verify_map, vm->verify_len, vm->verify_crc, NULL);
+	munmap((void *)vm->verify_map, vm->verify_len);
+	vm->verify_map = NULL;
+	if (r < 0)
+		return rung_err_set(err, EBADMSG, "--restore %s: guest memory checksum mismatch",
+				    vm->cfg.restore);
+	return 0;
+}
+
+void vmm_snap_verify_stop(struct vmm_vm *vm)
+{
+	if (vm->verify_started) {
+		__atomic_store_n(&vm->verify_quit, true, __ATOMIC_RELEASE);
+		pthread_join(vm->verify_tid, NULL); /* it unmaps its view */
+		vm->verify_started = false;
+	} else if (vm->verify_map) {
+		munmap((void *)vm->verify_map, vm->verify_len);
+	}
+	vm->verify_map = NULL;
+}
+
+static double ms_at(const struct vmm_vm *vm, uint64_t t)
+{
+	return t ? (double)(t - vm->t_create_us) / 1000.0 : -1.0;
+}
+
+void vmm_snap_timeline(struct vmm_vm *vm, enum vmm_restore_mark mark)
+{
+	if (!vm->cfg.restore || vm->t_restore[mark])
+		return;
+	vm->t_restore[mark] = rung_now_us();
+	if (mark != VMM_RT_ANSWER)
+		return;
+	const uint64_t *t = vm->t_restore;
+	LOG_INFO("restore timeline (ms since start): file checked %.1f, VM built %.1f, state set "
+		 "%.1f, vCPU 0 running %.1f, vsock reset posted %.1f, handled %.1f, first host "
+		 "connection %.1f, guest accepted %.1f, first answer %.1f",
+		 ms_at(vm, t[VMM_RT_CHECKED]), ms_at(vm, t[VMM_RT_BUILT]),
+		 ms_at(vm, t[VMM_RT_STATE]), ms_at(vm, __atomic_load_n(&vm->t_first_run_us,
+								       __ATOMIC_ACQUIRE)),
+		 ms_at(vm, t[VMM_RT_RESET_POSTED]), ms_at(vm, t[VMM_RT_RESET_DONE]),
+		 ms_at(vm, t[VMM_RT_CONNECT]), ms_at(vm, vm->vsock.t_first_response_us),
+		 ms_at(vm, vm->vsock.t_first_rw_us));
 }

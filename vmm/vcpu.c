@@ -303,6 +303,8 @@ static void *vcpu_thread(void *arg)
 		vmm_vm_end(vm, VMM_EXIT_ERROR, "vcpu %u: seccomp: %s", c->id, err.msg);
 		return NULL;
 	}
+	if (c->id == 0)
+		__atomic_store_n(&vm->t_first_run_us, rung_now_us(), __ATOMIC_RELEASE);
 	while (wait_while_paused(c)) {
 		int r = ioctl(c->fd, KVM_RUN, 0);
 		if (r < 0) {

@@ -18,6 +18,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "common/util.h"
 #include "vmm/vmm.h"
 
 #define HDR sizeof(struct virtio_vsock_hdr)
@@ -249,6 +250,8 @@ static void tx_packet(struct vmm_vsock *vs, const struct vmm_chain *ch)
 	c->peer_fwd_cnt = h.fwd_cnt;
 	switch (h.op) {
 	case VIRTIO_VSOCK_OP_RESPONSE:
+		if (!vs->t_first_response_us)
+			vs->t_first_response_us = rung_now_us();
 		if (c->state == VS_CONNECTING && !c->want_request)
 			c->state = VS_ESTABLISHED;
 		else
@@ -268,6 +271,8 @@ static void tx_packet(struct vmm_vsock *vs, const struct vmm_chain *ch)
 			conn_reset(c);
 		else if (h.len && c->fd >= 0)
 			to_host(c, ch, h.len);
+		if (!vs->t_first_rw_us)
+			vs->t_first_rw_us = rung_now_us();
 		break;
 	case VIRTIO_VSOCK_OP_CREDIT_UPDATE:
 		break;

@@ -211,7 +211,9 @@ struct vmm_vm *vmm_vm_create(const struct vmm_config *cfg, struct rung_err *err)
 	if (!cfg->no_seccomp &&
 	    ((r = vmm_seccomp_build(VMM_THREAD_VCPU, &vm->vcpu_bpf, &vm->vcpu_bpf_len, err)) < 0 ||
 	     (r = vmm_seccomp_build(VMM_THREAD_VMM, &vm->vmm_bpf, &vm->vmm_bpf_len, err)) < 0 ||
-	     (r = vmm_seccomp_build(VMM_THREAD_SNAP, &vm->snap_bpf, &vm->snap_bpf_len, err)) < 0))
+	     (r = vmm_seccomp_build(VMM_THREAD_SNAP, &vm->snap_bpf, &vm->snap_bpf_len, err)) < 0 ||
+	     (cfg->restore && (r = vmm_seccomp_build(VMM_THREAD_VERIFY, &vm->verify_bpf,
+						     &vm->verify_bpf_len, err)) < 0)))
 		goto fail;
 	LOG_INFO("vm created in %llu us", (unsigned long long)(rung_now_us() - vm->t_create_us));
 	return vm;
@@ -226,6 +228,7 @@ void vmm_vm_destroy(struct vmm_vm *vm)
 		return;
 	vmm_vcpus_join(vm);
 	vmm_snap_thread_stop(vm);
+	vmm_snap_verify_stop(vm);
 	for (unsigned i = 0; i < VMM_MAX_CPUS; i++) {
 		if (vm->vcpu[i].run)
 			munmap(vm->vcpu[i].run, vm->run_size);
@@ -264,6 +267,7 @@ void vmm_vm_destroy(struct vmm_vm *vm)
 	free(vm->vcpu_bpf);
 	free(vm->vmm_bpf);
 	free(vm->snap_bpf);
+	free(vm->verify_bpf);
 	pthread_mutex_destroy(&vm->run_lock);
 	pthread_cond_destroy(&vm->run_cond);
 	free(vm);
@@ -401,13 +405,17 @@ static bool vsock_restore_hold(struct vmm_vm *vm, uint64_t now)
 	if (!vm->vsock_reset_due)
 		return false;
 	pthread_mutex_lock(&vm->vsock.t->lock);
-	if (!vm->vsock_reset_deadline && vmm_vsock_post_reset(&vm->vsock))
+	if (!vm->vsock_reset_deadline && vmm_vsock_post_reset(&vm->vsock)) {
 		vm->vsock_reset_deadline = now + 3000;
+		vmm_snap_timeline(vm, VMM_RT_RESET_POSTED);
+	}
 	bool done = vm->vsock_reset_deadline &&
 		    (vmm_vsock_reset_handled(&vm->vsock) || now >= vm->vsock_reset_deadline);
 	pthread_mutex_unlock(&vm->vsock.t->lock);
-	if (done)
+	if (done) {
 		vm->vsock_reset_due = false;
+		vmm_snap_timeline(vm, VMM_RT_RESET_DONE);
+	}
 	return !done;
 }
 
@@ -480,14 +488,18 @@ static void serve_devices(struct vmm_vm *vm, struct vmm_net *net, const struct p
 			vmm_net_tap_hup(net);
 		vmm_net_process(net);
 	}
-	if (pfd[P_VLISTEN].revents)
+	if (pfd[P_VLISTEN].revents) {
+		vmm_snap_timeline(vm, VMM_RT_CONNECT);
 		accept_vsock(vm);
+	}
 	pthread_mutex_lock(&vm->vsock.t->lock);
 	for (unsigned i = 0; i < VMM_VSOCK_MAX_CONNS; i++)
 		if (pfd[P_CONN + i].revents & (POLLHUP | POLLERR | POLLNVAL))
 			vmm_vsock_host_hup(&vm->vsock, i);
 	pthread_mutex_unlock(&vm->vsock.t->lock);
 	vmm_vsock_process(&vm->vsock);
+	if (vm->vsock.t_first_rw_us)
+		vmm_snap_timeline(vm, VMM_RT_ANSWER);
 }
 
 static void event_loop(struct vmm_vm *vm)
@@ -546,7 +558,12 @@ enum vmm_exit vmm_vm_run(struct vmm_vm *vm, struct rung_err *err)
 	int r = vmm_snap_thread_start(vm, err);
 	if (r < 0)
 		LOG_WARN("snapshots unavailable: %s", err->msg);
-	r = vmm_vcpus_start(vm, err);
+	/* a restored guest gets its vsock reset before it runs (not once the event loop is up) */
+	vsock_restore_hold(vm, rung_now_ms());
+	if ((r = vmm_snap_verify_start(vm, err)) < 0)
+		vmm_vm_end(vm, VMM_EXIT_ERROR, "%s", err->msg);
+	else
+		r = vmm_vcpus_start(vm, err);
 	if (r == 0 && vm->vmm_bpf &&
 	    (r = vmm_seccomp_install(vm->vmm_bpf, vm->vmm_bpf_len, err)) < 0)
 		vmm_vm_end(vm, VMM_EXIT_ERROR, "vmm thread: seccomp: %s", err->msg);
@@ -555,6 +572,7 @@ enum vmm_exit vmm_vm_run(struct vmm_vm *vm, struct rung_err *err)
 	vmm_vm_end(vm, VMM_EXIT_ERROR, "event loop ended");
 	vmm_vcpus_join(vm);
 	vmm_snap_thread_stop(vm);
+	vmm_snap_verify_stop(vm);
 	vmm_serial_flush(&vm->serial);
 	rung_err_set(err, vm->exit == VMM_EXIT_ERROR ? EIO : 0, "%s", vm->exit_msg);
 	err->code = vm->exit == VMM_EXIT_ERROR ? EIO : 0;

@@ -287,6 +287,7 @@ struct vmm_vsock {
 	unsigned nrst;
 	uint64_t dropped;       /* malformed guest packets dropped */
 	uint16_t reset_avail;   /* the event ring's avail index when a reset was posted */
+	uint64_t t_first_response_us, t_first_rw_us; /* the guest's first accept, first data */
 };
 extern const struct vmm_virtio_dev_ops vmm_vsock_ops;
 int vmm_vsock_init(struct vmm_vsock *vs, uint64_t guest_cid, uint32_t guest_port, struct rung_err *err);
@@ -388,7 +389,8 @@ enum vmm_ctl_cmd vmm_control_parse(const char *line, size_t len, const char **ar
 				   size_t *arg_len);
 
 /* ---- seccomp (per thread) ---------------------------------------------------------------- */
-enum vmm_thread_kind { VMM_THREAD_VMM, VMM_THREAD_VCPU, VMM_THREAD_SNAP };
+/* VERIFY: a restore's background memory check (nothing beyond the common calls). */
+enum vmm_thread_kind { VMM_THREAD_VMM, VMM_THREAD_VCPU, VMM_THREAD_SNAP, VMM_THREAD_VERIFY };
 /* Builds the allow-list for kind and exports it as BPF into *prog (malloc'd, *len insns). */
 int vmm_seccomp_build(enum vmm_thread_kind kind, void **prog, size_t *len, struct rung_err *err);
 /* Installs a BPF program on the calling thread only (no TSYNC); sets no_new_privs. */

@@ -9,7 +9,8 @@
 # then "VMTEST-SUMMARY <n> passed, <n> failed, <n> skipped", and VMBENCH lines.
 # Env: VMTEST_DRIVER=rung-vmm|qemu (default: rung-vmm if present, else qemu, so that the
 # guest side is proven even before rung-vmm boots), VMTEST_BENCH=N boots per VMM (0: none),
-# VMTEST_ONLY="boot panic snapshot ..." runs only those tests (debugging), VMTEST_ONLY_BENCH=1.
+# VMTEST_ONLY="boot panic snapshot ..." runs only those tests (debugging), VMTEST_ONLY_BENCH=1;
+# "snapbench" in VMTEST_ONLY runs bench/vm-snapshot-l1.sh (VMTEST_SNAP_N rounds).
 set -u
 [ "${VMTEST_TRACE:-0}" = 1 ] && set -x
 P=${RUNG_VM_PAYLOAD:-}
@@ -39,7 +40,7 @@ vm_start() {
 	case $drv in
 	rung-vmm)
 		"$VMM" --kernel "$K" --initrd "$I" --disk "$BASE,ro" --disk "$upper" --mem $MEM \
-			--cpus 1 --cmdline "${VMTEST_CMDLINE:-quiet} $extra" --serial-log "$W/$id.serial" --serial-cap $SERIAL_CAP \
+			--cpus "${CPUS:-1}" --cmdline "${VMTEST_CMDLINE:-quiet} $extra" --serial-log "$W/$id.serial" --serial-cap $SERIAL_CAP \
 			--vsock-uds "$W/$id.sock" --control "$W/$id.ctl" $VMM_EXTRA >"$W/$id.out" 2>&1 &
 		echo "$W/$id.sock" >"$W/$id.addr" ;;
 	qemu)
@@ -350,7 +351,7 @@ t_snapshot() {
 	t0=$(now)
 	vm_restore s2 "$W/s.snap" "$W/u5.img"
 	if vm_wait s2 30000; then
-		pass "restore agent-ready in $(ms_since "$t0") ms ($(grep -ohE 'memory checksum in [0-9]+ ms|vm created in [0-9]+ us' "$W/s2.out" | tr '\n' ' '))"
+		pass "restore agent-ready in $(ms_since "$t0") ms (timeline, ms: $(timeline "$W/s2.out"))"
 		out=$(vexec s2 -- /bin/sh -c 'cat /dev/shm/snap.txt; echo; cat /work/snap.txt; echo after > /work/after.txt; cat /work/after.txt')
 		[ "$out" = "$(printf 'in-ram\non-disk\nafter')" ] &&
 			pass "restored guest: RAM and disk files intact, exec works" ||
@@ -363,6 +364,7 @@ t_snapshot() {
 		dump serial "$W/s2.serial"
 	fi
 	vm_stop s2
+	snap_damaged_memory "$W/s.snap" # l1-snapshot.sh
 	head -c $(($(wc -c <"$W/s.snap") - 4096)) "$W/s.snap" >"$W/s.trunc"
 	vm_restore s3 "$W/s.trunc" "$W/u5.img"
 	vm_wait_exit s3 30
@@ -382,7 +384,11 @@ if [ "${VMTEST_ONLY_BENCH:-0}" != 1 ]; then
 		t_files
 		want restart && t_restart
 	fi
+	. "$P/rung/l1-snapshot.sh"
 	want snapshot && t_snapshot
+	want snapshot-smp && t_snapshot_smp
+	# the snapshot benchmark (bench/vm-snapshot.sh): only when named
+	case " ${VMTEST_ONLY:-} " in *" snapbench "*) . "$P/rung/vm-snapshot-l1.sh" ;; esac
 	want panic && t_panic
 	want flood && t_flood
 	want garbage && t_garbage

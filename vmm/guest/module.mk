@@ -3,6 +3,7 @@
 #   make vm-initramfs   build/vm/initramfs.cpio.gz with rung-agent as /init
 #   make check-vm       the vm-rung tests under nested KVM (QEMU TCG L1, or /dev/kvm here)
 #   make bench-vm       bench/vm-boot.sh (rung-vmm vs QEMU microvm boot to agent-ready)
+#   make bench-vm-snapshot  bench/vm-snapshot.sh (restore vs cold boot, 10 clones' memory)
 # RUNG_VM_AGENT overrides the agent put in the initramfs (default: build/rung-agent).
 
 VM_OUT        := $(B)/vm
@@ -39,5 +40,9 @@ bench-vm: $(VM_OUT)/initramfs.cpio.gz $(VM_OUT)/rung-vmtest $(VM_VMM)
 	@sh vmm/guest/build-kernel.sh >/dev/null
 	@$(VM_STAGE_ENV) sh bench/vm-boot.sh
 
+bench-vm-snapshot: $(VM_OUT)/initramfs.cpio.gz $(VM_OUT)/rung-vmtest $(VM_VMM)
+	@sh vmm/guest/build-kernel.sh >/dev/null
+	@$(VM_STAGE_ENV) sh bench/vm-snapshot.sh
+
 CHECK_STAGES += check-vm
-.PHONY: guest-kernel vm-initramfs check-vm bench-vm
+.PHONY: guest-kernel vm-initramfs check-vm bench-vm bench-vm-snapshot

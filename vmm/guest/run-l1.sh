@@ -17,7 +17,7 @@
 # RUNG_L1_KVM_AMD (more kvm-amd options in L1, comma-separated, e.g. npt=0,vgif=0),
 # RUNG_VM_QUIET (s without L1 console output before it is
 # stopped as wedged, 150),
-# VMTEST_DRIVER, VMTEST_BENCH, VMTEST_ONLY_BENCH.
+# VMTEST_DRIVER, VMTEST_BENCH, VMTEST_ONLY_BENCH, VMTEST_SNAP_N.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-build/vm}
@@ -87,7 +87,7 @@ fi
 cp "$KERNEL" "$P/rung/guest/bzImage"
 cp "$INITRAMFS" "$P/rung/guest/initramfs.cpio.gz"
 cp "$OUT/base-$stamp.img" "$P/rung/guest/base.img"
-cp "$here/mkdisk.sh" "$here/l1-tests.sh" "$P/rung/"
+cp "$here/mkdisk.sh" "$here/l1-tests.sh" "$here/l1-snapshot.sh" "$here/../../bench/vm-snapshot-l1.sh" "$P/rung/"
 # the runtime itself (rung, its store with a python image), when it is built
 if [ -n "${RUNG_BUILD:-}" ] && [ -x "$RUNG_BUILD/rung" ] && [ -x "$RUNG_BUILD/rfs-tool" ]; then
 	sh "$here/payload-rung.sh" "$P" "$RUNG_BUILD" "$OUT/base-$stamp.img" >&2
@@ -138,6 +138,7 @@ else
 	[ -n "${RUNG_L1_KVM_AMD:-}" ] && append="$append l1_kvm_amd=$RUNG_L1_KVM_AMD"
 	[ -n "${VMTEST_BENCH:-}" ] && append="$append vmtest_bench=$VMTEST_BENCH"
 	[ -n "${VMTEST_ONLY_BENCH:-}" ] && append="$append vmtest_only_bench=$VMTEST_ONLY_BENCH"
+	[ -n "${VMTEST_SNAP_N:-}" ] && append="$append vmtest_snap_n=$VMTEST_SNAP_N"
 	[ -n "${VMTEST_TRACE:-}" ] && append="$append vmtest_trace=$VMTEST_TRACE"
 	[ -n "${VMTEST_VERBOSE:-}" ] && append="$append vmtest_verbose=$VMTEST_VERBOSE"
 	[ -n "${VMTEST_ONLY:-}" ] && append="$append vmtest_only=$(echo "$VMTEST_ONLY" | tr " " ,)"
