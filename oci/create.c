@@ -27,6 +27,7 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "oci/oci-internal.h"
+#include "oci/vm.h"
 #include "rootfs/rfs.h"
 #include "runtime/seccomp.h"
 
@@ -321,6 +322,10 @@ static void undo(struct create_ctx *x)
 
 int oci_create(const struct oci_create_opts *o, struct rung_err *err)
 {
+	bool vm = false; /* the rung: the runtime's, raised by the bundle's annotation (vm.h) */
+	int v = oci_vm_wanted(o, &vm, err);
+	if (v < 0 || vm)
+		return v < 0 ? v : oci_vm_create(o, err);
 	struct create_ctx x = {.o = o, .sync = {-1, -1}, .fifo = -1, .console = -1,
 			       .st.uid_slot = OCI_UID_SLOTS}; /* none claimed yet: none to give back */
 	/* nothing of the caller's but stdio reaches the container */

@@ -27,6 +27,7 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "oci/oci-internal.h"
+#include "oci/vm.h"
 #include "runtime/seccomp.h"
 
 struct exec_ctx {
@@ -257,6 +258,8 @@ static int run(struct exec_ctx *x, int *status, struct rung_err *err)
 
 int oci_exec(const struct oci_exec_opts *o, int *status, struct rung_err *err)
 {
+	if (oci_vm_is(o->root, o->id)) /* the vm rung: oci/vm-ops.c */
+		return oci_vm_refuse("exec", o->id, err);
 	struct exec_ctx x = {.o = o, .pidfd = -1, .sync = {-1, -1}, .console = -1};
 	/* nothing of the caller's but stdio reaches the container */
 	syscall(SYS_close_range, 3, ~0u, 4 /* CLOSE_RANGE_CLOEXEC */);

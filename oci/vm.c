@@ -1,0 +1,244 @@
+/*
+ * oci/vm.c: a container on the vm rung. create commits the bundle's rootfs as an image into a
+ * store of the container's own (<root>/<id>/store) and acquires one vm sandbox of it through
+ * rung's library: the vm rung's base disk (ext4 of the tree), jailed rung-vmm and rung-agent as
+ * the guest's init, exactly as `rung run --isolation vm`. The pid the shim waits on is a proxy
+ * (vm-proxy.c), a child of create; `kill` reaches the program through the agent, `delete`
+ * disposes of the sandbox and removes the state directory with its store.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/util.h"
+#include "oci/oci-internal.h"
+#include "oci/vm.h"
+#include "rootfs/rfs.h"
+
+static const struct rung_router_opts *router_opts;
+static const char *router_why;
+
+void oci_vm_router_opts(const struct rung_router_opts *o, const char *why)
+{
+	router_opts = o;
+	router_why = why;
+}
+
+static int router_open(const char *dir, struct rung_router **r, struct rung_err *err)
+{
+	if (!router_opts)
+		return rung_err_set(err, EINVAL, "the vm rung: %s", router_why ? router_why
+						     : "no router options");
+	char store[PATH_MAX];
+	snprintf(store, sizeof(store), "%s/store", dir);
+	struct rung_router_opts o = *router_opts;
+	o.state_dir = store;
+	return rung_router_new(&o, r, err);
+}
+
+bool oci_vm_is(const char *root, const char *id)
+{
+	char p[PATH_MAX];
+	struct rung_err e = {0};
+	return oci_id_check(id, &e) == 0 && oci_state_path(root, id, "vm.json", p, sizeof(p)) == 0 &&
+	       access(p, F_OK) == 0;
+}
+
+/* The sandbox id in vm.json, and the proxy's handle of the program (or "" before start). */
+static int vm_read(const char *root, const char *id, char *sbid, size_t n, char *handle,
+		   struct rung_err *err)
+{
+	char p[PATH_MAX];
+	cleanup_free char *h = NULL;
+	oci_state_path(root, id, "vm.json", p, sizeof(p));
+	json_error_t je;
+	cleanup_json json_t *j = json_load_file(p, 0, &je);
+	const char *s = json_string_value(json_object_get(j, "sandbox"));
+	if (!s)
+		return rung_err_set(err, EIO, "%s: no sandbox id", p);
+	snprintf(sbid, n, "%s", s);
+	handle[0] = '\0';
+	oci_state_path(root, id, "vm.proc", p, sizeof(p));
+	if (rung_file_load(AT_FDCWD, p, 64, &h, NULL, NULL) == 0)
+		snprintf(handle, RUNG_PROC_HANDLE_LEN + 1, "%s", h);
+	return 0;
+}
+
+struct vm_ctx {
+	const struct oci_create_opts *o;
+	struct oci_config cfg;
+	struct oci_state st;
+	char dir[PATH_MAX], pid_file[PATH_MAX];
+	struct rung_router *router;
+	struct rung_sandbox *sb;
+	pid_t proxy;
+	int fifo, console;
+	bool dir_made;
+};
+
+/* The bundle's rootfs as the image rung-oci/bundle:latest of the container's store. */
+static int rootfs_commit(struct vm_ctx *x, const char *store, struct rung_err *err)
+{
+	struct rfs_store *st = NULL;
+	struct rfs_image_info info = {0};
+	struct rfs_commit_stats cs = {0};
+	cleanup_close int dfd = open(x->cfg.rootfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return rung_err_sys(err, errno, "root.path %s", x->cfg.rootfs);
+	int r = rfs_store_open(store, &st, err);
+	if (r == 0)
+		r = rfs_image_commit_tree(st, NULL, dfd, NULL, 0, "rung-oci/bundle:latest", &cs,
+					  &info, err);
+	rfs_image_info_release(&info);
+	rfs_store_free(st);
+	return r < 0 ? rung_err_wrap(err, "root.path %s", x->cfg.rootfs) : 0;
+}
+
+static int sandbox_boot(struct vm_ctx *x, struct rung_err *err)
+{
+	int r = router_open(x->dir, &x->router, err);
+	if (r == 0)
+		r = rootfs_commit(x, rung_router_state_dir(x->router), err);
+	if (r < 0)
+		return r;
+	struct rung_spec s;
+	rung_spec_init(&s);
+	s.kind = strdup("oci");
+	s.image = strdup("rung-oci/bundle:latest");
+	s.work_dir = strdup(x->cfg.cwd && x->cfg.cwd[0] == '/' ? x->cfg.cwd : "/");
+	s.isolation = RUNG_ISO_VM;
+	s.ttl_s = 0;
+	if (x->cfg.limits.memory_bytes)
+		s.limits.memory_bytes = x->cfg.limits.memory_bytes;
+	struct rung_key key = {.scope = "rung-oci", .thread = x->o->id, .agent = "oci"};
+	r = s.kind && s.image && s.work_dir ? 0 : rung_err_set(err, ENOMEM, "out of memory");
+	if (r == 0)
+		r = rung_acquire(x->router, &key, &s, &x->sb, NULL, err);
+	rung_spec_release(&s);
+	if (r < 0)
+		return rung_err_wrap(err, "the vm rung");
+	char p[PATH_MAX];
+	oci_state_path(x->o->root, x->o->id, "vm.json", p, sizeof(p));
+	cleanup_free char *t = NULL;
+	if (asprintf(&t, "{\"sandbox\": \"%s\"}\n", rung_sandbox_id(x->sb)) < 0)
+		return rung_err_set(err, ENOMEM, "out of memory");
+	return rung_write_file_replace(AT_FDCWD, p, t, strlen(t), 0600, err);
+}
+
+static int vm_prepare(struct vm_ctx *x, struct rung_err *err)
+{
+	const struct oci_create_opts *o = x->o;
+	char bundle[PATH_MAX], cwd[PATH_MAX];
+	if (oci_id_check(o->id, err) < 0)
+		return -EINVAL;
+	if (o->pid_file &&
+	    snprintf(x->pid_file, sizeof(x->pid_file), "%s%s%s",
+		     o->pid_file[0] == '/' ? "" : getcwd(cwd, sizeof(cwd)) ? cwd : ".",
+		     o->pid_file[0] == '/' ? "" : "/", o->pid_file) >= (int)sizeof(x->pid_file))
+		return rung_err_set(err, ENAMETOOLONG, "--pid-file %s: path too long", o->pid_file);
+	if (!realpath(o->bundle, bundle))
+		return rung_err_sys(err, errno, "--bundle %s", o->bundle);
+	int r = oci_config_load(bundle, &x->cfg, err);
+	if (r == 0)
+		r = oci_vm_config_check(&x->cfg, err);
+	if (r < 0)
+		return r;
+	if (x->cfg.terminal != (o->console_socket != NULL))
+		return rung_err_set(err, EINVAL, x->cfg.terminal
+				    ? "process.terminal is true: --console-socket is required"
+				    : "--console-socket given but process.terminal is false");
+	if ((r = rung_mkdir_p(o->root, 0711, err)) < 0)
+		return rung_err_wrap(err, "--root");
+	chmod(o->root, 0711); /* the jailed VMM's uid reaches its jail under it */
+	oci_state_path(o->root, o->id, NULL, x->dir, sizeof(x->dir));
+	if (mkdir(x->dir, 0711) < 0)
+		return errno == EEXIST ? rung_err_set(err, EEXIST, "container %s already exists", o->id)
+				       : rung_err_sys(err, errno, "mkdir %s", x->dir);
+	x->dir_made = true;
+	snprintf(x->st.id, sizeof(x->st.id), "%s", o->id);
+	snprintf(x->st.bundle, sizeof(x->st.bundle), "%s", bundle);
+	snprintf(x->st.cgroup, sizeof(x->st.cgroup), "rung-oci-vm/%s", o->id); /* none: a VM */
+	return 0;
+}
+
+/* After the sandbox's supervisor is forked (it must not hold these): the fifo, the console. */
+static int proxy_spawn(struct vm_ctx *x, struct rung_err *err)
+{
+	char fifo[PATH_MAX + 16];
+	snprintf(fifo, sizeof(fifo), "%s/exec.fifo", x->dir);
+	if (mkfifo(fifo, 0600) < 0 || (x->fifo = open(fifo, O_RDWR | O_CLOEXEC)) < 0)
+		return rung_err_sys(err, errno, "exec fifo %s", fifo);
+	if (x->o->console_socket &&
+	    (x->console = oci_console_connect(x->o->console_socket, err)) < 0)
+		return x->console;
+	pid_t pid = fork();
+	if (pid < 0)
+		return rung_err_sys(err, errno, "fork the container's proxy");
+	if (pid == 0)
+		oci_vm_proxy_run(x->sb, &x->cfg, x->fifo, x->console, x->dir);
+	x->proxy = pid;
+	x->st.pid = pid;
+	x->st.start_time = rung_proc_starttime(pid);
+	x->st.annotations = json_incref(x->cfg.annotations);
+	int r = oci_state_write(x->o->root, &x->st, err);
+	if (r < 0 || !x->pid_file[0])
+		return r;
+	char v[16];
+	snprintf(v, sizeof(v), "%d", (int)pid);
+	r = rung_write_file_replace(AT_FDCWD, x->pid_file, v, strlen(v), 0644, err);
+	return r < 0 ? rung_err_wrap(err, "--pid-file") : 0;
+}
+
+static void vm_undo(struct vm_ctx *x)
+{
+	struct rung_err e = {0};
+	if (x->proxy > 0)
+		kill(x->proxy, SIGKILL);
+	if (x->sb)
+		rung_dispose(x->router, rung_sandbox_id(x->sb), NULL, &e);
+	if (x->dir_made)
+		rung_rm_rf(x->dir, &e);
+}
+
+int oci_vm_create(const struct oci_create_opts *o, struct rung_err *err)
+{
+	struct vm_ctx x = {.o = o, .fifo = -1, .console = -1, .st.uid_slot = OCI_UID_SLOTS};
+	syscall(SYS_close_range, 3, ~0u, 4 /* CLOSE_RANGE_CLOEXEC */);
+	int r = vm_prepare(&x, err);
+	if (r == 0)
+		r = sandbox_boot(&x, err);
+	if (r == 0)
+		r = proxy_spawn(&x, err);
+	if (r < 0)
+		vm_undo(&x);
+	if (x.fifo >= 0)
+		close(x.fifo);
+	if (x.console >= 0)
+		close(x.console);
+	rung_sandbox_close(x.sb);
+	rung_router_free(x.router);
+	oci_state_release(&x.st);
+	oci_config_release(&x.cfg);
+	return r;
+}
+
+/* The container's sandbox, opened through a router on its store; handle: vm.proc's ("" none). */
+int oci_vm_sandbox(const char *root, const char *id, struct rung_router **r,
+		   struct rung_sandbox **sb, char *handle, struct rung_err *err)
+{
+	char sbid[128], dir[PATH_MAX];
+	int rc = vm_read(root, id, sbid, sizeof(sbid), handle, err);
+	if (rc < 0)
+		return rc;
+	oci_state_path(root, id, NULL, dir, sizeof(dir));
+	rc = router_open(dir, r, err);
+	return rc < 0 ? rc : rung_sandbox_open(*r, sbid, NULL, sb, err);
+}
