@@ -28,8 +28,8 @@ int oci_vm_kill(const char *root, const char *id, int sig, bool all, struct rung
 		return kill(proxy, sig) < 0 ? rung_err_sys(err, errno, "kill %d", (int)proxy) : 0;
 	struct rung_router *router = NULL;
 	struct rung_sandbox *sb = NULL;
-	char handle[RUNG_PROC_HANDLE_LEN + 1];
-	r = oci_vm_sandbox(root, id, &router, &sb, handle, err);
+	char handle[RUNG_PROC_HANDLE_LEN + 1], store[PATH_MAX];
+	r = oci_vm_sandbox(root, id, &router, &sb, store, sizeof(store), handle, err);
 	if (r == 0 && !handle[0])
 		r = rung_err_set(err, ESRCH, "container %s: its program is not started yet", id);
 	if (r == 0)
@@ -57,8 +57,8 @@ int oci_vm_delete(const char *root, const char *id, bool force, struct rung_err 
 		kill(proxy, SIGKILL);
 	struct rung_router *router = NULL;
 	struct rung_sandbox *sb = NULL;
-	char handle[RUNG_PROC_HANDLE_LEN + 1], sbid[128];
-	r = oci_vm_sandbox(root, id, &router, &sb, handle, err);
+	char handle[RUNG_PROC_HANDLE_LEN + 1], sbid[128], store[PATH_MAX] = "";
+	r = oci_vm_sandbox(root, id, &router, &sb, store, sizeof(store), handle, err);
 	if (r == 0) {
 		snprintf(sbid, sizeof(sbid), "%s", rung_sandbox_id(sb));
 		rung_sandbox_close(sb);
@@ -68,6 +68,7 @@ int oci_vm_delete(const char *root, const char *id, bool force, struct rung_err 
 	if (r < 0 && r != -ENOENT)
 		return rung_err_wrap(err, "container %s: dispose of its VM", id);
 	*err = (struct rung_err){0};
+	oci_vm_store_remove(root, store);
 	char dir[PATH_MAX];
 	oci_state_path(root, id, NULL, dir, sizeof(dir));
 	return rung_rm_rf(dir, err);

@@ -23,6 +23,8 @@
 #include "oci/vm.h"
 #include "rootfs/rfs.h"
 
+#define OCI_VM_STORE_MAX 53 /* 107 - strlen("/sandboxes/") - 32 - strlen("/agent.sock") */
+
 static const struct rung_router_opts *router_opts;
 static const char *router_why;
 
@@ -32,13 +34,11 @@ void oci_vm_router_opts(const struct rung_router_opts *o, const char *why)
 	router_why = why;
 }
 
-static int router_open(const char *dir, struct rung_router **r, struct rung_err *err)
+static int router_open(const char *store, struct rung_router **r, struct rung_err *err)
 {
 	if (!router_opts)
 		return rung_err_set(err, EINVAL, "the vm rung: %s", router_why ? router_why
 						     : "no router options");
-	char store[PATH_MAX];
-	snprintf(store, sizeof(store), "%s/store", dir);
 	struct rung_router_opts o = *router_opts;
 	o.state_dir = store;
 	return rung_router_new(&o, r, err);
@@ -52,9 +52,10 @@ bool oci_vm_is(const char *root, const char *id)
 	       access(p, F_OK) == 0;
 }
 
-/* The sandbox id in vm.json, and the proxy's handle of the program (or "" before start). */
-static int vm_read(const char *root, const char *id, char *sbid, size_t n, char *handle,
-		   struct rung_err *err)
+/* vm.json: the sandbox's id and its store; handle: the program's, from vm.proc ("" before
+ * start). */
+static int vm_read(const char *root, const char *id, char *sbid, size_t n, char *store,
+		   size_t sn, char *handle, struct rung_err *err)
 {
 	char p[PATH_MAX];
 	cleanup_free char *h = NULL;
@@ -62,9 +63,11 @@ static int vm_read(const char *root, const char *id, char *sbid, size_t n, char 
 	json_error_t je;
 	cleanup_json json_t *j = json_load_file(p, 0, &je);
 	const char *s = json_string_value(json_object_get(j, "sandbox"));
-	if (!s)
-		return rung_err_set(err, EIO, "%s: no sandbox id", p);
+	const char *d = json_string_value(json_object_get(j, "store"));
+	if (!s || !d)
+		return rung_err_set(err, EIO, "%s: no sandbox or store", p);
 	snprintf(sbid, n, "%s", s);
+	snprintf(store, sn, "%s", d);
 	handle[0] = '\0';
 	oci_state_path(root, id, "vm.proc", p, sizeof(p));
 	if (rung_file_load(AT_FDCWD, p, 64, &h, NULL, NULL) == 0)
@@ -77,6 +80,7 @@ struct vm_ctx {
 	struct oci_config cfg;
 	struct oci_state st;
 	char dir[PATH_MAX], pid_file[PATH_MAX];
+	char store[PATH_MAX]; /* <root>/.vm/XXXXXX: short (the agent's socket path is in it) */
 	struct rung_router *router;
 	struct rung_sandbox *sb;
 	pid_t proxy;
@@ -104,9 +108,9 @@ static int rootfs_commit(struct vm_ctx *x, const char *store, struct rung_err *e
 
 static int sandbox_boot(struct vm_ctx *x, struct rung_err *err)
 {
-	int r = router_open(x->dir, &x->router, err);
+	int r = router_open(x->store, &x->router, err);
 	if (r == 0)
-		r = rootfs_commit(x, rung_router_state_dir(x->router), err);
+		r = rootfs_commit(x, x->store, err);
 	if (r < 0)
 		return r;
 	struct rung_spec s;
@@ -128,9 +132,28 @@ static int sandbox_boot(struct vm_ctx *x, struct rung_err *err)
 	char p[PATH_MAX];
 	oci_state_path(x->o->root, x->o->id, "vm.json", p, sizeof(p));
 	cleanup_free char *t = NULL;
-	if (asprintf(&t, "{\"sandbox\": \"%s\"}\n", rung_sandbox_id(x->sb)) < 0)
+	cleanup_json json_t *j = json_pack("{s:s, s:s}", "sandbox", rung_sandbox_id(x->sb),
+					   "store", x->store);
+	if (!j || !(t = json_dumps(j, 0)))
 		return rung_err_set(err, ENOMEM, "out of memory");
 	return rung_write_file_replace(AT_FDCWD, p, t, strlen(t), 0600, err);
+}
+
+/* The container's store, <root>/.vm/XXXXXX: a sandbox's agent socket is
+ * <store>/sandboxes/<32 hex>/agent.sock, within a socket address's 107 bytes. */
+static int store_make(struct vm_ctx *x, struct rung_err *err)
+{
+	char vmdir[PATH_MAX];
+	snprintf(vmdir, sizeof(vmdir), "%s/.vm", x->o->root);
+	if (mkdir(vmdir, 0711) < 0 && errno != EEXIST)
+		return rung_err_sys(err, errno, "mkdir %s", vmdir);
+	if (snprintf(x->store, sizeof(x->store), "%s/XXXXXX", vmdir) > OCI_VM_STORE_MAX)
+		return rung_err_set(err, ENAMETOOLONG, "--root %s: too long for the vm rung (its "
+				    "store's sockets; at most %d bytes)", x->o->root,
+				    OCI_VM_STORE_MAX - 11);
+	if (!mkdtemp(x->store) || chmod(x->store, 0711) < 0)
+		return x->store[0] = '\0', rung_err_sys(err, errno, "mkdir %s", vmdir);
+	return 0;
 }
 
 static int vm_prepare(struct vm_ctx *x, struct rung_err *err)
@@ -166,7 +189,7 @@ static int vm_prepare(struct vm_ctx *x, struct rung_err *err)
 	snprintf(x->st.id, sizeof(x->st.id), "%s", o->id);
 	snprintf(x->st.bundle, sizeof(x->st.bundle), "%s", bundle);
 	snprintf(x->st.cgroup, sizeof(x->st.cgroup), "rung-oci-vm/%s", o->id); /* none: a VM */
-	return 0;
+	return store_make(x, err);
 }
 
 /* After the sandbox's supervisor is forked (it must not hold these): the fifo, the console. */
@@ -206,6 +229,7 @@ static void vm_undo(struct vm_ctx *x)
 		rung_dispose(x->router, rung_sandbox_id(x->sb), NULL, &e);
 	if (x->dir_made)
 		rung_rm_rf(x->dir, &e);
+	oci_vm_store_remove(x->o->root, x->store);
 }
 
 int oci_vm_create(const struct oci_create_opts *o, struct rung_err *err)
@@ -232,13 +256,26 @@ int oci_vm_create(const struct oci_create_opts *o, struct rung_err *err)
 
 /* The container's sandbox, opened through a router on its store; handle: vm.proc's ("" none). */
 int oci_vm_sandbox(const char *root, const char *id, struct rung_router **r,
-		   struct rung_sandbox **sb, char *handle, struct rung_err *err)
+		   struct rung_sandbox **sb, char *store, size_t sn, char *handle,
+		   struct rung_err *err)
 {
-	char sbid[128], dir[PATH_MAX];
-	int rc = vm_read(root, id, sbid, sizeof(sbid), handle, err);
+	char sbid[128];
+	int rc = vm_read(root, id, sbid, sizeof(sbid), store, sn, handle, err);
 	if (rc < 0)
 		return rc;
-	oci_state_path(root, id, NULL, dir, sizeof(dir));
-	rc = router_open(dir, r, err);
+	rc = router_open(store, r, err);
 	return rc < 0 ? rc : rung_sandbox_open(*r, sbid, NULL, sb, err);
+}
+
+void oci_vm_store_remove(const char *root, const char *store)
+{
+	char vmdir[PATH_MAX];
+	int n = snprintf(vmdir, sizeof(vmdir), "%s/.vm/", root);
+	struct rung_err e = {0};
+	if (!store || strncmp(store, vmdir, (size_t)n) != 0 || strchr(store + n, '/') ||
+	    !store[n])
+		return; /* only a store of ours */
+	rung_rm_rf(store, &e);
+	vmdir[n - 1] = '\0';
+	rmdir(vmdir); /* with the last vm container */
 }

@@ -37,7 +37,10 @@ int oci_vm_refuse(const char *cmd, const char *id, struct rung_err *err);
 /* vm.c: the container's sandbox (through a router on its store) and the program's handle
  * ("" before start). */
 int oci_vm_sandbox(const char *root, const char *id, struct rung_router **r,
-		   struct rung_sandbox **sb, char *handle, struct rung_err *err);
+		   struct rung_sandbox **sb, char *store, size_t sn, char *handle,
+		   struct rung_err *err);
+/* Remove a container's store (only one under <root>/.vm), and .vm with the last. */
+void oci_vm_store_remove(const char *root, const char *store);
 
 /* vm-proxy.c: the container's host-side process (the pid the shim waits on). It waits for
  * `start` on fifo, starts c's process in the sandbox through the agent (its handle in
