@@ -117,13 +117,14 @@ static int sandbox_boot(struct vm_ctx *x, struct rung_err *err)
 	rung_spec_init(&s);
 	s.kind = strdup("oci");
 	s.image = strdup("rung-oci/bundle:latest");
-	s.work_dir = strdup(x->cfg.cwd && x->cfg.cwd[0] == '/' ? x->cfg.cwd : "/");
+	if (x->cfg.cwd && x->cfg.cwd[0] == '/' && x->cfg.cwd[1]) /* "/": the spec's default */
+		s.work_dir = strdup(x->cfg.cwd);
 	s.isolation = RUNG_ISO_VM;
 	s.ttl_s = 0;
 	if (x->cfg.limits.memory_bytes)
 		s.limits.memory_bytes = x->cfg.limits.memory_bytes;
 	struct rung_key key = {.scope = "rung-oci", .thread = x->o->id, .agent = "oci"};
-	r = s.kind && s.image && s.work_dir ? 0 : rung_err_set(err, ENOMEM, "out of memory");
+	r = s.kind && s.image ? 0 : rung_err_set(err, ENOMEM, "out of memory");
 	if (r == 0)
 		r = rung_acquire(x->router, &key, &s, &x->sb, NULL, err);
 	rung_spec_release(&s);

@@ -33,6 +33,7 @@ extern char **environ;
 struct ov {
 	char dir[PATH_MAX], root[PATH_MAX + 16], bin[PATH_MAX], vmbin[PATH_MAX + 16];
 	char bundle[PATH_MAX + 16];
+	int vmms; /* rung-vmm processes before the test */
 };
 
 static double now_ms(void)
@@ -127,11 +128,50 @@ static void ov_config(const struct ov *v, const char *args_json)
 	ck_assert_int_eq(rung_write_file_replace(AT_FDCWD, p, cfg, strlen(cfg), 0644, &e), 0);
 }
 
+/* Processes whose comm is name and (dir non-NULL) which hold a file under dir: a supervisor
+ * holds its log (this test's, not another sandbox's on a shared host). A jailed rung-vmm's
+ * files are in its own mount namespace: those are counted all (dir NULL). */
+static int count_comm(const char *name, const char *dir)
+{
+	DIR *d = opendir("/proc");
+	int n = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char p[300], c[64] = "";
+		snprintf(p, sizeof(p), "/proc/%s/comm", e->d_name);
+		FILE *f = fopen(p, "re");
+		if (!f)
+			continue;
+		bool named = fgets(c, sizeof(c), f) && strncmp(c, name, strlen(name)) == 0 &&
+			     c[strlen(name)] == '\n';
+		fclose(f);
+		snprintf(p, sizeof(p), "/proc/%s/fd", e->d_name);
+		DIR *fds = named ? opendir(p) : NULL;
+		struct dirent *fe;
+		bool ours = !dir;
+		while (fds && !ours && (fe = readdir(fds))) {
+			char l[PATH_MAX + 600] = "", fp[600];
+			snprintf(fp, sizeof(fp), "%s/%s", p, fe->d_name);
+			ours = readlink(fp, l, sizeof(l) - 1) > 0 && strncmp(l, dir, strlen(dir)) == 0;
+		}
+		if (fds)
+			closedir(fds);
+		n += ours;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Each test's directory is under ov_base (made by the TCase's unchecked setup, in the parent),
+ * so that the teardown finds and deletes what a failed test left. */
+static char ov_base[PATH_MAX / 2];
+
 static void ov_setup(struct ov *v)
 {
-	char *d = rung_test_tmpdir("oci-vm");
-	snprintf(v->dir, sizeof(v->dir), "%s", d);
-	free(d);
+	snprintf(v->dir, sizeof(v->dir), "%s/XXXXXX", ov_base);
+	ck_assert_ptr_nonnull(mkdtemp(v->dir));
+	ck_assert_int_eq(chmod(v->dir, 0711), 0); /* the sandboxes' uids reach their stores */
 	snprintf(v->root, sizeof(v->root), "%s/r", v->dir);
 	snprintf(v->bin, sizeof(v->bin), "%s/rung-oci", rung_test_build_dir());
 	snprintf(v->vmbin, sizeof(v->vmbin), "%s/rung-oci-vm", v->dir);
@@ -155,6 +195,7 @@ static void ov_setup(struct ov *v)
 		ck_assert_int_eq(symlink("busybox", p), 0);
 	}
 	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0); /* as the shim: we reap the proxy */
+	v->vmms = count_comm("rung-vmm", NULL);
 }
 
 static pid_t ov_pidfile(const struct ov *v, const char *id)
@@ -179,28 +220,6 @@ static int ov_wait(pid_t pid, int timeout_s)
 	}
 	ck_abort_msg("the proxy %d did not exit in %d s", (int)pid, timeout_s);
 	return -1;
-}
-
-/* Processes whose comm is name. */
-static int count_comm(const char *name)
-{
-	DIR *d = opendir("/proc");
-	int n = 0;
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		char p[300], c[64] = "";
-		snprintf(p, sizeof(p), "/proc/%s/comm", e->d_name);
-		FILE *f = fopen(p, "re");
-		if (!f)
-			continue;
-		if (fgets(c, sizeof(c), f) && strncmp(c, name, strlen(name)) == 0 &&
-		    c[strlen(name)] == '\n')
-			n++;
-		fclose(f);
-	}
-	if (d)
-		closedir(d);
-	return n;
 }
 
 /* create (timed) + state created + start (timed); returns the proxy's pid. */
@@ -246,10 +265,11 @@ static void ov_nothing_left(const struct ov *v)
 	char p[PATH_MAX + 64];
 	snprintf(p, sizeof(p), "%s/.vm", v->root);
 	ck_assert_msg(access(p, F_OK) < 0, "%s left", p);
-	for (int i = 0; i < 50 && (count_comm("rung-vmm") || count_comm("rung-sup")); i++)
+	for (int i = 0; i < 50 && (count_comm("rung-vmm", NULL) > v->vmms ||
+				    count_comm("rung-sup", v->dir)); i++)
 		usleep(100 * 1000);
-	ck_assert_int_eq(count_comm("rung-vmm"), 0);
-	ck_assert_int_eq(count_comm("rung-sup"), 0);
+	ck_assert_int_le(count_comm("rung-vmm", NULL), v->vmms);
+	ck_assert_int_eq(count_comm("rung-sup", v->dir), 0);
 	DIR *d = opendir("/sys/class/net");
 	struct dirent *e;
 	while (d && (e = readdir(d)))
@@ -406,12 +426,49 @@ START_TEST(t_oci_vm_vs_container)
 }
 END_TEST
 
+static void ov_base_make(void)
+{
+	char *d = rung_test_tmpdir("oci-vm");
+	snprintf(ov_base, sizeof(ov_base), "%s", d);
+	free(d);
+}
+
+/* delete --force every container a test left (its VM, store, proxy), then the directories. */
+static void ov_base_clean(void)
+{
+	DIR *b = opendir(ov_base);
+	struct dirent *t;
+	while (b && (t = readdir(b))) {
+		if (t->d_name[0] == '.')
+			continue;
+		struct ov v = {0};
+		snprintf(v.dir, sizeof(v.dir), "%s/%.200s", ov_base, t->d_name);
+		snprintf(v.root, sizeof(v.root), "%s/r", v.dir);
+		snprintf(v.bin, sizeof(v.bin), "%s/rung-oci", rung_test_build_dir());
+		DIR *r = opendir(v.root);
+		struct dirent *c;
+		while (r && (c = readdir(r)))
+			if (c->d_name[0] != '.') {
+				const char *da[] = {"delete", "--force", c->d_name, NULL};
+				fprintf(stderr, "e2e_oci_vm: a test left %s: delete --force: %d\n",
+					c->d_name, ov_spawn(&v, v.bin, "cleanup", da));
+			}
+		if (r)
+			closedir(r);
+	}
+	if (b)
+		closedir(b);
+	struct rung_err e = {0};
+	rung_rm_rf(ov_base, &e);
+}
+
 Suite *e2e_oci_vm_suite(void)
 {
 	Suite *s = suite_create("e2e_oci_vm");
 	TCase *tc = tcase_create("oci_vm");
 	tcase_set_tags(tc, "kvm");
 	tcase_set_timeout(tc, 900);
+	tcase_add_unchecked_fixture(tc, ov_base_make, ov_base_clean);
 	tcase_add_test(tc, t_oci_vm_output_and_status);
 	tcase_add_test(tc, t_oci_vm_kill_and_refusals);
 	tcase_add_test(tc, t_oci_vm_vs_container);
