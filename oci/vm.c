@@ -160,25 +160,11 @@ static int store_make(struct vm_ctx *x, struct rung_err *err)
 static int vm_prepare(struct vm_ctx *x, struct rung_err *err)
 {
 	const struct oci_create_opts *o = x->o;
-	char bundle[PATH_MAX], cwd[PATH_MAX];
-	if (oci_id_check(o->id, err) < 0)
-		return -EINVAL;
-	if (o->pid_file &&
-	    snprintf(x->pid_file, sizeof(x->pid_file), "%s%s%s",
-		     o->pid_file[0] == '/' ? "" : getcwd(cwd, sizeof(cwd)) ? cwd : ".",
-		     o->pid_file[0] == '/' ? "" : "/", o->pid_file) >= (int)sizeof(x->pid_file))
-		return rung_err_set(err, ENAMETOOLONG, "--pid-file %s: path too long", o->pid_file);
-	if (!realpath(o->bundle, bundle))
-		return rung_err_sys(err, errno, "--bundle %s", o->bundle);
-	int r = oci_config_load(bundle, &x->cfg, err);
+	int r = oci_create_load(o, &x->cfg, x->pid_file, sizeof(x->pid_file), err);
 	if (r == 0)
 		r = oci_vm_config_check(&x->cfg, err);
 	if (r < 0)
 		return r;
-	if (x->cfg.terminal != (o->console_socket != NULL))
-		return rung_err_set(err, EINVAL, x->cfg.terminal
-				    ? "process.terminal is true: --console-socket is required"
-				    : "--console-socket given but process.terminal is false");
 	if ((r = rung_mkdir_p(o->root, 0711, err)) < 0)
 		return rung_err_wrap(err, "--root");
 	chmod(o->root, 0711); /* the jailed VMM's uid reaches its jail under it */
@@ -188,7 +174,7 @@ static int vm_prepare(struct vm_ctx *x, struct rung_err *err)
 				       : rung_err_sys(err, errno, "mkdir %s", x->dir);
 	x->dir_made = true;
 	snprintf(x->st.id, sizeof(x->st.id), "%s", o->id);
-	snprintf(x->st.bundle, sizeof(x->st.bundle), "%s", bundle);
+	snprintf(x->st.bundle, sizeof(x->st.bundle), "%s", x->cfg.bundle);
 	snprintf(x->st.cgroup, sizeof(x->st.cgroup), "rung-oci-vm/%s", o->id); /* none: a VM */
 	return store_make(x, err);
 }
@@ -209,16 +195,7 @@ static int proxy_spawn(struct vm_ctx *x, struct rung_err *err)
 	if (pid == 0)
 		oci_vm_proxy_run(x->sb, &x->cfg, x->fifo, x->console, x->dir);
 	x->proxy = pid;
-	x->st.pid = pid;
-	x->st.start_time = rung_proc_starttime(pid);
-	x->st.annotations = json_incref(x->cfg.annotations);
-	int r = oci_state_write(x->o->root, &x->st, err);
-	if (r < 0 || !x->pid_file[0])
-		return r;
-	char v[16];
-	snprintf(v, sizeof(v), "%d", (int)pid);
-	r = rung_write_file_replace(AT_FDCWD, x->pid_file, v, strlen(v), 0644, err);
-	return r < 0 ? rung_err_wrap(err, "--pid-file") : 0;
+	return oci_create_record(x->o->root, &x->st, pid, x->cfg.annotations, x->pid_file, err);
 }
 
 static void vm_undo(struct vm_ctx *x)
