@@ -43,6 +43,9 @@ int oci_create_load(const struct oci_create_opts *o, struct oci_config *cfg, cha
 		    size_t n, struct rung_err *err);
 int oci_create_record(const char *root, struct oci_state *st, pid_t pid, json_t *annotations,
 		      const char *pid_file, struct rung_err *err);
+/* exec.c: the process exec runs (the bundle's config with o's process), parsed into cfg. */
+int oci_exec_config(const struct oci_exec_opts *o, const struct oci_state *st,
+		    struct oci_config *cfg, struct rung_err *err);
 /* create.c: connect to --console-socket (an fd, or -errno). */
 int oci_console_connect(const char *path, struct rung_err *err);
 

@@ -58,7 +58,7 @@ static void relay(struct rung_sandbox *sb, const char *h, struct relay *rl)
 }
 
 void oci_vm_proxy_run(struct rung_sandbox *sb, const struct oci_config *c, int fifo, int console,
-		      const char *dir)
+		      const char *dir, int ready)
 {
 	struct rung_err e = {0};
 	char b, p[4200];
@@ -73,16 +73,19 @@ void oci_vm_proxy_run(struct rung_sandbox *sb, const struct oci_config *c, int f
 			tcsetattr(0, TCSANOW, &t);
 		}
 	}
-	if (read(fifo, &b, 1) != 1)
+	if (fifo >= 0 && read(fifo, &b, 1) != 1)
 		_exit(1);
 	char handle[RUNG_PROC_HANDLE_LEN + 1];
 	struct rung_proc_req q = {.argv = c->args, .env = c->env, .cwd = c->cwd, .pty = c->terminal};
 	if (rung_proc_start(sb, &q, handle, &e) < 0)
 		proxy_fail("process.args", &e);
-	snprintf(p, sizeof(p), "%s/vm.proc", dir);
-	if (rung_write_file_replace(AT_FDCWD, p, handle, strlen(handle), 0600, &e) < 0)
+	snprintf(p, sizeof(p), "%s/vm.proc", dir ? dir : "");
+	if (dir && rung_write_file_replace(AT_FDCWD, p, handle, strlen(handle), 0600, &e) < 0)
 		proxy_fail("vm.proc", &e);
-	close(fifo); /* `start` returns: the program runs */
+	if (fifo >= 0)
+		close(fifo); /* `start` returns: the program runs */
+	if (ready >= 0 && (rung_write_all(ready, "1", 1) < 0 || close(ready) < 0))
+		_exit(1);
 	relay(sb, handle, &rl);
 	struct rung_proc_info info;
 	int r;

@@ -193,7 +193,7 @@ static int proxy_spawn(struct vm_ctx *x, struct rung_err *err)
 	if (pid < 0)
 		return rung_err_sys(err, errno, "fork the container's proxy");
 	if (pid == 0)
-		oci_vm_proxy_run(x->sb, &x->cfg, x->fifo, x->console, x->dir);
+		oci_vm_proxy_run(x->sb, &x->cfg, x->fifo, x->console, x->dir, -1);
 	x->proxy = pid;
 	return oci_create_record(x->o->root, &x->st, pid, x->cfg.annotations, x->pid_file, err);
 }

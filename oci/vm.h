@@ -43,10 +43,13 @@ int oci_vm_sandbox(const char *root, const char *id, struct rung_router **r,
 void oci_vm_store_remove(const char *root, const char *store);
 
 /* vm-proxy.c: the container's host-side process (the pid the shim waits on). It waits for
- * `start` on fifo, starts c's process in the sandbox through the agent (its handle in
- * <dir>/vm.proc), relays stdio (console: the socket to send a terminal's master to, else -1)
- * and exits with the program's status (128 + the signal when killed). */
+ * `start` on fifo (-1: starts at once), starts c's process in the sandbox through the agent
+ * (its handle in <dir>/vm.proc; dir NULL: not kept), writes a byte to ready (-1: none), relays
+ * stdio (console: the socket to send a terminal's master to, else -1) and exits with the
+ * program's status (128 + the signal when killed). */
 void oci_vm_proxy_run(struct rung_sandbox *sb, const struct oci_config *c, int fifo,
-		      int console, const char *dir) __attribute__((noreturn));
+		      int console, const char *dir, int ready) __attribute__((noreturn));
+/* vm-exec.c: exec in a vm container: a proxy as create's, without the fifo. */
+int oci_vm_exec(const struct oci_exec_opts *o, int *status, struct rung_err *err);
 
 #endif

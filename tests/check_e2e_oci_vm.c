@@ -3,7 +3,7 @@
  * build/rung-oci called as rung-oci-vm on a busybox bundle: create (a VM booted, the proxy's pid
  * in --pid-file, state created), start, the program's output and exit status through the proxy
  * (0, 7, 128 + SIGKILL after `kill`), the program really in a guest (its kernel is not this
- * host's), refused commands, delete leaving no state directory, store, rung-vmm or supervisor;
+ * host's), exec through the agent (its status, --detach), refused commands, delete leaving no state directory, store, rung-vmm or supervisor;
  * and create+start timed against the container rung's rung-oci on the same bundle (printed).
  * Needs a host where the vm rung runs: the nested stage (make check-vm, vmm/guest/l1-oci-vm.sh)
  * runs it in its L1 guest; elsewhere it skips, loudly. Tagged "kvm".
@@ -331,7 +331,8 @@ START_TEST(t_oci_vm_output_and_status)
 }
 END_TEST
 
-/* kill through the agent (128 + 9), refusals of a running container, delete of a created one. */
+/* exec, kill through the agent (128 + 9), refusals of a running container, delete of a created
+ * one. */
 START_TEST(t_oci_vm_kill_and_refusals)
 {
 	OV_SKIP_UNLESS_VM();
@@ -341,9 +342,16 @@ START_TEST(t_oci_vm_kill_and_refusals)
 	double ms;
 	pid_t pid = ov_create_start(&v, v.vmbin, "ck", &ms);
 	ov_state_says(&v, v.vmbin, "ck", "\"running\"");
-	const char *ex[] = {"exec", "ck", "true", NULL};
-	ck_assert_int_eq(ov_spawn(&v, v.vmbin, "exec", ex), 1);
-	ck_assert_msg(strstr(ov_text(&v, "exec", "err"), "vm rung"), "%s", ov_text(&v, "exec", "err"));
+	/* exec through the agent: its output and status; --detach with its proxy's pid */
+	const char *ex[] = {"exec", "ck", "sh", "-c", "echo ex-$((2+3)); exit 3", NULL};
+	ck_assert_msg(ov_spawn(&v, v.vmbin, "exec", ex) == 3, "exec: %s", ov_text(&v, "exec", "err"));
+	ck_assert_msg(strstr(ov_text(&v, "exec", "out"), "ex-5"), "%s", ov_text(&v, "exec", "out"));
+	char xpf[PATH_MAX + 300];
+	snprintf(xpf, sizeof(xpf), "%s/x.pid", v.dir);
+	const char *exd[] = {"exec", "--detach", "--pid-file", xpf, "ck", "sh", "-c", "exit 4", NULL};
+	ck_assert_msg(ov_spawn(&v, v.vmbin, "exec", exd) == 0, "exec --detach: %s",
+		      ov_text(&v, "exec", "err"));
+	ck_assert_int_eq(ov_wait(ov_pidfile(&v, "x"), 120), 4);
 	const char *pa[] = {"pause", "ck", NULL};
 	ck_assert_int_eq(ov_spawn(&v, v.vmbin, "pause", pa), 1);
 	ck_assert_msg(strstr(ov_text(&v, "pause", "err"), "vm rung"), "%s", ov_text(&v, "pause", "err"));
