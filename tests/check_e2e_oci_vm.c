@@ -3,7 +3,7 @@
  * build/rung-oci called as rung-oci-vm on a busybox bundle: create (a VM booted, the proxy's pid
  * in --pid-file, state created), start, the program's output and exit status through the proxy
  * (0, 7, 128 + SIGKILL after `kill`), the program really in a guest (its kernel is not this
- * host's), exec through the agent (its status, --detach), refused commands, delete leaving no state directory, store, rung-vmm or supervisor;
+ * host's), exec through the agent (its status, --detach), a terminal, refused commands, delete leaving no state directory, store, rung-vmm or supervisor;
  * and create+start timed against the container rung's rung-oci on the same bundle (printed).
  * Needs a host where the vm rung runs: the nested stage (make check-vm, vmm/guest/l1-oci-vm.sh)
  * runs it in its L1 guest; elsewhere it skips, loudly. Tagged "kvm".
@@ -17,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -111,18 +114,18 @@ static const char *ov_text(const struct ov *v, const char *tag, const char *ext)
 	return buf;
 }
 
-static void ov_config(const struct ov *v, const char *args_json)
+static void ov_config_tty(const struct ov *v, const char *args_json, bool tty)
 {
 	char p[PATH_MAX + 32], cfg[2048];
 	snprintf(cfg, sizeof(cfg),
 		 "{\"ociVersion\": \"1.0.2\", \"root\": {\"path\": \"rootfs\"},"
-		 " \"process\": {\"args\": %s, \"env\": [\"PATH=/bin\"], \"cwd\": \"/\","
+		 " \"process\": {\"args\": %s, \"terminal\": %s, \"env\": [\"PATH=/bin\"], \"cwd\": \"/\","
 		 "   \"user\": {\"uid\": 0, \"gid\": 0}},"
 		 " \"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"}],"
 		 " \"linux\": {\"resources\": {\"memory\": {\"limit\": 268435456}},"
 		 "   \"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"ipc\"}, {\"type\": \"mount\"},"
 		 "   {\"type\": \"uts\"}]}}",
-		 args_json);
+		 args_json, tty ? "true" : "false");
 	snprintf(p, sizeof(p), "%s/config.json", v->bundle);
 	struct rung_err e = {0};
 	ck_assert_int_eq(rung_write_file_replace(AT_FDCWD, p, cfg, strlen(cfg), 0644, &e), 0);
@@ -166,6 +169,11 @@ static int count_comm(const char *name, const char *dir)
 /* Each test's directory is under ov_base (made by the TCase's unchecked setup, in the parent),
  * so that the teardown finds and deletes what a failed test left. */
 static char ov_base[PATH_MAX / 2];
+
+static void ov_config(const struct ov *v, const char *args_json)
+{
+	ov_config_tty(v, args_json, false);
+}
 
 static void ov_setup(struct ov *v)
 {
@@ -382,6 +390,60 @@ START_TEST(t_oci_vm_kill_and_refusals)
 }
 END_TEST
 
+/* process.terminal: the proxy's terminal master over --console-socket, the program on a pty. */
+START_TEST(t_oci_vm_terminal)
+{
+	OV_SKIP_UNLESS_VM();
+	struct ov v;
+	ov_setup(&v);
+	ov_config_tty(&v, "[\"sh\", \"-c\", \"[ -t 0 ] && [ -t 1 ] && echo tty-ok; exit 5\"]", true);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	ck_assert_uint_lt(strlen(v.dir) + 4, sizeof(sa.sun_path));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/cs", v.dir);
+	int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(ls, 0);
+	ck_assert_int_eq(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(ls, 1), 0);
+	char pf[PATH_MAX + 300];
+	snprintf(pf, sizeof(pf), "%s/ct.pid", v.dir);
+	const char *cr[] = {"create", "--bundle", v.bundle, "--pid-file", pf, "--console-socket",
+			    sa.sun_path, "ct", NULL};
+	ck_assert_msg(ov_spawn(&v, v.vmbin, "ct", cr) == 0, "%s", ov_text(&v, "ct", "err"));
+	int c = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+	ck_assert_int_ge(c, 0);
+	char name[128] = {0}, cbuf[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {.iov_base = name, .iov_len = sizeof(name) - 1};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf)};
+	ck_assert_int_gt(recvmsg(c, &mh, 0), 0);
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	ck_assert_ptr_nonnull(cm);
+	int master;
+	memcpy(&master, CMSG_DATA(cm), sizeof(int));
+	const char *sa_[] = {"start", "ct", NULL};
+	ck_assert_msg(ov_spawn(&v, v.vmbin, "start", sa_) == 0, "%s", ov_text(&v, "start", "err"));
+	char out[512] = {0};
+	size_t n = 0;
+	for (int i = 0; i < 1200 && !strstr(out, "tty-ok") && n < sizeof(out) - 1; i++) {
+		struct pollfd pf1 = {.fd = master, .events = POLLIN};
+		if (poll(&pf1, 1, 100) == 1) {
+			ssize_t k = read(master, out + n, sizeof(out) - 1 - n);
+			if (k > 0)
+				n += (size_t)k;
+		}
+	}
+	ck_assert_msg(strstr(out, "tty-ok"), "the terminal said: %s", out);
+	ck_assert_int_eq(ov_wait(ov_pidfile(&v, "ct"), 120), 5);
+	close(master);
+	close(c);
+	close(ls);
+	ov_delete(&v, v.vmbin, "ct", false);
+	ov_nothing_left(&v);
+	struct rung_err e = {0};
+	rung_rm_rf(v.dir, &e);
+}
+END_TEST
+
 static int cmp_ms(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -479,6 +541,7 @@ Suite *e2e_oci_vm_suite(void)
 	tcase_add_unchecked_fixture(tc, ov_base_make, ov_base_clean);
 	tcase_add_test(tc, t_oci_vm_output_and_status);
 	tcase_add_test(tc, t_oci_vm_kill_and_refusals);
+	tcase_add_test(tc, t_oci_vm_terminal);
 	tcase_add_test(tc, t_oci_vm_vs_container);
 	suite_add_tcase(s, tc);
 	return s;
