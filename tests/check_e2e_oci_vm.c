@@ -159,7 +159,7 @@ static int count_comm(const char *name, const char *dir)
 		}
 		if (fds)
 			closedir(fds);
-		n += ours;
+		n += named && ours;
 	}
 	if (d)
 		closedir(d);
