@@ -326,7 +326,7 @@ START_TEST(t_oci_vm_output_and_status)
 		      rel, u.release);
 	ck_assert_msg(atoi(nl + 1) > 0, "no hypervisor flag in the guest's cpuinfo: %s", nl + 1);
 	fprintf(stderr, "e2e_oci_vm: the program ran under kernel %s (host %s), cpuinfo hypervisor "
-		"lines %d\n", rel, u.release, atoi(nl + 1));
+		"lines %d; its create+start %.0f ms\n", rel, u.release, atoi(nl + 1), ms);
 	ov_state_says(&v, v.vmbin, "c0", "\"stopped\"");
 	ov_delete(&v, v.vmbin, "c0", false);
 	ov_config(&v, "[\"sh\", \"-c\", \"exit 7\"]");
@@ -482,7 +482,6 @@ START_TEST(t_oci_vm_vs_container)
 		ck_assert_int_eq(ov_wait(ov_pidfile(&v, id), 60), 0);
 		ov_delete(&v, v.bin, id, false);
 	}
-	ov_nothing_left(&v);
 	qsort(vm, 3, sizeof(vm[0]), cmp_ms);
 	qsort(ct, (size_t)nct, sizeof(ct[0]), cmp_ms);
 	if (nct == 3)
@@ -491,6 +490,7 @@ START_TEST(t_oci_vm_vs_container)
 	else
 		fprintf(stderr, "e2e_oci_vm: create+start of /bin/true, median of 3: vm rung %.0f ms; "
 			"the container rung failed here: %s\n", vm[1], why);
+	ov_nothing_left(&v);
 	struct rung_err e = {0};
 	rung_rm_rf(v.dir, &e);
 }

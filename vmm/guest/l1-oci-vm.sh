@@ -14,7 +14,7 @@ else
 	# its real path
 	ln -sf "$P/rung/bin/rung-oci" "$ov_b/rung-oci"
 	ov_t0=$(now)
-	timeout -s KILL 900 env CK_VERBOSITY=verbose RUNG_BUILD_DIR="$ov_b" \
+	timeout -s KILL 1200 env CK_VERBOSITY=verbose RUNG_BUILD_DIR="$ov_b" \
 		RUNG_VM_KERNEL="$G/bzImage" RUNG_VM_INITRD="$G/initramfs.cpio.gz" \
 		RUNG_UID_REGISTRY="$W/uid-slots-oci" RUNG_VM_BOOT_TIMEOUT_MS=180000 \
 		"$P/rung/bin/check_rung" e2e_oci_vm >"$W/e2e_oci_vm.log" 2>&1
