@@ -29,6 +29,7 @@
 
 #include "common/util.h"
 #include "rung/rung.h"
+#include "tests/lib/oci.h"
 #include "tests/lib/testutil.h"
 
 extern char **environ;
@@ -286,12 +287,23 @@ static void ov_nothing_left(const struct ov *v)
 		closedir(d);
 }
 
-#define OV_SKIP_UNLESS_VM()                                                                        \
+/* A test's start: skip unless the vm rung runs here, then its directory and bundle in v. */
+#define OV_BEGIN(v)                                                                                \
+	struct ov v;                                                                               \
 	do {                                                                                       \
 		char why_[512];                                                                    \
 		if (!vm_runs(why_, sizeof(why_)))                                                  \
 			RUNG_SKIP(why_);                                                           \
+		ov_setup(&v);                                                                      \
 	} while (0)
+
+/* A test's end: nothing of it left, its directory removed. */
+static void ov_finish(struct ov *v)
+{
+	ov_nothing_left(v);
+	struct rung_err e = {0};
+	rung_rm_rf(v->dir, &e);
+}
 
 static void ov_state_says(const struct ov *v, const char *bin, const char *id, const char *want)
 {
@@ -304,9 +316,7 @@ static void ov_state_says(const struct ov *v, const char *bin, const char *id, c
 /* Output, stderr, exit 0, the guest's own kernel; exit 7; nothing left. */
 START_TEST(t_oci_vm_output_and_status)
 {
-	OV_SKIP_UNLESS_VM();
-	struct ov v;
-	ov_setup(&v);
+	OV_BEGIN(v);
 	ov_config(&v, "[\"sh\", \"-c\", \"echo out-$((3+4)); echo err-line >&2; uname -r; "
 		      "grep -c -i hypervisor /proc/cpuinfo; true\"]");
 	double ms;
@@ -333,9 +343,7 @@ START_TEST(t_oci_vm_output_and_status)
 	pid = ov_create_start(&v, v.vmbin, "c7", &ms);
 	ck_assert_int_eq(ov_wait(pid, 300), 7);
 	ov_delete(&v, v.vmbin, "c7", false);
-	ov_nothing_left(&v);
-	struct rung_err e = {0};
-	rung_rm_rf(v.dir, &e);
+	ov_finish(&v);
 }
 END_TEST
 
@@ -343,9 +351,7 @@ END_TEST
  * one. */
 START_TEST(t_oci_vm_kill_and_refusals)
 {
-	OV_SKIP_UNLESS_VM();
-	struct ov v;
-	ov_setup(&v);
+	OV_BEGIN(v);
 	ov_config(&v, "[\"sleep\", \"1000\"]");
 	double ms;
 	pid_t pid = ov_create_start(&v, v.vmbin, "ck", &ms);
@@ -384,18 +390,14 @@ START_TEST(t_oci_vm_kill_and_refusals)
 	pid = ov_pidfile(&v, "cd");
 	ov_delete(&v, v.vmbin, "cd", false);
 	ck_assert_int_eq(ov_wait(pid, 60), 128 + SIGKILL);
-	ov_nothing_left(&v);
-	struct rung_err e = {0};
-	rung_rm_rf(v.dir, &e);
+	ov_finish(&v);
 }
 END_TEST
 
 /* process.terminal: the proxy's terminal master over --console-socket, the program on a pty. */
 START_TEST(t_oci_vm_terminal)
 {
-	OV_SKIP_UNLESS_VM();
-	struct ov v;
-	ov_setup(&v);
+	OV_BEGIN(v);
 	ov_config_tty(&v, "[\"sh\", \"-c\", \"[ -t 0 ] && [ -t 1 ] && echo tty-ok; exit 5\"]", true);
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	ck_assert_uint_lt(strlen(v.dir) + 4, sizeof(sa.sun_path));
@@ -409,17 +411,7 @@ START_TEST(t_oci_vm_terminal)
 	const char *cr[] = {"create", "--bundle", v.bundle, "--pid-file", pf, "--console-socket",
 			    sa.sun_path, "ct", NULL};
 	ck_assert_msg(ov_spawn(&v, v.vmbin, "ct", cr) == 0, "%s", ov_text(&v, "ct", "err"));
-	int c = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
-	ck_assert_int_ge(c, 0);
-	char name[128] = {0}, cbuf[CMSG_SPACE(sizeof(int))] = {0};
-	struct iovec iov = {.iov_base = name, .iov_len = sizeof(name) - 1};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
-	ck_assert_int_gt(recvmsg(c, &mh, 0), 0);
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	ck_assert_ptr_nonnull(cm);
-	int master;
-	memcpy(&master, CMSG_DATA(cm), sizeof(int));
+	int master = oci_test_console_master(ls);
 	const char *sa_[] = {"start", "ct", NULL};
 	ck_assert_msg(ov_spawn(&v, v.vmbin, "start", sa_) == 0, "%s", ov_text(&v, "start", "err"));
 	char out[512] = {0};
@@ -435,12 +427,9 @@ START_TEST(t_oci_vm_terminal)
 	ck_assert_msg(strstr(out, "tty-ok"), "the terminal said: %s", out);
 	ck_assert_int_eq(ov_wait(ov_pidfile(&v, "ct"), 120), 5);
 	close(master);
-	close(c);
 	close(ls);
 	ov_delete(&v, v.vmbin, "ct", false);
-	ov_nothing_left(&v);
-	struct rung_err e = {0};
-	rung_rm_rf(v.dir, &e);
+	ov_finish(&v);
 }
 END_TEST
 
@@ -453,9 +442,7 @@ static int cmp_ms(const void *a, const void *b)
 /* create+start of /bin/true: the vm rung against the container rung, same bundle, same host. */
 START_TEST(t_oci_vm_vs_container)
 {
-	OV_SKIP_UNLESS_VM();
-	struct ov v;
-	ov_setup(&v);
+	OV_BEGIN(v);
 	ov_config(&v, "[\"true\"]");
 	double vm[3], ct[3];
 	char id[32], why[600] = "";
@@ -490,9 +477,7 @@ START_TEST(t_oci_vm_vs_container)
 	else
 		fprintf(stderr, "e2e_oci_vm: create+start of /bin/true, median of 3: vm rung %.0f ms; "
 			"the container rung failed here: %s\n", vm[1], why);
-	ov_nothing_left(&v);
-	struct rung_err e = {0};
-	rung_rm_rf(v.dir, &e);
+	ov_finish(&v);
 }
 END_TEST
 
