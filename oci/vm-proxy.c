@@ -73,6 +73,12 @@ void oci_vm_proxy_run(struct rung_sandbox *sb, const struct oci_config *c, int f
 			tcsetattr(0, TCSANOW, &t);
 		}
 	}
+	if (fifo >= 0 && ready >= 0) { /* create's: the terminal is there, the fifo is next */
+		if (rung_write_all(ready, "1", 1) < 0)
+			_exit(1);
+		close(ready);
+		ready = -1;
+	}
 	if (fifo >= 0 && read(fifo, &b, 1) != 1)
 		_exit(1);
 	char handle[RUNG_PROC_HANDLE_LEN + 1];

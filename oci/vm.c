@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -189,11 +190,25 @@ static int proxy_spawn(struct vm_ctx *x, struct rung_err *err)
 	if (x->o->console_socket &&
 	    (x->console = oci_console_connect(x->o->console_socket, err)) < 0)
 		return x->console;
+	int rd[2];
+	if (pipe2(rd, O_CLOEXEC) < 0)
+		return rung_err_sys(err, errno, "pipe");
 	pid_t pid = fork();
+	if (pid == 0) {
+		close(rd[0]);
+		oci_vm_proxy_run(x->sb, &x->cfg, x->fifo, x->console, x->dir, rd[1]);
+	}
+	close(rd[1]);
+	char b;
+	ssize_t n = pid < 0 ? -1 : read(rd[0], &b, 1);
+	close(rd[0]);
 	if (pid < 0)
 		return rung_err_sys(err, errno, "fork the container's proxy");
-	if (pid == 0)
-		oci_vm_proxy_run(x->sb, &x->cfg, x->fifo, x->console, x->dir, -1);
+	if (n != 1) {
+		waitpid(pid, NULL, 0);
+		return rung_err_set(err, EIO, "the container's proxy failed before start (its "
+				    "reason above)");
+	}
 	x->proxy = pid;
 	return oci_create_record(x->o->root, &x->st, pid, x->cfg.annotations, x->pid_file, err);
 }

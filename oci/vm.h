@@ -44,7 +44,8 @@ void oci_vm_store_remove(const char *root, const char *store);
 
 /* vm-proxy.c: the container's host-side process (the pid the shim waits on). It waits for
  * `start` on fifo (-1: starts at once), starts c's process in the sandbox through the agent
- * (its handle in <dir>/vm.proc; dir NULL: not kept), writes a byte to ready (-1: none), relays
+ * (its handle in <dir>/vm.proc; dir NULL: not kept), writes a byte to ready (-1: none) once
+ * it waits on the fifo (its terminal made), or without a fifo once the process started, relays
  * stdio (console: the socket to send a terminal's master to, else -1) and exits with the
  * program's status (128 + the signal when killed). */
 void oci_vm_proxy_run(struct rung_sandbox *sb, const struct oci_config *c, int fifo,

@@ -13,6 +13,8 @@ else
 	# the suite runs $RUNG_BUILD_DIR/rung-oci; rung-oci finds rung-agent and rung-vmm beside
 	# its real path
 	ln -sf "$P/rung/bin/rung-oci" "$ov_b/rung-oci"
+	# a terminal (process.terminal) is a pty of the host's devpts: L1's /dev has none mounted
+	if [ ! -e /dev/pts/ptmx ]; then mkdir -p /dev/pts && mount -t devpts -o ptmxmode=0666 devpts /dev/pts; fi
 	ov_t0=$(now)
 	timeout -s KILL 1200 env CK_VERBOSITY=verbose RUNG_BUILD_DIR="$ov_b" \
 		RUNG_VM_KERNEL="$G/bzImage" RUNG_VM_INITRD="$G/initramfs.cpio.gz" \
