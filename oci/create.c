@@ -27,6 +27,7 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "oci/oci-internal.h"
+#include "oci/vm.h"
 #include "rootfs/rfs.h"
 #include "runtime/seccomp.h"
 
@@ -210,29 +211,51 @@ int oci_console_connect(const char *path, struct rung_err *err)
 	return fd;
 }
 
+int oci_create_load(const struct oci_create_opts *o, struct oci_config *cfg, char *pid_file,
+		    size_t n, struct rung_err *err)
+{
+	char bundle[PATH_MAX], cwd[PATH_MAX];
+	if (oci_id_check(o->id, err) < 0)
+		return -EINVAL;
+	if (o->pid_file && o->pid_file[0] != '/' &&
+	    (!getcwd(cwd, sizeof(cwd)) ||
+	     snprintf(pid_file, n, "%s/%s", cwd, o->pid_file) >= (int)n))
+		return rung_err_set(err, ENAMETOOLONG, "--pid-file %s: path too long", o->pid_file);
+	else if (o->pid_file && o->pid_file[0] == '/')
+		snprintf(pid_file, n, "%s", o->pid_file);
+	if (!realpath(o->bundle, bundle))
+		return rung_err_sys(err, errno, "--bundle %s", o->bundle);
+	int r = oci_config_load(bundle, cfg, err);
+	if (r < 0)
+		return r;
+	if (cfg->terminal != (o->console_socket != NULL))
+		return rung_err_set(err, EINVAL, cfg->terminal
+				    ? "process.terminal is true: --console-socket is required"
+				    : "--console-socket given but process.terminal is false");
+	return 0;
+}
+
+int oci_create_record(const char *root, struct oci_state *st, pid_t pid, json_t *annotations,
+		      const char *pid_file, struct rung_err *err)
+{
+	st->pid = pid;
+	st->start_time = rung_proc_starttime(pid);
+	st->annotations = json_incref(annotations);
+	int r = oci_state_write(root, st, err);
+	if (r < 0 || !pid_file[0])
+		return r;
+	char v[16];
+	snprintf(v, sizeof(v), "%d", (int)pid);
+	r = rung_write_file_replace(AT_FDCWD, pid_file, v, strlen(v), 0644, err);
+	return r < 0 ? rung_err_wrap(err, "--pid-file") : 0;
+}
+
 static int prepare(struct create_ctx *x, struct rung_err *err)
 {
 	const struct oci_create_opts *o = x->o;
-	char bundle[PATH_MAX];
-	if (oci_id_check(o->id, err) < 0)
-		return -EINVAL;
-	char cwd[PATH_MAX];
-	if (o->pid_file && o->pid_file[0] != '/' &&
-	    (!getcwd(cwd, sizeof(cwd)) ||
-	     snprintf(x->pid_file, sizeof(x->pid_file), "%s/%s", cwd, o->pid_file) >=
-		     (int)sizeof(x->pid_file)))
-		return rung_err_set(err, ENAMETOOLONG, "--pid-file %s: path too long", o->pid_file);
-	else if (o->pid_file && o->pid_file[0] == '/')
-		snprintf(x->pid_file, sizeof(x->pid_file), "%s", o->pid_file);
-	if (!realpath(o->bundle, bundle))
-		return rung_err_sys(err, errno, "--bundle %s", o->bundle);
-	int r = oci_config_load(bundle, &x->cfg, err);
+	int r = oci_create_load(o, &x->cfg, x->pid_file, sizeof(x->pid_file), err);
 	if (r < 0)
 		return r;
-	if (x->cfg.terminal != (o->console_socket != NULL))
-		return rung_err_set(err, EINVAL, x->cfg.terminal
-				    ? "process.terminal is true: --console-socket is required"
-				    : "--console-socket given but process.terminal is false");
 	if ((r = rt_seccomp_build(&x->bpf, &x->bpf_len, err)) < 0)
 		return r;
 	json_t *sc = json_object_get(json_object_get(x->cfg.doc, "linux"), "seccomp");
@@ -247,7 +270,7 @@ static int prepare(struct create_ctx *x, struct rung_err *err)
 				       : rung_err_sys(err, errno, "mkdir %s", x->dir);
 	x->dir_made = true;
 	snprintf(x->st.id, sizeof(x->st.id), "%s", o->id);
-	snprintf(x->st.bundle, sizeof(x->st.bundle), "%s", bundle);
+	snprintf(x->st.bundle, sizeof(x->st.bundle), "%s", x->cfg.bundle);
 	if (!x->cfg.spec_userns && (r = oci_uid_slot_claim(o->root, &x->st.uid_slot, err)) < 0)
 		return r;
 	char fifo[PATH_MAX + 16];
@@ -289,16 +312,7 @@ static int spawn(struct create_ctx *x, struct rung_err *err)
 
 static int finish(struct create_ctx *x, struct rung_err *err)
 {
-	x->st.pid = x->pid;
-	x->st.start_time = rung_proc_starttime(x->pid);
-	x->st.annotations = json_incref(x->cfg.annotations);
-	int r = oci_state_write(x->o->root, &x->st, err);
-	if (r < 0 || !x->pid_file[0])
-		return r;
-	char v[16];
-	snprintf(v, sizeof(v), "%d", (int)x->pid);
-	r = rung_write_file_replace(AT_FDCWD, x->pid_file, v, strlen(v), 0644, err);
-	return r < 0 ? rung_err_wrap(err, "--pid-file") : 0;
+	return oci_create_record(x->o->root, &x->st, x->pid, x->cfg.annotations, x->pid_file, err);
 }
 
 static void undo(struct create_ctx *x)
@@ -321,6 +335,10 @@ static void undo(struct create_ctx *x)
 
 int oci_create(const struct oci_create_opts *o, struct rung_err *err)
 {
+	bool vm = false; /* the rung: the runtime's, raised by the bundle's annotation (vm.h) */
+	int v = oci_vm_wanted(o, &vm, err);
+	if (v < 0 || vm)
+		return v < 0 ? v : oci_vm_create(o, err);
 	struct create_ctx x = {.o = o, .sync = {-1, -1}, .fifo = -1, .console = -1,
 			       .st.uid_slot = OCI_UID_SLOTS}; /* none claimed yet: none to give back */
 	/* nothing of the caller's but stdio reaches the container */

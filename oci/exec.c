@@ -27,6 +27,7 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "oci/oci-internal.h"
+#include "oci/vm.h"
 #include "runtime/seccomp.h"
 
 struct exec_ctx {
@@ -75,29 +76,30 @@ static int process_from_flags(const struct oci_exec_opts *o, json_t *proc, struc
 }
 
 /* The bundle's config.json with its process replaced, parsed as create parses it. */
-static int config_build(struct exec_ctx *x, struct rung_err *err)
+int oci_exec_config(const struct oci_exec_opts *o, const struct oci_state *st,
+		    struct oci_config *cfg, struct rung_err *err)
 {
 	char path[PATH_MAX + 16];
-	snprintf(path, sizeof(path), "%s/config.json", x->st.bundle);
+	snprintf(path, sizeof(path), "%s/config.json", st->bundle);
 	json_error_t je;
 	cleanup_json json_t *doc = json_load_file(path, 0, &je);
 	if (!json_is_object(doc))
-		return rung_err_set(err, EINVAL, "container %s: bundle %s: %s", x->st.id, path,
+		return rung_err_set(err, EINVAL, "container %s: bundle %s: %s", st->id, path,
 				    je.text);
 	json_t *proc;
-	if (x->o->process) {
-		proc = json_load_file(x->o->process, 0, &je);
+	if (o->process) {
+		proc = json_load_file(o->process, 0, &je);
 		if (!proc)
-			return rung_err_set(err, EINVAL, "--process %s: line %d: %s", x->o->process,
+			return rung_err_set(err, EINVAL, "--process %s: line %d: %s", o->process,
 					    je.line, je.text);
 		if (!json_is_object(proc)) {
 			json_decref(proc);
 			return rung_err_set(err, EINVAL, "--process %s: not a JSON object",
-					    x->o->process);
+					    o->process);
 		}
 	} else {
 		proc = json_deep_copy(json_object_get(doc, "process"));
-		if (!json_is_object(proc) || process_from_flags(x->o, proc, err) < 0) {
+		if (!json_is_object(proc) || process_from_flags(o, proc, err) < 0) {
 			json_decref(proc);
 			return err->msg[0] ? -EINVAL
 					   : rung_err_set(err, EINVAL, "bundle %s: no process", path);
@@ -107,11 +109,11 @@ static int config_build(struct exec_ctx *x, struct rung_err *err)
 	cleanup_free char *text = json_dumps(doc, JSON_COMPACT);
 	if (!text)
 		return rung_err_set(err, ENOMEM, "out of memory");
-	int r = oci_config_parse(text, strlen(text), x->st.bundle, &x->cfg, err);
+	int r = oci_config_parse(text, strlen(text), st->bundle, cfg, err);
 	if (r < 0)
-		return x->o->process ? rung_err_wrap(err, "--process %s", x->o->process) : r;
-	if (x->cfg.terminal != (x->o->console_socket != NULL))
-		return rung_err_set(err, EINVAL, x->cfg.terminal
+		return o->process ? rung_err_wrap(err, "--process %s", o->process) : r;
+	if (cfg->terminal != (o->console_socket != NULL))
+		return rung_err_set(err, EINVAL, cfg->terminal
 				    ? "process.terminal is true: --console-socket is required"
 				    : "--console-socket given but process.terminal is false");
 	return 0;
@@ -151,7 +153,7 @@ static int prepare(struct exec_ctx *x, struct rung_err *err)
 	if (s == OCI_PAUSED || s == OCI_STOPPED || s == OCI_CREATING || x->pidfd < 0)
 		return rung_err_set(err, EINVAL, "cannot exec in a %s container",
 				    x->pidfd < 0 ? "stopped" : oci_status_name(s));
-	if ((r = config_build(x, err)) < 0)
+	if ((r = oci_exec_config(x->o, &x->st, &x->cfg, err)) < 0)
 		return r;
 	if ((r = rt_seccomp_build(&x->bpf, &x->bpf_len, err)) < 0)
 		return r;
@@ -257,6 +259,8 @@ static int run(struct exec_ctx *x, int *status, struct rung_err *err)
 
 int oci_exec(const struct oci_exec_opts *o, int *status, struct rung_err *err)
 {
+	if (oci_vm_is(o->root, o->id)) /* the vm rung: oci/vm-exec.c */
+		return oci_vm_exec(o, status, err);
 	struct exec_ctx x = {.o = o, .pidfd = -1, .sync = {-1, -1}, .console = -1};
 	/* nothing of the caller's but stdio reaches the container */
 	syscall(SYS_close_range, 3, ~0u, 4 /* CLOSE_RANGE_CLOEXEC */);

@@ -17,9 +17,11 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "oci/oci.h"
+#include "oci/vm.h"
 
 struct globals {
 	const char *root, *log, *log_format;
+	bool vm; /* the runtime's rung: rung-oci-vm or --isolation vm (oci/vm.h) */
 };
 
 static void log_error(const struct globals *g, const char *msg)
@@ -99,7 +101,9 @@ static int help(const char *cmd)
 	       "  --root DIR         state directory (default /run/rung-oci)\n"
 	       "  --log FILE         also write errors to FILE\n"
 	       "  --log-format F     text (default) or json\n"
-	       "  --systemd-cgroup   refused: rung-oci manages cgroupfs paths only\n");
+	       "  --systemd-cgroup   refused: rung-oci manages cgroupfs paths only\n"
+	       "  --isolation RUNG   container (default) or vm (the default when called as\n"
+	       "                     rung-oci-vm); a bundle's dev.rung.isolation may only raise it\n");
 	return 0;
 }
 
@@ -122,7 +126,7 @@ static int cmd_create(const struct globals *g, int argc, char **argv)
 		{"no-new-keyring", no_argument, 0, 'K'},   {"preserve-fds", required_argument, 0, 'f'},
 		{"help", no_argument, 0, 'h'},		   {0, 0, 0, 0},
 	};
-	struct oci_create_opts o = {.root = g->root, .bundle = "."};
+	struct oci_create_opts o = {.root = g->root, .bundle = ".", .vm = g->vm};
 	int c;
 	while ((c = getopt_long(argc, argv, "+b:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -250,7 +254,7 @@ static int cmd_features(const struct globals *g, int argc, char **argv)
 		"private", "rprivate", "slave", "rslave", "shared", "rshared", "linux",
 		"namespaces", "cgroup", "ipc", "mount", "network", "pid", "user", "uts",
 		"capabilities", caps, "cgroup", "v1", 1, "v2", 1, "systemd", 0, "seccomp", "enabled",
-		1, "apparmor", "enabled", 0, "annotations", "dev.rung.isolation", "container");
+		1, "apparmor", "enabled", 0, "annotations", "dev.rung.isolation", g->vm ? "vm" : "container");
 	char *t = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
 	if (!t)
 		return fail(g, &(struct rung_err){ENOMEM, "out of memory"});
@@ -437,9 +441,11 @@ int main(int argc, char **argv)
 		{"root", required_argument, 0, 'r'},	   {"log", required_argument, 0, 'l'},
 		{"log-format", required_argument, 0, 'F'}, {"systemd-cgroup", no_argument, 0, 's'},
 		{"debug", no_argument, 0, 'd'},		   {"help", no_argument, 0, 'h'},
-		{"version", no_argument, 0, 'v'},	   {0, 0, 0, 0},
+		{"version", no_argument, 0, 'v'},	   {"isolation", required_argument, 0, 'i'},
+		{0, 0, 0, 0},
 	};
-	struct globals g = {.root = "/run/rung-oci", .log_format = "text"};
+	struct globals g = {.root = "/run/rung-oci", .log_format = "text",
+			    .vm = oci_rung_from_argv0(argv[0])};
 	bool systemd = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "+hv", opts, NULL)) != -1) {
@@ -453,6 +459,10 @@ int main(int argc, char **argv)
 			break;
 		case 's': systemd = true; break;
 		case 'd': break;
+		case 'i':
+			if (oci_rung_parse(optarg, &g.vm) < 0)
+				return usage_error("--isolation", "must be container or vm");
+			break;
 		case 'h': return help(NULL);
 		case 'v': printf("rung-oci version 0.1\nspec: %s\n", OCI_VERSION); return 0;
 		default: return usage_error("", "unknown global option");
@@ -465,6 +475,13 @@ int main(int argc, char **argv)
 			      "(set SystemdCgroup = false for this runtime in containerd)");
 		return 1;
 	}
+	/* the vm rung's router (its RUNG_* knobs, docs/configuration.md): read here, used there */
+	static struct rung_router_opts ro;
+	static struct rung_err re;
+	if (rung_router_opts_load(&ro, getenv, &re) < 0)
+		oci_vm_router_opts(NULL, re.msg);
+	else
+		oci_vm_router_opts(&ro, NULL);
 	const char *cmd = argv[optind];
 	argc -= optind;
 	argv += optind;

@@ -16,6 +16,7 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "oci/oci.h"
+#include "oci/vm.h"
 
 /* The first line of <dir>/<file> (empty when unreadable). */
 static void read_line(const char *dir, const char *file, char *buf, size_t n)
@@ -121,6 +122,8 @@ static void ps_table(const pid_t *pids, size_t n)
 
 int oci_ps(const char *root, const char *id, bool json, struct rung_err *err)
 {
+	if (oci_vm_is(root, id)) /* the vm rung: oci/vm-ops.c */
+		return oci_vm_ps(root, id, json, err);
 	struct oci_state st;
 	cleanup_rt_cgroup struct rt_cgroup *cg = NULL;
 	int r = open_live(root, id, &st, &cg, err);
@@ -144,6 +147,8 @@ int oci_ps(const char *root, const char *id, bool json, struct rung_err *err)
 
 int oci_pause(const char *root, const char *id, bool pause, struct rung_err *err)
 {
+	if (oci_vm_is(root, id))
+		return oci_vm_refuse(pause ? "pause" : "resume", id, err);
 	struct oci_state st;
 	cleanup_rt_cgroup struct rt_cgroup *cg = NULL;
 	int r = open_live(root, id, &st, &cg, err);
@@ -228,6 +233,8 @@ static json_t *memory_stats(const struct rt_cgroup *cg, const struct rt_cgroup_s
 
 int oci_events_stats(const char *root, const char *id, struct rung_err *err)
 {
+	if (oci_vm_is(root, id))
+		return oci_vm_refuse("events", id, err);
 	struct oci_state st;
 	cleanup_rt_cgroup struct rt_cgroup *cg = NULL;
 	int r = open_live(root, id, &st, &cg, err);
@@ -330,6 +337,8 @@ static int cpu_update(const struct rt_cgroup *cg, json_t *cpu, pid_t pid, struct
 
 int oci_update(const char *root, const char *id, json_t *res, struct rung_err *err)
 {
+	if (oci_vm_is(root, id))
+		return oci_vm_refuse("update", id, err);
 	if (!json_is_object(res))
 		return rung_err_set(err, EINVAL, "--resources: want a JSON object "
 				    "(linux.resources)");

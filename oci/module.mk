@@ -11,3 +11,17 @@ check-oci: $(B)/rung-oci
 	sh scripts/check-oci.sh $(B)/rung-oci
 
 .PHONY: check-oci
+
+# make install: rung-oci, and rung-oci-vm, a link to it that runs the vm rung (containerd's runc
+# shim can change only the binary it calls: one runtime entry per rung; docs/oci.md).
+install: install-oci
+install-oci: $(B)/rung-oci
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 0755 $(B)/rung-oci $(DESTDIR)$(BINDIR)/
+	ln -sf rung-oci $(DESTDIR)$(BINDIR)/rung-oci-vm
+
+uninstall: uninstall-oci
+uninstall-oci:
+	rm -f $(DESTDIR)$(BINDIR)/rung-oci $(DESTDIR)$(BINDIR)/rung-oci-vm
+
+.PHONY: install-oci uninstall-oci

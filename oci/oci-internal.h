@@ -35,6 +35,17 @@ int oci_seccomp_load(const void *bpf, size_t len, struct rung_err *err);
 int oci_process_finish(const struct oci_config *c, const void *bpf, size_t bpf_len,
 		       const void *spec_bpf, size_t spec_bpf_len, struct rung_err *err);
 void oci_exec_program(const struct oci_config *c) __attribute__((noreturn));
+/* create.c, shared with the vm rung's (vm.c): check the id, make the pid file's path absolute
+ * (pid_file, n), load the bundle's config into cfg, match process.terminal and
+ * --console-socket; and, once the container's pid is known, write state.json and the pid file
+ * (atomically). */
+int oci_create_load(const struct oci_create_opts *o, struct oci_config *cfg, char *pid_file,
+		    size_t n, struct rung_err *err);
+int oci_create_record(const char *root, struct oci_state *st, pid_t pid, json_t *annotations,
+		      const char *pid_file, struct rung_err *err);
+/* exec.c: the process exec runs (the bundle's config with o's process), parsed into cfg. */
+int oci_exec_config(const struct oci_exec_opts *o, const struct oci_state *st,
+		    struct oci_config *cfg, struct rung_err *err);
 /* create.c: connect to --console-socket (an fd, or -errno). */
 int oci_console_connect(const char *path, struct rung_err *err);
 

@@ -122,6 +122,7 @@ void oci_uid_slot_release(const char *root, uint32_t slot);
 struct oci_create_opts {
 	const char *root, *id, *bundle, *pid_file, *console_socket;
 	bool no_pivot;
+	bool vm; /* the runtime's rung is vm (rung-oci-vm, --isolation vm): oci/vm.h */
 };
 /* Create the container: its init waits on the exec fifo. Returns 0 or -errno. */
 int oci_create(const struct oci_create_opts *o, struct rung_err *err);

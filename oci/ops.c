@@ -15,6 +15,7 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "oci/oci.h"
+#include "oci/vm.h"
 
 static int open_cgroup(const struct oci_state *st, struct rt_cgroup **cg, struct rung_err *err)
 {
@@ -23,6 +24,8 @@ static int open_cgroup(const struct oci_state *st, struct rt_cgroup **cg, struct
 
 int oci_kill(const char *root, const char *id, int sig, bool all, struct rung_err *err)
 {
+	if (oci_vm_is(root, id)) /* the vm rung: oci/vm-ops.c */
+		return oci_vm_kill(root, id, sig, all, err);
 	struct oci_state st;
 	int r = oci_state_read(root, id, &st, err);
 	if (r < 0)
@@ -65,6 +68,8 @@ static int wait_stopped(const char *root, const struct oci_state *st, struct run
 
 int oci_delete(const char *root, const char *id, bool force, struct rung_err *err)
 {
+	if (oci_vm_is(root, id))
+		return oci_vm_delete(root, id, force, err);
 	struct oci_state st;
 	char dir[PATH_MAX];
 	int r = oci_state_read(root, id, &st, err);

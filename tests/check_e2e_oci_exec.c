@@ -472,17 +472,7 @@ START_TEST(test_exec_tty)
 	ck_assert_msg(OCI(e, "exec", "--detach", "--tty", "--console-socket", sa.sun_path, "c1",
 			  "sh", "-c", "[ -t 0 ] && [ -t 1 ] && echo tty-ok; sleep 100") == 0,
 		      "%s", e->stderr_);
-	int c = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
-	ck_assert_int_ge(c, 0);
-	char name[128] = {0}, cbuf[CMSG_SPACE(sizeof(int))] = {0};
-	struct iovec iov = {.iov_base = name, .iov_len = sizeof(name) - 1};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
-	ck_assert_int_gt(recvmsg(c, &mh, 0), 0);
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	ck_assert_ptr_nonnull(cm);
-	int master;
-	memcpy(&master, CMSG_DATA(cm), sizeof(int));
+	int master = oci_test_console_master(ls);
 	char out[256] = {0};
 	size_t n = 0;
 	for (int i = 0; i < 100 && !strstr(out, "tty-ok"); i++) {
@@ -492,7 +482,6 @@ START_TEST(test_exec_tty)
 	}
 	ck_assert_msg(strstr(out, "tty-ok"), "the terminal said: %s", out);
 	close(master);
-	close(c);
 	close(ls);
 	delete_c1(e, (pid_t[]){init}, 1);
 }

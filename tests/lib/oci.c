@@ -5,6 +5,7 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,4 +47,21 @@ int oci_test_run(const char *bin, const char *root, const char *dir, const char 
 	slurp(o, out, outn);
 	slurp(er, errb, errn);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int oci_test_console_master(int listen_fd)
+{
+	int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	ck_assert_int_ge(c, 0);
+	char name[128] = {0}, cbuf[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {.iov_base = name, .iov_len = sizeof(name) - 1};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf)};
+	ck_assert_int_gt(recvmsg(c, &mh, 0), 0);
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	ck_assert_ptr_nonnull(cm);
+	int master;
+	memcpy(&master, CMSG_DATA(cm), sizeof(int));
+	close(c);
+	return master;
 }

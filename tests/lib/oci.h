@@ -10,4 +10,8 @@
 int oci_test_run(const char *bin, const char *root, const char *dir, const char *in,
 		 const char *const *args, char *out, size_t outn, char *errb, size_t errn);
 
+/* The terminal master a runtime sends over a --console-socket listening on listen_fd (the
+ * connection accepted and closed). */
+int oci_test_console_master(int listen_fd);
+
 #endif

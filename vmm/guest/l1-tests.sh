@@ -395,6 +395,8 @@ if [ "${VMTEST_ONLY_BENCH:-0}" != 1 ]; then
 	want net-ping && t_net_ping
 	# the runtime end to end: rung run --isolation vm ... (l1-rung.sh, from payload-rung.sh)
 	if want rung && [ -f "$P/rung/l1-rung.sh" ]; then . "$P/rung/l1-rung.sh"; fi
+	# rung-oci on the vm rung (l1-oci-vm.sh, from payload-rung.sh)
+	if want rung-oci-vm && [ -f "$P/rung/l1-oci-vm.sh" ]; then . "$P/rung/l1-oci-vm.sh"; fi
 	echo "VMTEST-SUMMARY $npass passed, $nfail failed, $nskip skipped"
 fi
 

@@ -31,7 +31,12 @@ if [ -x "$BUILD/check_rung" ]; then
 	# libnftables resolves protocol and service names through these
 	mkdir -p "$P/etc" && for f in /etc/protocols /etc/services; do [ -f "$f" ] && cp "$f" "$P/etc/"; done
 fi
-cp "$here/l1-rung.sh" "$P/rung/"
+# rung-oci (docs/oci.md): l1-oci-vm.sh runs it on the vm rung through check_rung's e2e_oci_vm
+if [ -x "$BUILD/rung-oci" ]; then
+	copy_with_libs "$P" "$(readlink -f "$BUILD/rung-oci")"
+	cp "$BUILD/rung-oci" "$P/rung/bin/"
+fi
+cp "$here/l1-rung.sh" "$here/l1-oci-vm.sh" "$P/rung/"
 tmp=$(mktemp -d /tmp/rung-payload.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 sh "$here/mkrootfs.sh" python "$tmp/rootfs" >/dev/null

@@ -1,0 +1,98 @@
+/*
+ * oci/vm-ops.c: kill, delete, ps on a vm-rung container, and the commands it refuses. kill
+ * reaches the program in the guest through the agent (the proxy itself before `start`); delete
+ * disposes of the sandbox (rung-vmm, its jail, disks and cgroup) and removes the state directory
+ * with the container's store.
+ */
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "oci/vm.h"
+
+int oci_vm_kill(const char *root, const char *id, int sig, bool all, struct rung_err *err)
+{
+	struct oci_state st;
+	int r = oci_state_read(root, id, &st, err);
+	if (r < 0)
+		return r;
+	enum oci_status s = oci_status_of(root, &st);
+	pid_t proxy = st.pid;
+	oci_state_release(&st);
+	if (s != OCI_CREATED && s != OCI_RUNNING)
+		return all ? 0 : rung_err_set(err, ESRCH, "container %s is not running (%s)", id,
+					      oci_status_name(s));
+	if (s == OCI_CREATED) /* the program never started: the proxy stands for it */
+		return kill(proxy, sig) < 0 ? rung_err_sys(err, errno, "kill %d", (int)proxy) : 0;
+	struct rung_router *router = NULL;
+	struct rung_sandbox *sb = NULL;
+	char handle[RUNG_PROC_HANDLE_LEN + 1], store[PATH_MAX];
+	r = oci_vm_sandbox(root, id, &router, &sb, store, sizeof(store), handle, err);
+	if (r == 0 && !handle[0])
+		r = rung_err_set(err, ESRCH, "container %s: its program is not started yet", id);
+	if (r == 0)
+		r = rung_proc_signal(sb, handle, sig, err);
+	rung_sandbox_close(sb);
+	rung_router_free(router);
+	return r < 0 ? rung_err_wrap(err, "container %s", id) : 0;
+}
+
+int oci_vm_delete(const char *root, const char *id, bool force, struct rung_err *err)
+{
+	struct oci_state st;
+	int r = oci_state_read(root, id, &st, err);
+	if (r == -ENOENT && force)
+		return 0;
+	if (r < 0)
+		return r;
+	enum oci_status s = oci_status_of(root, &st);
+	pid_t proxy = st.pid;
+	oci_state_release(&st);
+	if (s == OCI_RUNNING && !force)
+		return rung_err_set(err, EBUSY, "container %s is running: kill it first, or "
+				    "delete --force", id);
+	if (s == OCI_RUNNING || s == OCI_CREATED)
+		kill(proxy, SIGKILL);
+	struct rung_router *router = NULL;
+	struct rung_sandbox *sb = NULL;
+	char handle[RUNG_PROC_HANDLE_LEN + 1], sbid[128], store[PATH_MAX] = "";
+	r = oci_vm_sandbox(root, id, &router, &sb, store, sizeof(store), handle, err);
+	if (r == 0) {
+		snprintf(sbid, sizeof(sbid), "%s", rung_sandbox_id(sb));
+		rung_sandbox_close(sb);
+		r = rung_dispose(router, sbid, NULL, err);
+	}
+	rung_router_free(router);
+	if (r < 0 && r != -ENOENT)
+		return rung_err_wrap(err, "container %s: dispose of its VM", id);
+	*err = (struct rung_err){0};
+	oci_vm_store_remove(root, store);
+	char dir[PATH_MAX];
+	oci_state_path(root, id, NULL, dir, sizeof(dir));
+	return rung_rm_rf(dir, err);
+}
+
+int oci_vm_ps(const char *root, const char *id, bool json, struct rung_err *err)
+{
+	struct oci_state st;
+	int r = oci_state_read(root, id, &st, err);
+	if (r < 0)
+		return r;
+	enum oci_status s = oci_status_of(root, &st);
+	bool live = s == OCI_CREATED || s == OCI_RUNNING;
+	if (json)
+		printf(live ? "[%d]\n" : "[]\n", (int)st.pid);
+	else if (live)
+		printf("PID CMD\n%d rung-oci (the vm rung's proxy of %s)\n", (int)st.pid, id);
+	oci_state_release(&st);
+	return 0;
+}
+
+int oci_vm_refuse(const char *cmd, const char *id, struct rung_err *err)
+{
+	return rung_err_set(err, ENOTSUP, "container %s runs on the vm rung: %s is not supported "
+			    "there yet (rung-oci's %s acts on a container's namespaces and cgroup; "
+			    "a VM's program is reached only through its agent)", id, cmd, cmd);
+}

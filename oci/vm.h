@@ -1,0 +1,56 @@
+/*
+ * oci/vm.h: rung-oci on the vm rung (docs/oci.md, "The vm rung"). vm-select.c picks the rung
+ * (the program's name, --isolation, the bundle's dev.rung.isolation annotation, which may only
+ * raise it) and refuses what a VM cannot honour; vm.c runs the container in rung-vmm through
+ * rung's library (one vm sandbox per container) behind a host-side proxy process.
+ */
+#ifndef RUNG_OCI_VM_H
+#define RUNG_OCI_VM_H
+
+#include "oci/oci.h"
+#include "rung/rung.h"
+
+#define OCI_ISOLATION_KEY "dev.rung.isolation"
+
+/* Pure: "container" / "vm" (0), else -EINVAL. */
+int oci_rung_parse(const char *name, bool *vm);
+/* Pure: the program is called rung-oci-vm (argv[0]'s basename). */
+bool oci_rung_from_argv0(const char *argv0);
+/* Pure: the rung of a bundle: the runtime's (vm), raised by annotations' dev.rung.isolation
+ * (NULL or no key: unchanged). A lowering or an unknown value is refused naming the key. */
+int oci_rung_resolve(bool runtime_vm, json_t *annotations, bool *vm, struct rung_err *err);
+/* The rung create runs o's bundle on (o->vm raised by its config.json's annotation). */
+int oci_vm_wanted(const struct oci_create_opts *o, bool *vm, struct rung_err *err);
+/* Pure: what the vm rung cannot honour in a parsed config, refused naming the field. */
+int oci_vm_config_check(const struct oci_config *c, struct rung_err *err);
+
+/* The router's options (the RUNG_* variables main read); NULL with why: they were bad. */
+void oci_vm_router_opts(const struct rung_router_opts *o, const char *why);
+/* The container under root is a vm-rung one (its state directory says so). */
+bool oci_vm_is(const char *root, const char *id);
+int oci_vm_create(const struct oci_create_opts *o, struct rung_err *err);
+int oci_vm_kill(const char *root, const char *id, int sig, bool all, struct rung_err *err);
+int oci_vm_delete(const char *root, const char *id, bool force, struct rung_err *err);
+int oci_vm_ps(const char *root, const char *id, bool json, struct rung_err *err);
+/* A command the vm rung does not run (exec, pause, resume, events, update): the reason. */
+int oci_vm_refuse(const char *cmd, const char *id, struct rung_err *err);
+/* vm.c: the container's sandbox (through a router on its store) and the program's handle
+ * ("" before start). */
+int oci_vm_sandbox(const char *root, const char *id, struct rung_router **r,
+		   struct rung_sandbox **sb, char *store, size_t sn, char *handle,
+		   struct rung_err *err);
+/* Remove a container's store (only one under <root>/.vm), and .vm with the last. */
+void oci_vm_store_remove(const char *root, const char *store);
+
+/* vm-proxy.c: the container's host-side process (the pid the shim waits on). It waits for
+ * `start` on fifo (-1: starts at once), starts c's process in the sandbox through the agent
+ * (its handle in <dir>/vm.proc; dir NULL: not kept), writes a byte to ready (-1: none) once
+ * it waits on the fifo (its terminal made), or without a fifo once the process started, relays
+ * stdio (console: the socket to send a terminal's master to, else -1) and exits with the
+ * program's status (128 + the signal when killed). */
+void oci_vm_proxy_run(struct rung_sandbox *sb, const struct oci_config *c, int fifo,
+		      int console, const char *dir, int ready) __attribute__((noreturn));
+/* vm-exec.c: exec in a vm container: a proxy as create's, without the fifo. */
+int oci_vm_exec(const struct oci_exec_opts *o, int *status, struct rung_err *err);
+
+#endif

@@ -1,0 +1,194 @@
+/*
+ * tests/check_oci_vmselect.c: which rung rung-oci runs a bundle on (oci/vm-select.c): the
+ * program's name, --isolation, the dev.rung.isolation annotation that may only raise it, bad
+ * values refused naming the field, and what the vm rung refuses in a config. The binary's part
+ * runs build/rung-oci (as itself and through a rung-oci-vm link) up to the refusal: no KVM needed.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "oci/vm.h"
+#include "tests/lib/oci.h"
+#include "tests/lib/testutil.h"
+
+START_TEST(test_argv0_and_names)
+{
+	ck_assert(oci_rung_from_argv0("rung-oci-vm"));
+	ck_assert(oci_rung_from_argv0("/usr/local/bin/rung-oci-vm"));
+	ck_assert(!oci_rung_from_argv0("rung-oci"));
+	ck_assert(!oci_rung_from_argv0("/x/rung-oci-vm/rung-oci"));
+	ck_assert(!oci_rung_from_argv0("rung-oci-vmx"));
+	ck_assert(!oci_rung_from_argv0(NULL));
+	bool vm = true;
+	ck_assert_int_eq(oci_rung_parse("container", &vm), 0);
+	ck_assert(!vm);
+	ck_assert_int_eq(oci_rung_parse("vm", &vm), 0);
+	ck_assert(vm);
+	ck_assert_int_eq(oci_rung_parse("VM", &vm), -EINVAL);
+	ck_assert_int_eq(oci_rung_parse("process", &vm), -EINVAL);
+	ck_assert_int_eq(oci_rung_parse("", &vm), -EINVAL);
+	ck_assert_int_eq(oci_rung_parse(NULL, &vm), -EINVAL);
+}
+END_TEST
+
+/* runtime's rung x annotation -> the rung, or a refusal naming the key */
+START_TEST(test_annotation_raises_only)
+{
+	static const struct {
+		bool runtime;
+		const char *ann; /* the annotations object */
+		int want;        /* 0 container, 1 vm, -1 refused */
+	} t[] = {
+		{false, "{}", 0},
+		{true, "{}", 1},
+		{false, "{\"other\": \"vm\"}", 0},
+		{false, "{\"dev.rung.isolation\": \"container\"}", 0},
+		{false, "{\"dev.rung.isolation\": \"vm\"}", 1},
+		{true, "{\"dev.rung.isolation\": \"vm\"}", 1},
+		{true, "{\"dev.rung.isolation\": \"container\"}", -1},
+		{false, "{\"dev.rung.isolation\": \"process\"}", -1},
+		{true, "{\"dev.rung.isolation\": \"Vm\"}", -1},
+		{false, "{\"dev.rung.isolation\": 1}", -1},
+		{false, "{\"dev.rung.isolation\": null}", -1},
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		json_t *a = json_loads(t[i].ann, 0, NULL);
+		ck_assert_ptr_nonnull(a);
+		struct rung_err e = {0};
+		bool vm = !t[i].runtime;
+		int r = oci_rung_resolve(t[i].runtime, a, &vm, &e);
+		json_decref(a);
+		if (t[i].want < 0) {
+			ck_assert_msg(r < 0, "case %zu: accepted", i);
+			ck_assert_msg(strstr(e.msg, "annotations.dev.rung.isolation"), "case %zu: %s",
+				      i, e.msg);
+		} else {
+			ck_assert_msg(r == 0, "case %zu: %s", i, e.msg);
+			ck_assert_msg(vm == (t[i].want == 1), "case %zu: vm=%d", i, vm);
+		}
+	}
+	struct rung_err e = {0};
+	bool vm = false;
+	ck_assert_int_eq(oci_rung_resolve(true, NULL, &vm, &e), 0);
+	ck_assert(vm);
+	json_t *a = json_pack("{s:s}", OCI_ISOLATION_KEY, "container");
+	ck_assert_int_lt(oci_rung_resolve(true, a, &vm, &e), 0);
+	ck_assert_ptr_nonnull(strstr(e.msg, "only raise"));
+	json_decref(a);
+}
+END_TEST
+
+static const char vmbase[] =
+	"{\"ociVersion\": \"1.0.2\", \"root\": {\"path\": \"rootfs\"},"
+	" \"process\": {\"args\": [\"/bin/true\"], \"cwd\": \"/\", \"user\": {\"uid\": 0, \"gid\": 0}},"
+	" \"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"},"
+	"   {\"destination\": \"/dev\", \"type\": \"tmpfs\", \"source\": \"tmpfs\"}],"
+	" \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"ipc\"}, {\"type\": \"mount\"}]}}";
+
+/* vmbase with key (a top-level or process's) set to the JSON value; the check's verdict. */
+static int vm_check(const char *obj, const char *key, const char *value, struct rung_err *e)
+{
+	json_t *doc = json_loads(vmbase, 0, NULL);
+	ck_assert_ptr_nonnull(doc);
+	json_t *o = obj ? json_object_get(doc, obj) : doc;
+	if (key)
+		json_object_set_new(o, key, json_loads(value, JSON_DECODE_ANY, NULL));
+	char *t = json_dumps(doc, 0);
+	json_decref(doc);
+	struct oci_config c = {0};
+	int r = oci_config_parse(t, strlen(t), "/bundle", &c, e);
+	free(t);
+	ck_assert_msg(r == 0, "parse: %s", e->msg);
+	r = oci_vm_config_check(&c, e);
+	oci_config_release(&c);
+	return r;
+}
+
+START_TEST(test_vm_refusals)
+{
+	struct rung_err e = {0};
+	ck_assert_msg(vm_check(NULL, NULL, NULL, &e) == 0, "%s", e.msg);
+	static const struct {
+		const char *obj, *key, *value, *field;
+	} t[] = {
+		{"process", "user", "{\"uid\": 5, \"gid\": 0}", "process.user"},
+		{"process", "user", "{\"uid\": 0, \"gid\": 0, \"additionalGids\": [3]}", "process.user"},
+		{NULL, "mounts", "[{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"},"
+				 " {\"destination\": \"/data\", \"source\": \"/etc\", \"options\": [\"rbind\"]}]",
+		 "mounts[1]"},
+		{NULL, "hooks", "{\"prestart\": [{\"path\": \"/bin/true\"}]}", "hooks.prestart"},
+		{NULL, "hooks", "{\"createContainer\": [{\"path\": \"/bin/true\"}]}",
+		 "hooks.createContainer"},
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		e = (struct rung_err){0};
+		ck_assert_msg(vm_check(t[i].obj, t[i].key, t[i].value, &e) < 0, "case %zu accepted", i);
+		ck_assert_msg(strstr(e.msg, t[i].field), "case %zu: %s", i, e.msg);
+	}
+	e = (struct rung_err){0}; /* empty hook lists are nothing to run */
+	ck_assert_msg(vm_check(NULL, "hooks", "{\"prestart\": []}", &e) == 0, "%s", e.msg);
+}
+END_TEST
+
+/* The binary: --isolation, its name, features, and create refusing before it makes anything. */
+START_TEST(test_binary_selection)
+{
+	char dir[] = "/tmp/rung-vmsel-XXXXXX", bin[PATH_MAX], link[PATH_MAX + 16], root[PATH_MAX];
+	char out[8192], err[4096], p[PATH_MAX + 32];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(bin, sizeof(bin), "%s/rung-oci", rung_test_build_dir());
+	snprintf(link, sizeof(link), "%s/rung-oci-vm", dir);
+	ck_assert_int_eq(symlink(bin, link), 0);
+	snprintf(root, sizeof(root), "%s/root", dir);
+	const char *feat[] = {"features", NULL};
+	ck_assert_int_eq(oci_test_run(bin, root, dir, NULL, feat, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_msg(strstr(out, "\"dev.rung.isolation\": \"container\""), "%s", out);
+	ck_assert_int_eq(oci_test_run(link, root, dir, NULL, feat, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_msg(strstr(out, "\"dev.rung.isolation\": \"vm\""), "%s", out);
+	const char *iso_vm[] = {"--isolation", "vm", "features", NULL};
+	ck_assert_int_eq(oci_test_run(bin, root, dir, NULL, iso_vm, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_msg(strstr(out, "\"dev.rung.isolation\": \"vm\""), "%s", out);
+	const char *iso_bad[] = {"--isolation", "process", "features", NULL};
+	ck_assert_int_eq(oci_test_run(bin, root, dir, NULL, iso_bad, out, sizeof(out), err, sizeof(err)), 1);
+	ck_assert_msg(strstr(err, "--isolation"), "%s", err);
+	/* a bundle asking for the container rung: rung-oci-vm refuses, naming the annotation */
+	snprintf(p, sizeof(p), "%s/bundle", dir);
+	ck_assert_int_eq(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/bundle/config.json", dir);
+	const char *cfg = "{\"ociVersion\": \"1.0.2\", \"root\": {\"path\": \"rootfs\"},"
+			  " \"process\": {\"args\": [\"/bin/true\"], \"cwd\": \"/\"},"
+			  " \"annotations\": {\"dev.rung.isolation\": \"container\"}}";
+	struct rung_err we = {0};
+	ck_assert_int_eq(rung_write_file_replace(AT_FDCWD, p, cfg, strlen(cfg), 0600, &we), 0);
+	snprintf(p, sizeof(p), "%s/bundle", dir);
+	const char *create[] = {"create", "--bundle", p, "c1", NULL};
+	ck_assert_int_eq(oci_test_run(link, root, dir, NULL, create, out, sizeof(out), err, sizeof(err)), 1);
+	ck_assert_msg(strstr(err, "annotations.dev.rung.isolation") && strstr(err, "only raise"),
+		      "%s", err);
+	const char *iso_c[] = {"--isolation", "vm", "create", "--bundle", p, "c1", NULL};
+	ck_assert_int_eq(oci_test_run(bin, root, dir, NULL, iso_c, out, sizeof(out), err, sizeof(err)), 1);
+	ck_assert_msg(strstr(err, "only raise"), "%s", err);
+	snprintf(p, sizeof(p), "%s/c1", root);
+	ck_assert_msg(access(p, F_OK) < 0, "%s left behind", p);
+	rung_rm_rf(dir, &we);
+}
+END_TEST
+
+Suite *oci_vmselect_suite(void)
+{
+	Suite *s = suite_create("oci_vmselect");
+	TCase *tc = tcase_create("vmselect");
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_argv0_and_names);
+	tcase_add_test(tc, test_annotation_raises_only);
+	tcase_add_test(tc, test_vm_refusals);
+	tcase_add_test(tc, test_binary_selection);
+	suite_add_tcase(s, tc);
+	return s;
+}
