@@ -40,6 +40,7 @@ struct create_ctx {
 	size_t bpf_len, spec_bpf_len;
 	pid_t pid;
 	int sync[2], fifo, console;
+	int rootfd; /* the attached rootfs, for the init (rootfd.c) */
 	bool dir_made;
 	struct rt_cgroup *cg;
 };
@@ -146,6 +147,8 @@ static int root_attach(struct create_ctx *x, struct rung_err *err)
 	int r = 0;
 	if (syscall(SYS_move_mount, tree, "", AT_FDCWD, x->cfg.rootfs, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		r = rung_err_sys(err, errno, "root.path: attach %s", x->cfg.rootfs);
+	if (r == 0 && (x->rootfd = open(x->cfg.rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		r = rung_err_sys(err, errno, "root.path: open %s", x->cfg.rootfs);
 	if (setns(self, CLONE_NEWNS) < 0 && r == 0)
 		r = rung_err_sys(err, errno, "leave the container's mount namespace");
 	if (fchdir(cwd) < 0 && r == 0)
@@ -187,8 +190,8 @@ static int drive(struct create_ctx *x, struct rung_err *err)
 		r = wait_init(x, OCI_SYNC_PRIVATE, err);
 	if (r == 0)
 		r = root_attach(x, err);
-	if (r == 0)
-		r = send_tag(x, OCI_SYNC_ROOT, err);
+	if (r == 0 && oci_sync_send_fd(x->sync[0], OCI_SYNC_ROOT, x->rootfd) < 0)
+		r = wait_init(x, OCI_SYNC_ROOT, err);
 	if (r == 0)
 		r = wait_init(x, OCI_SYNC_READY, err);
 	return r;
@@ -321,7 +324,7 @@ static void undo(struct create_ctx *x)
 
 int oci_create(const struct oci_create_opts *o, struct rung_err *err)
 {
-	struct create_ctx x = {.o = o, .sync = {-1, -1}, .fifo = -1, .console = -1,
+	struct create_ctx x = {.o = o, .sync = {-1, -1}, .fifo = -1, .console = -1, .rootfd = -1,
 			       .st.uid_slot = OCI_UID_SLOTS}; /* none claimed yet: none to give back */
 	/* nothing of the caller's but stdio reaches the container */
 	syscall(SYS_close_range, 3, ~0u, 4 /* CLOSE_RANGE_CLOEXEC */);
@@ -341,6 +344,8 @@ int oci_create(const struct oci_create_opts *o, struct rung_err *err)
 		close(x.fifo);
 	if (x.console >= 0)
 		close(x.console);
+	if (x.rootfd >= 0)
+		close(x.rootfd);
 	free(x.bpf);
 	free(x.spec_bpf);
 	rt_cgroup_free(x.cg);

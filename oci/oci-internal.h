@@ -16,6 +16,9 @@ struct oci_sync_msg {
 	char tag;
 	struct rung_err err;
 };
+/* rootfd.c: one tag byte with fd (-1: none) attached; the receiving side (*fd -1: none). */
+int oci_sync_send_fd(int sock, char tag, int fd);
+int oci_sync_recv_fd(int sock, char want, int *fd, struct rung_err *err);
 struct oci_init_args {
 	int sync_fd, fifo_fd, console_fd;
 	const void *bpf, *spec_bpf; /* rung's filter; the spec's (NULL: none) */
