@@ -41,6 +41,7 @@ struct create_ctx {
 	pid_t pid;
 	int sync[2], fifo, console;
 	int rootfd; /* the attached rootfs, for the init (rootfd.c) */
+	char hostname[64]; /* without the spec's: the id's first 63 bytes */
 	bool dir_made;
 	struct rt_cgroup *cg;
 };
@@ -329,6 +330,10 @@ int oci_create(const struct oci_create_opts *o, struct rung_err *err)
 	/* nothing of the caller's but stdio reaches the container */
 	syscall(SYS_close_range, 3, ~0u, 4 /* CLOSE_RANGE_CLOEXEC */);
 	int r = prepare(&x, err);
+	if (r == 0 && !x.cfg.hostname) { /* none given: the id, never the host's name */
+		snprintf(x.hostname, sizeof(x.hostname), "%.63s", o->id);
+		x.cfg.hostname = x.hostname;
+	}
 	if (r == 0)
 		r = spawn(&x, err);
 	if (r == 0)
