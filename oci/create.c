@@ -42,6 +42,7 @@ struct create_ctx {
 	int sync[2], fifo, console;
 	int rootfd; /* the attached rootfs, for the init (rootfd.c) */
 	char hostname[64]; /* without the spec's: the id's first 63 bytes */
+	char ovl_opts[4096]; /* a rootfs that was an overlay: its options (overlay.c) */
 	bool dir_made;
 	struct rt_cgroup *cg;
 };
@@ -140,13 +141,22 @@ static int root_attach(struct create_ctx *x, struct rung_err *err)
 	cleanup_close int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC); /* setns moves it */
 	if (userns < 0 || mntns < 0 || self < 0 || cwd < 0)
 		return rung_err_sys(err, errno, "open the container's namespaces");
-	cleanup_close int tree = rfs_idmap_clone(x->cfg.rootfs, userns, 0, err);
-	if (tree < 0)
+	/* an overlay (containerd's snapshotter) cannot be idmapped itself: overlay.c */
+	char scratch[PATH_MAX] = "";
+	bool ovl = x->ovl_opts[0];
+	if (ovl && !realpath(x->dir, scratch))
+		return rung_err_sys(err, errno, "%s", x->dir);
+	cleanup_close int tree = ovl ? -1 : rfs_idmap_clone(x->cfg.rootfs, userns, 0, err);
+	if (!ovl && tree < 0)
 		return rung_err_wrap(err, "root.path %s", x->cfg.rootfs);
 	if (setns(mntns, CLONE_NEWNS) < 0)
 		return rung_err_sys(err, errno, "enter the container's mount namespace");
 	int r = 0;
-	if (syscall(SYS_move_mount, tree, "", AT_FDCWD, x->cfg.rootfs, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+	if (ovl)
+		r = oci_overlay_idmapped(x->cfg.rootfs, x->ovl_opts, userns,
+					 OCI_UID_BASE0 + x->st.uid_slot * OCI_UID_RANGE, scratch, err);
+	else if (syscall(SYS_move_mount, tree, "", AT_FDCWD, x->cfg.rootfs,
+			 MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		r = rung_err_sys(err, errno, "root.path: attach %s", x->cfg.rootfs);
 	if (r == 0 && (x->rootfd = open(x->cfg.rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		r = rung_err_sys(err, errno, "root.path: open %s", x->cfg.rootfs);
@@ -334,6 +344,8 @@ int oci_create(const struct oci_create_opts *o, struct rung_err *err)
 		snprintf(x.hostname, sizeof(x.hostname), "%.63s", o->id);
 		x.cfg.hostname = x.hostname;
 	}
+	if (r == 0 && !x.cfg.spec_userns && oci_rootfs_is_overlay(x.cfg.rootfs)) /* overlay.c */
+		r = oci_overlay_take(x.cfg.rootfs, x.ovl_opts, sizeof(x.ovl_opts), err);
 	if (r == 0)
 		r = spawn(&x, err);
 	if (r == 0)
