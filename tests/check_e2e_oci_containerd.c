@@ -122,6 +122,11 @@ START_TEST(test_run_output_and_exit_codes)
 	ck_assert_str_eq(out_, "hello from rung-oci\n");
 	ck_assert_int_eq(RUN("--rm", CTRD_IMAGE, "r2", "sh", "-c", "exit 7"), 7);
 	ck_assert_int_eq(RUN("--rm", CTRD_IMAGE, "r3", "/bin/true"), 0);
+	/* the native snapshotter: the rootfs a plain directory, idmapped itself */
+	ck_assert_msg(RUN("--rm", "--snapshotter", "native", CTRD_IMAGE, "r5", "sh", "-c",
+			  "echo native > /written && cat /written") == 0,
+		      "%s %s", out_, err_);
+	ck_assert_str_eq(out_, "native\n");
 	/* killed: ctr run waits and exits 128 + 9 */
 	char log[256];
 	snprintf(log, sizeof(log), "%s/r4.out", C.dir);

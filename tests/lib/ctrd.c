@@ -114,7 +114,7 @@ int ctrd_ctr(struct ctrd *c, int in_fd, int timeout_s, char *out, size_t outn, c
 
 void ctrd_run_argv(struct ctrd *c, const char **argv, size_t max, const char *const *extra)
 {
-	static const char *const fixed[] = {"run", "--snapshotter", "native", "--runc-binary"};
+	static const char *const fixed[] = {"run", "--runc-binary"};
 	size_t n = 0;
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
 		argv[n++] = fixed[i];
@@ -191,9 +191,13 @@ static bool import_image(struct ctrd *c)
 	}
 	tb_tar_dir(layout, ltar);
 	char out[1024];
+	/* unpacked for the default overlayfs snapshotter and for native */
 	int rc = ctrd_ctr(c, -1, 60, out, sizeof(out), NULL, 0,
-			  (const char *const[]){"images", "import", "--snapshotter", "native", ltar,
-						NULL});
+			  (const char *const[]){"images", "import", ltar, NULL});
+	if (rc == 0)
+		rc = ctrd_ctr(c, -1, 60, out, sizeof(out), NULL, 0,
+			      (const char *const[]){"images", "import", "--snapshotter", "native",
+						    ltar, NULL});
 	if (rc != 0)
 		snprintf(c->why, sizeof(c->why), "ctr images import exited %d: %.400s", rc, out);
 	return rc == 0;

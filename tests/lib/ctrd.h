@@ -24,7 +24,8 @@ struct ctrd {
 	char why[512];		/* why it did not start */
 };
 
-/* Start containerd and import the image (busybox, its applets, /bin/rung-probe). false with
+/* Start containerd and import the image (busybox, its applets, /bin/rung-probe; unpacked for
+ * the overlayfs and native snapshotters). false with
  * c->why set when it cannot. */
 bool ctrd_start(struct ctrd *c);
 /* Every task and container killed and deleted, containerd and its shims stopped, the mounts
@@ -40,8 +41,8 @@ int ctrd_ctr(struct ctrd *c, int in_fd, int timeout_s, char *out, size_t outn, c
 /* The same in the background with stdio on fds (setsid and the controlling tty when tty is
  * set); its pid. */
 pid_t ctrd_spawn(struct ctrd *c, int in_fd, int out_fd, bool tty, const char *const *args);
-/* The argv of `run` with rung-oci as runtime (--runc-binary, --runc-root, the native
- * snapshotter) then extra (NULL-ended): into argv (max entries). */
+/* The argv of `run` with rung-oci as runtime (--runc-binary, --runc-root; the default overlayfs
+ * snapshotter unless extra names one) then extra (NULL-ended): into argv (max entries). */
 void ctrd_run_argv(struct ctrd *c, const char **argv, size_t max, const char *const *extra);
 
 /* Leak counters for the namespace: cgroups below NS in every hierarchy (v1 and v2), its
