@@ -6,11 +6,12 @@
 #   sh bench/ctr.sh              (ROUNDS=30)
 # A private containerd (its own config, root, state and socket under a temporary directory,
 # no CRI), a busybox image built here (rfs-tool layout) and imported with `ctr images import`.
-# Rows:
-#   rung-oci:      --runc-binary build/rung-oci, native snapshotter (rung-oci idmaps the rootfs;
-#                  overlayfs mounts cannot be idmapped: docs/oci.md, "Under containerd")
-#   runc:          Debian's runc, the same native snapshotter (the peer: like with like)
-#   runc-overlay:  runc on containerd's default overlayfs snapshotter (what runc gets by default)
+# Rows (each its own fresh container, `ctr run --rm`):
+#   rung-oci:         --runc-binary build/rung-oci on containerd's default overlayfs snapshotter
+#                     (rung-oci remounts the overlay over idmapped layers: docs/oci.md)
+#   runc:             Debian's runc, the same snapshotter (the peer: like with like)
+#   rung-oci-native:  rung-oci on the native snapshotter (a copied directory, idmapped itself)
+#   runc-native:      runc on the native snapshotter
 set -eu
 cd "$(dirname "$0")/.."
 make -s build/rung-oci build/rfs-tool >/dev/null
@@ -78,9 +79,10 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+
 row() { # name: one ctr run --rm, its wall time in microseconds appended to $T/NAME
 	id=b$n-$1
 	case $1 in
-	rung-oci) set -- "$1" --snapshotter native --runc-binary "$RUNG_OCI" --runc-root "$T/oci" ;;
-	runc) set -- "$1" --snapshotter native ;;
-	runc-overlay) set -- "$1" ;;
+	rung-oci) set -- "$1" --runc-binary "$RUNG_OCI" --runc-root "$T/oci" ;;
+	runc) set -- "$1" ;;
+	rung-oci-native) set -- "$1" --snapshotter native --runc-binary "$RUNG_OCI" --runc-root "$T/oci" ;;
+	runc-native) set -- "$1" --snapshotter native ;;
 	esac
 	name=$1
 	shift
@@ -89,26 +91,26 @@ row() { # name: one ctr run --rm, its wall time in microseconds appended to $T/N
 	t1=$(now)
 	echo $(((t1 - t0) / 1000)) >>"$T/$name"
 }
+ROWS="rung-oci runc rung-oci-native runc-native"
 # one warm-up of each, untimed
-n=w; row rung-oci; row runc; row runc-overlay
-: >"$T/rung-oci"; : >"$T/runc"; : >"$T/runc-overlay"
+n=w
+for r in $ROWS; do row "$r"; done
+for r in $ROWS; do : >"$T/$r"; done
 n=0
 while [ $n -lt "$ROUNDS" ]; do
-	case $((n % 3)) in
-	0) row rung-oci; row runc; row runc-overlay ;;
-	1) row runc; row runc-overlay; row rung-oci ;;
-	2) row runc-overlay; row rung-oci; row runc ;;
-	esac
+	# the order turns each round: row k first in round k (mod 4)
+	set -- $ROWS
+	k=$((n % 4))
+	while [ $k -gt 0 ]; do x=$1; shift; set -- "$@" "$x"; k=$((k - 1)); done
+	for r in "$@"; do row "$r"; done
 	n=$((n + 1))
 done
-mr=$(median <"$T/rung-oci")
-mc=$(median <"$T/runc")
-mo=$(median <"$T/runc-overlay")
 printf 'ctr run --rm %s /bin/true, %d rounds interleaved, load average %s\n' "$IMG" "$ROUNDS" \
 	"$(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-14s %10s\n' row median_ms
-printf '%-14s %10.1f\n' rung-oci "$(echo "$mr" | awk '{print $1/1000}')"
-printf '%-14s %10.1f\n' runc "$(echo "$mc" | awk '{print $1/1000}')"
-printf '%-14s %10.1f\n' runc-overlay "$(echo "$mo" | awk '{print $1/1000}')"
-printf 'ratio rung-oci/runc (same snapshotter): %.2fx\n' "$(echo "$mr $mc" | awk '{print $1/$2}')"
-printf 'ratio rung-oci/runc-overlay: %.2fx\n' "$(echo "$mr $mo" | awk '{print $1/$2}')"
+printf '%-16s %10s\n' row median_ms
+for r in $ROWS; do
+	printf '%-16s %10.1f\n' "$r" "$(median <"$T/$r" | awk '{print $1/1000}')"
+done
+ratio() { echo "$(median <"$T/$1") $(median <"$T/$2")" | awk '{printf "%.2f", $1/$2}'; }
+printf 'ratio rung-oci/runc (overlayfs): %sx\n' "$(ratio rung-oci runc)"
+printf 'ratio rung-oci-native/runc-native: %sx\n' "$(ratio rung-oci-native runc-native)"
