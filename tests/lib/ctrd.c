@@ -279,7 +279,8 @@ static void remove_container(struct ctrd *c, const char *id)
 		 (const char *const[]){"containers", "delete", id, NULL});
 }
 
-/* The pids whose /proc/PID/cmdline has both a and b (the namespace's shims). */
+/* The shims of this containerd's namespace (their command lines name its socket and the
+ * namespace): their count, each killed when kill_them. */
 static int shims(struct ctrd *c, bool kill_them)
 {
 	DIR *d = opendir("/proc");
@@ -312,7 +313,7 @@ static int shims(struct ctrd *c, bool kill_them)
 	return n;
 }
 
-/* Each cgroup hierarchy's mount point (v1 controllers, v2 / unified), space-separated. */
+/* fn on each cgroup hierarchy's mount point (v1 controllers, v2 or unified). */
 static void each_hierarchy(struct ctrd *c, void (*fn)(struct ctrd *, const char *, int *),
 			   int *acc)
 {
