@@ -206,7 +206,6 @@ int oci_mounts_apply(const struct oci_config *c, struct rung_err *err)
 	return devices_apply(rootfd, err);
 }
 
-/* After pivot_root: masked paths hidden, read-only paths made so, the root read-only if asked. */
 /* rung's own masks, whatever the spec's say (the container rung's, runtime/mounts.c): files
  * of the shared kernel's /proc that tell about the host. Absent ones are skipped. */
 static int rung_masks(struct rung_err *err)
@@ -226,6 +225,8 @@ static int rung_masks(struct rung_err *err)
 	return 0;
 }
 
+/* After pivot_root: rung's masks and the spec's masked paths hidden, read-only paths made so,
+ * the root read-only if asked. */
 int oci_paths_apply(const struct oci_config *c, struct rung_err *err)
 {
 	int rm = rung_masks(err);
