@@ -80,9 +80,9 @@ row() { # name: one ctr run --rm, its wall time in microseconds appended to $T/N
 	id=b$n-$1
 	case $1 in
 	rung-oci) set -- "$1" --runc-binary "$RUNG_OCI" --runc-root "$T/oci" ;;
-	runc) set -- "$1" --runc-root "$T/runc" ;;
+	runc) set -- "$1" --runc-root "$T/runc-root" ;;
 	rung-oci-native) set -- "$1" --snapshotter native --runc-binary "$RUNG_OCI" --runc-root "$T/oci" ;;
-	runc-native) set -- "$1" --snapshotter native --runc-root "$T/runc" ;;
+	runc-native) set -- "$1" --snapshotter native --runc-root "$T/runc-root" ;;
 	esac
 	name=$1
 	shift
