@@ -21,6 +21,8 @@ T=$(mktemp -d /tmp/rung-bench-ctrd-XXXXXX)
 NS=rung-bench-$$
 A="ctr --address $T/c.sock --namespace $NS"
 PID=
+RUN_DIR_MADE=
+[ -e /run/containerd ] || RUN_DIR_MADE=1 # containerd makes its shim socket and fifo dirs there
 cleanup() {
 	for id in $($A containers ls -q 2>/dev/null); do
 		$A tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true
@@ -35,6 +37,10 @@ cleanup() {
 		rmdir "$h/$NS" 2>/dev/null || true
 	done
 	rm -rf "$T"
+	if [ -n "$RUN_DIR_MADE" ]; then
+		rmdir /run/containerd/s /run/containerd/fifo /run/containerd/runc /run/containerd \
+			2>/dev/null || true
+	fi
 }
 trap cleanup EXIT INT TERM
 

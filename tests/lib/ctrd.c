@@ -220,6 +220,7 @@ bool ctrd_start(struct ctrd *c)
 	}
 	snprintf(c->dir, sizeof(c->dir), "%s", t);
 	free(t);
+	c->run_dir_made = access("/run/containerd", F_OK) != 0;
 	snprintf(c->sock, sizeof(c->sock), "%s/c.sock", c->dir);
 	snprintf(c->ns, sizeof(c->ns), "rung-test-%d", (int)getpid());
 	snprintf(c->oci_root, sizeof(c->oci_root), "%s/oci", c->dir);
@@ -438,6 +439,12 @@ void ctrd_stop(struct ctrd *c)
 	if (d)
 		closedir(d);
 	each_hierarchy(c, remove_groups, NULL);
+	if (c->run_dir_made) { /* what containerd made there for us, if empty */
+		static const char *const made[] = {"/run/containerd/s", "/run/containerd/fifo",
+						   "/run/containerd/runc", "/run/containerd"};
+		for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++)
+			rmdir(made[i]);
+	}
 	unmount_below(c->dir);
 	struct rung_err err = {0};
 	if (rung_rm_rf(c->dir, &err) < 0)

@@ -21,6 +21,8 @@ struct ctrd {
 	char oci_root[128];	/* --runc-root; rung-oci's --root is oci_root/ns */
 	char bin[PATH_MAX];	/* build/rung-oci, absolute */
 	pid_t pid;		/* containerd */
+	bool run_dir_made;	/* /run/containerd was not there before (containerd makes its
+				 * shim socket and fifo dirs there whatever its config says) */
 	char why[512];		/* why it did not start */
 };
 
