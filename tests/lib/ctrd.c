@@ -23,16 +23,6 @@
 static char *const ctr_env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 				NULL};
 
-static size_t prefix(struct ctrd *c, const char **argv)
-{
-	argv[0] = "/usr/bin/ctr";
-	argv[1] = "--address";
-	argv[2] = c->sock;
-	argv[3] = "--namespace";
-	argv[4] = c->ns;
-	return 5;
-}
-
 static void child(int in_fd, int out_fd, int err_fd, bool tty)
 {
 	if (tty) {
@@ -46,20 +36,27 @@ static void child(int in_fd, int out_fd, int err_fd, bool tty)
 	signal(SIGPIPE, SIG_DFL);
 }
 
-pid_t ctrd_spawn(struct ctrd *c, int in_fd, int out_fd, bool tty, const char *const *args)
+/* Fork ctr --address --namespace args... with stdio on the fds (err_fd -1: with out_fd). */
+static pid_t fork_ctr(struct ctrd *c, int in_fd, int out_fd, int err_fd, bool tty,
+		      const char *const *args)
 {
-	const char *argv[64];
-	size_t n = prefix(c, argv);
+	const char *argv[64] = {"/usr/bin/ctr", "--address", c->sock, "--namespace", c->ns};
+	size_t n = 5;
 	for (; *args && n < 63; args++)
 		argv[n++] = *args;
 	argv[n] = NULL;
 	pid_t pid = fork();
 	if (pid == 0) {
-		child(in_fd, out_fd, -1, tty);
+		child(in_fd, out_fd, err_fd, tty);
 		execve(argv[0], (char **)argv, ctr_env);
 		_exit(127);
 	}
 	return pid;
+}
+
+pid_t ctrd_spawn(struct ctrd *c, int in_fd, int out_fd, bool tty, const char *const *args)
+{
+	return fork_ctr(c, in_fd, out_fd, -1, tty, args);
 }
 
 static int wait_for(pid_t pid, int timeout_s)
@@ -92,17 +89,7 @@ int ctrd_ctr(struct ctrd *c, int in_fd, int timeout_s, char *out, size_t outn, c
 	snprintf(pe, sizeof(pe), "%s/ctr.err", c->dir);
 	int o = open(po, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	int e = errb ? open(pe, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
-	const char *argv[64];
-	size_t n = prefix(c, argv);
-	for (; *args && n < 63; args++)
-		argv[n++] = *args;
-	argv[n] = NULL;
-	pid_t pid = fork();
-	if (pid == 0) {
-		child(in_fd, o, e, false);
-		execve(argv[0], (char **)argv, ctr_env);
-		_exit(127);
-	}
+	pid_t pid = fork_ctr(c, in_fd, o, e, false, args);
 	int rc = pid < 0 ? -1 : wait_for(pid, timeout_s);
 	slurp(o, out, outn);
 	slurp(e, errb, errn);
@@ -379,11 +366,25 @@ static int ns_procs(struct ctrd *c)
 	return n;
 }
 
+/* Host mounts naming the directory (snapshots, bundles' rootfs, layers' clones): other
+ * tests' mounts on this host come and go meanwhile and are not counted. */
+static int ours_mounted(struct ctrd *c)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[8192];
+	int n = 0;
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, c->dir) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
 void ctrd_count(struct ctrd *c, struct ctrd_counts *n)
 {
 	char p[256];
 	memset(n, 0, sizeof(*n));
-	n->mounts = rung_test_count_mounts();
+	n->mounts = ours_mounted(c);
 	each_hierarchy(c, count_groups, &n->cgroups);
 	n->procs = ns_procs(c) + shims(c, false);
 	snprintf(p, sizeof(p), "%s/%s", c->oci_root, c->ns);

@@ -47,8 +47,9 @@ pid_t ctrd_spawn(struct ctrd *c, int in_fd, int out_fd, bool tty, const char *co
  * snapshotter unless extra names one) then extra (NULL-ended): into argv (max entries). */
 void ctrd_run_argv(struct ctrd *c, const char **argv, size_t max, const char *const *extra);
 
-/* Leak counters for the namespace: cgroups below NS in every hierarchy (v1 and v2), its
- * processes (in those cgroups, and its shims), rung-oci's state directories and uid slots. */
+/* Leak counters for the namespace: host mounts naming dir, cgroups below NS in every
+ * hierarchy (v1 and v2), its processes (in those cgroups, and its shims), rung-oci's state
+ * directories and uid slots. */
 struct ctrd_counts {
 	int mounts, cgroups, procs, states, uids;
 };

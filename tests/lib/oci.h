@@ -10,4 +10,8 @@
 int oci_test_run(const char *bin, const char *root, const char *dir, const char *in,
 		 const char *const *args, char *out, size_t outn, char *errb, size_t errn);
 
+/* The value of field ("Uid:\t", "Seccomp:\t", "CapBnd:\t": hex for the Cap fields) in
+ * /proc/PID/status; fails the test when it cannot be read. */
+long oci_test_status_field(int pid, const char *field);
+
 #endif
