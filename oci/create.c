@@ -41,6 +41,9 @@ struct create_ctx {
 	size_t bpf_len, spec_bpf_len;
 	pid_t pid;
 	int sync[2], fifo, console;
+	int rootfd; /* the attached rootfs, for the init (rootfd.c) */
+	char hostname[64]; /* without the spec's: the id's first 63 bytes */
+	char ovl_opts[4096]; /* a rootfs that was an overlay: its options (overlay.c) */
 	bool dir_made;
 	struct rt_cgroup *cg;
 };
@@ -139,14 +142,25 @@ static int root_attach(struct create_ctx *x, struct rung_err *err)
 	cleanup_close int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC); /* setns moves it */
 	if (userns < 0 || mntns < 0 || self < 0 || cwd < 0)
 		return rung_err_sys(err, errno, "open the container's namespaces");
-	cleanup_close int tree = rfs_idmap_clone(x->cfg.rootfs, userns, 0, err);
-	if (tree < 0)
+	/* an overlay (containerd's snapshotter) cannot be idmapped itself: overlay.c */
+	char scratch[PATH_MAX] = "";
+	bool ovl = x->ovl_opts[0];
+	if (ovl && !realpath(x->dir, scratch))
+		return rung_err_sys(err, errno, "%s", x->dir);
+	cleanup_close int tree = ovl ? -1 : rfs_idmap_clone(x->cfg.rootfs, userns, 0, err);
+	if (!ovl && tree < 0)
 		return rung_err_wrap(err, "root.path %s", x->cfg.rootfs);
 	if (setns(mntns, CLONE_NEWNS) < 0)
 		return rung_err_sys(err, errno, "enter the container's mount namespace");
 	int r = 0;
-	if (syscall(SYS_move_mount, tree, "", AT_FDCWD, x->cfg.rootfs, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+	if (ovl)
+		r = oci_overlay_idmapped(x->cfg.rootfs, x->ovl_opts, userns,
+					 OCI_UID_BASE0 + x->st.uid_slot * OCI_UID_RANGE, scratch, err);
+	else if (syscall(SYS_move_mount, tree, "", AT_FDCWD, x->cfg.rootfs,
+			 MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		r = rung_err_sys(err, errno, "root.path: attach %s", x->cfg.rootfs);
+	if (r == 0 && (x->rootfd = open(x->cfg.rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		r = rung_err_sys(err, errno, "root.path: open %s", x->cfg.rootfs);
 	if (setns(self, CLONE_NEWNS) < 0 && r == 0)
 		r = rung_err_sys(err, errno, "leave the container's mount namespace");
 	if (fchdir(cwd) < 0 && r == 0)
@@ -188,8 +202,8 @@ static int drive(struct create_ctx *x, struct rung_err *err)
 		r = wait_init(x, OCI_SYNC_PRIVATE, err);
 	if (r == 0)
 		r = root_attach(x, err);
-	if (r == 0)
-		r = send_tag(x, OCI_SYNC_ROOT, err);
+	if (r == 0 && oci_sync_send_fd(x->sync[0], OCI_SYNC_ROOT, x->rootfd) < 0)
+		r = wait_init(x, OCI_SYNC_ROOT, err);
 	if (r == 0)
 		r = wait_init(x, OCI_SYNC_READY, err);
 	return r;
@@ -339,11 +353,17 @@ int oci_create(const struct oci_create_opts *o, struct rung_err *err)
 	int v = oci_vm_wanted(o, &vm, err);
 	if (v < 0 || vm)
 		return v < 0 ? v : oci_vm_create(o, err);
-	struct create_ctx x = {.o = o, .sync = {-1, -1}, .fifo = -1, .console = -1,
+	struct create_ctx x = {.o = o, .sync = {-1, -1}, .fifo = -1, .console = -1, .rootfd = -1,
 			       .st.uid_slot = OCI_UID_SLOTS}; /* none claimed yet: none to give back */
 	/* nothing of the caller's but stdio reaches the container */
 	syscall(SYS_close_range, 3, ~0u, 4 /* CLOSE_RANGE_CLOEXEC */);
 	int r = prepare(&x, err);
+	if (r == 0 && !x.cfg.hostname) { /* none given: the id, never the host's name */
+		snprintf(x.hostname, sizeof(x.hostname), "%.63s", o->id);
+		x.cfg.hostname = x.hostname;
+	}
+	if (r == 0 && !x.cfg.spec_userns && oci_rootfs_is_overlay(x.cfg.rootfs)) /* overlay.c */
+		r = oci_overlay_take(x.cfg.rootfs, x.ovl_opts, sizeof(x.ovl_opts), err);
 	if (r == 0)
 		r = spawn(&x, err);
 	if (r == 0)
@@ -359,6 +379,8 @@ int oci_create(const struct oci_create_opts *o, struct rung_err *err)
 		close(x.fifo);
 	if (x.console >= 0)
 		close(x.console);
+	if (x.rootfd >= 0)
+		close(x.rootfd);
 	free(x.bpf);
 	free(x.spec_bpf);
 	rt_cgroup_free(x.cg);

@@ -167,9 +167,22 @@ static int setup(const struct oci_config *c, const struct oci_init_args *a, stru
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		return rung_err_sys(err, errno, "make the mounts private");
 	char tag = OCI_SYNC_PRIVATE;
-	if (write(a->sync_fd, &tag, 1) != 1 || wait_tag(a->sync_fd, OCI_SYNC_ROOT, err) < 0)
+	int rootfd = -1;
+	if (write(a->sync_fd, &tag, 1) != 1 ||
+	    oci_sync_recv_fd(a->sync_fd, OCI_SYNC_ROOT, &rootfd, err) < 0)
 		return rung_err_set(err, EPIPE, "the runtime went away during create");
-	/* the parent attached the idmapped rootfs, or (a spec's own user namespace) we bind it */
+	/* the parent attached the idmapped rootfs and sent it open: from here on the root is
+	 * the working directory, never looked up by path (rootfd.c); or (a spec's own user
+	 * namespace) we bind it */
+	struct oci_config here = *c;
+	if (rootfd >= 0) {
+		int f = fchdir(rootfd);
+		close(rootfd);
+		if (f < 0)
+			return rung_err_sys(err, errno, "root.path: enter %s", c->rootfs);
+		here.rootfs = (char *)".";
+		c = &here;
+	}
 	if (c->spec_userns && mount(c->rootfs, c->rootfs, NULL, MS_BIND | MS_REC, NULL) < 0)
 		return rung_err_sys(err, errno, "root.path: bind %s", c->rootfs);
 	int r = oci_mounts_apply(c, err);

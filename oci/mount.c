@@ -206,9 +206,32 @@ int oci_mounts_apply(const struct oci_config *c, struct rung_err *err)
 	return devices_apply(rootfd, err);
 }
 
-/* After pivot_root: masked paths hidden, read-only paths made so, the root read-only if asked. */
+/* rung's own masks, whatever the spec's say (the container rung's, runtime/mounts.c): files
+ * of the shared kernel's /proc that tell about the host. Absent ones are skipped. */
+static int rung_masks(struct rung_err *err)
+{
+	static const char *const masked[] = {"/proc/cmdline", "/proc/kcore", "/proc/keys",
+					     "/proc/timer_list", "/proc/sched_debug",
+					     "/proc/latency_stats"};
+	for (size_t i = 0; i < sizeof(masked) / sizeof(masked[0]); i++) {
+		struct stat st;
+		if (stat(masked[i], &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (mount("/dev/null", masked[i], NULL, MS_BIND, NULL) < 0)
+			return rung_err_sys(err, errno, "mask %s (rung's)", masked[i]);
+		if (oci_remount(masked[i], MS_RDONLY, 0, err) < 0)
+			return rung_err_wrap(err, "mask %s (rung's)", masked[i]);
+	}
+	return 0;
+}
+
+/* After pivot_root: rung's masks and the spec's masked paths hidden, read-only paths made so,
+ * the root read-only if asked. */
 int oci_paths_apply(const struct oci_config *c, struct rung_err *err)
 {
+	int rm = rung_masks(err);
+	if (rm < 0)
+		return rm;
 	for (size_t i = 0; c->masked && c->masked[i]; i++) {
 		const char *p = c->masked[i];
 		struct stat st;

@@ -16,6 +16,17 @@ struct oci_sync_msg {
 	char tag;
 	struct rung_err err;
 };
+/* overlay.c: is rootfs an overlay mount; its options (opts) read and the mount detached, in the
+ * host's namespace; then, in the container's, the same stack mounted on rootfs with its lower
+ * layers idmapped for userns (host_root: the container's root on the host); scratch: an
+ * absolute private directory for the layers' clones while the overlay is made. */
+bool oci_rootfs_is_overlay(const char *rootfs);
+int oci_overlay_take(const char *rootfs, char *opts, size_t n, struct rung_err *err);
+int oci_overlay_idmapped(const char *rootfs, const char *opts, int userns, uint32_t host_root,
+			 const char *scratch, struct rung_err *err);
+/* rootfd.c: one tag byte with fd (-1: none) attached; the receiving side (*fd -1: none). */
+int oci_sync_send_fd(int sock, char tag, int fd);
+int oci_sync_recv_fd(int sock, char want, int *fd, struct rung_err *err);
 struct oci_init_args {
 	int sync_fd, fifo_fd, console_fd;
 	const void *bpf, *spec_bpf; /* rung's filter; the spec's (NULL: none) */

@@ -1,7 +1,7 @@
 /*
  * tests/check_e2e_ladder_rungs.c: `rung ladder`'s battery in rung's process and container
  * rungs (through the ladder's own code, on the container fixture's store and busybox image)
- * gives the expected set: every probe blocked, except the ones listed here as escaping by
+ * gives the expected set: every probe blocked, except the ones tests/lib/ladder.c lists as escaping by
  * design or as a known gap (docs/ladder.md), and n/a only where this host lacks the facility.
  * And with the peers: bubblewrap and crun run the same battery, and each shows at least the
  * escapes the ladder exists to show (no cgroup under bubblewrap, no seccomp filter on io_uring
@@ -22,25 +22,7 @@
 #include "tests/lib/ladder.h"
 #include "tests/lib/testutil.h"
 
-/* The probes that escape in a rung by design, or through a known gap. */
-static const char *const process_escapes[] = {
-    "vm.shared_kernel", /* the process rung shares the host's kernel: that is the rung */
-    NULL,
-};
-static const char *const container_escapes[] = {
-    "vm.shared_kernel",
-    NULL,
-};
-
-static bool listed(const char *const *l, const char *name)
-{
-	for (; *l; l++)
-		if (!strcmp(*l, name))
-			return true;
-	return false;
-}
-
-static void expect_set(const char *target, const char *image, const char *const *escapes)
+static void expect_set(const char *target, const char *image)
 {
 	static struct lt_outcome out[LT_MAX];
 	size_t n = lt_list(out, LT_MAX);
@@ -55,35 +37,21 @@ static void expect_set(const char *target, const char *image, const char *const 
 	ck_assert_msg(of > 300 && reach > of / 2 && reach < of * 9 / 10,
 		      "%s: %d of %d syscalls reachable", target, reach, of);
 	char bad[8192] = "";
-	size_t at = 0;
-	for (size_t i = 0; i < n && at < sizeof(bad); i++) {
-		const char *want = listed(escapes, out[i].name) ? "escaped" : "blocked";
-		if (!strcmp(out[i].result, want))
-			continue;
-		if (!strcmp(out[i].result, "n/a") &&
-		    !strncmp(out[i].evidence, "this host has ", 14))
-			continue;
-		/* the host's check of rung-vmm: a shared-kernel rung has no VMM */
-		if (!strcmp(out[i].name, "vm.vmm_jail") && !strcmp(out[i].result, "n/a") &&
-		    !strcmp(out[i].evidence, "the vm rung's VMM only"))
-			continue;
-		at += (size_t)snprintf(bad + at, sizeof(bad) - at, "\n  %s: %s, want %s (%s)",
-				       out[i].name, out[i].result, want, out[i].evidence);
-	}
+	lt_unexpected(target, out, n, false, bad, sizeof(bad));
 	ck_assert_msg(!bad[0], "%s rung, unexpected:%s", target, bad);
 }
 
 START_TEST(test_process_rung)
 {
 	CT_REQUIRE();
-	expect_set("process", NULL, process_escapes);
+	expect_set("process", NULL);
 }
 END_TEST
 
 START_TEST(test_container_rung)
 {
 	CT_REQUIRE();
-	expect_set("container", CT_IMAGE, container_escapes);
+	expect_set("container", CT_IMAGE);
 }
 END_TEST
 

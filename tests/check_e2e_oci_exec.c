@@ -209,21 +209,6 @@ static void delete_c1(struct env *e, const pid_t *pids, size_t n)
 	ck_assert_int_eq(mounts_count(), host_mounts);
 }
 
-static long status_hex(int pid, const char *field)
-{
-	char p[64], buf[4096];
-	snprintf(p, sizeof(p), "/proc/%d/status", pid);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
-	ssize_t k = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	ck_assert_int_gt(k, 0);
-	buf[k] = 0;
-	char *f = strstr(buf, field);
-	ck_assert_ptr_nonnull(f);
-	return strtol(f + strlen(field), NULL, field[0] == 'C' ? 16 : 10);
-}
-
 static ino_t ns_ino(int pid, const char *ns)
 {
 	char p[64];
@@ -274,12 +259,12 @@ START_TEST(test_exec)
 	static const char *const nss[] = {"user", "mnt", "pid", "uts", "ipc", "net"};
 	for (size_t i = 0; i < sizeof(nss) / sizeof(nss[0]); i++)
 		ck_assert_msg(ns_ino(ex, nss[i]) == ns_ino(init, nss[i]), "ns %s", nss[i]);
-	ck_assert_int_eq(status_hex(ex, "Uid:\t"), status_hex(init, "Uid:\t") + 7);
-	ck_assert_int_eq(status_hex(ex, "Seccomp:\t"), 2);
-	ck_assert_int_eq(status_hex(ex, "CapBnd:\t"), status_hex(init, "CapBnd:\t"));
-	ck_assert_int_eq(status_hex(ex, "CapEff:\t"), 0); /* uid 7: no effective capability */
-	ck_assert_int_eq(status_hex(ex, "NoNewPrivs:\t"), 1);  /* as its process asked */
-	ck_assert_int_eq(status_hex(init, "NoNewPrivs:\t"), 0);
+	ck_assert_int_eq(oci_test_status_field(ex, "Uid:\t"), oci_test_status_field(init, "Uid:\t") + 7);
+	ck_assert_int_eq(oci_test_status_field(ex, "Seccomp:\t"), 2);
+	ck_assert_int_eq(oci_test_status_field(ex, "CapBnd:\t"), oci_test_status_field(init, "CapBnd:\t"));
+	ck_assert_int_eq(oci_test_status_field(ex, "CapEff:\t"), 0); /* uid 7: no effective capability */
+	ck_assert_int_eq(oci_test_status_field(ex, "NoNewPrivs:\t"), 1);  /* as its process asked */
+	ck_assert_int_eq(oci_test_status_field(init, "NoNewPrivs:\t"), 0);
 	/* ps: the init and the exec'd process, as host pids */
 	ck_assert_int_eq(OCI(e, "ps", "--format", "json", "c1"), 0);
 	json_t *pids = json_out(e);

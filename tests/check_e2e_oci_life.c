@@ -170,22 +170,6 @@ static bool cgroup_exists(void)
 	return access(p, F_OK) == 0;
 }
 
-/* "Uid:\t<real>..." and the other fields of /proc/<pid>/status */
-static long status_field(int pid, const char *field)
-{
-	char p[64], buf[4096];
-	snprintf(p, sizeof(p), "/proc/%d/status", pid);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	ck_assert_int_gt(n, 0);
-	buf[n] = 0;
-	char *f = strstr(buf, field);
-	ck_assert_ptr_nonnull(f);
-	return strtol(f + strlen(field), NULL, field[0] == 'C' ? 16 : 10);
-}
-
 START_TEST(test_life)
 {
 	RUNG_REQUIRE_ROOT();
@@ -230,9 +214,9 @@ START_TEST(test_life)
 	close(fd);
 	ck_assert_str_eq(buf, "ocihost\n");
 	/* rung's boundary: a private uid range, its seccomp filter, only the policy's caps */
-	ck_assert_int_ge(status_field(pid, "Uid:\t"), (long)OCI_UID_BASE0);
-	ck_assert_int_eq(status_field(pid, "Seccomp:\t"), 2);
-	ck_assert_int_eq(status_field(pid, "CapBnd:\t"), 1L << 5 /* CAP_KILL */);
+	ck_assert_int_ge(oci_test_status_field(pid, "Uid:\t"), (long)OCI_UID_BASE0);
+	ck_assert_int_eq(oci_test_status_field(pid, "Seccomp:\t"), 2);
+	ck_assert_int_eq(oci_test_status_field(pid, "CapBnd:\t"), 1L << 5 /* CAP_KILL */);
 	/* a running container is not deleted without --force */
 	ck_assert_int_eq(OCI(e, "delete", "c1"), 1);
 	ck_assert_msg(strstr(e->stderr_, "not stopped"), "%s", e->stderr_);

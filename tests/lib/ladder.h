@@ -40,6 +40,16 @@ bool lt_run_target_count(const char *target, const char *state, const char *imag
  * its own, so its mount probes touch nothing of the host's).
  */
 bool lt_run_weak(struct lt_outcome *out, size_t n, char *why, size_t whyn);
+/*
+ * The ladder's expected set for rung ("process", "container", or "containerd": the container
+ * rung through rung-oci): every probe blocked but the ones that escape by design or through a
+ * known gap (vm.shared_kernel; info.host_mounts under containerd), n/a only where this
+ * host lacks the facility (or vm.vmm_jail, the vm rung's check; with peer_na, the file API
+ * probes a runtime without rung's file API reports n/a). What differs, a line per probe, into
+ * bad (empty: none); the count.
+ */
+size_t lt_unexpected(const char *rung, const struct lt_outcome *out, size_t n, bool peer_na,
+		     char *bad, size_t badn);
 /* The outcome of probe name in out, or NULL. */
 const struct lt_outcome *lt_find(const struct lt_outcome *out, size_t n, const char *name);
 

@@ -14,4 +14,8 @@ int oci_test_run(const char *bin, const char *root, const char *dir, const char 
  * connection accepted and closed). */
 int oci_test_console_master(int listen_fd);
 
+/* The value of field ("Uid:\t", "Seccomp:\t", "CapBnd:\t": hex for the Cap fields) in
+ * /proc/PID/status; fails the test when it cannot be read. */
+long oci_test_status_field(int pid, const char *field);
+
 #endif
