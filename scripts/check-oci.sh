@@ -1,5 +1,6 @@
 #!/bin/sh
-# make check-oci (a stage of make check): the OCI runtime-tools validation suite (../shared/conformance,
+# make check-oci (a stage of make check, an optional test stage in that it skips loudly without
+# the suite, root or runc): the OCI runtime-tools validation suite (../shared/conformance,
 # or $OCI_VALIDATION_SRC) against rung-oci and runc in the same run, side by side.
 # Fails when rung-oci fails a test that runc passes, except the tests that need what rung refuses
 # by design (docs/oci.md, "Refused"): those are listed on a line of their own.
