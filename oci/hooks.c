@@ -100,6 +100,7 @@ static const char **strings_of(json_t *a, const char *first)
 static void hook_child(json_t *h, int pidfd, int ns_flags, int in, int out)
 {
 	setpgid(0, 0);
+	signal(SIGPIPE, SIG_DFL); /* rung-oci ignores it, and an ignored signal survives exec */
 	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
 		_exit(126);
 	if (pidfd >= 0) {
