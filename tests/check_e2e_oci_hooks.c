@@ -62,19 +62,8 @@ static void bundle_ann(struct env *e, const char *args, const char *hooks, const
 {
 	char p[PATH_MAX * 2];
 	struct rung_err err = {0};
-	snprintf(p, sizeof(p), "%s/rootfs/bin", e->bundle);
-	ck_assert_int_eq(rung_mkdir_p(p, 0755, &err), 0);
-	char *bb = NULL;
-	size_t n = 0;
-	ck_assert_int_eq(rung_file_load(AT_FDCWD, "/bin/busybox", 8 << 20, &bb, &n, &err), 0);
-	snprintf(p, sizeof(p), "%s/rootfs/bin/busybox", e->bundle);
-	ck_assert_int_eq(rung_write_file_replace(AT_FDCWD, p, bb, n, 0755, &err), 0);
-	free(bb);
-	static const char *const applets[] = {"sh", "sleep", "cat", "echo", "readlink", "true"};
-	for (size_t i = 0; i < sizeof(applets) / sizeof(applets[0]); i++) {
-		snprintf(p, sizeof(p), "%s/rootfs/bin/%s", e->bundle, applets[i]);
-		ck_assert(symlink("busybox", p) == 0 || errno == EEXIST);
-	}
+	oci_test_busybox(e->bundle, (const char *const[]){"sh", "sleep", "cat", "echo", "readlink",
+							   "true", NULL});
 	char *cfg = NULL;
 	ck_assert_int_gt(asprintf(&cfg,
 		"{\"ociVersion\": \"1.0.2\", \"root\": {\"path\": \"rootfs\"},"
@@ -347,12 +336,13 @@ static void setup_env(void)
 {
 	struct env *e = E = calloc(1, sizeof(*e));
 	char *d = rung_test_tmpdir("ocihooks");
-	snprintf(e->dir, sizeof(e->dir), "%s", d);
+	int w = snprintf(e->bundle, sizeof(e->bundle), "%s/bundle", d) +
+		snprintf(e->root, sizeof(e->root), "%s/root", d) +
+		snprintf(e->out, sizeof(e->out), "%s/out", d) +
+		snprintf(e->bin, sizeof(e->bin), "%s/rung-oci", rung_test_build_dir()) +
+		snprintf(e->dir, sizeof(e->dir), "%s", d);
 	free(d);
-	snprintf(e->bundle, sizeof(e->bundle), "%s/bundle", e->dir);
-	snprintf(e->root, sizeof(e->root), "%s/root", e->dir);
-	snprintf(e->out, sizeof(e->out), "%s/out", e->dir);
-	snprintf(e->bin, sizeof(e->bin), "%s/rung-oci", rung_test_build_dir());
+	ck_assert_int_gt(w, 0);
 	mkdir(e->bundle, 0755);
 	ck_assert_msg(access(e->bin, X_OK) == 0, "%s: build it first (make all)", e->bin);
 }

@@ -1,13 +1,16 @@
 /* tests/lib/oci.c: see oci.h. */
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "tests/lib/oci.h"
 
 static void slurp(const char *path, char *buf, size_t n)
@@ -46,4 +49,22 @@ int oci_test_run(const char *bin, const char *root, const char *dir, const char 
 	slurp(o, out, outn);
 	slurp(er, errb, errn);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+void oci_test_busybox(const char *bundle, const char *const *applets)
+{
+	char p[PATH_MAX * 2];
+	struct rung_err err = {0};
+	snprintf(p, sizeof(p), "%s/rootfs/bin", bundle);
+	ck_assert_int_eq(rung_mkdir_p(p, 0755, &err), 0);
+	char *bb = NULL;
+	size_t n = 0;
+	ck_assert_int_eq(rung_file_load(AT_FDCWD, "/bin/busybox", 8 << 20, &bb, &n, &err), 0);
+	snprintf(p, sizeof(p), "%s/rootfs/bin/busybox", bundle);
+	ck_assert_int_eq(rung_write_file_replace(AT_FDCWD, p, bb, n, 0755, &err), 0);
+	free(bb);
+	for (size_t i = 0; applets[i]; i++) {
+		snprintf(p, sizeof(p), "%s/rootfs/bin/%s", bundle, applets[i]);
+		ck_assert(symlink("busybox", p) == 0 || errno == EEXIST);
+	}
 }

@@ -10,4 +10,7 @@
 int oci_test_run(const char *bin, const char *root, const char *dir, const char *in,
 		 const char *const *args, char *out, size_t outn, char *errb, size_t errn);
 
+/* bundle/rootfs/bin with /bin/busybox and the applets named (NULL-terminated) linked to it. */
+void oci_test_busybox(const char *bundle, const char *const *applets);
+
 #endif
