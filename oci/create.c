@@ -202,6 +202,10 @@ static int drive(struct create_ctx *x, struct rung_err *err)
 		r = wait_init(x, OCI_SYNC_PRIVATE, err);
 	if (r == 0)
 		r = root_attach(x, err);
+	if (r == 0) { /* prestart, createRuntime, createContainer: before the pivot (hooks.c) */
+		x->st.pid = x->pid;
+		r = oci_hooks_create(&x->st, err);
+	}
 	if (r == 0 && oci_sync_send_fd(x->sync[0], OCI_SYNC_ROOT, x->rootfd) < 0)
 		r = wait_init(x, OCI_SYNC_ROOT, err);
 	if (r == 0)
@@ -240,6 +244,10 @@ int oci_create_load(const struct oci_create_opts *o, struct oci_config *cfg, cha
 	if (!realpath(o->bundle, bundle))
 		return rung_err_sys(err, errno, "--bundle %s", o->bundle);
 	int r = oci_config_load(bundle, cfg, err);
+	if (r == 0)
+		r = oci_hooks_check(cfg->doc, err);
+	if (r == 0)
+		r = oci_annotations_check(cfg, err);
 	if (r < 0)
 		return r;
 	if (cfg->terminal != (o->console_socket != NULL))
@@ -254,7 +262,8 @@ int oci_create_record(const char *root, struct oci_state *st, pid_t pid, json_t 
 {
 	st->pid = pid;
 	st->start_time = rung_proc_starttime(pid);
-	st->annotations = json_incref(annotations);
+	if (!st->annotations) /* the container rung's create set it before its hooks ran */
+		st->annotations = json_incref(annotations);
 	int r = oci_state_write(root, st, err);
 	if (r < 0 || !pid_file[0])
 		return r;
@@ -270,6 +279,9 @@ static int prepare(struct create_ctx *x, struct rung_err *err)
 	int r = oci_create_load(o, &x->cfg, x->pid_file, sizeof(x->pid_file), err);
 	if (r < 0)
 		return r;
+	/* kept in the state: the bundle may change after create */
+	x->st.annotations = json_incref(x->cfg.annotations);
+	x->st.hooks = json_incref(json_object_get(x->cfg.doc, "hooks"));
 	if ((r = rt_seccomp_build(&x->bpf, &x->bpf_len, err)) < 0)
 		return r;
 	json_t *sc = json_object_get(json_object_get(x->cfg.doc, "linux"), "seccomp");
@@ -389,17 +401,9 @@ int oci_create(const struct oci_create_opts *o, struct rung_err *err)
 	return r;
 }
 
-int oci_start(const char *root, const char *id, struct rung_err *err)
+/* Let the init exec: one byte on the fifo, and return once the program is exec'd. */
+static int start_program(const char *root, const char *id, struct rung_err *err)
 {
-	struct oci_state st;
-	int r = oci_state_read(root, id, &st, err);
-	if (r < 0)
-		return r;
-	enum oci_status s = oci_status_of(root, &st);
-	oci_state_release(&st);
-	if (s != OCI_CREATED)
-		return rung_err_set(err, EINVAL, "container %s is %s, not created", id,
-				    oci_status_name(s));
 	char p[PATH_MAX];
 	oci_state_path(root, id, "exec.fifo", p, sizeof(p));
 	cleanup_close int fd = open(p, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
@@ -418,4 +422,25 @@ int oci_start(const char *root, const char *id, struct rung_err *err)
 		nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
 	}
 	return 0; /* still not exec'd after 10 s: started all the same */
+}
+
+int oci_start(const char *root, const char *id, struct rung_err *err)
+{
+	struct oci_state st;
+	int r = oci_state_read(root, id, &st, err);
+	if (r < 0)
+		return r;
+	enum oci_status s = oci_status_of(root, &st);
+	if (s != OCI_CREATED)
+		r = rung_err_set(err, EINVAL, "container %s is %s, not created", id,
+				 oci_status_name(s));
+	/* a failing startContainer hook stops the container (the spec): delete is the caller's */
+	if (r == 0 && (r = oci_hooks_start(&st, false, err)) < 0)
+		kill(st.pid, SIGKILL);
+	if (r == 0)
+		r = start_program(root, id, err);
+	if (r == 0)
+		r = oci_hooks_start(&st, true, err);
+	oci_state_release(&st);
+	return r;
 }

@@ -120,7 +120,7 @@ int oci_exec_config(const struct oci_exec_opts *o, const struct oci_state *st,
 }
 
 /* The namespaces of the init that are not ours (all of them but, maybe, the network one). */
-static int ns_flags_of(pid_t pid)
+int oci_ns_flags_of(pid_t pid)
 {
 	static const struct { const char *name; int flag; } ns[] = {
 		{"user", CLONE_NEWUSER}, {"mnt", CLONE_NEWNS},	 {"uts", CLONE_NEWUTS},
@@ -162,7 +162,7 @@ static int prepare(struct exec_ctx *x, struct rung_err *err)
 		return r;
 	if (o->console_socket && (x->console = oci_console_connect(o->console_socket, err)) < 0)
 		return x->console;
-	x->ns_flags = ns_flags_of(x->st.pid);
+	x->ns_flags = oci_ns_flags_of(x->st.pid);
 	if ((x->ns_flags & CLONE_NEWPID) && setns(x->pidfd, CLONE_NEWPID) < 0)
 		return rung_err_sys(err, errno, "container %s: enter its pid namespace", o->id);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, x->sync) < 0)

@@ -57,6 +57,31 @@ int oci_create_record(const char *root, struct oci_state *st, pid_t pid, json_t 
 /* exec.c: the process exec runs (the bundle's config with o's process), parsed into cfg. */
 int oci_exec_config(const struct oci_exec_opts *o, const struct oci_state *st,
 		    struct oci_config *cfg, struct rung_err *err);
+
+/* exec.c: the CLONE_NEW* flags of the namespaces pid is in that are not rung-oci's own. */
+int oci_ns_flags_of(pid_t pid);
+
+/* hooks.c: the spec's hooks (docs/oci.md, "Hooks"). check refuses a malformed hooks object,
+ * naming the field; run runs hooks.<kind> (from the object kept in the state) in order, with
+ * the state document (this status) on stdin, in the container's namespaces when ns is given;
+ * the first failure is the error, except for poststart and poststop (a warning on stderr and
+ * the rest goes on, as the spec says). The create/start/delete steps: */
+struct oci_hook_ns {
+	int pidfd, flags;
+};
+int oci_hooks_check(json_t *doc, struct rung_err *err);
+int oci_hooks_run(const struct oci_state *s, const char *kind, const char *status,
+		  const struct oci_hook_ns *ns, struct rung_err *err);
+/* prestart, createRuntime (here), createContainer (in the namespaces of the init, s->pid):
+ * "creating" */
+int oci_hooks_create(const struct oci_state *s, struct rung_err *err);
+/* startContainer (the init's namespaces, "created") before the program; poststart after */
+int oci_hooks_start(const struct oci_state *s, bool after, struct rung_err *err);
+
+/* annotations.c: refuse the dev.rung.* annotations create does not apply (naming them). */
+#define OCI_ANN_EGRESS "dev.rung.egress-allow"
+int oci_annotations_check(const struct oci_config *c, struct rung_err *err);
+
 /* create.c: connect to --console-socket (an fd, or -errno). */
 int oci_console_connect(const char *path, struct rung_err *err);
 

@@ -102,7 +102,7 @@ struct oci_state {
 	uint64_t start_time;	/* /proc/<pid>/stat field 22: tells a reused pid apart */
 	uint32_t uid_slot;	/* OCI_UID_SLOTS: none */
 	json_t *annotations;	/* owned */
-	json_t *poststop;	/* owned: the hooks to run at delete (or NULL) */
+	json_t *hooks;		/* owned: the spec's hooks, kept from create (or NULL) */
 };
 enum oci_status { OCI_CREATING, OCI_CREATED, OCI_RUNNING, OCI_STOPPED, OCI_PAUSED };
 

@@ -14,6 +14,7 @@
 
 #include "common/cleanup.h"
 #include "common/util.h"
+#include "oci/oci-internal.h"
 #include "oci/oci.h"
 #include "oci/vm.h"
 
@@ -109,6 +110,8 @@ int oci_delete(const char *root, const char *id, bool force, struct rung_err *er
 		oci_state_path(root, id, NULL, dir, sizeof(dir));
 		r = rung_rm_rf(dir, err);
 	}
+	if (r == 0) /* after the container is gone; a failure is a warning (hooks.c) */
+		oci_hooks_run(&st, "poststop", "stopped", NULL, err);
 	oci_state_release(&st);
 	return r;
 }

@@ -46,7 +46,7 @@ int oci_state_write(const char *root, const struct oci_state *s, struct rung_err
 					   (int)s->pid, "start_time", (json_int_t)s->start_time,
 					   "uid_slot", (int)s->uid_slot, "annotations",
 					   s->annotations ? s->annotations : json_object(),
-					   "poststop", s->poststop ? s->poststop : json_null());
+					   "hooks", s->hooks ? s->hooks : json_null());
 	if (!j)
 		return rung_err_set(err, ENOMEM, "out of memory");
 	cleanup_free char *txt = json_dumps(j, JSON_COMPACT);
@@ -85,16 +85,16 @@ int oci_state_read(const char *root, const char *id, struct oci_state *s, struct
 	s->start_time = (uint64_t)json_integer_value(json_object_get(j, "start_time"));
 	s->uid_slot = (uint32_t)json_integer_value(json_object_get(j, "uid_slot"));
 	s->annotations = json_incref(json_object_get(j, "annotations"));
-	json_t *ps = json_object_get(j, "poststop");
-	s->poststop = json_is_array(ps) ? json_incref(ps) : NULL;
+	json_t *hk = json_object_get(j, "hooks");
+	s->hooks = json_is_object(hk) ? json_incref(hk) : NULL;
 	return 0;
 }
 
 void oci_state_release(struct oci_state *s)
 {
 	json_decref(s->annotations);
-	json_decref(s->poststop);
-	s->annotations = s->poststop = NULL;
+	json_decref(s->hooks);
+	s->annotations = s->hooks = NULL;
 }
 
 static bool pid_alive(pid_t pid, uint64_t start_time)

@@ -69,5 +69,23 @@ if [ -n "$offenders" ]; then
 	bad=1
 fi
 
+# 3. contrib/'s YAML and TOML parse (python3's tomllib and PyYAML; skipped, said so, without them)
+if python3 -c 'import tomllib, yaml' 2>/dev/null; then
+	python3 - $(find contrib -name '*.yaml' -o -name '*.toml' | sort) <<'PY' || bad=1
+import sys, tomllib, yaml
+for f in sys.argv[1:]:
+    try:
+        with open(f, "rb") as fh:
+            docs = [tomllib.load(fh)] if f.endswith(".toml") else list(yaml.safe_load_all(fh))
+        if not all(isinstance(d, dict) and d for d in docs):
+            raise ValueError("not a mapping")
+    except Exception as e:
+        print(f"docs: {f}: does not parse: {e}")
+        sys.exit(1)
+PY
+else
+	echo "docs: contrib/ YAML and TOML not checked (no python3 tomllib/yaml)"
+fi
+
 [ $bad = 0 ] && echo "docs: ok"
 exit $bad

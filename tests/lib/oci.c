@@ -1,7 +1,9 @@
 /* tests/lib/oci.c: see oci.h. */
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "tests/lib/oci.h"
 
 static void slurp(const char *path, char *buf, size_t n)
@@ -80,4 +83,22 @@ long oci_test_status_field(int pid, const char *field)
 	char *f = strstr(buf, field);
 	ck_assert_ptr_nonnull(f);
 	return strtol(f + strlen(field), NULL, field[0] == 'C' ? 16 : 10);
+}
+
+void oci_test_busybox(const char *bundle, const char *const *applets)
+{
+	char p[PATH_MAX * 2];
+	struct rung_err err = {0};
+	snprintf(p, sizeof(p), "%s/rootfs/bin", bundle);
+	ck_assert_int_eq(rung_mkdir_p(p, 0755, &err), 0);
+	char *bb = NULL;
+	size_t n = 0;
+	ck_assert_int_eq(rung_file_load(AT_FDCWD, "/bin/busybox", 8 << 20, &bb, &n, &err), 0);
+	snprintf(p, sizeof(p), "%s/rootfs/bin/busybox", bundle);
+	ck_assert_int_eq(rung_write_file_replace(AT_FDCWD, p, bb, n, 0755, &err), 0);
+	free(bb);
+	for (size_t i = 0; applets[i]; i++) {
+		snprintf(p, sizeof(p), "%s/rootfs/bin/%s", bundle, applets[i]);
+		ck_assert(symlink("busybox", p) == 0 || errno == EEXIST);
+	}
 }

@@ -18,4 +18,7 @@ int oci_test_console_master(int listen_fd);
  * /proc/PID/status; fails the test when it cannot be read. */
 long oci_test_status_field(int pid, const char *field);
 
+/* bundle/rootfs/bin with /bin/busybox and the applets named (NULL-terminated) linked to it. */
+void oci_test_busybox(const char *bundle, const char *const *applets);
+
 #endif
