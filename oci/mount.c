@@ -193,6 +193,8 @@ static int devices_apply(int rootfd, struct rung_err *err)
 	return 0;
 }
 
+static int rung_masks(int rootfd, struct rung_err *err);
+
 int oci_mounts_apply(const struct oci_config *c, struct rung_err *err)
 {
 	cleanup_close int rootfd = open(c->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -203,23 +205,31 @@ int oci_mounts_apply(const struct oci_config *c, struct rung_err *err)
 		if (r < 0)
 			return r;
 	}
-	return devices_apply(rootfd, err);
+	int r = devices_apply(rootfd, err);
+	return r < 0 ? r : rung_masks(rootfd, err);
 }
 
 /* rung's own masks, whatever the spec's say (the container rung's, runtime/mounts.c): files
- * of the shared kernel's /proc that tell about the host. Absent ones are skipped. */
-static int rung_masks(struct rung_err *err)
+ * of the shared kernel's /proc that tell about the host, covered by the host's /dev/null
+ * before the pivot (the container may have no /dev), resolved inside the root. Absent ones
+ * are skipped. */
+static int rung_masks(int rootfd, struct rung_err *err)
 {
 	static const char *const masked[] = {"/proc/cmdline", "/proc/kcore", "/proc/keys",
 					     "/proc/timer_list", "/proc/sched_debug",
 					     "/proc/latency_stats"};
 	for (size_t i = 0; i < sizeof(masked) / sizeof(masked[0]); i++) {
+		cleanup_close int fd = open_in(rootfd, masked[i], O_PATH | O_NOFOLLOW);
 		struct stat st;
-		if (stat(masked[i], &st) < 0 || !S_ISREG(st.st_mode))
+		if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 			continue;
-		if (mount("/dev/null", masked[i], NULL, MS_BIND, NULL) < 0)
+		char t[64];
+		snprintf(t, sizeof(t), "/proc/self/fd/%d", fd);
+		if (mount("/dev/null", t, NULL, MS_BIND, NULL) < 0)
 			return rung_err_sys(err, errno, "mask %s (rung's)", masked[i]);
-		if (oci_remount(masked[i], MS_RDONLY, 0, err) < 0)
+		cleanup_close int bound = open_in(rootfd, masked[i], O_PATH | O_NOFOLLOW);
+		snprintf(t, sizeof(t), "/proc/self/fd/%d", bound);
+		if (bound < 0 || oci_remount(t, MS_RDONLY, 0, err) < 0)
 			return rung_err_wrap(err, "mask %s (rung's)", masked[i]);
 	}
 	return 0;
@@ -229,9 +239,6 @@ static int rung_masks(struct rung_err *err)
  * the root read-only if asked. */
 int oci_paths_apply(const struct oci_config *c, struct rung_err *err)
 {
-	int rm = rung_masks(err);
-	if (rm < 0)
-		return rm;
 	for (size_t i = 0; c->masked && c->masked[i]; i++) {
 		const char *p = c->masked[i];
 		struct stat st;
