@@ -317,16 +317,25 @@ START_TEST(test_malformed_refused)
 }
 END_TEST
 
-/* Not applied yet (docs/oci.md): refused, naming it, rather than run unrestricted. */
+/* Refused, naming it, rather than run unrestricted (docs/oci.md): without a network namespace
+ * path (a new one has no route out), with a bad entry, and (not applied yet) at all. */
 START_TEST(test_egress_annotation_refused)
 {
 	RUNG_REQUIRE_ROOT();
 	struct env *e = E;
-	bundle_ann(e, "[\"true\"]", "{}", ", \"dev.rung.egress-allow\": \"example.org\"");
-	ck_assert_int_eq(OCI(e, "create", "--bundle", e->bundle, "c1"), 1);
-	ck_assert_msg(strstr(e->stderr_, "annotations.dev.rung.egress-allow: not supported"), "%s",
-		      e->stderr_);
-	ck_assert_int_eq(OCI(e, "state", "c1"), 1);
+	static const char *const ann[][2] = {
+		{"example.org", "needs linux.namespaces[network].path"},
+		{"example.org, bad_name!", "bad_name!"},
+	};
+	for (size_t i = 0; i < sizeof(ann) / sizeof(ann[0]); i++) {
+		char a[256];
+		snprintf(a, sizeof(a), ", \"dev.rung.egress-allow\": \"%s\"", ann[i][0]);
+		bundle_ann(e, "[\"true\"]", "{}", a);
+		ck_assert_int_eq(OCI(e, "create", "--bundle", e->bundle, "c1"), 1);
+		ck_assert_msg(strstr(e->stderr_, "annotations.dev.rung.egress-allow") &&
+			      strstr(e->stderr_, ann[i][1]), "%s: %s", ann[i][1], e->stderr_);
+		ck_assert_int_eq(OCI(e, "state", "c1"), 1);
+	}
 	bundle_ann(e, "[\"true\"]", "{}", ", \"dev.rung.other\": \"x\""); /* the rest are data */
 	ck_assert_msg(OCI(e, "create", "--bundle", e->bundle, "c1") == 0, "%s", e->stderr_);
 }
