@@ -79,7 +79,6 @@ int oci_hooks_create(const struct oci_state *s, struct rung_err *err);
 int oci_hooks_start(const struct oci_state *s, bool after, struct rung_err *err);
 
 /* annotations.c: refuse the dev.rung.* annotations create does not apply (naming them). */
-#define OCI_ANN_EGRESS "dev.rung.egress-allow"
 int oci_annotations_check(const struct oci_config *c, struct rung_err *err);
 
 /* create.c: connect to --console-socket (an fd, or -errno). */

@@ -93,6 +93,14 @@ const char *oci_cap_name(int cap, char *buf, size_t n);
 /* Pure: rung's capability policy (Docker's default set) as a mask. */
 uint64_t oci_cap_policy(void);
 
+/* dev.rung.egress-allow (annotations.c): rung's egress allowlist for the joined network
+ * namespace, entries as for `rung --allow` separated by commas or white space. 0: absent (out
+ * empty); 1: parsed into out (np_policy_release it); or refused, naming the annotation (a bad
+ * entry, not a string, or no linux.namespaces[network].path). */
+#define OCI_ANN_EGRESS "dev.rung.egress-allow"
+struct np_policy;
+int oci_egress_parse(const struct oci_config *c, struct np_policy *out, struct rung_err *err);
+
 /* One container's record (state.json under <root>/<id>/). */
 struct oci_state {
 	char id[256];

@@ -35,8 +35,9 @@ allow probe
 allow runtime common rootfs netpolicy cgroup
 allow server common rootfs netpolicy cgroup runtime
 allow cli common rootfs netpolicy cgroup runtime server
-# rung-oci: the container rung's pieces (runtime/seccomp.h, cgroup/, rootfs/ idmap), no server or cli
-allow oci common rootfs cgroup runtime
+# rung-oci: the container rung's pieces (runtime/seccomp.h, cgroup/, rootfs/ idmap, netpolicy/ for
+# the egress annotation), no server or cli
+allow oci common rootfs netpolicy cgroup runtime
 
 # Include cycles inside one module: a depth-first search over the file -> header edges.
 cycles() { # module

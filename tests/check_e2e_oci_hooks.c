@@ -28,6 +28,7 @@ struct env {
 	char dir[PATH_MAX], bundle[PATH_MAX + 16], root[PATH_MAX + 16], out[PATH_MAX + 16];
 	char bin[PATH_MAX];
 	char stdout_[8192], stderr_[8192];
+	const char *netns; /* the network namespace's path (NULL: a new one) */
 };
 
 static struct env *E;
@@ -73,9 +74,10 @@ static void bundle_ann(struct env *e, const char *args, const char *hooks, const
 		" \"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"},"
 		"  {\"destination\": \"/out\", \"source\": \"%s\", \"options\": [\"bind\"]}],"
 		" \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"ipc\"},"
-		"  {\"type\": \"mount\"}, {\"type\": \"network\"}, {\"type\": \"uts\"}],"
+		"  {\"type\": \"mount\"}, {\"type\": \"network\"%s%s%s}, {\"type\": \"uts\"}],"
 		"  \"cgroupsPath\": \"/rung-oci-hooks-test-%d\"}}",
-		ann, hooks, args, e->out, (int)getpid()), 0);
+		ann, hooks, args, e->out, e->netns ? ", \"path\": \"" : "",
+		e->netns ? e->netns : "", e->netns ? "\"" : "", (int)getpid()), 0);
 	snprintf(p, sizeof(p), "%s/config.json", e->bundle);
 	ck_assert_int_eq(rung_write_file_replace(AT_FDCWD, p, cfg, strlen(cfg), 0644, &err), 0);
 	free(cfg);
@@ -317,16 +319,28 @@ START_TEST(test_malformed_refused)
 }
 END_TEST
 
-/* Not applied yet (docs/oci.md): refused, naming it, rather than run unrestricted. */
+/* Refused, naming it, rather than run unrestricted (docs/oci.md): without a network namespace
+ * path (a new one has no route out), with a bad entry, and (not applied yet) at all. */
 START_TEST(test_egress_annotation_refused)
 {
 	RUNG_REQUIRE_ROOT();
 	struct env *e = E;
-	bundle_ann(e, "[\"true\"]", "{}", ", \"dev.rung.egress-allow\": \"example.org\"");
-	ck_assert_int_eq(OCI(e, "create", "--bundle", e->bundle, "c1"), 1);
-	ck_assert_msg(strstr(e->stderr_, "annotations.dev.rung.egress-allow: not supported"), "%s",
-		      e->stderr_);
-	ck_assert_int_eq(OCI(e, "state", "c1"), 1);
+	static const char *const ann[][3] = {
+		{"example.org", NULL, "needs linux.namespaces[network].path"},
+		{"example.org, bad_name!", NULL, "bad_name!"},
+		{"example.org", "/proc/self/ns/net", "not applied by rung-oci yet"},
+	};
+	for (size_t i = 0; i < sizeof(ann) / sizeof(ann[0]); i++) {
+		char a[256];
+		e->netns = ann[i][1];
+		snprintf(a, sizeof(a), ", \"dev.rung.egress-allow\": \"%s\"", ann[i][0]);
+		bundle_ann(e, "[\"true\"]", "{}", a);
+		ck_assert_int_eq(OCI(e, "create", "--bundle", e->bundle, "c1"), 1);
+		ck_assert_msg(strstr(e->stderr_, "annotations.dev.rung.egress-allow") &&
+			      strstr(e->stderr_, ann[i][2]), "%s: %s", ann[i][2], e->stderr_);
+		ck_assert_int_eq(OCI(e, "state", "c1"), 1);
+	}
+	e->netns = NULL;
 	bundle_ann(e, "[\"true\"]", "{}", ", \"dev.rung.other\": \"x\""); /* the rest are data */
 	ck_assert_msg(OCI(e, "create", "--bundle", e->bundle, "c1") == 0, "%s", e->stderr_);
 }

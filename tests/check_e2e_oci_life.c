@@ -15,6 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -59,7 +64,7 @@ static void bundle_x(struct env *e, const char *args, const char *namespaces, co
 	ck_assert_int_eq(rung_mkdir_p(p, 0755, &err), 0);
 	snprintf(p, sizeof(p), "%s/rootfs/bin/busybox", e->bundle);
 	copy_file("/bin/busybox", p);
-	static const char *const applets[] = {"sh", "sleep", "cat", "echo", "hostname"};
+	static const char *const applets[] = {"sh", "sleep", "cat", "echo", "hostname", "ip"};
 	for (size_t i = 0; i < sizeof(applets) / sizeof(applets[0]); i++) {
 		snprintf(p, sizeof(p), "%s/rootfs/bin/%s", e->bundle, applets[i]);
 		ck_assert(symlink("busybox", p) == 0 || errno == EEXIST);
@@ -384,6 +389,67 @@ START_TEST(test_spec_seccomp)
 }
 END_TEST
 
+/* A network namespace joined by path (the CNI's, here one a child of the test holds) is left
+ * as it is, and nothing inside can change it: a netlink change from inside fails with EPERM
+ * and lo stays down. Two reasons, either enough: the container never holds CAP_NET_ADMIN
+ * (rung's capability policy), and the namespace belongs to the host's user namespace, not the
+ * container's. What rung's egress rules in such a namespace will stand on (docs/oci.md). */
+START_TEST(test_joined_netns_locked)
+{
+	RUNG_REQUIRE_ROOT();
+	struct env *e = E;
+	int ready[2];
+	ck_assert_int_eq(pipe(ready), 0);
+	pid_t holder = fork();
+	ck_assert_int_ge(holder, 0);
+	if (holder == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (unshare(CLONE_NEWNET) < 0 || write(ready[1], "x", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	char c, ns[128], p[PATH_MAX * 2];
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	snprintf(ns, sizeof(ns), "[{\"type\": \"pid\"}, {\"type\": \"ipc\"}, {\"type\": \"mount\"},"
+		 " {\"type\": \"network\", \"path\": \"/proc/%d/ns/net\"}, {\"type\": \"uts\"}]",
+		 (int)holder);
+	bundle(e, "[\"sh\", \"-c\", \"ip link set lo up 2>/out/err; echo $? > /out/rc\"]", ns);
+	ck_assert_msg(OCI(e, "create", "--bundle", e->bundle, "c1") == 0, "%s", e->stderr_);
+	ck_assert_int_eq(OCI(e, "start", "c1"), 0);
+	wait_status(e, "c1", "stopped");
+	ck_assert_int_eq(OCI(e, "delete", "c1"), 0);
+	char *out = NULL;
+	size_t n = 0;
+	struct rung_err err = {0};
+	snprintf(p, sizeof(p), "%s/err", e->out);
+	ck_assert_int_eq(rung_file_load(AT_FDCWD, p, 4096, &out, &n, &err), 0);
+	ck_assert_msg(strstr(out, "Operation not permitted"), "ip said: %s", out);
+	free(out);
+	snprintf(p, sizeof(p), "%s/rc", e->out);
+	ck_assert_int_eq(rung_file_load(AT_FDCWD, p, 64, &out, &n, &err), 0);
+	ck_assert_int_ne(atoi(out), 0);
+	free(out);
+	/* lo is still down in the joined namespace: nothing changed it (this test's process is
+	 * its own fork: it may stay in that namespace) */
+	snprintf(p, sizeof(p), "/proc/%d/ns/net", (int)holder);
+	int nsfd = open(p, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(nsfd, 0);
+	ck_assert_int_eq(setns(nsfd, CLONE_NEWNET), 0);
+	close(nsfd);
+	int sk = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr = {0};
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	ck_assert_int_eq(ioctl(sk, SIOCGIFFLAGS, &ifr), 0);
+	ck_assert_int_eq(ifr.ifr_flags & IFF_UP, 0);
+	close(sk);
+	kill(holder, SIGKILL);
+	waitpid(holder, NULL, 0);
+	close(ready[0]);
+	close(ready[1]);
+}
+END_TEST
+
 Suite *e2e_oci_life_suite(void)
 {
 	Suite *s = suite_create("e2e_oci_life");
@@ -395,6 +461,7 @@ Suite *e2e_oci_life_suite(void)
 	tcase_add_test(tc, test_delete_created_and_force);
 	tcase_add_test(tc, test_refused_leaves_nothing);
 	tcase_add_test(tc, test_spec_seccomp);
+	tcase_add_test(tc, test_joined_netns_locked);
 	tcase_add_test(tc, test_relative_paths);
 	tcase_add_test(tc, test_default_cgroup_parent);
 	suite_add_tcase(s, tc);
