@@ -129,20 +129,13 @@ static int bind_copy(struct rung_sandbox *sb, const struct oci_config *c, size_t
 			break;
 		len += (size_t)k;
 	}
-	char p[PATH_MAX], dir[PATH_MAX];
+	char p[PATH_MAX];
 	guest_path(m->dst, p, sizeof(p));
-	snprintf(dir, sizeof(dir), "%s", p);
-	char *slash = strrchr(dir, '/');
-	int r = 0;
-	if (slash && slash != dir) {
-		*slash = '\0';
-		r = rung_fs_mkdir(sb, dir, 0755, true, err);
-	}
 	unsigned mode = (unsigned)st.st_mode & 0777;
 	if (m->flags & MS_RDONLY)
 		mode &= ~0222u;
-	if (r == 0)
-		r = rung_write_file(sb, p, data, len, mode ? mode : 0444, err);
+	/* The agent makes missing parents (0755) and resolves every component in the root. */
+	int r = rung_write_file(sb, p, data, len, mode ? mode : 0444, err);
 	return r < 0 ? rung_err_wrap(err, "mounts[%zu] (bind %s on %s): copy into the guest", i,
 				     m->src, m->dst) : 0;
 }

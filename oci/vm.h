@@ -32,8 +32,8 @@ int oci_vm_config_check(const struct oci_config *c, struct rung_err *err);
 /* The mounts: the guest's own (proc, sysfs, tmpfs, devpts, mqueue, cgroup: ignored) or a bind
  * of a regular file within the limits; anything else refused naming mounts[i]. */
 int oci_vm_mounts_check(const struct oci_config *c, struct rung_err *err);
-/* Copy every file bind's source to its destination in sb's root (parents made 0755; the
- * source's mode, less the write bits when the mount says ro). */
+/* Copy every file bind's source to its destination in sb's root (the agent makes missing
+ * parents), with the source's mode less the write bits when the mount says ro. */
 int oci_vm_binds_copy(struct rung_sandbox *sb, const struct oci_config *c, struct rung_err *err);
 
 /* The router's options (the RUNG_* variables main read); NULL with why: they were bad. */
