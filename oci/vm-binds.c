@@ -62,11 +62,15 @@ static int bind_open(const struct oci_config *c, size_t i, struct stat *st, stru
 	return fd;
 }
 
-/* A mount the guest makes itself (its own kernel's proc, sysfs, dev, ...): not copied. */
+/* A mount the guest makes itself (its own kernel's proc, sysfs, dev, ...): not copied. The
+ * CRI's /dev/shm (a tmpfs, or in an app container a bind of the pod's shm directory) is the
+ * guest init's own tmpfs there: shared memory is not shared with the pod's other containers. */
 static bool guest_mount(const struct oci_mount *m)
 {
 	static const char *const types[] = {"proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup",
 					    "cgroup2"};
+	if (m->dst && (!strcmp(m->dst, "/dev/shm") || !strcmp(m->dst, "/dev/shm/")))
+		return true;
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
 		if (m->type && strcmp(m->type, types[i]) == 0 && !m->bind)
 			return true;

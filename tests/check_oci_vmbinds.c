@@ -78,6 +78,7 @@ START_TEST(test_binds_accepted_and_refused)
 	strcat(all, bind_json(b, sizeof(b), "hosts", "/etc/resolv.conf"));
 	strcat(all, bind_json(b, sizeof(b), p, "/etc/hostname"));
 	strcat(all, ", {\"destination\": \"/dev/shm\", \"type\": \"tmpfs\", \"source\": \"shm\"}");
+	strcat(all, bind_json(b, sizeof(b), "dir", "/dev/shm")); /* an app container's */
 	ck_assert_msg(binds_check(d, all, &e) == 0, "%s", e.msg);
 	e = (struct rung_err){0};
 	ck_assert_msg(binds_check(d, bind_json(b, sizeof(b), "max", "/m"), &e) == 0, "%s", e.msg);
