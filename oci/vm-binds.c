@@ -34,7 +34,8 @@ static int bind_open(const struct oci_config *c, size_t i, struct stat *st, stru
 	const struct oci_mount *m = &c->mounts[i];
 	char p[PATH_MAX];
 	bind_source(c, m, p, sizeof(p));
-	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	/* O_PATH first: a device or fifo is refused without being opened. */
+	int fd = open(p, O_PATH | O_CLOEXEC);
 	if (fd < 0)
 		return rung_err_sys(err, errno, "mounts[%zu] (bind %s on %s)", i, m->src, m->dst);
 	if (fstat(fd, st) < 0) {
@@ -55,11 +56,15 @@ static int bind_open(const struct oci_config *c, size_t i, struct stat *st, stru
 		r = rung_err_set(err, EFBIG, "mounts[%zu] (bind %s on %s): %lld bytes; the vm "
 				 "rung copies a file of at most %u bytes", i, m->src, m->dst,
 				 (long long)st->st_size, OCI_VM_BIND_MAX);
-	if (r < 0) {
-		close(fd);
-		return r;
+	int rd = -1;
+	if (r == 0) {
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", fd); /* the same file, now to read */
+		rd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		if (rd < 0)
+			r = rung_err_sys(err, errno, "mounts[%zu] (bind %s on %s)", i, m->src, m->dst);
 	}
-	return fd;
+	close(fd);
+	return r < 0 ? r : rd;
 }
 
 /* A mount the guest makes itself (its own kernel's proc, sysfs, dev, ...): not copied. The
