@@ -2,9 +2,11 @@
  * tests/check_oci_vmbinds.c: the vm rung's file binds (oci/vm-binds.c) without KVM: which
  * mounts are accepted (the guest's own filesystems, a bind of a regular file within the
  * limits) and which refused naming mounts[i] (a directory, a fifo, a missing source, a file or
- * a total over the limits, a host filesystem); and the copy's confinement: the agent's write
- * (agent_open_confined, what a copy into the guest runs) in a chroot of a root whose
- * destination is a link climbing out of it lands inside the root, or fails there.
+ * a total over the limits, a host filesystem); and where a copy lands: the agent's write
+ * (agent_open_confined, what a copy into the guest runs, with the guest's root as its "/") in a
+ * chroot standing in for the guest, whose destination is a link climbing out of the root, lands
+ * inside it, or fails there. The chroot, like the VM, is what holds here: a host-side escape
+ * through openat2's resolution is not what this shows (files.md's suites do).
  */
 #include <check.h>
 #include <fcntl.h>
