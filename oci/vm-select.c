@@ -45,29 +45,12 @@ int oci_rung_resolve(bool runtime_vm, json_t *annotations, bool *vm, struct rung
 	return 0;
 }
 
-/* A mount the guest makes itself (its own kernel's proc, sysfs, dev, ...): ignored. */
-static bool guest_mount(const struct oci_mount *m)
-{
-	static const char *const types[] = {"proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup",
-					    "cgroup2"};
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
-		if (m->type && strcmp(m->type, types[i]) == 0 && !m->bind)
-			return true;
-	return false;
-}
-
 int oci_vm_config_check(const struct oci_config *c, struct rung_err *err)
 {
 	if (c->uid != 0 || c->gid != 0 || c->ngids)
 		return rung_err_set(err, ENOTSUP, "process.user: the vm rung runs the program as the "
 				    "guest's uid 0 (without capabilities); uid %u gid %u is not "
 				    "supported there", (unsigned)c->uid, (unsigned)c->gid);
-	for (size_t i = 0; i < c->nmounts; i++)
-		if (!guest_mount(&c->mounts[i]))
-			return rung_err_set(err, ENOTSUP, "mounts[%zu] (%s on %s): the vm rung cannot "
-					    "share a host path or filesystem with the guest", i,
-					    c->mounts[i].type ? c->mounts[i].type : "bind",
-					    c->mounts[i].dst);
 	json_t *hooks = json_object_get(c->doc, "hooks");
 	const char *name;
 	json_t *h;
@@ -78,7 +61,7 @@ int oci_vm_config_check(const struct oci_config *c, struct rung_err *err)
 	if (c->sysctl_keys && c->sysctl_keys[0])
 		return rung_err_set(err, ENOTSUP, "linux.sysctl.%s: not applied in the vm rung's "
 				    "guest", c->sysctl_keys[0]);
-	return 0;
+	return oci_vm_mounts_check(c, err);
 }
 
 int oci_vm_wanted(const struct oci_create_opts *o, bool *vm, struct rung_err *err)

@@ -21,8 +21,20 @@ bool oci_rung_from_argv0(const char *argv0);
 int oci_rung_resolve(bool runtime_vm, json_t *annotations, bool *vm, struct rung_err *err);
 /* The rung create runs o's bundle on (o->vm raised by its config.json's annotation). */
 int oci_vm_wanted(const struct oci_create_opts *o, bool *vm, struct rung_err *err);
-/* Pure: what the vm rung cannot honour in a parsed config, refused naming the field. */
+/* What the vm rung cannot honour in a parsed config, refused naming the field (it opens the
+ * file binds' sources: oci_vm_mounts_check). */
 int oci_vm_config_check(const struct oci_config *c, struct rung_err *err);
+
+/* vm-binds.c: a bind's source is copied into the guest: a regular file of at most
+ * OCI_VM_BIND_MAX bytes, OCI_VM_BINDS_TOTAL in all. */
+#define OCI_VM_BIND_MAX (1u << 20)
+#define OCI_VM_BINDS_TOTAL (4u << 20)
+/* The mounts: the guest's own (proc, sysfs, tmpfs, devpts, mqueue, cgroup: ignored) or a bind
+ * of a regular file within the limits; anything else refused naming mounts[i]. */
+int oci_vm_mounts_check(const struct oci_config *c, struct rung_err *err);
+/* Copy every file bind's source to its destination in sb's root (the agent makes missing
+ * parents), with the source's mode less the write bits when the mount says ro. */
+int oci_vm_binds_copy(struct rung_sandbox *sb, const struct oci_config *c, struct rung_err *err);
 
 /* The router's options (the RUNG_* variables main read); NULL with why: they were bad. */
 void oci_vm_router_opts(const struct rung_router_opts *o, const char *why);

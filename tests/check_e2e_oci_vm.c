@@ -115,21 +115,27 @@ static const char *ov_text(const struct ov *v, const char *tag, const char *ext)
 	return buf;
 }
 
-static void ov_config_tty(const struct ov *v, const char *args_json, bool tty)
+/* extra: more mounts' JSON objects after /proc's ("" none). */
+static void ov_config_full(const struct ov *v, const char *args_json, bool tty, const char *extra)
 {
-	char p[PATH_MAX + 32], cfg[2048];
+	char p[PATH_MAX + 32], cfg[8 * PATH_MAX];
 	snprintf(cfg, sizeof(cfg),
 		 "{\"ociVersion\": \"1.0.2\", \"root\": {\"path\": \"rootfs\"},"
 		 " \"process\": {\"args\": %s, \"terminal\": %s, \"env\": [\"PATH=/bin\"], \"cwd\": \"/\","
 		 "   \"user\": {\"uid\": 0, \"gid\": 0}},"
-		 " \"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"}],"
+		 " \"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"}%s],"
 		 " \"linux\": {\"resources\": {\"memory\": {\"limit\": 268435456}},"
 		 "   \"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"ipc\"}, {\"type\": \"mount\"},"
 		 "   {\"type\": \"uts\"}]}}",
-		 args_json, tty ? "true" : "false");
+		 args_json, tty ? "true" : "false", extra);
 	snprintf(p, sizeof(p), "%s/config.json", v->bundle);
 	struct rung_err e = {0};
 	ck_assert_int_eq(rung_write_file_replace(AT_FDCWD, p, cfg, strlen(cfg), 0644, &e), 0);
+}
+
+static void ov_config_tty(const struct ov *v, const char *args_json, bool tty)
+{
+	ov_config_full(v, args_json, tty, "");
 }
 
 /* Processes whose comm is name and (dir non-NULL) which hold a file under dir: a supervisor
@@ -394,6 +400,59 @@ START_TEST(t_oci_vm_kill_and_refusals)
 }
 END_TEST
 
+/* The CRI's binds: each file's copy read in the guest (one through a link planted to climb out
+ * of the root, resolved inside it), ro copies without write bits, a rw one writable, /dev/shm
+ * the guest's tmpfs; a directory bind refused naming it. */
+START_TEST(t_oci_vm_file_binds)
+{
+	OV_BEGIN(v);
+	static const char *const files[][2] = {{"hosts", "10.9.8.7 pod-hosts-line\n"},
+					      {"resolv.conf", "nameserver 10.9.8.53\n"},
+					      {"hostname", "pod-name-42\n"}, {"term", ""}};
+	char p[PATH_MAX + 64], m[6 * PATH_MAX];
+	struct rung_err e = {0};
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(p, sizeof(p), "%s/%s", v.dir, files[i][0]);
+		ck_assert_int_eq(rung_write_file_replace(AT_FDCWD, p, files[i][1],
+							 strlen(files[i][1]), 0644, &e), 0);
+	}
+	snprintf(p, sizeof(p), "%s/rootfs/etc/hostname", v.bundle);
+	ck_assert_int_eq(symlink("../../../../../../../hostname-out", p), 0);
+	snprintf(m, sizeof(m),
+		 ", {\"destination\": \"/etc/hosts\", \"type\": \"bind\", \"source\": \"%s/hosts\","
+		 "   \"options\": [\"rbind\", \"rprivate\", \"ro\"]},"
+		 " {\"destination\": \"/etc/resolv.conf\", \"type\": \"bind\", \"source\": "
+		 "   \"%s/resolv.conf\", \"options\": [\"rbind\", \"ro\"]},"
+		 " {\"destination\": \"/etc/hostname\", \"type\": \"bind\", \"source\": "
+		 "   \"%s/hostname\", \"options\": [\"rbind\", \"ro\"]},"
+		 " {\"destination\": \"/dev/termination-log\", \"type\": \"bind\", \"source\": "
+		 "   \"%s/term\", \"options\": [\"rbind\", \"rw\"]},"
+		 " {\"destination\": \"/dev/shm\", \"type\": \"tmpfs\", \"source\": \"shm\","
+		 "   \"options\": [\"nosuid\", \"noexec\", \"nodev\", \"mode=1777\"]}",
+		 v.dir, v.dir, v.dir, v.dir);
+	ov_config_full(&v, "[\"sh\", \"-c\", \"cat /etc/hosts /etc/resolv.conf /etc/hostname; "
+		       "cat /hostname-out; ls -l /etc/hosts; echo died > /dev/termination-log && "
+		       "cat /dev/termination-log; grep -c ' /dev/shm tmpfs' /proc/mounts\"]", false, m);
+	double ms;
+	pid_t pid = ov_create_start(&v, v.vmbin, "cb", &ms);
+	ck_assert_msg(ov_wait(pid, 300) == 0, "%s", ov_text(&v, "cb-create", "err"));
+	const char *out = ov_text(&v, "cb-create", "out");
+	static const char *const want[] = {"10.9.8.7 pod-hosts-line\n", "nameserver 10.9.8.53\n",
+					   "pod-name-42\npod-name-42\n", "-r--r--r--", "died\n1\n"};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		ck_assert_msg(strstr(out, want[i]), "want %s in: %s", want[i], out);
+	fprintf(stderr, "e2e_oci_vm: file binds read in the guest; create+start %.0f ms\n", ms);
+	ov_delete(&v, v.vmbin, "cb", false);
+	snprintf(m, sizeof(m), ", {\"destination\": \"/data\", \"type\": \"bind\", \"source\": "
+		 "\"%s\", \"options\": [\"rbind\"]}", v.dir);
+	ov_config_full(&v, "[\"true\"]", false, m);
+	const char *cr[] = {"create", "--bundle", v.bundle, "cd", NULL};
+	ck_assert_int_eq(ov_spawn(&v, v.vmbin, "cd", cr), 1);
+	ck_assert_msg(strstr(ov_text(&v, "cd", "err"), "mounts[1]"), "%s", ov_text(&v, "cd", "err"));
+	ov_finish(&v);
+}
+END_TEST
+
 /* process.terminal: the proxy's terminal master over --console-socket, the program on a pty. */
 START_TEST(t_oci_vm_terminal)
 {
@@ -526,6 +585,7 @@ Suite *e2e_oci_vm_suite(void)
 	tcase_add_unchecked_fixture(tc, ov_base_make, ov_base_clean);
 	tcase_add_test(tc, t_oci_vm_output_and_status);
 	tcase_add_test(tc, t_oci_vm_kill_and_refusals);
+	tcase_add_test(tc, t_oci_vm_file_binds);
 	tcase_add_test(tc, t_oci_vm_terminal);
 	tcase_add_test(tc, t_oci_vm_vs_container);
 	suite_add_tcase(s, tc);

@@ -1,0 +1,162 @@
+/*
+ * oci/vm-binds.c: the bundle's file bind mounts on the vm rung (docs/oci.md, "The vm rung").
+ * The guest cannot see a host path, so a bind of a regular file (the CRI's /etc/hosts,
+ * /etc/resolv.conf, /etc/hostname, /dev/termination-log) is copied into the guest's root at
+ * create, through the agent's confined file writes: the destination is resolved inside the
+ * guest's root (openat2 RESOLVE_IN_ROOT there), never through a link out of it. A copy, not a
+ * share: later host changes are not seen, the program's writes stay in the guest.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/util.h"
+#include "oci/vm.h"
+
+/* The source's path: a relative one is the bundle's. */
+static void bind_source(const struct oci_config *c, const struct oci_mount *m, char *p, size_t n)
+{
+	if (m->src[0] == '/')
+		snprintf(p, n, "%s", m->src);
+	else
+		snprintf(p, n, "%s/%s", c->bundle, m->src);
+}
+
+/* Open mount i's source: a regular file within OCI_VM_BIND_MAX, its size and mode in st. */
+static int bind_open(const struct oci_config *c, size_t i, struct stat *st, struct rung_err *err)
+{
+	const struct oci_mount *m = &c->mounts[i];
+	char p[PATH_MAX];
+	bind_source(c, m, p, sizeof(p));
+	/* O_PATH first: a device or fifo is refused without being opened. */
+	int fd = open(p, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return rung_err_sys(err, errno, "mounts[%zu] (bind %s on %s)", i, m->src, m->dst);
+	if (fstat(fd, st) < 0) {
+		int e = errno;
+		close(fd);
+		return rung_err_sys(err, e, "mounts[%zu] (bind %s on %s)", i, m->src, m->dst);
+	}
+	int r = 0;
+	if (S_ISDIR(st->st_mode))
+		r = rung_err_set(err, ENOTSUP, "mounts[%zu] (bind %s on %s): a directory; the vm "
+				 "rung copies only regular files into the guest (a shared "
+				 "directory is not supported yet)", i, m->src, m->dst);
+	else if (!S_ISREG(st->st_mode))
+		r = rung_err_set(err, ENOTSUP, "mounts[%zu] (bind %s on %s): not a regular file; "
+				 "the vm rung copies only regular files into the guest", i,
+				 m->src, m->dst);
+	else if (st->st_size > OCI_VM_BIND_MAX)
+		r = rung_err_set(err, EFBIG, "mounts[%zu] (bind %s on %s): %lld bytes; the vm "
+				 "rung copies a file of at most %u bytes", i, m->src, m->dst,
+				 (long long)st->st_size, OCI_VM_BIND_MAX);
+	int rd = -1;
+	if (r == 0) {
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", fd); /* the same file, now to read */
+		rd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		if (rd < 0)
+			r = rung_err_sys(err, errno, "mounts[%zu] (bind %s on %s)", i, m->src, m->dst);
+	}
+	close(fd);
+	return r < 0 ? r : rd;
+}
+
+/* A mount the guest makes itself (its own kernel's proc, sysfs, dev, ...): not copied. The
+ * CRI's /dev/shm (a tmpfs, or in an app container a bind of the pod's shm directory) is the
+ * guest init's own tmpfs there: shared memory is not shared with the pod's other containers. */
+static bool guest_mount(const struct oci_mount *m)
+{
+	static const char *const types[] = {"proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup",
+					    "cgroup2"};
+	if (m->dst && (!strcmp(m->dst, "/dev/shm") || !strcmp(m->dst, "/dev/shm/")))
+		return true;
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (m->type && strcmp(m->type, types[i]) == 0 && !m->bind)
+			return true;
+	return false;
+}
+
+int oci_vm_mounts_check(const struct oci_config *c, struct rung_err *err)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; i < c->nmounts; i++) {
+		const struct oci_mount *m = &c->mounts[i];
+		if (guest_mount(m))
+			continue;
+		if (!m->bind || !m->src)
+			return rung_err_set(err, ENOTSUP, "mounts[%zu] (%s on %s): the vm rung cannot "
+					    "share a host filesystem with the guest", i,
+					    m->type ? m->type : "bind", m->dst);
+		if (!m->dst[0] || !strcmp(m->dst, "/"))
+			return rung_err_set(err, EINVAL, "mounts[%zu]: destination \"%s\": not a "
+					    "file's path", i, m->dst);
+		struct stat st;
+		int fd = bind_open(c, i, &st, err);
+		if (fd < 0)
+			return fd;
+		close(fd);
+		total += (uint64_t)st.st_size;
+		if (total > OCI_VM_BINDS_TOTAL)
+			return rung_err_set(err, EFBIG, "mounts[%zu] (bind %s on %s): the vm rung "
+					    "copies at most %u bytes of bound files in all", i,
+					    m->src, m->dst, OCI_VM_BINDS_TOTAL);
+	}
+	return 0;
+}
+
+/* The guest path of a destination: relative ones are the root's. */
+static void guest_path(const char *dst, char *p, size_t n)
+{
+	snprintf(p, n, "%s%s", dst[0] == '/' ? "" : "/", dst);
+}
+
+static int bind_copy(struct rung_sandbox *sb, const struct oci_config *c, size_t i,
+		     struct rung_err *err)
+{
+	const struct oci_mount *m = &c->mounts[i];
+	struct stat st;
+	cleanup_close int fd = bind_open(c, i, &st, err);
+	if (fd < 0)
+		return fd;
+	cleanup_free char *data = malloc((size_t)st.st_size + 1);
+	if (!data)
+		return rung_err_set(err, ENOMEM, "out of memory");
+	size_t len = 0;
+	while (len < (size_t)st.st_size) {
+		ssize_t k = read(fd, data + len, (size_t)st.st_size - len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return rung_err_sys(err, errno, "mounts[%zu]: read %s", i, m->src);
+		if (k == 0)
+			break;
+		len += (size_t)k;
+	}
+	char p[PATH_MAX];
+	guest_path(m->dst, p, sizeof(p));
+	unsigned mode = (unsigned)st.st_mode & 0777;
+	if (m->flags & MS_RDONLY)
+		mode &= ~0222u;
+	/* The agent makes missing parents (0755) and resolves every component in the root. */
+	int r = rung_write_file(sb, p, data, len, mode ? mode : 0444, err);
+	return r < 0 ? rung_err_wrap(err, "mounts[%zu] (bind %s on %s): copy into the guest", i,
+				     m->src, m->dst) : 0;
+}
+
+int oci_vm_binds_copy(struct rung_sandbox *sb, const struct oci_config *c, struct rung_err *err)
+{
+	for (size_t i = 0; i < c->nmounts; i++) {
+		if (guest_mount(&c->mounts[i]))
+			continue;
+		int r = bind_copy(sb, c, i, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
