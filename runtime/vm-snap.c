@@ -70,11 +70,8 @@ int rt_vm_suspend_disk(struct rt_sandbox *sb, struct rung_err *err)
 {
 	struct rt_store *st = &sb->router->store;
 	char jail[4096], path[4096];
-	/* A restored guest keeps the address it had; a new net slot need not give it that (the
-	 * network's reconfiguration after a restore is not done yet: docs/snapshots.md). */
-	if (rt_net_wanted(&sb->meta.spec))
-		return rung_err_set(err, EOPNOTSUPP, "suspend --to-disk: not yet for a sandbox with "
-				    "an egress allowlist (sandbox %s)", sb->meta.id);
+	/* With an allowlist, the resume's net slot may differ: RESTORED sets eth0's address, route
+	 * and DNS proxy for it (runtime/vm-fixup.c). */
 	rt_store_path(st, sb->meta.id, "jail", jail, sizeof(jail));
 	cleanup_close int jfd = open(jail, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (jfd < 0)
