@@ -153,9 +153,6 @@ static int source_check(struct rt_sandbox *sb, struct rung_err *err)
 	if (m->iso != RUNG_ISO_VM)
 		return rung_err_set(err, EOPNOTSUPP, "snapshot needs the vm rung (sandbox %s is on "
 				    "the %s rung)", m->id, rt_backend_get(m->iso)->name);
-	if (rt_net_wanted(&m->spec))
-		return rung_err_set(err, EOPNOTSUPP, "snapshot: not yet for a sandbox with an "
-				    "egress allowlist (sandbox %s)", m->id);
 	if (rt_meta_on_disk(m))
 		return rung_err_set(err, EBADFD, "sandbox %s is suspended to disk: resume it first",
 				    m->id);
@@ -410,8 +407,6 @@ int rt_template_clone(struct rt_sandbox *sb, struct rung_err *err)
 	if (bad)
 		r = rung_err_set(err, EINVAL, "from_snapshot: %s is %s, the snapshot '%s' was taken "
 				 "with %s (a clone's must be the template's)", bad, sv, name, tv);
-	else if (rt_net_wanted(s))
-		r = rung_err_set(err, EOPNOTSUPP, "from_snapshot: not yet with an egress allowlist");
 	else if (!want || !have || strcmp(want, have))
 		r = rung_err_set(err, EINVAL, "from_snapshot: image %s now resolves to %.80s, the "
 				 "snapshot '%s' was taken from %.80s", s->image, have ? have : "?",
