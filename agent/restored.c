@@ -1,7 +1,9 @@
 /*
  * agent/restored.c: RESTORED, the fix-ups of a VM guest restored from a snapshot
  * (docs/snapshots.md): mix the host's seed into the kernel's pool and reseed the CRNG, set
- * the wall clock, the hostname, and eth0's address and default route.
+ * the wall clock, the hostname, eth0's address and default route, and the DNS proxy that
+ * /etc/resolv.conf names (rewritten through the initramfs file the boot bound read-only over
+ * it, which the fixer alone keeps open read-write).
  *
  * The agent keeps no capability that can do these (privs.c), so a VM's init forks a "fixer"
  * before it drops them: it keeps CAP_SYS_ADMIN, CAP_SYS_TIME and CAP_NET_ADMIN as the agent
@@ -26,6 +28,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/vm-init.h"
 
 int agent_fixer_fd = -1;
 pid_t agent_fixer_pid = -1;
@@ -83,6 +86,24 @@ static int net_apply(const struct rung_proto_restored *x, struct rung_err *err)
 	return 0;
 }
 
+/* The resolv.conf's file, kept by the boot's plan; readers see the old or the new text. */
+static int dns_apply(const char *dns, struct rung_err *err)
+{
+	struct in_addr a;
+	if (inet_pton(AF_INET, dns, &a) != 1)
+		return rung_err_set(err, EINVAL, "RESTORED: refused by the fixer");
+	if (agent_vm_resolv_fd < 0)
+		return rung_err_set(err, ENOENT, "RESTORED: a dns proxy for a guest booted without "
+				    "one");
+	char text[AGENT_VM_DATA_MAX];
+	agent_vm_resolv_text(text, sizeof(text), dns);
+	size_t n = strlen(text);
+	if (ftruncate(agent_vm_resolv_fd, 0) < 0 ||
+	    pwrite(agent_vm_resolv_fd, text, n, 0) != (ssize_t)n)
+		return rung_err_sys(err, errno ? errno : EIO, "rewrite /etc/resolv.conf");
+	return 0;
+}
+
 static int fixer_apply(const struct rung_proto_restored *x, struct rung_err *err)
 {
 	if (!rung_hostname_valid(x->hostname) || (x->has_net && (x->prefix < 1 || x->prefix > 32)))
@@ -96,7 +117,9 @@ static int fixer_apply(const struct rung_proto_restored *x, struct rung_err *err
 		return rung_err_sys(err, errno, "clock_settime");
 	if (sethostname(x->hostname, strlen(x->hostname)) < 0)
 		return rung_err_sys(err, errno, "sethostname %s", x->hostname);
-	return x->has_net ? net_apply(x, err) : 0;
+	if (x->has_net && (r = net_apply(x, err)) < 0)
+		return r;
+	return x->has_net && x->dns[0] ? dns_apply(x->dns, err) : 0;
 }
 
 static int fixer_drop(struct rung_err *err)
@@ -160,6 +183,9 @@ int agent_fixer_start(int listen_fd, struct rung_err *err)
 		fixer_loop(sp[1]);
 	}
 	close(sp[1]);
+	if (agent_vm_resolv_fd >= 0) /* the fixer's alone: pid 1 and its commands never write it */
+		close(agent_vm_resolv_fd);
+	agent_vm_resolv_fd = -1;
 	agent_fixer_fd = sp[0];
 	agent_fixer_pid = pid;
 	return 0;

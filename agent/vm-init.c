@@ -183,6 +183,14 @@ static struct agent_vm_step *add_mount(struct agent_vm_plan *p, const char *sour
 	return s;
 }
 
+int agent_vm_resolv_fd = -1;
+
+void agent_vm_resolv_text(char *out, size_t cap, const char *dns)
+{
+	snprintf(out, cap, "# rung: the egress allowlist DNS proxy; other resolvers are "
+		 "blocked\nnameserver %s\noptions attempts:2 timeout:2\n", dns);
+}
+
 int agent_vm_plan_build(const struct agent_vm_opts *o, struct agent_vm_plan *p,
 			struct rung_err *err)
 {
@@ -261,11 +269,10 @@ int agent_vm_plan_build(const struct agent_vm_opts *o, struct agent_vm_plan *p,
 		 * read-only over the image's /etc/resolv.conf (which the guest kernel configured
 		 * eth0 for, from rung-vmm's ip= parameter). */
 		struct agent_vm_step *f = add(p, AGENT_VM_CREATE, NULL, "/resolv.conf");
-		if (f)
-			snprintf(f->data, sizeof(f->data),
-				 "# rung: the egress allowlist DNS proxy; other resolvers are "
-				 "blocked\nnameserver %s\noptions attempts:2 timeout:2\n",
-				 o->dns);
+		if (f) {
+			agent_vm_resolv_text(f->data, sizeof(f->data), o->dns);
+			f->keep_fd = 1;
+		}
 		add_mkdir(p, NEWROOT "/etc", 0755);
 		add(p, AGENT_VM_TOUCH, NULL, NEWROOT "/etc/resolv.conf");
 		add_mount(p, "/resolv.conf", NEWROOT "/etc/resolv.conf", "", MS_BIND, NULL);
@@ -326,7 +333,7 @@ static int apply_step(const struct agent_vm_step *s, uint32_t wait_ms, struct ru
 	}
 	case AGENT_VM_CREATE:
 	case AGENT_VM_TOUCH: {
-		int fl = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
+		int fl = (s->keep_fd ? O_RDWR : O_WRONLY) | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
 		cleanup_close int fd = open(s->target, fl | (s->kind == AGENT_VM_CREATE ? O_TRUNC : 0),
 					    0644);
 		if (fd < 0 && errno == ELOOP) { /* a symlink (maybe dangling): a file instead */
@@ -339,6 +346,11 @@ static int apply_step(const struct agent_vm_step *s, uint32_t wait_ms, struct ru
 		int r = rung_write_all(fd, s->data, strlen(s->data));
 		if (r < 0)
 			return rung_err_sys(err, -r, "write %s", s->target);
+		if (s->keep_fd) {
+			if (agent_vm_resolv_fd >= 0)
+				close(agent_vm_resolv_fd);
+			agent_vm_resolv_fd = rung_steal_fd(&fd);
+		}
 		return 0;
 	}
 	case AGENT_VM_SWITCH:

@@ -73,6 +73,7 @@ struct agent_vm_step {
 	char data[AGENT_VM_DATA_MAX]; /* MOUNT: options; WRITE: the bytes */
 	unsigned mode;    /* MKDIR */
 	int ebusy_ok;     /* MOUNT: already mounted (devtmpfs automount) is fine */
+	int keep_fd;      /* CREATE: the file stays open read-write in agent_vm_resolv_fd */
 };
 
 struct agent_vm_plan {
@@ -99,6 +100,13 @@ int agent_vm_listen(uint32_t port, struct rung_err *err);
  * must own their kernel (writing garbage into virtio registers through /dev/mem); the runtime
  * never does, and the guest cannot change its command line. Then the agent keeps root and
  * commands run with root's capabilities, in that guest only. */
+/* The guest's /etc/resolv.conf naming the DNS proxy dns (the egress allowlist's). */
+void agent_vm_resolv_text(char *out, size_t cap, const char *dns);
+/* The initramfs file bound read-only over the guest's /etc/resolv.conf, kept open read-write
+ * by the plan (-1 without a network): RESTORED's fixer rewrites it for a restored guest's own
+ * DNS proxy (agent/restored.c). */
+extern int agent_vm_resolv_fd;
+
 int agent_vm_init(int *listen_fd, bool *privileged, struct rung_err *err);
 
 #endif

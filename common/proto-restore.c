@@ -1,7 +1,7 @@
 /*
  * common/proto-restore.c: RESTORED, the host's first message to the agent of a VM restored
  * from a snapshot (a clone of a template, or a resume from disk; docs/snapshots.md): fresh
- * randomness, the wall clock, the hostname and eth0's address. Decoded as hostile input:
+ * randomness, the wall clock, the hostname, eth0's address and the DNS proxy's. Decoded as hostile input:
  * every field exactly once (the network's two together), exact lengths, ranges checked.
  */
 #include <arpa/inet.h>
@@ -41,6 +41,8 @@ int rung_proto_restored_encode(const struct rung_proto_restored *x, struct rung_
 		snprintf(a, sizeof(a), "%s/%u", x->addr, x->prefix);
 		rung_buf_put_str(b, RUNG_TAG_NET_ADDR, a);
 		rung_buf_put_str(b, RUNG_TAG_NET_GW, x->gw);
+		if (x->dns[0])
+			rung_buf_put_str(b, RUNG_TAG_NET_DNS, x->dns);
 	}
 	return b->oom ? -ENOMEM : 0;
 }
@@ -79,7 +81,7 @@ static int net_addr(const uint8_t *v, uint32_t l, struct rung_proto_restored *x,
 static int restored_field(struct rung_proto_restored *x, uint16_t tag, const uint8_t *v,
 			  uint32_t l, unsigned *seen, struct rung_err *err)
 {
-	unsigned bit = tag >= RUNG_TAG_SEED && tag <= RUNG_TAG_NET_GW ? 1u << (tag - RUNG_TAG_SEED)
+	unsigned bit = tag >= RUNG_TAG_SEED && tag <= RUNG_TAG_NET_DNS ? 1u << (tag - RUNG_TAG_SEED)
 								       : 0;
 	if (!bit)
 		return rung_err_set(err, EPROTO, "RESTORED: unexpected field %u", tag);
@@ -110,11 +112,17 @@ static int restored_field(struct rung_proto_restored *x, uint16_t tag, const uin
 		return 0;
 	case RUNG_TAG_NET_ADDR:
 		return net_addr(v, l, x, err);
-	default: /* RUNG_TAG_NET_GW */
+	case RUNG_TAG_NET_GW:
 		if ((r = short_str(v, l, x->gw, sizeof(x->gw), "gateway", err)) < 0)
 			return r;
 		if (!ipv4_valid(x->gw))
 			return rung_err_set(err, EPROTO, "RESTORED: gateway '%s' is not IPv4", x->gw);
+		return 0;
+	default: /* RUNG_TAG_NET_DNS */
+		if ((r = short_str(v, l, x->dns, sizeof(x->dns), "dns proxy", err)) < 0)
+			return r;
+		if (!ipv4_valid(x->dns))
+			return rung_err_set(err, EPROTO, "RESTORED: dns proxy '%s' is not IPv4", x->dns);
 		return 0;
 	}
 }
@@ -141,6 +149,8 @@ int rung_proto_restored_decode(const uint8_t *p, uint32_t len, struct rung_proto
 				    "required");
 	if ((seen & net) && (seen & net) != net)
 		return rung_err_set(err, EPROTO, "RESTORED: net address and gateway go together");
+	if ((seen & 1u << 5) && !(seen & net))
+		return rung_err_set(err, EPROTO, "RESTORED: a dns proxy needs the net address");
 	x->has_net = (seen & net) == net;
 	return 0;
 }

@@ -143,6 +143,7 @@ enum rung_tag {
 	RUNG_TAG_HOSTNAME = 63, /* string */
 	RUNG_TAG_NET_ADDR = 64, /* string "A.B.C.D/PREFIX": eth0's address */
 	RUNG_TAG_NET_GW = 65,   /* string "A.B.C.D": the default route's gateway */
+	RUNG_TAG_NET_DNS = 66,  /* string "A.B.C.D": the DNS proxy resolv.conf names */
 };
 
 /* EXIT flags */
@@ -367,10 +368,12 @@ struct rung_proto_restored {
 	bool has_net; /* eth0 gets addr/prefix and a default route via gw */
 	char addr[16], gw[16];
 	unsigned prefix; /* 1..32 */
+	char dns[16];    /* "" or the DNS proxy: the guest's resolv.conf is rewritten to it */
 };
 int rung_proto_restored_encode(const struct rung_proto_restored *x, struct rung_buf *b);
 /* Strict: SEED (exactly 64 bytes), WALL_NS (past 2020) and HOSTNAME (1-64 of [A-Za-z0-9.-],
- * no leading '-' or '.') exactly once; NET_ADDR and NET_GW both or neither, IPv4 only; any
+ * no leading '-' or '.') exactly once; NET_ADDR and NET_GW both or neither, NET_DNS only
+ * with them, IPv4 only; any
  * other tag, or one given twice, is -EPROTO naming it. */
 int rung_proto_restored_decode(const uint8_t *p, uint32_t len, struct rung_proto_restored *x,
 			       struct rung_err *err);

@@ -2,7 +2,7 @@
  * runtime/vm-fixup.c: after every restore of a VM (a clone of a template, a resume from disk),
  * the first request to its agent once it answers: RESTORED, with 64 bytes of fresh host
  * randomness (getrandom), the host's wall clock, the sandbox's hostname and, with a network,
- * eth0's address and gateway (docs/snapshots.md). The agent's answer is a RESULT or an ERROR;
+ * eth0's address and gateway and the DNS proxy's address (docs/snapshots.md). The agent's answer is a RESULT or an ERROR;
  * nothing else it sends means anything here.
  */
 #include <string.h>
@@ -40,6 +40,8 @@ static int fixup_build(struct rt_sandbox *sb, bool clone, struct rung_buf *b, st
 			x.prefix = 30;
 			memcpy(x.addr, info.sb_ip, sizeof(x.addr));
 			memcpy(x.gw, info.host_ip, sizeof(x.gw));
+			/* the DNS proxy listens on the host end, as the boot's rung.dns= said */
+			memcpy(x.dns, info.host_ip, sizeof(x.dns));
 		}
 	}
 	int r = rung_proto_restored_encode(&x, b);

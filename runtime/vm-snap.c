@@ -70,8 +70,9 @@ int rt_vm_suspend_disk(struct rt_sandbox *sb, struct rung_err *err)
 {
 	struct rt_store *st = &sb->router->store;
 	char jail[4096], path[4096];
-	/* A restored guest keeps the address it had; a new net slot need not give it that (the
-	 * network's reconfiguration after a restore is not done yet: docs/snapshots.md). */
+	/* With an allowlist the resume's net slot may differ: RESTORED carries eth0's address,
+	 * route and DNS proxy (runtime/vm-fixup.c), but a restored guest was not yet seen to
+	 * resolve through it in the nested stage (docs/snapshots.md, "Not yet done"). */
 	if (rt_net_wanted(&sb->meta.spec))
 		return rung_err_set(err, EOPNOTSUPP, "suspend --to-disk: not yet for a sandbox with "
 				    "an egress allowlist (sandbox %s)", sb->meta.id);

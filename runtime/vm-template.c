@@ -153,9 +153,6 @@ static int source_check(struct rt_sandbox *sb, struct rung_err *err)
 	if (m->iso != RUNG_ISO_VM)
 		return rung_err_set(err, EOPNOTSUPP, "snapshot needs the vm rung (sandbox %s is on "
 				    "the %s rung)", m->id, rt_backend_get(m->iso)->name);
-	if (rt_net_wanted(&m->spec))
-		return rung_err_set(err, EOPNOTSUPP, "snapshot: not yet for a sandbox with an "
-				    "egress allowlist (sandbox %s)", m->id);
 	if (rt_meta_on_disk(m))
 		return rung_err_set(err, EBADFD, "sandbox %s is suspended to disk: resume it first",
 				    m->id);
@@ -340,6 +337,22 @@ int rung_snapshot_list(struct rung_router *r, const char *scope, char **json,
 /* ---- clones (vm_prepare, vm_start) ---- */
 
 /* The spec field that differs from the template's (the two values in want/have), or NULL. */
+/* A list for a message: "[a, b]" (from a JSON array or a strv), cut to len. */
+static void list_text(json_t *a, char *const *v, char *out, size_t len)
+{
+	size_t n = a ? json_array_size(a) : 0, o = 0;
+	if (!a)
+		while (v && v[n])
+			n++;
+	o += (size_t)snprintf(out, len, "[");
+	for (size_t i = 0; i < n && o < len; i++) {
+		const char *e = a ? json_string_value(json_array_get(a, i)) : v[i];
+		o += (size_t)snprintf(out + o, len - o, "%s%s", i ? ", " : "", e ? e : "?");
+	}
+	if (o < len)
+		snprintf(out + o, len - o, "]");
+}
+
 static const char *spec_mismatch(const struct rung_spec *s, json_t *tspec, char *want,
 				 char *have, size_t len)
 {
@@ -362,6 +375,20 @@ static const char *spec_mismatch(const struct rung_spec *s, json_t *tspec, char 
 	if (!img || !s->image || strcmp(img, s->image))
 		return snprintf(want, len, "%s", img ? img : "none"),
 		       snprintf(have, len, "%s", s->image ? s->image : "none"), "image";
+	/* the same list, in the same order: the restored guest has the template's devices (a
+	 * network device with a list, none without) and, with a list, the template's view of it */
+	json_t *ta = json_object_get(tspec, "egress_allow");
+	size_t n = 0;
+	bool same = true;
+	for (; s->egress_allow && s->egress_allow[n]; n++) {
+		const char *t = json_string_value(json_array_get(ta, n));
+		same = same && t && !strcmp(t, s->egress_allow[n]);
+	}
+	if (!same || n != json_array_size(ta)) {
+		list_text(ta, NULL, want, len);
+		list_text(NULL, s->egress_allow, have, len);
+		return "egress_allow";
+	}
 	return NULL;
 }
 
@@ -380,8 +407,6 @@ int rt_template_clone(struct rt_sandbox *sb, struct rung_err *err)
 	if (bad)
 		r = rung_err_set(err, EINVAL, "from_snapshot: %s is %s, the snapshot '%s' was taken "
 				 "with %s (a clone's must be the template's)", bad, sv, name, tv);
-	else if (rt_net_wanted(s))
-		r = rung_err_set(err, EOPNOTSUPP, "from_snapshot: not yet with an egress allowlist");
 	else if (!want || !have || strcmp(want, have))
 		r = rung_err_set(err, EINVAL, "from_snapshot: image %s now resolves to %.80s, the "
 				 "snapshot '%s' was taken from %.80s", s->image, have ? have : "?",

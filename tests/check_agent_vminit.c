@@ -239,6 +239,7 @@ START_TEST(test_plan_dns)
 	const struct agent_vm_step *c = find(&p, AGENT_VM_CREATE, "/resolv.conf");
 	ck_assert_ptr_nonnull(c);
 	ck_assert_ptr_nonnull(strstr(c->data, "\nnameserver 10.1.0.1\n"));
+	ck_assert(c->keep_fd); /* kept open for RESTORED's fixer (agent/restored.c) */
 	const struct agent_vm_step *t = find(&p, AGENT_VM_TOUCH, "/rung/root/etc/resolv.conf");
 	ck_assert_ptr_nonnull(t);
 	const struct agent_vm_step *sw = find(&p, AGENT_VM_SWITCH, "/rung/root");
@@ -350,7 +351,9 @@ START_TEST(test_apply_resolv_bind)
 	ck_assert_int_eq(symlink("../run/systemd/resolve/stub-resolv.conf", "/etc/resolv.conf"), 0);
 
 	struct agent_vm_plan p = { .wait_ms = 10 };
-	strcpy(step(&p, AGENT_VM_CREATE, "", "/resolv.conf")->data, "nameserver 10.1.0.1\n");
+	struct agent_vm_step *c = step(&p, AGENT_VM_CREATE, "", "/resolv.conf");
+	strcpy(c->data, "nameserver 10.1.0.1\n");
+	c->keep_fd = 1;
 	step(&p, AGENT_VM_TOUCH, "", "/etc/resolv.conf");
 	struct agent_vm_step *s = step(&p, AGENT_VM_MOUNT, "/resolv.conf", "/etc/resolv.conf");
 	s->flags = MS_BIND;
@@ -367,6 +370,21 @@ START_TEST(test_apply_resolv_bind)
 	ck_assert_str_eq(buf, "nameserver 10.1.0.1\n");
 	ck_assert_int_eq(open("/etc/resolv.conf", O_WRONLY), -1); /* read-only, even for root */
 	ck_assert_int_eq(errno, EROFS);
+	/* the fixer's way in after a restore: the kept fd, under the read-only bind */
+	ck_assert_int_ge(agent_vm_resolv_fd, 0);
+	char text[AGENT_VM_DATA_MAX];
+	agent_vm_resolv_text(text, sizeof(text), "10.9.0.1");
+	ck_assert_int_eq(ftruncate(agent_vm_resolv_fd, 0), 0);
+	ck_assert_int_eq(pwrite(agent_vm_resolv_fd, text, strlen(text), 0), (ssize_t)strlen(text));
+	char got[AGENT_VM_DATA_MAX] = { 0 };
+	fd = open("/etc/resolv.conf", O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_gt(read(fd, got, sizeof(got) - 1), 0);
+	close(fd);
+	ck_assert_str_eq(got, text);
+	ck_assert_ptr_nonnull(strstr(got, "\nnameserver 10.9.0.1\n"));
+	close(agent_vm_resolv_fd);
+	agent_vm_resolv_fd = -1;
 }
 END_TEST
 

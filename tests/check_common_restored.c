@@ -20,6 +20,7 @@ static void good(struct rung_proto_restored *x, bool net)
 		strcpy(x->addr, "10.200.0.2");
 		strcpy(x->gw, "10.200.0.1");
 		x->prefix = 30;
+		strcpy(x->dns, "10.200.0.1");
 	}
 }
 
@@ -41,7 +42,9 @@ START_TEST(test_round_trip)
 			ck_assert_str_eq(b.addr, "10.200.0.2");
 			ck_assert_str_eq(b.gw, "10.200.0.1");
 			ck_assert_uint_eq(b.prefix, 30);
+			ck_assert_str_eq(b.dns, "10.200.0.1");
 		}
+		ck_assert_str_eq(b.dns, net ? "10.200.0.1" : "");
 		rung_buf_release(&buf);
 	}
 }
@@ -138,6 +141,44 @@ START_TEST(test_bad_net)
 }
 END_TEST
 
+/* The DNS proxy: optional with the network (a sender that has none leaves it ""), never
+ * without it, IPv4, once. */
+START_TEST(test_dns)
+{
+	struct rung_proto_restored a, b;
+	struct rung_err err = {0};
+	struct rung_buf buf = {0};
+	good(&a, true);
+	a.dns[0] = '\0';
+	rung_proto_restored_encode(&a, &buf);
+	ck_assert_msg(rung_proto_restored_decode(buf.data, (uint32_t)buf.len, &b, &err) == 0, "%s",
+		      err.msg);
+	ck_assert(b.has_net);
+	ck_assert_str_eq(b.dns, "");
+	rung_buf_release(&buf);
+	ck_assert_int_eq(decode_with(RUNG_TAG_NET_DNS, "10.0.0.1", 8, false, &err), -EPROTO);
+	ck_assert_msg(strstr(err.msg, "dns proxy needs the net address"), "%s", err.msg);
+	const char *bad[] = {"", "10.0.0", "::1", "10.0.0.1 ", "10.0.0.1\nnameserver 8.8.8.8",
+			     "0123456789012345"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		good(&a, true);
+		a.dns[0] = '\0';
+		rung_proto_restored_encode(&a, &buf);
+		rung_buf_put_str(&buf, RUNG_TAG_NET_DNS, bad[i]);
+		ck_assert_msg(rung_proto_restored_decode(buf.data, (uint32_t)buf.len, &b, &err) ==
+				  -EPROTO, "dns '%s' accepted", bad[i]);
+		ck_assert_msg(strstr(err.msg, "dns proxy"), "%s", err.msg);
+		rung_buf_release(&buf);
+	}
+	good(&a, true);
+	rung_proto_restored_encode(&a, &buf);
+	rung_buf_put_str(&buf, RUNG_TAG_NET_DNS, "10.0.0.1");
+	ck_assert_int_eq(rung_proto_restored_decode(buf.data, (uint32_t)buf.len, &b, &err), -EPROTO);
+	ck_assert_msg(strstr(err.msg, "given twice"), "%s", err.msg);
+	rung_buf_release(&buf);
+}
+END_TEST
+
 Suite *common_restored_suite(void)
 {
 	Suite *s = suite_create("common_restored");
@@ -145,6 +186,7 @@ Suite *common_restored_suite(void)
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_malformed);
 	tcase_add_test(tc, test_bad_net);
+	tcase_add_test(tc, test_dns);
 	suite_add_tcase(s, tc);
 	return s;
 }

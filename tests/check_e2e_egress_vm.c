@@ -9,6 +9,7 @@
  * runs this suite inside its L1 guest (vmm/guest/l1-rung.sh). Elsewhere it skips, loudly.
  */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,20 +81,30 @@ static struct rung_router *vm_router(char *why, size_t n)
 		ck_assert_msg((r) != NULL, "%s", why_);                                            \
 	} while (0)
 
-static struct rung_sandbox *vm_acquire(struct rung_router *r, const char *thread,
-				       const char *const *allow)
+/* Acquire on thread; from: a template (rung_snapshot_create) or NULL. The rc; *sb or err. */
+static int vm_try(struct rung_router *r, const char *thread, const char *const *allow,
+		  const char *from, struct rung_sandbox **sb, struct rung_err *err)
 {
 	struct rung_spec s;
 	eg_spec(&s, "vm-egress", allow);
 	s.image = strdup(VM_IMAGE);
 	s.isolation = RUNG_ISO_VM;
 	s.limits.memory_bytes = 256ull << 20;
+	s.from_snapshot = from ? strdup(from) : NULL;
 	struct rung_key key = {"vm-egress", thread, "agent"};
+	*sb = NULL;
+	int rc = rung_acquire(r, &key, &s, sb, NULL, err);
+	rung_spec_release(&s);
+	return rc;
+}
+
+static struct rung_sandbox *vm_acquire(struct rung_router *r, const char *thread,
+				       const char *const *allow)
+{
 	struct rung_sandbox *sb = NULL;
 	struct rung_err err = {0};
-	int rc = rung_acquire(r, &key, &s, &sb, NULL, &err);
-	rung_spec_release(&s);
-	ck_assert_msg(rc == 0, "acquire a vm with egress: %s", err.msg);
+	ck_assert_msg(vm_try(r, thread, allow, NULL, &sb, &err) == 0,
+		      "acquire a vm with egress: %s", err.msg);
 	return sb;
 }
 
@@ -179,6 +190,67 @@ START_TEST(t_vm_no_network)
 }
 END_TEST
 
+/* The allowed name resolves (through the DNS proxy resolv.conf names) and answers; another
+ * address and another name are refused: the guest uses its own tap, lease and proxy. */
+static void vm_reach(struct rung_sandbox *sb, const char *a10, const char *a11, const char *who)
+{
+	char p1[96], p2[96], want[64];
+	snprintf(p1, sizeof(p1), "tcp %s 80", a10);
+	snprintf(p2, sizeof(p2), "tcp %s 80", a11);
+	char *out = eg_py(sb, P("gai allowed.test", p1, p2, "dns denied.test"));
+	fprintf(stderr, "%s: %s\n", who, out);
+	snprintf(want, sizeof(want), "ip=%s", a10);
+	eg_expect(out, "gai allowed.test", want, 0);
+	eg_expect(out, p1, "ok hello", 0);
+	eg_expect(out, p2, "refused", EG_FAST_MS);
+	eg_expect(out, "dns denied.test", "rcode=5", 0);
+	free(out);
+}
+
+/* A template with an allowlist gives two clones, each on its own network (docs/snapshots.md);
+ * a clone whose allowlist differs is refused naming egress_allow; suspend to disk of the source
+ * is refused (not yet) and it runs on; nothing is left after dispose. */
+START_TEST(t_vm_snapshot_egress)
+{
+	struct rung_router *r;
+	struct np_world w;
+	VM_ROUTER_IN(r, &w);
+	char a10[32], a11[32];
+	EG_IP(&w, 10, a10);
+	EG_IP(&w, 11, a11);
+	const char *state = rung_router_state_dir(r);
+	struct rung_sandbox *src = vm_acquire(r, "tsrc", P("allowed.test"));
+	vm_reach(src, a10, a11, "source");
+	struct rung_err err = {0};
+	ck_assert_msg(rung_snapshot_create(r, rung_sandbox_id(src), NULL, "egress", false, NULL,
+					   &err) == 0, "snapshot: %s", err.msg);
+	struct rung_sandbox *c[2] = {NULL, NULL};
+	for (int i = 0; i < 2; i++) {
+		ck_assert_msg(vm_try(r, i ? "tc2" : "tc1", P("allowed.test"), "egress", &c[i],
+				     &err) == 0, "clone %d: %s", i + 1, err.msg);
+		eg_assert_net(state, rung_sandbox_id(c[i]), true);
+		vm_reach(c[i], a10, a11, i ? "clone 2" : "clone 1");
+	}
+	struct rung_sandbox *bad = NULL;
+	ck_assert_int_eq(vm_try(r, "tc3", P("other.test"), "egress", &bad, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "egress_allow"), "%s", err.msg);
+	ck_assert_ptr_null(bad);
+	for (int i = 0; i < 2; i++)
+		eg_dispose(r, c[i], state);
+	/* suspend to disk with an allowlist: still refused (its resumed guest had no network in
+	 * the nested stage: docs/snapshots.md, "Not yet done"); the source runs on */
+	ck_assert_int_eq(rung_suspend_to_disk(src, &err), -EOPNOTSUPP);
+	ck_assert_msg(strstr(err.msg, "egress allowlist"), "%s", err.msg);
+	vm_reach(src, a10, a11, "source again");
+	eg_dispose(r, src, state);
+	ck_assert_msg(rung_snapshot_remove(r, "egress", NULL, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(eg_store_tables(state), 0);
+	ck_assert_int_eq(eg_lease_count(state), 0);
+	rung_router_free(r);
+	npw_down(&w);
+}
+END_TEST
+
 Suite *e2e_egress_vm_suite(void)
 {
 	Suite *s = suite_create("e2e_egress_vm");
@@ -188,6 +260,7 @@ Suite *e2e_egress_vm_suite(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, t_vm_allowlist);
 	tcase_add_test(tc, t_vm_no_network);
+	tcase_add_test(tc, t_vm_snapshot_egress);
 	suite_add_tcase(s, tc);
 	return s;
 }
