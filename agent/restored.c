@@ -17,6 +17,7 @@
 #include <linux/random.h>
 #include <linux/securebits.h>
 #include <net/if.h>
+#include <net/if_arp.h>
 #include <net/route.h>
 #include <signal.h>
 #include <string.h>
@@ -83,6 +84,16 @@ static int net_apply(const struct rung_proto_restored *x, struct rung_err *err)
 	ioctl(s, SIOCDELRT, &rt); /* a default route that survived the address change */
 	if (ioctl(s, SIOCADDRT, &rt) < 0 && errno != EEXIST)
 		return rung_err_sys(err, errno, "default route via %s", x->gw);
+	/* The host end is a new tap with a new MAC (a resume's gateway keeps its address): the
+	 * guest's neighbour entry for it would send every frame to the old MAC, which the new tap
+	 * drops as another host's. Forget it: the next frame asks again. */
+	struct arpreq ar = {0};
+	struct sockaddr_in *pa = (struct sockaddr_in *)&ar.arp_pa;
+	pa->sin_family = AF_INET;
+	pa->sin_addr = gw->sin_addr;
+	snprintf(ar.arp_dev, sizeof(ar.arp_dev), "eth0");
+	if (ioctl(s, SIOCDARP, &ar) < 0 && errno != ENXIO)
+		return rung_err_sys(err, errno, "eth0: forget the old neighbour %s", x->gw);
 	return 0;
 }
 

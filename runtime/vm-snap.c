@@ -70,12 +70,8 @@ int rt_vm_suspend_disk(struct rt_sandbox *sb, struct rung_err *err)
 {
 	struct rt_store *st = &sb->router->store;
 	char jail[4096], path[4096];
-	/* With an allowlist the resume's net slot may differ: RESTORED carries eth0's address,
-	 * route and DNS proxy (runtime/vm-fixup.c), but a restored guest was not yet seen to
-	 * resolve through it in the nested stage (docs/snapshots.md, "Not yet done"). */
-	if (rt_net_wanted(&sb->meta.spec))
-		return rung_err_set(err, EOPNOTSUPP, "suspend --to-disk: not yet for a sandbox with "
-				    "an egress allowlist (sandbox %s)", sb->meta.id);
+	/* With an allowlist the resume gets a new tap (and its lease): RESTORED tells the guest
+	 * its address, route and DNS proxy and makes it forget the old tap's MAC (vm-fixup.c). */
 	rt_store_path(st, sb->meta.id, "jail", jail, sizeof(jail));
 	cleanup_close int jfd = open(jail, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (jfd < 0)
