@@ -440,6 +440,8 @@ static inline void srvt_teardown(struct srvt *t)
 				fprintf(stderr, "srvt teardown: gc of %s: %s\n", t->state, err.msg);
 			rung_router_free(r);
 		}
+		/* a daemon killed mid-create (a pool's refill) leaves debris gc keeps for 60 s */
+		rung_test_cgroup_debris_drop(t->state);
 		srvt_rm_rf(t->dir);
 		t->dir[0] = '\0';
 	}

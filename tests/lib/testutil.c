@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <glob.h>
+#include <libgen.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <sys/wait.h>
@@ -201,4 +203,31 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
 int rung_test_rmtree(const char *path)
 {
 	return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int rung_test_cgroup_debris_drop(const char *state_dir)
+{
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%s/sandboxes", state_dir);
+	DIR *d = opendir(dir);
+	int n = 0;
+	for (struct dirent *e; d && (e = readdir(d));) {
+		if (e->d_name[0] == '.' || strlen(e->d_name) < 16)
+			continue;
+		char pat[512];
+		glob_t g = {0};
+		snprintf(pat, sizeof(pat), "/sys/fs/cgroup/rung-*/%s", e->d_name);
+		int r = glob(pat, 0, NULL, &g);
+		snprintf(pat, sizeof(pat), "/sys/fs/cgroup/*/rung-*/%s", e->d_name);
+		r = glob(pat, r == 0 ? GLOB_APPEND : 0, NULL, &g);
+		for (size_t i = 0; i < g.gl_pathc; i++) {
+			if (rmdir(g.gl_pathv[i]) == 0)
+				n++;
+			rmdir(dirname(g.gl_pathv[i])); /* the store's group, once empty */
+		}
+		globfree(&g);
+	}
+	if (d)
+		closedir(d);
+	return n;
 }

@@ -59,6 +59,11 @@ int rung_test_run(const char *const *argv, char *out, size_t len);
 /* A test's own shell script run as `sh -c SCRIPT sh ARG...`: the arguments reach it as $1, $2,
  * ... and are never pasted into its text. NULL-terminated arguments; status as rung_test_run. */
 int rung_test_sh(const char *script, ...) __attribute__((sentinel));
+/* A store's leftovers in the cgroup hierarchies: for every sandbox directory of state_dir, its
+ * group (rung-<store>/<id>, in every hierarchy) removed, then the store's group if that left
+ * it empty. For a test's teardown once nothing of the store runs (gc leaves a create's debris
+ * younger than its 60 s grace, and a test then deletes the store). The groups removed. */
+int rung_test_cgroup_debris_drop(const char *state_dir);
 /* Remove a tree (no links followed); 0 or -1. */
 int rung_test_rmtree(const char *path);
 
