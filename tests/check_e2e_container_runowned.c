@@ -13,23 +13,23 @@
 #include "tests/lib/container.h"
 #include "tests/lib/testutil.h"
 
-/* build/rung --state-dir <store> run --isolation container --image CT_IMAGE ARGS: its
- * stdout (malloc'd) and exit status. */
-static char *ctr_run(const char *args, int *status)
+/* build/rung --state-dir <store> run --isolation container --image CT_IMAGE [--disk D
+ * --memory M] -- /bin/sh -c SCRIPT, by argv: its stdout (malloc'd) and exit status. */
+static char *ctr_run(const char *disk, const char *mem, const char *script, int *status)
 {
-	char cmd[8192];
-	snprintf(cmd, sizeof(cmd), "%s/rung --state-dir '%s' run --isolation container --image %s %s",
-		 rung_test_build_dir(), ct_state(), CT_IMAGE, args);
-	FILE *f = popen(cmd, "r");
-	ck_assert_ptr_nonnull(f);
-	size_t cap = 1 << 16, len = 0;
+	char bin[4096];
+	snprintf(bin, sizeof(bin), "%s/rung", rung_test_build_dir());
+	const char *argv[20] = {bin, "--state-dir", ct_state(), "run", "--isolation", "container",
+				"--image", CT_IMAGE};
+	size_t n = 8;
+	if (disk)
+		argv[n++] = "--disk", argv[n++] = disk, argv[n++] = "--memory", argv[n++] = mem;
+	argv[n++] = "--", argv[n++] = "/bin/sh", argv[n++] = "-c", argv[n++] = script;
+	argv[n] = NULL;
+	size_t cap = 1 << 16;
 	char *out = calloc(1, cap);
 	ck_assert_ptr_nonnull(out);
-	size_t n;
-	while (len < cap - 1 && (n = fread(out + len, 1, cap - 1 - len, f)) > 0)
-		len += n;
-	int st = pclose(f);
-	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	*status = rung_test_run(argv, out, cap);
 	return out;
 }
 
@@ -39,17 +39,18 @@ START_TEST(test_run_tmpfs_upper)
 	int st;
 	/* 16 MiB of disk, 256 MiB of memory: a tmpfs of exactly 16384 KiB (an ext4 of 16 MiB
 	 * shows less: its own metadata). */
-	char *out = ctr_run("--disk 16M --memory 256M -- /bin/sh -c "
-			    "'df -k / | tail -n 1 | (read a b c; echo size=$b); rm /bin/ls; "
+	char *out = ctr_run("16M", "256M",
+			    "df -k / | tail -n 1 | (read a b c; echo size=$b); rm /bin/ls; "
 			    "ls /bin/ls 2>/dev/null; echo ls=$?; dd if=/dev/zero of=/f bs=1M "
-			    "count=24 2>/dev/null; echo dd=$?'",
+			    "count=24 2>/dev/null; echo dd=$?",
 			    &st);
 	ck_assert_int_eq(st, 0);
 	ck_assert_str_eq(out, "size=16384\nls=1\ndd=1\n");
 	free(out);
 	/* The default (1 GiB of disk, 512 MiB of memory): the ext4 image, files work. */
-	out = ctr_run("-- /bin/sh -c 'df -k / | tail -n 1 | (read a b c; test $b -lt 1048576 && "
-		      "echo ext4); echo hi >/x; cat /x'",
+	out = ctr_run(NULL, NULL,
+		      "df -k / | tail -n 1 | (read a b c; test $b -lt 1048576 && echo ext4); "
+		      "echo hi >/x; cat /x",
 		      &st);
 	ck_assert_int_eq(st, 0);
 	ck_assert_str_eq(out, "ext4\nhi\n");

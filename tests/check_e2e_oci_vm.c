@@ -201,14 +201,10 @@ static void ov_setup(struct ov *v)
 		snprintf(p, sizeof(p), "%s/rootfs/%s", v->bundle, dirs[i]);
 		ck_assert_int_eq(mkdir(p, 0755), 0);
 	}
-	snprintf(p, sizeof(p), "cp /bin/busybox %s/rootfs/bin/busybox", v->bundle);
-	ck_assert_int_eq(system(p), 0); /* a static busybox (the host's, and L1's) */
-	static const char *const applets[] = {"sh", "echo", "cat", "uname", "grep", "sleep", "true",
-					      "ls", "ps"};
-	for (size_t i = 0; i < sizeof(applets) / sizeof(applets[0]); i++) {
-		snprintf(p, sizeof(p), "%s/rootfs/bin/%s", v->bundle, applets[i]);
-		ck_assert_int_eq(symlink("busybox", p), 0);
-	}
+	/* a static busybox (the host's, and L1's) and its applets */
+	static const char *const applets[] = {"sh",   "echo", "cat", "uname", "grep",
+					      "sleep", "true", "ls",  "ps",    NULL};
+	oci_test_busybox(v->bundle, applets);
 	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0); /* as the shim: we reap the proxy */
 	v->vmms = count_comm("rung-vmm", NULL);
 }
