@@ -36,7 +36,7 @@ static void setup(void)
 	if (geteuid() != 0 || access("/usr/bin/containerd", X_OK) < 0 ||
 	    access("/usr/bin/ctr", X_OK) < 0)
 		return;
-	started = ctrd_start(&C);
+	started = ctrd_start(&C, false);
 	if (!started)
 		fprintf(stderr, "e2e_oci_containerd: %s\n", C.why);
 }
@@ -81,22 +81,9 @@ static int oci(const char *const *args)
 }
 #define OCI(...) oci((const char *const[]){__VA_ARGS__, NULL})
 
-/* The task's status as `ctr task ls` prints it (RUNNING, PAUSED, STOPPED), and its pid. */
 static const char *task_status(const char *id, int *pid)
 {
-	static char st[32];
-	ck_assert_int_eq(CTR("tasks", "ls"), 0);
-	st[0] = '\0';
-	for (char *l = strtok(out_, "\n"); l; l = strtok(NULL, "\n")) {
-		char name[128];
-		int p;
-		if (sscanf(l, "%127s %d %31s", name, &p, st) == 3 && !strcmp(name, id)) {
-			if (pid)
-				*pid = p;
-			return st;
-		}
-	}
-	return "";
+	return ctrd_task_status(&C, id, pid);
 }
 
 START_TEST(test_run_output_and_exit_codes)

@@ -47,34 +47,6 @@ static double now_ms(void)
 	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-/* Can the vm rung run here? (a router on a scratch store, asked to pick it) */
-static bool vm_runs(char *why, size_t n)
-{
-	if (geteuid() != 0)
-		return snprintf(why, n, "needs root (CI runs as root)"), false;
-	char *tmp = rung_test_tmpdir("oci-vm-probe");
-	struct rung_router_opts o = {.state_dir = tmp};
-	rung_test_router_env(&o);
-	struct rung_router *r = NULL;
-	struct rung_err err = {0};
-	ck_assert_msg(rung_router_new(&o, &r, &err) == 0, "router: %s", err.msg);
-	struct rung_spec s;
-	rung_spec_init(&s);
-	s.kind = strdup("probe");
-	s.image = strdup("probe");
-	s.isolation = RUNG_ISO_VM;
-	enum rung_isolation iso;
-	int rc = rung_router_pick(r, &s, &iso, &err);
-	rung_spec_release(&s);
-	rung_router_free(r);
-	rung_rm_rf(tmp, &err);
-	free(tmp);
-	if (rc < 0)
-		snprintf(why, n, "the vm rung cannot run here (make check-vm runs this suite in its "
-			 "L1): %s", err.msg);
-	return rc == 0;
-}
-
 /* bin args...: stdin /dev/null, stdout/stderr into <dir>/<tag>.out/.err, this environment (the
  * RUNG_* knobs). The exit status (128 + the signal). The proxy of a create stays our child. */
 static int ov_spawn(const struct ov *v, const char *bin, const char *tag, const char *const *args)
@@ -294,7 +266,7 @@ static void ov_nothing_left(const struct ov *v)
 	struct ov v;                                                                               \
 	do {                                                                                       \
 		char why_[512];                                                                    \
-		if (!vm_runs(why_, sizeof(why_)))                                                  \
+		if (!oci_test_vm_runs(why_, sizeof(why_)))                                                  \
 			RUNG_SKIP(why_);                                                           \
 		ov_setup(&v);                                                                      \
 	} while (0)

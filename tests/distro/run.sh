@@ -66,9 +66,11 @@ printf 'root:*:19000:0:99999:7:::\n' >"$P/etc/shadow" && chmod 0640 "$P/etc/shad
 [ -e "$P/usr/sbin/ip" ] || cp -L /usr/sbin/ip "$P/usr/sbin/ip"
 # e2e_oci_containerd: Debian's containerd, ctr and the runc shim (Go, libc only; about 83 MB),
 # at the paths the suite runs them from (tests/lib/ctrd.c); the shim calls rung-oci, not runc.
+# Its image carries rung-probe (static), which the suite takes from beside check_rung.
 for f in /usr/bin/containerd /usr/bin/ctr /usr/bin/containerd-shim-runc-v2; do
 	[ -x "$f" ] && copy_with_libs "$P" "$f"
 done
+[ -x "$RUNG_BUILD/rung-probe" ] && cp "$RUNG_BUILD/rung-probe" "$P/rung/bin/"
 # libnftables resolves protocol and service names through these; the resolver wants a nameserver.
 for f in /etc/protocols /etc/services /etc/nsswitch.conf; do [ -f "$f" ] && cp "$f" "$P/etc/"; done
 echo "nameserver 127.0.0.53" >"$P/etc/resolv.conf"

@@ -20,8 +20,22 @@
 #include "tests/lib/rootfs.h"
 #include "tests/lib/testutil.h"
 
-static char *const ctr_env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-				NULL};
+extern char **environ;
+
+/* containerd's and ctr's environment: PATH, and this process's RUNG_* knobs (the vm rung's
+ * kernel, initramfs, uid registry, boot timeout in the nested stage), which containerd hands to
+ * its shims and they to rung-oci. */
+static char *const *ctr_env(void)
+{
+	static char *env[64] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+	static bool made;
+	size_t n = 1;
+	for (char **e = environ; !made && e && *e && n < 63; e++)
+		if (!strncmp(*e, "RUNG_", 5))
+			env[n++] = *e;
+	made = true;
+	return env;
+}
 
 static void child(int in_fd, int out_fd, int err_fd, bool tty)
 {
@@ -48,7 +62,7 @@ static pid_t fork_ctr(struct ctrd *c, int in_fd, int out_fd, int err_fd, bool tt
 	pid_t pid = fork();
 	if (pid == 0) {
 		child(in_fd, out_fd, err_fd, tty);
-		execve(argv[0], (char **)argv, ctr_env);
+		execve(argv[0], (char **)argv, ctr_env());
 		_exit(127);
 	}
 	return pid;
@@ -108,6 +122,10 @@ void ctrd_run_argv(struct ctrd *c, const char **argv, size_t max, const char *co
 	argv[n++] = c->bin;
 	argv[n++] = "--runc-root";
 	argv[n++] = c->oci_root;
+	if (c->native) {
+		argv[n++] = "--snapshotter";
+		argv[n++] = "native";
+	}
 	for (; *extra && n + 1 < max; extra++)
 		argv[n++] = *extra;
 	argv[n] = NULL;
@@ -179,8 +197,9 @@ static bool import_image(struct ctrd *c)
 	tb_tar_dir(layout, ltar);
 	char out[1024];
 	/* unpacked for the default overlayfs snapshotter and for native */
-	int rc = ctrd_ctr(c, -1, 60, out, sizeof(out), NULL, 0,
-			  (const char *const[]){"images", "import", ltar, NULL});
+	int rc = c->native ? 0
+			   : ctrd_ctr(c, -1, 60, out, sizeof(out), NULL, 0,
+				      (const char *const[]){"images", "import", ltar, NULL});
 	if (rc == 0)
 		rc = ctrd_ctr(c, -1, 60, out, sizeof(out), NULL, 0,
 			      (const char *const[]){"images", "import", "--snapshotter", "native",
@@ -190,9 +209,10 @@ static bool import_image(struct ctrd *c)
 	return rc == 0;
 }
 
-bool ctrd_start(struct ctrd *c)
+bool ctrd_start(struct ctrd *c, bool native)
 {
 	memset(c, 0, sizeof(*c));
+	c->native = native;
 	char rel[PATH_MAX];
 	snprintf(rel, sizeof(rel), "%s/rung-oci", rung_test_build_dir());
 	if (!realpath(rel, c->bin) || access(c->bin, X_OK) < 0) {
@@ -223,7 +243,7 @@ bool ctrd_start(struct ctrd *c)
 	if (c->pid == 0) {
 		child(-1, lfd, lfd, false);
 		char *argv[] = {"/usr/bin/containerd", "--config", cfg, NULL};
-		execve(argv[0], argv, ctr_env);
+		execve(argv[0], argv, ctr_env());
 		_exit(127);
 	}
 	close(lfd);
@@ -242,6 +262,27 @@ bool ctrd_start(struct ctrd *c)
 	}
 	snprintf(c->why, sizeof(c->why), "containerd did not answer in 10 s: %s", out);
 	return false;
+}
+
+const char *ctrd_task_status(struct ctrd *c, const char *id, int *pid)
+{
+	static char st[32], out[16384];
+	st[0] = '\0';
+	if (ctrd_ctr(c, -1, 60, out, sizeof(out), NULL, 0,
+		     (const char *const[]){"tasks", "ls", NULL}) != 0)
+		return st;
+	char *save = NULL;
+	for (char *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char name[128];
+		int p;
+		if (sscanf(l, "%127s %d %31s", name, &p, st) == 3 && !strcmp(name, id)) {
+			if (pid)
+				*pid = p;
+			return st;
+		}
+		st[0] = '\0';
+	}
+	return st;
 }
 
 /* Lines of `ctr containers ls -q`, each run through fn. */

@@ -21,15 +21,16 @@ struct ctrd {
 	char oci_root[128];	/* --runc-root; rung-oci's --root is oci_root/ns */
 	char bin[PATH_MAX];	/* build/rung-oci, absolute */
 	pid_t pid;		/* containerd */
+	bool native;		/* the image for the native snapshotter only, and every run on it */
 	bool run_dir_made;	/* /run/containerd was not there before (containerd makes its
 				 * shim socket and fifo dirs there whatever its config says) */
 	char why[512];		/* why it did not start */
 };
 
 /* Start containerd and import the image (busybox, its applets, /bin/rung-probe; unpacked for
- * the overlayfs and native snapshotters). false with
- * c->why set when it cannot. */
-bool ctrd_start(struct ctrd *c);
+ * the overlayfs and native snapshotters, or with native for native alone, which every run then
+ * takes). false with c->why set when it cannot. */
+bool ctrd_start(struct ctrd *c, bool native);
 /* Every task and container killed and deleted, containerd and its shims stopped, the mounts
  * under dir detached, the namespace's cgroups and dir removed. */
 void ctrd_stop(struct ctrd *c);
@@ -43,6 +44,9 @@ int ctrd_ctr(struct ctrd *c, int in_fd, int timeout_s, char *out, size_t outn, c
 /* The same in the background with stdio on fds (setsid and the controlling tty when tty is
  * set); its pid. */
 pid_t ctrd_spawn(struct ctrd *c, int in_fd, int out_fd, bool tty, const char *const *args);
+/* The task's status as `ctr task ls` prints it (RUNNING, PAUSED, STOPPED; "" when it is not
+ * listed), and its pid (static buffer). */
+const char *ctrd_task_status(struct ctrd *c, const char *id, int *pid);
 /* The argv of `run` with rung-oci as runtime (--runc-binary, --runc-root; the default overlayfs
  * snapshotter unless extra names one) then extra (NULL-ended): into argv (max entries). */
 void ctrd_run_argv(struct ctrd *c, const char **argv, size_t max, const char *const *extra);

@@ -43,7 +43,7 @@ bool lt_run_weak(struct lt_outcome *out, size_t n, char *why, size_t whyn);
 /*
  * The ladder's expected set for rung ("process", "container", or "containerd": the container
  * rung through rung-oci): every probe blocked but the ones that escape by design or through a
- * known gap (vm.shared_kernel; info.host_mounts under containerd), n/a only where this
+ * known gap (vm.shared_kernel), n/a only where this
  * host lacks the facility (or vm.vmm_jail, the vm rung's check; with peer_na, the file API
  * probes a runtime without rung's file API reports n/a). What differs, a line per probe, into
  * bad (empty: none); the count.

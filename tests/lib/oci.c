@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "rung/rung.h"
+#include "tests/lib/testutil.h"
 #include "tests/lib/oci.h"
 
 static void slurp(const char *path, char *buf, size_t n)
@@ -101,4 +103,31 @@ void oci_test_busybox(const char *bundle, const char *const *applets)
 		snprintf(p, sizeof(p), "%s/rootfs/bin/%s", bundle, applets[i]);
 		ck_assert(symlink("busybox", p) == 0 || errno == EEXIST);
 	}
+}
+
+bool oci_test_vm_runs(char *why, size_t n)
+{
+	if (geteuid() != 0)
+		return snprintf(why, n, "needs root (CI runs as root)"), false;
+	char *tmp = rung_test_tmpdir("oci-vm-probe");
+	struct rung_router_opts o = {.state_dir = tmp};
+	rung_test_router_env(&o);
+	struct rung_router *r = NULL;
+	struct rung_err err = {0};
+	ck_assert_msg(rung_router_new(&o, &r, &err) == 0, "router: %s", err.msg);
+	struct rung_spec s;
+	rung_spec_init(&s);
+	s.kind = strdup("probe");
+	s.image = strdup("probe");
+	s.isolation = RUNG_ISO_VM;
+	enum rung_isolation iso;
+	int rc = rung_router_pick(r, &s, &iso, &err);
+	rung_spec_release(&s);
+	rung_router_free(r);
+	rung_rm_rf(tmp, &err);
+	free(tmp);
+	if (rc < 0)
+		snprintf(why, n, "the vm rung cannot run here (make check-vm runs this suite in its "
+			 "L1): %s", err.msg);
+	return rc == 0;
 }

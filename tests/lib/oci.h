@@ -2,6 +2,7 @@
 #ifndef RUNG_TESTS_LIB_OCI_H
 #define RUNG_TESTS_LIB_OCI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* bin --root root args... with stdin from in (NULL: /dev/null); its stdout and stderr into out
@@ -20,5 +21,9 @@ long oci_test_status_field(int pid, const char *field);
 
 /* bundle/rootfs/bin with /bin/busybox and the applets named (NULL-terminated) linked to it. */
 void oci_test_busybox(const char *bundle, const char *const *applets);
+
+/* Can the vm rung run here (root, and a router on a scratch store picks it)? false with why set
+ * (the nested stage's L1 runs the vm suites). */
+bool oci_test_vm_runs(char *why, size_t n);
 
 #endif

@@ -36,7 +36,16 @@ if [ -x "$BUILD/rung-oci" ]; then
 	copy_with_libs "$P" "$(readlink -f "$BUILD/rung-oci")"
 	cp "$BUILD/rung-oci" "$P/rung/bin/"
 fi
-cp "$here/l1-rung.sh" "$here/l1-oci-vm.sh" "$P/rung/"
+# l1-oci-ctrd.sh: Debian's containerd, ctr and runc shim (Go, libc only; about 83 MB), at the
+# paths e2e_oci_ctrdvm runs them from (tests/lib/ctrd.c), and /run for a tmpfs (containerd's
+# shim sockets); the shim calls rung-oci-vm, not runc
+if [ -x "$BUILD/rung-oci" ] && [ -x /usr/bin/containerd ]; then
+	for f in /usr/bin/containerd /usr/bin/ctr /usr/bin/containerd-shim-runc-v2; do
+		[ -x "$f" ] && copy_with_libs "$P" "$f"
+	done
+	mkdir -p "$P/run"
+fi
+cp "$here/l1-rung.sh" "$here/l1-oci-vm.sh" "$here/l1-oci-ctrd.sh" "$P/rung/"
 tmp=$(mktemp -d /tmp/rung-payload.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 sh "$here/mkrootfs.sh" python "$tmp/rootfs" >/dev/null

@@ -1,0 +1,38 @@
+# vmm/guest/l1-oci-ctrd.sh: sourced by l1-tests.sh (busybox sh) where /dev/kvm works, for
+# VMTEST_ONLY naming rung-oci-containerd (or none). rung-oci on the vm rung under containerd
+# (docs/oci.md): the e2e_oci_ctrdvm Check suite (tests/check_e2e_oci_ctrdvm.c) starts a private
+# containerd (Debian's containerd, ctr and runc shim, copied into the payload by
+# payload-rung.sh), imports its busybox image for the native snapshotter and runs
+# `ctr run --runc-binary .../rung-oci-vm`: echo, the guest's kernel and processes, an exit code,
+# `ctr task exec`, kill, delete, nothing left. containerd passes its RUNG_* environment to the
+# shim and the shim to rung-oci, so the guest kernel and initramfs knobs reach it.
+# Uses pass/fail/skip/now/ms_since/dump, $P, $G and $W from l1-tests.sh.
+if [ ! -x "$P/rung/bin/rung-oci" ] || [ ! -x "$P/rung/bin/check_rung" ] || [ ! -x /usr/bin/containerd ]; then
+	skip rung-oci-containerd "no rung-oci, check_rung or containerd in the payload"
+else
+	oc_b=$W/ck-ctrd
+	mkdir -p "$oc_b" && chmod 0711 "$W" "$oc_b"
+	# the suite runs $RUNG_BUILD_DIR/rung-oci (rung-agent and rung-vmm beside its real path)
+	# and puts $RUNG_BUILD_DIR/rung-probe into its image
+	ln -sf "$P/rung/bin/rung-oci" "$oc_b/rung-oci"
+	ln -sf "$P/rung/bin/rung-probe" "$oc_b/rung-probe"
+	# containerd makes /run/containerd (shim sockets, fifos) whatever its config says
+	oc_run=0
+	if ! (: >/run/.rung-w) 2>/dev/null; then mount -t tmpfs -o mode=0755,size=16m run /run && oc_run=1; fi
+	rm -f /run/.rung-w
+	oc_t0=$(now)
+	timeout -s KILL 1200 env CK_VERBOSITY=verbose RUNG_BUILD_DIR="$oc_b" \
+		RUNG_VM_KERNEL="$G/bzImage" RUNG_VM_INITRD="$G/initramfs.cpio.gz" \
+		RUNG_UID_REGISTRY="$W/uid-slots-ctrd" RUNG_VM_BOOT_TIMEOUT_MS=180000 \
+		"$P/rung/bin/check_rung" e2e_oci_ctrdvm >"$W/e2e_oci_ctrdvm.log" 2>&1
+	oc_rc=$?
+	[ "$oc_run" = 1 ] && umount /run
+	oc_res=$(grep -E '^[0-9]+%: Checks' "$W/e2e_oci_ctrdvm.log" | tail -n 1)
+	oc_lines=$(grep '^e2e_oci_ctrdvm: ' "$W/e2e_oci_ctrdvm.log" | tr '\n' ' ')
+	if [ "$oc_rc" = 0 ] && ! grep -q 'skipped' "$W/e2e_oci_ctrdvm.log" && [ -n "$oc_res" ]; then
+		pass rung-oci-containerd "e2e_oci_ctrdvm suite ($oc_res) in $(ms_since "$oc_t0") ms: $oc_lines"
+	else
+		fail rung-oci-containerd "rc=$oc_rc $(grep -E 'Checks|:F:|:E:|skip' "$W/e2e_oci_ctrdvm.log" | tr '\n' ' ' | cut -c1-800) $oc_lines"
+		dump e2e_oci_ctrdvm "$W/e2e_oci_ctrdvm.log"
+	fi
+fi
