@@ -5,6 +5,9 @@
  * mounted again over the rootfs, each lower layer through an idmapped mount for the
  * container's user namespace (rootfs/overlay.c), the upper and work dirs as they are, the
  * upper's top directory given to the container's root (a fresh container's upper is empty).
+ * The layers' clones and the upper's are attached under rung-oci's state directory while the
+ * overlay is made from paths relative to it, so the container's mountinfo shows "0:1", "u/fs"
+ * and "u/work", no host path of containerd's or rung-oci's.
  * The first overlay is detached from the host's namespace (its options read) before the init
  * is cloned, so the container's mount namespace never holds it: two overlays on one upper dir
  * at once are undefined behaviour to overlayfs (it warns in the kernel log). The shim's delete

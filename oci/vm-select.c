@@ -47,10 +47,16 @@ int oci_rung_resolve(bool runtime_vm, json_t *annotations, bool *vm, struct rung
 
 int oci_vm_config_check(const struct oci_config *c, struct rung_err *err)
 {
-	if (c->uid != 0 || c->gid != 0 || c->ngids)
+	if (c->uid != 0 || c->gid != 0)
 		return rung_err_set(err, ENOTSUP, "process.user: the vm rung runs the program as the "
 				    "guest's uid 0 (without capabilities); uid %u gid %u is not "
 				    "supported there", (unsigned)c->uid, (unsigned)c->gid);
+	/* containerd (1.6.18 on) lists the primary gid among the additional ones: 0 is no change */
+	for (size_t i = 0; i < c->ngids; i++)
+		if (c->gids[i] != 0)
+			return rung_err_set(err, ENOTSUP, "process.user.additionalGids[%zu]: the vm "
+					    "rung runs the program as the guest's uid 0 and gid 0 only; "
+					    "group %u is not supported there", i, (unsigned)c->gids[i]);
 	json_t *hooks = json_object_get(c->doc, "hooks");
 	const char *name;
 	json_t *h;

@@ -170,6 +170,15 @@ START_TEST(test_exec_pause_kill_delete)
 			     "echo in-exec; exit 5"),
 			 5);
 	ck_assert_str_eq(out_, "in-exec\n");
+	/* the rootfs's overlay, made from paths relative to rung-oci's state dir, names no host
+	 * path in the container's mountinfo (oci/overlay.c) */
+	ck_assert_int_eq(CTR("tasks", "exec", "--exec-id", "x2", "e1", "cat", "/proc/self/mountinfo"),
+			 0);
+	const char *root = strstr(out_, " / / ");
+	ck_assert_msg(root && strstr(root, "upperdir=u/fs"), "no relative overlay on /: %s", out_);
+	ck_assert_msg(!strstr(out_, C.dir), "mountinfo names %s: %s", C.dir, out_);
+	fprintf(stderr, "e2e_oci_containerd: the container's root in its mountinfo: %.*s\n",
+		(int)strcspn(root, "\n"), root);
 	/* pause / resume, read back through containerd and through rung-oci */
 	ck_assert_msg(CTR("tasks", "pause", "e1") == 0, "%s", err_);
 	ck_assert_str_eq(task_status("e1", NULL), "PAUSED");

@@ -131,6 +131,9 @@ START_TEST(test_vm_refusals)
 		ck_assert_msg(vm_check(t[i].obj, t[i].key, t[i].value, &e) < 0, "case %zu accepted", i);
 		ck_assert_msg(strstr(e.msg, t[i].field), "case %zu: %s", i, e.msg);
 	}
+	e = (struct rung_err){0}; /* containerd's root: the primary gid 0 repeated is no change */
+	ck_assert_msg(vm_check("process", "user", "{\"uid\": 0, \"gid\": 0, \"additionalGids\": [0]}",
+			       &e) == 0, "%s", e.msg);
 	e = (struct rung_err){0}; /* empty hook lists are nothing to run */
 	ck_assert_msg(vm_check(NULL, "hooks", "{\"prestart\": []}", &e) == 0, "%s", e.msg);
 }

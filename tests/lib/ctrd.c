@@ -87,12 +87,17 @@ static int wait_for(pid_t pid, int timeout_s)
 	return 128 + SIGKILL;
 }
 
-static void slurp(int fd, char *buf, size_t n)
+static void slurp_at(int fd, off_t at, char *buf, size_t n)
 {
 	if (!buf || !n)
 		return;
-	ssize_t k = pread(fd, buf, n - 1, 0);
+	ssize_t k = pread(fd, buf, n - 1, at);
 	buf[k > 0 ? k : 0] = '\0';
+}
+
+static void slurp(int fd, char *buf, size_t n)
+{
+	slurp_at(fd, 0, buf, n);
 }
 
 int ctrd_ctr(struct ctrd *c, int in_fd, int timeout_s, char *out, size_t outn, char *errb,
@@ -209,6 +214,19 @@ static bool import_image(struct ctrd *c)
 	return rc == 0;
 }
 
+/* c->why: what, then the last lines of containerd's log. */
+static void log_tail(struct ctrd *c, const char *log, const char *what)
+{
+	char buf[4096] = "";
+	int fd = open(log, O_RDONLY | O_CLOEXEC);
+	off_t end = fd >= 0 ? lseek(fd, 0, SEEK_END) : 0;
+	if (fd >= 0)
+		slurp_at(fd, end > 300 ? end - 300 : 0, buf, sizeof(buf));
+	if (fd >= 0)
+		close(fd);
+	snprintf(c->why, sizeof(c->why), "%s; its log %s ends: %s", what, log, buf);
+}
+
 bool ctrd_start(struct ctrd *c, bool native)
 {
 	memset(c, 0, sizeof(*c));
@@ -248,19 +266,24 @@ bool ctrd_start(struct ctrd *c, bool native)
 	}
 	close(lfd);
 	char out[512] = "";
-	for (int i = 0; i < 200; i++) { /* ready: it answers `ctr version` (10 s at most) */
+	/* ready: it answers `ctr version`. 60 s at most: about 0.5 s here, but in the distro
+	 * stage's TCG L1 beside other TCG guests 10 s were once not enough */
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
 		if (waitpid(c->pid, NULL, WNOHANG) == c->pid) {
 			c->pid = 0;
-			snprintf(c->why, sizeof(c->why), "containerd exited: see %s", log);
+			log_tail(c, log, "containerd exited");
 			return false;
 		}
 		if (access(c->sock, F_OK) == 0 &&
-		    ctrd_ctr(c, -1, 10, out, sizeof(out), NULL, 0,
+		    ctrd_ctr(c, -1, 20, out, sizeof(out), NULL, 0,
 			     (const char *const[]){"version", NULL}) == 0)
 			return import_image(c);
 		usleep(50000);
-	}
-	snprintf(c->why, sizeof(c->why), "containerd did not answer in 10 s: %s", out);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - t0.tv_sec < 60);
+	log_tail(c, log, "containerd did not answer in 60 s");
 	return false;
 }
 
