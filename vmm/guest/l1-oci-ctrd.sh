@@ -6,7 +6,7 @@
 # `ctr run --runc-binary .../rung-oci-vm`: echo, the guest's kernel and processes, an exit code,
 # `ctr task exec`, kill, delete, nothing left. containerd passes its RUNG_* environment to the
 # shim and the shim to rung-oci, so the guest kernel and initramfs knobs reach it.
-# Uses pass/fail/skip/now/ms_since/dump, $P, $G and $W from l1-tests.sh.
+# Uses skip/now/ck_result, $P, $G and $W from l1-tests.sh.
 if [ ! -x "$P/rung/bin/rung-oci" ] || [ ! -x "$P/rung/bin/check_rung" ] || [ ! -x /usr/bin/containerd ]; then
 	skip rung-oci-containerd "no rung-oci, check_rung or containerd in the payload"
 else
@@ -27,12 +27,5 @@ else
 		"$P/rung/bin/check_rung" e2e_oci_ctrdvm >"$W/e2e_oci_ctrdvm.log" 2>&1
 	oc_rc=$?
 	[ "$oc_run" = 1 ] && umount /run
-	oc_res=$(grep -E '^[0-9]+%: Checks' "$W/e2e_oci_ctrdvm.log" | tail -n 1)
-	oc_lines=$(grep '^e2e_oci_ctrdvm: ' "$W/e2e_oci_ctrdvm.log" | tr '\n' ' ')
-	if [ "$oc_rc" = 0 ] && ! grep -q 'skipped' "$W/e2e_oci_ctrdvm.log" && [ -n "$oc_res" ]; then
-		pass rung-oci-containerd "e2e_oci_ctrdvm suite ($oc_res) in $(ms_since "$oc_t0") ms: $oc_lines"
-	else
-		fail rung-oci-containerd "rc=$oc_rc $(grep -E 'Checks|:F:|:E:|skip' "$W/e2e_oci_ctrdvm.log" | tr '\n' ' ' | cut -c1-800) $oc_lines"
-		dump e2e_oci_ctrdvm "$W/e2e_oci_ctrdvm.log"
-	fi
+	ck_result rung-oci-containerd e2e_oci_ctrdvm "$oc_rc" "$oc_t0"
 fi

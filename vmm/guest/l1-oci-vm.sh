@@ -4,7 +4,7 @@
 # busybox bundle: create/start/state/kill/delete, output and exit codes (0, 7, killed), the
 # program under the guest's kernel, nothing left after delete, and create+start timed against
 # the container rung's rung-oci on the same bundle (its line printed in the PASS).
-# Uses pass/fail/skip/now/ms_since/dump, $P, $G and $W from l1-tests.sh.
+# Uses skip/now/ck_result, $P, $G and $W from l1-tests.sh.
 if [ ! -x "$P/rung/bin/rung-oci" ] || [ ! -x "$P/rung/bin/check_rung" ]; then
 	skip rung-oci-vm "no rung-oci or check_rung in the payload"
 else
@@ -21,12 +21,5 @@ else
 		RUNG_UID_REGISTRY="$W/uid-slots-oci" RUNG_VM_BOOT_TIMEOUT_MS=180000 \
 		"$P/rung/bin/check_rung" e2e_oci_vm >"$W/e2e_oci_vm.log" 2>&1
 	ov_rc=$?
-	ov_res=$(grep -E '^[0-9]+%: Checks' "$W/e2e_oci_vm.log" | tail -n 1)
-	ov_lines=$(grep '^e2e_oci_vm: ' "$W/e2e_oci_vm.log" | tr '\n' ' ')
-	if [ "$ov_rc" = 0 ] && ! grep -q 'skipped' "$W/e2e_oci_vm.log" && [ -n "$ov_res" ]; then
-		pass rung-oci-vm "e2e_oci_vm suite ($ov_res) in $(ms_since "$ov_t0") ms: $ov_lines"
-	else
-		fail rung-oci-vm "rc=$ov_rc $(grep -E 'Checks|:F:|:E:|skip' "$W/e2e_oci_vm.log" | tr '\n' ' ' | cut -c1-800) $ov_lines"
-		dump e2e_oci_vm "$W/e2e_oci_vm.log"
-	fi
+	ck_result rung-oci-vm e2e_oci_vm "$ov_rc" "$ov_t0"
 fi

@@ -92,6 +92,19 @@ vm_wait_exit() {
 vexec() { id=$1; shift; "$VT" exec "$(vm_addr "$id")" -t 60000 "$@"; } # slow when L1 is loaded
 upper() { rm -f "$1"; "$P/rung/mkdisk.sh" upper "$1" 256 >/dev/null; }
 dump() { echo "---- $1 (last lines of $2)"; tail -n 15 "$2" 2>/dev/null | sed 's/^/    /'; }
+# ck_result NAME SUITE RC T0: the PASS or FAIL line of a Check suite that ran into $W/SUITE.log
+# with exit status RC since T0 (a skipped test fails it; its "SUITE: " lines are its figures).
+ck_result() {
+	cr_log=$W/$2.log
+	cr_res=$(grep -E '^[0-9]+%: Checks' "$cr_log" | tail -n 1)
+	cr_lines=$(grep "^$2: " "$cr_log" | tr '\n' ' ')
+	if [ "$3" = 0 ] && ! grep -q 'skipped' "$cr_log" && [ -n "$cr_res" ]; then
+		pass "$1" "$2 suite ($cr_res) in $(ms_since "$4") ms: $cr_lines"
+	else
+		fail "$1" "rc=$3 $(grep -E 'Checks|:F:|:E:|skip' "$cr_log" | tr '\n' ' ' | cut -c1-800) $cr_lines"
+		dump "$2" "$cr_log"
+	fi
+}
 
 
 echo "VMTEST driver=$driver kernel=$(wc -c <"$K") initramfs=$(wc -c <"$I") base=$(wc -c <"$BASE")"
