@@ -6,7 +6,7 @@
 # `ctr run --runc-binary .../rung-oci-vm`: echo, the guest's kernel and processes, an exit code,
 # `ctr task exec`, kill, delete, nothing left. containerd passes its RUNG_* environment to the
 # shim and the shim to rung-oci, so the guest kernel and initramfs knobs reach it.
-# Uses skip/now/ck_result, $P, $G and $W from l1-tests.sh.
+# Uses skip/now/ck_vm_suite/ck_result, $P, $G and $W from l1-tests.sh.
 if [ ! -x "$P/rung/bin/rung-oci" ] || [ ! -x "$P/rung/bin/check_rung" ] || [ ! -x /usr/bin/containerd ]; then
 	skip rung-oci-containerd "no rung-oci, check_rung or containerd in the payload"
 else
@@ -21,10 +21,7 @@ else
 	if ! (: >/run/.rung-w) 2>/dev/null; then mount -t tmpfs -o mode=0755,size=16m run /run && oc_run=1; fi
 	rm -f /run/.rung-w
 	oc_t0=$(now)
-	timeout -s KILL 1200 env CK_VERBOSITY=verbose RUNG_BUILD_DIR="$oc_b" \
-		RUNG_VM_KERNEL="$G/bzImage" RUNG_VM_INITRD="$G/initramfs.cpio.gz" \
-		RUNG_UID_REGISTRY="$W/uid-slots-ctrd" RUNG_VM_BOOT_TIMEOUT_MS=180000 \
-		"$P/rung/bin/check_rung" e2e_oci_ctrdvm >"$W/e2e_oci_ctrdvm.log" 2>&1
+	ck_vm_suite e2e_oci_ctrdvm "$oc_b"
 	oc_rc=$?
 	[ "$oc_run" = 1 ] && umount /run
 	ck_result rung-oci-containerd e2e_oci_ctrdvm "$oc_rc" "$oc_t0"

@@ -4,7 +4,7 @@
 # busybox bundle: create/start/state/kill/delete, output and exit codes (0, 7, killed), the
 # program under the guest's kernel, nothing left after delete, and create+start timed against
 # the container rung's rung-oci on the same bundle (its line printed in the PASS).
-# Uses skip/now/ck_result, $P, $G and $W from l1-tests.sh.
+# Uses skip/now/ck_vm_suite/ck_result, $P, $G and $W from l1-tests.sh.
 if [ ! -x "$P/rung/bin/rung-oci" ] || [ ! -x "$P/rung/bin/check_rung" ]; then
 	skip rung-oci-vm "no rung-oci or check_rung in the payload"
 else
@@ -16,10 +16,7 @@ else
 	# a terminal (process.terminal) is a pty of the host's devpts: L1's /dev has none mounted
 	if [ ! -e /dev/pts/ptmx ]; then mkdir -p /dev/pts && mount -t devpts -o ptmxmode=0666 devpts /dev/pts; fi
 	ov_t0=$(now)
-	timeout -s KILL 1200 env CK_VERBOSITY=verbose RUNG_BUILD_DIR="$ov_b" \
-		RUNG_VM_KERNEL="$G/bzImage" RUNG_VM_INITRD="$G/initramfs.cpio.gz" \
-		RUNG_UID_REGISTRY="$W/uid-slots-oci" RUNG_VM_BOOT_TIMEOUT_MS=180000 \
-		"$P/rung/bin/check_rung" e2e_oci_vm >"$W/e2e_oci_vm.log" 2>&1
+	ck_vm_suite e2e_oci_vm "$ov_b"
 	ov_rc=$?
 	ck_result rung-oci-vm e2e_oci_vm "$ov_rc" "$ov_t0"
 fi

@@ -92,6 +92,15 @@ vm_wait_exit() {
 vexec() { id=$1; shift; "$VT" exec "$(vm_addr "$id")" -t 60000 "$@"; } # slow when L1 is loaded
 upper() { rm -f "$1"; "$P/rung/mkdisk.sh" upper "$1" 256 >/dev/null; }
 dump() { echo "---- $1 (last lines of $2)"; tail -n 15 "$2" 2>/dev/null | sed 's/^/    /'; }
+# ck_vm_suite SUITE BUILD_DIR: check_rung SUITE (killed after 1200 s) with RUNG_BUILD_DIR, the
+# guest kernel and initramfs, a 180 s boot timeout and uid slots in $W/uid-slots-SUITE, into
+# $W/SUITE.log; its exit status.
+ck_vm_suite() {
+	timeout -s KILL 1200 env CK_VERBOSITY=verbose RUNG_BUILD_DIR="$2" \
+		RUNG_VM_KERNEL="$G/bzImage" RUNG_VM_INITRD="$G/initramfs.cpio.gz" \
+		RUNG_UID_REGISTRY="$W/uid-slots-$1" RUNG_VM_BOOT_TIMEOUT_MS=180000 \
+		"$P/rung/bin/check_rung" "$1" >"$W/$1.log" 2>&1
+}
 # ck_result NAME SUITE RC T0: the PASS or FAIL line of a Check suite that ran into $W/SUITE.log
 # with exit status RC since T0 (a skipped test fails it; its "SUITE: " lines are its figures).
 ck_result() {
