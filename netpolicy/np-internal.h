@@ -62,6 +62,7 @@ struct np_proxy_params {
 	uint32_t pool_base, pool_mask; /* host order: never opened by a DNS answer */
 	np_audit_fn audit;
 	void *audit_data;
+	uint32_t mark; /* non-zero: SO_MARK of the upstream socket (np_pod: exempt from the redirect) */
 };
 /*
  * addr.c. Pure: may a DNS answer open this IPv4 address (network order)? Never: 0/8, RFC 1918,
