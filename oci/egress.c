@@ -33,7 +33,7 @@
 
 /* The pod's resolver: the first nameserver of the resolv.conf the container gets (the spec's
  * mount on /etc/resolv.conf, as CRI gives, else the rootfs's own). */
-static int upstream_find(const struct oci_config *c, char *ip, size_t n, struct rung_err *err)
+static int upstream_find(const struct oci_config *c, char ip[64], struct rung_err *err)
 {
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/etc/resolv.conf", c->rootfs);
@@ -57,7 +57,6 @@ static int upstream_find(const struct oci_config *c, char *ip, size_t n, struct 
 			return rung_err_set(err, EINVAL, ANN ": %s names a loopback resolver (%s): "
 					    "in the pod's namespace that is a process of the pod, "
 					    "which the DNS proxy must not trust", path, ip);
-		(void)n;
 		return 0;
 	}
 	return rung_err_set(err, ENOENT, ANN ": %s: no nameserver line", path);
@@ -164,6 +163,13 @@ static int record(const char *root, const char *id, const char *table, bool owne
 	return rung_write_file_replace(AT_FDCWD, p, txt, strlen(txt), 0600, err);
 }
 
+/* Is the namespace at path (when it can be read) st? */
+static bool same_ns(const char *path, const struct stat *st)
+{
+	struct stat o;
+	return stat(path, &o) == 0 && o.st_ino == st->st_ino && o.st_dev == st->st_dev;
+}
+
 int oci_egress_up(const struct oci_config *c, const char *root, const char *id,
 		  struct rung_err *err)
 {
@@ -173,12 +179,20 @@ int oci_egress_up(const struct oci_config *c, const char *root, const char *id,
 		return r;
 	char ip[64], table[32], comment[300];
 	struct stat st;
-	if ((r = upstream_find(c, ip, sizeof(ip), err)) < 0)
-		goto out;
 	if (stat("/proc/self/ns/net", &st) < 0) {
-		r = rung_err_sys(err, errno, "stat own netns");
+		r = rung_err_sys(err, errno, "stat the joined network namespace");
 		goto out;
 	}
+	char caller[64];
+	snprintf(caller, sizeof(caller), "/proc/%d/ns/net", (int)getppid());
+	if (same_ns("/proc/1/ns/net", &st) || same_ns(caller, &st)) {
+		r = rung_err_set(err, EPERM, ANN ": %s is the host's network namespace (pid 1's, "
+				 "or the caller's): rung's default deny would apply to the whole "
+				 "host", c->netns_path);
+		goto out;
+	}
+	if ((r = upstream_find(c, ip, err)) < 0)
+		goto out;
 	snprintf(table, sizeof(table), "rung_oci_%lx", (unsigned long)st.st_ino);
 	snprintf(comment, sizeof(comment), "rung-oci:%.200s", id);
 	r = np_pod_up(table, comment, &pol, ip, 53, err);

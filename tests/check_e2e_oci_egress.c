@@ -232,6 +232,33 @@ START_TEST(test_force_after_init_died)
 }
 END_TEST
 
+/* Two containers of one pod (CRI passes pod annotations to each): the first owns the table
+ * and the proxy, the second shares them, and its delete leaves them to the first's. */
+START_TEST(test_shared_in_pod)
+{
+	struct env *e = E;
+	char ann[64], a53[32];
+	snprintf(a53, sizeof(a53), "%s53", e->w.net);
+	snprintf(ann, sizeof(ann), "allowed.test");
+	bundle(e, "sleep 100", ann, a53);
+	ck_assert_msg(OCI(e, "create", "--bundle", e->bundle, "c1") == 0, "%s", e->stderr_);
+	pid_t proxy = proxy_pid(e);
+	ck_assert_msg(OCI(e, "create", "--bundle", e->bundle, "c2") == 0, "%s", e->stderr_);
+	char p[PATH_MAX * 2];
+	snprintf(p, sizeof(p), "%s/c2/egress.json", e->root);
+	json_error_t je;
+	cleanup_json json_t *j = json_load_file(p, 0, &je);
+	ck_assert_msg(j, "%s: %s", p, je.text);
+	ck_assert(json_is_false(json_object_get(j, "owner")));
+	ck_assert_msg(OCI(e, "delete", "--force", "c2") == 0, "%s", e->stderr_);
+	ck_assert(pod_has_table(e));
+	ck_assert(!gone(proxy));
+	ck_assert_msg(OCI(e, "delete", "--force", "c1") == 0, "%s", e->stderr_);
+	ck_assert(!pod_has_table(e));
+	ck_assert(gone(proxy));
+}
+END_TEST
+
 /* Without the annotation the pod's network is the CNI's: no table, no proxy, no record. */
 START_TEST(test_untouched_without)
 {
@@ -295,11 +322,13 @@ static void setup_env(void)
 	ck_assert_int_eq(npw_ip(e->pod_fd, "route add default via 10.250.0.1"), 0);
 }
 
+static void teardown_test(void);
+
 /* each test: an empty out directory, writable by the container's unprivileged host uid */
 static void setup_out(void)
 {
 	RUNG_REQUIRE_ROOT();
-	OCI(E, "delete", "--force", "c1"); /* a failed test's (its teardown did not run) */
+	teardown_test(); /* a failed test's (its teardown did not run) */
 	struct rung_err err = {0};
 	rung_rm_rf(E->out, &err);
 	mkdir(E->out, 0777);
@@ -308,8 +337,10 @@ static void setup_out(void)
 
 static void teardown_test(void)
 {
-	if (geteuid() == 0)
+	if (geteuid() == 0) {
+		OCI(E, "delete", "--force", "c2");
 		OCI(E, "delete", "--force", "c1");
+	}
 }
 
 static void teardown_env(void)
@@ -336,6 +367,7 @@ Suite *e2e_oci_egress_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_allowlist_in_pod);
 	tcase_add_test(tc, test_force_after_init_died);
+	tcase_add_test(tc, test_shared_in_pod);
 	tcase_add_test(tc, test_untouched_without);
 	tcase_add_test(tc, test_loopback_resolver_refused);
 	suite_add_tcase(s, tc);
