@@ -28,38 +28,14 @@ static bool pod_has(const struct np_policy *p, bool name, bool ported)
 	return false;
 }
 
-static void pod_cidrs(FILE *f, const struct np_policy *p, bool ported)
-{
-	bool first = true;
-	for (size_t i = 0; i < p->n; i++) {
-		const struct np_entry *e = &p->entries[i];
-		if (e->kind != NP_ENTRY_CIDR4 || (e->port != 0) != ported)
-			continue;
-		char a[INET_ADDRSTRLEN];
-		inet_ntop(AF_INET, e->addr, a, sizeof(a));
-		fprintf(f, "%s%s/%u", first ? "\t\telements = { " : ", ", a, e->prefix);
-		if (ported)
-			fprintf(f, " . %u", e->port);
-		first = false;
-	}
-	fputs(" }\n", f);
-}
-
 static void pod_sets(FILE *f, const struct np_policy *p, bool u[4])
 {
 	static const char *const name[4] = {"s4", "s4p", "d4", "d4p"};
-	for (int i = 0; i < 4; i++) {
-		u[i] = pod_has(p, i >= 2, i % 2);
-		if (!u[i])
-			continue;
-		fprintf(f, "\tset %s {\n\t\ttype ipv4_addr%s\n\t\tflags %s\n", name[i],
-			i % 2 ? " . inet_service" : "", i < 2 ? "interval" : "timeout");
-		if (i < 2)
-			pod_cidrs(f, p, i % 2);
-		else
-			fprintf(f, "\t\tsize %d\n", NP_DYN_SET_MAX);
-		fputs("\t}\n", f);
-	}
+	for (int i = 0; i < 4; i++)
+		if ((u[i] = pod_has(p, i >= 2, i % 2)))
+			np_render_set(f, name[i], i % 2 ? "ipv4_addr . inet_service" : "ipv4_addr",
+				      i < 2 ? "interval" : "timeout", p, i < 2 ? NP_ENTRY_CIDR4 : -1,
+				      i % 2);
 }
 
 char *np_pod_render(const struct np_policy *p, const char *table, const char *comment,
