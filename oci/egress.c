@@ -87,6 +87,12 @@ static int proxy_drop(struct rung_err *err)
 	return 0;
 }
 
+/* What the proxy tells create once it serves (or why it cannot). */
+struct proxy_ready {
+	pid_t pid;
+	struct rung_err err;
+};
+
 /* The proxy process (a grandchild of create: reparented when create's child exits). */
 static void __attribute__((noreturn)) proxy_main(const char *id, const struct np_policy *p,
 						 const char *table, const char *upstream, int ready)
@@ -104,7 +110,8 @@ static void __attribute__((noreturn)) proxy_main(const char *id, const struct np
 	int r = np_pod_proxy_new(id, p, table, upstream, NULL, NULL, &x, &err);
 	if (r == 0)
 		r = proxy_drop(&err);
-	if (write(ready, &err, sizeof(err)) != sizeof(err) || r < 0)
+	struct proxy_ready m = {.pid = getpid(), .err = err}; /* one write: under PIPE_BUF */
+	if (write(ready, &m, sizeof(m)) != sizeof(m) || r < 0)
 		_exit(1);
 	close(ready);
 	for (;;) {
@@ -127,23 +134,25 @@ static pid_t proxy_start(const char *id, const struct np_policy *p, const char *
 		pid_t g = fork();
 		if (g == 0)
 			proxy_main(id, p, table, upstream, pfd[1]);
-		_exit(write(pfd[1], &g, sizeof(g)) == sizeof(g) && g > 0 ? 0 : 1);
+		_exit(g > 0 ? 0 : 1);
 	}
 	close(pfd[1]);
-	pid_t pid = -1;
-	struct rung_err pe = {0};
-	if (mid < 0 || read(pfd[0], &pid, sizeof(pid)) != sizeof(pid) ||
-	    read(pfd[0], &pe, sizeof(pe)) != sizeof(pe))
-		pe.code = pe.code ? pe.code : EIO;
+	struct proxy_ready m = {.pid = -1};
+	int ws = 0;
 	if (mid > 0)
-		waitpid(mid, NULL, 0);
+		waitpid(mid, &ws, 0);
+	/* the grandchild's one message; EOF (no message): it died, or mid could not fork it */
+	if (mid < 0 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0 ||
+	    read(pfd[0], &m, sizeof(m)) != sizeof(m))
+		m.err.code = m.err.code ? m.err.code : EIO;
 	close(pfd[0]);
-	if (pe.code) {
+	pid_t pid = m.pid;
+	if (m.err.code) {
 		if (pid > 0)
 			kill(pid, SIGKILL);
-		pe.msg[sizeof(pe.msg) - 1] = 0;
-		return rung_err_set(err, pe.code, ANN ": %s", pe.msg[0] ? pe.msg : "DNS proxy "
-				    "did not start");
+		m.err.msg[sizeof(m.err.msg) - 1] = 0;
+		return rung_err_set(err, m.err.code, ANN ": %s", m.err.msg[0] ? m.err.msg
+				    : "DNS proxy did not start");
 	}
 	return pid;
 }

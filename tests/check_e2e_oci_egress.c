@@ -12,6 +12,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -33,6 +34,7 @@ struct env {
 	char bin[PATH_MAX], table[32];
 	struct np_world w;
 	int pod_fd;
+	bool cri_resolv; /* resolv.conf bound by the spec, as the CRI does (bundle()) */
 	char stdout_[8192], stderr_[8192];
 };
 static struct env *E;
@@ -51,7 +53,9 @@ static void put(const char *path, const char *text)
 }
 
 /* The bundle: busybox, resolv.conf naming resolver, script as the program, and (ann != NULL)
- * the annotation; the network namespace is the pod's. */
+ * the annotation; the network namespace is the pod's. With e->cri_resolv the resolv.conf is
+ * bound on /etc/resolv.conf as the CRI does (rbind, ro, ...), and the rootfs's own names a
+ * server that does not exist: the mount's is the one that counts. */
 static void bundle(struct env *e, const char *script, const char *ann, const char *resolver)
 {
 	static const char *const applets[] = {"sh", "nc", "nslookup", "ip", "echo", "sleep", NULL};
@@ -59,9 +63,18 @@ static void bundle(struct env *e, const char *script, const char *ann, const cha
 	char p[PATH_MAX * 2], txt[256], a[256] = "", cfg[8192];
 	snprintf(p, sizeof(p), "%s/rootfs/etc", e->bundle);
 	mkdir(p, 0755);
+	char m[PATH_MAX * 2 + 200] = "";
 	snprintf(p, sizeof(p), "%s/rootfs/etc/resolv.conf", e->bundle);
-	snprintf(txt, sizeof(txt), "nameserver %s\n", resolver);
+	snprintf(txt, sizeof(txt), "nameserver %s\n", e->cri_resolv ? "192.0.2.99" : resolver);
 	put(p, txt);
+	if (e->cri_resolv) {
+		snprintf(p, sizeof(p), "%s/resolv.conf", e->dir);
+		snprintf(txt, sizeof(txt), "search default.svc.cluster.local\nnameserver %s\n",
+			 resolver);
+		put(p, txt);
+		snprintf(m, sizeof(m), ", {\"destination\": \"/etc/resolv.conf\", \"source\": \"%s\","
+			 " \"options\": [\"rbind\", \"ro\", \"nosuid\", \"nodev\", \"noexec\"]}", p);
+	}
 	if (ann)
 		snprintf(a, sizeof(a), ", \"dev.rung.egress-allow\": \"%s\"", ann);
 	cleanup_json json_t *sc = json_string(script);
@@ -72,11 +85,11 @@ static void bundle(struct env *e, const char *script, const char *ann, const cha
 		 " \"process\": {\"args\": [\"sh\", \"-c\", %s], \"env\": [\"PATH=/bin\"],"
 		 "  \"cwd\": \"/\", \"user\": {\"uid\": 0, \"gid\": 0}},"
 		 " \"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"},"
-		 "  {\"destination\": \"/out\", \"source\": \"%s\", \"options\": [\"bind\"]}],"
+		 "  {\"destination\": \"/out\", \"source\": \"%s\", \"options\": [\"bind\"]}%s],"
 		 " \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"ipc\"},"
 		 "  {\"type\": \"mount\"}, {\"type\": \"uts\"},"
 		 "  {\"type\": \"network\", \"path\": \"/proc/%d/fd/%d\"}]}}",
-		 a, script_json, e->out, (int)getpid(), e->pod_fd);
+		 a, script_json, e->out, m, (int)getpid(), e->pod_fd);
 	snprintf(p, sizeof(p), "%s/config.json", e->bundle);
 	put(p, cfg);
 }
@@ -118,6 +131,26 @@ static bool gone(pid_t pid)
 	close(fd);
 	char *rp = n > 0 ? strrchr(buf, ')') : NULL;
 	return !rp || rp[2] == 'Z' || rp[2] == 'X';
+}
+
+/* Running processes in the pod's network namespace (a leaked proxy would be one). */
+static int pod_procs(struct env *e)
+{
+	struct stat pod, st;
+	ck_assert_int_eq(fstat(e->pod_fd, &pod), 0);
+	DIR *d = opendir("/proc");
+	ck_assert_ptr_nonnull(d);
+	int n = 0;
+	for (struct dirent *de; (de = readdir(d));) {
+		char p[300];
+		pid_t pid = atoi(de->d_name);
+		snprintf(p, sizeof(p), "/proc/%s/ns/net", de->d_name);
+		if (pid > 0 && stat(p, &st) == 0 && st.st_ino == pod.st_ino &&
+		    st.st_dev == pod.st_dev && !gone(pid))
+			n++;
+	}
+	closedir(d);
+	return n;
 }
 
 static char *out_file(struct env *e, const char *name)
@@ -172,7 +205,9 @@ START_TEST(test_allowlist_in_pod)
 		 PROBE("ns_direct", "nslookup allowed.test %s14")
 		 PROBE("netadmin", "ip link set lo down"),
 		 n, n, n, n, n, n);
+	e->cri_resolv = true;
 	bundle(e, s, ann, a53);
+	e->cri_resolv = false;
 	ck_assert_msg(OCI(e, "create", "--bundle", e->bundle, "c1") == 0, "%s", e->stderr_);
 	ck_assert_msg(pod_has_table(e), "no table %s in the pod's namespace", e->table);
 	pid_t proxy = proxy_pid(e);
@@ -200,10 +235,12 @@ START_TEST(test_allowlist_in_pod)
 	ck_assert_int_ne(rc_of(e, "netadmin"), 0);
 	cleanup_free char *na = out_file(e, "netadmin");
 	ck_assert_msg(strstr(na, "Operation not permitted"), "ip said: %s", na);
+	ck_assert_int_eq(pod_procs(e), 1); /* the proxy alone (the program has exited) */
 	/* delete: no table, no proxy, no record */
 	ck_assert_msg(OCI(e, "delete", "c1") == 0, "%s", e->stderr_);
 	ck_assert_msg(!pod_has_table(e), "table %s left in the pod's namespace", e->table);
 	ck_assert_msg(gone(proxy), "proxy %d still running", (int)proxy);
+	ck_assert_int_eq(pod_procs(e), 0);
 	ck_assert_int_eq(OCI(e, "state", "c1"), 1);
 }
 END_TEST
@@ -229,6 +266,7 @@ START_TEST(test_force_after_init_died)
 	ck_assert_msg(OCI(e, "delete", "--force", "c1") == 0, "%s", e->stderr_);
 	ck_assert_msg(!pod_has_table(e), "table %s left after delete --force", e->table);
 	ck_assert_msg(gone(proxy), "proxy %d still running", (int)proxy);
+	ck_assert_int_eq(pod_procs(e), 0);
 }
 END_TEST
 
@@ -256,6 +294,7 @@ START_TEST(test_shared_in_pod)
 	ck_assert_msg(OCI(e, "delete", "--force", "c1") == 0, "%s", e->stderr_);
 	ck_assert(!pod_has_table(e));
 	ck_assert(gone(proxy));
+	ck_assert_int_eq(pod_procs(e), 0);
 }
 END_TEST
 
