@@ -270,6 +270,48 @@ START_TEST(test_force_after_init_died)
 }
 END_TEST
 
+/* The namespace already gone (its init and proxy killed, its last holder closed): delete
+ * --force still succeeds and leaves nothing (the table went with the namespace). */
+START_TEST(test_netns_gone)
+{
+	struct env *e = E;
+	char ann[64], a53[32];
+	snprintf(a53, sizeof(a53), "%s53", e->w.net);
+	snprintf(ann, sizeof(ann), "%s12:8080", e->w.net);
+	int pod = e->pod_fd;
+	e->pod_fd = npw_netns_new(); /* a pod of its own: a route (the proxy connects its
+				      * upstream socket), no link out */
+	ck_assert_int_ge(e->pod_fd, 0);
+	ck_assert_int_eq(npw_ip(e->pod_fd, "link set lo up"), 0);
+	ck_assert_int_eq(npw_ip(e->pod_fd, "route add default dev lo"), 0);
+	bundle(e, "sleep 100", ann, a53);
+	int r = OCI(e, "create", "--bundle", e->bundle, "c1");
+	int tmp = e->pod_fd;
+	e->pod_fd = pod;
+	ck_assert_msg(r == 0, "%s", e->stderr_);
+	ck_assert_int_eq(OCI(e, "start", "c1"), 0);
+	char p[PATH_MAX * 2];
+	snprintf(p, sizeof(p), "%s/c1/egress.json", e->root);
+	json_error_t je;
+	cleanup_json json_t *j = json_load_file(p, 0, &je);
+	ck_assert_ptr_nonnull(j);
+	pid_t proxy = (pid_t)json_integer_value(json_object_get(j, "proxy_pid"));
+	ck_assert_int_eq(OCI(e, "state", "c1"), 0);
+	cleanup_json json_t *st = json_loads(e->stdout_, 0, NULL);
+	pid_t init = (pid_t)json_integer_value(json_object_get(st, "pid"));
+	ck_assert_int_eq(kill(init, SIGKILL), 0);
+	ck_assert_int_eq(kill(proxy, SIGKILL), 0);
+	wait_stopped(e);
+	for (int i = 0; i < 500 && !gone(proxy); i++)
+		usleep(10 * 1000);
+	ck_assert(gone(proxy));
+	close(tmp); /* the namespace's last holder: it is gone, with its table */
+	ck_assert_msg(OCI(e, "delete", "--force", "c1") == 0, "%s", e->stderr_);
+	ck_assert_int_eq(OCI(e, "state", "c1"), 1);
+	ck_assert_int_ne(access(p, F_OK), 0);
+}
+END_TEST
+
 /* Two containers of one pod (CRI passes pod annotations to each): the first owns the table
  * and the proxy, the second shares them, and its delete leaves them to the first's. */
 START_TEST(test_shared_in_pod)
@@ -406,6 +448,7 @@ Suite *e2e_oci_egress_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_allowlist_in_pod);
 	tcase_add_test(tc, test_force_after_init_died);
+	tcase_add_test(tc, test_netns_gone);
 	tcase_add_test(tc, test_shared_in_pod);
 	tcase_add_test(tc, test_untouched_without);
 	tcase_add_test(tc, test_loopback_resolver_refused);
