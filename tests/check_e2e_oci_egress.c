@@ -185,6 +185,17 @@ static void wait_stopped(struct env *e)
 	ck_abort_msg("c1 did not stop: %s", e->stdout_);
 }
 
+/* SIGKILL c1's init behind rung-oci's back and wait until rung-oci sees it stopped. */
+static void kill_init(struct env *e)
+{
+	ck_assert_int_eq(OCI(e, "state", "c1"), 0);
+	cleanup_json json_t *st = json_loads(e->stdout_, 0, NULL);
+	pid_t init = (pid_t)json_integer_value(json_object_get(st, "pid"));
+	ck_assert_int_gt(init, 0);
+	ck_assert_int_eq(kill(init, SIGKILL), 0);
+	wait_stopped(e);
+}
+
 #define PROBE(name, cmd) cmd " >/out/" name " 2>&1; echo $? >/out/" name ".rc; "
 
 START_TEST(test_allowlist_in_pod)
@@ -248,23 +259,24 @@ START_TEST(test_allowlist_in_pod)
 }
 END_TEST
 
-/* The init killed behind rung-oci's back, then delete --force: the same cleanup. */
-START_TEST(test_force_after_init_died)
+/* A bundle running sleep, allowed the world's .12:8080 (the world's resolver). */
+static void sleeper(struct env *e)
 {
-	struct env *e = E;
 	char ann[64], a53[32];
 	snprintf(a53, sizeof(a53), "%s53", e->w.net);
 	snprintf(ann, sizeof(ann), "%s12:8080", e->w.net);
 	bundle(e, "sleep 100", ann, a53);
+}
+
+/* The init killed behind rung-oci's back, then delete --force: the same cleanup. */
+START_TEST(test_force_after_init_died)
+{
+	struct env *e = E;
+	sleeper(e);
 	ck_assert_msg(OCI(e, "create", "--bundle", e->bundle, "c1") == 0, "%s", e->stderr_);
 	ck_assert_int_eq(OCI(e, "start", "c1"), 0);
 	pid_t proxy = proxy_pid(e);
-	ck_assert_int_eq(OCI(e, "state", "c1"), 0);
-	cleanup_json json_t *st = json_loads(e->stdout_, 0, NULL);
-	pid_t init = (pid_t)json_integer_value(json_object_get(st, "pid"));
-	ck_assert_int_gt(init, 0);
-	ck_assert_int_eq(kill(init, SIGKILL), 0);
-	wait_stopped(e);
+	kill_init(e);
 	ck_assert(pod_has_table(e));
 	ck_assert_msg(OCI(e, "delete", "--force", "c1") == 0, "%s", e->stderr_);
 	ck_assert_msg(!pod_has_table(e), "table %s left after delete --force", e->table);
@@ -278,16 +290,13 @@ END_TEST
 START_TEST(test_netns_gone)
 {
 	struct env *e = E;
-	char ann[64], a53[32];
-	snprintf(a53, sizeof(a53), "%s53", e->w.net);
-	snprintf(ann, sizeof(ann), "%s12:8080", e->w.net);
 	int pod = e->pod_fd;
 	e->pod_fd = npw_netns_new(); /* a pod of its own: a route (the proxy connects its
 				      * upstream socket), no link out */
 	ck_assert_int_ge(e->pod_fd, 0);
 	ck_assert_int_eq(npw_ip(e->pod_fd, "link set lo up"), 0);
 	ck_assert_int_eq(npw_ip(e->pod_fd, "route add default dev lo"), 0);
-	bundle(e, "sleep 100", ann, a53);
+	sleeper(e);
 	int r = OCI(e, "create", "--bundle", e->bundle, "c1");
 	int tmp = e->pod_fd;
 	e->pod_fd = pod;
@@ -299,12 +308,8 @@ START_TEST(test_netns_gone)
 	cleanup_json json_t *j = json_load_file(p, 0, &je);
 	ck_assert_ptr_nonnull(j);
 	pid_t proxy = (pid_t)json_integer_value(json_object_get(j, "proxy_pid"));
-	ck_assert_int_eq(OCI(e, "state", "c1"), 0);
-	cleanup_json json_t *st = json_loads(e->stdout_, 0, NULL);
-	pid_t init = (pid_t)json_integer_value(json_object_get(st, "pid"));
-	ck_assert_int_eq(kill(init, SIGKILL), 0);
+	kill_init(e);
 	ck_assert_int_eq(kill(proxy, SIGKILL), 0);
-	wait_stopped(e);
 	for (int i = 0; i < 500 && !gone(proxy); i++)
 		usleep(10 * 1000);
 	ck_assert(gone(proxy));
