@@ -96,6 +96,18 @@ static void bundle(struct env *e, const char *script, const char *ann, const cha
 
 static int table_in_pod(void *arg) { return eg_table_exists(arg) ? 1 : 0; }
 
+/* In the pod's namespace: allowed.test over TCP to the world's resolver (redirected to the
+ * proxy like any query); 0 when it answered with .10. */
+static int tcp_query(void *arg)
+{
+	struct env *e = arg;
+	char server[32], a10[32], ip[64] = "";
+	snprintf(server, sizeof(server), "%s53", e->w.net);
+	EG_IP(&e->w, 10, a10);
+	int rc = npw_dns(server, "allowed.test", true, 3000, ip, sizeof(ip));
+	return rc == 0 && !strcmp(ip, a10) ? 0 : 1000 + rc;
+}
+
 static bool pod_has_table(struct env *e)
 {
 	return npw_in_netns(e->pod_fd, table_in_pod, e->table) == 1;
@@ -116,6 +128,8 @@ static pid_t proxy_pid(struct env *e)
 	ck_assert_int_eq(oci_test_status_field(pid, "Uid:\t"), 65534);
 	ck_assert_int_eq(oci_test_status_field(pid, "CapEff:\t"), 1L << 12 /* CAP_NET_ADMIN */);
 	ck_assert_int_eq(oci_test_status_field(pid, "CapBnd:\t"), 1L << 12);
+	ck_assert_int_eq(oci_test_status_field(pid, "Seccomp:\t"), 2);
+	ck_assert_int_eq(oci_test_status_field(pid, "NoNewPrivs:\t"), 1);
 	return pid;
 }
 
@@ -249,6 +263,7 @@ START_TEST(test_allowlist_in_pod)
 	ck_assert_int_ne(rc_of(e, "netadmin"), 0);
 	cleanup_free char *na = out_file(e, "netadmin");
 	ck_assert_msg(strstr(na, "Operation not permitted"), "ip said: %s", na);
+	ck_assert_int_eq(npw_in_netns(e->pod_fd, tcp_query, e), 0); /* the proxy's TCP side */
 	ck_assert_int_eq(pod_procs(e), 1); /* the proxy alone (the program has exited) */
 	/* delete: no table, no proxy, no record */
 	ck_assert_msg(OCI(e, "delete", "c1") == 0, "%s", e->stderr_);
