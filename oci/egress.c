@@ -9,6 +9,7 @@
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <seccomp.h>
 #include <sched.h>
@@ -32,18 +33,37 @@
 #define ANN "annotations." OCI_ANN_EGRESS
 #define PROXY_UID 65534u /* nobody */
 
+/* The rootfs's etc/resolv.conf (the image's: resolved inside the rootfs, a regular file). */
+static int rootfs_resolv(const char *rootfs, char **txt, struct rung_err *err)
+{
+	cleanup_close int root = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct open_how how = {.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC,
+			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	cleanup_close int fd = root < 0 ? -1
+					: (int)syscall(SYS_openat2, root, "etc/resolv.conf", &how,
+						       sizeof(how));
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return rung_err_sys(err, errno, "%s/etc/resolv.conf", rootfs);
+	if (!S_ISREG(st.st_mode))
+		return rung_err_set(err, EINVAL, "%s/etc/resolv.conf: not a regular file", rootfs);
+	return rung_read_fd_all(fd, 1 << 16, txt, NULL, err);
+}
+
 /* The pod's resolver: the first nameserver of the resolv.conf the container gets (the spec's
  * mount on /etc/resolv.conf, as CRI gives, else the rootfs's own). */
 static int upstream_find(const struct oci_config *c, char ip[64], struct rung_err *err)
 {
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/etc/resolv.conf", c->rootfs);
+	const char *src = NULL;
 	for (size_t i = 0; i < c->nmounts; i++)
 		if (c->mounts[i].bind && c->mounts[i].src &&
 		    !strcmp(c->mounts[i].dst, "/etc/resolv.conf"))
-			snprintf(path, sizeof(path), "%s", c->mounts[i].src);
+			src = c->mounts[i].src;
+	snprintf(path, sizeof(path), "%s", src ? src : "the rootfs's /etc/resolv.conf");
 	cleanup_free char *txt = NULL;
-	int r = rung_file_load(AT_FDCWD, path, 1 << 16, &txt, NULL, err);
+	int r = src ? rung_file_load(AT_FDCWD, src, 1 << 16, &txt, NULL, err)
+		    : rootfs_resolv(c->rootfs, &txt, err);
 	if (r < 0)
 		return rung_err_wrap(err, ANN ": the pod's DNS resolver");
 	char *save = NULL;

@@ -382,8 +382,9 @@ START_TEST(test_untouched_without)
 }
 END_TEST
 
-/* A loopback resolver in the pod's resolv.conf would be a process of the pod: refused. */
-START_TEST(test_loopback_resolver_refused)
+/* A loopback resolver in the pod's resolv.conf would be a process of the pod: refused. The
+ * image's resolv.conf is read inside the rootfs: a link to a host file finds nothing. */
+START_TEST(test_resolver_refused)
 {
 	struct env *e = E;
 	bundle(e, "true", "allowed.test", "127.0.0.53");
@@ -392,6 +393,21 @@ START_TEST(test_loopback_resolver_refused)
 		      strstr(e->stderr_, "loopback resolver"), "%s", e->stderr_);
 	ck_assert_int_eq(OCI(e, "state", "c1"), 1);
 	ck_assert(!pod_has_table(e));
+	char a53[32], host[PATH_MAX * 2], link[PATH_MAX * 2], txt[64];
+	snprintf(a53, sizeof(a53), "%s53", e->w.net);
+	bundle(e, "true", "allowed.test", a53);
+	snprintf(host, sizeof(host), "%s/host-resolv.conf", e->dir); /* a good one, on the host */
+	snprintf(txt, sizeof(txt), "nameserver %s\n", a53);
+	put(host, txt);
+	snprintf(link, sizeof(link), "%s/rootfs/etc/resolv.conf", e->bundle);
+	ck_assert_int_eq(unlink(link), 0);
+	ck_assert_int_eq(symlink(host, link), 0);
+	ck_assert_int_eq(OCI(e, "create", "--bundle", e->bundle, "c1"), 1);
+	ck_assert_msg(strstr(e->stderr_, "annotations.dev.rung.egress-allow: the pod's DNS "
+				       "resolver"), "%s", e->stderr_);
+	ck_assert_int_eq(OCI(e, "state", "c1"), 1);
+	ck_assert(!pod_has_table(e));
+	ck_assert_int_eq(unlink(link), 0);
 }
 END_TEST
 
@@ -477,7 +493,7 @@ Suite *e2e_oci_egress_suite(void)
 	tcase_add_test(tc, test_netns_gone);
 	tcase_add_test(tc, test_shared_in_pod);
 	tcase_add_test(tc, test_untouched_without);
-	tcase_add_test(tc, test_loopback_resolver_refused);
+	tcase_add_test(tc, test_resolver_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
