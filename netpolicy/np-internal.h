@@ -5,6 +5,7 @@
 #define RUNG_NETPOLICY_INTERNAL_H
 
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "netpolicy/np.h"
@@ -15,6 +16,11 @@
 #define NP_PEER_IFNAME "eth0"
 
 int np_name_normalize(const char *in, char *out, size_t outlen, const char **why);
+
+/* render.c: one set of table p into f: the static elements of kind (with or without a port),
+ * or, kind < 0, a dynamic set bounded by NP_DYN_SET_MAX (also pod.c's). */
+void np_render_set(FILE *f, const char *name, const char *type, const char *flags,
+		   const struct np_policy *p, int kind, bool ported);
 
 /* Names derived from the id alone (so down/gc work without any saved state). */
 struct np_names {
@@ -62,6 +68,7 @@ struct np_proxy_params {
 	uint32_t pool_base, pool_mask; /* host order: never opened by a DNS answer */
 	np_audit_fn audit;
 	void *audit_data;
+	uint32_t mark; /* non-zero: SO_MARK of the upstream socket (np_pod: exempt from the redirect) */
 };
 /*
  * addr.c. Pure: may a DNS answer open this IPv4 address (network order)? Never: 0/8, RFC 1918,

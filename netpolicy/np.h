@@ -221,6 +221,39 @@ int np_forward_enable(bool *guarded, struct rung_err *err);
 /* The guard's nft script (for tests and docs). */
 const char *np_forward_guard_text(void);
 
+/* ---- a joined network namespace (rung-oci: a pod's, made by the CNI; netpolicy/pod.c) ----- */
+
+/*
+ * In the CALLER's network namespace: one table "inet <table>" (created, never replaced: -EEXIST
+ * when it is there) on the output hook, default deny: loopback, replies, the policy's CIDRs and
+ * the DNS proxy's dynamic sets (s4, s4p, d4, d4p as above); IPv6 and DNS elsewhere refused; every
+ * DNS query (udp/tcp 53) redirected to the proxy on NP_POD_PROXY_IP:53, except those carrying
+ * NP_POD_MARK (the proxy's own, which may go only to upstream_ip:upstream_port over UDP).
+ * Setting a socket's mark needs CAP_NET_ADMIN over the namespace: nothing without it can pass.
+ */
+#define NP_POD_MARK 0x72756e67u
+#define NP_POD_PROXY_IP "127.82.85.53"
+char *np_pod_render(const struct np_policy *p, const char *table, const char *comment,
+		    const char *upstream_ip, uint16_t upstream_port, struct rung_err *err);
+int np_pod_up(const char *table, const char *comment, const struct np_policy *p,
+	      const char *upstream_ip, uint16_t upstream_port, struct rung_err *err);
+/* Removes the table from the caller's netns; idempotent. */
+int np_pod_down(const char *table, struct rung_err *err);
+/*
+ * The DNS proxy (as np_net's) for that table, in the caller's netns: it listens on
+ * NP_POD_PROXY_IP:53 (binding port 53 needs the privilege), forwards to upstream ("IP[:PORT]")
+ * from a socket marked NP_POD_MARK (set here: CAP_NET_ADMIN), and fills the table's sets over
+ * nfnetlink (CAP_NET_ADMIN for as long as it runs). Single-threaded, as np_net_proxy_*().
+ */
+struct np_pod_proxy;
+int np_pod_proxy_new(const char *id, const struct np_policy *p, const char *table,
+		     const char *upstream, np_audit_fn audit, void *audit_data,
+		     struct np_pod_proxy **out, struct rung_err *err);
+int np_pod_proxy_fd(const struct np_pod_proxy *x);
+int np_pod_proxy_handle(struct np_pod_proxy *x, struct rung_err *err);
+int np_pod_proxy_timeout_ms(const struct np_pod_proxy *x);
+void np_pod_proxy_free(struct np_pod_proxy *x);
+
 /* ---- DNS messages (pure; exposed for the proxy's tests and the fuzzer) ------------------ */
 
 #define NP_DNS_MAX_RR 64

@@ -561,6 +561,7 @@ int np_proxy_new(const struct np_proxy_params *pp, struct np_proxy **out, struct
 		goto fail;
 	p->up = socket(pp->upstream.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (p->up < 0 ||
+	    (pp->mark && setsockopt(p->up, SOL_SOCKET, SO_MARK, &pp->mark, sizeof(pp->mark)) < 0) ||
 	    connect(p->up, (const struct sockaddr *)&pp->upstream, pp->upstream_len) < 0) {
 		r = rung_err_sys(err, errno, "DNS proxy: upstream socket");
 		goto fail;

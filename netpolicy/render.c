@@ -55,8 +55,8 @@ static bool has(const struct np_policy *p, enum np_entry_kind kind, int ported)
 	return false;
 }
 
-static void put_set(FILE *f, const char *name, const char *type, const char *flags,
-		    const struct np_policy *p, int kind, bool ported)
+void np_render_set(FILE *f, const char *name, const char *type, const char *flags,
+		   const struct np_policy *p, int kind, bool ported)
 {
 	fprintf(f, "\tset %s {\n\t\ttype %s\n\t\tflags %s\n", name, type, flags);
 	if (kind >= 0)
@@ -96,14 +96,14 @@ static void put_table_head(FILE *f, const struct np_render_params *rp)
 static void put_sets(FILE *f, const struct np_policy *p, const struct used_sets *u)
 {
 	if (u->c4)
-		put_set(f, "s4", "ipv4_addr", "interval", p, NP_ENTRY_CIDR4, false);
+		np_render_set(f, "s4", "ipv4_addr", "interval", p, NP_ENTRY_CIDR4, false);
 	if (u->c4p)
-		put_set(f, "s4p", "ipv4_addr . inet_service", "interval", p, NP_ENTRY_CIDR4, true);
+		np_render_set(f, "s4p", "ipv4_addr . inet_service", "interval", p, NP_ENTRY_CIDR4, true);
 	/* Filled only by the DNS proxy, each element with timeout = clamped TTL. */
 	if (u->h)
-		put_set(f, "d4", "ipv4_addr", "timeout", p, -1, false);
+		np_render_set(f, "d4", "ipv4_addr", "timeout", p, -1, false);
 	if (u->hp)
-		put_set(f, "d4p", "ipv4_addr . inet_service", "timeout", p, -1, false);
+		np_render_set(f, "d4p", "ipv4_addr . inet_service", "timeout", p, -1, false);
 }
 
 /* The sandbox's traffic: only to the sets' addresses, never DNS but through the proxy. */

@@ -2,9 +2,8 @@
  * oci/annotations.c: the dev.rung.* annotations rung-oci reads at create. dev.rung.egress-allow
  * is rung's default-deny egress allowlist for the pod's network namespace (docs/oci.md): the
  * same entries as `rung --allow`, parsed by netpolicy's own parser, separated by commas or
- * white space. It is checked fully (each entry, and that the spec joins a network namespace
- * by path: a new one has no route out under rung-oci), but not applied yet: a container asking
- * for it is refused rather than run with the network it asked not to have.
+ * white space. It is checked fully here (each entry, and that the spec joins a network namespace
+ * by path: a new one has no route out under rung-oci); egress.c applies it.
  */
 #include <string.h>
 
@@ -58,9 +57,7 @@ int oci_annotations_check(const struct oci_config *c, struct rung_err *err)
 {
 	struct np_policy pol;
 	int r = oci_egress_parse(c, &pol, err);
-	if (r <= 0)
-		return r;
-	np_policy_release(&pol);
-	return rung_err_set(err, ENOTSUP, ANN ": not applied by rung-oci yet (the pod's network "
-			    "would not be restricted); remove it, or use the CNI's network policy");
+	if (r > 0)
+		np_policy_release(&pol);
+	return r < 0 ? r : 0;
 }

@@ -354,6 +354,7 @@ static void undo(struct create_ctx *x)
 	}
 	if (x->dir_made) {
 		struct rung_err e = {0};
+		oci_egress_down(x->o->root, x->o->id, &e);
 		rung_rm_rf(x->dir, &e);
 	}
 	oci_uid_slot_release(x->o->root, x->st.uid_slot);
@@ -376,6 +377,8 @@ int oci_create(const struct oci_create_opts *o, struct rung_err *err)
 	}
 	if (r == 0 && !x.cfg.spec_userns && oci_rootfs_is_overlay(x.cfg.rootfs)) /* overlay.c */
 		r = oci_overlay_take(x.cfg.rootfs, x.ovl_opts, sizeof(x.ovl_opts), err);
+	if (r == 0) /* in the joined netns (prepare): its table and DNS proxy */
+		r = oci_egress_up(&x.cfg, o->root, o->id, err);
 	if (r == 0)
 		r = spawn(&x, err);
 	if (r == 0)

@@ -58,6 +58,12 @@ int oci_create_record(const char *root, struct oci_state *st, pid_t pid, json_t 
 int oci_exec_config(const struct oci_exec_opts *o, const struct oci_state *st,
 		    struct oci_config *cfg, struct rung_err *err);
 
+/* egress.c: dev.rung.egress-allow applied in the joined network namespace, which the caller
+ * is in (create), and its table and DNS proxy removed (delete; idempotent, a no-op without). */
+int oci_egress_up(const struct oci_config *c, const char *root, const char *id,
+		  struct rung_err *err);
+int oci_egress_down(const char *root, const char *id, struct rung_err *err);
+
 /* exec.c: the CLONE_NEW* flags of the namespaces pid is in that are not rung-oci's own. */
 int oci_ns_flags_of(pid_t pid);
 

@@ -105,6 +105,8 @@ int oci_delete(const char *root, const char *id, bool force, struct rung_err *er
 			oci_cgroup_cpuset_remove(OCI_CGROUP_PARENT);
 		}
 	}
+	if (r == 0) /* the egress table and DNS proxy, even when the init or the netns is gone */
+		r = oci_egress_down(root, id, err);
 	if (r == 0) {
 		oci_uid_slot_release(root, st.uid_slot);
 		oci_state_path(root, id, NULL, dir, sizeof(dir));

@@ -320,7 +320,8 @@ START_TEST(test_malformed_refused)
 END_TEST
 
 /* Refused, naming it, rather than run unrestricted (docs/oci.md): without a network namespace
- * path (a new one has no route out), with a bad entry, and (not applied yet) at all. */
+ * path (a new one has no route out), with a bad entry, and in the host's network namespace
+ * (applied: e2e_oci_egress). */
 START_TEST(test_egress_annotation_refused)
 {
 	RUNG_REQUIRE_ROOT();
@@ -328,7 +329,7 @@ START_TEST(test_egress_annotation_refused)
 	static const char *const ann[][3] = {
 		{"example.org", NULL, "needs linux.namespaces[network].path"},
 		{"example.org, bad_name!", NULL, "bad_name!"},
-		{"example.org", "/proc/self/ns/net", "not applied by rung-oci yet"},
+		{"example.org", "/proc/self/ns/net", "is the host's network namespace"},
 	};
 	for (size_t i = 0; i < sizeof(ann) / sizeof(ann[0]); i++) {
 		char a[256];

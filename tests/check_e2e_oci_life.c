@@ -393,7 +393,7 @@ END_TEST
  * as it is, and nothing inside can change it: a netlink change from inside fails with EPERM
  * and lo stays down. Two reasons, either enough: the container never holds CAP_NET_ADMIN
  * (rung's capability policy), and the namespace belongs to the host's user namespace, not the
- * container's. What rung's egress rules in such a namespace will stand on (docs/oci.md). */
+ * container's. What rung's egress rules in such a namespace stand on (e2e_oci_egress). */
 START_TEST(test_joined_netns_locked)
 {
 	RUNG_REQUIRE_ROOT();

@@ -239,6 +239,41 @@ START_TEST(test_id_check)
 }
 END_TEST
 
+/* The joined-namespace table (rung-oci): output hook, default deny, DNS to the proxy but the
+ * marked upstream queries, only the sets the policy uses; bad names and upstreams refused. */
+START_TEST(test_pod_render)
+{
+	const char *items[] = {"example.org", "192.0.2.0/24", "198.51.100.7:443"};
+	struct np_policy p, empty = {0};
+	struct rung_err err = {0};
+	ck_assert_int_eq(np_policy_parse(items, 3, &p, &err), 0);
+	char *t = np_pod_render(&p, "rung_oci_1f", "rung-oci:c1", "10.96.0.10", 53, &err);
+	ck_assert_msg(t != NULL, "%s", err.msg);
+	static const char *const want[] = {
+	    "create table inet rung_oci_1f { comment \"rung-oci:c1\"; }",
+	    "type filter hook output priority filter; policy drop;",
+	    "type nat hook output priority -100;", "meta mark 0x72756e67 return",
+	    "udp dport 53 dnat ip to 127.82.85.53:53", "tcp dport 53 dnat ip to 127.82.85.53:53",
+	    "meta mark 0x72756e67 meta nfproto ipv4 ip daddr 10.96.0.10 udp dport 53 accept",
+	    "th dport 53 jump deny", "elements = { 192.0.2.0/24 }",
+	    "elements = { 198.51.100.7/32 . 443 }", "ip daddr @d4 accept", "meta nfproto ipv6 jump deny",
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		ck_assert_msg(strstr(t, want[i]), "missing \"%s\" in:\n%s", want[i], t);
+	ck_assert_ptr_null(strstr(t, "@d4p")); /* no name with a port: no such set */
+	free(t);
+	/* an empty allowlist: no set, everything but loopback and the proxy refused */
+	t = np_pod_render(&empty, "rung_oci_1f", "c", "10.96.0.10", 53, &err);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_ptr_null(strstr(t, "set "));
+	free(t);
+	ck_assert_ptr_null(np_pod_render(&p, "Bad-Name", "c", "10.96.0.10", 53, &err));
+	ck_assert_ptr_null(np_pod_render(&p, "rung_oci_1f", "c\"", "10.96.0.10", 53, &err));
+	ck_assert_ptr_null(np_pod_render(&p, "rung_oci_1f", "c", "fd00::10", 53, &err));
+	np_policy_release(&p);
+}
+END_TEST
+
 Suite *netpolicy_policy_suite(void)
 {
 	Suite *s = suite_create("netpolicy_policy");
@@ -249,6 +284,7 @@ Suite *netpolicy_policy_suite(void)
 	tcase_add_test(tc, test_policy_parse);
 	tcase_add_test(tc, test_match_name);
 	tcase_add_test(tc, test_render);
+	tcase_add_test(tc, test_pod_render);
 	tcase_add_test(tc, test_describe);
 	tcase_add_test(tc, test_id_check);
 	suite_add_tcase(s, tc);

@@ -125,6 +125,9 @@ START_TEST(test_vm_refusals)
 		{NULL, "hooks", "{\"prestart\": [{\"path\": \"/bin/true\"}]}", "hooks.prestart"},
 		{NULL, "hooks", "{\"createContainer\": [{\"path\": \"/bin/true\"}]}",
 		 "hooks.createContainer"},
+		/* the guest has no network device under rung-oci: not the allowlist asked for */
+		{NULL, "annotations", "{\"dev.rung.egress-allow\": \"example.org\"}",
+		 "annotations.dev.rung.egress-allow"},
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		e = (struct rung_err){0};
