@@ -9,9 +9,12 @@
  *   cli-run-cold `rung run --memory 256M -- /bin/true` (create, exec, dispose)
  *   bwrap-cold  bwrap with the same namespaces running /bin/true (bench/spine.sh's)
  *   rung-version `rung --version`: the floor of any CLI row (a process start and its loading)
+ *   cli-claim-old, rung-version-old: the two rows again with OLD_RUNG_BIN (another build of
+ *               rung, with its own rung-agent beside it) when given, for a before/after in the
+ *               same loop
  * Between rows (untimed) each claimed or created sandbox is disposed and the pool refilled
  * synchronously (rung_pool_fill), so no background refill competes with a timed row.
- * usage: pool STATE_DIR ROUNDS RUNG_BIN BWRAP_BIN   (as root; bench/pool.sh runs it)
+ * usage: pool STATE_DIR ROUNDS RUNG_BIN BWRAP_BIN [OLD_RUNG_BIN]   (as root; bench/pool.sh)
  */
 #include <fcntl.h>
 #include <spawn.h>
@@ -24,10 +27,10 @@
 #include "rung/rung.h"
 
 enum { LIB_CLAIM, LIB_COLD, CLI_CLAIM, CLI_COLD, CLI_RUN_POOL, CLI_RUN_COLD, BWRAP, VERSION,
-       ROWS };
-static const char *const row_names[ROWS] = {"lib-claim",    "lib-cold",     "cli-claim",
-					     "cli-cold",     "cli-run-pool", "cli-run-cold",
-					     "bwrap-cold",   "rung-version"};
+       CLI_CLAIM_OLD, VERSION_OLD, ROWS };
+static const char *const row_names[ROWS] = {
+    "lib-claim",    "lib-cold",   "cli-claim",    "cli-cold",      "cli-run-pool",
+    "cli-run-cold", "bwrap-cold", "rung-version", "cli-claim-old", "rung-version-old"};
 
 extern char **environ;
 
@@ -103,7 +106,7 @@ static uint64_t lib_acquire(struct rung_router *r, const char *t, bool cold)
 }
 
 static uint64_t time_row(int row, struct rung_router *r, const char *rung, const char *dir,
-			 const char *bwrap, int round)
+			 const char *bwrap, const char *old, int round)
 {
 	char t[64];
 	snprintf(t, sizeof(t), "%s-%d", row_names[row], round);
@@ -111,7 +114,7 @@ static uint64_t time_row(int row, struct rung_router *r, const char *rung, const
 			    NULL};
 	char *run_cold[] = {(char *)rung, "--state-dir", (char *)dir, "run", "--memory", "256M",
 			    "--", "/bin/true", NULL};
-	char *version[] = {(char *)rung, "--version", NULL};
+	char *version[] = {(char *)(row == VERSION_OLD ? old : rung), "--version", NULL};
 	char *bw[] = {(char *)bwrap, "--unshare-user", "--unshare-pid", "--unshare-net",
 		      "--unshare-ipc", "--unshare-uts", "--unshare-cgroup", "--die-with-parent",
 		      "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink",
@@ -122,6 +125,7 @@ static uint64_t time_row(int row, struct rung_router *r, const char *rung, const
 	case LIB_CLAIM: return lib_acquire(r, t, false);
 	case LIB_COLD: return lib_acquire(r, t, true);
 	case CLI_CLAIM: return cli_acquire(r, rung, dir, t, false);
+	case CLI_CLAIM_OLD: return cli_acquire(r, old, dir, t, false);
 	case CLI_COLD: return cli_acquire(r, rung, dir, t, true);
 	case CLI_RUN_POOL: return spawn_us(run_pool, -1);
 	case CLI_RUN_COLD: return spawn_us(run_cold, -1);
@@ -148,11 +152,13 @@ static int setup(struct rung_router_opts *o, const char *dir, struct rung_router
 
 int main(int argc, char **argv)
 {
-	if (argc != 5) {
-		fprintf(stderr, "usage: pool STATE_DIR ROUNDS RUNG_BIN BWRAP_BIN\n");
+	if (argc != 5 && argc != 6) {
+		fprintf(stderr, "usage: pool STATE_DIR ROUNDS RUNG_BIN BWRAP_BIN [OLD_RUNG_BIN]\n");
 		return 2;
 	}
 	int n = atoi(argv[2]);
+	const char *old = argc == 6 ? argv[5] : NULL;
+	int rows = old ? ROWS : CLI_CLAIM_OLD;
 	struct rung_router *r;
 	struct rung_router_opts o = {0};
 	struct rung_err e0 = {0};
@@ -166,23 +172,23 @@ int main(int argc, char **argv)
 	for (int k = 0; k < ROWS; k++)
 		v[k] = calloc((size_t)n, sizeof(uint64_t));
 	for (int i = 0; i < n; i++) {
-		for (int k = 0; k < ROWS; k++) {
+		for (int k = 0; k < rows; k++) {
 			struct rung_err err = {0};
 			if (rung_pool_fill(r, "bench", NULL, NULL, &err) < 0) { /* untimed */
 				fprintf(stderr, "fill: %s\n", err.msg);
 				return 1;
 			}
-			if (!(v[k][i] = time_row(k, r, argv[3], argv[1], argv[4], i)))
+			if (!(v[k][i] = time_row(k, r, argv[3], argv[1], argv[4], old, i)))
 				return 1;
 		}
 	}
 	double med[ROWS];
-	printf("%-13s %10s %10s %10s   (%d interleaved rounds)\n", "row", "p50 ms", "p25 ms",
+	printf("%-16s %10s %10s %10s   (%d interleaved rounds)\n", "row", "p50 ms", "p25 ms",
 	       "p75 ms", n);
-	for (int k = 0; k < ROWS; k++) {
+	for (int k = 0; k < rows; k++) {
 		qsort(v[k], (size_t)n, sizeof(uint64_t), cmp);
 		med[k] = (double)v[k][n / 2] / 1000;
-		printf("%-13s %10.3f %10.3f %10.3f\n", row_names[k], med[k],
+		printf("%-16s %10.3f %10.3f %10.3f\n", row_names[k], med[k],
 		       (double)v[k][n / 4] / 1000, (double)v[k][3 * n / 4] / 1000);
 	}
 	printf("library claim p50 %.3f ms (target <= 1 ms); claim / cold acquire = %.3fx\n",
@@ -193,6 +199,9 @@ int main(int argc, char **argv)
 	       med[VERSION], med[VERSION] / med[BWRAP], med[CLI_CLAIM] - med[VERSION]);
 	printf("rung run from the pool / bwrap cold = %.2fx; rung run cold / bwrap cold = %.2fx\n",
 	       med[CLI_RUN_POOL] / med[BWRAP], med[CLI_RUN_COLD] / med[BWRAP]);
+	if (old)
+		printf("old build: CLI claim / bwrap cold = %.2fx, rung --version = %.2fx\n",
+		       med[CLI_CLAIM_OLD] / med[BWRAP], med[VERSION_OLD] / med[BWRAP]);
 	struct rung_err err = {0};
 	rung_pool_remove(r, "bench", NULL, &err);
 	rung_router_free(r);

@@ -8,6 +8,9 @@ Measures, against a throwaway daemon on a temp store (or --socket/--token for a 
   api_exec     POST /v1/sandboxes/{id}/exec of /bin/true, one client (Unix socket)
   api_exec_tcp the same over TCP loopback
   cli_exec     `rung exec` of /bin/true on the same sandbox and store (a process per call)
+  vs_bwrap     api_exec and bubblewrap's cold start (bench/spine.sh's namespaces) interleaved,
+               one of each per round (--rounds), so both see the same load: the issue's
+               target is api_exec <= 0.25x bwrap cold (skipped, loudly, without bwrap)
 and requests/s for exec at 1, 8 and 32 concurrent clients. Prints a table and, with --json,
 one JSON object. The CLI row is skipped, loudly, when build/rung has no `exec` subcommand.
 """
@@ -49,6 +52,38 @@ def timed(fn, n: int) -> list[float]:
     return out
 
 
+BWRAP = ("--unshare-user --unshare-pid --unshare-net --unshare-ipc --unshare-uts --unshare-cgroup "
+         "--die-with-parent --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib "
+         "--symlink usr/lib64 /lib64 --symlink usr/sbin /sbin --proc /proc --dev /dev "
+         "--tmpfs /tmp /bin/true").split()
+
+
+def vs_bwrap(api_exec, rounds: int) -> dict | None:
+    """API exec and bwrap's cold start, alternated round by round (the same load for both)."""
+    bw = shutil.which("bwrap")
+    if not bw:
+        print("*** SKIP vs_bwrap: no bwrap on PATH ***", file=sys.stderr)
+        return None
+    null = os.open(os.devnull, os.O_WRONLY)
+    api, cold = [], []
+    for i in range(rounds + 3):  # 3 warm-up rounds
+        t0 = time.perf_counter()
+        api_exec()
+        t1 = time.perf_counter()
+        pid = os.posix_spawn(bw, [bw, *BWRAP], os.environ,
+                             file_actions=[(os.POSIX_SPAWN_DUP2, null, 1)])
+        _, st = os.waitpid(pid, 0)
+        t2 = time.perf_counter()
+        if st:
+            sys.exit(f"bwrap failed (status {st})")
+        if i >= 3:
+            api.append((t1 - t0) * 1000)
+            cold.append((t2 - t1) * 1000)
+    os.close(null)
+    a, c = stats(api), stats(cold)
+    return {"api_exec": a, "bwrap_cold": c, "ratio": round(a["p50_ms"] / c["p50_ms"], 3)}
+
+
 def throughput(fn, clients: int, seconds: float) -> float:
     count = [0] * clients
     stop = time.monotonic() + seconds
@@ -72,6 +107,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=5, help="per throughput point")
     ap.add_argument("--cli", default="{rung} exec {id} -- /bin/true",
                     help="CLI command template ({rung}, {id}, {state})")
+    ap.add_argument("--rounds", type=int, default=60, help="api_exec vs bwrap rounds")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     build = Path(os.environ.get("RUNG_BUILD_DIR", ROOT / "build"))
@@ -86,6 +122,7 @@ def main() -> int:
         res["http_floor"] = stats(timed(b.health, a.n))
         res["api_exec"] = stats(timed(lambda: sb.exec(["/bin/true"]), a.n))
         res["api_exec_tcp"] = stats(timed(lambda: tsb.exec(["/bin/true"]), a.n))
+        res["vs_bwrap"] = vs_bwrap(lambda: sb.exec(["/bin/true"]), a.rounds)
         rung = build / "rung"
         argv = a.cli.format(rung=rung, id=sb.id, state=d.state_dir).split()
         env = dict(os.environ, RUNG_STATE_DIR=d.state_dir)
@@ -117,6 +154,11 @@ def main() -> int:
             print(f"{k:<14} {v['p50_ms']:>9.3f} {v['p99_ms']:>9.3f} {v['mean_ms']:>9.3f}")
         else:
             print(f"{k:<14} {'skipped':>9}")
+    vb = res.get("vs_bwrap")
+    if vb:
+        print(f"interleaved ({a.rounds} rounds): api_exec {vb['api_exec']['p50_ms']:.3f} ms, bwrap "
+              f"cold {vb['bwrap_cold']['p50_ms']:.3f} ms: api_exec / bwrap cold = {vb['ratio']}x "
+              "(target <= 0.25x)")
     if res.get("api_vs_cli") is not None:
         print(f"api_exec / cli_exec (p50): {res['api_vs_cli']}")
     print(f"exec requests/s by clients: {res['exec_rps']}; healthz requests/s (8): "

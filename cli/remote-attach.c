@@ -5,9 +5,11 @@
  * {"type": "resize", "rows", "cols"}; the process's output comes back as binary frames, and
  * {"type": "exit", ...} then a close frame when it exits (server/README.md).
  */
+#define OPENSSL_SUPPRESS_DEPRECATED /* SHA1_Init(): see below */
 #include <errno.h>
 #include <jansson.h>
 #include <openssl/evp.h>
+#include <openssl/sha.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -98,10 +100,15 @@ static int ws_open(struct cli *c, struct wsc *w, const char *path, struct rung_e
 		return rung_err_sys(err, errno, "getrandom");
 	EVP_EncodeBlock((unsigned char *)key, nonce, sizeof(nonce));
 	snprintf(cat, sizeof(cat), "%s%s", key, WS_GUID);
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned mdl = 0;
-	EVP_Digest(cat, strlen(cat), md, &mdl, EVP_sha1(), NULL);
-	EVP_EncodeBlock((unsigned char *)want, md, (int)mdl);
+	/* The low-level SHA-1 calls, as common/digest.c's SHA-256: EVP_Digest (and SHA1(), built
+	 * on it) would link OpenSSL's provider machinery into build/rung, ~340 KiB of pointer
+	 * tables relocated at every start of every command (bench/README.md "pool"). */
+	unsigned char md[SHA_DIGEST_LENGTH];
+	SHA_CTX sc;
+	SHA1_Init(&sc);
+	SHA1_Update(&sc, cat, strlen(cat));
+	SHA1_Final(md, &sc);
+	EVP_EncodeBlock((unsigned char *)want, md, (int)sizeof(md));
 	if (c->token)
 		snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n", c->token);
 	cleanup_free char *req = NULL;

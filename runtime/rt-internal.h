@@ -11,6 +11,8 @@
 #include "rung/rung.h"
 
 #define RT_DEFAULT_WORK_DIR "/work"
+/* In the store's root: the one-time pass over older stores' sandbox dirs is done (store.c). */
+#define RT_STORE_TIGHT "modes-tightened"
 #define RT_ID_LEN 32         /* hex chars of the sandbox id (checked against full labels) */
 #define RT_UID_RANGE 65536   /* ids mapped per sandbox */
 #define RT_UID_BASE0 200000000u /* first host uid handed to sandboxes */

@@ -22,8 +22,11 @@ static int close_sandbox_dir(int dfd, const char *id, uint32_t base, struct rung
 	return 0;
 }
 
-/* Stores made by older versions left sandbox dirs 0711 (and upper dirs 0755 below them). */
-static int tighten_sandboxes(const char *dir, struct rung_err *err)
+/* Stores made by older versions left sandbox dirs 0711 (and upper dirs 0755 below them). The
+ * pass runs once per store: RT_STORE_TIGHT in the store's root records it (every sandbox dir
+ * made since is closed when it is made), so opening the store, which every CLI call does, does
+ * not stat every sandbox dir again (bench/README.md "pool"). */
+static int tighten_sandboxes(int root_fd, const char *dir, struct rung_err *err)
 {
 	cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
@@ -31,6 +34,8 @@ static int tighten_sandboxes(const char *dir, struct rung_err *err)
 	struct stat s;
 	if (fstat(dfd, &s) == 0 && (s.st_mode & 0066) && fchmod(dfd, 0711) < 0)
 		return rung_err_sys(err, errno, "chmod %s", dir);
+	if (faccessat(root_fd, RT_STORE_TIGHT, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
 	cleanup_dir DIR *d = fdopendir(dup(dfd));
 	if (!d)
 		return rung_err_sys(err, errno, "open %s", dir);
@@ -51,6 +56,10 @@ static int tighten_sandboxes(const char *dir, struct rung_err *err)
 		if (r < 0)
 			return r;
 	}
+	/* Best effort: without the record (a read-only store) the next open passes again. */
+	int m = openat(root_fd, RT_STORE_TIGHT, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (m >= 0)
+		close(m);
 	return 0;
 }
 
@@ -87,11 +96,13 @@ int rt_store_open(const char *root, struct rt_store *st, struct rung_err *err)
 	snprintf(p, sizeof(p), "%s/sandboxes", root);
 	if (mkdir(p, 0711) < 0 && errno != EEXIST)
 		return rung_err_sys(err, errno, "mkdir %s", p);
-	if ((r = tighten_sandboxes(p, err)) < 0)
-		return r;
 	st->root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (st->root_fd < 0)
 		return rung_err_sys(err, errno, "open state dir %s", root);
+	if ((r = tighten_sandboxes(st->root_fd, p, err)) < 0) {
+		rt_store_close(st);
+		return r;
+	}
 	st->root = strdup(root);
 	if (!st->root) {
 		rt_store_close(st);

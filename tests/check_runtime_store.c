@@ -423,8 +423,13 @@ START_TEST(test_old_store_tightened)
 	ck_assert_int_eq(chmod(d1, 0711), 0);
 	ck_assert_int_eq(chmod(d2, 0755), 0);
 	ck_assert_int_eq(chmod(sb, 0777), 0);
+	char mark[4096];
+	snprintf(mark, sizeof(mark), "%s/%s", root, RT_STORE_TIGHT);
+	ck_assert_int_eq(access(mark, F_OK), 0); /* this version's pass ran at the first open */
+	ck_assert_int_eq(unlink(mark), 0);        /* an older store has no such record */
 	rt_store_close(&st);
 	ck_assert_int_eq(rt_store_open(root, &st, &err), 0);
+	ck_assert_int_eq(access(mark, F_OK), 0);
 	ck_assert_uint_eq(mode_of(sb), 0711);
 	ck_assert_uint_eq(mode_of(d1), 0700);
 	ck_assert_uint_eq(mode_of(d2), 0710);
