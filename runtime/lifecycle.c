@@ -122,19 +122,41 @@ static int owned_hold_mnt(const struct rt_sandbox *sb)
 	return open(p, O_RDONLY | O_CLOEXEC);
 }
 
-/* The last reference to a stopped sandbox's mount namespace, and the removal of its moved
+/* In a child: close every descriptor but a and b (a < b; -1 for none). */
+static void close_all_but(int a, int b)
+{
+	unsigned lo = 0;
+	int keep[2] = {a, b};
+	for (int i = 0; i < 2; i++)
+		if (keep[i] >= 0) {
+			if ((unsigned)keep[i] > lo)
+				syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0);
+			lo = (unsigned)keep[i] + 1;
+		}
+	syscall(SYS_close_range, lo, ~0U, 0);
+}
+
+/*
+ * The last reference to a stopped sandbox's mount namespace, and the removal of its moved
  * directory (trash, "" if none), go to a child that does nothing else (no other fd: a
  * caller's pipe must not wait for it) and then exits; the kernel tears the namespace down
- * there, whatever becomes of that child, and `rung gc` removes a trash it left. */
+ * there, whatever becomes of that child, and `rung gc` removes a trash it left. The child
+ * closes the namespace only once we closed our copy (EOF on the gate pipe): the last close
+ * is the one that pays for the teardown, and it must never be ours.
+ */
 static void owned_release(int mntns, const char *trash)
 {
 	if (mntns < 0 && !trash[0])
 		return;
+	int gate[2] = {-1, -1};
+	if (mntns >= 0 && pipe2(gate, O_CLOEXEC) < 0)
+		gate[0] = gate[1] = -1;
 	pid_t pid = fork(); /* from a threaded caller: glibc's fork leaves malloc usable */
 	if (pid == 0) {
-		if (mntns > 0)
-			syscall(SYS_close_range, 0, (unsigned)mntns - 1, 0);
-		syscall(SYS_close_range, (unsigned)mntns + 1, ~0U, 0);
+		close_all_but(mntns < gate[0] ? mntns : gate[0], mntns < gate[0] ? gate[0] : mntns);
+		char c;
+		while (gate[0] >= 0 && read(gate[0], &c, 1) < 0 && errno == EINTR)
+			;
 		if (mntns >= 0)
 			close(mntns);
 		struct rung_err e = {0};
@@ -145,6 +167,10 @@ static void owned_release(int mntns, const char *trash)
 	rung_trace("dispose: namespace handed off");
 	if (mntns >= 0)
 		close(mntns);
+	if (gate[0] >= 0) {
+		close(gate[1]);
+		close(gate[0]);
+	}
 }
 
 int rung_sandbox_dispose(struct rung_sandbox *s, struct rung_err *err)
