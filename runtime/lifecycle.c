@@ -203,7 +203,8 @@ int rung_sandbox_dispose(struct rung_sandbox *s, struct rung_err *err)
 	}
 	int mntns = owned_hold_mnt(sb);
 	char trash[4096] = "";
-	int rc = dispose_locked(r, &m, have, sb->meta.id, trash, err);
+	/* Only where a hand-off child is made anyway (a fork costs what the removal saves). */
+	int rc = dispose_locked(r, &m, have, sb->meta.id, mntns >= 0 ? trash : NULL, err);
 	owned_release(mntns, trash);
 	if (have)
 		rt_meta_release(&m);
