@@ -1,4 +1,5 @@
 /* runtime/lifecycle.c: dispose, dispose_scope (purge by label), list, inspect and gc. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -8,9 +9,27 @@
 #include "runtime/diskimg.h"
 #include "runtime/rt-internal.h"
 
-/* With the sandbox lock held: stop everything and remove the directory. */
+/*
+ * An owned dispose's directory leaves the store by a rename into <store>/trash/<id>, which
+ * the CLI's hand-off child removes after `rung run` returned (owned_release); what a crash
+ * leaves there, `rung gc` removes (trash_sweep). trash gets that path, or "" when the rename
+ * failed and the directory must be removed here.
+ */
+static int trash_move(struct rung_router *r, const char *dir, const char *id, char trash[4096])
+{
+	snprintf(trash, 4096, "%s/trash", r->store.root);
+	if (mkdir(trash, 0700) < 0 && errno != EEXIST)
+		return trash[0] = '\0', -errno;
+	snprintf(trash + strlen(trash), 4096 - strlen(trash), "/%s", id);
+	if (rename(dir, trash) < 0)
+		return trash[0] = '\0', -errno;
+	return 0;
+}
+
+/* With the sandbox lock held: stop everything and remove the directory (with trash: move it
+ * there for the caller to remove, trash_move). */
 static int dispose_locked(struct rung_router *r, struct rt_meta *m, bool have_meta,
-			  const char *id, struct rung_err *err)
+			  const char *id, char *trash, struct rung_err *err)
 {
 	char dir[4096];
 	rt_store_path(&r->store, id, NULL, dir, sizeof(dir));
@@ -37,7 +56,7 @@ static int dispose_locked(struct rung_router *r, struct rt_meta *m, bool have_me
 	int g = rt_store_lock_global(&r->store, err);
 	if (g < 0)
 		return g;
-	int rc = rung_rm_rf(dir, err);
+	int rc = trash && trash_move(r, dir, id, trash) == 0 ? 0 : rung_rm_rf(dir, err);
 	close(g);
 	rung_trace("dispose: removed");
 	if (rc < 0)
@@ -68,7 +87,7 @@ int rung_dispose(struct rung_router *r, const char *id, const char *scope, struc
 			return rung_err_set(err, ENOENT, "no sandbox %s", id);
 		}
 	}
-	int rc = dispose_locked(r, &m, have, id, err);
+	int rc = dispose_locked(r, &m, have, id, NULL, err);
 	if (have)
 		rt_meta_release(&m);
 	return rc;
@@ -103,23 +122,55 @@ static int owned_hold_mnt(const struct rt_sandbox *sb)
 	return open(p, O_RDONLY | O_CLOEXEC);
 }
 
-/* The last reference to a stopped sandbox's mount namespace goes in a child that does
- * nothing else (no other fd: a caller's pipe must not wait for it) and then exits; the
- * kernel tears the namespace down there, whatever becomes of that child. */
-static void owned_release(int mntns)
+/* In a child: close every descriptor but a and b (a < b; -1 for none). */
+static void close_all_but(int a, int b)
 {
-	if (mntns < 0)
+	unsigned lo = 0;
+	int keep[2] = {a, b};
+	for (int i = 0; i < 2; i++)
+		if (keep[i] >= 0) {
+			if ((unsigned)keep[i] > lo)
+				syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0);
+			lo = (unsigned)keep[i] + 1;
+		}
+	syscall(SYS_close_range, lo, ~0U, 0);
+}
+
+/*
+ * The last reference to a stopped sandbox's mount namespace, and the removal of its moved
+ * directory (trash, "" if none), go to a child that does nothing else (no other fd: a
+ * caller's pipe must not wait for it) and then exits; the kernel tears the namespace down
+ * there, whatever becomes of that child, and `rung gc` removes a trash it left. The child
+ * closes the namespace only once we closed our copy (EOF on the gate pipe): the last close
+ * is the one that pays for the teardown, and it must never be ours.
+ */
+static void owned_release(int mntns, const char *trash)
+{
+	if (mntns < 0 && !trash[0])
 		return;
-	pid_t pid = fork(); /* from a threaded caller: only syscalls below */
+	int gate[2] = {-1, -1};
+	if (mntns >= 0 && pipe2(gate, O_CLOEXEC) < 0)
+		gate[0] = gate[1] = -1;
+	pid_t pid = fork(); /* from a threaded caller: glibc's fork leaves malloc usable */
 	if (pid == 0) {
-		if (mntns > 0)
-			syscall(SYS_close_range, 0, (unsigned)mntns - 1, 0);
-		syscall(SYS_close_range, (unsigned)mntns + 1, ~0U, 0);
-		close(mntns);
+		close_all_but(mntns < gate[0] ? mntns : gate[0], mntns < gate[0] ? gate[0] : mntns);
+		char c;
+		while (gate[0] >= 0 && read(gate[0], &c, 1) < 0 && errno == EINTR)
+			;
+		if (mntns >= 0)
+			close(mntns);
+		struct rung_err e = {0};
+		if (trash[0])
+			rung_rm_rf(trash, &e);
 		_exit(0);
 	}
 	rung_trace("dispose: namespace handed off");
-	close(mntns);
+	if (mntns >= 0)
+		close(mntns);
+	if (gate[0] >= 0) {
+		close(gate[1]);
+		close(gate[0]);
+	}
 }
 
 int rung_sandbox_dispose(struct rung_sandbox *s, struct rung_err *err)
@@ -151,8 +202,10 @@ int rung_sandbox_dispose(struct rung_sandbox *s, struct rung_err *err)
 			ops->cleanup(sb);
 	}
 	int mntns = owned_hold_mnt(sb);
-	int rc = dispose_locked(r, &m, have, sb->meta.id, err);
-	owned_release(mntns);
+	char trash[4096] = "";
+	/* Only where a hand-off child is made anyway (a fork costs what the removal saves). */
+	int rc = dispose_locked(r, &m, have, sb->meta.id, mntns >= 0 ? trash : NULL, err);
+	owned_release(mntns, trash);
 	if (have)
 		rt_meta_release(&m);
 	return rc;
@@ -325,9 +378,29 @@ int rung_inspect(struct rung_router *r, const char *id, const char *scope, char 
 	return *json ? 0 : rung_err_set(err, ENOMEM, "out of memory");
 }
 
+/* What an owned dispose moved to <store>/trash and its hand-off child did not remove (killed
+ * first, or the host went down): removed now, as debris. */
+static void trash_sweep(struct rung_router *r, struct rung_gc_report *rep)
+{
+	char p[4096];
+	snprintf(p, sizeof(p), "%s/trash", r->store.root);
+	cleanup_dir DIR *d = opendir(p);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		struct rung_err e = {0};
+		if (!rt_id_valid(de->d_name))
+			continue;
+		if (rung_rm_rf_at(dirfd(d), de->d_name, &e) == 0)
+			rep->debris++;
+		else
+			LOG_INFO("gc: trash %s: %s", de->d_name, e.msg);
+	}
+}
+
 int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *err)
 {
 	memset(rep, 0, sizeof(*rep));
+	trash_sweep(r, rep);
 	struct rung_err ep = {0};
 	if (rt_pool_gc(r, &rep->pools_removed, &ep) < 0)
 		LOG_WARN("pool gc: %s", ep.msg);
@@ -354,7 +427,7 @@ int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *
 			rt_store_path(&r->store, ids[i], NULL, dir, sizeof(dir));
 			/* debris: no metadata (a crash mid-create); give a fresh create 60 s */
 			if (stat(dir, &st) == 0 && now / 1000 > (uint64_t)st.st_mtime + 60 &&
-			    dispose_locked(r, NULL, false, ids[i], &e2) == 0)
+			    dispose_locked(r, NULL, false, ids[i], NULL, &e2) == 0)
 				rep->debris++;
 			close(lock);
 			continue;
@@ -364,10 +437,10 @@ int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *
 		if (!act)
 			act = m.last_used_ms;
 		if (!alive) {
-			if (dispose_locked(r, &m, true, ids[i], &e2) == 0)
+			if (dispose_locked(r, &m, true, ids[i], NULL, &e2) == 0)
 				rep->disposed_dead++;
 		} else if (m.spec.ttl_s && now >= m.created_ms + (uint64_t)m.spec.ttl_s * 1000) {
-			if (dispose_locked(r, &m, true, ids[i], &e2) == 0)
+			if (dispose_locked(r, &m, true, ids[i], NULL, &e2) == 0)
 				rep->disposed_ttl++;
 		} else if (m.spec.idle_suspend_s && m.state == RUNG_STATE_RUNNING &&
 			   now >= act + (uint64_t)m.spec.idle_suspend_s * 1000) {

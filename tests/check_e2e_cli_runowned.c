@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/lib/sandbox.h"
 #include "tests/lib/testutil.h"
@@ -193,12 +195,32 @@ static char *start_owned(struct bg_run *b)
 	return sd;
 }
 
-/* Nothing of the run is left: processes, store entry, cgroup. Frees sd. */
+/* Entries of the store's trash (directories an owned dispose moved out of sandboxes/ for its
+ * hand-off child to remove); 0 when there is no trash. */
+static int trash_entries(const char *sd)
+{
+	char p[4096];
+	snprintf(p, sizeof(p), "%s/trash", sd);
+	int n = rung_test_count_entries(p);
+	return n < 0 ? 0 : n;
+}
+
+/* The trash is empty within 5 s (the CLI's hand-off child removes it after the CLI ended). */
+static void assert_trash_emptied(const char *sd)
+{
+	int n = -1;
+	for (int i = 0; i < 50 && (n = trash_entries(sd)) != 0; i++)
+		usleep(100000);
+	ck_assert_int_eq(n, 0);
+}
+
+/* Nothing of the run is left: processes, store entry, cgroup, trash. Frees sd. */
 static void assert_all_gone(char *sd, const struct bg_run *b)
 {
 	assert_no_processes(b);
 	ck_assert_int_eq(spine_store_entries(sd), 0);
 	ck_assert_uint_eq(cgroup_dirs(b->id), 0);
+	assert_trash_emptied(sd);
 	free(sd);
 }
 
@@ -361,6 +383,39 @@ START_TEST(test_cycles_leave_nothing)
 	ck_assert_int_eq(live_children(), 0);
 	ck_assert_int_eq(rung_test_count_mounts(), mounts);
 	ck_assert_int_eq(spine_store_entries(sd), 0);
+	assert_trash_emptied(sd);
+	free(sd);
+}
+END_TEST
+
+/* A directory an owned dispose moved to the trash and whose hand-off child was killed before
+ * removing it (made here by hand, files and a subdirectory in it) is removed by `rung gc`; a
+ * name that is no sandbox id is not ours and stays. */
+START_TEST(test_gc_sweeps_trash)
+{
+	RUNG_REQUIRE_ROOT();
+	char *sd = state_dir();
+	struct spine_run r;
+	CLI(&r, "--state-dir", sd, "run", "--", "/bin/true");
+	ck_assert_msg(r.status == 0, "run: %s", r.err);
+	spine_run_release(&r);
+	assert_trash_emptied(sd);
+	char p[4096];
+	snprintf(p, sizeof(p), "%s/trash/0123456789abcdef0123456789abcdef/work/sub", sd);
+	struct rung_err e = {0};
+	ck_assert_msg(rung_mkdir_p(p, 0700, &e) == 0, "%s", e.msg);
+	strcat(p, "/f");
+	FILE *f = fopen(p, "w");
+	ck_assert_ptr_nonnull(f);
+	fclose(f);
+	snprintf(p, sizeof(p), "%s/trash/not-an-id", sd);
+	ck_assert_int_eq(mkdir(p, 0700), 0);
+	ck_assert_int_eq(trash_entries(sd), 2);
+	CLI(&r, "--state-dir", sd, "gc");
+	ck_assert_msg(r.status == 0, "gc: %s", r.err);
+	spine_run_release(&r);
+	ck_assert_int_eq(trash_entries(sd), 1);
+	ck_assert_int_eq(access(p, F_OK), 0);
 	free(sd);
 }
 END_TEST
@@ -377,6 +432,7 @@ Suite *e2e_cli_runowned_suite(void)
 	tcase_add_test(tc, test_dispose_from_elsewhere);
 	tcase_add_test(tc, test_tmpfs_disk);
 	tcase_add_test(tc, test_cycles_leave_nothing);
+	tcase_add_test(tc, test_gc_sweeps_trash);
 	suite_add_tcase(s, tc);
 	return s;
 }
