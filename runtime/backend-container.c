@@ -82,6 +82,7 @@ static int ctr_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct run
 		if (tfd[i] < 0)
 			r = rung_err_wrap(err, "layer %zu", i);
 	}
+	rung_trace("container: layers idmapped");
 	char **mnt = calloc(n + 1, sizeof(char *));
 	if (r == 0 && !mnt)
 		r = rung_err_set(err, ENOMEM, "out of memory");
@@ -121,6 +122,7 @@ static int ctr_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct run
 				r = rung_err_sys(err, errno, "attach layer %zu", i);
 		if (r == 0)
 			r = rfs_overlay_apply(&plan, err);
+		rung_trace("container: overlay mounted");
 		if (setns(self, CLONE_NEWNS) < 0 && r == 0)
 			r = rung_err_sys(err, errno, "leave the sandbox's mount namespace");
 	}
@@ -165,6 +167,7 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 		r = rfs_image_layers(st, &info, &c.lowers, err);
 	rfs_image_info_release(&info);
 	rfs_store_free(st);
+	rung_trace("container: image resolved");
 	if (r < 0)
 		return rung_err_wrap(err, "image %s", s->image);
 	static const char *const dirs[] = {"disk", "root", "lower"};
