@@ -168,7 +168,8 @@ static int loop_attach(const char *ctl, int img_fd, char *dev, size_t dev_len,
 	return rung_err_set(err, EBUSY, "limits.disk: every free loop device was taken (100 tries)");
 }
 
-int rt_disk_mount(const char *ctl, const char *img, uid_t owner, struct rung_err *err)
+int rt_disk_mount(const char *ctl, const char *img, uid_t owner, bool throwaway,
+		  struct rung_err *err)
 {
 	cleanup_close int ifd = open(img, O_RDWR | O_CLOEXEC);
 	if (ifd < 0)
@@ -183,6 +184,7 @@ int rt_disk_mount(const char *ctl, const char *img, uid_t owner, struct rung_err
 		return rung_err_sys(err, errno, "limits.disk: fsopen ext4");
 	if (fsconfig(fs, FSCONFIG_SET_STRING, "source", dev, 0) < 0 ||
 	    fsconfig(fs, FSCONFIG_SET_FLAG, "noinit_itable", NULL, 0) < 0 ||
+	    (throwaway && fsconfig(fs, FSCONFIG_SET_FLAG, "nobarrier", NULL, 0) < 0) ||
 	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
 		return rung_err_sys(err, errno, "limits.disk: mount %s (%s)", img, dev);
 	int mfd = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
@@ -280,8 +282,10 @@ int rt_sandbox_disk_mount(const struct rt_sandbox *sb, struct rung_err *err)
 		r = 0;
 	}
 	rung_trace("disk: image ready");
+	/* An owned sandbox's disk goes with it (and with gc after a crash): no cache flush
+	 * to the host's disk at its mount's superblock write, an fsync inside or its umount. */
 	if (r == 0 && (r = rt_disk_mount(sb->router->loop_control, img, sb->meta.uid_base,
-					 err)) >= 0 && fresh)
+					 sb->owned, err)) >= 0 && fresh)
 		unlinkat(r, "lost+found", AT_REMOVEDIR); /* mkfs's, not the sandbox's */
 	return r;
 }

@@ -25,9 +25,10 @@ int rt_disk_check(const char *ctl, struct rung_err *err);
  */
 int rt_disk_image(const char *state_dir, const char *path, uint64_t bytes, struct rung_err *err);
 /* Attach img to a free loop device (through the loop control device ctl) and mount it
- * nosuid,nodev as a detached mount whose root belongs to owner. Returns the mount fd (for
- * move_mount). */
-int rt_disk_mount(const char *ctl, const char *img, uid_t owner, struct rung_err *err);
+ * nosuid,nodev as a detached mount whose root belongs to owner; a throwaway disk (an owned
+ * sandbox's) is mounted nobarrier. Returns the mount fd (for move_mount). */
+int rt_disk_mount(const char *ctl, const char *img, uid_t owner, bool throwaway,
+		  struct rung_err *err);
 /* A tmpfs of bytes (size=: ENOSPC past it; its pages are charged to the memory cgroup of
  * whoever writes them) as a detached nosuid,nodev mount whose root belongs to owner. */
 int rt_disk_tmpfs(uint64_t bytes, uid_t owner, struct rung_err *err);

@@ -80,7 +80,7 @@ static int remap_tree(int dfd, uint32_t from, uint32_t to, int depth, struct run
 static int remap_image(struct rung_router *r, const char *img, uint32_t from, uint32_t to,
 		       struct rung_err *err)
 {
-	int mfd = rt_disk_mount(r->loop_control, img, to, err);
+	int mfd = rt_disk_mount(r->loop_control, img, to, false, err);
 	if (mfd < 0)
 		return mfd;
 	int dfd = openat(mfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -365,7 +365,7 @@ int rung_changes_open(struct rung_router *r, const char *id, const char *scope,
 	}
 	close(lock);
 	rt_meta_release(&s.m);
-	if (rc == 0 && (c->mfd = rt_disk_mount(r->loop_control, c->img, c->id_base, err)) < 0)
+	if (rc == 0 && (c->mfd = rt_disk_mount(r->loop_control, c->img, c->id_base, false, err)) < 0)
 		rc = c->mfd;
 	if (rc == 0 && (c->dirfd = openat(c->mfd, c->prefix[0] ? "." : "upper",
 					  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
