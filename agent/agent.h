@@ -5,8 +5,9 @@
 #include "common/proto.h"
 #include "common/util.h"
 
-/* Serve one connection: one request, then return. Runs in a forked handler process. */
-void agent_handle(int fd);
+/* Serve one connection: one request, then return. Runs in a forked handler process. first:
+ * the --first-fd connection, which waits for its request without a deadline. */
+void agent_handle(int fd, bool first);
 /* exec: runs the command, streams output, sends EXIT. */
 int agent_exec(int fd, const struct rung_frame *req, struct rung_err *err);
 /* write_file / read_file, confined to "/" with openat2(RESOLVE_IN_ROOT). */
@@ -31,8 +32,9 @@ void agent_kill_orphans(const pid_t *handlers, size_t n);
 int agent_privs_vm_drop(struct rung_err *err);
 int agent_privs_settle(struct rung_err *err);
 int agent_privs_handler(struct rung_err *err);
-/* Accept loop on a listening socket; forks a handler per connection; reaps children. */
-int agent_serve(int listen_fd);
+/* Accept loop on a listening socket; forks a handler per connection; reaps children.
+ * first_fd (-1: none): a connection made before we ran, served by a handler started at once. */
+int agent_serve(int listen_fd, int first_fd);
 /* RESTORED (restored.c): a VM's init starts the fixer before dropping its capabilities; the
  * handler decodes the request and has the fixer apply it (EOPNOTSUPP without a fixer). */
 int agent_fixer_start(int listen_fd, struct rung_err *err);

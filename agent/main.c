@@ -15,14 +15,14 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: rung-agent --listen-fd N\n"
+	fprintf(f, "usage: rung-agent --listen-fd N [--first-fd N]\n"
 		   "       rung-agent            (as pid 1 of a rung VM guest)\n"
 		   "Serves the rung agent protocol; not meant to be run by hand.\n");
 }
 
 int main(int argc, char **argv)
 {
-	int listen_fd = -1;
+	int listen_fd = -1, first_fd = -1;
 	bool privileged = false; /* a vm guest with rung.privileged=1 (agent/vm-init.h) */
 	struct rung_err err = {0};
 	const char *base = strrchr(argv[0], '/');
@@ -39,6 +39,13 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			listen_fd = (int)v;
+		} else if (!strcmp(argv[i], "--first-fd") && i + 1 < argc) {
+			uint64_t v; /* an owned sandbox's first connection (agent/serve.c) */
+			if (rung_parse_u64(argv[++i], &v) < 0 || v > 1024) {
+				fprintf(stderr, "rung-agent: bad --first-fd\n");
+				return 2;
+			}
+			first_fd = (int)v;
 		} else if (getpid() == 1) {
 			continue; /* a VM's init: the kernel hands us its unknown parameters */
 		} else {
@@ -68,5 +75,5 @@ int main(int argc, char **argv)
 	}
 	/* pid 1 ignores signals it has no handler for; make that explicit for the ones we get. */
 	signal(SIGPIPE, SIG_IGN);
-	return agent_serve(listen_fd) < 0 ? 1 : 0;
+	return agent_serve(listen_fd, first_fd) < 0 ? 1 : 0;
 }

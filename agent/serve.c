@@ -10,12 +10,13 @@
 
 #include "agent/agent.h"
 
-void agent_handle(int fd)
+void agent_handle(int fd, bool first)
 {
 	struct rung_err err = {0};
 	struct rung_frame f;
-	/* The host sends its request promptly; a silent peer is dropped after 30 s. */
-	int r = rung_frame_read(fd, &f, rung_now_ms() + 30000, &err);
+	/* The host sends its request promptly; a silent peer is dropped after 30 s. The first
+	 * connection (--first-fd) is made before the host knows its request: it waits. */
+	int r = rung_frame_read(fd, &f, first ? 0 : rung_now_ms() + 30000, &err);
 	if (r == -EPROTONOSUPPORT) {
 		/* A host of another build: answer in its version, which it can decode. */
 		rung_err_set(&err, EPROTONOSUPPORT,
@@ -136,7 +137,40 @@ static void reap(struct handlers *h)
 
 int agent_start_lock_fd = -1;
 
-int agent_serve(int listen_fd)
+/* A handler for connection c: a child with file ids 0, the parent-death signal, a child
+ * subreaper; it serves one request and kills whatever that request started. */
+static pid_t start_handler(int c, bool first, int listen_fd, int sfd, const sigset_t *chld)
+{
+	pid_t self = getpid();
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	if (listen_fd >= 0)
+		close(listen_fd);
+	if (sfd >= 0)
+		close(sfd);
+	sigprocmask(SIG_UNBLOCK, chld, NULL);
+	prctl(PR_SET_NAME, "rung-agent-h");
+	struct rung_err perr;
+	/* File ids 0 first: changing them clears the parent-death signal. */
+	if (agent_privs_handler(&perr) < 0) {
+		rung_proto_error_send(c, &perr);
+		_exit(1);
+	}
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != self)
+		_exit(1); /* pid 1 is gone already */
+	/* Orphans of this request's processes re-parent to us, not to pid 1. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	signal(SIGPIPE, SIG_IGN);
+	/* write_file past RLIMIT_FSIZE: an error, not death */
+	signal(SIGXFSZ, SIG_IGN);
+	agent_handle(c, first);
+	agent_kill_descendants();
+	_exit(0);
+}
+
+int agent_serve(int listen_fd, int first_fd)
 {
 	rung_fd_set_cloexec(listen_fd, 1);
 	agent_start_lock_fd = memfd_create("rung-proc-start", MFD_CLOEXEC);
@@ -149,7 +183,16 @@ int agent_serve(int listen_fd)
 	struct handlers h = {0};
 	if (agent_fixer_pid > 0) /* restored.c: a child of ours, not an orphan to kill */
 		handlers_add(&h, agent_fixer_pid);
-	pid_t self = getpid();
+	/* An owned sandbox's creator connected before we ran (a socket pair, --first-fd): its
+	 * handler is ready before the host sends its first request (`rung run`'s command), so
+	 * that request needs neither a connect nor a fork on its way. */
+	if (first_fd >= 0) {
+		rung_fd_set_cloexec(first_fd, 1);
+		pid_t pid = start_handler(first_fd, true, listen_fd, sfd, &chld);
+		if (pid > 0)
+			handlers_add(&h, pid);
+		close(first_fd);
+	}
 	for (;;) {
 		struct signalfd_siginfo si;
 		while (sfd >= 0 && read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
@@ -167,31 +210,7 @@ int agent_serve(int listen_fd)
 				continue;
 			return -errno;
 		}
-		pid_t pid = fork();
-		if (pid == 0) {
-			close(listen_fd);
-			if (sfd >= 0)
-				close(sfd);
-			sigprocmask(SIG_UNBLOCK, &chld, NULL);
-			prctl(PR_SET_NAME, "rung-agent-h");
-			struct rung_err perr;
-			/* File ids 0 first: changing them clears the parent-death signal. */
-			if (agent_privs_handler(&perr) < 0) {
-				rung_proto_error_send(c, &perr);
-				_exit(1);
-			}
-			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			if (getppid() != self)
-				_exit(1); /* pid 1 is gone already */
-			/* Orphans of this request's processes re-parent to us, not to pid 1. */
-			prctl(PR_SET_CHILD_SUBREAPER, 1);
-			signal(SIGPIPE, SIG_IGN);
-			/* write_file past RLIMIT_FSIZE: an error, not death */
-			signal(SIGXFSZ, SIG_IGN);
-			agent_handle(c);
-			agent_kill_descendants();
-			_exit(0);
-		}
+		pid_t pid = start_handler(c, false, listen_fd, sfd, &chld);
 		if (pid > 0)
 			handlers_add(&h, pid);
 		close(c);

@@ -120,6 +120,10 @@ struct rt_sandbox {
 	char dir[4096];      /* the sandbox's store directory */
 	struct np_net *net;  /* in the supervisor: the egress plumbing and DNS proxy */
 	bool owned;          /* its creator is its supervisor (rung_acquire_owned) */
+	/* Owned only (-1 otherwise; read only when owned): our end of a socket pair whose other
+	 * end pid 1 got at its start (--first-fd), a handler already waiting on it. The first
+	 * agent request takes it instead of connecting (sandbox.c). */
+	int first_conn;
 };
 
 /* ---- network (net.c): the same egress policy for every rung ---- */

@@ -59,6 +59,7 @@ struct child_ctx {
 	void *bpf;
 	size_t bpf_len;
 	int agent_fd, listen_fd, go_fd, err_fd;
+	int first_fd; /* an owned sandbox: pid 1's end of its first connection (>= 10), or -1 */
 };
 
 static void child_fail(int fd, const struct rung_err *e)
@@ -114,18 +115,18 @@ static void child_main(struct child_ctx *c)
 	if (read_filter(c, &err) < 0)
 		child_fail(c->err_fd, &err);
 	/* fds: 0-2 /dev/null, 3 the listening socket, then the error pipe, the agent and the
-	 * go pipe (until the last parent-death check). */
+	 * go pipe (until the last parent-death check), 7 the first connection (owned). */
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
 	    dup2(c->listen_fd, 3) < 0 || dup2(c->err_fd, 4) < 0 || dup2(c->agent_fd, 5) < 0 ||
-	    dup2(c->go_fd, 6) < 0) {
+	    dup2(c->go_fd, 6) < 0 || (c->first_fd >= 0 && dup2(c->first_fd, 7) < 0)) {
 		rung_err_sys(&err, errno, "arrange fds");
 		child_fail(c->err_fd, &err);
 	}
 	c->err_fd = 4;
 	fcntl(4, F_SETFD, FD_CLOEXEC);
 	fcntl(5, F_SETFD, FD_CLOEXEC);
-	syscall(SYS_close_range, 7, ~0U, 0);
+	syscall(SYS_close_range, c->first_fd >= 0 ? 8 : 7, ~0U, 0);
 	if (rt_caps_drop_agent(&err) < 0 || rt_seccomp_load(c->bpf, c->bpf_len, &err) < 0)
 		child_fail(c->err_fd, &err);
 	/* Becoming the agent uid cleared the parent-death signal: set it again. */
@@ -139,7 +140,11 @@ static void child_main(struct child_ctx *c)
 	if (poll(&gp, 1, 0) > 0 && (gp.revents & (POLLHUP | POLLERR)))
 		_exit(1);
 	close(6);
-	char *argv[] = {"rung-agent", "--listen-fd", "3", NULL};
+	char *argv[] = {"rung-agent", "--listen-fd", "3", NULL, NULL, NULL};
+	if (c->first_fd >= 0) {
+		argv[3] = "--first-fd";
+		argv[4] = "7";
+	}
 	char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 			"LANG=C.UTF-8", NULL};
 	syscall(SYS_execveat, 5, "", argv, envp, AT_EMPTY_PATH);
@@ -192,9 +197,28 @@ static int child_failed(int errfd, int e, const char *what, struct rung_err *err
 	return rung_err_sys(err, e, "%s", what);
 }
 
+/* An owned sandbox's first connection: a socket pair, ours in sb->first_conn, pid 1's end in
+ * *child_fd, placed at 10 or above so that none of child_main's dup2s overwrites it. */
+static int first_conn(struct rt_sandbox *sb, int *child_fd, struct rung_err *err)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return rung_err_sys(err, errno, "socketpair");
+	*child_fd = fcntl(sv[1], F_DUPFD_CLOEXEC, 10);
+	close(sv[1]);
+	if (*child_fd < 0) {
+		close(sv[0]);
+		return rung_err_sys(err, errno, "dup");
+	}
+	rung_closep(&sb->first_conn);
+	sb->first_conn = sv[0];
+	return 0;
+}
+
 static void child_ctx_release(struct child_ctx *c)
 {
 	rung_closep(&c->agent_fd);
+	rung_closep(&c->first_fd);
 	free(c->bpf);
 }
 static void mount_planp(struct rt_mount_plan *p) { rt_mount_plan_release(p); }
@@ -291,12 +315,15 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 	if (r < 0)
 		return r;
 	__attribute__((cleanup(child_ctx_release))) struct child_ctx c = {
-	    .sb = sb, .np = np, .plan = &plan, .listen_fd = listen_fd, .agent_fd = -1};
+	    .sb = sb, .np = np, .plan = &plan, .listen_fd = listen_fd, .agent_fd = -1,
+	    .first_fd = -1};
 	cleanup_close int go_r = -1, go_w = -1, err_r = -1, err_w = -1;
 	int gop[2], errp[2];
 	c.agent_fd = open(sb->router->agent_path, O_PATH | O_CLOEXEC);
 	if (c.agent_fd < 0)
 		return rung_err_sys(err, errno, "open %s", sb->router->agent_path);
+	if (sb->owned && (r = first_conn(sb, &c.first_fd, err)) < 0)
+		return r;
 	if (pipe2(gop, O_CLOEXEC) < 0)
 		return rung_err_sys(err, errno, "pipe");
 	go_r = gop[0], go_w = gop[1];
@@ -323,6 +350,8 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 	if ((r = run_child(sb, np, &c, pid, go_w, err_r, err)) < 0)
 		return kill_child(pid, r);
 	rung_trace("ns: agent exec'd");
+	if (sb->owned) /* ours stays with sb: pid 1's end is in pid 1 now */
+		rung_closep(&c.first_fd);
 	return pid;
 }
 

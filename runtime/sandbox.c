@@ -55,6 +55,7 @@ static struct rung_sandbox *sandbox_new(struct rung_router *r, struct rung_err *
 		return NULL;
 	}
 	s->sb.router = r;
+	s->sb.first_conn = -1;
 	s->cancel_fd = -1;
 	return s;
 }
@@ -63,6 +64,7 @@ void rung_sandbox_close(struct rung_sandbox *s)
 {
 	if (!s)
 		return;
+	rung_closep(&s->sb.first_conn);
 	rt_meta_release(&s->sb.meta);
 	free(s);
 }
@@ -382,6 +384,12 @@ static int connect_agent(struct rung_sandbox *s, struct rung_err *err)
 	}
 	if (st != RUNG_STATE_RUNNING)
 		return rung_err_set(err, EBADFD, "sandbox %s is %s", m->id, rung_state_name(st));
+	if (s->sb.owned && s->sb.first_conn >= 0) { /* a handler waits on it already */
+		int fd = s->sb.first_conn;
+		s->sb.first_conn = -1;
+		rung_trace("agent: first connection");
+		return fd;
+	}
 	char sock[4096];
 	rt_store_path(&s->sb.router->store, m->id, "agent.sock", sock, sizeof(sock));
 	return rt_agent_connect(sock, err);

@@ -474,6 +474,7 @@ int rt_supervisor_inline(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 	struct sigaction ign = {.sa_handler = SIG_IGN}, old;
 	sigaction(SIGPIPE, &ign, &old);
 	sb->owned = true;
+	sb->first_conn = -1;
 	int r = ops->start(sb, lfd, err);
 	sigaction(SIGPIPE, &old, NULL);
 	close(lfd);
@@ -481,6 +482,7 @@ int rt_supervisor_inline(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 		LOG_WARN("owned start: return to the working directory: %s", strerror(errno));
 	if (r < 0) {
 		sb->owned = false;
+		rung_closep(&sb->first_conn);
 		ops->teardown(sb);
 		return r;
 	}

@@ -219,7 +219,7 @@ START_TEST(test_version_agent_answers_v1)
 	uint8_t hdr[RUNG_FRAME_HDR];
 	v1_hdr(hdr, RUNG_MSG_PING, 0);
 	ck_assert_int_eq(write(sv[0], hdr, sizeof(hdr)), (ssize_t)sizeof(hdr));
-	agent_handle(sv[1]);
+	agent_handle(sv[1], false);
 	close(sv[1]);
 	/* the answer: an ERROR frame in v1, which the old host decodes */
 	ck_assert_int_eq(read(sv[0], hdr, sizeof(hdr)), (ssize_t)sizeof(hdr));
