@@ -129,7 +129,9 @@ static void run_bg_sh(const char *sd, struct bg_run *b, const char *disk, const 
 		char *argv[] = {bin,	  "--state-dir", (char *)sd, "run",	"--disk",
 				(char *)disk, "--memory",    (char *)mem, "--",	"/bin/sh",
 				"-c",	  (char *)script, NULL};
-		char *envp[] = {"PATH=/usr/bin:/bin", NULL};
+		char trace[4200]; /* assert_owned reads it */
+		snprintf(trace, sizeof(trace), "RUNG_TRACE=%s.trace", sd);
+		char *envp[] = {"PATH=/usr/bin:/bin", trace, NULL};
 		execve(bin, argv, envp);
 		_exit(127);
 	}
@@ -148,9 +150,17 @@ static void run_bg(const char *sd, struct bg_run *b)
 	run_bg_sh(sd, b, "1G", "512M", "echo up; exec sleep 60");
 }
 
-/* The run took the owned path: its supervisor is the CLI, pid 1 the CLI's child. */
-static void assert_owned(const struct bg_run *b)
+/* The run took the owned path: its supervisor is the CLI, pid 1 the CLI's child, and its
+ * command came through the first connection (its trace, in <sd>.trace). */
+static void assert_owned(const char *sd, const struct bg_run *b)
 {
+	char tp[4200];
+	snprintf(tp, sizeof(tp), "%s.trace", sd);
+	char *t = spine_slurp(tp, NULL);
+	ck_assert_msg(t && strstr(t, "agent: first connection"), "no first connection: %s",
+		      t ? t : "(no trace)");
+	free(t);
+	unlink(tp);
 	ck_assert_int_eq(b->sup, b->pid);
 	char p[64];
 	snprintf(p, sizeof(p), "/proc/%d/status", (int)b->init);
@@ -191,7 +201,7 @@ static char *start_owned(struct bg_run *b)
 {
 	char *sd = state_dir();
 	run_bg(sd, b);
-	assert_owned(b);
+	assert_owned(sd, b);
 	return sd;
 }
 
@@ -323,7 +333,7 @@ START_TEST(test_tmpfs_disk)
 	struct bg_run b;
 	run_bg_sh(sd, &b, "16M", "256M",
 		  "dd if=/dev/zero of=/work/f bs=1M count=24 2>/dev/null; echo up; exec sleep 60");
-	assert_owned(&b);
+	assert_owned(sd, &b);
 	long long used = memory_usage(b.id);
 	ck_assert_msg(used >= 16ll << 20, "sandbox memory usage %lld: the tmpfs is not charged",
 		      used);
