@@ -2,7 +2,8 @@
  * tests/check_e2e_container_runowned.c: `rung run --isolation container` without a supervisor
  * process (rung_acquire_owned), with a memory limit that covers its disk: the upper and work
  * dirs of its overlay live on a tmpfs of limits.disk (ENOSPC past it, whiteouts work), and
- * nothing is left in the store after. Tagged "root".
+ * nothing is left in the store after; its command comes through the first connection (made
+ * before pid 1 ran) with an exec's exit status and boundary. Tagged "root".
  */
 #include <check.h>
 #include <stdio.h>
@@ -33,6 +34,20 @@ static char *ctr_run(const char *disk, const char *mem, const char *script, int 
 	return out;
 }
 
+/* A trace file's text (malloc'd; "" when missing). */
+static char *ct_slurp_trace(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *t = calloc(1, 1 << 16);
+	ck_assert_ptr_nonnull(t);
+	if (f) {
+		size_t n = fread(t, 1, (1 << 16) - 1, f);
+		t[n] = '\0';
+		fclose(f);
+	}
+	return t;
+}
+
 START_TEST(test_run_tmpfs_upper)
 {
 	CT_REQUIRE();
@@ -61,9 +76,41 @@ START_TEST(test_run_tmpfs_upper)
 }
 END_TEST
 
+/* The command on the first connection (the trace says so): exit codes, death by a signal, and
+ * the sandbox's boundary (uid 0 of the sandbox, no capabilities, no_new_privs, seccomp). */
+START_TEST(test_run_first_connection)
+{
+	CT_REQUIRE();
+	char trace[4200];
+	snprintf(trace, sizeof(trace), "%s.trace", ct_state());
+	setenv("RUNG_TRACE", trace, 1);
+	int st;
+	char *out = ctr_run(NULL, NULL,
+			    "grep -E '^(Uid|CapEff|CapPrm|NoNewPrivs|Seccomp):' /proc/self/status; "
+			    "exit 7",
+			    &st);
+	ck_assert_int_eq(st, 7);
+	ck_assert_str_eq(out, "Uid:\t0\t0\t0\t0\nCapPrm:\t0000000000000000\n"
+			      "CapEff:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n");
+	free(out);
+	out = ctr_run(NULL, NULL, "kill -9 $$", &st);
+	ck_assert_int_eq(st, 128 + 9);
+	free(out);
+	unsetenv("RUNG_TRACE");
+	char *t = ct_slurp_trace(trace);
+	int firsts = 0; /* one per run */
+	for (const char *q = t; (q = strstr(q, "agent: first connection")); q++)
+		firsts++;
+	ck_assert_msg(firsts == 2, "%d first connections in 2 runs: %s", firsts, t);
+	free(t);
+	unlink(trace);
+}
+END_TEST
+
 Suite *e2e_container_runowned_suite(void)
 {
 	Suite *s = suite_create("e2e_container_runowned");
 	ct_add(s, "tmpfs", test_run_tmpfs_upper, 300);
+	ct_add(s, "first", test_run_first_connection, 300);
 	return s;
 }
