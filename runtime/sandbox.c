@@ -384,11 +384,11 @@ static int connect_agent(struct rung_sandbox *s, struct rung_err *err)
 	}
 	if (st != RUNG_STATE_RUNNING)
 		return rung_err_set(err, EBADFD, "sandbox %s is %s", m->id, rung_state_name(st));
-	if (s->sb.owned && s->sb.first_conn >= 0) { /* a handler waits on it already */
-		int fd = s->sb.first_conn;
-		s->sb.first_conn = -1;
+	/* A handler waits on it already; taken once, whichever thread asks first. */
+	int first = s->sb.owned ? __atomic_exchange_n(&s->sb.first_conn, -1, __ATOMIC_ACQ_REL) : -1;
+	if (first >= 0) {
 		rung_trace("agent: first connection");
-		return fd;
+		return first;
 	}
 	char sock[4096];
 	rt_store_path(&s->sb.router->store, m->id, "agent.sock", sock, sizeof(sock));
