@@ -54,6 +54,24 @@ int oci_vm_sandbox(const char *root, const char *id, struct rung_router **r,
 /* Remove a container's store (only one under <root>/.vm), and .vm with the last. */
 void oci_vm_store_remove(const char *root, const char *store);
 
+/* vm-net.c: the pod's network (linux.namespaces[network].path) for the guest. */
+struct oci_vm_net {
+	int host_fd;	/* create's own namespace, to come back to */
+	bool joined;	/* in the pod's namespace now */
+	char **allow;	/* the spec's egress_allow (the annotation's, else 0.0.0.0/0) */
+	char dns[64];	/* the pod's resolver ("": none named) */
+	uint64_t ino, dev; /* the pod's namespace */
+};
+/* create, before the sandbox is acquired: enter the pod's namespace (not the host's: then
+ * nothing, or the annotation refused) with the allowlist and resolver for the guest. */
+int oci_vm_net_enter(const struct oci_config *c, struct oci_vm_net *n, struct rung_err *err);
+/* Back to create's namespace (when joined); frees what is left of n. */
+void oci_vm_net_leave(struct oci_vm_net *n);
+/* vm.json's netns fields (none when not joined); -ENOMEM. */
+int oci_vm_net_record(const struct oci_vm_net *n, const struct oci_config *c, json_t *vm);
+/* delete: enter the namespace vm.json names, when it is still that one (else nothing). */
+int oci_vm_net_rejoin(json_t *vm, struct oci_vm_net *n, struct rung_err *err);
+
 /* vm-proxy.c: the container's host-side process (the pid the shim waits on). It waits for
  * `start` on fifo (-1: starts at once), starts c's process in the sandbox through the agent
  * (its handle in <dir>/vm.proc; dir NULL: not kept), writes a byte to ready (-1: none) once
