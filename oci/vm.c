@@ -140,7 +140,7 @@ static int sandbox_boot(struct vm_ctx *x, struct rung_err *err)
 	rung_spec_release(&s);
 	if (r < 0)
 		return rung_err_wrap(err, "the vm rung");
-	if ((r = oci_vm_binds_copy(x->sb, &x->cfg, err)) < 0)
+	if ((r = oci_vm_binds_copy(x->sb, &x->cfg, x->net.joined, err)) < 0)
 		return r;
 	char p[PATH_MAX];
 	oci_state_path(x->o->root, x->o->id, "vm.json", p, sizeof(p));

@@ -33,8 +33,10 @@ int oci_vm_config_check(const struct oci_config *c, struct rung_err *err);
  * of a regular file within the limits; anything else refused naming mounts[i]. */
 int oci_vm_mounts_check(const struct oci_config *c, struct rung_err *err);
 /* Copy every file bind's source to its destination in sb's root (the agent makes missing
- * parents), with the source's mode less the write bits when the mount says ro. */
-int oci_vm_binds_copy(struct rung_sandbox *sb, const struct oci_config *c, struct rung_err *err);
+ * parents), with the source's mode less the write bits when the mount says ro; own_resolv (the
+ * guest has a network, whose resolv.conf the agent made read-only): not /etc/resolv.conf. */
+int oci_vm_binds_copy(struct rung_sandbox *sb, const struct oci_config *c, bool own_resolv,
+		      struct rung_err *err);
 
 /* The router's options (the RUNG_* variables main read); NULL with why: they were bad. */
 void oci_vm_router_opts(const struct rung_router_opts *o, const char *why);

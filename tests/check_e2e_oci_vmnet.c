@@ -83,9 +83,10 @@ static void put(const char *path, const char *text)
 	ck_assert_int_eq(rung_write_file_replace(AT_FDCWD, path, text, strlen(text), 0644, &err), 0);
 }
 
-/* The bundle: busybox, resolv.conf naming the world's DNS server, script as the program, the
- * pod's network namespace, and (ann != NULL) the annotation. */
-static void vn_bundle(struct vn *v, const char *script, const char *ann)
+/* The bundle: busybox, resolv.conf naming the world's DNS server (cri: bound on
+ * /etc/resolv.conf as the CRI does), script as the program, the pod's network namespace, and
+ * (ann != NULL) the annotation. */
+static void vn_bundle(struct vn *v, const char *script, const char *ann, bool cri)
 {
 	static const char *const applets[] = {"sh", "nc", "nslookup", "echo", "cat", "tr", NULL};
 	oci_test_busybox(v->bundle, applets);
@@ -95,9 +96,18 @@ static void vn_bundle(struct vn *v, const char *script, const char *ann)
 		snprintf(p, sizeof(p), "%s/rootfs/%s", v->bundle, dirs[i]);
 		mkdir(p, 0755);
 	}
+	char m[PATH_MAX * 2 + 200] = "";
 	snprintf(p, sizeof(p), "%s/rootfs/etc/resolv.conf", v->bundle);
-	snprintf(txt, sizeof(txt), "nameserver %s53\n", v->w.net);
+	snprintf(txt, sizeof(txt), "nameserver %s53\n", cri ? "10.255.255." : v->w.net);
 	put(p, txt);
+	if (cri) { /* as the CRI binds it; the rootfs's names a server that does not exist */
+		snprintf(p, sizeof(p), "%s/resolv.conf", v->dir);
+		snprintf(txt, sizeof(txt), "search default.svc.cluster.local\nnameserver %s53\n",
+			 v->w.net);
+		put(p, txt);
+		snprintf(m, sizeof(m), ", {\"destination\": \"/etc/resolv.conf\", \"source\": \"%s\","
+			 " \"options\": [\"rbind\", \"ro\", \"nosuid\", \"nodev\", \"noexec\"]}", p);
+	}
 	if (ann)
 		snprintf(a, sizeof(a), ", \"dev.rung.egress-allow\": \"%s\"", ann);
 	cleanup_json json_t *sc = json_string(script);
@@ -107,11 +117,11 @@ static void vn_bundle(struct vn *v, const char *script, const char *ann)
 		 " \"annotations\": {\"k\": \"v\"%s},"
 		 " \"process\": {\"args\": [\"sh\", \"-c\", %s], \"env\": [\"PATH=/bin\"],"
 		 "  \"cwd\": \"/\", \"user\": {\"uid\": 0, \"gid\": 0}},"
-		 " \"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"}],"
+		 " \"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"}%s],"
 		 " \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"ipc\"},"
 		 "  {\"type\": \"mount\"}, {\"type\": \"uts\"},"
 		 "  {\"type\": \"network\", \"path\": \"/proc/%d/fd/%d\"}]}}",
-		 a, script_json, (int)getpid(), v->pod_fd);
+		 a, script_json, m, (int)getpid(), v->pod_fd);
 	snprintf(p, sizeof(p), "%s/config.json", v->bundle);
 	put(p, cfg);
 }
@@ -290,7 +300,7 @@ START_TEST(t_oci_vmnet_open)
 		 PROBE("ns_allowed", "nslookup allowed.test")
 		 PROBE("ns_denied", "nslookup denied.test"),
 		 n, n);
-	vn_bundle(&v, s, NULL);
+	vn_bundle(&v, s, NULL, true);
 	cleanup_free char *out = vn_run(&v, "c1");
 	char want[64];
 	snprintf(want, sizeof(want), "nameserver %s53", n);
@@ -322,7 +332,7 @@ START_TEST(t_oci_vmnet_allowlist)
 		 PROBE("ns_denied", "nslookup denied.test")
 		 PROBE("ns_direct", "nslookup denied.test %s53"),
 		 n, n, n, n, n, n);
-	vn_bundle(&v, s, ann);
+	vn_bundle(&v, s, ann, false);
 	cleanup_free char *out = vn_run(&v, "c1");
 	ck_assert_msg(probe(out, "cidr_port", t, sizeof(t)) == 0 && *t, "%s", out);
 	ck_assert_msg(probe(out, "cidr_other_port", t, sizeof(t)) > 0, "%s", out);
