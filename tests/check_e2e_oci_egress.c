@@ -60,38 +60,21 @@ static void bundle(struct env *e, const char *script, const char *ann, const cha
 {
 	static const char *const applets[] = {"sh", "nc", "nslookup", "ip", "echo", "sleep", NULL};
 	oci_test_busybox(e->bundle, applets);
-	char p[PATH_MAX * 2], txt[256], a[256] = "", cfg[8192];
+	char p[PATH_MAX * 2], txt[256], a[256] = "", ns[64];
 	snprintf(p, sizeof(p), "%s/rootfs/etc", e->bundle);
 	mkdir(p, 0755);
-	char m[PATH_MAX * 2 + 200] = "";
+	char m[PATH_MAX * 2 + 300] = "";
 	snprintf(p, sizeof(p), "%s/rootfs/etc/resolv.conf", e->bundle);
 	snprintf(txt, sizeof(txt), "nameserver %s\n", e->cri_resolv ? "192.0.2.99" : resolver);
 	put(p, txt);
-	if (e->cri_resolv) {
-		snprintf(p, sizeof(p), "%s/resolv.conf", e->dir);
-		snprintf(txt, sizeof(txt), "search default.svc.cluster.local\nnameserver %s\n",
-			 resolver);
-		put(p, txt);
-		snprintf(m, sizeof(m), ", {\"destination\": \"/etc/resolv.conf\", \"source\": \"%s\","
-			 " \"options\": [\"rbind\", \"ro\", \"nosuid\", \"nodev\", \"noexec\"]}", p);
-	}
+	int k = snprintf(m, sizeof(m), ", {\"destination\": \"/out\", \"source\": \"%s\", "
+			 "\"options\": [\"bind\"]}", e->out);
+	if (e->cri_resolv)
+		oci_test_cri_resolv(e->dir, resolver, m + k, sizeof(m) - (size_t)k);
 	if (ann)
 		snprintf(a, sizeof(a), ", \"dev.rung.egress-allow\": \"%s\"", ann);
-	cleanup_json json_t *sc = json_string(script);
-	cleanup_free char *script_json = json_dumps(sc, JSON_ENCODE_ANY);
-	snprintf(cfg, sizeof(cfg),
-		 "{\"ociVersion\": \"1.0.2\", \"root\": {\"path\": \"rootfs\"},"
-		 " \"annotations\": {\"k\": \"v\"%s},"
-		 " \"process\": {\"args\": [\"sh\", \"-c\", %s], \"env\": [\"PATH=/bin\"],"
-		 "  \"cwd\": \"/\", \"user\": {\"uid\": 0, \"gid\": 0}},"
-		 " \"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"},"
-		 "  {\"destination\": \"/out\", \"source\": \"%s\", \"options\": [\"bind\"]}%s],"
-		 " \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"ipc\"},"
-		 "  {\"type\": \"mount\"}, {\"type\": \"uts\"},"
-		 "  {\"type\": \"network\", \"path\": \"/proc/%d/fd/%d\"}]}}",
-		 a, script_json, e->out, m, (int)getpid(), e->pod_fd);
-	snprintf(p, sizeof(p), "%s/config.json", e->bundle);
-	put(p, cfg);
+	snprintf(ns, sizeof(ns), "/proc/%d/fd/%d", (int)getpid(), e->pod_fd);
+	oci_test_pod_config(e->bundle, script, a, m, ns);
 }
 
 static int table_in_pod(void *arg) { return eg_table_exists(arg) ? 1 : 0; }

@@ -19,7 +19,6 @@
 #include <limits.h>
 #include <net/if.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,35 +34,15 @@
 #include "tests/lib/oci.h"
 #include "tests/lib/testutil.h"
 
-extern char **environ;
-
 struct vn {
 	char dir[PATH_MAX], root[PATH_MAX + 16], vmbin[PATH_MAX + 16], bundle[PATH_MAX + 16];
 	struct np_world w;
 	int pod_fd;
 };
 
-/* vmbin --root root args...: stdout/stderr into <dir>/<tag>.out/.err; the exit status. */
 static int vn_spawn(const struct vn *v, const char *tag, const char *const *args)
 {
-	const char *argv[16] = {v->vmbin, "--root", v->root};
-	size_t n = 3;
-	for (size_t i = 0; args[i] && n < 15; i++)
-		argv[n++] = args[i];
-	char o[PATH_MAX + 64], e[PATH_MAX + 64];
-	snprintf(o, sizeof(o), "%s/%s.out", v->dir, tag);
-	snprintf(e, sizeof(e), "%s/%s.err", v->dir, tag);
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, o, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	posix_spawn_file_actions_addopen(&fa, 2, e, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	pid_t pid;
-	ck_assert_int_eq(posix_spawn(&pid, v->vmbin, &fa, NULL, (char **)argv, environ), 0);
-	posix_spawn_file_actions_destroy(&fa);
-	int st;
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return oci_test_spawn(v->vmbin, v->root, v->dir, tag, args);
 }
 #define VN(v, tag, ...) vn_spawn(v, tag, (const char *const[]){__VA_ARGS__, NULL})
 
@@ -90,40 +69,23 @@ static void vn_bundle(struct vn *v, const char *script, const char *ann, bool cr
 {
 	static const char *const applets[] = {"sh", "nc", "nslookup", "echo", "cat", "tr", NULL};
 	oci_test_busybox(v->bundle, applets);
-	char p[PATH_MAX * 2], txt[128], a[256] = "", cfg[8192];
+	char p[PATH_MAX * 2], txt[128], a[256] = "", m[PATH_MAX + 200] = "", ns[64];
 	static const char *const dirs[] = {"proc", "sys", "dev", "tmp", "etc", "root"};
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		snprintf(p, sizeof(p), "%s/rootfs/%s", v->bundle, dirs[i]);
 		mkdir(p, 0755);
 	}
-	char m[PATH_MAX * 2 + 200] = "";
 	snprintf(p, sizeof(p), "%s/rootfs/etc/resolv.conf", v->bundle);
 	snprintf(txt, sizeof(txt), "nameserver %s53\n", cri ? "10.255.255." : v->w.net);
 	put(p, txt);
-	if (cri) { /* as the CRI binds it; the rootfs's names a server that does not exist */
-		snprintf(p, sizeof(p), "%s/resolv.conf", v->dir);
-		snprintf(txt, sizeof(txt), "search default.svc.cluster.local\nnameserver %s53\n",
-			 v->w.net);
-		put(p, txt);
-		snprintf(m, sizeof(m), ", {\"destination\": \"/etc/resolv.conf\", \"source\": \"%s\","
-			 " \"options\": [\"rbind\", \"ro\", \"nosuid\", \"nodev\", \"noexec\"]}", p);
+	if (cri) { /* the rootfs's names a server that does not exist: the bind's counts */
+		snprintf(txt, sizeof(txt), "%s53", v->w.net);
+		oci_test_cri_resolv(v->dir, txt, m, sizeof(m));
 	}
 	if (ann)
 		snprintf(a, sizeof(a), ", \"dev.rung.egress-allow\": \"%s\"", ann);
-	cleanup_json json_t *sc = json_string(script);
-	cleanup_free char *script_json = json_dumps(sc, JSON_ENCODE_ANY);
-	snprintf(cfg, sizeof(cfg),
-		 "{\"ociVersion\": \"1.0.2\", \"root\": {\"path\": \"rootfs\"},"
-		 " \"annotations\": {\"k\": \"v\"%s},"
-		 " \"process\": {\"args\": [\"sh\", \"-c\", %s], \"env\": [\"PATH=/bin\"],"
-		 "  \"cwd\": \"/\", \"user\": {\"uid\": 0, \"gid\": 0}},"
-		 " \"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"}%s],"
-		 " \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"ipc\"},"
-		 "  {\"type\": \"mount\"}, {\"type\": \"uts\"},"
-		 "  {\"type\": \"network\", \"path\": \"/proc/%d/fd/%d\"}]}}",
-		 a, script_json, m, (int)getpid(), v->pod_fd);
-	snprintf(p, sizeof(p), "%s/config.json", v->bundle);
-	put(p, cfg);
+	snprintf(ns, sizeof(ns), "/proc/%d/fd/%d", (int)getpid(), v->pod_fd);
+	oci_test_pod_config(v->bundle, script, a, m, ns);
 }
 
 /* In the pod's namespace: 1 per rg* link, 10 per rung table (the guard's too). */
