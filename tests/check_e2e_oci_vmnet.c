@@ -104,32 +104,6 @@ static int pod_census(void *arg)
 	return n;
 }
 
-/* Running (not zombie) processes in the pod's network namespace. */
-static int pod_procs(const struct vn *v)
-{
-	struct stat pod, st;
-	ck_assert_int_eq(fstat(v->pod_fd, &pod), 0);
-	DIR *d = opendir("/proc");
-	ck_assert_ptr_nonnull(d);
-	int n = 0;
-	for (struct dirent *de; (de = readdir(d));) {
-		char p[300], buf[512] = "";
-		pid_t pid = atoi(de->d_name);
-		snprintf(p, sizeof(p), "/proc/%s/ns/net", de->d_name);
-		if (pid <= 0 || stat(p, &st) < 0 || st.st_ino != pod.st_ino || st.st_dev != pod.st_dev)
-			continue;
-		snprintf(p, sizeof(p), "/proc/%s/stat", de->d_name);
-		int fd = open(p, O_RDONLY | O_CLOEXEC);
-		ssize_t r = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-		if (fd >= 0)
-			close(fd);
-		char *rp = r > 0 ? strrchr(buf, ')') : NULL;
-		n += rp && rp[2] != 'Z' && rp[2] != 'X';
-	}
-	closedir(d);
-	return n;
-}
-
 /* Each test's directory is under vn_base (made by the TCase's unchecked setup, in the parent):
  * a failed test exits at once (no teardown of its own), and the parent's deletes its guest. */
 static char vn_base[PATH_MAX / 2];
@@ -157,18 +131,9 @@ static void vn_setup(struct vn *v)
 	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0); /* as the shim: we reap the proxy */
 	eg_world_start(&v->w);
 	unsetenv("RUNG_DNS_UPSTREAM"); /* the pod's resolver is the bundle's resolv.conf's */
-	v->pod_fd = npw_netns_new();
-	ck_assert_int_ge(v->pod_fd, 0);
 	char veth[16];
 	snprintf(veth, sizeof(veth), "vpod%d", (int)getpid() % 100000);
-	ck_assert_int_eq(npw_ip(v->w.inet_fd, "link add %s type veth peer name eth0 netns "
-				"/proc/%d/fd/%d", veth, (int)getpid(), v->pod_fd), 0);
-	ck_assert_int_eq(npw_ip(v->w.inet_fd, "addr add 10.250.0.1/30 dev %s", veth), 0);
-	ck_assert_int_eq(npw_ip(v->w.inet_fd, "link set %s up", veth), 0);
-	ck_assert_int_eq(npw_ip(v->pod_fd, "link set lo up"), 0);
-	ck_assert_int_eq(npw_ip(v->pod_fd, "link set eth0 up"), 0);
-	ck_assert_int_eq(npw_ip(v->pod_fd, "addr add 10.250.0.2/30 dev eth0"), 0);
-	ck_assert_int_eq(npw_ip(v->pod_fd, "route add default via 10.250.0.1"), 0);
+	v->pod_fd = eg_pod_netns(&v->w, veth);
 	ck_assert_int_eq(npw_in_netns(v->pod_fd, pod_census, NULL), 0);
 }
 
@@ -204,7 +169,7 @@ static void vn_delete(struct vn *v, const char *id)
 	int census = -1, procs = -1;
 	for (int i = 0; i < 50; i++) { /* the supervisor and rung-vmm die as delete returns */
 		census = npw_in_netns(v->pod_fd, pod_census, NULL);
-		procs = pod_procs(v);
+		procs = eg_netns_procs(v->pod_fd);
 		if (census == 0 && procs == 0)
 			break;
 		usleep(100 * 1000);
