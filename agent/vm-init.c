@@ -187,8 +187,10 @@ int agent_vm_resolv_fd = -1;
 
 void agent_vm_resolv_text(char *out, size_t cap, const char *dns)
 {
-	snprintf(out, cap, "# rung: the egress allowlist DNS proxy; other resolvers are "
-		 "blocked\nnameserver %s\noptions attempts:2 timeout:2\n", dns);
+	/* the host's choice (rung.dns): the egress proxy, or with an open allowlist (0.0.0.0/0)
+	 * the upstream resolver itself */
+	snprintf(out, cap, "# rung: the sandbox's resolver, as its egress allowlist admits\n"
+		 "nameserver %s\noptions attempts:2 timeout:2\n", dns);
 }
 
 int agent_vm_plan_build(const struct agent_vm_opts *o, struct agent_vm_plan *p,

@@ -97,6 +97,12 @@ void np_entry_format(const struct np_entry *e, char *buf, size_t len);
 int np_policy_match_name(const struct np_policy *p, const char *name, bool *any_port,
 			 uint16_t *ports, size_t max_ports, size_t *n_ports);
 
+/*
+ * Pure. The policy holds 0.0.0.0/0 on every port: every IPv4 address is reachable, so DNS is not
+ * confined to the proxy either (a sandbox may ask any resolver; names open nothing more).
+ */
+bool np_policy_open(const struct np_policy *p);
+
 /* ---- rendering (pure) ------------------------------------------------------------------ */
 
 struct np_render_params {
@@ -154,6 +160,7 @@ struct np_net_info {
 	char host_ip[16];  /* host end = gateway = DNS proxy */
 	char sb_ip[16];	   /* the sandbox's address on eth0 */
 	char upstream[64]; /* DNS upstream "IP:PORT" */
+	bool open;	   /* np_policy_open: DNS need not go through the proxy */
 	/* where np_sandbox_up's time went (us): lease, nft table, links, proxy */
 	uint32_t t_lease_us, t_table_us, t_link_us, t_proxy_us;
 };
@@ -218,6 +225,12 @@ int np_gc(const char *state_dir, const char *const *live_ids, size_t n_live, str
  */
 #define NP_FORWARD_GUARD "rung_forward_guard"
 int np_forward_enable(bool *guarded, struct rung_err *err);
+/*
+ * The guard's undoing, in the caller's netns (rung-oci's vm rung, in a pod's when its last
+ * guest is gone): when no rung interface ("rg*") is left and NP_FORWARD_GUARD is there (rung
+ * turned forwarding on), removes the table and turns IPv4 forwarding off again. Else nothing.
+ */
+int np_forward_release(struct rung_err *err);
 /* The guard's nft script (for tests and docs). */
 const char *np_forward_guard_text(void);
 

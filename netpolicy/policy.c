@@ -303,6 +303,15 @@ static const char *const kind_names[] = {
     [NP_ENTRY_CIDR6] = "cidr6",
 };
 
+bool np_policy_open(const struct np_policy *p)
+{
+	for (size_t i = 0; p && i < p->n; i++)
+		if (p->entries[i].kind == NP_ENTRY_CIDR4 && p->entries[i].prefix == 0 &&
+		    p->entries[i].port == 0)
+			return true;
+	return false;
+}
+
 json_t *np_policy_describe(const struct np_policy *p)
 {
 	size_t n = p ? p->n : 0;

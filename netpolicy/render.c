@@ -72,6 +72,7 @@ void np_render_set(FILE *f, const char *name, const char *type, const char *flag
 struct used_sets {
 	bool c4, c4p; /* CIDR entries, without and with ports */
 	bool h, hp;   /* names (filled by the DNS proxy), without and with ports */
+	bool open;    /* 0.0.0.0/0 on every port (np_policy_open): DNS anywhere too */
 };
 
 /* Replace atomically: the whole script is one transaction. */
@@ -114,9 +115,10 @@ static void put_egress(FILE *f, const struct used_sets *u, const char *sb)
 		"\t\tmeta nfproto ipv6 drop\n"
 		"\t\tip saddr != %s drop\n"
 		"\t\tct state established,related accept\n"
-		"\t\tct state invalid drop\n"
-		"\t\tmeta l4proto { tcp, udp } th dport 53 jump deny\n",
+		"\t\tct state invalid drop\n",
 		sb);
+	if (!u->open) /* open: every address is reachable, a resolver's too */
+		fputs("\t\tmeta l4proto { tcp, udp } th dport 53 jump deny\n", f);
 	if (u->c4)
 		fputs("\t\tip daddr @s4 accept\n", f);
 	if (u->c4p)
@@ -199,6 +201,7 @@ char *np_policy_render(const struct np_policy *p, const struct np_render_params 
 	    .c4p = has(p, NP_ENTRY_CIDR4, 1),
 	    .h = has(p, NP_ENTRY_HOST, 0) || has(p, NP_ENTRY_SUFFIX, 0),
 	    .hp = has(p, NP_ENTRY_HOST, 1) || has(p, NP_ENTRY_SUFFIX, 1),
+	    .open = np_policy_open(p),
 	};
 	put_table_head(f, rp);
 	put_sets(f, p, &u);

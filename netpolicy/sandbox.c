@@ -214,6 +214,7 @@ void np_net_info(const struct np_net *n, struct np_net_info *o)
 	inet_ntop(AF_INET, n->lease.host_ip, o->host_ip, sizeof(o->host_ip));
 	inet_ntop(AF_INET, n->lease.sb_ip, o->sb_ip, sizeof(o->sb_ip));
 	snprintf(o->upstream, sizeof(o->upstream), "%s", n->upstream);
+	o->open = np_policy_open(&n->policy);
 	o->t_lease_us = n->t_us[0];
 	o->t_table_us = n->t_us[1];
 	o->t_link_us = n->t_us[2];

@@ -52,7 +52,7 @@ static int rootfs_resolv(const char *rootfs, char **txt, struct rung_err *err)
 
 /* The pod's resolver: the first nameserver of the resolv.conf the container gets (the spec's
  * mount on /etc/resolv.conf, as CRI gives, else the rootfs's own). */
-static int upstream_find(const struct oci_config *c, char ip[64], struct rung_err *err)
+int oci_egress_resolver(const struct oci_config *c, char ip[64], struct rung_err *err)
 {
 	char path[PATH_MAX];
 	const char *src = NULL;
@@ -248,7 +248,7 @@ int oci_egress_up(const struct oci_config *c, const char *root, const char *id,
 				 "host", c->netns_path);
 		goto out;
 	}
-	if ((r = upstream_find(c, ip, err)) < 0)
+	if ((r = oci_egress_resolver(c, ip, err)) < 0)
 		goto out;
 	snprintf(table, sizeof(table), "rung_oci_%lx", (unsigned long)st.st_ino);
 	snprintf(comment, sizeof(comment), "rung-oci:%.200s", id);

@@ -63,6 +63,9 @@ int oci_exec_config(const struct oci_exec_opts *o, const struct oci_state *st,
 int oci_egress_up(const struct oci_config *c, const char *root, const char *id,
 		  struct rung_err *err);
 int oci_egress_down(const char *root, const char *id, struct rung_err *err);
+/* The pod's resolver: the first nameserver of the resolv.conf the container gets (the spec's
+ * bind on /etc/resolv.conf, as CRI gives, else the rootfs's); IPv4, not loopback. */
+int oci_egress_resolver(const struct oci_config *c, char ip[64], struct rung_err *err);
 
 /* exec.c: the CLONE_NEW* flags of the namespaces pid is in that are not rung-oci's own. */
 int oci_ns_flags_of(pid_t pid);

@@ -149,11 +149,16 @@ static int bind_copy(struct rung_sandbox *sb, const struct oci_config *c, size_t
 				     m->src, m->dst) : 0;
 }
 
-int oci_vm_binds_copy(struct rung_sandbox *sb, const struct oci_config *c, struct rung_err *err)
+int oci_vm_binds_copy(struct rung_sandbox *sb, const struct oci_config *c, bool own_resolv,
+		      struct rung_err *err)
 {
 	for (size_t i = 0; i < c->nmounts; i++) {
 		if (guest_mount(&c->mounts[i]))
 			continue;
+		char p[PATH_MAX];
+		guest_path(c->mounts[i].dst, p, sizeof(p));
+		if (own_resolv && !strcmp(p, "/etc/resolv.conf"))
+			continue; /* the guest's is the network's (its resolver named from this file) */
 		int r = bind_copy(sb, c, i, err);
 		if (r < 0)
 			return r;

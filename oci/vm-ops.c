@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/cleanup.h"
 #include "common/util.h"
+#include "netpolicy/np.h"
 #include "oci/vm.h"
 
 int oci_vm_kill(const char *root, const char *id, int sig, bool all, struct rung_err *err)
@@ -39,6 +41,16 @@ int oci_vm_kill(const char *root, const char *id, int sig, bool all, struct rung
 	return r < 0 ? rung_err_wrap(err, "container %s", id) : 0;
 }
 
+static int vm_net_rejoin(const char *root, const char *id, struct oci_vm_net *n,
+			 struct rung_err *err)
+{
+	char p[PATH_MAX];
+	oci_state_path(root, id, "vm.json", p, sizeof(p));
+	json_error_t je;
+	cleanup_json json_t *j = json_load_file(p, 0, &je);
+	return oci_vm_net_rejoin(j, n, err);
+}
+
 int oci_vm_delete(const char *root, const char *id, bool force, struct rung_err *err)
 {
 	struct oci_state st;
@@ -58,13 +70,20 @@ int oci_vm_delete(const char *root, const char *id, bool force, struct rung_err 
 	struct rung_router *router = NULL;
 	struct rung_sandbox *sb = NULL;
 	char handle[RUNG_PROC_HANDLE_LEN + 1], sbid[128], store[PATH_MAX] = "";
-	r = oci_vm_sandbox(root, id, &router, &sb, store, sizeof(store), handle, err);
+	struct oci_vm_net net;
+	r = vm_net_rejoin(root, id, &net, err); /* the guest's tap and table are the pod's */
+	if (r == 0)
+		r = oci_vm_sandbox(root, id, &router, &sb, store, sizeof(store), handle, err);
 	if (r == 0) {
 		snprintf(sbid, sizeof(sbid), "%s", rung_sandbox_id(sb));
 		rung_sandbox_close(sb);
 		r = rung_dispose(router, sbid, NULL, err);
 	}
 	rung_router_free(router);
+	struct rung_err e2 = {0};
+	if (r == 0 && net.joined && np_forward_release(&e2) < 0)
+		fprintf(stderr, "rung-oci: container %s: the pod's forwarding: %s\n", id, e2.msg);
+	oci_vm_net_leave(&net);
 	if (r < 0 && r != -ENOENT)
 		return rung_err_wrap(err, "container %s: dispose of its VM", id);
 	*err = (struct rung_err){0};

@@ -64,10 +64,6 @@ int oci_vm_config_check(const struct oci_config *c, struct rung_err *err)
 		if (json_array_size(h))
 			return rung_err_set(err, ENOTSUP, "hooks.%s: hooks are not run on the vm rung "
 					    "(the container's namespaces are a guest's)", name);
-	if (json_object_get(c->annotations, OCI_ANN_EGRESS))
-		return rung_err_set(err, ENOTSUP, "annotations." OCI_ANN_EGRESS ": the vm rung's "
-				    "guest has no network device under rung-oci (no egress at all): "
-				    "remove the annotation, or use the container rung");
 	if (c->sysctl_keys && c->sysctl_keys[0])
 		return rung_err_set(err, ENOTSUP, "linux.sysctl.%s: not applied in the vm rung's "
 				    "guest", c->sysctl_keys[0]);

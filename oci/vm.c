@@ -35,13 +35,17 @@ void oci_vm_router_opts(const struct rung_router_opts *o, const char *why)
 	router_why = why;
 }
 
-static int router_open(const char *store, struct rung_router **r, struct rung_err *err)
+/* dns: the DNS proxy's upstream (NULL or "": the options'). */
+static int router_open(const char *store, const char *dns, struct rung_router **r,
+		       struct rung_err *err)
 {
 	if (!router_opts)
 		return rung_err_set(err, EINVAL, "the vm rung: %s", router_why ? router_why
 						     : "no router options");
 	struct rung_router_opts o = *router_opts;
 	o.state_dir = store;
+	if (dns && *dns)
+		o.dns_upstream = dns;
 	return rung_router_new(&o, r, err);
 }
 
@@ -84,6 +88,7 @@ struct vm_ctx {
 	char store[PATH_MAX]; /* <root>/.vm/XXXXXX: short (the agent's socket path is in it) */
 	struct rung_router *router;
 	struct rung_sandbox *sb;
+	struct oci_vm_net net; /* the pod's network namespace, joined for the acquire */
 	pid_t proxy;
 	int fifo, console;
 	bool dir_made;
@@ -109,7 +114,9 @@ static int rootfs_commit(struct vm_ctx *x, const char *store, struct rung_err *e
 
 static int sandbox_boot(struct vm_ctx *x, struct rung_err *err)
 {
-	int r = router_open(x->store, &x->router, err);
+	int r = oci_vm_net_enter(&x->cfg, &x->net, err);
+	if (r == 0)
+		r = router_open(x->store, x->net.dns, &x->router, err);
 	if (r == 0)
 		r = rootfs_commit(x, x->store, err);
 	if (r < 0)
@@ -122,6 +129,8 @@ static int sandbox_boot(struct vm_ctx *x, struct rung_err *err)
 		s.work_dir = strdup(x->cfg.cwd);
 	s.isolation = RUNG_ISO_VM;
 	s.ttl_s = 0;
+	s.egress_allow = x->net.allow; /* the spec's now */
+	x->net.allow = NULL;
 	if (x->cfg.limits.memory_bytes)
 		s.limits.memory_bytes = x->cfg.limits.memory_bytes;
 	struct rung_key key = {.scope = "rung-oci", .thread = x->o->id, .agent = "oci"};
@@ -131,14 +140,14 @@ static int sandbox_boot(struct vm_ctx *x, struct rung_err *err)
 	rung_spec_release(&s);
 	if (r < 0)
 		return rung_err_wrap(err, "the vm rung");
-	if ((r = oci_vm_binds_copy(x->sb, &x->cfg, err)) < 0)
+	if ((r = oci_vm_binds_copy(x->sb, &x->cfg, x->net.joined, err)) < 0)
 		return r;
 	char p[PATH_MAX];
 	oci_state_path(x->o->root, x->o->id, "vm.json", p, sizeof(p));
 	cleanup_free char *t = NULL;
 	cleanup_json json_t *j = json_pack("{s:s, s:s}", "sandbox", rung_sandbox_id(x->sb),
 					   "store", x->store);
-	if (!j || !(t = json_dumps(j, 0)))
+	if (!j || oci_vm_net_record(&x->net, &x->cfg, j) < 0 || !(t = json_dumps(j, 0)))
 		return rung_err_set(err, ENOMEM, "out of memory");
 	return rung_write_file_replace(AT_FDCWD, p, t, strlen(t), 0600, err);
 }
@@ -229,7 +238,8 @@ static void vm_undo(struct vm_ctx *x)
 
 int oci_vm_create(const struct oci_create_opts *o, struct rung_err *err)
 {
-	struct vm_ctx x = {.o = o, .fifo = -1, .console = -1, .st.uid_slot = OCI_UID_SLOTS};
+	struct vm_ctx x = {.o = o, .fifo = -1, .console = -1, .st.uid_slot = OCI_UID_SLOTS,
+			   .net.host_fd = -1};
 	syscall(SYS_close_range, 3, ~0u, 4 /* CLOSE_RANGE_CLOEXEC */);
 	int r = vm_prepare(&x, err);
 	if (r == 0)
@@ -237,7 +247,8 @@ int oci_vm_create(const struct oci_create_opts *o, struct rung_err *err)
 	if (r == 0)
 		r = proxy_spawn(&x, err);
 	if (r < 0)
-		vm_undo(&x);
+		vm_undo(&x); /* still in the pod's namespace: the tap and table go there */
+	oci_vm_net_leave(&x.net);
 	if (x.fifo >= 0)
 		close(x.fifo);
 	if (x.console >= 0)
@@ -258,7 +269,7 @@ int oci_vm_sandbox(const char *root, const char *id, struct rung_router **r,
 	int rc = vm_read(root, id, sbid, sizeof(sbid), store, sn, handle, err);
 	if (rc < 0)
 		return rc;
-	rc = router_open(store, r, err);
+	rc = router_open(store, NULL, r, err);
 	return rc < 0 ? rc : rung_sandbox_open(*r, sbid, NULL, sb, err);
 }
 

@@ -33,8 +33,10 @@ int oci_vm_config_check(const struct oci_config *c, struct rung_err *err);
  * of a regular file within the limits; anything else refused naming mounts[i]. */
 int oci_vm_mounts_check(const struct oci_config *c, struct rung_err *err);
 /* Copy every file bind's source to its destination in sb's root (the agent makes missing
- * parents), with the source's mode less the write bits when the mount says ro. */
-int oci_vm_binds_copy(struct rung_sandbox *sb, const struct oci_config *c, struct rung_err *err);
+ * parents), with the source's mode less the write bits when the mount says ro; own_resolv (the
+ * guest has a network, whose resolv.conf the agent made read-only): not /etc/resolv.conf. */
+int oci_vm_binds_copy(struct rung_sandbox *sb, const struct oci_config *c, bool own_resolv,
+		      struct rung_err *err);
 
 /* The router's options (the RUNG_* variables main read); NULL with why: they were bad. */
 void oci_vm_router_opts(const struct rung_router_opts *o, const char *why);
@@ -53,6 +55,24 @@ int oci_vm_sandbox(const char *root, const char *id, struct rung_router **r,
 		   struct rung_err *err);
 /* Remove a container's store (only one under <root>/.vm), and .vm with the last. */
 void oci_vm_store_remove(const char *root, const char *store);
+
+/* vm-net.c: the pod's network (linux.namespaces[network].path) for the guest. */
+struct oci_vm_net {
+	int host_fd;	/* create's own namespace, to come back to */
+	bool joined;	/* in the pod's namespace now */
+	char **allow;	/* the spec's egress_allow (the annotation's, else 0.0.0.0/0) */
+	char dns[64];	/* the pod's resolver ("": none named) */
+	uint64_t ino, dev; /* the pod's namespace */
+};
+/* create, before the sandbox is acquired: enter the pod's namespace (not the host's: then
+ * nothing, or the annotation refused) with the allowlist and resolver for the guest. */
+int oci_vm_net_enter(const struct oci_config *c, struct oci_vm_net *n, struct rung_err *err);
+/* Back to create's namespace (when joined); frees what is left of n. */
+void oci_vm_net_leave(struct oci_vm_net *n);
+/* vm.json's netns fields (none when not joined); -ENOMEM. */
+int oci_vm_net_record(const struct oci_vm_net *n, const struct oci_config *c, json_t *vm);
+/* delete: enter the namespace vm.json names, when it is still that one (else nothing). */
+int oci_vm_net_rejoin(json_t *vm, struct oci_vm_net *n, struct rung_err *err);
 
 /* vm-proxy.c: the container's host-side process (the pid the shim waits on). It waits for
  * `start` on fifo (-1: starts at once), starts c's process in the sandbox through the agent

@@ -128,10 +128,18 @@ int rt_net_setup_vm(struct rt_sandbox *sb, struct rt_vm_net *out, struct rung_er
 	/* locally administered unicast, stable per sandbox: 02:72 + 4 bytes of the net id */
 	snprintf(out->mac, sizeof(out->mac), "02:72:%.2s:%.2s:%.2s:%.2s", nid, nid + 2, nid + 4,
 		 nid + 6);
+	/* An open policy (0.0.0.0/0): the guest asks the upstream itself (names open nothing
+	 * more there, and the proxy would refuse every one), when it is a non-loopback :53. */
+	char dns[16];
+	snprintf(dns, sizeof(dns), "%s", info.host_ip);
+	size_t ul = strlen(info.upstream);
+	if (info.open && ul > 3 && !strcmp(info.upstream + ul - 3, ":53") &&
+	    strncmp(info.upstream, "127.", 4) != 0 && info.upstream[0] != '[')
+		snprintf(dns, sizeof(dns), "%.*s", (int)(ul - 3 < 15 ? ul - 3 : 15), info.upstream);
 	/* the guest kernel configures eth0 itself (CONFIG_IP_PNP); rung-agent writes resolv.conf */
 	snprintf(out->cmdline, sizeof(out->cmdline),
 		 "ip=%s::%s:255.255.255.252::eth0:off:%s rung.dns=%s", info.sb_ip, info.host_ip,
-		 info.host_ip, info.host_ip);
+		 dns, dns);
 	return 0;
 }
 

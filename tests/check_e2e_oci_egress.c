@@ -60,38 +60,21 @@ static void bundle(struct env *e, const char *script, const char *ann, const cha
 {
 	static const char *const applets[] = {"sh", "nc", "nslookup", "ip", "echo", "sleep", NULL};
 	oci_test_busybox(e->bundle, applets);
-	char p[PATH_MAX * 2], txt[256], a[256] = "", cfg[8192];
+	char p[PATH_MAX * 2], txt[256], a[256] = "", ns[64];
 	snprintf(p, sizeof(p), "%s/rootfs/etc", e->bundle);
 	mkdir(p, 0755);
-	char m[PATH_MAX * 2 + 200] = "";
+	char m[PATH_MAX * 2 + 300] = "";
 	snprintf(p, sizeof(p), "%s/rootfs/etc/resolv.conf", e->bundle);
 	snprintf(txt, sizeof(txt), "nameserver %s\n", e->cri_resolv ? "192.0.2.99" : resolver);
 	put(p, txt);
-	if (e->cri_resolv) {
-		snprintf(p, sizeof(p), "%s/resolv.conf", e->dir);
-		snprintf(txt, sizeof(txt), "search default.svc.cluster.local\nnameserver %s\n",
-			 resolver);
-		put(p, txt);
-		snprintf(m, sizeof(m), ", {\"destination\": \"/etc/resolv.conf\", \"source\": \"%s\","
-			 " \"options\": [\"rbind\", \"ro\", \"nosuid\", \"nodev\", \"noexec\"]}", p);
-	}
+	int k = snprintf(m, sizeof(m), ", {\"destination\": \"/out\", \"source\": \"%s\", "
+			 "\"options\": [\"bind\"]}", e->out);
+	if (e->cri_resolv)
+		oci_test_cri_resolv(e->dir, resolver, m + k, sizeof(m) - (size_t)k);
 	if (ann)
 		snprintf(a, sizeof(a), ", \"dev.rung.egress-allow\": \"%s\"", ann);
-	cleanup_json json_t *sc = json_string(script);
-	cleanup_free char *script_json = json_dumps(sc, JSON_ENCODE_ANY);
-	snprintf(cfg, sizeof(cfg),
-		 "{\"ociVersion\": \"1.0.2\", \"root\": {\"path\": \"rootfs\"},"
-		 " \"annotations\": {\"k\": \"v\"%s},"
-		 " \"process\": {\"args\": [\"sh\", \"-c\", %s], \"env\": [\"PATH=/bin\"],"
-		 "  \"cwd\": \"/\", \"user\": {\"uid\": 0, \"gid\": 0}},"
-		 " \"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"},"
-		 "  {\"destination\": \"/out\", \"source\": \"%s\", \"options\": [\"bind\"]}%s],"
-		 " \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"ipc\"},"
-		 "  {\"type\": \"mount\"}, {\"type\": \"uts\"},"
-		 "  {\"type\": \"network\", \"path\": \"/proc/%d/fd/%d\"}]}}",
-		 a, script_json, e->out, m, (int)getpid(), e->pod_fd);
-	snprintf(p, sizeof(p), "%s/config.json", e->bundle);
-	put(p, cfg);
+	snprintf(ns, sizeof(ns), "/proc/%d/fd/%d", (int)getpid(), e->pod_fd);
+	oci_test_pod_config(e->bundle, script, a, m, ns);
 }
 
 static int table_in_pod(void *arg) { return eg_table_exists(arg) ? 1 : 0; }
@@ -133,39 +116,9 @@ static pid_t proxy_pid(struct env *e)
 	return pid;
 }
 
-/* Gone: no such process, or a zombie left to whoever reaps orphans (never running). */
-static bool gone(pid_t pid)
-{
-	char p[64], buf[512] = "";
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	char *rp = n > 0 ? strrchr(buf, ')') : NULL;
-	return !rp || rp[2] == 'Z' || rp[2] == 'X';
-}
+static bool gone(pid_t pid) { return eg_gone(pid); }
 
-/* Running processes in the pod's network namespace (a leaked proxy would be one). */
-static int pod_procs(struct env *e)
-{
-	struct stat pod, st;
-	ck_assert_int_eq(fstat(e->pod_fd, &pod), 0);
-	DIR *d = opendir("/proc");
-	ck_assert_ptr_nonnull(d);
-	int n = 0;
-	for (struct dirent *de; (de = readdir(d));) {
-		char p[300];
-		pid_t pid = atoi(de->d_name);
-		snprintf(p, sizeof(p), "/proc/%s/ns/net", de->d_name);
-		if (pid > 0 && stat(p, &st) == 0 && st.st_ino == pod.st_ino &&
-		    st.st_dev == pod.st_dev && !gone(pid))
-			n++;
-	}
-	closedir(d);
-	return n;
-}
+static int pod_procs(struct env *e) { return eg_netns_procs(e->pod_fd); }
 
 static char *out_file(struct env *e, const char *name)
 {
@@ -428,21 +381,12 @@ static void setup_env(void)
 	ck_assert_msg(access(e->bin, X_OK) == 0, "%s: build it first (make all)", e->bin);
 	eg_world_start(&e->w);
 	/* the pod: its own namespace, a veth into the world (a /30 of its own), a default route */
-	e->pod_fd = npw_netns_new();
-	ck_assert_int_ge(e->pod_fd, 0);
+	char v[16];
+	snprintf(v, sizeof(v), "pod%d", (int)getpid() % 100000);
+	e->pod_fd = eg_pod_netns(&e->w, v);
 	struct stat st;
 	ck_assert_int_eq(fstat(e->pod_fd, &st), 0);
 	snprintf(e->table, sizeof(e->table), "rung_oci_%lx", (unsigned long)st.st_ino);
-	char v[16];
-	snprintf(v, sizeof(v), "pod%d", (int)getpid() % 100000);
-	ck_assert_int_eq(npw_ip(e->w.inet_fd, "link add %s type veth peer name eth0 netns "
-				"/proc/%d/fd/%d", v, (int)getpid(), e->pod_fd), 0);
-	ck_assert_int_eq(npw_ip(e->w.inet_fd, "addr add 10.250.0.1/30 dev %s", v), 0);
-	ck_assert_int_eq(npw_ip(e->w.inet_fd, "link set %s up", v), 0);
-	ck_assert_int_eq(npw_ip(e->pod_fd, "link set lo up"), 0);
-	ck_assert_int_eq(npw_ip(e->pod_fd, "link set eth0 up"), 0);
-	ck_assert_int_eq(npw_ip(e->pod_fd, "addr add 10.250.0.2/30 dev eth0"), 0);
-	ck_assert_int_eq(npw_ip(e->pod_fd, "route add default via 10.250.0.1"), 0);
 }
 
 static void teardown_test(void);

@@ -21,6 +21,7 @@
 
 #include "common/util.h"
 #include "oci/oci.h"
+#include "tests/lib/egress.h"
 #include "tests/lib/oci.h"
 #include "tests/lib/testutil.h"
 
@@ -113,19 +114,7 @@ static void ns_of(pid_t pid, const char *ns, char *buf, size_t n)
 }
 
 /* No such process, or a zombie (its new parent reaps it when it does). */
-static bool gone(pid_t pid)
-{
-	char p[64], buf[512];
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = 0;
-	const char *rp = strrchr(buf, ')');
-	return !rp || rp[2] == 'Z' || rp[2] == 'X';
-}
+static bool gone(pid_t pid) { return eg_gone(pid); }
 
 static void check_state(struct env *e, const char *kind, const char *status, int pid)
 {

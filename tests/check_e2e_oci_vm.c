@@ -32,8 +32,6 @@
 #include "tests/lib/oci.h"
 #include "tests/lib/testutil.h"
 
-extern char **environ;
-
 struct ov {
 	char dir[PATH_MAX], root[PATH_MAX + 16], bin[PATH_MAX], vmbin[PATH_MAX + 16];
 	char bundle[PATH_MAX + 16];
@@ -51,24 +49,7 @@ static double now_ms(void)
  * RUNG_* knobs). The exit status (128 + the signal). The proxy of a create stays our child. */
 static int ov_spawn(const struct ov *v, const char *bin, const char *tag, const char *const *args)
 {
-	const char *argv[24] = {bin, "--root", v->root};
-	size_t n = 3;
-	for (size_t i = 0; args[i] && n < 23; i++)
-		argv[n++] = args[i];
-	char o[PATH_MAX + 64], e[PATH_MAX + 64];
-	snprintf(o, sizeof(o), "%s/%s.out", v->dir, tag);
-	snprintf(e, sizeof(e), "%s/%s.err", v->dir, tag);
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, o, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	posix_spawn_file_actions_addopen(&fa, 2, e, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	pid_t pid;
-	ck_assert_int_eq(posix_spawn(&pid, bin, &fa, NULL, (char **)argv, environ), 0);
-	posix_spawn_file_actions_destroy(&fa);
-	int st;
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return oci_test_spawn(bin, v->root, v->dir, tag, args);
 }
 
 /* The text of <dir>/<tag>.<ext> (static buffer, "" when missing). */

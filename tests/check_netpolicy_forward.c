@@ -176,6 +176,53 @@ START_TEST(test_forwarding_already_on_left_alone)
 }
 END_TEST
 
+/* ip_forward's first byte in the caller's netns. */
+static char forward_now(void)
+{
+	char v[4] = {0};
+	int fd = open("/proc/sys/net/ipv4/ip_forward", O_RDONLY | O_CLOEXEC);
+	(void)!read(fd, v, 1);
+	close(fd);
+	return v[0];
+}
+
+/* np_forward_release: nothing while an rg* link is there; then the guard goes and forwarding
+ * is off again; nothing when rung did not turn it on (no guard). Codes say which step failed. */
+static int release_steps(void *arg)
+{
+	(void)arg;
+	struct rung_err err = {0};
+	bool g = false;
+	if (sysctl_set("/proc/sys/net/ipv4/ip_forward", "0") < 0 || np_forward_enable(&g, &err) < 0)
+		return 1;
+	if (npw_ip(-1, "link add rgtest0 type veth peer name vtest1") != 0)
+		return 2;
+	if (np_forward_release(&err) < 0 || !eg_table_exists(NP_FORWARD_GUARD) ||
+	    forward_now() != '1')
+		return 3; /* a rung interface still forwards */
+	if (npw_ip(-1, "link del rgtest0") != 0)
+		return 4;
+	if (np_forward_release(&err) < 0 || eg_table_exists(NP_FORWARD_GUARD) ||
+	    forward_now() != '0')
+		return 5;
+	if (sysctl_set("/proc/sys/net/ipv4/ip_forward", "1") < 0 || np_forward_release(&err) < 0 ||
+	    forward_now() != '1')
+		return 6; /* forwarding its owner turned on stays */
+	return 0;
+}
+
+START_TEST(test_forward_release)
+{
+	RUNG_REQUIRE_ROOT();
+	if (access("/usr/sbin/ip", X_OK) != 0)
+		RUNG_SKIP("iproute2 (/usr/sbin/ip) missing: the test makes a link with it");
+	int h = npw_netns_new();
+	ck_assert_int_ge(h, 0);
+	ck_assert_int_eq(npw_in_netns(h, release_steps, NULL), 0);
+	close(h);
+}
+END_TEST
+
 Suite *netpolicy_forward_suite(void)
 {
 	Suite *s = suite_create("netpolicy_forward");
@@ -184,6 +231,7 @@ Suite *netpolicy_forward_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_forwarding_only_for_rung);
 	tcase_add_test(tc, test_forwarding_already_on_left_alone);
+	tcase_add_test(tc, test_forward_release);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -207,6 +207,40 @@ START_TEST(test_render)
 }
 END_TEST
 
+/* 0.0.0.0/0 on every port is open: DNS is not confined to the proxy (nothing is kept from a
+ * resolver); a port, a narrower prefix or 0.0.0.0/0 with a port keep the DNS refusal. */
+START_TEST(test_render_open)
+{
+	static const struct {
+		const char *items[2];
+		bool open;
+	} cases[] = {
+	    {{"0.0.0.0/0", "example.org"}, true},
+	    {{"0.0.0.0/0:443", NULL}, false},
+	    {{"0.0.0.0/1", "128.0.0.0/1"}, false},
+	    {{"example.org", NULL}, false},
+	};
+	struct rung_err err = {0};
+	struct np_render_params rp = params();
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct np_policy p;
+		size_t n = cases[i].items[1] ? 2 : 1;
+		ck_assert_msg(np_policy_parse(cases[i].items, n, &p, &err) == 0, "%s", err.msg);
+		ck_assert_int_eq(np_policy_open(&p), cases[i].open);
+		char *t = np_policy_render(&p, &rp, &err);
+		ck_assert_msg(t != NULL, "%s", err.msg);
+		bool refuses = strstr(t, "th dport 53 jump deny") != NULL;
+		ck_assert_msg(refuses != cases[i].open, "case %zu: %s", i, t);
+		/* the sandbox's source check and the host's DNS-only input stay either way */
+		ck_assert_ptr_nonnull(strstr(t, "ip saddr != 10.213.0.2 drop"));
+		ck_assert_ptr_nonnull(strstr(t, "ip daddr 10.213.0.1 udp dport 53 accept"));
+		free(t);
+		np_policy_release(&p);
+	}
+	ck_assert(!np_policy_open(NULL));
+}
+END_TEST
+
 START_TEST(test_describe)
 {
 	struct np_policy empty = {0};
@@ -284,6 +318,7 @@ Suite *netpolicy_policy_suite(void)
 	tcase_add_test(tc, test_policy_parse);
 	tcase_add_test(tc, test_match_name);
 	tcase_add_test(tc, test_render);
+	tcase_add_test(tc, test_render_open);
 	tcase_add_test(tc, test_pod_render);
 	tcase_add_test(tc, test_describe);
 	tcase_add_test(tc, test_id_check);

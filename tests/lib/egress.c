@@ -342,3 +342,50 @@ int eg_ping_from(pid_t init_pid, const char *ip)
 	close(fd);
 	return r;
 }
+
+int eg_pod_netns(const struct np_world *w, const char *veth)
+{
+	int fd = npw_netns_new();
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(npw_ip(w->inet_fd, "link add %s type veth peer name eth0 netns "
+				"/proc/%d/fd/%d", veth, (int)getpid(), fd), 0);
+	ck_assert_int_eq(npw_ip(w->inet_fd, "addr add 10.250.0.1/30 dev %s", veth), 0);
+	ck_assert_int_eq(npw_ip(w->inet_fd, "link set %s up", veth), 0);
+	ck_assert_int_eq(npw_ip(fd, "link set lo up"), 0);
+	ck_assert_int_eq(npw_ip(fd, "link set eth0 up"), 0);
+	ck_assert_int_eq(npw_ip(fd, "addr add 10.250.0.2/30 dev eth0"), 0);
+	ck_assert_int_eq(npw_ip(fd, "route add default via 10.250.0.1"), 0);
+	return fd;
+}
+
+bool eg_gone(pid_t pid)
+{
+	char p[64], buf[512] = "";
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	char *rp = n > 0 ? strrchr(buf, ')') : NULL;
+	return !rp || rp[2] == 'Z' || rp[2] == 'X';
+}
+
+int eg_netns_procs(int netns_fd)
+{
+	struct stat ns, st;
+	ck_assert_int_eq(fstat(netns_fd, &ns), 0);
+	DIR *d = opendir("/proc");
+	ck_assert_ptr_nonnull(d);
+	int n = 0;
+	for (struct dirent *de; (de = readdir(d));) {
+		char p[300];
+		pid_t pid = atoi(de->d_name);
+		snprintf(p, sizeof(p), "/proc/%s/ns/net", de->d_name);
+		if (pid > 0 && stat(p, &st) == 0 && st.st_ino == ns.st_ino &&
+		    st.st_dev == ns.st_dev && !eg_gone(pid))
+			n++;
+	}
+	closedir(d);
+	return n;
+}

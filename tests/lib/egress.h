@@ -74,6 +74,14 @@ void eg_assert_net(const char *state, const char *id, bool want);
 /* Close the handle, dispose the sandbox (asserts), and assert its veth, table, lease are gone. */
 void eg_dispose(struct rung_router *r, struct rung_sandbox *sb, const char *state);
 
+/* A pod's network namespace as a CNI makes one (fd-only): a veth veth (in w) / eth0 (in it),
+ * 10.250.0.1/30 and 10.250.0.2/30, a default route to the world. Its fd. */
+int eg_pod_netns(const struct np_world *w, const char *veth);
+/* No such process, or a zombie left to whoever reaps orphans (never running). */
+bool eg_gone(pid_t pid);
+/* Running processes in the network namespace netns_fd (a leaked proxy would be one). */
+int eg_netns_procs(int netns_fd);
+
 /* The sandbox's pid 1 (from the store). */
 pid_t eg_init_pid(struct rung_router *r, const char *id);
 /* ICMP echo from inside the sandbox's netns (host side, CAP_NET_RAW): npw_ping's result. */

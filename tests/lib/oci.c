@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "common/util.h"
 #include "rung/rung.h"
 #include "tests/lib/testutil.h"
@@ -130,4 +132,70 @@ bool oci_test_vm_runs(char *why, size_t n)
 		snprintf(why, n, "the vm rung cannot run here (make check-vm runs this suite in its "
 			 "L1): %s", err.msg);
 	return rc == 0;
+}
+
+extern char **environ;
+
+int oci_test_spawn(const char *bin, const char *root, const char *dir, const char *tag,
+		   const char *const *args)
+{
+	const char *argv[24] = {bin, "--root", root};
+	size_t n = 3;
+	for (size_t i = 0; args[i] && n < 23; i++)
+		argv[n++] = args[i];
+	char o[PATH_MAX + 64], e[PATH_MAX + 64];
+	snprintf(o, sizeof(o), "%s/%s.out", dir, tag);
+	snprintf(e, sizeof(e), "%s/%s.err", dir, tag);
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, o, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	posix_spawn_file_actions_addopen(&fa, 2, e, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	pid_t pid;
+	ck_assert_int_eq(posix_spawn(&pid, bin, &fa, NULL, (char **)argv, environ), 0);
+	posix_spawn_file_actions_destroy(&fa);
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void put_file(const char *path, const char *text)
+{
+	struct rung_err err = {0};
+	ck_assert_msg(rung_write_file_replace(AT_FDCWD, path, text, strlen(text), 0644, &err) == 0,
+		      "%s", err.msg);
+}
+
+void oci_test_cri_resolv(const char *dir, const char *resolver, char *m, size_t n)
+{
+	char p[PATH_MAX], txt[256];
+	snprintf(p, sizeof(p), "%s/resolv.conf", dir);
+	snprintf(txt, sizeof(txt), "search default.svc.cluster.local\nnameserver %s\n", resolver);
+	put_file(p, txt);
+	snprintf(m, n, ", {\"destination\": \"/etc/resolv.conf\", \"source\": \"%s\","
+		 " \"options\": [\"rbind\", \"ro\", \"nosuid\", \"nodev\", \"noexec\"]}", p);
+}
+
+void oci_test_pod_config(const char *bundle, const char *script, const char *ann_json,
+			 const char *mounts_json, const char *netns_path)
+{
+	json_t *sc = json_string(script);
+	char *script_json = json_dumps(sc, JSON_ENCODE_ANY);
+	json_decref(sc);
+	ck_assert_ptr_nonnull(script_json);
+	char p[PATH_MAX], cfg[16384];
+	int len = snprintf(cfg, sizeof(cfg),
+		 "{\"ociVersion\": \"1.0.2\", \"root\": {\"path\": \"rootfs\"},"
+		 " \"annotations\": {\"k\": \"v\"%s},"
+		 " \"process\": {\"args\": [\"sh\", \"-c\", %s], \"env\": [\"PATH=/bin\"],"
+		 "  \"cwd\": \"/\", \"user\": {\"uid\": 0, \"gid\": 0}},"
+		 " \"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"}%s],"
+		 " \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"ipc\"},"
+		 "  {\"type\": \"mount\"}, {\"type\": \"uts\"},"
+		 "  {\"type\": \"network\", \"path\": \"%s\"}]}}",
+		 ann_json, script_json, mounts_json, netns_path);
+	free(script_json);
+	ck_assert_int_lt(len, (int)sizeof(cfg));
+	snprintf(p, sizeof(p), "%s/config.json", bundle);
+	put_file(p, cfg);
 }

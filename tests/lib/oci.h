@@ -11,6 +11,22 @@
 int oci_test_run(const char *bin, const char *root, const char *dir, const char *in,
 		 const char *const *args, char *out, size_t outn, char *errb, size_t errn);
 
+/* bin --root root args...: stdin /dev/null, stdout and stderr into <dir>/<tag>.out and .err,
+ * this process's environment (the RUNG_* knobs). The exit status, or 128 + the signal. A
+ * create's proxy (the vm rung's) stays the caller's child and keeps writing those files. */
+int oci_test_spawn(const char *bin, const char *root, const char *dir, const char *tag,
+		   const char *const *args);
+
+/* A resolv.conf bound on /etc/resolv.conf as the CRI does: <dir>/resolv.conf (a search line and
+ * nameserver resolver) and, into m, the mount's JSON with a leading ", ". */
+void oci_test_cri_resolv(const char *dir, const char *resolver, char *m, size_t n);
+
+/* <bundle>/config.json of a pod's container: `sh -c script` as uid 0 (PATH=/bin, cwd /),
+ * annotations {"k": "v"} and ann_json (", ..." or ""), mounts /proc and mounts_json (likewise),
+ * the pid, ipc, mount and uts namespaces new, the network one joined at netns_path. */
+void oci_test_pod_config(const char *bundle, const char *script, const char *ann_json,
+			 const char *mounts_json, const char *netns_path);
+
 /* The terminal master a runtime sends over a --console-socket listening on listen_fd (the
  * connection accepted and closed). */
 int oci_test_console_master(int listen_fd);

@@ -1,5 +1,5 @@
 # vmm/guest/l1-oci-vm.sh: sourced by l1-tests.sh (busybox sh) where /dev/kvm works, for
-# VMTEST_ONLY naming rung-oci-vm (or none). rung-oci on the vm rung (docs/oci.md): the
+# VMTEST_ONLY naming rung-oci-vm or rung-oci-vmnet (or none). rung-oci on the vm rung (docs/oci.md): the
 # e2e_oci_vm Check suite (tests/check_e2e_oci_vm.c) drives build/rung-oci as rung-oci-vm on a
 # busybox bundle: create/start/state/kill/delete, output and exit codes (0, 7, killed), the
 # program under the guest's kernel, nothing left after delete, and create+start timed against
@@ -15,8 +15,20 @@ else
 	ln -sf "$P/rung/bin/rung-oci" "$ov_b/rung-oci"
 	# a terminal (process.terminal) is a pty of the host's devpts: L1's /dev has none mounted
 	if [ ! -e /dev/pts/ptmx ]; then mkdir -p /dev/pts && mount -t devpts -o ptmxmode=0666 devpts /dev/pts; fi
-	ov_t0=$(now)
-	ck_vm_suite e2e_oci_vm "$ov_b"
-	ov_rc=$?
-	ck_result rung-oci-vm e2e_oci_vm "$ov_rc" "$ov_t0"
+	if want rung-oci-vm; then
+		ov_t0=$(now)
+		ck_vm_suite e2e_oci_vm "$ov_b"
+		ov_rc=$?
+		ck_result rung-oci-vm e2e_oci_vm "$ov_rc" "$ov_t0"
+	fi
+	# the pod's network (VMTEST_ONLY rung-oci-vmnet): a CNI-like netns into a test internet
+	# (iproute2's ip, from payload-rung.sh), the guest's traffic through it, the allowlist
+	if want rung-oci-vmnet; then
+		ov_t0=$(now)
+		ck_vm_suite e2e_oci_vmnet "$ov_b"
+		ov_rc=$?
+		ck_result rung-oci-vmnet e2e_oci_vmnet "$ov_rc" "$ov_t0"
+		ov_left=$(ls /sys/class/net | grep '^rg' | tr '\n' ' ')
+		[ -z "$ov_left" ] || fail rung-oci-vmnet-leak "a tap is left: $ov_left"
+	fi
 fi

@@ -418,7 +418,9 @@ if [ "${VMTEST_ONLY_BENCH:-0}" != 1 ]; then
 	# the runtime end to end: rung run --isolation vm ... (l1-rung.sh, from payload-rung.sh)
 	if want rung && [ -f "$P/rung/l1-rung.sh" ]; then . "$P/rung/l1-rung.sh"; fi
 	# rung-oci on the vm rung (l1-oci-vm.sh, from payload-rung.sh)
-	if want rung-oci-vm && [ -f "$P/rung/l1-oci-vm.sh" ]; then . "$P/rung/l1-oci-vm.sh"; fi
+	if { want rung-oci-vm || want rung-oci-vmnet; } && [ -f "$P/rung/l1-oci-vm.sh" ]; then
+		. "$P/rung/l1-oci-vm.sh"
+	fi
 	# rung-oci on the vm rung under containerd (l1-oci-ctrd.sh, from payload-rung.sh)
 	if want rung-oci-containerd && [ -f "$P/rung/l1-oci-ctrd.sh" ]; then . "$P/rung/l1-oci-ctrd.sh"; fi
 	echo "VMTEST-SUMMARY $npass passed, $nfail failed, $nskip skipped"
