@@ -11,8 +11,9 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 # virtio-pci/blk: the payload and scratch disks; overlay: the container rung's root; loop: every
 # sandbox's disk image; veth and nftables (ct, nat, masquerade, reject): the egress allowlist and
-# the suites' test internet; nft_objref: the sandbox table's named counters (a Debian host loads
-# it on demand; L1 has no modprobe).
-L1_MODULES="virtio_pci virtio_blk overlay veth loop nf_tables nft_ct nft_chain_nat nft_masq nft_reject_inet nft_objref" \
+# the suites' test internet; nft_objref: the sandbox table's named counters; nft_nat: rung-oci's
+# pod table (dev.rung.egress-allow) sends DNS to its proxy by dnat (a Debian host loads these on
+# demand; L1 has no modprobe).
+L1_MODULES="virtio_pci virtio_blk overlay veth loop nf_tables nft_ct nft_chain_nat nft_masq nft_reject_inet nft_objref nft_nat" \
 L1_CACHE_NAME=distro-kernel RUNG_L1_KERNEL="${RUNG_DISTRO_KERNEL:-}" \
 	exec sh "$here/../../vmm/guest/fetch-l1-kernel.sh"
