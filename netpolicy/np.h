@@ -112,6 +112,7 @@ struct np_render_params {
 	uint8_t host_ip[4]; /* host end: gateway, DNS proxy */
 	uint8_t sb_ip[4];   /* the sandbox's only source address */
 	bool create_only;   /* "create table" (fails if it exists) instead of replacing it */
+	bool inbound;	    /* np_config.inbound: the chain "inbound" (prerouting DNAT) */
 };
 
 /*
@@ -148,6 +149,10 @@ struct np_config {
 	np_audit_fn audit;    /* optional */
 	void *audit_data;
 	bool tap; /* a VM's network: a tap (np_net_tap_fd) instead of a veth into a netns */
+	/* TCP and UDP connections to a local address of the host end's namespace, arriving on
+	 * another interface, forwarded (DNAT) to the sandbox's address (rung-oci's vm rung: the
+	 * pod's address is the guest's); incoming, like replies, is not filtered */
+	bool inbound;
 };
 
 struct np_net; /* opaque; owned by the supervisor for the sandbox's lifetime */

@@ -130,7 +130,7 @@ static void put_egress(FILE *f, const struct used_sets *u, const char *sb)
 	fputs("\t\tjump deny\n\t}\n", f);
 }
 
-/* The hooks, the egress chain, the host's DNS only, deny, masquerade; closes the table. */
+/* The hooks, the egress chain, the host's DNS only, deny, masquerade. */
 static void put_chains(FILE *f, const struct used_sets *u, const char *v, const char *host,
 		       const char *sb)
 {
@@ -140,13 +140,14 @@ static void put_chains(FILE *f, const struct used_sets *u, const char *v, const 
 		"\t\tiifname \"%s\" counter name \"tx\" jump egress\n"
 		"\t\toifname \"%s\" counter name \"rx\"\n"
 		"\t\toifname \"%s\" ct state established,related accept\n"
+		"\t\toifname \"%s\" ct status dnat accept\n"
 		"\t\toifname \"%s\" jump deny\n"
 		"\t}\n"
 		"\tchain input_hook {\n"
 		"\t\ttype filter hook input priority filter; policy accept;\n"
 		"\t\tiifname \"%s\" jump to_host\n"
 		"\t}\n",
-		v, v, v, v, v);
+		v, v, v, v, v, v);
 	put_egress(f, u, sb);
 	fprintf(f,
 		"\tchain to_host {\n"
@@ -165,8 +166,7 @@ static void put_chains(FILE *f, const struct used_sets *u, const char *v, const 
 		"\tchain nat_post {\n"
 		"\t\ttype nat hook postrouting priority srcnat; policy accept;\n"
 		"\t\tip saddr %s oifname != \"%s\" masquerade\n"
-		"\t}\n"
-		"}\n",
+		"\t}\n",
 		sb, host, host, sb, v);
 }
 
@@ -208,6 +208,15 @@ char *np_policy_render(const struct np_policy *p, const struct np_render_params 
 	/* What np_sandbox_counters reads: forwarded bytes each way, packets refused. */
 	fputs("\tcounter tx {\n\t}\n\tcounter rx {\n\t}\n\tcounter refused {\n\t}\n", f);
 	put_chains(f, &u, rp->veth, host, sb);
+	if (rp->inbound) /* connections to this namespace's own addresses: the sandbox's */
+		fprintf(f,
+			"\tchain inbound {\n"
+			"\t\ttype nat hook prerouting priority dstnat; policy accept;\n"
+			"\t\tiifname != \"%s\" fib daddr type local meta nfproto ipv4 "
+			"meta l4proto { tcp, udp } dnat ip to %s\n"
+			"\t}\n",
+			rp->veth, sb);
+	fputs("}\n", f);
 	if (fclose(f) != 0 || !buf) {
 		rung_err_set(err, ENOMEM, "rendering nft table %s", rp->table);
 		return NULL;

@@ -27,6 +27,7 @@ struct np_net {
 	 */
 	struct nft_ctx *nft;
 	int tap_fd; /* np_config.tap: the VM's side of the host end; -1 otherwise */
+	bool inbound; /* np_config.inbound */
 };
 
 static void fmt_sockaddr(const struct sockaddr_storage *ss, char *out, size_t len)
@@ -51,6 +52,7 @@ static int apply_table(struct np_net *n, struct rung_err *err)
 	snprintf(rp.comment, sizeof(rp.comment), "%s:%s", n->nm.tag, n->id);
 	memcpy(rp.host_ip, n->lease.host_ip, 4);
 	memcpy(rp.sb_ip, n->lease.sb_ip, 4);
+	rp.inbound = n->inbound;
 	if (!n->nft && !(n->nft = np_nft_new(err)))
 		return -err->code;
 	/* Usually there is no such table: create it. A leftover (a crash) is replaced. */
@@ -121,6 +123,7 @@ int np_sandbox_up(const struct np_config *cfg, const char *id, int netns_fd,
 	if (!n)
 		return rung_err_set(err, ENOMEM, "out of memory");
 	n->tap_fd = -1;
+	n->inbound = cfg->inbound;
 	snprintf(n->id, sizeof(n->id), "%s", id);
 	snprintf(n->state_dir, sizeof(n->state_dir), "%s", cfg->state_dir);
 	if (!p || p->n == 0) { /* no network at all: loopback only, no veth (a VM: no device) */

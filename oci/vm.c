@@ -35,8 +35,8 @@ void oci_vm_router_opts(const struct rung_router_opts *o, const char *why)
 	router_why = why;
 }
 
-/* dns: the DNS proxy's upstream (NULL or "": the options'). */
-static int router_open(const char *store, const char *dns, struct rung_router **r,
+/* net: the pod's network when joined (its resolver, its inbound connections), else NULL. */
+static int router_open(const char *store, const struct oci_vm_net *net, struct rung_router **r,
 		       struct rung_err *err)
 {
 	if (!router_opts)
@@ -44,8 +44,11 @@ static int router_open(const char *store, const char *dns, struct rung_router **
 						     : "no router options");
 	struct rung_router_opts o = *router_opts;
 	o.state_dir = store;
-	if (dns && *dns)
-		o.dns_upstream = dns;
+	if (net && net->joined) {
+		o.net_inbound = true;
+		if (net->dns[0])
+			o.dns_upstream = net->dns;
+	}
 	return rung_router_new(&o, r, err);
 }
 
@@ -116,7 +119,7 @@ static int sandbox_boot(struct vm_ctx *x, struct rung_err *err)
 {
 	int r = oci_vm_net_enter(&x->cfg, &x->net, err);
 	if (r == 0)
-		r = router_open(x->store, x->net.dns, &x->router, err);
+		r = router_open(x->store, &x->net, &x->router, err);
 	if (r == 0)
 		r = rootfs_commit(x, x->store, err);
 	if (r < 0)

@@ -82,7 +82,8 @@ static int net_up(struct rt_sandbox *sb, int netns_fd, char nid[RT_ID_LEN + 1],
 	struct np_config cfg = {.state_dir = sb->router->store.root,
 				.pool = sb->router->net_pool,
 				.upstream = sb->router->dns_upstream,
-				.tap = netns_fd < 0};
+				.tap = netns_fd < 0,
+				.inbound = sb->router->net_inbound};
 	r = np_sandbox_up(&cfg, nid, netns_fd, &pol, &sb->net, err);
 	np_policy_release(&pol);
 	return r;

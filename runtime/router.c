@@ -189,6 +189,7 @@ int rung_router_new(const struct rung_router_opts *opts, struct rung_router **ou
 	r->net_pool = o.net_pool && *o.net_pool ? strdup(o.net_pool) : NULL;
 	r->dns_upstream = o.dns_upstream && *o.dns_upstream ? strdup(o.dns_upstream) : NULL;
 	r->no_clone_into_cgroup = o.no_clone_into_cgroup;
+	r->net_inbound = o.net_inbound;
 	int rc = rt_store_open(dir, &r->store, err);
 	r->store.uid_registry = r->uid_registry;
 	if (rc == 0 && (!r->agent_path || !r->vmm_path || !r->rung_path || !r->cgroup_root ||

@@ -223,6 +223,7 @@ struct rung_router {
 	unsigned vm_boot_timeout_ms;
 	char *cgroup_root, *loop_control, *uid_registry;
 	char *net_pool, *dns_upstream;
+	bool net_inbound; /* rung_router_opts.net_inbound */
 	bool no_clone_into_cgroup;
 };
 /* The deployed policy (one table): NULL if allowed, else the reason. Pure. */

@@ -285,14 +285,14 @@ static int handoff_memfd(const struct rt_sandbox *sb, struct rung_err *err)
 	const struct rung_router *rt = sb->router;
 	json_t *o = json_pack(
 		"{s:s, s:s, s:s, s:b, s:s, "
-		"s:{s:s, s:s*, s:s*, s:I, s:s, s:s, s:s, s:s*, s:s*, s:b, s:s}}",
+		"s:{s:s, s:s*, s:s*, s:I, s:s, s:s, s:s, s:s*, s:s*, s:b, s:b, s:s}}",
 		"state_dir", rt->store.root, "agent", rt->agent_path, "vmm", rt->vmm_path,
 		"deployed", rt->deployed, "meta", meta, "host", "rung", rt->rung_path, "vm_kernel",
 		rt->vm_kernel, "vm_initrd", rt->vm_initrd, "vm_boot_timeout_ms",
 		(json_int_t)rt->vm_boot_timeout_ms, "cgroup_root", rt->cgroup_root, "loop_control",
 		rt->loop_control, "uid_registry", rt->uid_registry, "net_pool", rt->net_pool,
 		"dns_upstream", rt->dns_upstream, "no_clone_into_cgroup", rt->no_clone_into_cgroup,
-		"trace", rung_trace_get());
+		"net_inbound", rt->net_inbound, "trace", rung_trace_get());
 	cleanup_free char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	if (!txt)
@@ -500,7 +500,7 @@ int rung_supervisor_main(void)
 	struct rung_router *r = NULL;
 	json_t *o = NULL;
 	const char *dir, *agent, *vmm, *meta, *trace;
-	int deployed = 0, no_clone = 0;
+	int deployed = 0, no_clone = 0, inbound = 0;
 	json_int_t boot_ms = 0;
 	struct rung_router_opts ro = {0};
 	if (fcntl(3, F_GETFD) < 0 || fcntl(4, F_GETFD) < 0)
@@ -511,14 +511,15 @@ int rung_supervisor_main(void)
 	o = json_loads(txt, 0, NULL);
 	/* (unset settings are left out: s* packs nothing for NULL, s? takes a missing key) */
 	if (!o || json_unpack(o, "{s:s, s:s, s:s, s:b, s:s, s:{s:s, s?:s, s?:s, s:I, s:s, s:s, "
-				 "s:s, s?:s, s?:s, s:b, s:s}}",
+				 "s:s, s?:s, s?:s, s:b, s:b, s:s}}",
 			      "state_dir", &dir, "agent", &agent, "vmm", &vmm, "deployed",
 			      &deployed, "meta", &meta, "host", "rung", &ro.rung_path, "vm_kernel",
 			      &ro.vm_kernel, "vm_initrd", &ro.vm_initrd, "vm_boot_timeout_ms",
 			      &boot_ms, "cgroup_root", &ro.cgroup_root, "loop_control",
 			      &ro.loop_control, "uid_registry", &ro.uid_registry, "net_pool",
 			      &ro.net_pool, "dns_upstream", &ro.dns_upstream,
-			      "no_clone_into_cgroup", &no_clone, "trace", &trace) < 0) {
+			      "no_clone_into_cgroup", &no_clone, "net_inbound", &inbound, "trace",
+			      &trace) < 0) {
 		rung_err_set(&msg.err, EINVAL, "bad supervisor handoff");
 		goto fail;
 	}
@@ -529,6 +530,7 @@ int rung_supervisor_main(void)
 	ro.vmm_path = vmm;
 	ro.vm_boot_timeout_ms = boot_ms > 0 && boot_ms <= UINT_MAX ? (unsigned)boot_ms : 0;
 	ro.no_clone_into_cgroup = no_clone;
+	ro.net_inbound = inbound;
 	if (rung_router_new(&ro, &r, &msg.err) < 0)
 		goto fail;
 	struct rt_sandbox *sb = calloc(1, sizeof(*sb));

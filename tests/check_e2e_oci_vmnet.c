@@ -5,7 +5,8 @@
  * bundle joining it, whose /etc/resolv.conf names the world's DNS server (the pod's resolver;
  * RUNG_DNS_UPSTREAM is unset, so only the bundle can name it). build/rung-oci as rung-oci-vm:
  * without dev.rung.egress-allow the guest reaches the world through the pod (0.0.0.0/0) and
- * resolves any name of the pod's resolver; with it the allowed CIDR:port is reachable and not
+ * resolves any name of the pod's resolver, and a connection from the world to the pod's address
+ * reaches the guest's listener; with it the allowed CIDR:port is reachable and not
  * another address, an allowed name resolves through rung's DNS proxy (then its address is
  * reachable) and a denied one is refused. After delete the pod's namespace has no tap, no rung
  * table (nor the forward guard) and no process of ours. The guest's probes print their results
@@ -137,8 +138,25 @@ static void vn_setup(struct vn *v)
 	ck_assert_int_eq(npw_in_netns(v->pod_fd, pod_census, NULL), 0);
 }
 
-/* create, start, the program's exit (through its proxy, our child); its stdout. */
-static char *vn_run(struct vn *v, const char *id)
+/* In the world: a connection to the pod's address, port 8000 (the guest's listener's "hello"). */
+static int pod_connect(void *arg)
+{
+	(void)arg;
+	return npw_tcp("10.250.0.2", 8000, 3000);
+}
+
+/* Until the guest listens (its kernel resets before), at most 60 s: pod_connect's last. */
+static int vn_inbound(struct vn *v)
+{
+	int r = -1;
+	for (int i = 0; i < 120 && (r = npw_in_netns(v->w.inet_fd, pod_connect, NULL)) != 0; i++)
+		usleep(500 * 1000);
+	return r;
+}
+
+/* create, start, (inbound) a connection from the world to the pod's address while the program
+ * runs, its exit (through its proxy, our child); its stdout. */
+static char *vn_run(struct vn *v, const char *id, bool inbound)
 {
 	char pf[PATH_MAX + 64], tag[64];
 	snprintf(pf, sizeof(pf), "%s/%s.pid", v->dir, id);
@@ -151,6 +169,8 @@ static char *vn_run(struct vn *v, const char *id)
 	ck_assert_int_gt(pid, 0);
 	ck_assert_msg(npw_in_netns(v->pod_fd, pod_census, NULL) >= 11, "no tap or table in the pod");
 	ck_assert_int_eq(VN(v, "start", "start", id), 0);
+	int in = inbound ? vn_inbound(v) : 0;
+	ck_assert_msg(in == 0, "no connection to the guest through the pod's address: %d", in);
 	int st = -1;
 	for (int i = 0; i < 1200 && waitpid(pid, &st, WNOHANG) == 0; i++)
 		usleep(100 * 1000);
@@ -225,10 +245,11 @@ START_TEST(t_oci_vmnet_open)
 		 PROBE("tcp80", ": | nc -w 5 %s12 80")
 		 PROBE("tcp8080", ": | nc -w 5 %s11 8080")
 		 PROBE("ns_allowed", "nslookup allowed.test")
-		 PROBE("ns_denied", "nslookup denied.test"),
+		 PROBE("ns_denied", "nslookup denied.test")
+		 "echo hello | nc -l -p 8000; echo \"@inbound=$?\"",
 		 n, n);
 	vn_bundle(&v, s, NULL, true);
-	cleanup_free char *out = vn_run(&v, "c1");
+	cleanup_free char *out = vn_run(&v, "c1", true);
 	char want[64];
 	snprintf(want, sizeof(want), "nameserver %s53", n);
 	ck_assert_msg(probe(out, "resolv", t, sizeof(t)) == 0 && strstr(t, want), "%s", out);
@@ -236,6 +257,7 @@ START_TEST(t_oci_vmnet_open)
 	ck_assert_msg(probe(out, "tcp8080", t, sizeof(t)) == 0 && *t, "%s", out);
 	ck_assert_msg(probe(out, "ns_allowed", t, sizeof(t)) == 0 && strstr(t, a10), "%s", out);
 	ck_assert_msg(probe(out, "ns_denied", t, sizeof(t)) == 0 && strstr(t, a11), "%s", out);
+	ck_assert_msg(probe(out, "inbound", t, sizeof(t)) == 0, "%s", out);
 	vn_delete(&v, "c1");
 	vn_finish(&v);
 }
@@ -260,7 +282,7 @@ START_TEST(t_oci_vmnet_allowlist)
 		 PROBE("ns_direct", "nslookup denied.test %s53"),
 		 n, n, n, n, n, n);
 	vn_bundle(&v, s, ann, false);
-	cleanup_free char *out = vn_run(&v, "c1");
+	cleanup_free char *out = vn_run(&v, "c1", false);
 	ck_assert_msg(probe(out, "cidr_port", t, sizeof(t)) == 0 && *t, "%s", out);
 	ck_assert_msg(probe(out, "cidr_other_port", t, sizeof(t)) > 0, "%s", out);
 	ck_assert_msg(probe(out, "other_addr", t, sizeof(t)) > 0, "%s", out);

@@ -230,6 +230,8 @@ START_TEST(test_render_open)
 		char *t = np_policy_render(&p, &rp, &err);
 		ck_assert_msg(t != NULL, "%s", err.msg);
 		bool refuses = strstr(t, "th dport 53 jump deny") != NULL;
+		ck_assert_ptr_nonnull(strstr(t, "oifname \"rg0123456789ab\" ct status dnat accept"));
+		ck_assert_ptr_null(strstr(t, "chain inbound")); /* np_config.inbound only */
 		ck_assert_msg(refuses != cases[i].open, "case %zu: %s", i, t);
 		/* the sandbox's source check and the host's DNS-only input stay either way */
 		ck_assert_ptr_nonnull(strstr(t, "ip saddr != 10.213.0.2 drop"));

@@ -14,6 +14,7 @@
 
 #include "common/util.h"
 #include "netpolicy/np.h"
+#include "tests/lib/egress.h"
 #include "tests/lib/np_sb.h"
 #include "tests/lib/testutil.h"
 
@@ -295,6 +296,47 @@ START_TEST(test_tap_frames)
 }
 END_TEST
 
+/* np_config.inbound with an open policy (rung-oci's vm rung in a pod): the kernel takes the
+ * table (prerouting DNAT to the sandbox for the namespace's local addresses, through fib), the
+ * forward chain admits DNAT'ed connections to the tap, and DNS is not confined to the proxy. */
+START_TEST(test_tap_inbound_open)
+{
+	REQUIRE_NET();
+	if (access("/dev/net/tun", R_OK | W_OK) != 0)
+		RUNG_SKIP("/dev/net/tun missing: no tap devices on this host");
+	struct np_config cfg;
+	npt_cfg_init(&cfg);
+	cfg.tap = true;
+	cfg.inbound = true;
+	const char *allow[] = {"0.0.0.0/0"};
+	struct np_policy p;
+	struct rung_err err = {0};
+	ck_assert_int_eq(np_policy_parse(allow, 1, &p, &err), 0);
+	struct np_net *net = NULL;
+	int r = np_sandbox_up(&cfg, "t-tap-in", -1, &p, &net, &err);
+	np_policy_release(&p);
+	ck_assert_msg(r == 0, "np_sandbox_up(tap, inbound): %s", err.msg);
+	struct np_net_info info;
+	np_net_info(net, &info);
+	ck_assert(info.has_network && info.tap && info.open);
+	char *t = eg_table_text(info.table, true);
+	ck_assert_ptr_nonnull(t);
+	char want[160];
+	snprintf(want, sizeof(want), "iifname != \"%s\" fib daddr type local", info.veth);
+	ck_assert_msg(strstr(t, want), "%s", t);
+	snprintf(want, sizeof(want), "dnat ip to %s", info.sb_ip);
+	ck_assert_msg(strstr(t, want), "%s", t);
+	snprintf(want, sizeof(want), "oifname \"%s\" ct status dnat accept", info.veth);
+	ck_assert_msg(strstr(t, want), "%s", t);
+	ck_assert_msg(!strstr(t, "th dport 53 jump deny"), "%s", t);
+	free(t);
+	np_net_free(net);
+	ck_assert_int_eq(np_sandbox_down(npt_state_dir, "t-tap-in", &err), 0);
+	ck_assert_int_eq(if_nametoindex(info.veth), 0);
+	ck_assert(!eg_table_exists(info.table));
+}
+END_TEST
+
 START_TEST(test_tap_no_policy_no_device)
 {
 	REQUIRE_NET();
@@ -326,6 +368,7 @@ Suite *netpolicy_tap_suite(void)
 	tcase_add_checked_fixture(tc, npt_world_setup, npt_world_teardown);
 	tcase_add_test(tc, test_tap_frames);
 	tcase_add_test(tc, test_tap_no_policy_no_device);
+	tcase_add_test(tc, test_tap_inbound_open);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -123,6 +123,10 @@ struct rung_router_opts {
 	const char *net_pool;         /* RUNG_NET_POOL; NULL: 10.213.0.0/16 */
 	const char *dns_upstream;     /* RUNG_DNS_UPSTREAM (IP[:PORT]); NULL: resolv.conf's */
 	bool no_clone_into_cgroup;    /* RUNG_CLONE_INTO_CGROUP=0 */
+	/* A sandbox's network also takes the connections that reach the namespace it is made in
+	 * (to a local address, on an interface not its own), forwarded to it: rung-oci's vm rung
+	 * in a pod's namespace, whose address is the guest's. No variable. */
+	bool net_inbound;
 };
 
 /* The RUNG_* variables rung_router_opts_set knows, NULL-terminated. */
