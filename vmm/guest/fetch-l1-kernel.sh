@@ -18,8 +18,10 @@ set -eu
 # reject) for the e2e_egress_vm suite; loop for rung image commit of a vm sandbox (its upper
 # disk's copy is read through a loop device) and overlay (a vm disk of the committed image is
 # built from its layers' merged view); nft_objref for the sandbox table's named counters (a
-# Debian host loads it on demand; L1 has no modprobe). Add to this list; the cache key follows it.
-MODULES=${L1_MODULES:-"kvm-amd virtio_pci virtio_blk vhost_vsock tun veth loop overlay nf_tables nft_ct nft_chain_nat nft_masq nft_reject_inet nft_objref"}
+# Debian host loads it on demand; L1 has no modprobe); nft_nat and nft_fib_inet for rung-oci-vm's
+# pod network (connections to the pod's address forwarded to the guest: a prerouting DNAT on
+# `fib daddr type local`). Add to this list; the cache key follows it.
+MODULES=${L1_MODULES:-"kvm-amd virtio_pci virtio_blk vhost_vsock tun veth loop overlay nf_tables nft_ct nft_chain_nat nft_masq nft_reject_inet nft_objref nft_nat nft_fib_inet"}
 name=${L1_CACHE_NAME:-l1-kernel}
 mhash=$(echo "$MODULES" | sha256sum | cut -c1-8)
 cache=${RUNG_CACHE_DIR:-/var/cache/rung}
