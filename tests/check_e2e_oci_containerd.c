@@ -9,7 +9,6 @@
 #include <check.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <pty.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,25 +122,13 @@ END_TEST
 START_TEST(test_tty)
 {
 	REQUIRE();
-	int master, slave;
-	ck_assert_int_eq(openpty(&master, &slave, NULL, NULL, NULL), 0);
-	const char *argv[48];
-	ctrd_run_argv(&C, argv, 48,
-		      (const char *const[]){"--rm", "-t", CTRD_IMAGE, "t1", "sh", "-c",
-					    "tty; test -t 0 && echo IS-A-TTY; exit 3", NULL});
-	pid_t pid = ctrd_spawn(&C, slave, slave, true, argv);
-	close(slave);
-	char buf[4096] = "";
-	size_t len = 0;
-	ssize_t k;
-	while (len + 1 < sizeof(buf) && (k = read(master, buf + len, sizeof(buf) - 1 - len)) > 0)
-		len += (size_t)k; /* EIO once the last slave fd is closed */
-	buf[len] = '\0';
-	close(master);
-	int st = 0;
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	char buf[4096];
+	int rc = ctrd_run_tty(&C, (const char *const[]){"--rm", "-t", CTRD_IMAGE, "t1", "sh", "-c",
+						       "tty; test -t 0 && echo IS-A-TTY; exit 3",
+						       NULL},
+			      buf, sizeof(buf));
 	ck_assert_msg(strstr(buf, "/dev/pts/") && strstr(buf, "IS-A-TTY"), "tty said: %s", buf);
-	ck_assert_int_eq(WEXITSTATUS(st), 3);
+	ck_assert_int_eq(rc, 3);
 }
 END_TEST
 

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pty.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -515,4 +516,26 @@ void ctrd_stop(struct ctrd *c)
 	if (rung_rm_rf(c->dir, &err) < 0)
 		fprintf(stderr, "ctrd: remove %s: %s\n", c->dir, err.msg);
 	c->dir[0] = '\0';
+}
+
+int ctrd_run_tty(struct ctrd *c, const char *const *extra, char *buf, size_t n)
+{
+	int master, slave;
+	buf[0] = '\0';
+	if (openpty(&master, &slave, NULL, NULL, NULL) < 0)
+		return -1;
+	const char *argv[64];
+	ctrd_run_argv(c, argv, 64, extra);
+	pid_t pid = ctrd_spawn(c, slave, slave, true, argv);
+	close(slave);
+	size_t len = 0;
+	ssize_t k;
+	while (len + 1 < n && (k = read(master, buf + len, n - 1 - len)) > 0)
+		len += (size_t)k; /* EIO once the last slave fd is closed */
+	buf[len] = '\0';
+	close(master);
+	int st = 0;
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
