@@ -122,13 +122,7 @@ END_TEST
 START_TEST(test_tty)
 {
 	REQUIRE();
-	char buf[4096];
-	int rc = ctrd_run_tty(&C, (const char *const[]){"--rm", "-t", CTRD_IMAGE, "t1", "sh", "-c",
-						       "tty; test -t 0 && echo IS-A-TTY; exit 3",
-						       NULL},
-			      buf, sizeof(buf));
-	ck_assert_msg(strstr(buf, "/dev/pts/") && strstr(buf, "IS-A-TTY"), "tty said: %s", buf);
-	ck_assert_int_eq(rc, 3);
+	ctrd_check_tty(&C, "t1");
 }
 END_TEST
 
@@ -212,14 +206,7 @@ static void probe_one(struct ladder_env *e, struct ladder_target *t, struct lt_o
 	struct rung_err perr = {0};
 	if (rc != 0 && !strchr(line, '{'))
 		rung_err_set(&perr, EIO, "ctr task exec exited %d: %.200s", rc, errb);
-	ladder_target_fileapi(t, e, o->name, &line);
-	ladder_target_vmm(t, o->name, &line);
-	json_t *r = ladder_result(e, o->name, line, 0, &perr);
-	snprintf(o->result, sizeof(o->result), "%s",
-		 json_string_value(json_object_get(r, "result")) ?: "?");
-	snprintf(o->evidence, sizeof(o->evidence), "%s",
-		 json_string_value(json_object_get(r, "evidence")) ?: "");
-	json_decref(r);
+	lt_judge(e, t, 0, o, &line, &perr);
 	free(line);
 }
 
@@ -275,13 +262,7 @@ START_TEST(test_ladder_battery)
 		probe_one(&e, &t, &out[i], (unsigned)i);
 		blocked += !strcmp(out[i].result, "blocked");
 	}
-	CTR("tasks", "kill", "-s", "SIGKILL", "lad");
-	for (int i = 0; i < 300 && task_status("lad", NULL)[0] &&
-			strcmp(task_status("lad", NULL), "STOPPED");
-	     i++)
-		usleep(20000);
-	CTR("tasks", "delete", "lad");
-	CTR("containers", "delete", "lad");
+	ctrd_remove(&C, "lad", 60);
 	ladder_sibling_close(NULL, &e);
 	ladder_env_teardown(&e);
 	if (mr == 0)

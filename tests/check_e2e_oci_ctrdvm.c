@@ -195,13 +195,7 @@ static void nothing_left(const struct counts *a, const char *what)
 START_TEST(test_vm_tty)
 {
 	REQUIRE();
-	char buf[4096];
-	int rc = ctrd_run_tty(&C, (const char *const[]){"--rm", "-t", CTRD_IMAGE, "vt", "sh", "-c",
-						       "tty; test -t 0 && echo IS-A-TTY; exit 3",
-						       NULL},
-			      buf, sizeof(buf));
-	ck_assert_msg(strstr(buf, "/dev/pts/") && strstr(buf, "IS-A-TTY"), "tty said: %s", buf);
-	ck_assert_int_eq(rc, 3);
+	ctrd_check_tty(&C, "vt");
 }
 END_TEST
 
@@ -250,7 +244,7 @@ START_TEST(test_vm_exec_pause_kill_delete)
 END_TEST
 
 /* One probe by `ctr task exec` in the guest, judged as the ladder judges it; vm.vmm_jail by
- * the host's check of the container's rung-vmm (the only one). */
+ * the host's check of the container's rung-vmm vmm (the only one). */
 static void probe_one(struct ladder_env *e, struct lt_outcome *o, unsigned seq, int vmm)
 {
 	char id[32], errb[1024];
@@ -264,20 +258,8 @@ static void probe_one(struct ladder_env *e, struct lt_outcome *o, unsigned seq, 
 	struct rung_err perr = {0};
 	if (rc != 0 && !strchr(line, '{'))
 		rung_err_set(&perr, EIO, "ctr task exec exited %d: %.200s", rc, errb);
-	struct ladder_target t = {.name = "containerd-vm", .peer = true};
-	ladder_target_fileapi(&t, e, o->name, &line); /* n/a: no file API through containerd */
-	if (!strcmp(o->name, "vm.vmm_jail")) {
-		char res[16], ev[700];
-		ladder_vmm_check(vmm, res, sizeof(res), ev, sizeof(ev));
-		free(line);
-		line = ladder_probe_line(o->name, res, ev);
-	}
-	json_t *r = ladder_result(e, o->name, line, 0, &perr);
-	snprintf(o->result, sizeof(o->result), "%s",
-		 json_string_value(json_object_get(r, "result")) ?: "?");
-	snprintf(o->evidence, sizeof(o->evidence), "%s",
-		 json_string_value(json_object_get(r, "evidence")) ?: "");
-	json_decref(r);
+	struct ladder_target t = {.name = "containerd-vm", .peer = true}; /* no file API */
+	lt_judge(e, &t, vmm, o, &line, &perr);
 	free(line);
 }
 
@@ -324,13 +306,7 @@ START_TEST(test_vm_ladder_battery)
 		blocked += !strcmp(out[i].result, "blocked");
 	}
 	double t2 = now_s();
-	CTR("tasks", "kill", "-s", "SIGKILL", "vlad");
-	for (int i = 0; i < 1500 && ctrd_task_status(&C, "vlad", NULL)[0] &&
-			strcmp(ctrd_task_status(&C, "vlad", NULL), "STOPPED");
-	     i++)
-		usleep(20000);
-	CTR("tasks", "delete", "vlad");
-	CTR("containers", "delete", "vlad");
+	ctrd_remove(&C, "vlad", 300);
 	ladder_sibling_close(NULL, &e);
 	ladder_env_teardown(&e);
 	ck_assert_msg(sr == 0, "the sibling: %s", err.msg);

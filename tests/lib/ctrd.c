@@ -1,4 +1,5 @@
 /* tests/lib/ctrd.c: see ctrd.h. */
+#include <check.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -538,4 +539,30 @@ int ctrd_run_tty(struct ctrd *c, const char *const *extra, char *buf, size_t n)
 	if (pid < 0 || waitpid(pid, &st, 0) != pid)
 		return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+void ctrd_check_tty(struct ctrd *c, const char *id)
+{
+	char buf[4096];
+	int rc = ctrd_run_tty(c, (const char *const[]){"--rm", "-t", CTRD_IMAGE, id, "sh", "-c",
+						      "tty; test -t 0 && echo IS-A-TTY; exit 3",
+						      NULL},
+			      buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, "/dev/pts/") && strstr(buf, "IS-A-TTY"), "tty said: %s", buf);
+	ck_assert_int_eq(rc, 3);
+}
+
+void ctrd_remove(struct ctrd *c, const char *id, int timeout_s)
+{
+	char out[1024], errb[1024];
+	ctrd_ctr(c, -1, timeout_s, out, sizeof(out), errb, sizeof(errb),
+		 (const char *const[]){"tasks", "kill", "-s", "SIGKILL", id, NULL});
+	for (int i = 0; i < timeout_s * 50 && ctrd_task_status(c, id, NULL)[0] &&
+			strcmp(ctrd_task_status(c, id, NULL), "STOPPED");
+	     i++)
+		usleep(20000);
+	ctrd_ctr(c, -1, timeout_s, out, sizeof(out), errb, sizeof(errb),
+		 (const char *const[]){"tasks", "delete", id, NULL});
+	ctrd_ctr(c, -1, timeout_s, out, sizeof(out), errb, sizeof(errb),
+		 (const char *const[]){"containers", "delete", id, NULL});
 }

@@ -56,6 +56,13 @@ void ctrd_run_argv(struct ctrd *c, const char **argv, size_t max, const char *co
  * read until EIO (the last slave closed) into buf; ctr's exit status. */
 int ctrd_run_tty(struct ctrd *c, const char *const *extra, char *buf, size_t n);
 
+/* ctr run --rm -t of `tty; test -t 0` as id through ctrd_run_tty: asserts a /dev/pts terminal
+ * on its stdin and stdout, and its exit status (3). */
+void ctrd_check_tty(struct ctrd *c, const char *id);
+/* Task id killed (SIGKILL), waited for (timeout_s) until stopped, deleted with its container;
+ * whatever fails is let be (ctrd_stop removes what is left). */
+void ctrd_remove(struct ctrd *c, const char *id, int timeout_s);
+
 /* Leak counters for the namespace: host mounts naming dir, cgroups below NS in every
  * hierarchy (v1 and v2), its processes (in those cgroups, and its shims), rung-oci's state
  * directories and uid slots. */

@@ -73,6 +73,26 @@ size_t lt_list(struct lt_outcome *out, size_t max)
 	return n;
 }
 
+void lt_judge(struct ladder_env *e, struct ladder_target *t, int vmm, struct lt_outcome *o,
+	      char **line, const struct rung_err *perr)
+{
+	ladder_target_fileapi(t, e, o->name, line);
+	if (!vmm) {
+		ladder_target_vmm(t, o->name, line);
+	} else if (!strcmp(o->name, "vm.vmm_jail")) {
+		char res[16], ev[700];
+		ladder_vmm_check(vmm, res, sizeof(res), ev, sizeof(ev));
+		free(*line);
+		*line = ladder_probe_line(o->name, res, ev);
+	}
+	json_t *r = ladder_result(e, o->name, *line, 0, perr);
+	snprintf(o->result, sizeof(o->result), "%s",
+		 json_string_value(json_object_get(r, "result")) ?: "?");
+	snprintf(o->evidence, sizeof(o->evidence), "%s",
+		 json_string_value(json_object_get(r, "evidence")) ?: "");
+	json_decref(r);
+}
+
 const struct lt_outcome *lt_find(const struct lt_outcome *out, size_t n, const char *name)
 {
 	for (size_t i = 0; i < n; i++)

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cli/ladder.h"
+
 #define LT_MAX 160
 
 struct lt_outcome {
@@ -51,6 +53,13 @@ bool lt_run_weak(struct lt_outcome *out, size_t n, char *why, size_t whyn);
  */
 size_t lt_unexpected(const char *rung, const struct lt_outcome *out, size_t n, bool peer_na,
 		     char *bad, size_t badn);
+/*
+ * Judge one probe's output *line (malloc'd; replaced) as the ladder does, into o: the file API
+ * probes through t (a peer: n/a), vm.vmm_jail by the host's check of rung-vmm vmm (0: t's own,
+ * ladder_target_vmm), then ladder_result with perr when the probe gave no line.
+ */
+void lt_judge(struct ladder_env *e, struct ladder_target *t, int vmm, struct lt_outcome *o,
+	      char **line, const struct rung_err *perr);
 /* The outcome of probe name in out, or NULL. */
 const struct lt_outcome *lt_find(const struct lt_outcome *out, size_t n, const char *name);
 
