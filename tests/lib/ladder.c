@@ -294,16 +294,19 @@ static const char *const containerd_escapes[] = {
     NULL,
 };
 
-/* The vm rung through rung-oci-vm under containerd (e2e_oci_ctrdvm, in the nested stage's L1):
- * no escape is expected (the guest's kernel is not the host's: vm.shared_kernel blocked), but
- * these may report escaped, as they measure the guest's own kernel or resources rung-oci-vm
- * does not apply inside it (docs/oci.md, "The vm rung": the boundary is the VM; of the
- * cgroup resources only memory is applied, as the VM's size). Either result passes for them. */
-static const char *const containerd_vm_guest[] = {
-    "priv.uid_host_root", "priv.securebits", /* root of the guest's own kernel */
-    "info.kallsyms",	  "info.dmesg",	     /* the guest kernel's symbols and log */
-    "res.fork_bomb",	  "res.cpu_quota",   /* no pids or CPU limit in the guest: its one vCPU */
-    "res.disk",		  "res.nofile",	     /* the guest's own disk and rlimits */
+/* The vm rung through rung-oci-vm under containerd (e2e_oci_ctrdvm, in the nested stage's L1;
+ * measured there on 2 Dec). The guest's kernel is not the host's (vm.shared_kernel blocked)
+ * and rung-vmm's jail holds (vm.vmm_jail blocked); what escapes is inside the guest: the
+ * boundary is the VM, and rung-oci-vm applies no filter in the guest (docs/oci.md, "The vm
+ * rung": linux.seccomp and the cgroup resources but memory are not applied there). */
+static const char *const containerd_vm_escapes[] = {
+    "fs.block_device",	    /* /dev/vdb: the container's own disk */
+    "kernel.perf_event_open", "kernel.ptrace", "kernel.personality", /* the guest's kernel */
+    "kernel.netlink_uevent", /* the guest's devices' events */
+    "kernel.af_vsock",	    /* the socket only: rung-vmm's vsock takes host-made connections */
+    "info.dmesg",	    /* the guest kernel's log */
+    "res.fork_bomb",	    "res.cpu_quota", /* no pids or CPU limit in the guest: one vCPU */
+    "res.disk",		    /* the guest's own disk, no quota from the spec */
     NULL,
 };
 
@@ -318,20 +321,15 @@ static bool listed(const char *const *l, const char *name)
 size_t lt_unexpected(const char *rung, const struct lt_outcome *out, size_t n, bool peer_na,
 		     char *bad, size_t badn)
 {
-	static const char *const none[] = {NULL};
-	bool guest = !strcmp(rung, "containerd-vm");
-	const char *const *escapes = !strcmp(rung, "process")	   ? process_escapes
-				     : !strcmp(rung, "containerd") ? containerd_escapes
-				     : guest			   ? none
-								   : container_escapes;
+	const char *const *escapes = !strcmp(rung, "process")	      ? process_escapes
+				     : !strcmp(rung, "containerd")    ? containerd_escapes
+				     : !strcmp(rung, "containerd-vm") ? containerd_vm_escapes
+								      : container_escapes;
 	size_t at = 0, count = 0;
 	bad[0] = '\0';
 	for (size_t i = 0; i < n && at < badn; i++) {
 		const char *want = listed(escapes, out[i].name) ? "escaped" : "blocked";
 		if (!strcmp(out[i].result, want))
-			continue;
-		if (guest && listed(containerd_vm_guest, out[i].name) &&
-		    !strcmp(out[i].result, "escaped"))
 			continue;
 		if (!strcmp(out[i].result, "n/a") &&
 		    !strncmp(out[i].evidence, "this host has ", 14))

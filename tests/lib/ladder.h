@@ -44,8 +44,8 @@ bool lt_run_target_count(const char *target, const char *state, const char *imag
 bool lt_run_weak(struct lt_outcome *out, size_t n, char *why, size_t whyn);
 /*
  * The ladder's expected set for rung ("process", "container", "containerd": the container
- * rung through rung-oci, or "containerd-vm": the vm rung through rung-oci-vm, where probes of
- * the guest's own kernel and resources may escape): every probe blocked but the ones that escape by design or through a
+ * rung through rung-oci, or "containerd-vm": the vm rung through rung-oci-vm, whose escapes are
+ * inside the guest): every probe blocked but the ones that escape by design or through a
  * known gap (vm.shared_kernel), n/a only where this
  * host lacks the facility (or vm.vmm_jail, the vm rung's check; with peer_na, the file API
  * probes a runtime without rung's file API reports n/a). What differs, a line per probe, into
