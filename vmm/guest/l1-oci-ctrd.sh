@@ -4,7 +4,8 @@
 # containerd (Debian's containerd, ctr and runc shim, copied into the payload by
 # payload-rung.sh), imports its busybox image for the native snapshotter and runs
 # `ctr run --runc-binary .../rung-oci-vm`: echo, the guest's kernel and processes, an exit code,
-# `ctr task exec`, kill, delete, nothing left. containerd passes its RUNG_* environment to the
+# a TTY, `ctr task exec`, pause/resume (rung-vmm's CPU time), kill, delete, nothing left; rung's
+# escape battery by `ctr task exec` of rung-probe in the guest; 5 run --rm cycles. containerd passes its RUNG_* environment to the
 # shim and the shim to rung-oci, so the guest kernel and initramfs knobs reach it.
 # Uses skip/now/ck_vm_suite/ck_result, $P, $G and $W from l1-tests.sh.
 if [ ! -x "$P/rung/bin/rung-oci" ] || [ ! -x "$P/rung/bin/check_rung" ] || [ ! -x /usr/bin/containerd ]; then
