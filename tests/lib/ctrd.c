@@ -523,8 +523,10 @@ int ctrd_run_tty(struct ctrd *c, const char *const *extra, char *buf, size_t n)
 {
 	int master, slave;
 	buf[0] = '\0';
-	if (openpty(&master, &slave, NULL, NULL, NULL) < 0)
+	if (openpty(&master, &slave, NULL, NULL, NULL) < 0) {
+		snprintf(buf, n, "(openpty: %s)", strerror(errno));
 		return -1;
+	}
 	const char *argv[64];
 	ctrd_run_argv(c, argv, 64, extra);
 	pid_t pid = ctrd_spawn(c, slave, slave, true, argv);

@@ -53,7 +53,8 @@ void ctrd_run_argv(struct ctrd *c, const char **argv, size_t max, const char *co
 
 /* ctr run (ctrd_run_argv) of extra under a terminal: on a pty pair, its slave ctr's controlling
  * tty and stdio (ctr run -t passes it through as the container's terminal). What the master
- * read until EIO (the last slave closed) into buf; ctr's exit status. */
+ * read until EIO (the last slave closed) into buf; ctr's exit status (-1, why in buf: no
+ * pty pair). */
 int ctrd_run_tty(struct ctrd *c, const char *const *extra, char *buf, size_t n);
 
 /* ctr run --rm -t of `tty; test -t 0` as id through ctrd_run_tty: asserts a /dev/pts terminal
