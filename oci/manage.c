@@ -148,7 +148,7 @@ int oci_ps(const char *root, const char *id, bool json, struct rung_err *err)
 int oci_pause(const char *root, const char *id, bool pause, struct rung_err *err)
 {
 	if (oci_vm_is(root, id))
-		return oci_vm_refuse(pause ? "pause" : "resume", id, err);
+		return oci_vm_pause(root, id, pause, err);
 	struct oci_state st;
 	cleanup_rt_cgroup struct rt_cgroup *cg = NULL;
 	int r = open_live(root, id, &st, &cg, err);

@@ -98,6 +98,8 @@ uint64_t oci_cap_policy(void);
  * empty); 1: parsed into out (np_policy_release it); or refused, naming the annotation (a bad
  * entry, not a string, or no linux.namespaces[network].path). */
 #define OCI_ANN_EGRESS "dev.rung.egress-allow"
+/* In a vm-rung container's state directory while its VM's vCPUs are paused (oci/vm-ops.c). */
+#define OCI_VM_PAUSED "vm.paused"
 struct np_policy;
 int oci_egress_parse(const struct oci_config *c, struct np_policy *out, struct rung_err *err);
 

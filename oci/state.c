@@ -122,6 +122,8 @@ enum oci_status oci_status_of(const char *root, const struct oci_state *s)
 	struct stat st;
 	if (oci_state_path(root, s->id, "exec.fifo", p, sizeof(p)) == 0 && stat(p, &st) == 0)
 		return OCI_CREATED;
+	if (oci_state_path(root, s->id, OCI_VM_PAUSED, p, sizeof(p)) == 0 && stat(p, &st) == 0)
+		return OCI_PAUSED;
 	return oci_cgroup_paused(s->cgroup) ? OCI_PAUSED : OCI_RUNNING;
 }
 

@@ -56,6 +56,7 @@ int oci_vm_exec(const struct oci_exec_opts *o, int *status, struct rung_err *err
 	char handle[RUNG_PROC_HANDLE_LEN + 1], store[PATH_MAX];
 	int console = -1;
 	pid_t pid = -1;
+	/* paused: refused as runc does (the agent's exec would resume the VM behind vm.paused) */
 	if (s != OCI_CREATED && s != OCI_RUNNING)
 		r = rung_err_set(err, EINVAL, "container %s is %s: cannot exec", o->id,
 				 oci_status_name(s));

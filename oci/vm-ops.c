@@ -2,12 +2,17 @@
  * oci/vm-ops.c: kill, delete, ps on a vm-rung container, and the commands it refuses. kill
  * reaches the program in the guest through the agent (the proxy itself before `start`); delete
  * disposes of the sandbox (rung-vmm, its jail, disks and cgroup) and removes the state directory
- * with the container's store.
+ * with the container's store. pause stops the VM's vCPUs (rung_suspend: the VMM's own pause,
+ * the guest's clock and every program in it stopped), resume starts them again; the state
+ * directory's vm.paused says paused to `state` meanwhile.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/util.h"
@@ -23,6 +28,10 @@ int oci_vm_kill(const char *root, const char *id, int sig, bool all, struct rung
 	enum oci_status s = oci_status_of(root, &st);
 	pid_t proxy = st.pid;
 	oci_state_release(&st);
+	if (s == OCI_PAUSED && (r = oci_vm_pause(root, id, false, err)) < 0)
+		return r; /* the signal goes through the guest's agent: its vCPUs must run */
+	if (s == OCI_PAUSED)
+		s = OCI_RUNNING;
 	if (s != OCI_CREATED && s != OCI_RUNNING)
 		return all ? 0 : rung_err_set(err, ESRCH, "container %s is not running (%s)", id,
 					      oci_status_name(s));
@@ -62,11 +71,11 @@ int oci_vm_delete(const char *root, const char *id, bool force, struct rung_err 
 	enum oci_status s = oci_status_of(root, &st);
 	pid_t proxy = st.pid;
 	oci_state_release(&st);
-	if (s == OCI_RUNNING && !force)
+	if ((s == OCI_RUNNING || s == OCI_PAUSED) && !force)
 		return rung_err_set(err, EBUSY, "container %s is running: kill it first, or "
 				    "delete --force", id);
-	if (s == OCI_RUNNING || s == OCI_CREATED)
-		kill(proxy, SIGKILL);
+	if (s == OCI_RUNNING || s == OCI_CREATED || s == OCI_PAUSED)
+		kill(proxy, SIGKILL); /* a paused VMM dies of its dispose's SIGKILL as it is */
 	struct rung_router *router = NULL;
 	struct rung_sandbox *sb = NULL;
 	char handle[RUNG_PROC_HANDLE_LEN + 1], sbid[128], store[PATH_MAX] = "";
@@ -100,13 +109,46 @@ int oci_vm_ps(const char *root, const char *id, bool json, struct rung_err *err)
 	if (r < 0)
 		return r;
 	enum oci_status s = oci_status_of(root, &st);
-	bool live = s == OCI_CREATED || s == OCI_RUNNING;
+	bool live = s == OCI_CREATED || s == OCI_RUNNING || s == OCI_PAUSED;
 	if (json)
 		printf(live ? "[%d]\n" : "[]\n", (int)st.pid);
 	else if (live)
 		printf("PID CMD\n%d rung-oci (the vm rung's proxy of %s)\n", (int)st.pid, id);
 	oci_state_release(&st);
 	return 0;
+}
+
+int oci_vm_pause(const char *root, const char *id, bool pause, struct rung_err *err)
+{
+	struct oci_state st;
+	int r = oci_state_read(root, id, &st, err);
+	if (r < 0)
+		return r;
+	enum oci_status s = oci_status_of(root, &st);
+	oci_state_release(&st);
+	if (pause ? s != OCI_RUNNING : s != OCI_PAUSED)
+		return rung_err_set(err, EINVAL, "container %s is not %s (%s)", id,
+				    pause ? "running" : "paused", oci_status_name(s));
+	struct rung_router *router = NULL;
+	struct rung_sandbox *sb = NULL;
+	char handle[RUNG_PROC_HANDLE_LEN + 1], store[PATH_MAX], mark[PATH_MAX];
+	oci_state_path(root, id, OCI_VM_PAUSED, mark, sizeof(mark));
+	r = oci_vm_sandbox(root, id, &router, &sb, store, sizeof(store), handle, err);
+	/* the mark first on pause, last on resume: a crash between leaves it saying paused
+	 * while the vCPUs may run, never running while they are stopped */
+	if (r == 0 && pause)
+		r = rung_write_file_replace(AT_FDCWD, mark, "", 0, 0600, err);
+	if (r == 0)
+		r = pause ? rung_suspend(sb, err) : rung_resume(sb, err);
+	if (r == 0 && !pause && unlink(mark) < 0 && errno != ENOENT)
+		r = rung_err_sys(err, errno, "unlink %s", mark);
+	if (r < 0 && pause)
+		unlink(mark);
+	rung_sandbox_close(sb);
+	rung_router_free(router);
+	return r < 0 ? rung_err_wrap(err, "container %s: %s its VM", id,
+				     pause ? "pause" : "resume")
+		     : 0;
 }
 
 int oci_vm_refuse(const char *cmd, const char *id, struct rung_err *err)

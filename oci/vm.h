@@ -46,7 +46,10 @@ int oci_vm_create(const struct oci_create_opts *o, struct rung_err *err);
 int oci_vm_kill(const char *root, const char *id, int sig, bool all, struct rung_err *err);
 int oci_vm_delete(const char *root, const char *id, bool force, struct rung_err *err);
 int oci_vm_ps(const char *root, const char *id, bool json, struct rung_err *err);
-/* A command the vm rung does not run (exec, pause, resume, events, update): the reason. */
+/* pause: the VM's vCPUs stopped (rung_suspend), vm.paused (OCI_VM_PAUSED) in the state
+ * directory while they are; resume: started again. Only a running container pauses. */
+int oci_vm_pause(const char *root, const char *id, bool pause, struct rung_err *err);
+/* A command the vm rung does not run (events, update): the reason. */
 int oci_vm_refuse(const char *cmd, const char *id, struct rung_err *err);
 /* vm.c: the container's sandbox (through a router on its store) and the program's handle
  * ("" before start). */

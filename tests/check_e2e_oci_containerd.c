@@ -9,7 +9,6 @@
 #include <check.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <pty.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,25 +122,7 @@ END_TEST
 START_TEST(test_tty)
 {
 	REQUIRE();
-	int master, slave;
-	ck_assert_int_eq(openpty(&master, &slave, NULL, NULL, NULL), 0);
-	const char *argv[48];
-	ctrd_run_argv(&C, argv, 48,
-		      (const char *const[]){"--rm", "-t", CTRD_IMAGE, "t1", "sh", "-c",
-					    "tty; test -t 0 && echo IS-A-TTY; exit 3", NULL});
-	pid_t pid = ctrd_spawn(&C, slave, slave, true, argv);
-	close(slave);
-	char buf[4096] = "";
-	size_t len = 0;
-	ssize_t k;
-	while (len + 1 < sizeof(buf) && (k = read(master, buf + len, sizeof(buf) - 1 - len)) > 0)
-		len += (size_t)k; /* EIO once the last slave fd is closed */
-	buf[len] = '\0';
-	close(master);
-	int st = 0;
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	ck_assert_msg(strstr(buf, "/dev/pts/") && strstr(buf, "IS-A-TTY"), "tty said: %s", buf);
-	ck_assert_int_eq(WEXITSTATUS(st), 3);
+	ctrd_check_tty(&C, "t1");
 }
 END_TEST
 
@@ -225,14 +206,7 @@ static void probe_one(struct ladder_env *e, struct ladder_target *t, struct lt_o
 	struct rung_err perr = {0};
 	if (rc != 0 && !strchr(line, '{'))
 		rung_err_set(&perr, EIO, "ctr task exec exited %d: %.200s", rc, errb);
-	ladder_target_fileapi(t, e, o->name, &line);
-	ladder_target_vmm(t, o->name, &line);
-	json_t *r = ladder_result(e, o->name, line, 0, &perr);
-	snprintf(o->result, sizeof(o->result), "%s",
-		 json_string_value(json_object_get(r, "result")) ?: "?");
-	snprintf(o->evidence, sizeof(o->evidence), "%s",
-		 json_string_value(json_object_get(r, "evidence")) ?: "");
-	json_decref(r);
+	lt_judge(e, t, 0, o, &line, &perr);
 	free(line);
 }
 
@@ -288,13 +262,7 @@ START_TEST(test_ladder_battery)
 		probe_one(&e, &t, &out[i], (unsigned)i);
 		blocked += !strcmp(out[i].result, "blocked");
 	}
-	CTR("tasks", "kill", "-s", "SIGKILL", "lad");
-	for (int i = 0; i < 300 && task_status("lad", NULL)[0] &&
-			strcmp(task_status("lad", NULL), "STOPPED");
-	     i++)
-		usleep(20000);
-	CTR("tasks", "delete", "lad");
-	CTR("containers", "delete", "lad");
+	ctrd_remove(&C, "lad", 60);
 	ladder_sibling_close(NULL, &e);
 	ladder_env_teardown(&e);
 	if (mr == 0)

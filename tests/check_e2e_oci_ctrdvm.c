@@ -3,13 +3,16 @@
  * "Under containerd", the vm rung): a private containerd (tests/lib/ctrd.c, the image on the
  * native snapshotter), `ctr run --runc-binary <dir>/rung-oci-vm` (a link named as the vm
  * handler's runtime, what containerd's config names with BinaryName): the output, the program
- * under the guest's kernel and among the guest's processes, an exit code, `ctr task exec`, kill,
- * delete, and nothing left (rung-oci's state and stores, rung-vmm, taps, mounts, processes).
+ * under the guest's kernel and among the guest's processes, an exit code, a TTY, `ctr task exec`,
+ * pause/resume (the VM's vCPUs stopped: rung-vmm's CPU time stands still), kill, delete, and
+ * nothing left (rung-oci's state and stores, rung-vmm, taps, mounts, processes); rung's escape
+ * battery by `ctr task exec` of rung-probe in the guest, judged against the vm rung's expected
+ * set under containerd (tests/lib/ladder.c); 5 `ctr run --rm` cycles leaving nothing.
  * Needs a host where the vm rung runs: the nested stage's L1 (vmm/guest/l1-oci-ctrd.sh); it
  * skips loudly elsewhere. Tagged "kvm".
  */
 #include <check.h>
-#include <dirent.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/ladder.h"
 #include "common/util.h"
 #include "tests/lib/ctrd.h"
+#include "tests/lib/ladder.h"
 #include "tests/lib/oci.h"
 #include "tests/lib/testutil.h"
 
@@ -93,29 +98,6 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Processes whose argv[0] is name (rung-vmm is exec'd from an fd: its comm is the fd's number). */
-static int procs_named(const char *name)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *de;
-	int n = 0;
-	while (d && (de = readdir(d))) {
-		char p[300], arg0[256] = "";
-		if (atoi(de->d_name) <= 0)
-			continue;
-		snprintf(p, sizeof(p), "/proc/%s/cmdline", de->d_name);
-		FILE *f = fopen(p, "re");
-		size_t k = f ? fread(arg0, 1, sizeof(arg0) - 1, f) : 0;
-		arg0[k] = '\0';
-		if (f)
-			fclose(f);
-		n += !strcmp(arg0, name);
-	}
-	if (d)
-		closedir(d);
-	return n;
-}
-
 /* What must come back to where it was: containerd's namespace (mounts, cgroups, processes and
  * shims, rung-oci's state dirs and uid slots), rung-vmm processes, network links (taps), and
  * entries of rung-oci-vm's stores. */
@@ -134,7 +116,7 @@ static void count(struct counts *n)
 {
 	char p[PATH_MAX];
 	ctrd_count(&C, &n->c);
-	n->vmms = procs_named("rung-vmm");
+	n->vmms = oci_test_procs_argv0("rung-vmm");
 	n->links = rung_test_count_entries("/sys/class/net");
 	snprintf(p, sizeof(p), "%s/%s/.vm", C.oci_root, C.ns);
 	n->stores = rung_test_count_entries(p);
@@ -165,44 +147,202 @@ START_TEST(test_vm_run_echo_exit)
 }
 END_TEST
 
-START_TEST(test_vm_exec_kill_delete)
+/* rung-vmm's CPU time (clock ticks) over 2 s. */
+static long vmm_ticks_2s(int pid)
+{
+	long t0 = oci_test_cpu_ticks(pid);
+	sleep(2);
+	long t1 = oci_test_cpu_ticks(pid);
+	ck_assert_msg(t0 >= 0 && t1 >= t0, "rung-vmm %d's CPU time: %ld then %ld", pid, t0, t1);
+	return t1 - t0;
+}
+
+static const char *oci_status(const char *id)
+{
+	char root[256];
+	static char status[32];
+	snprintf(root, sizeof(root), "%s/%s", C.oci_root, C.ns);
+	int rc = oci_test_run(C.bin, root, C.dir, NULL, (const char *const[]){"state", id, NULL},
+			      out_, sizeof(out_), err_, sizeof(err_));
+	json_t *j = rc == 0 ? json_loads(out_, 0, NULL) : NULL;
+	snprintf(status, sizeof(status), "%s", json_string_value(json_object_get(j, "status")) ?: "");
+	json_decref(j);
+	return status;
+}
+
+/* The counts back to a's (polled 30 s: the shim and rung-vmm exit after delete returns, slowly
+ * under TCG), printed under what, and asserted. */
+static void nothing_left(const struct counts *a, const char *what)
+{
+	struct counts b;
+	count(&b);
+	for (int i = 0; i < 150 && !same(a, &b); i++) {
+		usleep(200000);
+		count(&b);
+	}
+	fprintf(stderr, "e2e_oci_ctrdvm: %s, before/after: mounts %d/%d, cgroups %d/%d, processes "
+		"%d/%d, state dirs %d/%d, uid slots %d/%d, rung-vmm %d/%d, links %d/%d, stores "
+		"%d/%d\n", what, a->c.mounts, b.c.mounts, a->c.cgroups, b.c.cgroups, a->c.procs,
+		b.c.procs, a->c.states, b.c.states, a->c.uids, b.c.uids, a->vmms, b.vmms, a->links,
+		b.links, a->stores, b.stores);
+	ck_assert_msg(same(a, &b), "left after %s (see the line above)", what);
+	ck_assert_int_eq(b.c.mounts, 0);
+	ck_assert_int_le(b.c.states, 0);
+	ck_assert_int_le(b.c.uids, 0);
+	ck_assert_int_le(b.stores, 0);
+}
+
+START_TEST(test_vm_tty)
 {
 	REQUIRE();
-	struct counts a, b;
+	ctrd_check_tty(&C, "vt");
+}
+END_TEST
+
+/*
+ * The program spins (a busy loop in the guest's one vCPU), so that rung-vmm's CPU time shows
+ * whether the vCPUs run: it grows while running, stands (near) still while paused, grows again
+ * after resume; paused is read back through containerd and rung-oci-vm's state.
+ */
+START_TEST(test_vm_exec_pause_kill_delete)
+{
+	REQUIRE();
+	struct counts a;
 	count(&a);
-	ck_assert_msg(RUN("-d", CTRD_IMAGE, "v3", "sleep", "1000") == 0, "%s %s", out_, err_);
+	ck_assert_msg(RUN("-d", CTRD_IMAGE, "v3", "sh", "-c", "while :; do :; done") == 0, "%s %s",
+		      out_, err_);
 	ck_assert_str_eq(ctrd_task_status(&C, "v3", NULL), "RUNNING");
-	ck_assert_int_eq(procs_named("rung-vmm"), a.vmms + 1);
+	ck_assert_int_eq(oci_test_procs_argv0("rung-vmm"), a.vmms + 1);
 	ck_assert_int_eq(CTR("tasks", "exec", "--exec-id", "x1", "v3", "sh", "-c",
 			     "echo in-exec; exit 5"),
 			 5);
 	ck_assert_str_eq(out_, "in-exec\n");
+	int vmm = oci_test_pid_argv0("rung-vmm");
+	long running = vmm_ticks_2s(vmm);
+	ck_assert_msg(CTR("tasks", "pause", "v3") == 0, "%s", err_);
+	ck_assert_str_eq(ctrd_task_status(&C, "v3", NULL), "PAUSED");
+	ck_assert_str_eq(oci_status("v3"), "paused");
+	long paused = vmm_ticks_2s(vmm);
+	ck_assert_msg(CTR("tasks", "resume", "v3") == 0, "%s", err_);
+	ck_assert_str_eq(ctrd_task_status(&C, "v3", NULL), "RUNNING");
+	ck_assert_str_eq(oci_status("v3"), "running");
+	long resumed = vmm_ticks_2s(vmm);
+	fprintf(stderr, "e2e_oci_ctrdvm: rung-vmm's CPU ticks in 2 s, the guest spinning: running "
+		"%ld, paused %ld, resumed %ld\n", running, paused, resumed);
+	ck_assert_int_ge(running, 20); /* the spin shows (0.2 s of 2) */
+	ck_assert_int_lt(paused * 4, running);
+	ck_assert_int_lt(paused * 4, resumed);
+	ck_assert_int_eq(CTR("tasks", "exec", "--exec-id", "x2", "v3", "true"), 0);
 	ck_assert_int_eq(CTR("tasks", "kill", "-s", "SIGKILL", "v3"), 0);
 	for (int i = 0; i < 1500 && strcmp(ctrd_task_status(&C, "v3", NULL), "STOPPED"); i++)
 		usleep(20000);
 	ck_assert_str_eq(ctrd_task_status(&C, "v3", NULL), "STOPPED");
 	ck_assert_msg(CTR("tasks", "delete", "v3") == 0, "%s", err_);
 	ck_assert_msg(CTR("containers", "delete", "v3") == 0, "%s", err_);
-	/* the shim and rung-vmm exit after delete returns: 30 s for them under TCG */
-	count(&b);
-	for (int i = 0; i < 150 && !same(&a, &b); i++) {
-		usleep(200000);
-		count(&b);
+	nothing_left(&a, "exec, pause, kill, delete");
+}
+END_TEST
+
+/* One probe by `ctr task exec` in the guest, judged as the ladder judges it; vm.vmm_jail by
+ * the host's check of the container's rung-vmm vmm (the only one). */
+static void probe_one(struct ladder_env *e, struct lt_outcome *o, unsigned seq, int vmm)
+{
+	char id[32], errb[1024];
+	ladder_env_reset(e);
+	snprintf(id, sizeof(id), "probe-%u", seq);
+	int rc = ctrd_ctr(&C, -1, 300, out_, sizeof(out_), errb, sizeof(errb),
+			  (const char *const[]){"tasks", "exec", "--exec-id", id, "--cwd", "/work",
+						"vlad", "/bin/rung-probe", "--token", e->token,
+						o->name, NULL});
+	char *line = strdup(out_);
+	struct rung_err perr = {0};
+	if (rc != 0 && !strchr(line, '{'))
+		rung_err_set(&perr, EIO, "ctr task exec exited %d: %.200s", rc, errb);
+	struct ladder_target t = {.name = "containerd-vm", .peer = true}; /* no file API */
+	lt_judge(e, &t, vmm, o, &line, &perr);
+	free(line);
+}
+
+/*
+ * rung's battery in a VM containerd started through rung-oci-vm: the ladder's environment
+ * (listeners, victim, markers, a host sibling) here in L1, the probe from the image
+ * (/bin/rung-probe), its context file bound (copied) into /work, the VM's memory the ladder's
+ * limit for the vm rung (256 MiB, --memory-limit). The expected set is the vm rung's under
+ * containerd (tests/lib/ladder.c, "containerd-vm").
+ */
+START_TEST(test_vm_ladder_battery)
+{
+	REQUIRE();
+	static struct lt_outcome out[LT_MAX];
+	size_t n = lt_list(out, LT_MAX);
+	ck_assert_uint_ge(n, 50);
+	struct counts a;
+	count(&a);
+	struct ladder_env e;
+	struct rung_err err = {0};
+	ck_assert_msg(ladder_env_setup(&e, C.dir, &err) == 0, "ladder env: %s", err.msg);
+	char sib[128], work[128], mnt[300], mem[32];
+	snprintf(sib, sizeof(sib), "%s/sibling", C.dir);
+	int sr = ladder_sibling_host(&e, sib, lt_probe_bin(), &err);
+	e.mem_limit = 256ull << 20;
+	snprintf(work, sizeof(work), "%s/work", C.dir);
+	int pr = ladder_plant_dir(&e, work, 0755, lt_probe_bin(), &err);
+	snprintf(mnt, sizeof(mnt), "type=bind,src=%s/rung-probe.ctx,dst=/work/rung-probe.ctx,"
+		 "options=rbind:ro", work);
+	snprintf(mem, sizeof(mem), "%llu", e.mem_limit);
+	double t0 = now_s();
+	int rr = pr == 0 ? RUN("-d", "--mount", mnt, "--memory-limit", mem, CTRD_IMAGE, "vlad",
+			       "sleep", "100000")
+			 : -1;
+	char failed[600];
+	snprintf(failed, sizeof(failed), "%.290s %.290s", out_, err_);
+	int vmm = rr == 0 && oci_test_procs_argv0("rung-vmm") == a.vmms + 1
+			  ? oci_test_pid_argv0("rung-vmm")
+			  : 0;
+	double t1 = now_s();
+	size_t blocked = 0;
+	for (size_t i = 0; vmm && i < n; i++) {
+		probe_one(&e, &out[i], (unsigned)i, vmm);
+		blocked += !strcmp(out[i].result, "blocked");
 	}
-	fprintf(stderr, "e2e_oci_ctrdvm: before/after: mounts %d/%d, cgroups %d/%d, processes "
-		"%d/%d, state dirs %d/%d, uid slots %d/%d, rung-vmm %d/%d, links %d/%d, stores "
-		"%d/%d\n", a.c.mounts, b.c.mounts, a.c.cgroups, b.c.cgroups, a.c.procs, b.c.procs,
-		a.c.states, b.c.states, a.c.uids, b.c.uids, a.vmms, b.vmms, a.links, b.links,
-		a.stores, b.stores);
-	ck_assert_msg(same(&a, &b), "left after delete (see the line above)");
-	ck_assert_int_eq(b.c.mounts, 0);
-	ck_assert_int_le(b.c.cgroups, a.c.cgroups);
-	ck_assert_int_le(b.c.procs, a.c.procs);
-	ck_assert_int_le(b.c.states, 0);
-	ck_assert_int_le(b.c.uids, 0);
-	ck_assert_int_le(b.vmms, a.vmms);
-	ck_assert_int_le(b.links, a.links);
-	ck_assert_int_le(b.stores, 0);
+	double t2 = now_s();
+	ctrd_remove(&C, "vlad", 300);
+	ladder_sibling_close(NULL, &e);
+	ladder_env_teardown(&e);
+	ck_assert_msg(sr == 0, "the sibling: %s", err.msg);
+	ck_assert_msg(pr == 0, "plant %s: %s", work, err.msg);
+	ck_assert_msg(rr == 0 && vmm, "run %d, rung-vmm %d: %s", rr, vmm, failed);
+	char seen[8192] = "";
+	for (size_t i = 0, at = 0; i < n && at < sizeof(seen); i++)
+		if (strcmp(out[i].result, "blocked"))
+			at += (size_t)snprintf(seen + at, sizeof(seen) - at, " %s %s (%.80s);",
+					       out[i].name, out[i].result, out[i].evidence);
+	fprintf(stderr, "e2e_oci_ctrdvm: the battery in rung-oci-vm under containerd: %zu of %zu "
+		"blocked (run -d %.1f s, the probes %.1f s); not blocked:%s\n", blocked, n, t1 - t0,
+		t2 - t1, seen);
+	char bad[8192];
+	lt_unexpected("containerd-vm", out, n, true, bad, sizeof(bad));
+	ck_assert_msg(!bad[0], "in rung-oci-vm under containerd, unexpected:%s", bad);
+	nothing_left(&a, "the battery");
+}
+END_TEST
+
+/* 5 `ctr run --rm` cycles (each boots a VM): nothing left. */
+START_TEST(test_vm_leaks_5_cycles)
+{
+	REQUIRE();
+	struct counts a;
+	count(&a);
+	double t0 = now_s();
+	for (int i = 0; i < 5; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "vlk%d", i);
+		ck_assert_msg(RUN("--rm", CTRD_IMAGE, id, "/bin/true") == 0, "cycle %d: %s %s", i,
+			      out_, err_);
+	}
+	char what[64];
+	snprintf(what, sizeof(what), "5 run --rm cycles in %.1f s", now_s() - t0);
+	nothing_left(&a, what);
 }
 END_TEST
 
@@ -214,7 +354,10 @@ Suite *e2e_oci_ctrdvm_suite(void)
 	tcase_set_tags(tc, "kvm");
 	tcase_set_timeout(tc, 1200);
 	tcase_add_test(tc, test_vm_run_echo_exit);
-	tcase_add_test(tc, test_vm_exec_kill_delete);
+	tcase_add_test(tc, test_vm_tty);
+	tcase_add_test(tc, test_vm_exec_pause_kill_delete);
+	tcase_add_test(tc, test_vm_ladder_battery);
+	tcase_add_test(tc, test_vm_leaks_5_cycles);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -92,8 +92,8 @@ static void ov_config_tty(const struct ov *v, const char *args_json, bool tty)
 }
 
 /* Processes whose comm is name and (dir non-NULL) which hold a file under dir: a supervisor
- * holds its log (this test's, not another sandbox's on a shared host). A jailed rung-vmm's
- * files are in its own mount namespace: those are counted all (dir NULL). */
+ * holds its log (this test's, not another sandbox's on a shared host). rung-vmm is counted by
+ * its argv[0] (oci_test_procs_argv0): exec'd from an fd, its comm is the fd's number. */
 static int count_comm(const char *name, const char *dir)
 {
 	DIR *d = opendir("/proc");
@@ -159,7 +159,7 @@ static void ov_setup(struct ov *v)
 					      "sleep", "true", "ls",  "ps",    NULL};
 	oci_test_busybox(v->bundle, applets);
 	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0); /* as the shim: we reap the proxy */
-	v->vmms = count_comm("rung-vmm", NULL);
+	v->vmms = oci_test_procs_argv0("rung-vmm");
 }
 
 static pid_t ov_pidfile(const struct ov *v, const char *id)
@@ -229,10 +229,10 @@ static void ov_nothing_left(const struct ov *v)
 	char p[PATH_MAX + 64];
 	snprintf(p, sizeof(p), "%s/.vm", v->root);
 	ck_assert_msg(access(p, F_OK) < 0, "%s left", p);
-	for (int i = 0; i < 50 && (count_comm("rung-vmm", NULL) > v->vmms ||
+	for (int i = 0; i < 50 && (oci_test_procs_argv0("rung-vmm") > v->vmms ||
 				    count_comm("rung-sup", v->dir)); i++)
 		usleep(100 * 1000);
-	ck_assert_int_le(count_comm("rung-vmm", NULL), v->vmms);
+	ck_assert_int_le(oci_test_procs_argv0("rung-vmm"), v->vmms);
 	ck_assert_int_eq(count_comm("rung-sup", v->dir), 0);
 	DIR *d = opendir("/sys/class/net");
 	struct dirent *e;
@@ -321,9 +321,22 @@ START_TEST(t_oci_vm_kill_and_refusals)
 	ck_assert_msg(ov_spawn(&v, v.vmbin, "exec", exd) == 0, "exec --detach: %s",
 		      ov_text(&v, "exec", "err"));
 	ck_assert_int_eq(ov_wait(ov_pidfile(&v, "x"), 120), 4);
-	const char *pa[] = {"pause", "ck", NULL};
+	/* the VM's rung-vmm, counted as ov_nothing_left counts it: one more while it runs */
+	ck_assert_int_eq(oci_test_procs_argv0("rung-vmm"), v.vmms + 1);
+	/* pause: the vCPUs stopped; state says paused, exec is refused (runc's rule), resume */
+	const char *pa[] = {"pause", "ck", NULL}, *re[] = {"resume", "ck", NULL};
+	ck_assert_msg(ov_spawn(&v, v.vmbin, "pause", pa) == 0, "%s", ov_text(&v, "pause", "err"));
+	ov_state_says(&v, v.vmbin, "ck", "\"paused\"");
 	ck_assert_int_eq(ov_spawn(&v, v.vmbin, "pause", pa), 1);
-	ck_assert_msg(strstr(ov_text(&v, "pause", "err"), "vm rung"), "%s", ov_text(&v, "pause", "err"));
+	ck_assert_msg(strstr(ov_text(&v, "pause", "err"), "not running (paused)"), "%s",
+		      ov_text(&v, "pause", "err"));
+	ck_assert_int_eq(ov_spawn(&v, v.vmbin, "exec", ex), 1);
+	ck_assert_msg(strstr(ov_text(&v, "exec", "err"), "paused: cannot exec"), "%s",
+		      ov_text(&v, "exec", "err"));
+	ck_assert_msg(ov_spawn(&v, v.vmbin, "resume", re) == 0, "%s", ov_text(&v, "resume", "err"));
+	ov_state_says(&v, v.vmbin, "ck", "\"running\"");
+	ck_assert_int_eq(ov_spawn(&v, v.vmbin, "resume", re), 1);
+	ck_assert_int_eq(ov_spawn(&v, v.vmbin, "exec", ex), 3); /* the guest runs again */
 	const char *ps[] = {"ps", "--format", "json", "ck", NULL};
 	ck_assert_int_eq(ov_spawn(&v, v.vmbin, "ps", ps), 0);
 	char want[32];

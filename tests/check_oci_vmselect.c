@@ -5,6 +5,7 @@
  * runs build/rung-oci (as itself and through a rung-oci-vm link) up to the refusal: no KVM needed.
  */
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -186,6 +187,43 @@ START_TEST(test_binary_selection)
 }
 END_TEST
 
+/* A vm container's paused status is its state directory's vm.paused (the VM's vCPUs stopped by
+ * pause): state says paused, pause again is refused, and a resume that cannot reach the VM
+ * keeps it paused (the mark goes only after the vCPUs run). No KVM needed: the container's
+ * "proxy" is this process, its vm.json names no sandbox. */
+START_TEST(test_vm_paused_state)
+{
+	char root[] = "/tmp/rung-vmpause-XXXXXX", p[PATH_MAX];
+	ck_assert_ptr_nonnull(mkdtemp(root));
+	struct oci_state st = {.pid = getpid(), .uid_slot = OCI_UID_SLOTS};
+	snprintf(st.id, sizeof(st.id), "pz");
+	st.start_time = rung_proc_starttime(st.pid);
+	struct rung_err e = {0};
+	snprintf(p, sizeof(p), "%s/pz", root);
+	ck_assert_int_eq(mkdir(p, 0700), 0);
+	ck_assert_msg(oci_state_write(root, &st, &e) == 0, "%s", e.msg);
+	oci_state_path(root, "pz", "vm.json", p, sizeof(p));
+	ck_assert_int_eq(rung_write_file_replace(AT_FDCWD, p, "{}", 2, 0600, &e), 0);
+	ck_assert(oci_vm_is(root, "pz"));
+	ck_assert_int_eq(oci_status_of(root, &st), OCI_RUNNING);
+	ck_assert_int_eq(oci_vm_pause(root, "pz", false, &e), -EINVAL);
+	ck_assert_msg(strstr(e.msg, "is not paused (running)"), "%s", e.msg);
+	oci_state_path(root, "pz", OCI_VM_PAUSED, p, sizeof(p));
+	ck_assert_int_eq(rung_write_file_replace(AT_FDCWD, p, "", 0, 0600, &e), 0);
+	ck_assert_int_eq(oci_status_of(root, &st), OCI_PAUSED);
+	e = (struct rung_err){0};
+	ck_assert_int_eq(oci_pause(root, "pz", true, &e), -EINVAL);
+	ck_assert_msg(strstr(e.msg, "is not running (paused)"), "%s", e.msg);
+	e = (struct rung_err){0};
+	ck_assert_int_lt(oci_pause(root, "pz", false, &e), 0); /* no sandbox to resume */
+	ck_assert_msg(strstr(e.msg, "resume its VM"), "%s", e.msg);
+	ck_assert_int_eq(oci_status_of(root, &st), OCI_PAUSED);
+	ck_assert_int_eq(access(p, F_OK), 0);
+	e = (struct rung_err){0};
+	ck_assert_int_eq(rung_rm_rf(root, &e), 0);
+}
+END_TEST
+
 Suite *oci_vmselect_suite(void)
 {
 	Suite *s = suite_create("oci_vmselect");
@@ -195,6 +233,7 @@ Suite *oci_vmselect_suite(void)
 	tcase_add_test(tc, test_annotation_raises_only);
 	tcase_add_test(tc, test_vm_refusals);
 	tcase_add_test(tc, test_binary_selection);
+	tcase_add_test(tc, test_vm_paused_state);
 	suite_add_tcase(s, tc);
 	return s;
 }

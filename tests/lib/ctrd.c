@@ -1,7 +1,9 @@
 /* tests/lib/ctrd.c: see ctrd.h. */
+#include <check.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pty.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -515,4 +517,54 @@ void ctrd_stop(struct ctrd *c)
 	if (rung_rm_rf(c->dir, &err) < 0)
 		fprintf(stderr, "ctrd: remove %s: %s\n", c->dir, err.msg);
 	c->dir[0] = '\0';
+}
+
+int ctrd_run_tty(struct ctrd *c, const char *const *extra, char *buf, size_t n)
+{
+	int master, slave;
+	buf[0] = '\0';
+	if (openpty(&master, &slave, NULL, NULL, NULL) < 0) {
+		snprintf(buf, n, "(openpty: %s)", strerror(errno));
+		return -1;
+	}
+	const char *argv[64];
+	ctrd_run_argv(c, argv, 64, extra);
+	pid_t pid = ctrd_spawn(c, slave, slave, true, argv);
+	close(slave);
+	size_t len = 0;
+	ssize_t k;
+	while (len + 1 < n && (k = read(master, buf + len, n - 1 - len)) > 0)
+		len += (size_t)k; /* EIO once the last slave fd is closed */
+	buf[len] = '\0';
+	close(master);
+	int st = 0;
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+void ctrd_check_tty(struct ctrd *c, const char *id)
+{
+	char buf[4096];
+	int rc = ctrd_run_tty(c, (const char *const[]){"--rm", "-t", CTRD_IMAGE, id, "sh", "-c",
+						      "tty; test -t 0 && echo IS-A-TTY; exit 3",
+						      NULL},
+			      buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, "/dev/pts/") && strstr(buf, "IS-A-TTY"), "tty said: %s", buf);
+	ck_assert_int_eq(rc, 3);
+}
+
+void ctrd_remove(struct ctrd *c, const char *id, int timeout_s)
+{
+	char out[1024], errb[1024];
+	ctrd_ctr(c, -1, timeout_s, out, sizeof(out), errb, sizeof(errb),
+		 (const char *const[]){"tasks", "kill", "-s", "SIGKILL", id, NULL});
+	for (int i = 0; i < timeout_s * 50 && ctrd_task_status(c, id, NULL)[0] &&
+			strcmp(ctrd_task_status(c, id, NULL), "STOPPED");
+	     i++)
+		usleep(20000);
+	ctrd_ctr(c, -1, timeout_s, out, sizeof(out), errb, sizeof(errb),
+		 (const char *const[]){"tasks", "delete", id, NULL});
+	ctrd_ctr(c, -1, timeout_s, out, sizeof(out), errb, sizeof(errb),
+		 (const char *const[]){"containers", "delete", id, NULL});
 }

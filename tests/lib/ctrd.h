@@ -51,6 +51,19 @@ const char *ctrd_task_status(struct ctrd *c, const char *id, int *pid);
  * snapshotter unless extra names one) then extra (NULL-ended): into argv (max entries). */
 void ctrd_run_argv(struct ctrd *c, const char **argv, size_t max, const char *const *extra);
 
+/* ctr run (ctrd_run_argv) of extra under a terminal: on a pty pair, its slave ctr's controlling
+ * tty and stdio (ctr run -t passes it through as the container's terminal). What the master
+ * read until EIO (the last slave closed) into buf; ctr's exit status (-1, why in buf: no
+ * pty pair). */
+int ctrd_run_tty(struct ctrd *c, const char *const *extra, char *buf, size_t n);
+
+/* ctr run --rm -t of `tty; test -t 0` as id through ctrd_run_tty: asserts a /dev/pts terminal
+ * on its stdin and stdout, and its exit status (3). */
+void ctrd_check_tty(struct ctrd *c, const char *id);
+/* Task id killed (SIGKILL), waited for (timeout_s) until stopped, deleted with its container;
+ * whatever fails is let be (ctrd_stop removes what is left). */
+void ctrd_remove(struct ctrd *c, const char *id, int timeout_s);
+
 /* Leak counters for the namespace: host mounts naming dir, cgroups below NS in every
  * hierarchy (v1 and v2), its processes (in those cgroups, and its shims), rung-oci's state
  * directories and uid slots. */

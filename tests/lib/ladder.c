@@ -73,6 +73,26 @@ size_t lt_list(struct lt_outcome *out, size_t max)
 	return n;
 }
 
+void lt_judge(struct ladder_env *e, struct ladder_target *t, int vmm, struct lt_outcome *o,
+	      char **line, const struct rung_err *perr)
+{
+	ladder_target_fileapi(t, e, o->name, line);
+	if (!vmm) {
+		ladder_target_vmm(t, o->name, line);
+	} else if (!strcmp(o->name, "vm.vmm_jail")) {
+		char res[16], ev[700];
+		ladder_vmm_check(vmm, res, sizeof(res), ev, sizeof(ev));
+		free(*line);
+		*line = ladder_probe_line(o->name, res, ev);
+	}
+	json_t *r = ladder_result(e, o->name, *line, 0, perr);
+	snprintf(o->result, sizeof(o->result), "%s",
+		 json_string_value(json_object_get(r, "result")) ?: "?");
+	snprintf(o->evidence, sizeof(o->evidence), "%s",
+		 json_string_value(json_object_get(r, "evidence")) ?: "");
+	json_decref(r);
+}
+
 const struct lt_outcome *lt_find(const struct lt_outcome *out, size_t n, const char *name)
 {
 	for (size_t i = 0; i < n; i++)
@@ -274,6 +294,22 @@ static const char *const containerd_escapes[] = {
     NULL,
 };
 
+/* The vm rung through rung-oci-vm under containerd (e2e_oci_ctrdvm, in the nested stage's L1;
+ * measured there on 2 Dec). The guest's kernel is not the host's (vm.shared_kernel blocked)
+ * and rung-vmm's jail holds (vm.vmm_jail blocked); what escapes is inside the guest: the
+ * boundary is the VM, and rung-oci-vm applies no filter in the guest (docs/oci.md, "The vm
+ * rung": linux.seccomp and the cgroup resources but memory are not applied there). */
+static const char *const containerd_vm_escapes[] = {
+    "fs.block_device",	    /* /dev/vdb: the container's own disk */
+    "kernel.perf_event_open", "kernel.ptrace", "kernel.personality", /* the guest's kernel */
+    "kernel.netlink_uevent", /* the guest's devices' events */
+    "kernel.af_vsock",	    /* the socket only: rung-vmm's vsock takes host-made connections */
+    "info.dmesg",	    /* the guest kernel's log */
+    "res.fork_bomb",	    "res.cpu_quota", /* no pids or CPU limit in the guest: one vCPU */
+    "res.disk",		    /* the guest's own disk, no quota from the spec */
+    NULL,
+};
+
 static bool listed(const char *const *l, const char *name)
 {
 	for (; *l; l++)
@@ -285,9 +321,10 @@ static bool listed(const char *const *l, const char *name)
 size_t lt_unexpected(const char *rung, const struct lt_outcome *out, size_t n, bool peer_na,
 		     char *bad, size_t badn)
 {
-	const char *const *escapes = !strcmp(rung, "process")	   ? process_escapes
-				     : !strcmp(rung, "containerd") ? containerd_escapes
-								   : container_escapes;
+	const char *const *escapes = !strcmp(rung, "process")	      ? process_escapes
+				     : !strcmp(rung, "containerd")    ? containerd_escapes
+				     : !strcmp(rung, "containerd-vm") ? containerd_vm_escapes
+								      : container_escapes;
 	size_t at = 0, count = 0;
 	bad[0] = '\0';
 	for (size_t i = 0; i < n && at < badn; i++) {

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cli/ladder.h"
+
 #define LT_MAX 160
 
 struct lt_outcome {
@@ -41,8 +43,9 @@ bool lt_run_target_count(const char *target, const char *state, const char *imag
  */
 bool lt_run_weak(struct lt_outcome *out, size_t n, char *why, size_t whyn);
 /*
- * The ladder's expected set for rung ("process", "container", or "containerd": the container
- * rung through rung-oci): every probe blocked but the ones that escape by design or through a
+ * The ladder's expected set for rung ("process", "container", "containerd": the container
+ * rung through rung-oci, or "containerd-vm": the vm rung through rung-oci-vm, whose escapes are
+ * inside the guest): every probe blocked but the ones that escape by design or through a
  * known gap (vm.shared_kernel), n/a only where this
  * host lacks the facility (or vm.vmm_jail, the vm rung's check; with peer_na, the file API
  * probes a runtime without rung's file API reports n/a). What differs, a line per probe, into
@@ -50,6 +53,13 @@ bool lt_run_weak(struct lt_outcome *out, size_t n, char *why, size_t whyn);
  */
 size_t lt_unexpected(const char *rung, const struct lt_outcome *out, size_t n, bool peer_na,
 		     char *bad, size_t badn);
+/*
+ * Judge one probe's output *line (malloc'd; replaced) as the ladder does, into o: the file API
+ * probes through t (a peer: n/a), vm.vmm_jail by the host's check of rung-vmm vmm (0: t's own,
+ * ladder_target_vmm), then ladder_result with perr when the probe gave no line.
+ */
+void lt_judge(struct ladder_env *e, struct ladder_target *t, int vmm, struct lt_outcome *o,
+	      char **line, const struct rung_err *perr);
 /* The outcome of probe name in out, or NULL. */
 const struct lt_outcome *lt_find(const struct lt_outcome *out, size_t n, const char *name);
 

@@ -1,5 +1,6 @@
 /* tests/lib/oci.c: see oci.h. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -198,4 +199,55 @@ void oci_test_pod_config(const char *bundle, const char *script, const char *ann
 	ck_assert_int_lt(len, (int)sizeof(cfg));
 	snprintf(p, sizeof(p), "%s/config.json", bundle);
 	put_file(p, cfg);
+}
+
+/* How many processes have argv[0] name; the first one's pid into *first (non-NULL). */
+static int each_argv0(const char *name, int *first)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int n = 0;
+	while (d && (de = readdir(d))) {
+		char p[300], arg0[256] = "";
+		if (atoi(de->d_name) <= 0)
+			continue;
+		snprintf(p, sizeof(p), "/proc/%s/cmdline", de->d_name);
+		FILE *f = fopen(p, "re");
+		size_t k = f ? fread(arg0, 1, sizeof(arg0) - 1, f) : 0;
+		arg0[k] = '\0';
+		if (f)
+			fclose(f);
+		if (strcmp(arg0, name))
+			continue;
+		if (!n++ && first)
+			*first = atoi(de->d_name);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+int oci_test_procs_argv0(const char *name)
+{
+	return each_argv0(name, NULL);
+}
+
+int oci_test_pid_argv0(const char *name)
+{
+	int pid = 0;
+	each_argv0(name, &pid);
+	return pid;
+}
+
+long oci_test_cpu_ticks(int pid)
+{
+	char p[64], buf[1024] = "";
+	snprintf(p, sizeof(p), "/proc/%d/stat", pid);
+	slurp(p, buf, sizeof(buf));
+	const char *s = strrchr(buf, ')'); /* comm may hold spaces */
+	unsigned long ut = 0, st = 0;
+	/* after ") ": state(3) ... utime is field 14, stime 15 */
+	if (!s || sscanf(s + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return -1;
+	return (long)(ut + st);
 }

@@ -42,4 +42,12 @@ void oci_test_busybox(const char *bundle, const char *const *applets);
  * (the nested stage's L1 runs the vm suites). */
 bool oci_test_vm_runs(char *why, size_t n);
 
+/* Processes whose argv[0] is name: rung-vmm is exec'd from an fd, so its comm is the fd's
+ * number, and counting by comm finds none. */
+int oci_test_procs_argv0(const char *name);
+/* utime + stime of pid's thread group in clock ticks (/proc/PID/stat), or -1. */
+long oci_test_cpu_ticks(int pid);
+/* The pid of the first process whose argv[0] is name, or 0. */
+int oci_test_pid_argv0(const char *name);
+
 #endif

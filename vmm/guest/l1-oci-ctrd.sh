@@ -4,7 +4,8 @@
 # containerd (Debian's containerd, ctr and runc shim, copied into the payload by
 # payload-rung.sh), imports its busybox image for the native snapshotter and runs
 # `ctr run --runc-binary .../rung-oci-vm`: echo, the guest's kernel and processes, an exit code,
-# `ctr task exec`, kill, delete, nothing left. containerd passes its RUNG_* environment to the
+# a TTY, `ctr task exec`, pause/resume (rung-vmm's CPU time), kill, delete, nothing left; rung's
+# escape battery by `ctr task exec` of rung-probe in the guest; 5 run --rm cycles. containerd passes its RUNG_* environment to the
 # shim and the shim to rung-oci, so the guest kernel and initramfs knobs reach it.
 # Uses skip/now/ck_vm_suite/ck_result, $P, $G and $W from l1-tests.sh.
 if [ ! -x "$P/rung/bin/rung-oci" ] || [ ! -x "$P/rung/bin/check_rung" ] || [ ! -x /usr/bin/containerd ]; then
@@ -16,6 +17,10 @@ else
 	# and puts $RUNG_BUILD_DIR/rung-probe into its image
 	ln -sf "$P/rung/bin/rung-oci" "$oc_b/rung-oci"
 	ln -sf "$P/rung/bin/rung-probe" "$oc_b/rung-probe"
+	# ctr run -t needs a pty pair (the suite's side of the TTY): L1's /dev has no devpts
+	# mounted (l1-oci-vm.sh mounts it too; without it, as when VMTEST_ONLY names only this,
+	# openpty failed and the TTY check read nothing: the second run of 2 Dec)
+	if [ ! -e /dev/pts/ptmx ]; then mkdir -p /dev/pts && mount -t devpts -o ptmxmode=0666 devpts /dev/pts; fi
 	# containerd makes /run/containerd (shim sockets, fifos) whatever its config says
 	oc_run=0
 	if ! (: >/run/.rung-w) 2>/dev/null; then mount -t tmpfs -o mode=0755,size=16m run /run && oc_run=1; fi
