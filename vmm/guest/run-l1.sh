@@ -12,7 +12,7 @@
 # Prints the VMTEST/VMBENCH lines and "N passed, N failed"; exit 0 only if all passed.
 #
 # Inputs (env): KERNEL (guest bzImage), INITRAMFS, VMTEST (rung-vmtest), VMM (rung-vmm,
-# optional), OUT (work dir, default build/vm), RUNG_VM_TIMEOUT (s per L1 run, 1500),
+# optional), OUT (work dir, default build/vm), RUNG_VM_TIMEOUT (s per L1 run, 2100),
 # RUNG_L1_SMP (L1 vCPUs, 1: see "A hung L1" in README.md), RUNG_L1_ACCEL (QEMU's -accel for L1, tcg,thread=multi),
 # RUNG_L1_KVM_AMD (more kvm-amd options in L1, comma-separated, e.g. npt=0,vgif=0),
 # RUNG_VM_QUIET (s without L1 console output before it is
@@ -144,7 +144,7 @@ else
 	[ -n "${VMTEST_ONLY:-}" ] && append="$append vmtest_only=$(echo "$VMTEST_ONLY" | tr " " ,)"
 	# The bound: at most 2 tries (one retry, only when L1 never reported), each killed
 	# after $limit s, so a hung L1 costs at most one extra $limit s. Never more tries.
-	limit=${RUNG_VM_TIMEOUT:-1500}
+	limit=${RUNG_VM_TIMEOUT:-2100}
 	# One L1 vCPU: the wedges seen with two were both CPUs looping in the int3 handler of a
 	# cross-CPU live patch (TCG's cross-vCPU modified code); one vCPU has no such protocol.
 	smp=${RUNG_L1_SMP:-1}
