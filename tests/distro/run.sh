@@ -24,7 +24,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 guest=$(cd "$here/../../vmm/guest" && pwd) # copy-libs.sh, mkrootfs.sh, mkdisk.sh (read-only use)
 : "${RUNG_BUILD:?the build dir}"
 OUT=${OUT:-$RUNG_BUILD/distro}
-SUITES=${DISTRO_SUITES:-"cgroup_v2 cgroup_plan rootfs_store e2e_container_kernel e2e_process_limits e2e_process_agentside runtime_seccomp e2e_container_store e2e_container_agentside e2e_process_exec e2e_process_life e2e_process_escape runtime_policy e2e_process_leak e2e_cli_basics e2e_container_life e2e_container_limits e2e_container_leak netpolicy_net netpolicy_life e2e_egress_process e2e_egress_life e2e_egress_container e2e_egress_cli e2e_resume e2e_procs_basic e2e_procs_container e2e_ports_basic e2e_ports_serve e2e_files_ops e2e_files_container e2e_files_cli e2e_stats_basic e2e_stats_net e2e_callbacks_basic e2e_callbacks_container e2e_callbacks_cli e2e_cp_basic e2e_cp_container e2e_archive_serve e2e_pool_claim e2e_fork_fs e2e_fork_container e2e_commit_image rootfs_overlay e2e_oci_life e2e_oci_exec e2e_oci_hooks e2e_cli_runowned e2e_container_runowned"}
+SUITES=${DISTRO_SUITES:-"cgroup_v2 cgroup_plan rootfs_store e2e_container_kernel e2e_process_limits e2e_process_agentside runtime_seccomp e2e_container_store e2e_container_agentside e2e_process_exec e2e_process_life e2e_process_escape runtime_policy e2e_process_leak e2e_cli_basics e2e_container_life e2e_container_limits e2e_container_leak netpolicy_net netpolicy_life e2e_egress_process e2e_egress_life e2e_egress_container e2e_egress_cli e2e_resume e2e_procs_basic e2e_procs_container e2e_ports_basic e2e_ports_serve e2e_files_ops e2e_files_container e2e_files_cli e2e_stats_basic e2e_stats_net e2e_callbacks_basic e2e_callbacks_container e2e_callbacks_cli e2e_cp_basic e2e_cp_container e2e_archive_serve e2e_pool_claim e2e_fork_fs e2e_fork_container e2e_commit_image rootfs_overlay e2e_oci_life e2e_oci_exec e2e_oci_hooks e2e_cli_runowned e2e_cli_runfirst e2e_container_runowned e2e_oci_egress e2e_oci_containerd"}
 log() { echo "check-distro: $*" >&2; }
 t_start=$(date +%s)
 if ! command -v qemu-system-x86_64 >/dev/null; then
@@ -64,8 +64,7 @@ copy_with_libs "$P" /usr/sbin/nft
 copy_with_libs "$P" /usr/bin/perl
 printf 'root:*:19000:0:99999:7:::\n' >"$P/etc/shadow" && chmod 0640 "$P/etc/shadow"
 [ -e "$P/usr/sbin/ip" ] || cp -L /usr/sbin/ip "$P/usr/sbin/ip"
-# e2e_oci_containerd (only when DISTRO_SUITES names it, not in the default list yet:
-# tests/distro/README.md): Debian's containerd, ctr and the runc shim (Go, libc only; about
+# e2e_oci_containerd (in the default list; only when the suites name it): Debian's containerd, ctr and the runc shim (Go, libc only; about
 # 83 MB) at the paths the suite runs them from (tests/lib/ctrd.c; the shim calls rung-oci, not
 # runc), and rung-probe (static), which the suite puts into its image from beside check_rung.
 case " $SUITES " in *" e2e_oci_containerd "* | *" e2e_oci_c"* | *" e2e_oci_ "* | *" e2e_ "*)
