@@ -235,22 +235,36 @@ static bool half_open_from(const uint8_t addr[4])
 	return found;
 }
 
-START_TEST(test_tap_frames)
+#define REQUIRE_TUN()                                                                              \
+	do {                                                                                       \
+		if (access("/dev/net/tun", R_OK | W_OK) != 0)                                      \
+			RUNG_SKIP("/dev/net/tun missing: no tap devices on this host");            \
+	} while (0)
+
+/* A tap sandbox network named name with one allowlist entry (inbound: np_config.inbound). */
+static struct np_net *tap_up(const char *name, const char *entry, bool inbound)
 {
-	REQUIRE_NET();
-	if (access("/dev/net/tun", R_OK | W_OK) != 0)
-		RUNG_SKIP("/dev/net/tun missing: no tap devices on this host");
 	struct np_config cfg;
 	npt_cfg_init(&cfg);
 	cfg.tap = true;
-	const char *allow[] = {"allowed.test"};
+	cfg.inbound = inbound;
+	const char *allow[] = {entry};
 	struct np_policy p;
 	struct rung_err err = {0};
 	ck_assert_int_eq(np_policy_parse(allow, 1, &p, &err), 0);
 	struct np_net *net = NULL;
-	int r = np_sandbox_up(&cfg, "t-tap", -1, &p, &net, &err);
+	int r = np_sandbox_up(&cfg, name, -1, &p, &net, &err);
 	np_policy_release(&p);
-	ck_assert_msg(r == 0, "np_sandbox_up(tap): %s", err.msg);
+	ck_assert_msg(r == 0, "np_sandbox_up(%s): %s", name, err.msg);
+	return net;
+}
+
+START_TEST(test_tap_frames)
+{
+	REQUIRE_NET();
+	REQUIRE_TUN();
+	struct np_net *net = tap_up("t-tap", "allowed.test", false);
+	struct rung_err err = {0};
 	struct np_net_info info;
 	np_net_info(net, &info);
 	ck_assert(info.has_network && info.tap);
@@ -302,20 +316,9 @@ END_TEST
 START_TEST(test_tap_inbound_open)
 {
 	REQUIRE_NET();
-	if (access("/dev/net/tun", R_OK | W_OK) != 0)
-		RUNG_SKIP("/dev/net/tun missing: no tap devices on this host");
-	struct np_config cfg;
-	npt_cfg_init(&cfg);
-	cfg.tap = true;
-	cfg.inbound = true;
-	const char *allow[] = {"0.0.0.0/0"};
-	struct np_policy p;
+	REQUIRE_TUN();
+	struct np_net *net = tap_up("t-tap-in", "0.0.0.0/0", true);
 	struct rung_err err = {0};
-	ck_assert_int_eq(np_policy_parse(allow, 1, &p, &err), 0);
-	struct np_net *net = NULL;
-	int r = np_sandbox_up(&cfg, "t-tap-in", -1, &p, &net, &err);
-	np_policy_release(&p);
-	ck_assert_msg(r == 0, "np_sandbox_up(tap, inbound): %s", err.msg);
 	struct np_net_info info;
 	np_net_info(net, &info);
 	ck_assert(info.has_network && info.tap && info.open);
