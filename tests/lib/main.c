@@ -46,6 +46,15 @@ static void guard_report(const char *suite, char before[][300], size_t nb)
 	}
 }
 
+/* A filter that names a suite exactly runs that suite only (e2e_oci_vm, not e2e_oci_vmnet too). */
+static bool exact_name(const char *arg)
+{
+	for (size_t i = 0; i < sizeof(all_suites) / sizeof(all_suites[0]); i++)
+		if (!strcmp(arg, all_suites[i].name))
+			return true;
+	return false;
+}
+
 int main(int argc, char **argv)
 {
 	/* Optional filter: check_rung NAME... runs the suites NAME_suite() (or NAME prefixes). */
@@ -57,7 +66,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(all_suites) / sizeof(all_suites[0]); i++) {
 		int want = argc < 2;
 		for (int a = 1; a < argc; a++)
-			if (!strncmp(argv[a], all_suites[i].name, strlen(argv[a])))
+			if (exact_name(argv[a]) ? !strcmp(argv[a], all_suites[i].name)
+						: !strncmp(argv[a], all_suites[i].name, strlen(argv[a])))
 				want = 1;
 		if (!want)
 			continue;
