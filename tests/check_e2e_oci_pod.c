@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/msg.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,12 +40,14 @@ static void setup_pod(void)
 {
 	struct pod *p = P = calloc(1, sizeof(*p));
 	char *d = rung_test_tmpdir("ocipod");
+	struct {
+		char *to;
+		const char *name;
+	} under[] = {{p->root, "root"}, {p->out, "out"}, {p->sb, "pause"}, {p->app, "app"}};
+	for (size_t i = 0; i < sizeof(under) / sizeof(under[0]); i++)
+		snprintf(under[i].to, PATH_MAX + 8, "%s/%s", d, under[i].name);
 	snprintf(p->dir, sizeof(p->dir), "%s", d);
 	free(d);
-	snprintf(p->root, sizeof(p->root), "%s/root", p->dir);
-	snprintf(p->out, sizeof(p->out), "%s/out", p->dir);
-	snprintf(p->sb, sizeof(p->sb), "%s/pause", p->dir);
-	snprintf(p->app, sizeof(p->app), "%s/app", p->dir);
 	snprintf(p->bin, sizeof(p->bin), "%s/rung-oci", rung_test_build_dir());
 	mkdir(p->out, 0777);
 	chmod(p->out, 0777); /* the containers' roots are unprivileged host uids */
@@ -257,26 +258,11 @@ START_TEST(test_pod_refusals)
 	app_ns(ns, sizeof(ns), sb, NULL, path, NULL);
 	refused(p, ns, "", "linux.namespaces[2].path", "is not an ipc namespace");
 	/* an ipc namespace made outside any container (the host's user namespace owns it) */
-	int ready[2];
-	ck_assert_int_eq(pipe(ready), 0);
-	pid_t holder = fork();
-	ck_assert_int_ge(holder, 0);
-	if (holder == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (unshare(CLONE_NEWIPC) < 0 || write(ready[1], "x", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	char c;
-	ck_assert_int_eq(read(ready[0], &c, 1), 1);
-	snprintf(path, sizeof(path), "/proc/%d/ns/ipc", (int)holder);
+	int holder = oci_test_ns_holder(CLONE_NEWIPC);
+	snprintf(path, sizeof(path), "/proc/%d/ns/ipc", holder);
 	app_ns(ns, sizeof(ns), sb, NULL, path, NULL);
 	refused(p, ns, "", "linux.namespaces[2].path", "not owned by a container's user namespace");
-	kill(holder, SIGKILL);
-	waitpid(holder, NULL, 0);
-	close(ready[0]);
-	close(ready[1]);
+	oci_test_ns_holder_end(holder);
 	/* the pid namespace by path (a shareProcessNamespace pod) is still refused */
 	char pid_ns[128];
 	snprintf(pid_ns, sizeof(pid_ns), "{\"type\": \"pid\", \"path\": \"/proc/%d/ns/pid\"}, ",
