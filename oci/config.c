@@ -1,8 +1,9 @@
 /*
  * oci/config.c: a bundle's config.json (OCI runtime spec, config.md) into struct oci_config.
  * Whatever rung does not run is refused here, before anything is created, with an error that
- * names the field: joining a namespace other than the network's, sharing the host's pid or ipc
- * namespace, all capabilities (a privileged container), devices beyond the defaults, a user
+ * names the field: joining a pid, mount, user or cgroup namespace (a pod's network, ipc and uts
+ * ones are joined: nsjoin.c checks the last two), sharing the host's pid or ipc namespace, a
+ * joined namespace's sysctl, all capabilities (a privileged container), devices beyond the defaults, a user
  * namespace whose map reaches host root. Capabilities beyond rung's policy are dropped.
  */
 #include <fcntl.h>
