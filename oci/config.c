@@ -513,6 +513,8 @@ void oci_config_release(struct oci_config *c)
 	free(c->uid_maps);
 	free(c->gid_maps);
 	free(c->sysctl_keys);
+	if (c->mqueue_fd > 0)
+		close(c->mqueue_fd);
 	free(c->sysctl_values);
 	free(c->rootfs);
 	free(c->bundle);

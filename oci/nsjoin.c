@@ -9,11 +9,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <unistd.h>
+#include <linux/mount.h>
 #include <linux/nsfs.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 
@@ -65,11 +68,32 @@ static int join(const struct oci_ns_join *j, int flag, const char *name, struct 
 	return 0;
 }
 
-int oci_ns_join(const struct oci_config *c, struct rung_err *err)
+/* The mqueue filesystem of the ipc namespace just joined, created here by the runtime (an fs
+ * context, fsopen's): the init's user namespace does not own the pod's ipc namespace, so the
+ * kernel refuses it the superblock; the init mounts this one in its own mount namespace. */
+static int mqueue_make(struct oci_config *c, struct rung_err *err)
+{
+	size_t i = 0;
+	while (i < c->nmounts && strcmp(c->mounts[i].type ? c->mounts[i].type : "", "mqueue") != 0)
+		i++;
+	if (i == c->nmounts)
+		return 0;
+	int fs = (int)syscall(SYS_fsopen, "mqueue", FSOPEN_CLOEXEC);
+	if (fs < 0 || syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+		int e = errno;
+		if (fs >= 0)
+			close(fs);
+		return rung_err_sys(err, e, "mounts[%zu]: mqueue of the pod's ipc namespace", i);
+	}
+	c->mqueue_fd = fs;
+	return 0;
+}
+
+int oci_ns_join(struct oci_config *c, struct rung_err *err)
 {
 	int r = 0;
-	if (c->ipc_join.path)
-		r = join(&c->ipc_join, CLONE_NEWIPC, "ipc", err);
+	if (c->ipc_join.path && (r = join(&c->ipc_join, CLONE_NEWIPC, "ipc", err)) == 0)
+		r = mqueue_make(c, err);
 	if (r < 0 || !c->uts_join.path)
 		return r;
 	if ((r = join(&c->uts_join, CLONE_NEWUTS, "uts", err)) < 0)
