@@ -2,7 +2,8 @@
  * tests/check_e2e_oci_pod.c: a Kubernetes pod as containerd's CRI makes it, on busybox bundles:
  * a "pause" (sandbox) container with its own namespaces and the pod's hostname, then an "app"
  * container whose linux.namespaces give ipc, uts and network as /proc/<pause pid>/ns/...: it
- * starts in the pause's namespaces (the pod's hostname, a SysV queue made there), both delete
+ * starts in the pause's namespaces (the pod's hostname, a SysV queue made there, the pod's
+ * POSIX queues on its /dev/mqueue, which the runtime makes: oci/nsjoin.c), both delete
  * with nothing left. Joining the host's namespace, one of another type, one the host's user
  * namespace owns, or a pid namespace by path is refused, naming the field (docs/oci.md).
  */
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <mqueue.h>
 #include <sys/msg.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -51,7 +53,7 @@ static void setup_pod(void)
 	snprintf(p->bin, sizeof(p->bin), "%s/rung-oci", rung_test_build_dir());
 	mkdir(p->out, 0777);
 	chmod(p->out, 0777); /* the containers' roots are unprivileged host uids */
-	static const char *const applets[] = {"sh", "sleep", "cat", "hostname", NULL};
+	static const char *const applets[] = {"sh", "sleep", "cat", "hostname", "ls", NULL};
 	oci_test_busybox(p->sb, applets);
 	oci_test_busybox(p->app, applets);
 	ck_assert_msg(access(p->bin, X_OK) == 0, "%s: build it first (make all)", p->bin);
@@ -77,8 +79,8 @@ static void teardown_pod(void)
 	P = NULL;
 }
 
-/* bundle/config.json: `sh -c script`, /out bound, linux.namespaces ns (JSON), hostname_json
- * (", \"hostname\": ..." or ""). */
+/* bundle/config.json: `sh -c script`, /proc, /dev (a tmpfs), /dev/mqueue and /out mounted,
+ * linux.namespaces ns (JSON), hostname_json (", \"hostname\": ..." or ""). */
 static void config(struct pod *p, const char *bundle, const char *script, const char *ns,
 		   const char *hostname_json)
 {
@@ -91,6 +93,9 @@ static void config(struct pod *p, const char *bundle, const char *script, const 
 		 " \"process\": {\"args\": [\"sh\", \"-c\", %s], \"env\": [\"PATH=/bin\"],"
 		 "  \"cwd\": \"/\", \"user\": {\"uid\": 0, \"gid\": 0}},"
 		 " \"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"},"
+		 "  {\"destination\": \"/dev\", \"type\": \"tmpfs\", \"source\": \"tmpfs\"},"
+		 "  {\"destination\": \"/dev/mqueue\", \"type\": \"mqueue\", \"source\": \"mqueue\","
+		 "   \"options\": [\"nosuid\", \"noexec\", \"nodev\"]},"
 		 "  {\"destination\": \"/out\", \"source\": \"%s\", \"options\": [\"bind\"]}],"
 		 " \"linux\": {\"namespaces\": %s}}",
 		 hostname_json, script_json, p->out, ns);
@@ -148,23 +153,32 @@ static bool same_ns(int a, int b, const char *type)
 	       sa.st_dev == so.st_dev;
 }
 
-/* A SysV message queue with QKEY made in pid's ipc namespace (a child of the test joins it). */
+/* A SysV message queue with QKEY and a POSIX one, /rungpod, made in pid's ipc namespace by its
+ * root (a child of the test joins its user and ipc namespaces: the pod's mqueue filesystem has
+ * no inode owner for a host uid the pause's user namespace does not map). */
 static void queue_in(int pid)
 {
 	pid_t c = fork();
 	ck_assert_int_ge(c, 0);
 	if (c == 0) {
 		char ns[64];
+		snprintf(ns, sizeof(ns), "/proc/%d/ns/user", pid);
+		int user = open(ns, O_RDONLY | O_CLOEXEC);
 		snprintf(ns, sizeof(ns), "/proc/%d/ns/ipc", pid);
 		int fd = open(ns, O_RDONLY | O_CLOEXEC);
-		_exit(fd >= 0 && setns(fd, CLONE_NEWIPC) == 0 &&
-				      msgget(QKEY, IPC_CREAT | IPC_EXCL | 0666) >= 0
-			      ? 0
-			      : 1);
+		if (user < 0 || fd < 0 || setns(user, CLONE_NEWUSER) < 0 || setresgid(0, 0, 0) < 0 ||
+		    setresuid(0, 0, 0) < 0 || setns(fd, CLONE_NEWIPC) < 0)
+			_exit(1);
+		if (msgget(QKEY, IPC_CREAT | IPC_EXCL | 0666) < 0)
+			_exit(2);
+		_exit(mq_open("/rungpod", O_CREAT | O_EXCL | O_RDWR, 0644, NULL) < 0 ? 100 + errno
+										       : 0);
 	}
 	int st = 0;
 	ck_assert_int_eq(waitpid(c, &st, 0), c);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "no queue in the pause's ipc namespace");
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "no queues in the pause's ipc namespace: %d (100 + errno: mq_open)",
+		      WEXITSTATUS(st));
 }
 
 static char *out_file(struct pod *p, const char *name)
@@ -191,7 +205,8 @@ START_TEST(test_pod_shares_ipc_uts)
 	queue_in(sb);
 	char ns[1024];
 	app_ns(ns, sizeof(ns), sb, NULL, NULL, NULL);
-	config(p, p->app, "hostname > /out/host; cat /proc/sysvipc/msg > /out/msg", ns, "");
+	config(p, p->app, "hostname > /out/host; cat /proc/sysvipc/msg > /out/msg; "
+		  "ls /dev/mqueue > /out/mq", ns, "");
 	ck_assert_msg(OCI(p, "create", "--bundle", p->app, "app") == 0, "%s", p->stderr_);
 	int app = state_pid(p, "app", "created");
 	ck_assert(same_ns(app, sb, "ipc"));
@@ -201,8 +216,10 @@ START_TEST(test_pod_shares_ipc_uts)
 	ck_assert(!same_ns(app, sb, "user")); /* still its own user namespace */
 	ck_assert_int_eq(OCI(p, "start", "app"), 0);
 	state_pid(p, "app", "stopped");
-	char *host = out_file(p, "host"), *msg = out_file(p, "msg");
+	char *host = out_file(p, "host"), *msg = out_file(p, "msg"), *mq = out_file(p, "mq");
 	ck_assert_str_eq(host, "podhost\n");
+	ck_assert_str_eq(mq, "rungpod\n"); /* /dev/mqueue is the pod's (nsjoin.c, mount.c) */
+	free(mq);
 	char key[32];
 	snprintf(key, sizeof(key), "%d ", QKEY);
 	ck_assert_msg(strstr(msg, key), "the app's /proc/sysvipc/msg has no queue %d: %s", QKEY, msg);
