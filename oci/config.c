@@ -3,8 +3,9 @@
  * Whatever rung does not run is refused here, before anything is created, with an error that
  * names the field: joining a pid, mount, user or cgroup namespace (a pod's network, ipc and uts
  * ones are joined: nsjoin.c checks the last two), sharing the host's pid or ipc namespace, a
- * joined namespace's sysctl, all capabilities (a privileged container), devices beyond the defaults, a user
- * namespace whose map reaches host root. Capabilities beyond rung's policy are dropped.
+ * joined namespace's sysctl, all capabilities (a privileged container), devices beyond the
+ * defaults, a user namespace whose map reaches host root. Capabilities beyond rung's policy are
+ * dropped.
  */
 #include <fcntl.h>
 #include <limits.h>

@@ -1,11 +1,11 @@
 /*
- * oci/create.c: `create` and `start`. create parses the bundle, refuses what rung does not
- * run, makes the state directory and the exec fifo, joins a pod's network, ipc and uts
- * namespaces given by path (nsjoin.c), clones the init into new namespaces (always its own
- * user and mount ones; a private id range when the spec has no user namespace), writes its id maps, puts it in its cgroup with the spec's limits, sets its
- * rlimits and oom score, attaches the rootfs idmapped to it, and waits until it reports
- * ready. Then it writes state.json and the pid file (atomically) and returns: the init waits
- * on the fifo until `start` writes one byte to it.
+ * oci/create.c: `create` and `start`. create parses the bundle, refuses what rung does not run,
+ * makes the state directory and the exec fifo, joins a pod's network, ipc and uts namespaces
+ * given by path (nsjoin.c), clones the init into new namespaces (always its own user and mount
+ * ones; a private id range when the spec has no user namespace), writes its id maps, puts it in
+ * its cgroup with the spec's limits, sets its rlimits and oom score, attaches the rootfs idmapped
+ * to it, and waits until it reports ready. Then it writes state.json and the pid file
+ * (atomically) and returns: the init waits on the fifo until `start` writes one byte to it.
  */
 #include <fcntl.h>
 #include <limits.h>

@@ -9,16 +9,16 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <unistd.h>
-#include <linux/mount.h>
-#include <linux/nsfs.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <unistd.h>
+#include <linux/mount.h>
+#include <linux/nsfs.h>
 
 #include "common/cleanup.h"
 #include "common/util.h"
@@ -49,8 +49,8 @@ static int join(const struct oci_ns_join *j, int flag, const char *name, struct 
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return rung_err_sys(err, errno, "%s: %s", field, j->path);
 	if (ioctl(fd, NS_GET_NSTYPE) != flag)
-		return rung_err_set(err, EINVAL, "%s: %s is not an %s namespace", field, j->path,
-				    name);
+		return rung_err_set(err, EINVAL, "%s: %s is not %s %s namespace", field, j->path,
+				    flag == CLONE_NEWIPC ? "an" : "a", name);
 	if (hosts(name, &st))
 		return rung_err_set(err, EPERM,
 				    "%s: %s is the host's %s namespace (pid 1's or "
