@@ -1,9 +1,11 @@
 /*
  * oci/config.c: a bundle's config.json (OCI runtime spec, config.md) into struct oci_config.
  * Whatever rung does not run is refused here, before anything is created, with an error that
- * names the field: joining a namespace other than the network's, sharing the host's pid or ipc
- * namespace, all capabilities (a privileged container), devices beyond the defaults, a user
- * namespace whose map reaches host root. Capabilities beyond rung's policy are dropped.
+ * names the field: joining a pid, mount, user or cgroup namespace (a pod's network, ipc and uts
+ * ones are joined: nsjoin.c checks the last two), sharing the host's pid or ipc namespace, a
+ * joined namespace's sysctl, all capabilities (a privileged container), devices beyond the
+ * defaults, a user namespace whose map reaches host root. Capabilities beyond rung's policy are
+ * dropped.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -205,10 +207,17 @@ static int namespaces_parse(json_t *linux_, struct oci_config *c, struct rung_er
 					    type);
 		seen |= flag;
 		if (path && *path) {
+			if (flag == CLONE_NEWIPC || flag == CLONE_NEWUTS) { /* a pod's (nsjoin.c) */
+				struct oci_ns_join *j = flag == CLONE_NEWIPC ? &c->ipc_join
+									     : &c->uts_join;
+				*j = (struct oci_ns_join){.path = path, .index = i};
+				continue;
+			}
 			if (flag != CLONE_NEWNET)
 				return rung_err_set(err, EPERM, "linux.namespaces[%zu].path: joining "
 						    "an existing %s namespace is refused (only the "
-						    "network namespace may be joined)", i, type);
+						    "network, ipc and uts namespaces may be joined)", i,
+						    type);
 			c->netns_path = path;
 			continue;
 		}
@@ -221,8 +230,9 @@ static int namespaces_parse(json_t *linux_, struct oci_config *c, struct rung_er
 		return rung_err_set(err, EPERM, "linux.namespaces: no ipc namespace: sharing the "
 				    "host's ipc namespace is refused");
 	c->spec_userns = seen & CLONE_NEWUSER;
-	/* rung's boundary: always its own mount, uts and user namespaces */
-	c->ns_flags |= CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWUSER;
+	/* rung's boundary: always its own mount and user namespaces, and its own uts one unless
+	 * a pod's is joined */
+	c->ns_flags |= CLONE_NEWNS | CLONE_NEWUSER | (c->uts_join.path ? 0 : CLONE_NEWUTS);
 	if (!c->spec_userns && (json_array_size(json_object_get(linux_, "uidMappings")) ||
 				json_array_size(json_object_get(linux_, "gidMappings"))))
 		return rung_err_set(err, EINVAL, "linux.uidMappings: given without a user namespace");
@@ -401,6 +411,12 @@ static int sysctl_parse(json_t *o, struct oci_config *c, struct rung_err *err)
 		if (!ns)
 			return rung_err_set(err, EPERM, "linux.sysctl.%s: not a namespaced sysctl "
 					    "(it would change the host)", k);
+		bool uts = strcmp(k, "kernel.hostname") == 0 || strcmp(k, "kernel.domainname") == 0;
+		const struct oci_ns_join *j = uts ? &c->uts_join : &c->ipc_join;
+		if (strncmp(k, "net.", 4) != 0 && j->path)
+			return rung_err_set(err, EPERM, "linux.sysctl.%s: the %s namespace is joined "
+					    "(linux.namespaces[%zu].path): it is the pod's, set by "
+					    "its sandbox", k, uts ? "uts" : "ipc", j->index);
 		c->sysctl_keys[i] = k;
 		c->sysctl_values[i++] = json_string_value(v);
 	}
@@ -498,6 +514,8 @@ void oci_config_release(struct oci_config *c)
 	free(c->uid_maps);
 	free(c->gid_maps);
 	free(c->sysctl_keys);
+	if (c->mqueue_fd > 0)
+		close(c->mqueue_fd);
 	free(c->sysctl_values);
 	free(c->rootfs);
 	free(c->bundle);

@@ -1,11 +1,11 @@
 /*
- * oci/create.c: `create` and `start`. create parses the bundle, refuses what rung does not
- * run, makes the state directory and the exec fifo, clones the init into new namespaces
- * (always its own user, mount and uts ones; a private id range when the spec has no user
- * namespace), writes its id maps, puts it in its cgroup with the spec's limits, sets its
- * rlimits and oom score, attaches the rootfs idmapped to it, and waits until it reports
- * ready. Then it writes state.json and the pid file (atomically) and returns: the init waits
- * on the fifo until `start` writes one byte to it.
+ * oci/create.c: `create` and `start`. create parses the bundle, refuses what rung does not run,
+ * makes the state directory and the exec fifo, joins a pod's network, ipc and uts namespaces
+ * given by path (nsjoin.c), clones the init into new namespaces (always its own user and mount
+ * ones; a private id range when the spec has no user namespace), writes its id maps, puts it in
+ * its cgroup with the spec's limits, sets its rlimits and oom score, attaches the rootfs idmapped
+ * to it, and waits until it reports ready. Then it writes state.json and the pid file
+ * (atomically) and returns: the init waits on the fifo until `start` writes one byte to it.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -311,6 +311,8 @@ static int prepare(struct create_ctx *x, struct rung_err *err)
 			return rung_err_sys(err, errno, "linux.namespaces[network].path %s",
 					    x->cfg.netns_path);
 	}
+	if ((r = oci_ns_join(&x->cfg, err)) < 0) /* a pod's ipc and uts (nsjoin.c) */
+		return r;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, x->sync) < 0)
 		return rung_err_sys(err, errno, "socketpair");
 	return 0;
@@ -371,7 +373,7 @@ int oci_create(const struct oci_create_opts *o, struct rung_err *err)
 	/* nothing of the caller's but stdio reaches the container */
 	syscall(SYS_close_range, 3, ~0u, 4 /* CLOSE_RANGE_CLOEXEC */);
 	int r = prepare(&x, err);
-	if (r == 0 && !x.cfg.hostname) { /* none given: the id, never the host's name */
+	if (r == 0 && !x.cfg.hostname && !x.cfg.uts_join.path) { /* the id, never the host's */
 		snprintf(x.hostname, sizeof(x.hostname), "%.63s", o->id);
 		x.cfg.hostname = x.hostname;
 	}

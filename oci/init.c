@@ -190,7 +190,8 @@ static int setup(const struct oci_config *c, const struct oci_init_args *a, stru
 		r = enter_root(c, a->no_pivot, err);
 	if (r == 0)
 		r = oci_paths_apply(c, err);
-	if (r == 0 && c->hostname && sethostname(c->hostname, strlen(c->hostname)) < 0)
+	if (r == 0 && c->hostname && !c->uts_join.path && /* a pod's is its sandbox's */
+	    sethostname(c->hostname, strlen(c->hostname)) < 0)
 		r = rung_err_sys(err, errno, "hostname '%s'", c->hostname);
 	if (r == 0)
 		r = sysctl_apply(c, err);

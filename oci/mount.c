@@ -104,9 +104,10 @@ static bool is_dir(const char *p)
 	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* Mount m on fd's path; *remount: flags still to apply on the new mount (binds). */
-static int mount_at(const struct oci_mount *m, size_t i, const char *t, unsigned long *remount,
-		    unsigned long *clear, struct rung_err *err)
+/* Mount m on fd's path (an mqueue: c_mqueue_fd moved there when > 0); *remount: flags still
+ * to apply on the new mount (binds). */
+static int mount_at(const struct oci_mount *m, size_t i, const char *t, int c_mqueue_fd,
+		    unsigned long *remount, unsigned long *clear, struct rung_err *err)
 {
 	*remount = 0;
 	*clear = m->clear;
@@ -115,6 +116,16 @@ static int mount_at(const struct oci_mount *m, size_t i, const char *t, unsigned
 			return rung_err_sys(err, errno, "mounts[%zu]: bind %s on %s", i, m->src,
 					    m->dst);
 		*remount = m->flags;
+		return 0;
+	}
+	if (c_mqueue_fd > 0 && strcmp(m->type, "mqueue") == 0) { /* the pod's (nsjoin.c) */
+		cleanup_close int mq = (int)syscall(SYS_fsmount, c_mqueue_fd, FSMOUNT_CLOEXEC,
+						    m->flags & MS_RDONLY ? MOUNT_ATTR_RDONLY : 0);
+		if (mq < 0 || syscall(SYS_move_mount, mq, "", AT_FDCWD, t, /* t: a /proc link */
+				      MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_SYMLINKS) < 0)
+			return rung_err_sys(err, errno, "mounts[%zu]: the pod's mqueue on %s", i,
+					    m->dst);
+		*remount = m->flags; /* nosuid, nodev, noexec as the spec says */
 		return 0;
 	}
 	if (mount(m->src ? m->src : m->type, t, m->type, m->flags, m->data) == 0)
@@ -136,8 +147,9 @@ static int mount_at(const struct oci_mount *m, size_t i, const char *t, unsigned
 	return 0;
 }
 
-static int mount_one(int rootfd, const struct oci_mount *m, size_t i, struct rung_err *err)
+static int mount_one(int rootfd, const struct oci_config *c, size_t i, struct rung_err *err)
 {
+	const struct oci_mount *m = &c->mounts[i];
 	bool file = m->bind && !is_dir(m->src);
 	if (make_in(rootfd, m->dst, file, err) < 0)
 		return rung_err_wrap(err, "mounts[%zu] (%s)", i, m->dst);
@@ -147,7 +159,7 @@ static int mount_one(int rootfd, const struct oci_mount *m, size_t i, struct run
 	char t[64];
 	snprintf(t, sizeof(t), "/proc/self/fd/%d", fd);
 	unsigned long remount, clear;
-	int r = mount_at(m, i, t, &remount, &clear, err);
+	int r = mount_at(m, i, t, c->mqueue_fd, &remount, &clear, err);
 	if (r < 0 || (!(remount & ~MS_REC) && !m->prop))
 		return r;
 	/* the fd still names what is under the new mount: open its root */
@@ -201,7 +213,7 @@ int oci_mounts_apply(const struct oci_config *c, struct rung_err *err)
 	if (rootfd < 0)
 		return rung_err_sys(err, errno, "root.path %s", c->rootfs);
 	for (size_t i = 0; i < c->nmounts; i++) {
-		int r = mount_one(rootfd, &c->mounts[i], i, err);
+		int r = mount_one(rootfd, c, i, err);
 		if (r < 0)
 			return r;
 	}

@@ -60,6 +60,10 @@ int oci_exec_config(const struct oci_exec_opts *o, const struct oci_state *st,
 
 /* egress.c: dev.rung.egress-allow applied in the joined network namespace, which the caller
  * is in (create), and its table and DNS proxy removed (delete; idempotent, a no-op without). */
+/* In create's own process, before the init is cloned: check and join the pod's ipc and uts
+ * namespaces the spec gives by path (nsjoin.c); a spec's hostname must then be the pod's. With
+ * ipc joined and an mqueue mount, c->mqueue_fd is that namespace's (mount.c moves it in). */
+int oci_ns_join(struct oci_config *c, struct rung_err *err);
 int oci_egress_up(const struct oci_config *c, const char *root, const char *id,
 		  struct rung_err *err);
 int oci_egress_down(const char *root, const char *id, struct rung_err *err);

@@ -66,6 +66,11 @@ struct oci_config {
 	const char *hostname;
 	int ns_flags;		/* CLONE_NEW* to create */
 	const char *netns_path; /* join this network namespace (NULL: per ns_flags) */
+	struct oci_ns_join {	/* a pod's ipc or uts namespace, by path (oci/nsjoin.c) */
+		const char *path; /* NULL: its own (ns_flags) */
+		size_t index;	  /* in linux.namespaces, for errors */
+	} ipc_join, uts_join;
+	int mqueue_fd; /* the joined ipc namespace's mqueue, an fs context (nsjoin.c); 0: none */
 	bool spec_userns;	/* the spec asked for a user namespace */
 	struct oci_idmap *uid_maps, *gid_maps;
 	size_t nuid_maps, ngid_maps;

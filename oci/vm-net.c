@@ -61,6 +61,10 @@ static int allow_list(const struct oci_config *c, char ***out, struct rung_err *
 int oci_vm_net_enter(const struct oci_config *c, struct oci_vm_net *n, struct rung_err *err)
 {
 	*n = (struct oci_vm_net){.host_fd = -1};
+	const struct oci_ns_join *j = c->ipc_join.path ? &c->ipc_join : &c->uts_join;
+	if (j->path) /* the guest has its own kernel: no host-side ipc or uts to share */
+		return rung_err_set(err, ENOTSUP, "linux.namespaces[%zu].path: the vm rung cannot "
+				    "join a pod's ipc or uts namespace", j->index);
 	if (!c->netns_path)
 		return 0;
 	cleanup_close int pod = open(c->netns_path, O_RDONLY | O_CLOEXEC);

@@ -314,6 +314,33 @@ START_TEST(test_leaks_100_cycles)
 }
 END_TEST
 
+/* A pod as ctr makes one: a "pause" task, then a task joining its ipc and uts namespaces with
+ * --with-ns (the CRI's paths): the pause's hostname (its id: ctr sets none) and ipc namespace
+ * seen inside; both removed. */
+START_TEST(test_with_ns_pod)
+{
+	REQUIRE();
+	ck_assert_msg(RUN("-d", CTRD_IMAGE, "p1", "sleep", "1000") == 0, "%s %s", out_, err_);
+	int pid = 0;
+	ck_assert_str_eq(task_status("p1", &pid), "RUNNING");
+	char ipc[64], uts[64], link[64];
+	snprintf(ipc, sizeof(ipc), "ipc:/proc/%d/ns/ipc", pid);
+	snprintf(uts, sizeof(uts), "uts:/proc/%d/ns/uts", pid);
+	ssize_t n = readlink(ipc + 4, link, sizeof(link) - 1);
+	ck_assert_int_gt(n, 0);
+	link[n] = '\0';
+	ck_assert_msg(RUN("--rm", "--with-ns", ipc, "--with-ns", uts, CTRD_IMAGE, "a1", "sh", "-c",
+			  "hostname; readlink /proc/self/ns/ipc") == 0,
+		      "%s %s", out_, err_);
+	char want[128];
+	snprintf(want, sizeof(want), "p1\n%s\n", link);
+	ck_assert_str_eq(out_, want);
+	ctrd_remove(&C, "p1", 30);
+	ck_assert_int_eq(CTR("containers", "ls", "-q"), 0);
+	ck_assert_msg(!strstr(out_, "p1") && !strstr(out_, "a1"), "left: %s", out_);
+}
+END_TEST
+
 Suite *e2e_oci_containerd_suite(void)
 {
 	Suite *s = suite_create("e2e_oci_containerd");
@@ -327,5 +354,11 @@ Suite *e2e_oci_containerd_suite(void)
 	tcase_add_test(tc, test_ladder_battery);
 	tcase_add_test(tc, test_leaks_100_cycles);
 	suite_add_tcase(s, tc);
+	TCase *pod = tcase_create("pod"); /* CK_RUN_CASE=pod runs it alone */
+	tcase_add_unchecked_fixture(pod, setup, teardown);
+	tcase_set_tags(pod, "root");
+	tcase_set_timeout(pod, 300);
+	tcase_add_test(pod, test_with_ns_pod);
+	suite_add_tcase(s, pod);
 	return s;
 }

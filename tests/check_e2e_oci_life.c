@@ -18,7 +18,6 @@
 #include <sched.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -398,19 +397,8 @@ START_TEST(test_joined_netns_locked)
 {
 	RUNG_REQUIRE_ROOT();
 	struct env *e = E;
-	int ready[2];
-	ck_assert_int_eq(pipe(ready), 0);
-	pid_t holder = fork();
-	ck_assert_int_ge(holder, 0);
-	if (holder == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (unshare(CLONE_NEWNET) < 0 || write(ready[1], "x", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	char c, ns[128], p[PATH_MAX * 2];
-	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	int holder = oci_test_ns_holder(CLONE_NEWNET);
+	char ns[128], p[PATH_MAX * 2];
 	snprintf(ns, sizeof(ns), "[{\"type\": \"pid\"}, {\"type\": \"ipc\"}, {\"type\": \"mount\"},"
 		 " {\"type\": \"network\", \"path\": \"/proc/%d/ns/net\"}, {\"type\": \"uts\"}]",
 		 (int)holder);
@@ -443,10 +431,7 @@ START_TEST(test_joined_netns_locked)
 	ck_assert_int_eq(ioctl(sk, SIOCGIFFLAGS, &ifr), 0);
 	ck_assert_int_eq(ifr.ifr_flags & IFF_UP, 0);
 	close(sk);
-	kill(holder, SIGKILL);
-	waitpid(holder, NULL, 0);
-	close(ready[0]);
-	close(ready[1]);
+	oci_test_ns_holder_end(holder);
 }
 END_TEST
 

@@ -128,6 +128,46 @@ START_TEST(test_refusals)
 }
 END_TEST
 
+/* A pod's app container (the CRI's): ipc and uts given by path are recorded to be joined
+ * (create checks and joins them, e2e_oci_pod), no uts namespace of its own; mount, user and
+ * cgroup by path stay refused, and so does a sysctl of a joined namespace. */
+START_TEST(test_pod_namespaces)
+{
+	json_t *ns = json_pack("[{s:s}, {s:s}, {s:s, s:s}, {s:s, s:s}]", "type", "pid", "type",
+			       "mount", "type", "ipc", "path", "/proc/7/ns/ipc", "type", "uts",
+			       "path", "/proc/7/ns/uts");
+	struct oci_config c;
+	struct rung_err err = {0};
+	ck_assert_int_eq(parse_with("linux", "namespaces", json_incref(ns), &c, &err), 0);
+	ck_assert_str_eq(c.ipc_join.path, "/proc/7/ns/ipc");
+	ck_assert_uint_eq(c.ipc_join.index, 2);
+	ck_assert_str_eq(c.uts_join.path, "/proc/7/ns/uts");
+	ck_assert_uint_eq(c.uts_join.index, 3);
+	ck_assert(!(c.ns_flags & (CLONE_NEWIPC | CLONE_NEWUTS)));
+	ck_assert(c.ns_flags & CLONE_NEWUSER);
+	oci_config_release(&c);
+	static const char *const refused_types[] = {"mount", "user", "cgroup"};
+	for (size_t i = 0; i < 3; i++)
+		refused("linux", "namespaces",
+			json_pack("[{s:s}, {s:s}, {s:s, s:s}]", "type", "pid", "type", "ipc", "type",
+				  refused_types[i], "path", "/proc/7/ns/x"),
+			EPERM, "linux.namespaces[2].path: joining an existing");
+	/* the sysctls of a joined namespace are the pod's: its sandbox sets them */
+	json_t *doc = json_loads(base, 0, NULL);
+	json_t *lx = json_object_get(doc, "linux");
+	json_object_set(lx, "namespaces", ns);
+	json_object_set_new(lx, "sysctl", json_pack("{s:s}", "kernel.domainname", "x"));
+	char *text = json_dumps(doc, 0);
+	ck_assert_int_eq(oci_config_parse(text, strlen(text), "/b", &c, &err), -EPERM);
+	ck_assert_msg(strstr(err.msg, "linux.sysctl.kernel.domainname") &&
+			      strstr(err.msg, "linux.namespaces[3].path"), "%s", err.msg);
+	oci_config_release(&c);
+	free(text);
+	json_decref(doc);
+	json_decref(ns);
+}
+END_TEST
+
 START_TEST(test_privileged_and_userns)
 {
 	json_t *all = json_array();
@@ -208,6 +248,7 @@ Suite *oci_config_suite(void)
 	tcase_set_timeout(tc, 10);
 	tcase_add_test(tc, test_parse_ok);
 	tcase_add_test(tc, test_refusals);
+	tcase_add_test(tc, test_pod_namespaces);
 	tcase_add_test(tc, test_privileged_and_userns);
 	tcase_add_test(tc, test_bad_json_and_mounts);
 	tcase_add_test(tc, test_ids);

@@ -27,6 +27,12 @@ void oci_test_cri_resolv(const char *dir, const char *resolver, char *m, size_t 
 void oci_test_pod_config(const char *bundle, const char *script, const char *ann_json,
 			 const char *mounts_json, const char *netns_path);
 
+/* A child of the test in new namespaces of its own (flags: CLONE_NEWNET, CLONE_NEWIPC, ...),
+ * made outside any container, waiting until oci_test_ns_holder_end (or the test's end); its
+ * pid, whose /proc/PID/ns/... a bundle may name. */
+int oci_test_ns_holder(int flags);
+void oci_test_ns_holder_end(int pid);
+
 /* The terminal master a runtime sends over a --console-socket listening on listen_fd (the
  * connection accepted and closed). */
 int oci_test_console_master(int listen_fd);
