@@ -39,8 +39,8 @@ static bool hosts(const char *name, const struct stat *st)
 	return same_file(p1, st) || same_file(self, st);
 }
 
-/* Check the namespace at j->path (of type flag, /proc's name) and setns into it. */
-static int join(const struct oci_ns_join *j, int flag, const char *name, struct rung_err *err)
+/* Open and check the namespace at j->path (of type flag, /proc's name): its fd, or < 0. */
+static int ns_open(const struct oci_ns_join *j, int flag, const char *name, struct rung_err *err)
 {
 	char field[48];
 	snprintf(field, sizeof(field), "linux.namespaces[%zu].path", j->index);
@@ -63,8 +63,26 @@ static int join(const struct oci_ns_join *j, int flag, const char *name, struct 
 				    "%s: %s is not owned by a container's user "
 				    "namespace (it was made outside a pod's sandbox): refused",
 				    field, j->path);
+	int r = fd;
+	fd = -1; /* the caller's now */
+	return r;
+}
+
+int oci_ns_check(const struct oci_ns_join *j, int flag, const char *name, struct rung_err *err)
+{
+	cleanup_close int fd = j->path ? ns_open(j, flag, name, err) : -1;
+	return j->path && fd < 0 ? fd : 0;
+}
+
+/* Check the namespace at j->path and setns into it. */
+static int join(const struct oci_ns_join *j, int flag, const char *name, struct rung_err *err)
+{
+	cleanup_close int fd = ns_open(j, flag, name, err);
+	if (fd < 0)
+		return fd;
 	if (setns(fd, flag) < 0)
-		return rung_err_sys(err, errno, "%s: join %s", field, j->path);
+		return rung_err_sys(err, errno, "linux.namespaces[%zu].path: join %s", j->index,
+				    j->path);
 	return 0;
 }
 

@@ -64,6 +64,9 @@ int oci_exec_config(const struct oci_exec_opts *o, const struct oci_state *st,
  * namespaces the spec gives by path (nsjoin.c); a spec's hostname must then be the pod's. With
  * ipc joined and an mqueue mount, c->mqueue_fd is that namespace's (mount.c moves it in). */
 int oci_ns_join(struct oci_config *c, struct rung_err *err);
+/* The checks of oci_ns_join on j (when it has a path: of type flag, not the host's, owned by a
+ * container's user namespace), without joining: the vm rung's guest has its own ipc and uts. */
+int oci_ns_check(const struct oci_ns_join *j, int flag, const char *name, struct rung_err *err);
 int oci_egress_up(const struct oci_config *c, const char *root, const char *id,
 		  struct rung_err *err);
 int oci_egress_down(const char *root, const char *id, struct rung_err *err);

@@ -61,10 +61,12 @@ static int allow_list(const struct oci_config *c, char ***out, struct rung_err *
 int oci_vm_net_enter(const struct oci_config *c, struct oci_vm_net *n, struct rung_err *err)
 {
 	*n = (struct oci_vm_net){.host_fd = -1};
-	const struct oci_ns_join *j = c->ipc_join.path ? &c->ipc_join : &c->uts_join;
-	if (j->path) /* the guest has its own kernel: no host-side ipc or uts to share */
-		return rung_err_set(err, ENOTSUP, "linux.namespaces[%zu].path: the vm rung cannot "
-				    "join a pod's ipc or uts namespace", j->index);
+	/* A pod's app container (the CRI gives it the pause's ipc and uts by path): checked as
+	 * the container rung checks them, not joined: the guest has its own kernel, so its ipc
+	 * and uts are its own (docs/oci.md, "The vm rung"). */
+	int r = oci_ns_check(&c->ipc_join, CLONE_NEWIPC, "ipc", err);
+	if (r < 0 || (r = oci_ns_check(&c->uts_join, CLONE_NEWUTS, "uts", err)) < 0)
+		return r;
 	if (!c->netns_path)
 		return 0;
 	cleanup_close int pod = open(c->netns_path, O_RDONLY | O_CLOEXEC);
@@ -80,8 +82,7 @@ int oci_vm_net_enter(const struct oci_config *c, struct oci_vm_net *n, struct ru
 					    "apply to the whole host", c->netns_path);
 		return 0; /* the host's network (hostNetwork): the guest has no device, as before */
 	}
-	int r = allow_list(c, &n->allow, err);
-	if (r < 0)
+	if ((r = allow_list(c, &n->allow, err)) < 0)
 		return r;
 	if ((r = oci_egress_resolver(c, n->dns, err)) < 0) {
 		if (json_object_get(c->annotations, OCI_ANN_EGRESS))

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -224,6 +225,52 @@ START_TEST(test_vm_paused_state)
 }
 END_TEST
 
+/* A pod's app container on the vm rung (the CRI gives it the pause's ipc and uts by path): the
+ * paths are checked as the container rung checks them, not joined (the guest has its own
+ * kernel); the host's refused, naming the field. */
+static int vm_pod_enter(const char *ipc, const char *uts, struct rung_err *e)
+{
+	char t[2048];
+	snprintf(t, sizeof(t),
+		 "{\"ociVersion\": \"1.0.2\", \"root\": {\"path\": \"rootfs\"},"
+		 " \"process\": {\"args\": [\"/bin/true\"], \"cwd\": \"/\","
+		 "  \"user\": {\"uid\": 0, \"gid\": 0}},"
+		 " \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"mount\"},"
+		 "  {\"type\": \"ipc\", \"path\": \"%s\"}, {\"type\": \"uts\", \"path\": \"%s\"}]}}",
+		 ipc, uts);
+	struct oci_config c = {0};
+	int r = oci_config_parse(t, strlen(t), "/bundle", &c, e);
+	ck_assert_msg(r == 0, "parse: %s", e->msg);
+	struct oci_vm_net n;
+	r = oci_vm_net_enter(&c, &n, e);
+	oci_vm_net_leave(&n);
+	oci_config_release(&c);
+	return r;
+}
+
+START_TEST(test_vm_pod_namespaces)
+{
+	if (geteuid() != 0)
+		RUNG_SKIP("needs root (a user namespace holding the pod's ipc and uts)");
+	int pod = oci_test_ns_holder(CLONE_NEWUSER | CLONE_NEWIPC | CLONE_NEWUTS);
+	char ipc[64], uts[64], self_ipc[64];
+	snprintf(ipc, sizeof(ipc), "/proc/%d/ns/ipc", pod);
+	snprintf(uts, sizeof(uts), "/proc/%d/ns/uts", pod);
+	snprintf(self_ipc, sizeof(self_ipc), "/proc/%d/ns/ipc", (int)getpid());
+	struct rung_err e = {0};
+	ck_assert_msg(vm_pod_enter(ipc, uts, &e) == 0, "a pod's namespaces: %s", e.msg);
+	e = (struct rung_err){0};
+	ck_assert_int_lt(vm_pod_enter(self_ipc, uts, &e), 0);
+	ck_assert_msg(strstr(e.msg, "linux.namespaces[2].path") && strstr(e.msg, "the host's ipc"),
+		      "%s", e.msg);
+	e = (struct rung_err){0};
+	ck_assert_int_lt(vm_pod_enter(ipc, ipc, &e), 0); /* an ipc namespace given as the uts one */
+	ck_assert_msg(strstr(e.msg, "linux.namespaces[3].path") && strstr(e.msg, "not a uts"),
+		      "%s", e.msg);
+	oci_test_ns_holder_end(pod);
+}
+END_TEST
+
 Suite *oci_vmselect_suite(void)
 {
 	Suite *s = suite_create("oci_vmselect");
@@ -234,6 +281,7 @@ Suite *oci_vmselect_suite(void)
 	tcase_add_test(tc, test_vm_refusals);
 	tcase_add_test(tc, test_binary_selection);
 	tcase_add_test(tc, test_vm_paused_state);
+	tcase_add_test(tc, test_vm_pod_namespaces);
 	suite_add_tcase(s, tc);
 	return s;
 }
