@@ -129,7 +129,12 @@ static void memory_attack(const char *what, const char *script, bool killed)
 	struct rt_cgroup_stats st = stats_of(cg);
 	fprintf(stderr, "process %s: %lu OOM kills, peak %lu KiB of 65536 KiB\n", what,
 		(unsigned long)st.oom_kills, (unsigned long)(peak >> 10));
-	ck_assert_uint_le(peak, 64 * MIB);
+	/* The kernel force-charges what an OOM victim allocates while it dies (mm/memcontrol.c:
+	 * an OOM victim's charges may go over the limit so that it can exit), so the peak may
+	 * pass the limit by a few pages: seen once on the distro stage's 6.1, peak 67112960 = the
+	 * limit + 4096. More than 1 MiB over would be a limit not enforced. */
+	ck_assert_msg(peak <= 64 * MIB + MIB, "%s: peak %llu bytes under --memory 64M", what,
+		      (unsigned long long)peak);
 	if (killed && oom_killed)
 		ck_assert_uint_ge(st.oom_kills, 1);
 	if (killed && held_at_limit) { /* then the group hit its limit, and kept hitting it */
