@@ -220,13 +220,6 @@ static int record(const char *root, const char *id, const char *table, bool owne
 	return rung_write_file_replace(AT_FDCWD, p, txt, strlen(txt), 0600, err);
 }
 
-/* Is the namespace at path (when it can be read) st? */
-static bool same_ns(const char *path, const struct stat *st)
-{
-	struct stat o;
-	return stat(path, &o) == 0 && o.st_ino == st->st_ino && o.st_dev == st->st_dev;
-}
-
 int oci_egress_up(const struct oci_config *c, const char *root, const char *id,
 		  struct rung_err *err)
 {
@@ -240,9 +233,7 @@ int oci_egress_up(const struct oci_config *c, const char *root, const char *id,
 		r = rung_err_sys(err, errno, "stat the joined network namespace");
 		goto out;
 	}
-	char caller[64];
-	snprintf(caller, sizeof(caller), "/proc/%d/ns/net", (int)getppid());
-	if (same_ns("/proc/1/ns/net", &st) || same_ns(caller, &st)) {
+	if (oci_ns_is_hosts("net", &st, getppid())) {
 		r = rung_err_set(err, EPERM, ANN ": %s is the host's network namespace (pid 1's, "
 				 "or the caller's): rung's default deny would apply to the whole "
 				 "host", c->netns_path);

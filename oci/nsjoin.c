@@ -30,13 +30,18 @@ static bool same_file(const char *path, const struct stat *st)
 	return stat(path, &o) == 0 && o.st_ino == st->st_ino && o.st_dev == st->st_dev;
 }
 
+bool oci_ns_is_hosts(const char *name, const struct stat *st, pid_t also)
+{
+	char p1[32], other[48];
+	snprintf(p1, sizeof(p1), "/proc/1/ns/%s", name);
+	snprintf(other, sizeof(other), "/proc/%d/ns/%s", (int)also, name);
+	return same_file(p1, st) || same_file(other, st);
+}
+
 /* Whether st is pid 1's or this process's namespace of that name ("ipc", "user"). */
 static bool hosts(const char *name, const struct stat *st)
 {
-	char p1[32], self[32];
-	snprintf(p1, sizeof(p1), "/proc/1/ns/%s", name);
-	snprintf(self, sizeof(self), "/proc/self/ns/%s", name);
-	return same_file(p1, st) || same_file(self, st);
+	return oci_ns_is_hosts(name, st, getpid());
 }
 
 /* Open and check the namespace at j->path (of type flag, /proc's name): its fd, or < 0. */

@@ -2,6 +2,8 @@
 #ifndef RUNG_OCI_INTERNAL_H
 #define RUNG_OCI_INTERNAL_H
 
+#include <sys/stat.h>
+
 #include "oci/oci.h"
 
 /* mount.c, run by the container's init */
@@ -64,6 +66,9 @@ int oci_exec_config(const struct oci_exec_opts *o, const struct oci_state *st,
  * namespaces the spec gives by path (nsjoin.c); a spec's hostname must then be the pod's. With
  * ipc joined and an mqueue mount, c->mqueue_fd is that namespace's (mount.c moves it in). */
 int oci_ns_join(struct oci_config *c, struct rung_err *err);
+/* Whether st (a namespace's stat) is pid 1's namespace of that /proc name ("net", "ipc")
+ * or process also's: the host's, never a pod's. */
+bool oci_ns_is_hosts(const char *name, const struct stat *st, pid_t also);
 /* The checks of oci_ns_join on j (when it has a path: of type flag, not the host's, owned by a
  * container's user namespace), without joining: the vm rung's guest has its own ipc and uts. */
 int oci_ns_check(const struct oci_ns_join *j, int flag, const char *name, struct rung_err *err);

@@ -25,12 +25,6 @@
 
 #define ANN "annotations." OCI_ANN_EGRESS
 
-static bool same_ns(const char *path, const struct stat *st)
-{
-	struct stat o;
-	return stat(path, &o) == 0 && o.st_ino == st->st_ino && o.st_dev == st->st_dev;
-}
-
 /* The allowlist as the spec's strings: the annotation's entries, else 0.0.0.0/0. */
 static int allow_list(const struct oci_config *c, char ***out, struct rung_err *err)
 {
@@ -73,9 +67,7 @@ int oci_vm_net_enter(const struct oci_config *c, struct oci_vm_net *n, struct ru
 	struct stat st;
 	if (pod < 0 || fstat(pod, &st) < 0)
 		return rung_err_sys(err, errno, "linux.namespaces[network].path %s", c->netns_path);
-	char caller[64];
-	snprintf(caller, sizeof(caller), "/proc/%d/ns/net", (int)getppid());
-	if (same_ns("/proc/1/ns/net", &st) || same_ns(caller, &st)) {
+	if (oci_ns_is_hosts("net", &st, getppid())) {
 		if (json_object_get(c->annotations, OCI_ANN_EGRESS))
 			return rung_err_set(err, EPERM, ANN ": %s is the host's network namespace "
 					    "(pid 1's, or the caller's): rung's default deny would "
