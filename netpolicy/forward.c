@@ -13,7 +13,6 @@
  * forwarding later must delete it ("nft delete table inet rung_forward_guard"), see README.md.
  */
 #include <fcntl.h>
-#include <net/if.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -69,21 +68,22 @@ static void guard_seen(const char *name, const char *comment, void *data)
 		*(bool *)data = true;
 }
 
+static void link_seen(const char *name, const char *alias, void *data)
+{
+	(void)name, (void)alias;
+	*(bool *)data = true;
+}
+
 int np_forward_release(struct rung_err *err)
 {
-	struct if_nameindex *ifs = if_nameindex();
-	if (!ifs)
-		return rung_err_sys(err, errno, "list the network interfaces");
 	bool ours = false, seen = false;
-	for (struct if_nameindex *i = ifs; i->if_index; i++)
-		ours = ours || !strncmp(i->if_name, "rg", 2);
-	if_freenameindex(ifs);
-	if (ours)
-		return 0; /* another sandbox's interface still forwards */
+	int r = np_link_foreach(link_seen, &ours, err); /* every "rg*" link */
+	if (r < 0 || ours)
+		return r; /* another sandbox's interface still forwards */
 	struct nft_ctx *c = np_nft_new(err);
 	if (!c)
 		return -ENOMEM;
-	int r = np_nft_foreach_table(c, guard_seen, &seen, err);
+	r = np_nft_foreach_table(c, guard_seen, &seen, err);
 	if (r == 0 && seen)
 		r = np_nft_table_del(c, NP_FORWARD_GUARD, err);
 	np_nft_free(c);
