@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -454,6 +455,20 @@ int rung_fd_set_nonblock(int fd, int on)
 		return -errno;
 	fl = on ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK);
 	return fcntl(fd, F_SETFL, fl) < 0 ? -errno : 0;
+}
+
+void rung_close_from_except(unsigned from, int a, int b)
+{
+	int keep[2] = {a < b ? a : b, a < b ? b : a};
+	unsigned lo = from;
+	for (int i = 0; i < 2; i++) {
+		if (keep[i] < 0 || (unsigned)keep[i] < lo)
+			continue;
+		if ((unsigned)keep[i] > lo)
+			syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0);
+		lo = (unsigned)keep[i] + 1;
+	}
+	syscall(SYS_close_range, lo, ~0U, 0);
 }
 
 int rung_fd_set_cloexec(int fd, int on)

@@ -64,6 +64,9 @@ int rung_helper_path_in(const char *bin, const char *name, char *out, size_t len
 /* Set or clear O_NONBLOCK / FD_CLOEXEC. */
 int rung_fd_set_nonblock(int fd, int on);
 int rung_fd_set_cloexec(int fd, int on);
+/* Close every descriptor from `from` up but a and b (either order; -1: none), with close_range:
+ * for a child about to keep only those. */
+void rung_close_from_except(unsigned from, int a, int b);
 
 /* A signal by name ("TERM", "SIGTERM", any case) or number (1-64); -1 when it is neither. */
 int rung_signal_parse(const char *s);

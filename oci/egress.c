@@ -149,8 +149,7 @@ static void __attribute__((noreturn)) proxy_main(const char *id, const struct np
 	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(devnull, 2) < 0)
 		_exit(127);
 	/* nothing of create's (the exec fifo, the sync socket, the console) stays open here */
-	syscall(SYS_close_range, 3, ready - 1, 0);
-	syscall(SYS_close_range, ready + 1, ~0u, 0);
+	rung_close_from_except(3, ready, -1);
 	setsid();
 	signal(SIGPIPE, SIG_IGN);
 	int r = np_pod_proxy_new(id, p, table, upstream, NULL, NULL, &x, &err);

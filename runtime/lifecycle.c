@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "runtime/diskimg.h"
@@ -122,20 +121,6 @@ static int owned_hold_mnt(const struct rt_sandbox *sb)
 	return open(p, O_RDONLY | O_CLOEXEC);
 }
 
-/* In a child: close every descriptor but a and b (a < b; -1 for none). */
-static void close_all_but(int a, int b)
-{
-	unsigned lo = 0;
-	int keep[2] = {a, b};
-	for (int i = 0; i < 2; i++)
-		if (keep[i] >= 0) {
-			if ((unsigned)keep[i] > lo)
-				syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0);
-			lo = (unsigned)keep[i] + 1;
-		}
-	syscall(SYS_close_range, lo, ~0U, 0);
-}
-
 /*
  * The last reference to a stopped sandbox's mount namespace, and the removal of its moved
  * directory (trash, "" if none), go to a child that does nothing else (no other fd: a
@@ -153,7 +138,7 @@ static void owned_release(int mntns, const char *trash)
 		gate[0] = gate[1] = -1;
 	pid_t pid = fork(); /* from a threaded caller: glibc's fork leaves malloc usable */
 	if (pid == 0) {
-		close_all_but(mntns < gate[0] ? mntns : gate[0], mntns < gate[0] ? gate[0] : mntns);
+		rung_close_from_except(0, mntns, gate[0]);
 		char c;
 		while (gate[0] >= 0 && read(gate[0], &c, 1) < 0 && errno == EINTR)
 			;
