@@ -35,6 +35,7 @@ for a in $(cat /proc/cmdline); do
 	vmtest_bench=*) export VMTEST_BENCH=${a#*=} ;;
 	vmtest_only_bench=*) export VMTEST_ONLY_BENCH=${a#*=} ;;
 	vmtest_snap_n=*) export VMTEST_SNAP_N=${a#*=} ;;
+	vmtest_oci_cycles=*) export RUNG_TEST_OCI_CYCLES=${a#*=} ;;
 	vmtest_trace=1) export VMTEST_TRACE=1 ;;
 	vmtest_verbose=1) export VMTEST_VERBOSE=1 VMTEST_CMDLINE=loglevel=7 ;;
 	vmtest_only=*) export VMTEST_ONLY=$(echo "${a#*=}" | tr , " ") ;;

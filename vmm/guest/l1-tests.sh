@@ -96,7 +96,7 @@ dump() { echo "---- $1 (last lines of $2)"; tail -n 15 "$2" 2>/dev/null | sed 's
 # guest kernel and initramfs, a 180 s boot timeout and uid slots in $W/uid-slots-SUITE, into
 # $W/SUITE.log; its exit status.
 ck_vm_suite() {
-	timeout -s KILL 1200 env CK_VERBOSITY=verbose RUNG_BUILD_DIR="$2" \
+	timeout -s KILL $((1200 + 60 * ${RUNG_TEST_OCI_CYCLES:-0})) env CK_VERBOSITY=verbose RUNG_BUILD_DIR="$2" \
 		RUNG_VM_KERNEL="$G/bzImage" RUNG_VM_INITRD="$G/initramfs.cpio.gz" \
 		RUNG_UID_REGISTRY="$W/uid-slots-$1" RUNG_VM_BOOT_TIMEOUT_MS=180000 \
 		"$P/rung/bin/check_rung" "$1" >"$W/$1.log" 2>&1

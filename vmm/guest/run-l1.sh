@@ -17,7 +17,7 @@
 # RUNG_L1_KVM_AMD (more kvm-amd options in L1, comma-separated, e.g. npt=0,vgif=0),
 # RUNG_VM_QUIET (s without L1 console output before it is
 # stopped as wedged, 150),
-# VMTEST_DRIVER, VMTEST_BENCH, VMTEST_ONLY_BENCH, VMTEST_SNAP_N.
+# VMTEST_DRIVER, VMTEST_BENCH, VMTEST_ONLY_BENCH, VMTEST_SNAP_N, VMTEST_OCI_CYCLES.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-build/vm}
@@ -139,6 +139,7 @@ else
 	[ -n "${VMTEST_BENCH:-}" ] && append="$append vmtest_bench=$VMTEST_BENCH"
 	[ -n "${VMTEST_ONLY_BENCH:-}" ] && append="$append vmtest_only_bench=$VMTEST_ONLY_BENCH"
 	[ -n "${VMTEST_SNAP_N:-}" ] && append="$append vmtest_snap_n=$VMTEST_SNAP_N"
+	[ -n "${VMTEST_OCI_CYCLES:-}" ] && append="$append vmtest_oci_cycles=$VMTEST_OCI_CYCLES"
 	[ -n "${VMTEST_TRACE:-}" ] && append="$append vmtest_trace=$VMTEST_TRACE"
 	[ -n "${VMTEST_VERBOSE:-}" ] && append="$append vmtest_verbose=$VMTEST_VERBOSE"
 	[ -n "${VMTEST_ONLY:-}" ] && append="$append vmtest_only=$(echo "$VMTEST_ONLY" | tr " " ,)"
