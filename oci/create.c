@@ -46,7 +46,38 @@ struct create_ctx {
 	char ovl_opts[4096]; /* a rootfs that was an overlay: its options (overlay.c) */
 	bool dir_made;
 	struct rt_cgroup *cg;
+	int home[3]; /* rung-oci's own net, ipc, uts namespaces while it is in the pod's (-1: not) */
 };
+
+static const struct {
+	int flag;
+	const char *name;
+} home_ns[3] = {{CLONE_NEWNET, "net"}, {CLONE_NEWIPC, "ipc"}, {CLONE_NEWUTS, "uts"}};
+
+/* Keep a handle on rung-oci's own namespace i before it joins the pod's one. */
+static int home_keep(struct create_ctx *x, int i, struct rung_err *err)
+{
+	char p[32];
+	snprintf(p, sizeof(p), "/proc/self/ns/%s", home_ns[i].name);
+	x->home[i] = open(p, O_RDONLY | O_CLOEXEC);
+	return x->home[i] < 0 ? rung_err_sys(err, errno, "open %s", p) : 0;
+}
+
+/* Back in rung-oci's own namespaces once the init is cloned in the pod's: the hooks that
+ * follow run in the runtime's namespaces (the OCI spec's; runc's), not the pod's. */
+static int home_return(struct create_ctx *x, struct rung_err *err)
+{
+	for (int i = 0; i < 3; i++) {
+		if (x->home[i] < 0)
+			continue;
+		if (setns(x->home[i], home_ns[i].flag) < 0)
+			return rung_err_sys(err, errno, "return to rung-oci's own %s namespace",
+					    home_ns[i].name);
+		close(x->home[i]);
+		x->home[i] = -1;
+	}
+	return 0;
+}
 
 static int write_proc(pid_t pid, const char *file, const char *text, struct rung_err *err)
 {
@@ -305,6 +336,10 @@ static int prepare(struct create_ctx *x, struct rung_err *err)
 		return rung_err_sys(err, errno, "exec fifo %s", fifo);
 	if (o->console_socket && (x->console = oci_console_connect(o->console_socket, err)) < 0)
 		return x->console;
+	if ((x->cfg.netns_path && (r = home_keep(x, 0, err)) < 0) ||
+	    (x->cfg.ipc_join.path && (r = home_keep(x, 1, err)) < 0) ||
+	    (x->cfg.uts_join.path && (r = home_keep(x, 2, err)) < 0))
+		return r;
 	if (x->cfg.netns_path) {
 		cleanup_close int nfd = open(x->cfg.netns_path, O_RDONLY | O_CLOEXEC);
 		if (nfd < 0 || setns(nfd, CLONE_NEWNET) < 0)
@@ -326,6 +361,9 @@ static int spawn(struct create_ctx *x, struct rung_err *err)
 		return rung_err_sys(err, errno, "clone the container's init");
 	if (pid == 0) {
 		close(x->sync[0]);
+		for (int i = 0; i < 3; i++) /* the init keeps no handle on the host's namespaces */
+			if (x->home[i] >= 0)
+				close(x->home[i]);
 		struct oci_init_args a = {.sync_fd = x->sync[1], .fifo_fd = x->fifo,
 					  .console_fd = x->console, .bpf = x->bpf,
 					  .bpf_len = x->bpf_len, .spec_bpf = x->spec_bpf,
@@ -369,7 +407,8 @@ int oci_create(const struct oci_create_opts *o, struct rung_err *err)
 	if (v < 0 || vm)
 		return v < 0 ? v : oci_vm_create(o, err);
 	struct create_ctx x = {.o = o, .sync = {-1, -1}, .fifo = -1, .console = -1, .rootfd = -1,
-			       .st.uid_slot = OCI_UID_SLOTS}; /* none claimed yet: none to give back */
+			       .st.uid_slot = OCI_UID_SLOTS, /* none claimed yet: none to give back */
+			       .home = {-1, -1, -1}};
 	/* nothing of the caller's but stdio reaches the container */
 	syscall(SYS_close_range, 3, ~0u, 4 /* CLOSE_RANGE_CLOEXEC */);
 	int r = prepare(&x, err);
@@ -383,6 +422,8 @@ int oci_create(const struct oci_create_opts *o, struct rung_err *err)
 		r = oci_egress_up(&x.cfg, o->root, o->id, err);
 	if (r == 0)
 		r = spawn(&x, err);
+	if (r == 0)
+		r = home_return(&x, err);
 	if (r == 0)
 		r = drive(&x, err);
 	if (r == 0)
@@ -398,6 +439,9 @@ int oci_create(const struct oci_create_opts *o, struct rung_err *err)
 		close(x.console);
 	if (x.rootfd >= 0)
 		close(x.rootfd);
+	for (int i = 0; i < 3; i++)
+		if (x.home[i] >= 0)
+			close(x.home[i]);
 	free(x.bpf);
 	free(x.spec_bpf);
 	rt_cgroup_free(x.cg);

@@ -4,7 +4,8 @@
  * container whose linux.namespaces give ipc, uts and network as /proc/<pause pid>/ns/...: it
  * starts in the pause's namespaces (the pod's hostname, a SysV queue made there, the pod's
  * POSIX queues on its /dev/mqueue, which the runtime makes: oci/nsjoin.c), both delete
- * with nothing left. Joining the host's namespace, one of another type, one the host's user
+ * with nothing left; its prestart and createRuntime hooks run in the runtime's namespaces, not the
+ * pod's. Joining the host's namespace, one of another type, one the host's user
  * namespace owns, or a pid namespace by path is refused, naming the field (docs/oci.md).
  */
 #include <check.h>
@@ -66,6 +67,15 @@ static int oci(struct pod *p, const char *const *args)
 }
 
 #define OCI(p, ...) oci(p, (const char *const[]){__VA_ARGS__, NULL})
+
+/* Before each test: no container of an earlier, failed one left under these ids. */
+static void clean_ids(void)
+{
+	if (geteuid() == 0) {
+		OCI(P, "delete", "--force", "app");
+		OCI(P, "delete", "--force", "pause");
+	}
+}
 
 static void teardown_pod(void)
 {
@@ -193,6 +203,49 @@ static char *out_file(struct pod *p, const char *name)
 	return text;
 }
 
+/* The app's prestart and createRuntime hooks record their network, ipc and uts namespaces
+ * into out/KIND.ns: they run in the runtime's namespaces (the OCI spec's "runtime namespace",
+ * runc's), not in the pod's ones rung-oci joined to clone the init. */
+static void add_ns_hooks(struct pod *p)
+{
+	char cfg[PATH_MAX * 2];
+	snprintf(cfg, sizeof(cfg), "%s/config.json", p->app);
+	json_t *j = json_load_file(cfg, 0, NULL), *hooks = json_object();
+	ck_assert_ptr_nonnull(j);
+	static const char *const kinds[] = {"prestart", "createRuntime"};
+	for (size_t i = 0; i < 2; i++) {
+		char *sh = NULL;
+		ck_assert_int_gt(asprintf(&sh, "readlink /proc/self/ns/net /proc/self/ns/ipc "
+					  "/proc/self/ns/uts > %s/%s.ns", p->out, kinds[i]), 0);
+		json_object_set_new(hooks, kinds[i],
+				    json_pack("[{s:s, s:[s,s,s]}]", "path", "/bin/sh", "args",
+					      "sh", "-c", sh));
+		free(sh);
+	}
+	json_object_set_new(j, "hooks", hooks);
+	ck_assert_int_eq(json_dump_file(j, cfg, 0), 0);
+	json_decref(j);
+}
+
+static void check_ns_hooks(struct pod *p)
+{
+	char want[512] = "";
+	static const char *const types[] = {"net", "ipc", "uts"};
+	for (size_t i = 0, at = 0; i < 3; i++) {
+		char l[64], t[128];
+		snprintf(l, sizeof(l), "/proc/%d/ns/%s", (int)getpid(), types[i]);
+		ssize_t n = readlink(l, t, sizeof(t) - 1);
+		ck_assert_int_gt(n, 0);
+		at += (size_t)snprintf(want + at, sizeof(want) - at, "%.*s\n", (int)n, t);
+	}
+	static const char *const kinds[] = {"prestart.ns", "createRuntime.ns"};
+	for (size_t i = 0; i < 2; i++) {
+		char *got = out_file(p, kinds[i]);
+		ck_assert_msg(!strcmp(got, want), "%s: %s (the runtime's: %s)", kinds[i], got, want);
+		free(got);
+	}
+}
+
 START_TEST(test_pod_shares_ipc_uts)
 {
 	RUNG_REQUIRE_ROOT();
@@ -207,8 +260,10 @@ START_TEST(test_pod_shares_ipc_uts)
 	app_ns(ns, sizeof(ns), sb, NULL, NULL, NULL);
 	config(p, p->app, "hostname > /out/host; cat /proc/sysvipc/msg > /out/msg; "
 		  "ls /dev/mqueue > /out/mq", ns, "");
+	add_ns_hooks(p);
 	ck_assert_msg(OCI(p, "create", "--bundle", p->app, "app") == 0, "%s", p->stderr_);
 	int app = state_pid(p, "app", "created");
+	check_ns_hooks(p);
 	ck_assert(same_ns(app, sb, "ipc"));
 	ck_assert(same_ns(app, sb, "uts"));
 	ck_assert(same_ns(app, sb, "net"));
@@ -314,6 +369,7 @@ Suite *e2e_oci_pod_suite(void)
 	Suite *s = suite_create("e2e_oci_pod");
 	TCase *tc = tcase_create("pod");
 	tcase_add_unchecked_fixture(tc, setup_pod, teardown_pod);
+	tcase_add_checked_fixture(tc, clean_ids, NULL);
 	tcase_set_tags(tc, "root");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_pod_shares_ipc_uts);
