@@ -78,11 +78,21 @@ int oci_vm_sandbox(const char *root, const char *id, struct rung_router **r,
 void oci_vm_store_remove(const char *root, const char *store);
 
 /* vm-net.c: the pod's network (linux.namespaces[network].path) for the guest. */
+#define OCI_VM_SEARCH_MAX 256
+#define OCI_VM_SEARCH_DOMAINS 6
+#define OCI_VM_DNSOPT_MAX 128
+/* Pure: a resolv.conf's search domains (its last search or domain line's, as glibc: the first
+ * 6 within 256 bytes) and options (every options line's, within 128 bytes) as comma-separated
+ * lists; a token of other characters than letters, digits, '.', '-', '_' (and ':' in an
+ * option) is left out, as one past the bounds. */
+void oci_vm_resolv_lists(const char *text, char *search, char *dnsopt);
 struct oci_vm_net {
 	int host_fd;	/* create's own namespace, to come back to */
 	bool joined;	/* in the pod's namespace now */
 	char **allow;	/* the spec's egress_allow (the annotation's, else 0.0.0.0/0) */
 	char dns[64];	/* the pod's resolver ("": none named) */
+	char search[OCI_VM_SEARCH_MAX + 1]; /* its search domains, comma-separated ("": none) */
+	char dnsopt[OCI_VM_DNSOPT_MAX + 1]; /* its options, comma-separated ("": none) */
 	uint64_t ino, dev; /* the pod's namespace */
 };
 /* create, before the sandbox is acquired: enter the pod's namespace (not the host's: then
