@@ -362,6 +362,22 @@ START_TEST(t_oci_vm_kill_and_refusals)
 }
 END_TEST
 
+/* Create and start the configured bundle as id on the vm rung, wait for it (exit 0), find each
+ * of want (NULL-terminated) in its output, print what (with create+start's time), delete it. */
+static void ov_run_want(struct ov *v, const char *id, const char *const *want, const char *what)
+{
+	char tag[64];
+	double ms;
+	pid_t pid = ov_create_start(v, v->vmbin, id, &ms);
+	snprintf(tag, sizeof(tag), "%s-create", id);
+	ck_assert_msg(ov_wait(pid, 300) == 0, "%s", ov_text(v, tag, "err"));
+	const char *out = ov_text(v, tag, "out");
+	for (size_t i = 0; want[i]; i++)
+		ck_assert_msg(strstr(out, want[i]), "want %s in: %s", want[i], out);
+	fprintf(stderr, "e2e_oci_vm: %s in the guest; create+start %.0f ms\n", what, ms);
+	ov_delete(v, v->vmbin, id, false);
+}
+
 /* The CRI's binds: each file's copy read in the guest (one through a link planted to climb out
  * of the root, resolved inside it), ro copies without write bits, a rw one writable, /dev/shm
  * the guest's tmpfs; a bind of a directory holding a fifo refused naming it. */
@@ -395,16 +411,10 @@ START_TEST(t_oci_vm_file_binds)
 	ov_config_full(&v, "[\"sh\", \"-c\", \"cat /etc/hosts /etc/resolv.conf /etc/hostname; "
 		       "cat /hostname-out; ls -l /etc/hosts; echo died > /dev/termination-log && "
 		       "cat /dev/termination-log; grep -c ' /dev/shm tmpfs' /proc/mounts\"]", false, m);
-	double ms;
-	pid_t pid = ov_create_start(&v, v.vmbin, "cb", &ms);
-	ck_assert_msg(ov_wait(pid, 300) == 0, "%s", ov_text(&v, "cb-create", "err"));
-	const char *out = ov_text(&v, "cb-create", "out");
 	static const char *const want[] = {"10.9.8.7 pod-hosts-line\n", "nameserver 10.9.8.53\n",
-					   "pod-name-42\npod-name-42\n", "-r--r--r--", "died\n1\n"};
-	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
-		ck_assert_msg(strstr(out, want[i]), "want %s in: %s", want[i], out);
-	fprintf(stderr, "e2e_oci_vm: file binds read in the guest; create+start %.0f ms\n", ms);
-	ov_delete(&v, v.vmbin, "cb", false);
+					   "pod-name-42\npod-name-42\n", "-r--r--r--", "died\n1\n",
+					   NULL};
+	ov_run_want(&v, "cb", want, "file binds read");
 	snprintf(p, sizeof(p), "%s/fifo", v.dir);
 	ck_assert_int_eq(mkfifo(p, 0600), 0);
 	snprintf(m, sizeof(m), ", {\"destination\": \"/data\", \"type\": \"bind\", \"source\": "
@@ -455,17 +465,9 @@ START_TEST(t_oci_vm_dir_binds)
 	ov_config_full(&v, "[\"sh\", \"-c\", \"d=/var/run/secrets/kubernetes.io/serviceaccount; "
 		       "cat $d/token $d/namespace; ls -lL $d/token; readlink $d/token; "
 		       "ls -ld /scratch; echo wrote > /scratch/f && cat /scratch/f\"]", false, m);
-	double ms;
-	pid_t pid = ov_create_start(&v, v.vmbin, "db", &ms);
-	ck_assert_msg(ov_wait(pid, 300) == 0, "%s", ov_text(&v, "db-create", "err"));
-	const char *out = ov_text(&v, "db-create", "out");
 	static const char *const want[] = {"eyJ-pod-token-42\ndefault\n", "-r--r--r--",
-					   "..data/token\n", "drwxrwxrwx", "wrote\n"};
-	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
-		ck_assert_msg(strstr(out, want[i]), "want %s in: %s", want[i], out);
-	fprintf(stderr, "e2e_oci_vm: directory binds read and written in the guest; create+start "
-		"%.0f ms\n", ms);
-	ov_delete(&v, v.vmbin, "db", false);
+					   "..data/token\n", "drwxrwxrwx", "wrote\n", NULL};
+	ov_run_want(&v, "db", want, "directory binds read and written");
 	ov_finish(&v);
 }
 END_TEST
