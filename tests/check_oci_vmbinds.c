@@ -1,11 +1,12 @@
 /*
- * tests/check_oci_vmbinds.c: the vm rung's file binds (oci/vm-binds.c) without KVM: which
- * mounts are accepted (the guest's own filesystems, a bind of a regular file within the
- * limits) and which refused naming mounts[i] (a directory, a fifo, a missing source, a file or
- * a total over the limits, a host filesystem); and where a copy lands: the agent's write
- * (agent_open_confined, what a copy into the guest runs, with the guest's root as its "/") in a
- * chroot standing in for the guest, whose destination is a link climbing out of the root, lands
- * inside it, or fails there. The chroot, like the VM, is what holds here: a host-side escape
+ * tests/check_oci_vmbinds.c: the vm rung's binds (oci/vm-binds.c, vm-bindtree.c) without KVM:
+ * which mounts are accepted (the guest's own filesystems, a bind of a regular file or a
+ * directory within the limits) and which refused naming mounts[i] (a fifo, a missing source, a
+ * file or a total over the limits, a host filesystem); a directory's walk into its tar (read
+ * back with libarchive) and its refusals naming the entry; and where a copy lands: the agent's
+ * write (agent_open_confined, what a copy into the guest runs, with the guest's root as its
+ * "/") in a chroot standing in for the guest, whose destination is a link climbing out of the
+ * root, lands inside it, or fails there. The chroot, like the VM, is what holds here: a host-side escape
  * through openat2's resolution is not what this shows (files.md's suites do).
  */
 #include <archive.h>
