@@ -107,7 +107,8 @@ static int dns_apply(const char *dns, struct rung_err *err)
 		return rung_err_set(err, ENOENT, "RESTORED: a dns proxy for a guest booted without "
 				    "one");
 	char text[AGENT_VM_DATA_MAX];
-	agent_vm_resolv_text(text, sizeof(text), dns);
+	agent_vm_resolv_text(text, sizeof(text), dns, agent_vm_resolv_search,
+			     agent_vm_resolv_dnsopt);
 	size_t n = strlen(text);
 	if (ftruncate(agent_vm_resolv_fd, 0) < 0 ||
 	    pwrite(agent_vm_resolv_fd, text, n, 0) != (ssize_t)n)

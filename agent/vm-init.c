@@ -114,6 +114,18 @@ static int apply_key(struct agent_vm_opts *o, const char *key, const char *val,
 		strcpy(o->dns, val);
 		return 0;
 	}
+	if (!strcmp(key, "rung.search")) {
+		size_t n = 1;
+		for (const char *c = val; *c; c++)
+			n += *c == ',';
+		if (n > AGENT_VM_SEARCH_DOMAINS || strstr(val, ",,") || val[0] == ',')
+			return rung_err_set(err, EINVAL, "kernel command line: rung.search takes at "
+					    "most %d domains, got '%.64s'", AGENT_VM_SEARCH_DOMAINS,
+					    val);
+		return set_str(o->search, sizeof(o->search), key, val, ".-_,", err);
+	}
+	if (!strcmp(key, "rung.dnsopt"))
+		return set_str(o->dnsopt, sizeof(o->dnsopt), key, val, ".-_:,", err);
 	return rung_err_set(err, EINVAL, "kernel command line: unknown key %.64s", key);
 }
 
@@ -185,12 +197,32 @@ static struct agent_vm_step *add_mount(struct agent_vm_plan *p, const char *sour
 
 int agent_vm_resolv_fd = -1;
 
-void agent_vm_resolv_text(char *out, size_t cap, const char *dns)
+char agent_vm_resolv_search[AGENT_VM_SEARCH_MAX + 1];
+char agent_vm_resolv_dnsopt[AGENT_VM_DNSOPT_MAX + 1];
+
+/* "word word ...": a comma-separated list's words, after prefix, on a line; "" none. */
+static void list_line(char *out, size_t cap, const char *prefix, const char *list)
+{
+	out[0] = '\0';
+	if (!list || !list[0])
+		return;
+	snprintf(out, cap, "%s %s\n", prefix, list);
+	for (char *c = out; *c; c++)
+		if (*c == ',')
+			*c = ' ';
+}
+
+void agent_vm_resolv_text(char *out, size_t cap, const char *dns, const char *search,
+			  const char *dnsopt)
 {
 	/* the host's choice (rung.dns): the egress proxy, or with an open allowlist (0.0.0.0/0)
-	 * the upstream resolver itself */
+	 * the upstream resolver itself; the pod's search domains and options after rung's (a
+	 * later option wins) */
+	char s[AGENT_VM_SEARCH_MAX + 16], o[AGENT_VM_DNSOPT_MAX + 16];
+	list_line(s, sizeof(s), "search", search);
+	list_line(o, sizeof(o), "options", dnsopt);
 	snprintf(out, cap, "# rung: the sandbox's resolver, as its egress allowlist admits\n"
-		 "nameserver %s\noptions attempts:2 timeout:2\n", dns);
+		 "nameserver %s\n%soptions attempts:2 timeout:2\n%s", dns, s, o);
 }
 
 int agent_vm_plan_build(const struct agent_vm_opts *o, struct agent_vm_plan *p,
@@ -205,13 +237,16 @@ int agent_vm_plan_build(const struct agent_vm_opts *o, struct agent_vm_plan *p,
 	memset(p, 0, sizeof(*p));
 	p->wait_ms = o->wait_ms;
 	/* Re-validate: a hand-built opts gets the same checks as a parsed one. */
-	char line[512];
+	char line[1024];
 	snprintf(line, sizeof(line),
-		 "rung.root=%s rung.upper=%s rung.fstype=%s rung.hostname=%s%s%s", o->root_dev,
+		 "rung.root=%s rung.upper=%s rung.fstype=%s rung.hostname=%s%s%s%s%s%s%s", o->root_dev,
 		 o->upper_dev[0] ? o->upper_dev : "tmpfs", o->fstype, o->hostname,
-		 o->dns[0] ? " rung.dns=" : "", o->dns);
+		 o->dns[0] ? " rung.dns=" : "", o->dns, o->search[0] ? " rung.search=" : "",
+		 o->search, o->dnsopt[0] ? " rung.dnsopt=" : "", o->dnsopt);
 	if (agent_vm_opts_parse(line, &chk, &e2) < 0)
 		return rung_err_set(err, EINVAL, "vm plan: %s", e2.msg);
+	if (strcmp(chk.search, o->search) || strcmp(chk.dnsopt, o->dnsopt)) /* a blank split */
+		return rung_err_set(err, EINVAL, "vm plan: bad search domains or dns options");
 
 	/* /proc is mounted by agent_vm_init() before the plan (it reads /proc/cmdline). */
 	for (size_t i = 0; i < RUNG_ARRAY_SIZE(sysctls); i++) {
@@ -272,7 +307,8 @@ int agent_vm_plan_build(const struct agent_vm_opts *o, struct agent_vm_plan *p,
 		 * eth0 for, from rung-vmm's ip= parameter). */
 		struct agent_vm_step *f = add(p, AGENT_VM_CREATE, NULL, "/resolv.conf");
 		if (f) {
-			agent_vm_resolv_text(f->data, sizeof(f->data), o->dns);
+			agent_vm_resolv_text(f->data, sizeof(f->data), o->dns, o->search,
+					     o->dnsopt);
 			f->keep_fd = 1;
 		}
 		add_mkdir(p, NEWROOT "/etc", 0755);
@@ -435,6 +471,8 @@ int agent_vm_init(int *listen_fd, bool *privileged, struct rung_err *err)
 	if ((r = agent_vm_opts_parse(cmdline, &o, err)) < 0)
 		return r;
 	*privileged = o.privileged;
+	memcpy(agent_vm_resolv_search, o.search, sizeof(o.search)); /* a restore's rewrite */
+	memcpy(agent_vm_resolv_dnsopt, o.dnsopt, sizeof(o.dnsopt));
 	if ((r = agent_vm_plan_build(&o, &plan, err)) < 0)
 		return r;
 	if ((r = agent_vm_plan_apply(&plan, err)) < 0)

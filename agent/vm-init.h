@@ -24,6 +24,9 @@
  *   rung.dns=A.B.C.D        the sandbox has egress: its DNS server (the host's allowlist
  *                           proxy), bound read-only over the image's /etc/resolv.conf
  *                           (eth0 itself is configured by the kernel, from ip=)
+ *   rung.search=D1,D2,...   with rung.dns: the resolv.conf's search domains (at most 6, 256
+ *                           bytes; letters, digits, '.', '-', '_')
+ *   rung.dnsopt=O1,O2,...   with rung.dns: its options besides rung's (ndots:5, edns0, ...)
  *
  * Plan, then apply: agent_vm_opts_parse() and agent_vm_plan_build() are pure and tested
  * without root; agent_vm_plan_apply() makes the syscalls.
@@ -39,7 +42,11 @@
 
 #define AGENT_VM_PORT 1024
 #define AGENT_VM_PATH_MAX 64
-#define AGENT_VM_DATA_MAX 192
+#define AGENT_VM_DATA_MAX 640
+/* The pod's resolv.conf search list as glibc bounds it (6 domains, 256 bytes) and options. */
+#define AGENT_VM_SEARCH_MAX 256
+#define AGENT_VM_SEARCH_DOMAINS 6
+#define AGENT_VM_DNSOPT_MAX 128
 #define AGENT_VM_STEPS_MAX 48
 
 struct agent_vm_opts {
@@ -50,6 +57,8 @@ struct agent_vm_opts {
 	uint32_t port;                     /* 1024 */
 	uint32_t wait_ms;                  /* 5000 */
 	char dns[16];                      /* "" (no network), or the DNS server's IPv4 */
+	char search[AGENT_VM_SEARCH_MAX + 1]; /* rung.search: "" or domains, comma-separated */
+	char dnsopt[AGENT_VM_DNSOPT_MAX + 1]; /* rung.dnsopt: "" or resolv.conf options, ditto */
 	bool privileged;                   /* rung.privileged=1: test stages only (below) */
 };
 
@@ -100,8 +109,13 @@ int agent_vm_listen(uint32_t port, struct rung_err *err);
  * must own their kernel (writing garbage into virtio registers through /dev/mem); the runtime
  * never does, and the guest cannot change its command line. Then the agent keeps root and
  * commands run with root's capabilities, in that guest only. */
-/* The guest's /etc/resolv.conf naming the DNS proxy dns (the egress allowlist's). */
-void agent_vm_resolv_text(char *out, size_t cap, const char *dns);
+/* The guest's /etc/resolv.conf naming the DNS proxy dns (the egress allowlist's), with the
+ * search domains and options (comma-separated, as rung.search/rung.dnsopt; "" or NULL: none). */
+void agent_vm_resolv_text(char *out, size_t cap, const char *dns, const char *search,
+			  const char *dnsopt);
+/* The boot's rung.search and rung.dnsopt, for a restore's rewrite of the file. */
+extern char agent_vm_resolv_search[AGENT_VM_SEARCH_MAX + 1];
+extern char agent_vm_resolv_dnsopt[AGENT_VM_DNSOPT_MAX + 1];
 /* The initramfs file bound read-only over the guest's /etc/resolv.conf, kept open read-write
  * by the plan (-1 without a network): RESTORED's fixer rewrites it for a restored guest's own
  * DNS proxy (agent/restored.c). */

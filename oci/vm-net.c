@@ -9,6 +9,7 @@
  * sandbox in the same namespace, so that its tap, table and proxy go, and turns forwarding off
  * again when rung turned it on there.
  */
+#include <ctype.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
@@ -52,6 +53,60 @@ static int allow_list(const struct oci_config *c, char ***out, struct rung_err *
 	return 0;
 }
 
+/* Append word to a comma-separated list of at most max bytes (1), else 0: it does not fit or
+ * has other characters than letters, digits, '.', '-', '_' and extra. */
+static int list_add(char *list, size_t max, const char *word, size_t len, const char *extra)
+{
+	for (size_t i = 0; i < len; i++)
+		if (!isalnum((unsigned char)word[i]) && !strchr(".-_", word[i]) &&
+		    !strchr(extra, word[i]))
+			return 0;
+	size_t n = strlen(list);
+	if (!len || n + (n ? 1 : 0) + len > max)
+		return 0;
+	snprintf(list + n, max + 1 - n, "%s%.*s", n ? "," : "", (int)len, word);
+	return 1;
+}
+
+void oci_vm_resolv_lists(const char *text, char *search, char *dnsopt)
+{
+	search[0] = dnsopt[0] = '\0';
+	for (const char *l = text; l && *l;) {
+		size_t ll = strcspn(l, "\n");
+		const char *k = l + strspn(l, " \t");
+		size_t kl = strcspn(k, " \t\n");
+		bool srch = (kl == 6 && !strncmp(k, "search", 6)) || (kl == 6 && !strncmp(k, "domain", 6));
+		bool opt = kl == 7 && !strncmp(k, "options", 7);
+		if (srch)
+			search[0] = '\0'; /* the last such line wins */
+		size_t words = 0;
+		for (const char *w = k + kl; (srch || opt) && w < l + ll;) {
+			w += strspn(w, " \t");
+			size_t wl = strcspn(w, " \t\n");
+			if (wl && srch && words < OCI_VM_SEARCH_DOMAINS)
+				words += (size_t)list_add(search, OCI_VM_SEARCH_MAX, w, wl, "");
+			else if (wl && opt)
+				list_add(dnsopt, OCI_VM_DNSOPT_MAX, w, wl, ":");
+			w += wl;
+		}
+		l += ll + (l[ll] ? 1 : 0);
+	}
+}
+
+/* The pod's search domains and options: the CRI's bind on /etc/resolv.conf ("" without). */
+static void resolv_lists(const struct oci_config *c, struct oci_vm_net *n)
+{
+	for (size_t i = 0; i < c->nmounts; i++) {
+		const struct oci_mount *m = &c->mounts[i];
+		if (!m->bind || !m->src || strcmp(m->dst, "/etc/resolv.conf"))
+			continue;
+		cleanup_free char *txt = NULL;
+		struct rung_err e = {0};
+		if (rung_file_load(AT_FDCWD, m->src, 1 << 16, &txt, NULL, &e) == 0)
+			oci_vm_resolv_lists(txt, n->search, n->dnsopt);
+	}
+}
+
 int oci_vm_net_enter(const struct oci_config *c, struct oci_vm_net *n, struct rung_err *err)
 {
 	*n = (struct oci_vm_net){.host_fd = -1};
@@ -82,6 +137,7 @@ int oci_vm_net_enter(const struct oci_config *c, struct oci_vm_net *n, struct ru
 		n->dns[0] = '\0'; /* open, no resolver named: the host's resolv.conf's */
 		*err = (struct rung_err){0};
 	}
+	resolv_lists(c, n);
 	n->ino = (uint64_t)st.st_ino;
 	n->dev = (uint64_t)st.st_dev;
 	n->host_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);

@@ -48,6 +48,8 @@ static int router_open(const char *store, const struct oci_vm_net *net, struct r
 		o.net_inbound = true;
 		if (net->dns[0])
 			o.dns_upstream = net->dns;
+		o.dns_search = net->search; /* the pod's resolv.conf's ("": none) */
+		o.dns_options = net->dnsopt;
 	}
 	return rung_router_new(&o, r, err);
 }

@@ -26,17 +26,35 @@ int oci_vm_wanted(const struct oci_create_opts *o, bool *vm, struct rung_err *er
 int oci_vm_config_check(const struct oci_config *c, struct rung_err *err);
 
 /* vm-binds.c: a bind's source is copied into the guest: a regular file of at most
- * OCI_VM_BIND_MAX bytes, OCI_VM_BINDS_TOTAL in all. */
+ * OCI_VM_BIND_MAX bytes, OCI_VM_BINDS_TOTAL in all; a directory within OCI_VM_DIR_DEPTH levels
+ * and OCI_VM_DIR_ENTRIES entries each, its files OCI_VM_DIR_BYTES for all directories together
+ * (a pod's Secret or ConfigMap is at most 1 MiB, a token a few KiB: dozens of volumes, and an
+ * emptyDir an init container filled a little, fit; the tar is held in memory once). */
 #define OCI_VM_BIND_MAX (1u << 20)
 #define OCI_VM_BINDS_TOTAL (4u << 20)
+#define OCI_VM_DIR_BYTES (64u << 20)
+#define OCI_VM_DIR_ENTRIES 10000u
+#define OCI_VM_DIR_DEPTH 32u
 /* The mounts: the guest's own (proc, sysfs, tmpfs, devpts, mqueue, cgroup: ignored) or a bind
- * of a regular file within the limits; anything else refused naming mounts[i]. */
+ * of a regular file or a directory within the limits (a directory walked as the copy walks it,
+ * nothing read); anything else refused naming mounts[i]. */
 int oci_vm_mounts_check(const struct oci_config *c, struct rung_err *err);
-/* Copy every file bind's source to its destination in sb's root (the agent makes missing
- * parents), with the source's mode less the write bits when the mount says ro; own_resolv (the
+/* Copy every bind's source (a file, or a directory's tree) to its destination in sb's root
+ * (the agent makes missing parents), with the source's mode less the write bits when the mount says ro; own_resolv (the
  * guest has a network, whose resolv.conf the agent made read-only): not /etc/resolv.conf. */
 int oci_vm_binds_copy(struct rung_sandbox *sb, const struct oci_config *c, bool own_resolv,
 		      struct rung_err *err);
+
+/* vm-bindtree.c: mount m's (mounts[i]) source directory dirfd walked as hostile (never a link
+ * followed, one filesystem, within the bounds; a device, fifo, socket, or a symlink absolute or
+ * leaving the directory refused naming mounts[i] and the entry) into a pax tar on out (-1:
+ * only walked) whose top directory is the destination's last component, write bits dropped
+ * when m is ro; its file bytes added to *bytes (all directory binds' so far). */
+int oci_vm_bind_tree(int dirfd, const struct oci_mount *m, size_t i, int out, uint64_t *bytes,
+		     struct rung_err *err);
+/* Pure: a destination as its parent's guest path and its last component; -EINVAL when there
+ * is none (the root, ".", ".."). */
+int oci_vm_dst_split(const char *dst, char *parent, size_t pn, char *top, size_t tn);
 
 /* The router's options (the RUNG_* variables main read); NULL with why: they were bad. */
 void oci_vm_router_opts(const struct rung_router_opts *o, const char *why);
@@ -60,11 +78,21 @@ int oci_vm_sandbox(const char *root, const char *id, struct rung_router **r,
 void oci_vm_store_remove(const char *root, const char *store);
 
 /* vm-net.c: the pod's network (linux.namespaces[network].path) for the guest. */
+#define OCI_VM_SEARCH_MAX 256
+#define OCI_VM_SEARCH_DOMAINS 6
+#define OCI_VM_DNSOPT_MAX 128
+/* Pure: a resolv.conf's search domains (its last search or domain line's, as glibc: the first
+ * 6 within 256 bytes) and options (every options line's, within 128 bytes) as comma-separated
+ * lists; a token of other characters than letters, digits, '.', '-', '_' (and ':' in an
+ * option) is left out, as one past the bounds. */
+void oci_vm_resolv_lists(const char *text, char *search, char *dnsopt);
 struct oci_vm_net {
 	int host_fd;	/* create's own namespace, to come back to */
 	bool joined;	/* in the pod's namespace now */
 	char **allow;	/* the spec's egress_allow (the annotation's, else 0.0.0.0/0) */
 	char dns[64];	/* the pod's resolver ("": none named) */
+	char search[OCI_VM_SEARCH_MAX + 1]; /* its search domains, comma-separated ("": none) */
+	char dnsopt[OCI_VM_DNSOPT_MAX + 1]; /* its options, comma-separated ("": none) */
 	uint64_t ino, dev; /* the pod's namespace */
 };
 /* create, before the sandbox is acquired: enter the pod's namespace (not the host's: then

@@ -7,6 +7,7 @@
  * supervisor serves for the sandbox's lifetime. The vm rung gets the same policy with a tap in
  * the host netns instead of the veth (rung-vmm's virtio-net writes the guest's frames to it).
  */
+#include <ctype.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <string.h>
@@ -113,6 +114,28 @@ int rt_net_setup(struct rt_sandbox *sb, int *netns_fd, char **resolv, struct run
 	return 0;
 }
 
+/* A router's comma-separated DNS list as the guest's command line takes it (agent/vm-init.c
+ * checks it again): at most max bytes and (words > 0) that many words, none empty, of letters,
+ * digits, '.', '-', '_' and extra. */
+static int dns_list_check(const char *name, const char *v, size_t max, size_t words,
+			  const char *extra, struct rung_err *err)
+{
+	if (!v)
+		return 0;
+	size_t n = 1;
+	bool ok = *v && strlen(v) <= max && v[0] != ',' && v[strlen(v) - 1] != ',' &&
+		  !strstr(v, ",,");
+	for (const char *c = v; ok && *c; c++) {
+		n += *c == ',';
+		ok = isalnum((unsigned char)*c) || strchr(".-_,", *c) || strchr(extra, *c);
+	}
+	if (!ok || (words && n > words))
+		return rung_err_set(err, EINVAL, "%s: '%.64s': at most %zu bytes (and %zu entries, "
+				    "0: any) of letters, digits, '.', '-', '_'%s, comma-separated",
+				    name, v, max, words, *extra ? ", ':'" : "");
+	return 0;
+}
+
 int rt_net_setup_vm(struct rt_sandbox *sb, struct rt_vm_net *out, struct rung_err *err)
 {
 	memset(out, 0, sizeof(*out));
@@ -137,10 +160,16 @@ int rt_net_setup_vm(struct rt_sandbox *sb, struct rt_vm_net *out, struct rung_er
 	if (info.open && ul > 3 && !strcmp(info.upstream + ul - 3, ":53") &&
 	    strncmp(info.upstream, "127.", 4) != 0 && info.upstream[0] != '[')
 		snprintf(dns, sizeof(dns), "%.*s", (int)(ul - 3 < 15 ? ul - 3 : 15), info.upstream);
-	/* the guest kernel configures eth0 itself (CONFIG_IP_PNP); rung-agent writes resolv.conf */
+	/* the guest kernel configures eth0 itself (CONFIG_IP_PNP); rung-agent writes resolv.conf
+	 * (with the router's search domains and options: rung-oci's vm rung, the pod's) */
+	const char *s = sb->router->dns_search, *o = sb->router->dns_options;
+	if ((r = dns_list_check("dns_search", s, 256, 6, "", err)) < 0 ||
+	    (r = dns_list_check("dns_options", o, 128, 0, ":", err)) < 0)
+		return r;
 	snprintf(out->cmdline, sizeof(out->cmdline),
-		 "ip=%s::%s:255.255.255.252::eth0:off:%s rung.dns=%s", info.sb_ip, info.host_ip,
-		 dns, dns);
+		 "ip=%s::%s:255.255.255.252::eth0:off:%s rung.dns=%s%s%s%s%s", info.sb_ip,
+		 info.host_ip, dns, dns, s ? " rung.search=" : "", s ? s : "",
+		 o ? " rung.dnsopt=" : "", o ? o : "");
 	return 0;
 }
 

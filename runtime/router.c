@@ -190,6 +190,8 @@ int rung_router_new(const struct rung_router_opts *opts, struct rung_router **ou
 	r->dns_upstream = o.dns_upstream && *o.dns_upstream ? strdup(o.dns_upstream) : NULL;
 	r->no_clone_into_cgroup = o.no_clone_into_cgroup;
 	r->net_inbound = o.net_inbound;
+	r->dns_search = o.dns_search && *o.dns_search ? strdup(o.dns_search) : NULL;
+	r->dns_options = o.dns_options && *o.dns_options ? strdup(o.dns_options) : NULL;
 	int rc = rt_store_open(dir, &r->store, err);
 	r->store.uid_registry = r->uid_registry;
 	if (rc == 0 && (!r->agent_path || !r->vmm_path || !r->rung_path || !r->cgroup_root ||
@@ -197,7 +199,9 @@ int rung_router_new(const struct rung_router_opts *opts, struct rung_router **ou
 			(o.vm_kernel && *o.vm_kernel && !r->vm_kernel) ||
 			(o.vm_initrd && *o.vm_initrd && !r->vm_initrd) ||
 			(o.net_pool && *o.net_pool && !r->net_pool) ||
-			(o.dns_upstream && *o.dns_upstream && !r->dns_upstream)))
+			(o.dns_upstream && *o.dns_upstream && !r->dns_upstream) ||
+			(o.dns_search && *o.dns_search && !r->dns_search) ||
+			(o.dns_options && *o.dns_options && !r->dns_options)))
 		rc = rung_err_set(err, ENOMEM, "out of memory");
 	if (rc < 0) {
 		rung_router_free(r);
@@ -222,6 +226,8 @@ void rung_router_free(struct rung_router *r)
 	free(r->uid_registry);
 	free(r->net_pool);
 	free(r->dns_upstream);
+	free(r->dns_search);
+	free(r->dns_options);
 	free(r);
 }
 

@@ -138,7 +138,7 @@ int rt_net_setup(struct rt_sandbox *sb, int *netns_fd, char **resolv, struct run
 struct rt_vm_net {
 	int tap_fd;
 	char mac[18];
-	char cmdline[160];
+	char cmdline[640];
 };
 int rt_net_setup_vm(struct rt_sandbox *sb, struct rt_vm_net *out, struct rung_err *err);
 int rt_net_poll_fd(const struct rt_sandbox *sb);
@@ -223,6 +223,7 @@ struct rung_router {
 	unsigned vm_boot_timeout_ms;
 	char *cgroup_root, *loop_control, *uid_registry;
 	char *net_pool, *dns_upstream;
+	char *dns_search, *dns_options; /* NULL: none */
 	bool net_inbound; /* rung_router_opts.net_inbound */
 	bool no_clone_into_cgroup;
 };

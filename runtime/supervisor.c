@@ -285,14 +285,15 @@ static int handoff_memfd(const struct rt_sandbox *sb, struct rung_err *err)
 	const struct rung_router *rt = sb->router;
 	json_t *o = json_pack(
 		"{s:s, s:s, s:s, s:b, s:s, "
-		"s:{s:s, s:s*, s:s*, s:I, s:s, s:s, s:s, s:s*, s:s*, s:b, s:b, s:s}}",
+		"s:{s:s, s:s*, s:s*, s:I, s:s, s:s, s:s, s:s*, s:s*, s:b, s:b, s:s, s:s*, s:s*}}",
 		"state_dir", rt->store.root, "agent", rt->agent_path, "vmm", rt->vmm_path,
 		"deployed", rt->deployed, "meta", meta, "host", "rung", rt->rung_path, "vm_kernel",
 		rt->vm_kernel, "vm_initrd", rt->vm_initrd, "vm_boot_timeout_ms",
 		(json_int_t)rt->vm_boot_timeout_ms, "cgroup_root", rt->cgroup_root, "loop_control",
 		rt->loop_control, "uid_registry", rt->uid_registry, "net_pool", rt->net_pool,
 		"dns_upstream", rt->dns_upstream, "no_clone_into_cgroup", rt->no_clone_into_cgroup,
-		"net_inbound", rt->net_inbound, "trace", rung_trace_get());
+		"net_inbound", rt->net_inbound, "trace", rung_trace_get(), "dns_search",
+		rt->dns_search, "dns_options", rt->dns_options);
 	cleanup_free char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	if (!txt)
@@ -511,7 +512,7 @@ int rung_supervisor_main(void)
 	o = json_loads(txt, 0, NULL);
 	/* (unset settings are left out: s* packs nothing for NULL, s? takes a missing key) */
 	if (!o || json_unpack(o, "{s:s, s:s, s:s, s:b, s:s, s:{s:s, s?:s, s?:s, s:I, s:s, s:s, "
-				 "s:s, s?:s, s?:s, s:b, s:b, s:s}}",
+				 "s:s, s?:s, s?:s, s:b, s:b, s:s, s?:s, s?:s}}",
 			      "state_dir", &dir, "agent", &agent, "vmm", &vmm, "deployed",
 			      &deployed, "meta", &meta, "host", "rung", &ro.rung_path, "vm_kernel",
 			      &ro.vm_kernel, "vm_initrd", &ro.vm_initrd, "vm_boot_timeout_ms",
@@ -519,7 +520,8 @@ int rung_supervisor_main(void)
 			      &ro.loop_control, "uid_registry", &ro.uid_registry, "net_pool",
 			      &ro.net_pool, "dns_upstream", &ro.dns_upstream,
 			      "no_clone_into_cgroup", &no_clone, "net_inbound", &inbound, "trace",
-			      &trace) < 0) {
+			      &trace, "dns_search", &ro.dns_search, "dns_options",
+			      &ro.dns_options) < 0) {
 		rung_err_set(&msg.err, EINVAL, "bad supervisor handoff");
 		goto fail;
 	}

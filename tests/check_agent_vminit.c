@@ -87,6 +87,10 @@ START_TEST(test_opts_errors)
 	bad("rung.dns=10.0.0.1;rm", "rung.dns must be an IPv4 address");
 	bad("rung.dns=::1", "rung.dns must be an IPv4 address");
 	bad("rung.dns=10.0.0.1.1", "rung.dns must be an IPv4 address");
+	bad("rung.search=a,b,c,d,e,f,g", "at most 6 domains");
+	bad("rung.search=a,,b", "at most 6 domains");
+	bad("rung.search=svc.local;x", "bad value for rung.search");
+	bad("rung.dnsopt=ndots:5/x", "bad value for rung.dnsopt");
 	char longcl[5000];
 	memset(longcl, 'a', sizeof(longcl) - 1);
 	longcl[sizeof(longcl) - 1] = '\0';
@@ -258,6 +262,34 @@ START_TEST(test_plan_dns)
 	/* create, then touch the target, bind, read-only, all before the switch */
 	ck_assert(index_of(&p, c) < bind && index_of(&p, t) < bind && bind < ro);
 	ck_assert(ro < index_of(&p, sw));
+	ck_assert_ptr_null(strstr(c->data, "search"));
+	/* the pod's search domains and options (a cluster's short names), after rung's */
+	char cl[600];
+	snprintf(cl, sizeof(cl), "rung.dns=10.1.0.1 rung.search=%s,svc.cluster.local,cluster.local,"
+		 "a,b,c rung.dnsopt=ndots:5,edns0", "default.svc.cluster.local");
+	ck_assert_int_eq(agent_vm_opts_parse(cl, &o, &err), 0);
+	ck_assert_int_eq(agent_vm_plan_build(&o, &p, &err), 0);
+	c = find(&p, AGENT_VM_CREATE, "/resolv.conf");
+	ck_assert_ptr_nonnull(c);
+	ck_assert_str_eq(c->data, "# rung: the sandbox's resolver, as its egress allowlist admits\n"
+				  "nameserver 10.1.0.1\n"
+				  "search default.svc.cluster.local svc.cluster.local cluster.local "
+				  "a b c\noptions attempts:2 timeout:2\noptions ndots:5 edns0\n");
+	/* the longest search list fits the step's data whole */
+	memset(o.search, 'a', AGENT_VM_SEARCH_MAX);
+	o.search[AGENT_VM_SEARCH_MAX] = '\0';
+	memset(o.dnsopt, 'b', AGENT_VM_DNSOPT_MAX);
+	o.dnsopt[AGENT_VM_DNSOPT_MAX] = '\0';
+	ck_assert_int_eq(agent_vm_plan_build(&o, &p, &err), 0);
+	c = find(&p, AGENT_VM_CREATE, "/resolv.conf");
+	ck_assert_uint_lt(strlen(c->data), sizeof(c->data) - 1);
+	ck_assert_ptr_nonnull(strstr(c->data, "bbbbbbbb\n"));
+	/* a hand-built opts is checked as a parsed one */
+	strcpy(o.search, "x y"); /* the blank would split it: "y" ignored, "x" taken */
+	ck_assert_int_lt(agent_vm_plan_build(&o, &p, &err), 0);
+	strcpy(o.search, "x");
+	strcpy(o.dnsopt, "ndots:1\nnameserver 1.2.3.4");
+	ck_assert_int_lt(agent_vm_plan_build(&o, &p, &err), 0);
 	/* without rung.dns: no network, no resolv.conf step */
 	ck_assert_int_eq(agent_vm_opts_parse(NULL, &o, &err), 0);
 	ck_assert_int_eq(agent_vm_plan_build(&o, &p, &err), 0);
@@ -373,7 +405,7 @@ START_TEST(test_apply_resolv_bind)
 	/* the fixer's way in after a restore: the kept fd, under the read-only bind */
 	ck_assert_int_ge(agent_vm_resolv_fd, 0);
 	char text[AGENT_VM_DATA_MAX];
-	agent_vm_resolv_text(text, sizeof(text), "10.9.0.1");
+	agent_vm_resolv_text(text, sizeof(text), "10.9.0.1", NULL, NULL);
 	ck_assert_int_eq(ftruncate(agent_vm_resolv_fd, 0), 0);
 	ck_assert_int_eq(pwrite(agent_vm_resolv_fd, text, strlen(text), 0), (ssize_t)strlen(text));
 	char got[AGENT_VM_DATA_MAX] = { 0 };

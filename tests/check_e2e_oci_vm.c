@@ -362,9 +362,25 @@ START_TEST(t_oci_vm_kill_and_refusals)
 }
 END_TEST
 
+/* Create and start the configured bundle as id on the vm rung, wait for it (exit 0), find each
+ * of want (NULL-terminated) in its output, print what (with create+start's time), delete it. */
+static void ov_run_want(struct ov *v, const char *id, const char *const *want, const char *what)
+{
+	char tag[64];
+	double ms;
+	pid_t pid = ov_create_start(v, v->vmbin, id, &ms);
+	snprintf(tag, sizeof(tag), "%s-create", id);
+	ck_assert_msg(ov_wait(pid, 300) == 0, "%s", ov_text(v, tag, "err"));
+	const char *out = ov_text(v, tag, "out");
+	for (size_t i = 0; want[i]; i++)
+		ck_assert_msg(strstr(out, want[i]), "want %s in: %s", want[i], out);
+	fprintf(stderr, "e2e_oci_vm: %s in the guest; create+start %.0f ms\n", what, ms);
+	ov_delete(v, v->vmbin, id, false);
+}
+
 /* The CRI's binds: each file's copy read in the guest (one through a link planted to climb out
  * of the root, resolved inside it), ro copies without write bits, a rw one writable, /dev/shm
- * the guest's tmpfs; a directory bind refused naming it. */
+ * the guest's tmpfs; a bind of a directory holding a fifo refused naming it. */
 START_TEST(t_oci_vm_file_binds)
 {
 	OV_BEGIN(v);
@@ -395,22 +411,63 @@ START_TEST(t_oci_vm_file_binds)
 	ov_config_full(&v, "[\"sh\", \"-c\", \"cat /etc/hosts /etc/resolv.conf /etc/hostname; "
 		       "cat /hostname-out; ls -l /etc/hosts; echo died > /dev/termination-log && "
 		       "cat /dev/termination-log; grep -c ' /dev/shm tmpfs' /proc/mounts\"]", false, m);
-	double ms;
-	pid_t pid = ov_create_start(&v, v.vmbin, "cb", &ms);
-	ck_assert_msg(ov_wait(pid, 300) == 0, "%s", ov_text(&v, "cb-create", "err"));
-	const char *out = ov_text(&v, "cb-create", "out");
 	static const char *const want[] = {"10.9.8.7 pod-hosts-line\n", "nameserver 10.9.8.53\n",
-					   "pod-name-42\npod-name-42\n", "-r--r--r--", "died\n1\n"};
-	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
-		ck_assert_msg(strstr(out, want[i]), "want %s in: %s", want[i], out);
-	fprintf(stderr, "e2e_oci_vm: file binds read in the guest; create+start %.0f ms\n", ms);
-	ov_delete(&v, v.vmbin, "cb", false);
+					   "pod-name-42\npod-name-42\n", "-r--r--r--", "died\n1\n",
+					   NULL};
+	ov_run_want(&v, "cb", want, "file binds read");
+	snprintf(p, sizeof(p), "%s/fifo", v.dir);
+	ck_assert_int_eq(mkfifo(p, 0600), 0);
 	snprintf(m, sizeof(m), ", {\"destination\": \"/data\", \"type\": \"bind\", \"source\": "
 		 "\"%s\", \"options\": [\"rbind\"]}", v.dir);
 	ov_config_full(&v, "[\"true\"]", false, m);
 	const char *cr[] = {"create", "--bundle", v.bundle, "cd", NULL};
 	ck_assert_int_eq(ov_spawn(&v, v.vmbin, "cd", cr), 1);
-	ck_assert_msg(strstr(ov_text(&v, "cd", "err"), "mounts[1]"), "%s", ov_text(&v, "cd", "err"));
+	ck_assert_msg(strstr(ov_text(&v, "cd", "err"), "mounts[1]") &&
+		      strstr(ov_text(&v, "cd", "err"), "'fifo'"), "%s", ov_text(&v, "cd", "err"));
+	ov_finish(&v);
+}
+END_TEST
+
+/* A kubelet's directory volumes: a service-account token's layout (token -> ..data/token,
+ * ..data -> the timestamped directory) bound read-only, read in the guest through its links
+ * with its write bits gone; an emptyDir (0777, empty) written by the program. */
+START_TEST(t_oci_vm_dir_binds)
+{
+	OV_BEGIN(v);
+	static const char *const dirs[] = {"sa", "sa/..2026_12_02_10_00_00.123", "scratch"};
+	static const char *const files[][2] = {
+	    {"sa/..2026_12_02_10_00_00.123/token", "eyJ-pod-token-42\n"},
+	    {"sa/..2026_12_02_10_00_00.123/namespace", "default\n"}};
+	static const char *const links[][2] = {{"..2026_12_02_10_00_00.123", "sa/..data"},
+					      {"..data/token", "sa/token"},
+					      {"..data/namespace", "sa/namespace"}};
+	char p[PATH_MAX + 64], m[6 * PATH_MAX];
+	struct rung_err e = {0};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/%s", v.dir, dirs[i]);
+		ck_assert_int_eq(mkdir(p, 0755), 0);
+	}
+	ck_assert_int_eq(chmod(p, 0777), 0); /* scratch, as an emptyDir */
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(p, sizeof(p), "%s/%s", v.dir, files[i][0]);
+		ck_assert_int_eq(rung_write_file_replace(AT_FDCWD, p, files[i][1],
+							 strlen(files[i][1]), 0644, &e), 0);
+	}
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/%s", v.dir, links[i][1]);
+		ck_assert_int_eq(symlink(links[i][0], p), 0);
+	}
+	snprintf(m, sizeof(m),
+		 ", {\"destination\": \"/var/run/secrets/kubernetes.io/serviceaccount\", \"type\": "
+		 "\"bind\", \"source\": \"%s/sa\", \"options\": [\"rbind\", \"rprivate\", \"ro\"]},"
+		 " {\"destination\": \"/scratch\", \"type\": \"bind\", \"source\": \"%s/scratch\","
+		 "   \"options\": [\"rbind\", \"rw\"]}", v.dir, v.dir);
+	ov_config_full(&v, "[\"sh\", \"-c\", \"d=/var/run/secrets/kubernetes.io/serviceaccount; "
+		       "cat $d/token $d/namespace; ls -lL $d/token; readlink $d/token; "
+		       "ls -ld /scratch; echo wrote > /scratch/f && cat /scratch/f\"]", false, m);
+	static const char *const want[] = {"eyJ-pod-token-42\ndefault\n", "-r--r--r--",
+					   "..data/token\n", "drwxrwxrwx", "wrote\n", NULL};
+	ov_run_want(&v, "db", want, "directory binds read and written");
 	ov_finish(&v);
 }
 END_TEST
@@ -548,6 +605,7 @@ Suite *e2e_oci_vm_suite(void)
 	tcase_add_test(tc, t_oci_vm_output_and_status);
 	tcase_add_test(tc, t_oci_vm_kill_and_refusals);
 	tcase_add_test(tc, t_oci_vm_file_binds);
+	tcase_add_test(tc, t_oci_vm_dir_binds);
 	tcase_add_test(tc, t_oci_vm_terminal);
 	tcase_add_test(tc, t_oci_vm_vs_container);
 	suite_add_tcase(s, tc);

@@ -253,6 +253,9 @@ START_TEST(t_oci_vmnet_open)
 	char want[64];
 	snprintf(want, sizeof(want), "nameserver %s53", n);
 	ck_assert_msg(probe(out, "resolv", t, sizeof(t)) == 0 && strstr(t, want), "%s", out);
+	/* the pod's search domains and options (the CRI's resolv.conf's), after rung's options */
+	ck_assert_msg(strstr(t, " search default.svc.cluster.local svc.cluster.local ") &&
+		      strstr(t, "timeout:2 options ndots:5 "), "%s", out);
 	ck_assert_msg(probe(out, "tcp80", t, sizeof(t)) == 0 && *t, "%s", out);
 	ck_assert_msg(probe(out, "tcp8080", t, sizeof(t)) == 0 && *t, "%s", out);
 	ck_assert_msg(probe(out, "ns_allowed", t, sizeof(t)) == 0 && strstr(t, a10), "%s", out);

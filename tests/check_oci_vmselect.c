@@ -271,6 +271,35 @@ START_TEST(test_vm_pod_namespaces)
 }
 END_TEST
 
+/* Pure: the pod's resolv.conf's search domains and options as the guest's lists: the last
+ * search/domain line, 6 domains within 256 bytes, every options line, odd tokens left out. */
+START_TEST(test_resolv_lists)
+{
+	char s[OCI_VM_SEARCH_MAX + 1], o[OCI_VM_DNSOPT_MAX + 1];
+	oci_vm_resolv_lists("search old.example\nnameserver 10.96.0.10\n"
+			    "search default.svc.cluster.local svc.cluster.local\tcluster.local\n"
+			    "options ndots:5\n  options edns0 timeout:1 bad;opt\n", s, o);
+	ck_assert_str_eq(s, "default.svc.cluster.local,svc.cluster.local,cluster.local");
+	ck_assert_str_eq(o, "ndots:5,edns0,timeout:1");
+	oci_vm_resolv_lists("search a b\ndomain only.example\n", s, o);
+	ck_assert_str_eq(s, "only.example");
+	ck_assert_str_eq(o, "");
+	/* 6 domains at most; a bad one (a quote, a colon) does not count, nor is it kept */
+	oci_vm_resolv_lists("search d1 \"x d2 a:b d3 d4 d5 d6 d7\n", s, o);
+	ck_assert_str_eq(s, "d1,d2,d3,d4,d5,d6");
+	/* 256 bytes at most: a domain past them is left out */
+	char t[600], dom[101];
+	memset(dom, 'a', 100);
+	dom[100] = '\0';
+	snprintf(t, sizeof(t), "search %s %s %s short\noptions", dom, dom, dom);
+	oci_vm_resolv_lists(t, s, o);
+	ck_assert_uint_eq(strlen(s), 201 + 6);
+	ck_assert(strstr(s, ",short") && strlen(s) <= OCI_VM_SEARCH_MAX);
+	oci_vm_resolv_lists("", s, o);
+	ck_assert(!s[0] && !o[0]);
+}
+END_TEST
+
 Suite *oci_vmselect_suite(void)
 {
 	Suite *s = suite_create("oci_vmselect");
@@ -282,6 +311,7 @@ Suite *oci_vmselect_suite(void)
 	tcase_add_test(tc, test_binary_selection);
 	tcase_add_test(tc, test_vm_paused_state);
 	tcase_add_test(tc, test_vm_pod_namespaces);
+	tcase_add_test(tc, test_resolv_lists);
 	suite_add_tcase(s, tc);
 	return s;
 }

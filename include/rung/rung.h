@@ -127,6 +127,10 @@ struct rung_router_opts {
 	 * (to a local address, on an interface not its own), forwarded to it: rung-oci's vm rung
 	 * in a pod's namespace, whose address is the guest's. No variable. */
 	bool net_inbound;
+	/* A vm sandbox's resolv.conf also gets these (rung-oci's vm rung: the pod's), each
+	 * comma-separated: search domains (at most 6, 256 bytes) and options (128 bytes), made of
+	 * letters, digits, '.', '-', '_' (and ':' in options). NULL or "": none. No variable. */
+	const char *dns_search, *dns_options;
 };
 
 /* The RUNG_* variables rung_router_opts_set knows, NULL-terminated. */

@@ -174,7 +174,8 @@ void oci_test_cri_resolv(const char *dir, const char *resolver, char *m, size_t 
 {
 	char p[PATH_MAX], txt[256];
 	snprintf(p, sizeof(p), "%s/resolv.conf", dir);
-	snprintf(txt, sizeof(txt), "search default.svc.cluster.local\nnameserver %s\n", resolver);
+	snprintf(txt, sizeof(txt), "search default.svc.cluster.local svc.cluster.local\n"
+		 "nameserver %s\noptions ndots:5\n", resolver);
 	put_file(p, txt);
 	snprintf(m, n, ", {\"destination\": \"/etc/resolv.conf\", \"source\": \"%s\","
 		 " \"options\": [\"rbind\", \"ro\", \"nosuid\", \"nodev\", \"noexec\"]}", p);

@@ -2,7 +2,9 @@
 # VMTEST_ONLY naming rung-oci-vm or rung-oci-vmnet (or none). rung-oci on the vm rung (docs/oci.md): the
 # e2e_oci_vm Check suite (tests/check_e2e_oci_vm.c) drives build/rung-oci as rung-oci-vm on a
 # busybox bundle: create/start/state/kill/delete, output and exit codes (0, 7, killed), the
-# program under the guest's kernel, nothing left after delete, and create+start timed against
+# program under the guest's kernel, the CRI's file binds and a pod's directory binds (a
+# service-account token's layout, an emptyDir) copied in, nothing left after delete, and
+# create+start timed against
 # the container rung's rung-oci on the same bundle (its line printed in the PASS).
 # Uses skip/now/ck_vm_suite/ck_result, $P, $G and $W from l1-tests.sh.
 if [ ! -x "$P/rung/bin/rung-oci" ] || [ ! -x "$P/rung/bin/check_rung" ]; then
