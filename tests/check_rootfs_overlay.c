@@ -2,19 +2,24 @@
  * tests/check_rootfs_overlay.c: an overlay whose layers are given relative to a base dir
  * (rfs_overlay_relative): it mounts through both paths (lowerdir+ and the classic mount(2)
  * option), its line in /proc/self/mountinfo names no host path, and the caller's working
- * directory is its own again afterwards.
+ * directory is its own again afterwards. The same for the idmapped stack
+ * (rfs_overlay_apply_idmapped, rung-oci's over containerd's snapshots), staged and made
+ * relative by rootfs itself.
  */
 #include <check.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "rootfs/rfs.h"
 #include "tests/lib/testutil.h"
 
@@ -112,6 +117,95 @@ START_TEST(test_relative_layers)
 }
 END_TEST
 
+/* mountinfo's options for the layers relative to a staging dir: one lowerdir+ each (Linux
+ * 6.8), or the classic lowerdir=A:B. */
+static bool relative_options(const char *line)
+{
+	const char *opts = strstr(line, " - overlay ");
+	return opts && (strstr(opts, "lowerdir+=0,lowerdir+=1,") || strstr(opts, "lowerdir=0:1,")) &&
+	       strstr(opts, "upperdir=u/fs,workdir=u/work");
+}
+
+/* The idmapped stack as rung-oci makes it over containerd's snapshot (two lowers, the upper
+ * and work dirs side by side in one snapshot dir): the lowers seen through the user
+ * namespace's mapping, the upper written as it is, the mount's options relative to the
+ * staging dir (no host path), nothing staged left there, only the overlay mounted, the
+ * working directory the caller's again. Both mount paths (_i: classic). */
+START_TEST(test_idmapped_stack)
+{
+	RUNG_REQUIRE_ROOT();
+	char *base = rung_test_tmpdir("ovl-idmap");
+	ck_assert_ptr_nonnull(base);
+	static const char *const dirs[] = {"l0", "l1", "snap", "snap/fs", "snap/work", "root",
+					   "scratch"};
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(dirs); i++)
+		mk(base, dirs[i]);
+	touch(base, "l0/top");
+	touch(base, "l1/bottom");
+	char l0[PATH_MAX], l1[PATH_MAX], up[PATH_MAX], wk[PATH_MAX], root[PATH_MAX],
+	    scratch[PATH_MAX], p[PATH_MAX + 64];
+	snprintf(l0, sizeof(l0), "%s/l0", base);
+	snprintf(l1, sizeof(l1), "%s/l1", base);
+	snprintf(up, sizeof(up), "%s/snap/fs", base);
+	snprintf(wk, sizeof(wk), "%s/snap/work", base);
+	snprintf(root, sizeof(root), "%s/root", base);
+	snprintf(scratch, sizeof(scratch), "%s/scratch", base);
+	const char *lowers[] = {l0, l1, NULL};
+	struct rfs_mount_plan plan;
+	struct rung_err err = {0};
+	ck_assert_msg(rfs_overlay_plan(lowers, up, wk, root, &plan, &err) == 0, "%s", err.msg);
+	plan.classic = _i;
+	pid_t kid = 0;
+	int ufd = rung_test_userns(&kid);
+	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	char cwd[PATH_MAX], after[PATH_MAX];
+	ck_assert_int_eq(chdir("/"), 0);
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	int mounts = rung_test_count_mounts();
+	/* a layer that is not there: named, and nothing staged or mounted is left */
+	const char *bad[] = {l0, "/nonexistent-layer", NULL};
+	struct rfs_mount_plan badplan;
+	ck_assert_int_eq(rfs_overlay_plan(bad, up, wk, root, &badplan, &err), 0);
+	ck_assert_int_eq(rfs_overlay_apply_idmapped(&badplan, ufd, scratch, &err), -ENOENT);
+	ck_assert_msg(strstr(err.msg, "lowerdir /nonexistent-layer"), "%s", err.msg);
+	ck_assert_int_eq(rung_test_count_entries(scratch), 0);
+	ck_assert_int_eq(rung_test_count_mounts(), mounts);
+	int r = rfs_overlay_apply_idmapped(&plan, ufd, scratch, &err);
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	close(ufd);
+	ck_assert_msg(r == 0, "%s", err.msg);
+	ck_assert_int_eq(rung_test_count_mounts(), mounts + 1); /* only the overlay */
+	ck_assert_int_eq(rung_test_count_entries(scratch), 0);
+	ck_assert_ptr_nonnull(getcwd(after, sizeof(after)));
+	ck_assert_str_eq(after, cwd);
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/top", root);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_eq(st.st_uid, 100000); /* the layer's root, through the mapping */
+	snprintf(p, sizeof(p), "%s/bottom", root);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_eq(st.st_uid, 100000);
+	touch(root, "new");
+	snprintf(p, sizeof(p), "%s/new", up);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_eq(st.st_uid, 0); /* the upper is not idmapped */
+	snprintf(p, sizeof(p), "%s/top", l0); /* the shared layer itself is unchanged */
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_eq(st.st_uid, 0);
+	char *line = mountinfo_line(root);
+	ck_assert_ptr_nonnull(line);
+	ck_assert_msg(relative_options(line), "mountinfo: %s", line);
+	ck_assert_msg(!strstr(strstr(line, " - "), base), "mountinfo names the host path %s: %s",
+		      base, line);
+	free(line);
+	ck_assert_int_eq(umount2(root, MNT_DETACH), 0);
+	ck_assert_int_eq(rung_test_rmtree(base), 0);
+	free(base);
+}
+END_TEST
+
 START_TEST(test_relative_refused)
 {
 	const char *lowers[] = {"/a/l0", "/b/l1", NULL};
@@ -145,6 +239,11 @@ Suite *rootfs_overlay_suite(void)
 	tcase_set_tags(tc, "root");
 	tcase_set_timeout(tc, 30);
 	tcase_add_loop_test(tc, test_relative_layers, 0, 2);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("idmapped");
+	tcase_set_tags(tc, "root");
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, test_idmapped_stack, 0, 2);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("refused");
 	tcase_add_test(tc, test_relative_refused);
