@@ -251,7 +251,7 @@ static int apply_staged(const struct rfs_mount_plan *p, char **lowers, size_t n,
 	const char **rel = calloc(n + 1, sizeof(*rel));
 	struct rfs_mount_plan *q = calloc(1, sizeof(*q));
 	char base[PATH_MAX];
-	size_t k = 0; /* the clones attached on at[0..k-1]: the lowers', then u's */
+	size_t k = 0; /* the dirs made (and clones attached) at at[0..k-1]: the lowers', then u */
 	int r = at && rel && q ? 0 : rung_err_set(err, ENOMEM, "overlay plan");
 	for (; r == 0 && k < n; k++) {
 		snprintf(at[k], PATH_MAX, "%s/%zu", scratch, k);
