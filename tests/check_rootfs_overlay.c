@@ -54,31 +54,42 @@ static char *mountinfo_line(const char *target)
 	return found;
 }
 
+/* A two-layer stack under base, at the paths relative to base that rel names (the top layer,
+ * holding "top"; the bottom one, holding "bottom"; the upper dir; the work dir; the mount
+ * point), all made: their full paths in s, its plan in plan. */
+struct stack {
+	char l0[PATH_MAX], l1[PATH_MAX], up[PATH_MAX], wk[PATH_MAX], root[PATH_MAX];
+};
+
+static void stack_make(const char *base, const char *const rel[5], struct stack *s,
+		       struct rfs_mount_plan *plan)
+{
+	char *const at[] = {s->l0, s->l1, s->up, s->wk, s->root};
+	struct rung_err err = {0};
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(at); i++) {
+		snprintf(at[i], PATH_MAX, "%s/%s", base, rel[i]);
+		ck_assert_msg(rung_mkdir_p(at[i], 0755, &err) == 0, "%s", err.msg);
+	}
+	touch(s->l0, "top");
+	touch(s->l1, "bottom");
+	const char *lowers[] = {s->l0, s->l1, NULL};
+	ck_assert_msg(rfs_overlay_plan(lowers, s->up, s->wk, s->root, plan, &err) == 0, "%s",
+		      err.msg);
+}
+
 START_TEST(test_relative_layers)
 {
 	RUNG_REQUIRE_ROOT();
 	char *base = rung_test_tmpdir("ovl-rel");
 	ck_assert_ptr_nonnull(base);
-	mk(base, "lower");
-	mk(base, "lower/0");
-	mk(base, "lower/1");
-	mk(base, "disk");
-	mk(base, "disk/upper");
-	mk(base, "disk/ovlwork");
-	mk(base, "root");
-	touch(base, "lower/0/top");
-	touch(base, "lower/1/bottom");
-	char l0[PATH_MAX], l1[PATH_MAX], up[PATH_MAX], wk[PATH_MAX], root[PATH_MAX],
-	    p[PATH_MAX + 64];
-	snprintf(l0, sizeof(l0), "%s/lower/0", base);
-	snprintf(l1, sizeof(l1), "%s/lower/1", base);
-	snprintf(up, sizeof(up), "%s/disk/upper", base);
-	snprintf(wk, sizeof(wk), "%s/disk/ovlwork", base);
-	snprintf(root, sizeof(root), "%s/root", base);
-	const char *lowers[] = {l0, l1, NULL};
+	struct stack stk;
 	struct rfs_mount_plan plan;
 	struct rung_err err = {0};
-	ck_assert_msg(rfs_overlay_plan(lowers, up, wk, root, &plan, &err) == 0, "%s", err.msg);
+	stack_make(base, (const char *const[]){"lower/0", "lower/1", "disk/upper", "disk/ovlwork",
+					       "root"},
+		   &stk, &plan);
+	const char *up = stk.up, *root = stk.root;
+	char p[PATH_MAX + 64];
 	ck_assert_msg(rfs_overlay_relative(&plan, base, &err) == 0, "%s", err.msg);
 	ck_assert_str_eq(plan.data,
 			 "lowerdir=lower/0:lower/1,upperdir=disk/upper,workdir=disk/ovlwork");
@@ -136,24 +147,15 @@ START_TEST(test_idmapped_stack)
 	RUNG_REQUIRE_ROOT();
 	char *base = rung_test_tmpdir("ovl-idmap");
 	ck_assert_ptr_nonnull(base);
-	static const char *const dirs[] = {"l0", "l1", "snap", "snap/fs", "snap/work", "root",
-					   "scratch"};
-	for (size_t i = 0; i < RUNG_ARRAY_SIZE(dirs); i++)
-		mk(base, dirs[i]);
-	touch(base, "l0/top");
-	touch(base, "l1/bottom");
-	char l0[PATH_MAX], l1[PATH_MAX], up[PATH_MAX], wk[PATH_MAX], root[PATH_MAX],
-	    scratch[PATH_MAX], p[PATH_MAX + 64];
-	snprintf(l0, sizeof(l0), "%s/l0", base);
-	snprintf(l1, sizeof(l1), "%s/l1", base);
-	snprintf(up, sizeof(up), "%s/snap/fs", base);
-	snprintf(wk, sizeof(wk), "%s/snap/work", base);
-	snprintf(root, sizeof(root), "%s/root", base);
-	snprintf(scratch, sizeof(scratch), "%s/scratch", base);
-	const char *lowers[] = {l0, l1, NULL};
+	struct stack stk;
 	struct rfs_mount_plan plan;
 	struct rung_err err = {0};
-	ck_assert_msg(rfs_overlay_plan(lowers, up, wk, root, &plan, &err) == 0, "%s", err.msg);
+	stack_make(base, (const char *const[]){"l0", "l1", "snap/fs", "snap/work", "root"}, &stk,
+		   &plan);
+	const char *l0 = stk.l0, *up = stk.up, *wk = stk.wk, *root = stk.root;
+	char scratch[PATH_MAX], p[PATH_MAX + 64];
+	snprintf(scratch, sizeof(scratch), "%s/scratch", base);
+	mk(base, "scratch");
 	plan.classic = _i;
 	pid_t kid = 0;
 	int ufd = rung_test_userns(&kid);
