@@ -1,13 +1,18 @@
 /* rootfs/overlay.c: overlayfs mount plans (pure) and their application. */
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/mount.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
+#include "common/log.h"
 #include "common/util.h"
 #include "rootfs/rfs.h"
 
@@ -154,61 +159,134 @@ static int mount_fsopen(const struct rfs_mount_plan *p, char *const *lowers, siz
 	return 0;
 }
 
-/*
- * Mounts the plan's stack. Idmapped: overlayfs cannot take a detached mount (it clones each
- * lower), so each layer's idmapped clone is attached on scratch/N for the duration of the
- * overlay's creation, then detached again and the directory removed.
- */
-static int apply_stack(const struct rfs_mount_plan *p, int userns_fd, const char *scratch,
-		       struct rung_err *err)
+/* The plan's paths, split in buf: its lowers (top-most first, at most max of them), upper and
+ * work (NULL without). */
+static int plan_paths(const struct rfs_mount_plan *p, char *buf, size_t len, char **lowers,
+		      size_t max, size_t *n, char **upper, char **work, struct rung_err *err)
 {
-	char buf[RFS_MOUNT_DATA_MAX];
-	snprintf(buf, sizeof(buf), "%s", p->data + strlen("lowerdir="));
-	char *comma = strchr(buf, ',');
-	if (comma)
-		*comma = '\0';
-	char *lowers[512];
-	char covered[512][280];
-	size_t n = 0, ncov = 0;
-	int r = 0;
-	char *s2 = NULL;
-	for (char *l = strtok_r(buf, ":", &s2); r == 0 && l; l = strtok_r(NULL, ":", &s2)) {
-		if (n == RUNG_ARRAY_SIZE(lowers)) {
-			r = rung_err_set(err, E2BIG, "overlay: too many layers");
-			break;
+	snprintf(buf, len, "%s", p->data);
+	*n = 0;
+	*upper = *work = NULL;
+	char *save = NULL;
+	for (char *opt = strtok_r(buf, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
+		if (!strncmp(opt, "upperdir=", 9))
+			*upper = opt + 9;
+		else if (!strncmp(opt, "workdir=", 8))
+			*work = opt + 8;
+		if (strncmp(opt, "lowerdir=", 9))
+			continue;
+		char *s2 = NULL;
+		for (char *l = strtok_r(opt + 9, ":", &s2); l; l = strtok_r(NULL, ":", &s2)) {
+			if (*n == max)
+				return rung_err_set(err, E2BIG, "overlay: more than %zu layers", max);
+			lowers[(*n)++] = l;
 		}
-		if (userns_fd >= 0) {
-			char *at = covered[ncov];
-			snprintf(at, sizeof(covered[0]), "%s/%zu", scratch, ncov);
-			if (mkdir(at, 0700) < 0 && errno != EEXIST) {
-				r = rung_err_sys(err, errno, "mkdir %s", at);
-				break;
-			}
-			cleanup_close int tfd = rfs_idmap_clone(l, userns_fd, 0, err);
-			if (tfd < 0) {
-				rmdir(at);
-				r = tfd;
-				break;
-			}
-			if (syscall(SYS_move_mount, tfd, "", AT_FDCWD, at, MOVE_MOUNT_F_EMPTY_PATH) <
-			    0) {
-				r = rung_err_sys(err, errno, "attach idmapped %s on %s", l, at);
-				rmdir(at);
-				break;
-			}
-			ncov++;
-			l = at;
-		}
-		lowers[n++] = l;
 	}
+	return 0;
+}
+
+/* Mounts the plan's stack: one lowerdir+ per layer where the kernel has it. */
+static int apply_stack(const struct rfs_mount_plan *p, struct rung_err *err)
+{
+	char buf[RFS_MOUNT_DATA_MAX], *lowers[512], *upper, *work;
+	size_t n = 0;
+	int r = plan_paths(p, buf, sizeof(buf), lowers, RUNG_ARRAY_SIZE(lowers), &n, &upper, &work,
+			   err);
 	if (r == 0)
 		r = !p->classic && has_lowerdir_plus() ? mount_fsopen(p, lowers, n, err)
 						       : mount_classic(p, lowers, n, err);
-	for (size_t i = 0; i < ncov; i++) {
-		if (umount2(covered[i], MNT_DETACH) < 0)
-			LOG_WARN("detach idmapped %s: %s", covered[i], strerror(errno));
-		rmdir(covered[i]);
+	return r;
+}
+
+/* The deepest directory holding both a and b ("/x/s/fs", "/x/s/work" -> "/x/s"), into out. */
+static void common_dir(const char *a, const char *b, char *out, size_t n)
+{
+	size_t k = 0, last = 0;
+	while (a[k] && a[k] == b[k]) {
+		if (a[k] == '/')
+			last = k;
+		k++;
 	}
+	if ((!a[k] || a[k] == '/') && (!b[k] || b[k] == '/'))
+		last = k; /* one is the other's parent, or they are equal */
+	snprintf(out, n, "%.*s", (int)(last ? last : 1), a);
+}
+
+/* dir's clone (idmapped to userns, or plain when userns < 0) attached on at (made). */
+static int attach(const char *dir, int userns, const char *at, struct rung_err *err)
+{
+	if (mkdir(at, 0700) < 0 && errno != EEXIST)
+		return rung_err_sys(err, errno, "mkdir %s", at);
+	cleanup_close int tfd = userns >= 0 ? rfs_idmap_clone(dir, userns, 0, err)
+					    : (int)syscall(SYS_open_tree, AT_FDCWD, dir,
+							   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (tfd < 0)
+		return userns >= 0 ? tfd : rung_err_sys(err, errno, "clone %s", dir);
+	if (syscall(SYS_move_mount, tfd, "", AT_FDCWD, at, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return rung_err_sys(err, errno, "attach %s on %s", dir, at);
+	return 0;
+}
+
+/* The clones on at[0..n-1] detached, their dirs removed (what attach made of them). */
+static void detach_all(char (*at)[PATH_MAX], size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (umount2(at[i], MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+			LOG_WARN("detach %s: %s", at[i], strerror(errno));
+		rmdir(at[i]);
+	}
+}
+
+/*
+ * The stack of p mounted from scratch: each lower's idmapped clone attached on scratch/N
+ * (overlayfs takes no detached mount: it clones each layer), the directory holding upper and
+ * work cloned on scratch/u (overlayfs wants both on one mount), the overlay made from paths
+ * relative to scratch, then the clones detached again (the overlay holds its own).
+ */
+static int apply_staged(const struct rfs_mount_plan *p, char **lowers, size_t n,
+			const char *upper, const char *work, int userns, const char *scratch,
+			struct rung_err *err)
+{
+	char (*at)[PATH_MAX] = calloc(n + 3, PATH_MAX);
+	const char **rel = calloc(n + 1, sizeof(*rel));
+	struct rfs_mount_plan *q = calloc(1, sizeof(*q));
+	char base[PATH_MAX];
+	size_t k = 0; /* the dirs made (and clones attached) at at[0..k-1]: the lowers', then u */
+	int r = at && rel && q ? 0 : rung_err_set(err, ENOMEM, "overlay plan");
+	for (; r == 0 && k < n; k++) {
+		snprintf(at[k], PATH_MAX, "%s/%zu", scratch, k);
+		rel[k] = at[k];
+		if ((r = attach(lowers[k], userns, at[k], err)) < 0)
+			rung_err_wrap(err, "overlay lowerdir %s (idmapped)", lowers[k]);
+	}
+	if (r == 0 && upper) {
+		common_dir(upper, work, base, sizeof(base));
+		size_t b = strcmp(base, "/") ? strlen(base) : 0;
+		snprintf(at[n], PATH_MAX, "%s/u", scratch);
+		if (snprintf(at[n + 1], PATH_MAX, "%s/u%s", scratch, upper + b) >= PATH_MAX ||
+		    snprintf(at[n + 2], PATH_MAX, "%s/u%s", scratch, work + b) >= PATH_MAX)
+			r = rung_err_set(err, ENAMETOOLONG, "overlay upperdir %s: path too long",
+					 upper);
+		else {
+			r = attach(base, -1, at[n], err);
+			k++; /* scratch/u made, to detach and remove even after a failed attach */
+		}
+	}
+	if (r == 0)
+		r = rfs_overlay_plan(rel, upper ? at[n + 1] : NULL, upper ? at[n + 2] : NULL,
+				     p->target, q, err);
+	if (r == 0) {
+		q->flags = p->flags;
+		q->classic = p->classic;
+		r = rfs_overlay_relative(q, scratch, err);
+	}
+	if (r == 0)
+		r = rfs_overlay_apply(q, err);
+	if (at)
+		detach_all(at, k);
+	free(at);
+	free(rel);
+	free(q);
 	return r;
 }
 
@@ -228,7 +306,12 @@ int rfs_overlay_apply_idmapped(const struct rfs_mount_plan *p, int userns_fd,
 	if (strlen(scratch) > 200)
 		return rung_err_set(err, ENAMETOOLONG, "overlay scratch dir '%.64s...' too long",
 				    scratch);
-	return apply_stack(p, userns_fd, scratch, err);
+	char buf[RFS_MOUNT_DATA_MAX], *lowers[512], *upper, *work;
+	size_t n = 0;
+	if ((r = plan_paths(p, buf, sizeof(buf), lowers, RUNG_ARRAY_SIZE(lowers), &n, &upper,
+			    &work, err)) < 0)
+		return r;
+	return apply_staged(p, lowers, n, upper, work, userns_fd, scratch, err);
 }
 
 /* One read-only layer: a read-only, nodev, nosuid bind of it (overlayfs needs two lowers). */
@@ -305,14 +388,14 @@ int rfs_overlay_relative(struct rfs_mount_plan *p, const char *base, struct rung
 int rfs_overlay_apply(const struct rfs_mount_plan *p, struct rung_err *err)
 {
 	if (!p->base[0])
-		return p->bind ? apply_bind(p, err) : apply_stack(p, -1, NULL, err);
+		return p->bind ? apply_bind(p, err) : apply_stack(p, err);
 	cleanup_close int old = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	cleanup_close int dir = open(p->base, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (old < 0)
 		return rung_err_sys(err, errno, "open the working directory");
 	if (dir < 0 || fchdir(dir) < 0)
 		return rung_err_sys(err, errno, "overlay base dir %s", p->base);
-	int r = p->bind ? apply_bind(p, err) : apply_stack(p, -1, NULL, err);
+	int r = p->bind ? apply_bind(p, err) : apply_stack(p, err);
 	if (fchdir(old) < 0 && r == 0)
 		r = rung_err_sys(err, errno, "back to the working directory");
 	return r;

@@ -322,15 +322,6 @@ int rfs_overlay_apply(const struct rfs_mount_plan *p, struct rung_err *err);
  */
 int rfs_overlay_relative(struct rfs_mount_plan *p, const char *base, struct rung_err *err);
 /*
- * The same, with every lower layer presented through an idmapped mount for userns_fd (an
- * open /proc/PID/ns/user): on-disk uid N (the image's N) appears as that namespace's N, so
- * one shared copy of a layer serves every sandbox's user namespace. Upper and work dirs are
- * used as they are (the runtime owns them by the namespace's root). scratch: an existing
- * private directory (e.g. the sandbox's state dir) where each layer's idmapped clone is
- * attached while the overlay is created (overlayfs here does not take detached mounts);
- * they are detached and their directories removed before return.
- */
-/*
  * A detached clone of dir (open_tree), idmapped to userns_fd, with the MOUNT_ATTR_* flags in
  * attrs set too; returns its fd. Idmapped mounts depend on the filesystem and the kernel
  * (ext4/xfs 5.12, btrfs 5.15, overlayfs 5.19, tmpfs 6.3): where this kernel lacks them for
@@ -338,6 +329,21 @@ int rfs_overlay_relative(struct rfs_mount_plan *p, const char *base, struct rung
  * has it and this kernel's (e.g. a state dir on tmpfs under Debian 12's 6.1).
  */
 int rfs_idmap_clone(const char *dir, int userns_fd, uint64_t attrs, struct rung_err *err);
+/*
+ * Applies the plan (absolute layers, as rfs_overlay_plan makes them) with every lower layer
+ * presented through an idmapped mount for userns_fd (an open /proc/PID/ns/user): on-disk uid
+ * N (the image's N) appears as that namespace's N, so one shared copy of a layer serves every
+ * sandbox's user namespace. Upper and work dirs are used as they are, not idmapped (their
+ * owner is the namespace's root on the host: the caller's to arrange). scratch: an existing
+ * private directory (e.g. the sandbox's state dir) where, while the overlay is created, each
+ * layer's idmapped clone is attached on scratch/N and a plain clone of the deepest directory
+ * holding both upper and work on scratch/u (overlayfs here takes no detached mounts, and
+ * wants upper and work on one mount); the overlay is made from paths relative to scratch
+ * (rfs_overlay_relative: "0", "1", "u/fs", "u/work"), so its line in /proc/PID/mountinfo
+ * names no host path. The clones are detached and their directories removed before return.
+ * The working directory changes meanwhile, as with rfs_overlay_relative's plans: call it
+ * only where it is the caller's own. A plan made relative already is refused.
+ */
 int rfs_overlay_apply_idmapped(const struct rfs_mount_plan *p, int userns_fd,
 			       const char *scratch, struct rung_err *err);
 

@@ -18,6 +18,7 @@
 #include <sched.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -435,6 +436,99 @@ START_TEST(test_joined_netns_locked)
 }
 END_TEST
 
+/* The mountinfo line of mount point mp in text (NUL-terminated in line), or NULL. */
+static char *mountinfo_of(char *text, const char *mp, char *line, size_t n)
+{
+	char want[PATH_MAX + 4];
+	snprintf(want, sizeof(want), " %s ", mp);
+	for (char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		size_t len = strcspn(l, "\n");
+		snprintf(line, n, "%.*s", (int)len, l);
+		char *f = line; /* the fifth field: the mount point */
+		for (int i = 0; i < 4 && f; i++)
+			f = strchr(f + 1, ' ');
+		if (f && !strncmp(f, want, strlen(want)))
+			return line;
+	}
+	return NULL;
+}
+
+/* A rootfs that is an overlay mount, as containerd's overlayfs snapshotter leaves it (two
+ * lowers, the upper and work dirs side by side in one snapshot dir): rung-oci remounts it over
+ * idmapped layers (oci/overlay.c, rootfs's rfs_overlay_apply_idmapped) made from paths relative
+ * to its state dir. The container reads both layers and writes the upper as its root; its
+ * mountinfo names no host path; nothing staged is left in the state dir nor mounted on the
+ * host, where the first overlay is gone from the rootfs. */
+START_TEST(test_overlay_rootfs)
+{
+	RUNG_REQUIRE_ROOT();
+	struct env *e = E;
+	bundle(e, "[\"sh\", \"-c\", \"cat /proc/self/mountinfo > /out/mountinfo; cat /top >"
+		  " /out/top; echo w > /written\"]", ns_default);
+	char rootfs[PATH_MAX + 32], l0[PATH_MAX + 16], l1[PATH_MAX + 16], snap[PATH_MAX + 16],
+	    p[PATH_MAX * 2], opts[PATH_MAX * 5];
+	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", e->bundle);
+	snprintf(l0, sizeof(l0), "%s/l0", e->dir);
+	snprintf(l1, sizeof(l1), "%s/l1", e->dir);
+	snprintf(snap, sizeof(snap), "%s/snap", e->dir);
+	ck_assert_int_eq(rename(rootfs, l1), 0); /* busybox: the bottom layer */
+	ck_assert_int_eq(mkdir(rootfs, 0755), 0);
+	ck_assert_int_eq(mkdir(l0, 0755), 0);
+	snprintf(p, sizeof(p), "%s/top", l0);
+	put(p, "from l0\n");
+	ck_assert_int_eq(mkdir(snap, 0700), 0);
+	snprintf(p, sizeof(p), "%s/fs", snap);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/work", snap);
+	ck_assert_int_eq(mkdir(p, 0700), 0);
+	snprintf(opts, sizeof(opts), "lowerdir=%s:%s,upperdir=%s/fs,workdir=%s/work", l0, l1, snap,
+		 snap);
+	/* in this test's own mount namespace (CK_FORK): rung-oci takes the overlay from it */
+	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	ck_assert_msg(mount("overlay", rootfs, "overlay", 0, opts) == 0, "%s", strerror(errno));
+	int mounts0 = rung_test_count_mounts();
+	ck_assert_msg(OCI(e, "create", "--bundle", e->bundle, "c1") == 0, "%s", e->stderr_);
+	ck_assert_int_eq(rung_test_count_mounts(), mounts0 - 1); /* only the overlay taken */
+	snprintf(p, sizeof(p), "%s/c1", e->root);
+	static const char *const staged[] = {"0", "1", "u"};
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(staged); i++) {
+		char q[PATH_MAX * 4];
+		snprintf(q, sizeof(q), "%s/%s", p, staged[i]);
+		ck_assert_msg(access(q, F_OK) != 0, "%s left in the state dir", q);
+	}
+	ck_assert_int_eq(OCI(e, "start", "c1"), 0);
+	wait_status(e, "c1", "stopped");
+	ck_assert_int_eq(OCI(e, "delete", "c1"), 0);
+	char *text = NULL, line[8192];
+	size_t n = 0;
+	struct rung_err err = {0};
+	snprintf(p, sizeof(p), "%s/top", e->out);
+	ck_assert_int_eq(rung_file_load(AT_FDCWD, p, 64, &text, &n, &err), 0);
+	ck_assert_str_eq(text, "from l0\n");
+	free(text);
+	snprintf(p, sizeof(p), "%s/mountinfo", e->out);
+	ck_assert_int_eq(rung_file_load(AT_FDCWD, p, 1 << 16, &text, &n, &err), 0);
+	const char *root = mountinfo_of(text, "/", line, sizeof(line));
+	ck_assert_msg(root, "no / in %s", text);
+	fprintf(stderr, "e2e_oci_life: an overlay rootfs in the container's mountinfo: %s\n", root);
+	/* the layers as given: one lowerdir+ each (Linux 6.8), or one classic lowerdir */
+	ck_assert_msg(strstr(root, " - overlay ") &&
+			  (strstr(root, "lowerdir+=0,lowerdir+=1,") || strstr(root, "lowerdir=0:1,")) &&
+			  strstr(root, "upperdir=u/fs,workdir=u/work"),
+		      "%s", root);
+	/* neither the layers' nor rung-oci's state dir (the bundle's /out bind names its source) */
+	ck_assert_msg(!strstr(root, e->dir), "the root's line names %s: %s", e->dir, root);
+	free(text);
+	/* the container's root wrote the upper, as its uid on the host */
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/fs/written", snap);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_ge(st.st_uid, OCI_UID_BASE0);
+	ck_assert_int_eq(rung_test_count_mounts(), mounts0 - 1);
+}
+END_TEST
+
 Suite *e2e_oci_life_suite(void)
 {
 	Suite *s = suite_create("e2e_oci_life");
@@ -449,6 +543,7 @@ Suite *e2e_oci_life_suite(void)
 	tcase_add_test(tc, test_joined_netns_locked);
 	tcase_add_test(tc, test_relative_paths);
 	tcase_add_test(tc, test_default_cgroup_parent);
+	tcase_add_test(tc, test_overlay_rootfs);
 	suite_add_tcase(s, tc);
 	return s;
 }

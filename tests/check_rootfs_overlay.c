@@ -2,19 +2,24 @@
  * tests/check_rootfs_overlay.c: an overlay whose layers are given relative to a base dir
  * (rfs_overlay_relative): it mounts through both paths (lowerdir+ and the classic mount(2)
  * option), its line in /proc/self/mountinfo names no host path, and the caller's working
- * directory is its own again afterwards.
+ * directory is its own again afterwards. The same for the idmapped stack
+ * (rfs_overlay_apply_idmapped, rung-oci's over containerd's snapshots), staged and made
+ * relative by rootfs itself.
  */
 #include <check.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "rootfs/rfs.h"
 #include "tests/lib/testutil.h"
 
@@ -49,31 +54,42 @@ static char *mountinfo_line(const char *target)
 	return found;
 }
 
+/* A two-layer stack under base, at the paths relative to base that rel names (the top layer,
+ * holding "top"; the bottom one, holding "bottom"; the upper dir; the work dir; the mount
+ * point), all made: their full paths in s, its plan in plan. */
+struct stack {
+	char l0[PATH_MAX], l1[PATH_MAX], up[PATH_MAX], wk[PATH_MAX], root[PATH_MAX];
+};
+
+static void stack_make(const char *base, const char *const rel[5], struct stack *s,
+		       struct rfs_mount_plan *plan)
+{
+	char *const at[] = {s->l0, s->l1, s->up, s->wk, s->root};
+	struct rung_err err = {0};
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(at); i++) {
+		snprintf(at[i], PATH_MAX, "%s/%s", base, rel[i]);
+		ck_assert_msg(rung_mkdir_p(at[i], 0755, &err) == 0, "%s", err.msg);
+	}
+	touch(s->l0, "top");
+	touch(s->l1, "bottom");
+	const char *lowers[] = {s->l0, s->l1, NULL};
+	ck_assert_msg(rfs_overlay_plan(lowers, s->up, s->wk, s->root, plan, &err) == 0, "%s",
+		      err.msg);
+}
+
 START_TEST(test_relative_layers)
 {
 	RUNG_REQUIRE_ROOT();
 	char *base = rung_test_tmpdir("ovl-rel");
 	ck_assert_ptr_nonnull(base);
-	mk(base, "lower");
-	mk(base, "lower/0");
-	mk(base, "lower/1");
-	mk(base, "disk");
-	mk(base, "disk/upper");
-	mk(base, "disk/ovlwork");
-	mk(base, "root");
-	touch(base, "lower/0/top");
-	touch(base, "lower/1/bottom");
-	char l0[PATH_MAX], l1[PATH_MAX], up[PATH_MAX], wk[PATH_MAX], root[PATH_MAX],
-	    p[PATH_MAX + 64];
-	snprintf(l0, sizeof(l0), "%s/lower/0", base);
-	snprintf(l1, sizeof(l1), "%s/lower/1", base);
-	snprintf(up, sizeof(up), "%s/disk/upper", base);
-	snprintf(wk, sizeof(wk), "%s/disk/ovlwork", base);
-	snprintf(root, sizeof(root), "%s/root", base);
-	const char *lowers[] = {l0, l1, NULL};
+	struct stack stk;
 	struct rfs_mount_plan plan;
 	struct rung_err err = {0};
-	ck_assert_msg(rfs_overlay_plan(lowers, up, wk, root, &plan, &err) == 0, "%s", err.msg);
+	stack_make(base, (const char *const[]){"lower/0", "lower/1", "disk/upper", "disk/ovlwork",
+					       "root"},
+		   &stk, &plan);
+	const char *up = stk.up, *root = stk.root;
+	char p[PATH_MAX + 64];
 	ck_assert_msg(rfs_overlay_relative(&plan, base, &err) == 0, "%s", err.msg);
 	ck_assert_str_eq(plan.data,
 			 "lowerdir=lower/0:lower/1,upperdir=disk/upper,workdir=disk/ovlwork");
@@ -105,6 +121,86 @@ START_TEST(test_relative_layers)
 			  strstr(opts, "workdir=disk/ovlwork"),
 		      "mountinfo: %s", line);
 	ck_assert_msg(!strstr(opts, base), "mountinfo names the host path %s: %s", base, line);
+	free(line);
+	ck_assert_int_eq(umount2(root, MNT_DETACH), 0);
+	ck_assert_int_eq(rung_test_rmtree(base), 0);
+	free(base);
+}
+END_TEST
+
+/* mountinfo's options for the layers relative to a staging dir: one lowerdir+ each (Linux
+ * 6.8), or the classic lowerdir=A:B. */
+static bool relative_options(const char *line)
+{
+	const char *opts = strstr(line, " - overlay ");
+	return opts && (strstr(opts, "lowerdir+=0,lowerdir+=1,") || strstr(opts, "lowerdir=0:1,")) &&
+	       strstr(opts, "upperdir=u/fs,workdir=u/work");
+}
+
+/* The idmapped stack as rung-oci makes it over containerd's snapshot (two lowers, the upper
+ * and work dirs side by side in one snapshot dir): the lowers seen through the user
+ * namespace's mapping, the upper written as it is, the mount's options relative to the
+ * staging dir (no host path), nothing staged left there, only the overlay mounted, the
+ * working directory the caller's again. Both mount paths (_i: classic). */
+START_TEST(test_idmapped_stack)
+{
+	RUNG_REQUIRE_ROOT();
+	char *base = rung_test_tmpdir("ovl-idmap");
+	ck_assert_ptr_nonnull(base);
+	struct stack stk;
+	struct rfs_mount_plan plan;
+	struct rung_err err = {0};
+	stack_make(base, (const char *const[]){"l0", "l1", "snap/fs", "snap/work", "root"}, &stk,
+		   &plan);
+	const char *l0 = stk.l0, *up = stk.up, *wk = stk.wk, *root = stk.root;
+	char scratch[PATH_MAX], p[PATH_MAX + 64];
+	snprintf(scratch, sizeof(scratch), "%s/scratch", base);
+	mk(base, "scratch");
+	plan.classic = _i;
+	pid_t kid = 0;
+	int ufd = rung_test_userns(&kid);
+	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	char cwd[PATH_MAX], after[PATH_MAX];
+	ck_assert_int_eq(chdir("/"), 0);
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	int mounts = rung_test_count_mounts();
+	/* a layer that is not there: named, and nothing staged or mounted is left */
+	const char *bad[] = {l0, "/nonexistent-layer", NULL};
+	struct rfs_mount_plan badplan;
+	ck_assert_int_eq(rfs_overlay_plan(bad, up, wk, root, &badplan, &err), 0);
+	ck_assert_int_eq(rfs_overlay_apply_idmapped(&badplan, ufd, scratch, &err), -ENOENT);
+	ck_assert_msg(strstr(err.msg, "lowerdir /nonexistent-layer"), "%s", err.msg);
+	ck_assert_int_eq(rung_test_count_entries(scratch), 0);
+	ck_assert_int_eq(rung_test_count_mounts(), mounts);
+	int r = rfs_overlay_apply_idmapped(&plan, ufd, scratch, &err);
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	close(ufd);
+	ck_assert_msg(r == 0, "%s", err.msg);
+	ck_assert_int_eq(rung_test_count_mounts(), mounts + 1); /* only the overlay */
+	ck_assert_int_eq(rung_test_count_entries(scratch), 0);
+	ck_assert_ptr_nonnull(getcwd(after, sizeof(after)));
+	ck_assert_str_eq(after, cwd);
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/top", root);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_eq(st.st_uid, 100000); /* the layer's root, through the mapping */
+	snprintf(p, sizeof(p), "%s/bottom", root);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_eq(st.st_uid, 100000);
+	touch(root, "new");
+	snprintf(p, sizeof(p), "%s/new", up);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_eq(st.st_uid, 0); /* the upper is not idmapped */
+	snprintf(p, sizeof(p), "%s/top", l0); /* the shared layer itself is unchanged */
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert_int_eq(st.st_uid, 0);
+	char *line = mountinfo_line(root);
+	ck_assert_ptr_nonnull(line);
+	ck_assert_msg(relative_options(line), "mountinfo: %s", line);
+	ck_assert_msg(!strstr(strstr(line, " - "), base), "mountinfo names the host path %s: %s",
+		      base, line);
 	free(line);
 	ck_assert_int_eq(umount2(root, MNT_DETACH), 0);
 	ck_assert_int_eq(rung_test_rmtree(base), 0);
@@ -145,6 +241,11 @@ Suite *rootfs_overlay_suite(void)
 	tcase_set_tags(tc, "root");
 	tcase_set_timeout(tc, 30);
 	tcase_add_loop_test(tc, test_relative_layers, 0, 2);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("idmapped");
+	tcase_set_tags(tc, "root");
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, test_idmapped_stack, 0, 2);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("refused");
 	tcase_add_test(tc, test_relative_refused);

@@ -239,30 +239,9 @@ START_TEST(test_overlay_idmapped)
 	char **dirs = NULL;
 	ck_assert_msg(rfs_image_layers(e.s, &info, &dirs, &err) == 0, "%s", err.msg);
 	/* A user namespace mapping 0..65535 to 100000..165535, held by a child. */
-	int sync_pipe[2];
-	ck_assert_int_eq(pipe(sync_pipe), 0);
-	pid_t kid = fork();
-	ck_assert_int_ge(kid, 0);
-	if (kid == 0) {
-		char c = unshare(CLONE_NEWUSER) == 0 ? 'k' : 'x';
-		if (write(sync_pipe[1], &c, 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	char c = 0, p[4300];
-	ck_assert_int_eq(read(sync_pipe[0], &c, 1), 1);
-	ck_assert_int_eq(c, 'k');
-	static const char *const maps[] = { "uid_map", "gid_map" };
-	for (int i = 0; i < 2; i++) {
-		snprintf(p, sizeof(p), "/proc/%d/%s", kid, maps[i]);
-		int fd = open(p, O_WRONLY);
-		ck_assert_int_eq(write(fd, "0 100000 65536\n", 15), 15);
-		close(fd);
-	}
-	snprintf(p, sizeof(p), "/proc/%d/ns/user", kid);
-	int ufd = open(p, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_ge(ufd, 0);
+	pid_t kid = 0;
+	int ufd = rung_test_userns(&kid);
+	char p[4300];
 	char merged[4200];
 	snprintf(merged, sizeof(merged), "%s/merged", e.tmp);
 	ck_assert_int_eq(mkdir(merged, 0755), 0);

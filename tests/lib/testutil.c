@@ -4,8 +4,11 @@
 #include <ftw.h>
 #include <glob.h>
 #include <libgen.h>
+#include <sched.h>
 #include <spawn.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,4 +233,38 @@ int rung_test_cgroup_debris_drop(const char *state_dir)
 	if (d)
 		closedir(d);
 	return n;
+}
+
+int rung_test_userns(pid_t *holder)
+{
+	int sync_pipe[2];
+	ck_assert_int_eq(pipe2(sync_pipe, O_CLOEXEC), 0);
+	pid_t kid = fork();
+	ck_assert_int_ge(kid, 0);
+	if (kid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test's too */
+		char c = unshare(CLONE_NEWUSER) == 0 ? 'k' : 'x';
+		if (write(sync_pipe[1], &c, 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(sync_pipe[1]);
+	char c = 0, p[64];
+	ck_assert_int_eq(read(sync_pipe[0], &c, 1), 1);
+	close(sync_pipe[0]);
+	ck_assert_int_eq(c, 'k');
+	static const char *const maps[] = {"uid_map", "gid_map"};
+	for (int i = 0; i < 2; i++) {
+		snprintf(p, sizeof(p), "/proc/%d/%s", (int)kid, maps[i]);
+		int fd = open(p, O_WRONLY | O_CLOEXEC);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(write(fd, "0 100000 65536\n", 15), 15);
+		close(fd);
+	}
+	snprintf(p, sizeof(p), "/proc/%d/ns/user", (int)kid);
+	int ufd = open(p, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(ufd, 0);
+	*holder = kid;
+	return ufd;
 }
