@@ -101,14 +101,7 @@ int rt_meta_from_json(const char *txt, size_t len, struct rt_meta *m, struct run
 	m->sup_start = (uint64_t)sup_start;
 	m->init_pid = init_pid;
 	m->uid_base = (uint32_t)uid_base;
-	char *stxt = json_dumps(spec, JSON_COMPACT);
-	if (!stxt) {
-		r = rung_err_set(err, ENOMEM, "out of memory");
-		goto out;
-	}
-	r = rung_spec_from_json(stxt, strlen(stxt), &m->spec, err);
-	free(stxt);
-	if (r < 0) {
+	if ((r = rt_spec_from_jsonv(spec, &m->spec, err)) < 0) {
 		rung_err_wrap(err, "metadata spec");
 		goto out;
 	}

@@ -187,21 +187,24 @@ static int bind_claim(struct rung_router *r, const struct rung_key *key,
 	cleanup_close int lock = rt_store_lock_sandbox(&r->store, id, false, false, err);
 	if (lock < 0)
 		return lock;
+	rung_trace("claim: locked");
 	struct rt_meta m;
-	cleanup_free char *js = NULL;
 	if (rt_store_meta_read(&r->store, id, &m, NULL) < 0)
 		return -ESTALE;
+	rung_trace("claim: meta read");
 	int rc = -ESTALE;
 	const struct rt_backend_ops *ops = rt_backend_get(iso);
 	if (!rt_pool_unclaimed(&m) || m.iso != iso || m.state != RUNG_STATE_RUNNING ||
 	    !rt_supervisor_alive(&m) || !ops)
 		goto out;
-	js = rung_spec_to_json(spec);
+	rung_trace("claim: checked");
+	json_t *jv = rt_spec_to_jsonv(spec);
 	struct rung_spec copy;
-	if (!js || (rc = rung_spec_from_json(js, strlen(js), &copy, err)) < 0) {
-		rc = rc < 0 ? rc : rung_err_set(err, ENOMEM, "out of memory");
+	rc = jv ? rt_spec_from_jsonv(jv, &copy, err) : rung_err_set(err, ENOMEM, "out of memory");
+	json_decref(jv);
+	if (rc < 0)
 		goto out;
-	}
+	rung_trace("claim: spec copied");
 	/* The alias first: a crash before the metadata leaves an alias to a sandbox with the
 	 * pool's labels, which open_aliased drops, and a stale claim, which gc disposes. */
 	if ((rc = write_id_file(r, key_id, "alias", id, err)) < 0 ||
@@ -209,16 +212,19 @@ static int bind_claim(struct rung_router *r, const struct rung_key *key,
 		rung_spec_release(&copy);
 		goto out;
 	}
+	rung_trace("claim: aliases linked");
 	rung_spec_release(&m.spec);
 	m.spec = copy;
 	rt_labels_compute(key, &m.labels);
 	m.granted = spec->requires & ops->caps;
 	m.created_ms = m.last_used_ms = rung_wall_ms();
-	if ((rc = rt_store_meta_write(&r->store, &m, err)) < 0) {
+	if ((rc = rt_store_meta_exchange(&r->store, &m, err)) < 0) {
 		unlink_in(r, key_id, "alias");
 		goto out;
 	}
-	rt_store_touch_activity(&r->store, id, true);
+	rung_trace("claim: meta written");
+	/* The activity file is touched by the supervisor when it adopts the claim (within a
+	 * second): until then the metadata's last_used_ms (now) is the later (rt_store_used_ms). */
 	rc = rt_sandbox_adopt(r, &m, out, err); /* no second read of what was just written */
 out:
 	rt_meta_release(&m);
@@ -236,6 +242,7 @@ static int claim_from(struct rung_router *r, int pfd, const struct rung_key *key
 		return 0;
 	cleanup_dir DIR *d = fdopendir(dup(rfd));
 	struct dirent *de;
+	rung_trace("claim: ready opened");
 	while (d && (de = readdir(d))) {
 		if (!rt_id_valid(de->d_name))
 			continue;
@@ -250,6 +257,7 @@ static int claim_from(struct rung_router *r, int pfd, const struct rung_key *key
 		}
 		rung_trace("acquire: pool claim bound");
 		unlinkat(cfd, de->d_name, 0);
+		rung_trace("acquire: pool claim done");
 		if (rc < 0) {
 			rung_dispose(r, de->d_name, NULL, NULL);
 			return rc;
@@ -284,6 +292,7 @@ int rt_pool_acquire(struct rung_router *r, const struct rung_key *key,
 			return rc;
 		}
 	}
+	rung_trace("acquire: pool alias checked");
 	rt_pool_path(r, NULL, NULL, dir, sizeof(dir));
 	cleanup_dir DIR *d = opendir(dir);
 	if (!d)
@@ -316,7 +325,9 @@ bool rt_pool_adopt(struct rt_sandbox *sb)
 	if (rt_store_meta_read(&sb->router->store, sb->meta.id, &m, NULL) < 0)
 		return false;
 	bool claimed = !rt_pool_unclaimed(&m);
-	if (claimed) {
+	if (claimed) { /* the ready metadata the claim set aside (rt_store_meta_exchange) */
+		unlink_in(sb->router, sb->meta.id, RT_META_ASIDE);
+		rt_store_touch_activity(&sb->router->store, sb->meta.id, false);
 		sb->meta.labels = m.labels;
 		sb->meta.created_ms = m.created_ms;
 		sb->meta.spec.ttl_s = m.spec.ttl_s;
