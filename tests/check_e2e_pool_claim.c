@@ -104,6 +104,8 @@ START_TEST(test_claim_is_fresh)
 	ck_assert_str_eq(m.labels.agent, want.agent);
 	ck_assert_str_eq(m.spec.kind, "pytest");
 	ck_assert_uint_eq(m.spec.ttl_s, 3);
+	/* its last use is the claim, before its supervisor adopts it and touches the file */
+	ck_assert_uint_ge(rt_store_used_ms(&r->store, &m), m.created_ms);
 	rt_meta_release(&m);
 
 	/* a fresh sandbox of another spec (no pool matches it), the same probe in both */
@@ -116,6 +118,12 @@ START_TEST(test_claim_is_fresh)
 	ck_assert_ptr_nonnull(strstr(pa, "proc 1 rung-agent"));
 	free(pa);
 	free(pf);
+	/* the adopt (within a second) removes the ready record the claim set aside */
+	char aside[4096];
+	snprintf(aside, sizeof(aside), "%s/sandboxes/%s/" RT_META_ASIDE, dir, id);
+	for (int i = 0; i < 40 && access(aside, F_OK) == 0; i++)
+		usleep(50000);
+	ck_assert_msg(access(aside, F_OK) < 0, "%s is left after the adopt", aside);
 
 	/* the key finds it again: acquire (warm), lookup; another scope does not */
 	ck_assert_msg(rung_write_file(a, "kept.txt", "x", 1, 0, &err) == 0, "%s", err.msg);
