@@ -236,27 +236,32 @@ static int claim_from(struct rung_router *r, int pfd, const struct rung_key *key
 		      const struct rung_spec *spec, enum rung_isolation iso, const char *key_id,
 		      struct rung_sandbox **out, struct rung_err *err)
 {
-	cleanup_close int rfd = openat(pfd, "ready", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	cleanup_close int cfd = openat(pfd, "claimed", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rfd < 0 || cfd < 0)
+	/* The directory stream owns the ready dir's fd; claimed/<id> is named from the pool's. */
+	int rfd = openat(pfd, "ready", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cleanup_dir DIR *d = rfd >= 0 ? fdopendir(rfd) : NULL;
+	if (!d) {
+		if (rfd >= 0)
+			close(rfd);
 		return 0;
-	cleanup_dir DIR *d = fdopendir(dup(rfd));
+	}
 	struct dirent *de;
+	char to[8 + sizeof(de->d_name)];
 	rung_trace("claim: ready opened");
-	while (d && (de = readdir(d))) {
+	while ((de = readdir(d))) {
 		if (!rt_id_valid(de->d_name))
 			continue;
-		if (renameat(rfd, de->d_name, cfd, de->d_name) < 0)
+		snprintf(to, sizeof(to), "claimed/%s", de->d_name);
+		if (renameat(rfd, de->d_name, pfd, to) < 0)
 			continue; /* another claimer won this one */
 		rung_trace("acquire: pool claim won");
 		int rc = bind_claim(r, key, spec, iso, key_id, de->d_name, out, err);
 		if (rc == -ESTALE) {
 			rung_dispose(r, de->d_name, NULL, NULL);
-			unlinkat(cfd, de->d_name, 0);
+			unlinkat(pfd, to, 0);
 			continue;
 		}
 		rung_trace("acquire: pool claim bound");
-		unlinkat(cfd, de->d_name, 0);
+		unlinkat(pfd, to, 0);
 		rung_trace("acquire: pool claim done");
 		if (rc < 0) {
 			rung_dispose(r, de->d_name, NULL, NULL);
