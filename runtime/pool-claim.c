@@ -7,6 +7,9 @@
  * ENOENT and try the next entry. Only then are the key's labels bound to the sandbox, under
  * its own lock. The key's id directory (locked by rung_acquire) gets "alias" naming the
  * claimed sandbox; the claimed sandbox gets "aliased-by" naming the key's id, for dispose.
+ * The key's metadata goes in by rt_store_meta_exchange: the ready record it replaces is left
+ * as RT_META_ASIDE for the supervisor's adopt to remove (no inode freed on the claim's path;
+ * docs/pools.md says why, and why nothing here is fsync'd).
  */
 #include <dirent.h>
 #include <fcntl.h>
