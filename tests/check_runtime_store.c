@@ -135,14 +135,22 @@ static void meta_fill(struct rt_meta *m, const char *id)
 	m->granted = RUNG_CAP_EXEC;
 }
 
-START_TEST(test_meta_read_write)
+/* ID1 locked (the fd returned) with a's record written as its metadata. */
+static int meta_written(struct rt_meta *a)
 {
 	struct rung_err err = {0};
 	int fd = rt_store_lock_sandbox(&st, ID1, true, false, &err);
 	ck_assert_msg(fd >= 0, "%s", err.msg);
+	meta_fill(a, ID1);
+	ck_assert_msg(rt_store_meta_write(&st, a, &err) == 0, "%s", err.msg);
+	return fd;
+}
+
+START_TEST(test_meta_read_write)
+{
+	struct rung_err err = {0};
 	struct rt_meta a, b;
-	meta_fill(&a, ID1);
-	ck_assert_msg(rt_store_meta_write(&st, &a, &err) == 0, "%s", err.msg);
+	int fd = meta_written(&a);
 	char p[4096];
 	rt_store_path(&st, ID1, "meta.json", p, sizeof(p));
 	ck_assert_uint_eq(mode_of(p), 0600);
@@ -183,11 +191,8 @@ END_TEST
 START_TEST(test_meta_exchange)
 {
 	struct rung_err err = {0};
-	int fd = rt_store_lock_sandbox(&st, ID1, true, false, &err);
-	ck_assert_msg(fd >= 0, "%s", err.msg);
 	struct rt_meta a, b;
-	meta_fill(&a, ID1);
-	ck_assert_msg(rt_store_meta_write(&st, &a, &err) == 0, "%s", err.msg);
+	int fd = meta_written(&a);
 	char p[4096], aside[4096];
 	rt_store_path(&st, ID1, "meta.json", p, sizeof(p));
 	rt_store_path(&st, ID1, RT_META_ASIDE, aside, sizeof(aside));
