@@ -51,7 +51,7 @@ static int dispose_locked(struct rung_router *r, struct rt_meta *m, bool have_me
 		}
 	}
 	rung_trace("dispose: stopped");
-	rt_pool_unalias(r, id); /* the key dir of a claimed pool sandbox */
+	rt_pool_unalias(r, id, have_meta ? m : NULL); /* a claimed pool sandbox's key dir */
 	int g = rt_store_lock_global(&r->store, err);
 	if (g < 0)
 		return g;

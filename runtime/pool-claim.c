@@ -6,7 +6,8 @@
  * processes and daemon replicas renaming the same entry, exactly one succeeds; the others get
  * ENOENT and try the next entry. Only then are the key's labels bound to the sandbox, under
  * its own lock. The key's id directory (locked by rung_acquire) gets "alias" naming the
- * claimed sandbox; the claimed sandbox gets "aliased-by" naming the key's id, for dispose.
+ * claimed sandbox; the claimed sandbox's metadata names the key's id (aliased_by), for dispose
+ * (claims by older builds made an "aliased-by" link instead, still read).
  * The key's metadata goes in by rt_store_meta_exchange: the ready record it replaces is left
  * as RT_META_ASIDE for the supervisor's adopt to remove (no inode freed on the claim's path;
  * docs/pools.md says why, and why nothing here is fsync'd).
@@ -57,9 +58,9 @@ bool rt_pool_unclaimed(const struct rt_meta *m)
 	return !strcmp(m->labels.scope, RT_POOL_SCOPE_LABEL);
 }
 
-/* The id that a link in id's directory names (alias, aliased-by): symbolic links whose
- * target is the other id, made and replaced under the directory's lock (one syscall each,
- * atomic without a temporary file). */
+/* The id that a link in id's directory names (alias; older builds' aliased-by): symbolic
+ * links whose target is the other id, made and replaced under the directory's lock (one
+ * syscall each, atomic without a temporary file). */
 static int read_id_file(struct rung_router *r, const char *id, const char *name,
 			char out[RT_ID_LEN + 1])
 {
@@ -106,10 +107,13 @@ bool rt_pool_alias_live(struct rung_router *r, const char *id)
 	return access(p, F_OK) == 0;
 }
 
-void rt_pool_unalias(struct rung_router *r, const char *id)
+void rt_pool_unalias(struct rung_router *r, const char *id, const struct rt_meta *m)
 {
 	char key_id[RT_ID_LEN + 1], target[RT_ID_LEN + 1], dir[4096];
-	if (read_id_file(r, id, "aliased-by", key_id) < 0)
+	/* The metadata names the key; a claim by an older build left an "aliased-by" link. */
+	if (m && m->aliased_by[0])
+		memcpy(key_id, m->aliased_by, sizeof(key_id));
+	else if (read_id_file(r, id, "aliased-by", key_id) < 0)
 		return;
 	/* Non-blocking: the order elsewhere is key lock, then sandbox lock. A busy key dir is
 	 * left to gc (an alias whose sandbox is gone is debris). */
@@ -209,9 +213,9 @@ static int bind_claim(struct rung_router *r, const struct rung_key *key,
 		goto out;
 	rung_trace("claim: spec copied");
 	/* The alias first: a crash before the metadata leaves an alias to a sandbox with the
-	 * pool's labels, which open_aliased drops, and a stale claim, which gc disposes. */
-	if ((rc = write_id_file(r, key_id, "alias", id, err)) < 0 ||
-	    (rc = write_id_file(r, id, "aliased-by", key_id, err)) < 0) {
+	 * pool's labels, which open_aliased drops, and a stale claim, which gc disposes. The
+	 * way back (for dispose) is in the metadata: aliased_by. */
+	if ((rc = write_id_file(r, key_id, "alias", id, err)) < 0) {
 		rung_spec_release(&copy);
 		goto out;
 	}
@@ -221,6 +225,7 @@ static int bind_claim(struct rung_router *r, const struct rung_key *key,
 	rt_labels_compute(key, &m.labels);
 	m.granted = spec->requires & ops->caps;
 	m.created_ms = m.last_used_ms = rung_wall_ms();
+	memcpy(m.aliased_by, key_id, sizeof(m.aliased_by));
 	if ((rc = rt_store_meta_exchange(&r->store, &m, err)) < 0) {
 		unlink_in(r, key_id, "alias");
 		goto out;

@@ -48,6 +48,7 @@ struct rt_meta {
 	struct rung_spec spec;
 	unsigned granted;    /* capabilities granted at creation (spec.requires the rung offers) */
 	json_t *backend;     /* backend-private state (owned) */
+	char aliased_by[RT_ID_LEN + 1]; /* a claimed pool sandbox: its key's id ("": none) */
 };
 void rt_meta_release(struct rt_meta *m);
 int rt_meta_to_json(const struct rt_meta *m, char **out, struct rung_err *err);
@@ -275,7 +276,7 @@ void rt_fork_creating(const struct rt_labels *l, uint32_t uid_base); /* NULL: of
 /* gc: is id's directory an alias whose sandbox still exists? */
 bool rt_pool_alias_live(struct rung_router *r, const char *id);
 /* dispose of id (its lock held): drop the alias a claim left for it, if it can now. */
-void rt_pool_unalias(struct rung_router *r, const char *id);
+void rt_pool_unalias(struct rung_router *r, const char *id, const struct rt_meta *m);
 /* Supervisor: is this a ready (unclaimed) pool sandbox? Once claimed, adopt the claim's
  * created_ms, ttl and idle policy from the store (true when it did). */
 bool rt_pool_unclaimed(const struct rt_meta *m);
