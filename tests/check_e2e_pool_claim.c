@@ -157,6 +157,9 @@ START_TEST(test_claim_is_fresh)
 	ck_assert(created);
 	ck_assert_str_ne(rung_sandbox_id(c), id);
 	ck_assert_int_eq(rung_dispose(r, rung_sandbox_id(c), NULL, &err), 0);
+	char key_dir[4096]; /* c was claimed too: its dispose found the key's dir (aliased_by) */
+	snprintf(key_dir, sizeof(key_dir), "%s/sandboxes/%s", dir, key_id);
+	ck_assert_msg(access(key_dir, F_OK) < 0, "%s is left after the dispose", key_dir);
 	size_t disposed = 0;
 	ck_assert_msg(rung_pool_remove(r, "p", &disposed, &err) == 0, "%s", err.msg);
 	ck_assert_uint_eq(disposed, 0); /* both ready ones were claimed */
