@@ -219,7 +219,7 @@ static int bind_claim(struct rung_router *r, const struct rung_key *key,
 		rung_spec_release(&copy);
 		goto out;
 	}
-	rung_trace("claim: aliases linked");
+	rung_trace("claim: alias linked");
 	rung_spec_release(&m.spec);
 	m.spec = copy;
 	rt_labels_compute(key, &m.labels);
