@@ -51,7 +51,7 @@ static int dispose_locked(struct rung_router *r, struct rt_meta *m, bool have_me
 		}
 	}
 	rung_trace("dispose: stopped");
-	rt_pool_unalias(r, id); /* the key dir of a claimed pool sandbox */
+	rt_pool_unalias(r, id, have_meta ? m : NULL); /* a claimed pool sandbox's key dir */
 	int g = rt_store_lock_global(&r->store, err);
 	if (g < 0)
 		return g;
@@ -261,9 +261,7 @@ int rung_list(struct rung_router *r, const char *scope, const char *thread,
 			strcpy(x->thread_label, m.labels.thread);
 			strcpy(x->agent_label, m.labels.agent);
 			x->created_ms = m.created_ms;
-			x->last_used_ms = rt_store_activity_ms(&r->store, m.id);
-			if (!x->last_used_ms)
-				x->last_used_ms = m.last_used_ms;
+			x->last_used_ms = rt_store_used_ms(&r->store, &m);
 			x->supervisor = m.sup_pid;
 		}
 		rt_meta_release(&m);
@@ -298,7 +296,7 @@ int rung_inspect(struct rung_router *r, const char *id, const char *scope, char 
 		rung_state_name(alive ? m.state : RUNG_STATE_DEAD), "labels", "scope",
 		m.labels.scope, "thread", m.labels.thread, "agent", m.labels.agent, "created_ms",
 		(json_int_t)m.created_ms, "last_used_ms",
-		(json_int_t)rt_store_activity_ms(&r->store, m.id), "supervisor_pid", (int)m.sup_pid,
+		(json_int_t)rt_store_used_ms(&r->store, &m), "supervisor_pid", (int)m.sup_pid,
 		"spec", rt_spec_to_jsonv(&m.spec), "egress", "policy",
 		net ? "allowlist, default deny" : "none (loopback only)", "effective", egress,
 		"dns", net ? "allowlisted names only, via rung's proxy" : "none",
@@ -418,9 +416,7 @@ int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *
 			continue;
 		}
 		bool alive = rt_sandbox_live(&m);
-		uint64_t act = rt_store_activity_ms(&r->store, m.id);
-		if (!act)
-			act = m.last_used_ms;
+		uint64_t act = rt_store_used_ms(&r->store, &m);
 		if (!alive) {
 			if (dispose_locked(r, &m, true, ids[i], NULL, &e2) == 0)
 				rep->disposed_dead++;

@@ -33,6 +33,11 @@ int rt_meta_to_json(const struct rt_meta *m, char **out, struct rung_err *err)
 			      "supervisor_start", (json_int_t)m->sup_start, "init_pid",
 			      (int)m->init_pid, "uid_base", (json_int_t)m->uid_base, "spec", spec,
 			      "granted", (json_int_t)m->granted, "backend", m->backend);
+	if (o && m->aliased_by[0] &&
+	    json_object_set_new(o, "aliased_by", json_string(m->aliased_by)) < 0) {
+		json_decref(o);
+		o = NULL;
+	}
 	if (!o)
 		return rung_err_set(err, ENOMEM, "metadata: cannot build JSON");
 	*out = json_dumps(o, JSON_SORT_KEYS | JSON_INDENT(1));
@@ -58,18 +63,19 @@ int rt_meta_from_json(const char *txt, size_t len, struct rt_meta *m, struct run
 	json_t *o = json_loadb(txt, len, 0, &je);
 	if (!o)
 		return rung_err_set(err, EINVAL, "metadata: invalid JSON: %s", je.text);
-	const char *id, *iso, *state, *ls, *lt, *la;
+	const char *id, *iso, *state, *ls, *lt, *la, *aliased_by = NULL;
 	json_int_t created, used, sup_start, uid_base, granted = -1;
 	int ver, sup_pid, init_pid;
 	json_t *spec, *backend = NULL;
 	int r = json_unpack_ex(o, &je, 0,
 			       "{s:i, s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:I, s:I, s:i, s:I, s:i, "
-			       "s:I, s:o, s?I, s?o}",
+			       "s:I, s:o, s?I, s?o, s?s}",
 			       "version", &ver, "id", &id, "isolation", &iso, "state", &state,
 			       "labels", "scope", &ls, "thread", &lt, "agent", &la, "created_ms",
 			       &created, "last_used_ms", &used, "supervisor_pid", &sup_pid,
 			       "supervisor_start", &sup_start, "init_pid", &init_pid, "uid_base",
-			       &uid_base, "spec", &spec, "granted", &granted, "backend", &backend);
+			       &uid_base, "spec", &spec, "granted", &granted, "backend", &backend,
+			       "aliased_by", &aliased_by);
 	if (r < 0) {
 		r = rung_err_set(err, EINVAL, "metadata: %s", je.text);
 		goto out;
@@ -85,7 +91,9 @@ int rt_meta_from_json(const char *txt, size_t len, struct rt_meta *m, struct run
 	if ((r = copy_hex(m->id, id, RT_ID_LEN, "id", err)) < 0 ||
 	    (r = copy_hex(m->labels.scope, ls, 64, "labels.scope", err)) < 0 ||
 	    (r = copy_hex(m->labels.thread, lt, 64, "labels.thread", err)) < 0 ||
-	    (r = copy_hex(m->labels.agent, la, 64, "labels.agent", err)) < 0)
+	    (r = copy_hex(m->labels.agent, la, 64, "labels.agent", err)) < 0 ||
+	    (aliased_by &&
+	     (r = copy_hex(m->aliased_by, aliased_by, RT_ID_LEN, "aliased_by", err)) < 0))
 		goto out;
 	if (rung_isolation_parse(iso, &m->iso) < 0) {
 		r = rung_err_set(err, EINVAL, "metadata: bad isolation");
@@ -101,14 +109,7 @@ int rt_meta_from_json(const char *txt, size_t len, struct rt_meta *m, struct run
 	m->sup_start = (uint64_t)sup_start;
 	m->init_pid = init_pid;
 	m->uid_base = (uint32_t)uid_base;
-	char *stxt = json_dumps(spec, JSON_COMPACT);
-	if (!stxt) {
-		r = rung_err_set(err, ENOMEM, "out of memory");
-		goto out;
-	}
-	r = rung_spec_from_json(stxt, strlen(stxt), &m->spec, err);
-	free(stxt);
-	if (r < 0) {
+	if ((r = rt_spec_from_jsonv(spec, &m->spec, err)) < 0) {
 		rung_err_wrap(err, "metadata spec");
 		goto out;
 	}

@@ -6,7 +6,11 @@
  * processes and daemon replicas renaming the same entry, exactly one succeeds; the others get
  * ENOENT and try the next entry. Only then are the key's labels bound to the sandbox, under
  * its own lock. The key's id directory (locked by rung_acquire) gets "alias" naming the
- * claimed sandbox; the claimed sandbox gets "aliased-by" naming the key's id, for dispose.
+ * claimed sandbox; the claimed sandbox's metadata names the key's id (aliased_by), for dispose
+ * (claims by older builds made an "aliased-by" link instead, still read).
+ * The key's metadata goes in by rt_store_meta_exchange: the ready record it replaces is left
+ * as RT_META_ASIDE for the supervisor's adopt to remove (no inode freed on the claim's path;
+ * docs/pools.md says why, and why nothing here is fsync'd).
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -54,9 +58,9 @@ bool rt_pool_unclaimed(const struct rt_meta *m)
 	return !strcmp(m->labels.scope, RT_POOL_SCOPE_LABEL);
 }
 
-/* The id that a link in id's directory names (alias, aliased-by): symbolic links whose
- * target is the other id, made and replaced under the directory's lock (one syscall each,
- * atomic without a temporary file). */
+/* The id that a link in id's directory names (alias; older builds' aliased-by): symbolic
+ * links whose target is the other id, made and replaced under the directory's lock (one
+ * syscall each, atomic without a temporary file). */
 static int read_id_file(struct rung_router *r, const char *id, const char *name,
 			char out[RT_ID_LEN + 1])
 {
@@ -103,10 +107,13 @@ bool rt_pool_alias_live(struct rung_router *r, const char *id)
 	return access(p, F_OK) == 0;
 }
 
-void rt_pool_unalias(struct rung_router *r, const char *id)
+void rt_pool_unalias(struct rung_router *r, const char *id, const struct rt_meta *m)
 {
 	char key_id[RT_ID_LEN + 1], target[RT_ID_LEN + 1], dir[4096];
-	if (read_id_file(r, id, "aliased-by", key_id) < 0)
+	/* The metadata names the key; a claim by an older build left an "aliased-by" link. */
+	if (m && m->aliased_by[0])
+		memcpy(key_id, m->aliased_by, sizeof(key_id));
+	else if (read_id_file(r, id, "aliased-by", key_id) < 0)
 		return;
 	/* Non-blocking: the order elsewhere is key lock, then sandbox lock. A busy key dir is
 	 * left to gc (an alias whose sandbox is gone is debris). */
@@ -187,38 +194,45 @@ static int bind_claim(struct rung_router *r, const struct rung_key *key,
 	cleanup_close int lock = rt_store_lock_sandbox(&r->store, id, false, false, err);
 	if (lock < 0)
 		return lock;
+	rung_trace("claim: locked");
 	struct rt_meta m;
-	cleanup_free char *js = NULL;
 	if (rt_store_meta_read(&r->store, id, &m, NULL) < 0)
 		return -ESTALE;
+	rung_trace("claim: meta read");
 	int rc = -ESTALE;
 	const struct rt_backend_ops *ops = rt_backend_get(iso);
 	if (!rt_pool_unclaimed(&m) || m.iso != iso || m.state != RUNG_STATE_RUNNING ||
 	    !rt_supervisor_alive(&m) || !ops)
 		goto out;
-	js = rung_spec_to_json(spec);
+	rung_trace("claim: checked");
+	json_t *jv = rt_spec_to_jsonv(spec);
 	struct rung_spec copy;
-	if (!js || (rc = rung_spec_from_json(js, strlen(js), &copy, err)) < 0) {
-		rc = rc < 0 ? rc : rung_err_set(err, ENOMEM, "out of memory");
+	rc = jv ? rt_spec_from_jsonv(jv, &copy, err) : rung_err_set(err, ENOMEM, "out of memory");
+	json_decref(jv);
+	if (rc < 0)
 		goto out;
-	}
+	rung_trace("claim: spec copied");
 	/* The alias first: a crash before the metadata leaves an alias to a sandbox with the
-	 * pool's labels, which open_aliased drops, and a stale claim, which gc disposes. */
-	if ((rc = write_id_file(r, key_id, "alias", id, err)) < 0 ||
-	    (rc = write_id_file(r, id, "aliased-by", key_id, err)) < 0) {
+	 * pool's labels, which open_aliased drops, and a stale claim, which gc disposes. The
+	 * way back (for dispose) is in the metadata: aliased_by. */
+	if ((rc = write_id_file(r, key_id, "alias", id, err)) < 0) {
 		rung_spec_release(&copy);
 		goto out;
 	}
+	rung_trace("claim: alias linked");
 	rung_spec_release(&m.spec);
 	m.spec = copy;
 	rt_labels_compute(key, &m.labels);
 	m.granted = spec->requires & ops->caps;
 	m.created_ms = m.last_used_ms = rung_wall_ms();
-	if ((rc = rt_store_meta_write(&r->store, &m, err)) < 0) {
+	memcpy(m.aliased_by, key_id, sizeof(m.aliased_by));
+	if ((rc = rt_store_meta_exchange(&r->store, &m, err)) < 0) {
 		unlink_in(r, key_id, "alias");
 		goto out;
 	}
-	rt_store_touch_activity(&r->store, id, true);
+	rung_trace("claim: meta written");
+	/* The activity file is touched by the supervisor when it adopts the claim (within a
+	 * second): until then the metadata's last_used_ms (now) is the later (rt_store_used_ms). */
 	rc = rt_sandbox_adopt(r, &m, out, err); /* no second read of what was just written */
 out:
 	rt_meta_release(&m);
@@ -230,26 +244,33 @@ static int claim_from(struct rung_router *r, int pfd, const struct rung_key *key
 		      const struct rung_spec *spec, enum rung_isolation iso, const char *key_id,
 		      struct rung_sandbox **out, struct rung_err *err)
 {
-	cleanup_close int rfd = openat(pfd, "ready", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	cleanup_close int cfd = openat(pfd, "claimed", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rfd < 0 || cfd < 0)
+	/* The directory stream owns the ready dir's fd; claimed/<id> is named from the pool's. */
+	int rfd = openat(pfd, "ready", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cleanup_dir DIR *d = rfd >= 0 ? fdopendir(rfd) : NULL;
+	if (!d) {
+		if (rfd >= 0)
+			close(rfd);
 		return 0;
-	cleanup_dir DIR *d = fdopendir(dup(rfd));
+	}
 	struct dirent *de;
-	while (d && (de = readdir(d))) {
+	char to[8 + sizeof(de->d_name)];
+	rung_trace("claim: ready opened");
+	while ((de = readdir(d))) {
 		if (!rt_id_valid(de->d_name))
 			continue;
-		if (renameat(rfd, de->d_name, cfd, de->d_name) < 0)
+		snprintf(to, sizeof(to), "claimed/%s", de->d_name);
+		if (renameat(rfd, de->d_name, pfd, to) < 0)
 			continue; /* another claimer won this one */
 		rung_trace("acquire: pool claim won");
 		int rc = bind_claim(r, key, spec, iso, key_id, de->d_name, out, err);
 		if (rc == -ESTALE) {
 			rung_dispose(r, de->d_name, NULL, NULL);
-			unlinkat(cfd, de->d_name, 0);
+			unlinkat(pfd, to, 0);
 			continue;
 		}
 		rung_trace("acquire: pool claim bound");
-		unlinkat(cfd, de->d_name, 0);
+		unlinkat(pfd, to, 0);
+		rung_trace("acquire: pool claim done");
 		if (rc < 0) {
 			rung_dispose(r, de->d_name, NULL, NULL);
 			return rc;
@@ -284,6 +305,7 @@ int rt_pool_acquire(struct rung_router *r, const struct rung_key *key,
 			return rc;
 		}
 	}
+	rung_trace("acquire: pool alias checked");
 	rt_pool_path(r, NULL, NULL, dir, sizeof(dir));
 	cleanup_dir DIR *d = opendir(dir);
 	if (!d)
@@ -316,7 +338,9 @@ bool rt_pool_adopt(struct rt_sandbox *sb)
 	if (rt_store_meta_read(&sb->router->store, sb->meta.id, &m, NULL) < 0)
 		return false;
 	bool claimed = !rt_pool_unclaimed(&m);
-	if (claimed) {
+	if (claimed) { /* the ready metadata the claim set aside (rt_store_meta_exchange) */
+		unlink_in(sb->router, sb->meta.id, RT_META_ASIDE);
+		rt_store_touch_activity(&sb->router->store, sb->meta.id, false);
 		sb->meta.labels = m.labels;
 		sb->meta.created_ms = m.created_ms;
 		sb->meta.spec.ttl_s = m.spec.ttl_s;

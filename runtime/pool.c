@@ -342,9 +342,14 @@ static int create_ready(struct rung_router *r, const struct pool_cfg *c, struct 
 	if (rc < 0)
 		return rc;
 	char p[4096], rel[128];
+	/* The file its claim writes the key's metadata to (rt_store_meta_exchange), made now. */
+	rt_store_path(&r->store, rung_sandbox_id(sb), RT_META_ASIDE, p, sizeof(p));
+	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0)
+		close(fd);
 	snprintf(rel, sizeof(rel), "ready/%s", rung_sandbox_id(sb));
 	rt_pool_path(r, c->name, rel, p, sizeof(p));
-	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		rc = rung_err_sys(err, errno, "create %s", p);
 		rung_dispose(r, rung_sandbox_id(sb), NULL, NULL);

@@ -22,6 +22,8 @@
 int rt_path_is_clean_abs(const char *p);
 int rt_egress_entry_check(const char *entry, struct rung_err *err);
 json_t *rt_spec_to_jsonv(const struct rung_spec *s);
+/* rung_spec_from_json of an already parsed object (no text round trip); validated. */
+int rt_spec_from_jsonv(json_t *root, struct rung_spec *out, struct rung_err *err);
 int rt_key_validate(const struct rung_key *k, struct rung_err *err);
 /* labels: full SHA-256 hex of each key part; id: from (key, kind). */
 struct rt_labels {
@@ -46,6 +48,7 @@ struct rt_meta {
 	struct rung_spec spec;
 	unsigned granted;    /* capabilities granted at creation (spec.requires the rung offers) */
 	json_t *backend;     /* backend-private state (owned) */
+	char aliased_by[RT_ID_LEN + 1]; /* a claimed pool sandbox: its key's id ("": none) */
 };
 void rt_meta_release(struct rt_meta *m);
 int rt_meta_to_json(const struct rt_meta *m, char **out, struct rung_err *err);
@@ -68,6 +71,12 @@ int rt_store_lock_sandbox(const struct rt_store *st, const char *id, bool create
 int rt_store_meta_read(const struct rt_store *st, const char *id, struct rt_meta *m,
 		       struct rung_err *err);
 int rt_store_meta_write(const struct rt_store *st, const struct rt_meta *m, struct rung_err *err);
+/* A pool claim's metadata write (pool-claim.c): m is written to RT_META_ASIDE, which is then
+ * exchanged with meta.json in one renameat2(RENAME_EXCHANGE), so the metadata it replaces
+ * stays behind under RT_META_ASIDE (the claimed sandbox's supervisor removes it). */
+#define RT_META_ASIDE "meta.json.aside"
+int rt_store_meta_exchange(const struct rt_store *st, const struct rt_meta *m,
+			   struct rung_err *err);
 /* Every id in the store (directory names that are valid ids). */
 int rt_store_ids(const struct rt_store *st, char ***ids, struct rung_err *err);
 /* Pick a host uid range no other sandbox on this host uses (any store); release it. */
@@ -102,6 +111,10 @@ int rt_vm_fixup(struct rt_sandbox *sb, bool clone, struct rung_err *err);
 bool rt_vm_snap_path(struct rt_sandbox *sb, char *path, size_t len);
 /* create: only with the sandbox lock held. Without it, a dispose may be removing the
  * directory: re-creating the file there would leave it behind (rm -rf: not empty). */
+/* A sandbox's last use: the later of its activity file's mtime and its metadata's
+ * last_used_ms (a pool claim records the claim in the metadata only; the claimed sandbox's
+ * supervisor touches the file when it adopts the claim). */
+uint64_t rt_store_used_ms(const struct rt_store *st, const struct rt_meta *m);
 void rt_store_touch_activity(const struct rt_store *st, const char *id, bool create);
 uint64_t rt_store_activity_ms(const struct rt_store *st, const char *id);
 /*
@@ -264,7 +277,7 @@ void rt_fork_creating(const struct rt_labels *l, uint32_t uid_base); /* NULL: of
 /* gc: is id's directory an alias whose sandbox still exists? */
 bool rt_pool_alias_live(struct rung_router *r, const char *id);
 /* dispose of id (its lock held): drop the alias a claim left for it, if it can now. */
-void rt_pool_unalias(struct rung_router *r, const char *id);
+void rt_pool_unalias(struct rung_router *r, const char *id, const struct rt_meta *m);
 /* Supervisor: is this a ready (unclaimed) pool sandbox? Once claimed, adopt the claim's
  * created_ms, ttl and idle policy from the store (true when it did). */
 bool rt_pool_unclaimed(const struct rt_meta *m);

@@ -218,6 +218,7 @@ static int acquire(struct rung_router *r, const struct rung_key *key, const stru
 	struct rt_meta old;
 	struct rung_err e2 = {0};
 	bool have_old = rt_store_meta_read(&r->store, sb->meta.id, &old, &e2) == 0;
+	rung_trace("acquire: key's meta read");
 	/* No sandbox under the key's id: the key's alias to a claimed pool sandbox, or a claim
 	 * from a matching pool (pool-claim.c). */
 	if (!have_old && (rc = rt_pool_acquire(r, key, spec, iso, sb->meta.id, out, created,

@@ -401,6 +401,18 @@ static int parse_fields(json_t *root, struct rung_spec *s, struct rung_err *err)
 	return 0;
 }
 
+int rt_spec_from_jsonv(json_t *root, struct rung_spec *out, struct rung_err *err)
+{
+	rung_spec_init(out);
+	int r = json_is_object(root) ? parse_fields(root, out, err)
+				     : rung_err_set(err, EINVAL, "spec: expected a JSON object");
+	if (r == 0)
+		r = rung_spec_validate(out, err);
+	if (r < 0)
+		rung_spec_release(out);
+	return r;
+}
+
 int rung_spec_from_json(const char *json, size_t len, struct rung_spec *out, struct rung_err *err)
 {
 	json_error_t je;
@@ -411,16 +423,8 @@ int rung_spec_from_json(const char *json, size_t len, struct rung_spec *out, str
 	if (!root)
 		return rung_err_set(err, EINVAL, "spec: invalid JSON at line %d column %d: %s",
 				    je.line, je.column, je.text);
-	int r;
-	if (!json_is_object(root))
-		r = rung_err_set(err, EINVAL, "spec: expected a JSON object");
-	else
-		r = parse_fields(root, out, err);
+	int r = rt_spec_from_jsonv(root, out, err);
 	json_decref(root);
-	if (r == 0)
-		r = rung_spec_validate(out, err);
-	if (r < 0)
-		rung_spec_release(out);
 	return r;
 }
 

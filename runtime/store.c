@@ -213,6 +213,42 @@ int rt_store_meta_write(const struct rt_store *st, const struct rt_meta *m, stru
 	return rung_write_file_replace(AT_FDCWD, p, txt, strlen(txt), 0600, err);
 }
 
+/*
+ * Why an exchange and not rt_store_meta_write's rename over meta.json (bench/README.md "pool"):
+ * on ext4 (auto_da_alloc, the default) a rename over an existing file first allocates and
+ * starts writing the new file's delayed blocks, and the replaced inode is freed in the same
+ * call (its blocks too; with online discard, a block written back before is slow to free).
+ * RENAME_EXCHANGE does neither: the new file's blocks are allocated by writeback later, and the
+ * old inode lives on under RT_META_ASIDE until someone unlinks it off the hot path. It is as
+ * atomic for readers (meta.json is always one whole file, old or new) and no more durable than
+ * the rename (no fsync: see rt_store_meta_write). A pool's filler makes RT_META_ASIDE empty in
+ * advance (pool.c), so the claim allocates no inode either. A file system without the flag
+ * (EINVAL) gets the plain rename.
+ */
+int rt_store_meta_exchange(const struct rt_store *st, const struct rt_meta *m,
+			   struct rung_err *err)
+{
+	cleanup_free char *txt = NULL;
+	char p[4096], aside[4096];
+	int r = rt_meta_to_json(m, &txt, err);
+	if (r < 0)
+		return r;
+	rt_store_path(st, m->id, "meta.json", p, sizeof(p));
+	rt_store_path(st, m->id, RT_META_ASIDE, aside, sizeof(aside));
+	int fd = open(aside, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return rung_err_sys(err, errno, "create %s", aside);
+	r = rung_write_all(fd, txt, strlen(txt));
+	close(fd);
+	if (r < 0)
+		return rung_err_sys(err, -r, "write %s", aside);
+	if (renameat2(AT_FDCWD, aside, AT_FDCWD, p, RENAME_EXCHANGE) == 0)
+		return 0;
+	if (errno == EINVAL && rename(aside, p) == 0)
+		return 0;
+	return rung_err_sys(err, errno, "replace %s", p);
+}
+
 int rt_store_ids(const struct rt_store *st, char ***ids, struct rung_err *err)
 {
 	char p[4096];
@@ -372,4 +408,10 @@ uint64_t rt_store_activity_ms(const struct rt_store *st, const char *id)
 	if (stat(p, &s) < 0)
 		return 0;
 	return (uint64_t)s.st_mtim.tv_sec * 1000 + (uint64_t)s.st_mtim.tv_nsec / 1000000;
+}
+
+uint64_t rt_store_used_ms(const struct rt_store *st, const struct rt_meta *m)
+{
+	uint64_t act = rt_store_activity_ms(st, m->id);
+	return act > m->last_used_ms ? act : m->last_used_ms;
 }

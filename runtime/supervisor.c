@@ -107,7 +107,7 @@ static void maybe_idle_suspend(struct rt_sandbox *sb, const struct rt_backend_op
 	struct rt_meta m;
 	struct rung_err err = {0};
 	if (rt_store_meta_read(st, sb->meta.id, &m, &err) == 0) {
-		uint64_t act = rt_store_activity_ms(st, sb->meta.id);
+		uint64_t act = rt_store_used_ms(st, &m);
 		if (m.state == RUNG_STATE_RUNNING &&
 		    rung_wall_ms() >= act + (uint64_t)m.spec.idle_suspend_s * 1000) {
 			if (rt_procs_live(st, m.id) > 0) {

@@ -104,6 +104,11 @@ START_TEST(test_claim_is_fresh)
 	ck_assert_str_eq(m.labels.agent, want.agent);
 	ck_assert_str_eq(m.spec.kind, "pytest");
 	ck_assert_uint_eq(m.spec.ttl_s, 3);
+	char key_id[RT_ID_LEN + 1]; /* the way back to the key, for dispose */
+	rt_id_compute(&key, "pytest", key_id);
+	ck_assert_str_eq(m.aliased_by, key_id);
+	/* its last use is the claim, before its supervisor adopts it and touches the file */
+	ck_assert_uint_ge(rt_store_used_ms(&r->store, &m), m.created_ms);
 	rt_meta_release(&m);
 
 	/* a fresh sandbox of another spec (no pool matches it), the same probe in both */
@@ -116,6 +121,12 @@ START_TEST(test_claim_is_fresh)
 	ck_assert_ptr_nonnull(strstr(pa, "proc 1 rung-agent"));
 	free(pa);
 	free(pf);
+	/* the adopt (within a second) removes the ready record the claim set aside */
+	char aside[4096];
+	snprintf(aside, sizeof(aside), "%s/sandboxes/%s/" RT_META_ASIDE, dir, id);
+	for (int i = 0; i < 40 && access(aside, F_OK) == 0; i++)
+		usleep(50000);
+	ck_assert_msg(access(aside, F_OK) < 0, "%s is left after the adopt", aside);
 
 	/* the key finds it again: acquire (warm), lookup; another scope does not */
 	ck_assert_msg(rung_write_file(a, "kept.txt", "x", 1, 0, &err) == 0, "%s", err.msg);
@@ -146,6 +157,9 @@ START_TEST(test_claim_is_fresh)
 	ck_assert(created);
 	ck_assert_str_ne(rung_sandbox_id(c), id);
 	ck_assert_int_eq(rung_dispose(r, rung_sandbox_id(c), NULL, &err), 0);
+	char key_dir[4096]; /* c was claimed too: its dispose found the key's dir (aliased_by) */
+	snprintf(key_dir, sizeof(key_dir), "%s/sandboxes/%s", dir, key_id);
+	ck_assert_msg(access(key_dir, F_OK) < 0, "%s is left after the dispose", key_dir);
 	size_t disposed = 0;
 	ck_assert_msg(rung_pool_remove(r, "p", &disposed, &err) == 0, "%s", err.msg);
 	ck_assert_uint_eq(disposed, 0); /* both ready ones were claimed */
@@ -429,11 +443,13 @@ START_TEST(test_cli_keeper)
 	char id[33];
 	snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(j, "id")));
 	json_decref(j);
-	char claimed[4096];
-	snprintf(claimed, sizeof(claimed), "%s/sandboxes/%s/aliased-by", dir, id);
-	struct stat lst; /* a link naming the key's id */
-	ck_assert_msg(lstat(claimed, &lst) == 0 && S_ISLNK(lst.st_mode),
-		      "%s was not claimed from the pool", id);
+	struct rt_meta cm; /* its metadata names the key's id */
+	spine_meta(r, id, &cm);
+	struct rung_key ck = {"c", "t", "a"};
+	char key_id[RT_ID_LEN + 1];
+	rt_id_compute(&ck, "default", key_id);
+	ck_assert_msg(!strcmp(cm.aliased_by, key_id), "%s was not claimed from the pool", id);
+	rt_meta_release(&cm);
 	int ready = -1;
 	for (int i = 0; i < 100 && ready != 2; i++) {
 		usleep(100000);

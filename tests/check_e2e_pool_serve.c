@@ -47,9 +47,13 @@ static pid_t pool_owner(const struct srvt *t, const char *pool)
 static bool claimed(const struct srvt *t, const char *id)
 {
 	char p[512];
-	snprintf(p, sizeof(p), "%s/sandboxes/%s/aliased-by", t->state, id);
-	struct stat st; /* a link naming the key's id */
-	return lstat(p, &st) == 0 && S_ISLNK(st.st_mode);
+	snprintf(p, sizeof(p), "%s/sandboxes/%s/meta.json", t->state, id);
+	json_error_t je; /* its metadata names the key's id (aliased_by): docs/pools.md */
+	json_t *m = json_load_file(p, 0, &je);
+	const char *key_id = json_string_value(json_object_get(m, "aliased_by"));
+	bool yes = key_id && strlen(key_id) == 32 && strcmp(key_id, id);
+	json_decref(m);
+	return yes;
 }
 
 START_TEST(daemon_pool)

@@ -1,9 +1,10 @@
 /*
  * tests/check_runtime_meta.c: runtime/meta.c, a sandbox's metadata <-> JSON (meta.json, the
- * store's on-disk truth): every field round-trips; what older versions wrote (no "granted",
- * no "backend") still loads; and every malformed file (bad JSON, wrong version, a missing or
- * mistyped field, ids and labels that are not exact lowercase hex, an unknown isolation, a bad
- * spec) is refused with a message naming the problem. Pure.
+ * store's on-disk truth): every field round-trips (a claimed pool sandbox's aliased_by too);
+ * what older versions wrote (no "granted", no "backend", no "aliased_by") still loads; and
+ * every malformed file (bad JSON, wrong version, a missing or mistyped field, ids, labels and
+ * aliased_by that are not exact lowercase hex, an unknown isolation, a bad spec) is refused
+ * with a message naming the problem. Pure.
  */
 #include <check.h>
 #include <errno.h>
@@ -104,6 +105,8 @@ START_TEST(test_round_trip)
 	ck_assert_uint_eq(b.spec.ttl_s, 77);
 	ck_assert_ptr_nonnull(b.backend);
 	ck_assert(json_equal(b.backend, a.backend));
+	ck_assert_str_eq(b.aliased_by, ""); /* not claimed from a pool: no key written */
+	ck_assert_msg(!strstr(txt, "aliased_by"), "%s", txt);
 	/* the same record serializes to the same bytes (sorted keys) */
 	char *again = NULL;
 	ck_assert_int_eq(rt_meta_to_json(&b, &again, &err), 0);
@@ -114,6 +117,15 @@ START_TEST(test_round_trip)
 	rt_meta_release(&b);
 	ck_assert_ptr_null(b.backend);
 	rt_meta_release(NULL); /* harmless */
+	/* a claimed pool sandbox names its key's id (docs/pools.md) */
+	fill(&a);
+	snprintf(a.aliased_by, sizeof(a.aliased_by), "%s", "fedcba9876543210fedcba9876543210");
+	ck_assert_int_eq(rt_meta_to_json(&a, &txt, &err), 0);
+	ck_assert_int_eq(rt_meta_from_json(txt, strlen(txt), &b, &err), 0);
+	ck_assert_str_eq(b.aliased_by, "fedcba9876543210fedcba9876543210");
+	free(txt);
+	rt_meta_release(&a);
+	rt_meta_release(&b);
 }
 END_TEST
 
@@ -243,6 +255,9 @@ START_TEST(test_bad_ids_and_labels)
 		json_t *o = good_json();
 		json_object_set_new(o, "id", json_string(ids[i]));
 		expect_bad(o, "bad id");
+		o = good_json(); /* the same rule for a claim's key id */
+		json_object_set_new(o, "aliased_by", json_string(ids[i]));
+		expect_bad(o, "bad aliased_by");
 	}
 	static const char *const parts[] = {"scope", "thread", "agent"};
 	for (size_t i = 0; i < RUNG_ARRAY_SIZE(parts); i++) {

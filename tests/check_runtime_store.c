@@ -1,9 +1,10 @@
 /*
  * tests/check_runtime_store.c: runtime/store.c, the on-disk store, on a scratch state dir:
  * opening (absolute paths only, parents the sandbox uids can traverse, old stores tightened),
- * paths, metadata through meta.json, the id listing, the global and per-sandbox flock locks,
- * the busy lock (shared holders against an exclusive one), activity times, and the host-wide
- * uid registry (a private one, the store's uid_registry, so no real sandbox's slot is touched).
+ * paths, metadata through meta.json (and a pool claim's exchange), the id listing, the global
+ * and per-sandbox flock locks, the busy lock (shared holders against an exclusive one),
+ * activity and last-use times, and the host-wide uid registry (a private one, the store's
+ * uid_registry, so no real sandbox's slot is touched).
  * No sandbox runs. The uid cases chown, so they need root.
  */
 #include <check.h>
@@ -134,14 +135,22 @@ static void meta_fill(struct rt_meta *m, const char *id)
 	m->granted = RUNG_CAP_EXEC;
 }
 
-START_TEST(test_meta_read_write)
+/* ID1 locked (the fd returned) with a's record written as its metadata. */
+static int meta_written(struct rt_meta *a)
 {
 	struct rung_err err = {0};
 	int fd = rt_store_lock_sandbox(&st, ID1, true, false, &err);
 	ck_assert_msg(fd >= 0, "%s", err.msg);
+	meta_fill(a, ID1);
+	ck_assert_msg(rt_store_meta_write(&st, a, &err) == 0, "%s", err.msg);
+	return fd;
+}
+
+START_TEST(test_meta_read_write)
+{
+	struct rung_err err = {0};
 	struct rt_meta a, b;
-	meta_fill(&a, ID1);
-	ck_assert_msg(rt_store_meta_write(&st, &a, &err) == 0, "%s", err.msg);
+	int fd = meta_written(&a);
 	char p[4096];
 	rt_store_path(&st, ID1, "meta.json", p, sizeof(p));
 	ck_assert_uint_eq(mode_of(p), 0600);
@@ -173,6 +182,41 @@ START_TEST(test_meta_read_write)
 	struct rung_err e4 = {0};
 	ck_assert_int_eq(rt_store_meta_read(&st, ID1, &b, &e4), -EINVAL);
 	ck_assert_msg(strstr(e4.msg, "metadata"), "%s", e4.msg);
+	close(fd);
+}
+END_TEST
+
+/* A pool claim's write: the new record exchanged in whole, the one it replaced kept aside (a
+ * prepared empty file or none), and the aside file's old content never mistaken for it. */
+START_TEST(test_meta_exchange)
+{
+	struct rung_err err = {0};
+	struct rt_meta a, b;
+	int fd = meta_written(&a);
+	char p[4096], aside[4096];
+	rt_store_path(&st, ID1, "meta.json", p, sizeof(p));
+	rt_store_path(&st, ID1, RT_META_ASIDE, aside, sizeof(aside));
+	/* a stale, longer aside file (a claim that died): truncated, not appended to */
+	char junk[4096];
+	memset(junk, 'x', sizeof(junk));
+	ck_assert_int_eq(rung_write_file_replace(AT_FDCWD, aside, junk, sizeof(junk), 0600, &err),
+			 0);
+	for (int round = 0; round < 2; round++) {
+		struct stat before, after;
+		ck_assert_int_eq(stat(p, &before), 0);
+		memset(a.labels.scope, round ? 'e' : 'd', 64);
+		ck_assert_msg(rt_store_meta_exchange(&st, &a, &err) == 0, "%s", err.msg);
+		ck_assert_int_eq(rt_store_meta_read(&st, ID1, &b, &err), 0);
+		ck_assert_int_eq(b.labels.scope[0], round ? 'e' : 'd');
+		ck_assert_str_eq(b.spec.kind, "store-test");
+		rt_meta_release(&b);
+		ck_assert_uint_eq(mode_of(p), 0600);
+		/* the replaced record is the aside file now (the same inode) */
+		ck_assert_int_eq(stat(aside, &after), 0);
+		ck_assert_uint_eq(after.st_ino, before.st_ino);
+		ck_assert_int_eq(unlink(aside), 0); /* as the supervisor's adopt does */
+	}
+	rt_meta_release(&a);
 	close(fd);
 }
 END_TEST
@@ -299,6 +343,18 @@ START_TEST(test_activity)
 	ck_assert_uint_eq(rt_store_activity_ms(&st, ID1), 1000000);
 	rt_store_touch_activity(&st, ID1, false);
 	ck_assert_uint_ge(rt_store_activity_ms(&st, ID1), t0 - 50);
+	/* last use: the later of the file and the metadata's last_used_ms (a claim's) */
+	struct rt_meta m;
+	meta_fill(&m, ID1);
+	m.last_used_ms = 7000;
+	struct timespec five[2] = {{5, 0}, {5, 0}}, nine[2] = {{9, 0}, {9, 0}};
+	ck_assert_int_eq(utimensat(AT_FDCWD, p, five, 0), 0);
+	ck_assert_uint_eq(rt_store_used_ms(&st, &m), 7000);
+	ck_assert_int_eq(utimensat(AT_FDCWD, p, nine, 0), 0);
+	ck_assert_uint_eq(rt_store_used_ms(&st, &m), 9000);
+	ck_assert_int_eq(unlink(p), 0);
+	ck_assert_uint_eq(rt_store_used_ms(&st, &m), 7000); /* no file */
+	rt_meta_release(&m);
 	close(fd);
 }
 END_TEST
@@ -449,6 +505,7 @@ Suite *runtime_store_suite(void)
 	tcase_add_test(tc, test_open_refusals);
 	tcase_add_test(tc, test_paths);
 	tcase_add_test(tc, test_meta_read_write);
+	tcase_add_test(tc, test_meta_exchange);
 	tcase_add_test(tc, test_ids);
 	tcase_add_test(tc, test_locks);
 	tcase_add_test(tc, test_busy);
