@@ -215,8 +215,8 @@ static void add_ns_hooks(struct pod *p)
 	static const char *const kinds[] = {"prestart", "createRuntime"};
 	for (size_t i = 0; i < 2; i++) {
 		char *sh = NULL;
-		ck_assert_int_gt(asprintf(&sh, "readlink /proc/self/ns/net /proc/self/ns/ipc "
-					  "/proc/self/ns/uts > %s/%s.ns", p->out, kinds[i]), 0);
+		ck_assert_int_gt(asprintf(&sh, "for n in net ipc uts; do readlink /proc/self/ns/$n;"
+					  " done > %s/%s.ns", p->out, kinds[i]), 0);
 		json_object_set_new(hooks, kinds[i],
 				    json_pack("[{s:s, s:[s,s,s]}]", "path", "/bin/sh", "args",
 					      "sh", "-c", sh));
