@@ -51,6 +51,21 @@ PY
 	done
 	return 0 # (run-l1.sh runs under set -e: a failed probe must not end the stage)
 }
+# l1_kick: a BREAK on L1's serial line through QEMU's monitor. An L1 found halted with
+# interrupts on and nothing pending (README "A hung L1": QEMU TCG lost its timer interrupt)
+# wakes on the line's interrupt: the tty's work leaves the idle loop, which reprograms the tick.
+l1_kick() {
+	python3 - "$OUT/l1.mon" <<'PY' 2>&1 | sed 's/^/  /'
+import socket, sys, time
+try:
+    s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(sys.argv[1])
+    time.sleep(0.3); s.recv(65536)
+    s.sendall(b"chardev-send-break serial0\n"); time.sleep(0.5)
+except Exception as e:
+    print(f"l1-kick: monitor: {e}")
+PY
+	return 0
+}
 t_start=$(date +%s)
 
 . "$here/copy-libs.sh"
@@ -151,6 +166,7 @@ else
 	smp=${RUNG_L1_SMP:-1}
 	accel=${RUNG_L1_ACCEL:-tcg,thread=multi}
 	quiet=${RUNG_VM_QUIET:-150}
+	kicks=0
 	for try in 1 2; do
 		log "L1 boot (try $try of at most 2): qemu -accel $accel -cpu max -smp $smp -m 3072, timeout ${limit}s"
 		t0=$(date +%s)
@@ -173,6 +189,13 @@ else
 			sleep 5
 			nsz=$(wc -c <"$results.try$try")
 			if [ "$nsz" = "$sz" ]; then still=$((still + 5)); else still=0 sz=$nsz; fi
+			# silent for three heartbeats: record it (registers), then a BREAK on its serial line
+			if [ "$still" = 60 ]; then
+				kicks=$((kicks + 1))
+				log "L1 printed nothing for 60 s: its state, then a BREAK on its serial line (kick $kicks)"
+				l1_state "$(cat "$OUT/l1.pid")" >"$results.try$try.kick$kicks.state" 2>&1 || true
+				l1_kick >&2
+			fi
 			if [ "$still" -ge "$quiet" ]; then
 				log "L1 printed nothing for $still s: its state, then stopping it"
 				echo "L1 silent for $still s" >"$OUT/l1.silent"
@@ -209,5 +232,7 @@ if [ -z "$sum" ]; then
 	exit 1
 fi
 set -- $sum
-echo "$2 passed, $4 failed ($6 skipped; log $results)${retried:+ AFTER A RETRY: $retried}"
+kicked=
+[ "${kicks:-0}" = 0 ] || kicked="; L1 KICKED $kicks time(s) after 60 s of silence (a BREAK on its serial line: README 'A hung L1')"
+echo "$2 passed, $4 failed ($6 skipped; log $results)${retried:+ AFTER A RETRY: $retried}$kicked"
 [ "$4" = 0 ]
