@@ -26,6 +26,19 @@ VMM=${VMM:-}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 log() { echo "check-vm: $*" >&2; }
+# l1_monitor CMD WAIT: QEMU's monitor (L1's) answers CMD; its reply after WAIT s, or the error.
+l1_monitor() {
+	python3 - "$OUT/l1.mon" "$1" "$2" <<'PY' 2>&1
+import socket, sys, time
+try:
+    s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(sys.argv[1])
+    time.sleep(0.3); s.recv(65536)
+    s.sendall(sys.argv[2].encode() + b"\n"); time.sleep(float(sys.argv[3]))
+    print(s.recv(1 << 20).decode(errors="replace").replace("\r", ""))
+except Exception as e:
+    print(f"l1-monitor: {e}")
+PY
+}
 # l1_state TIMEOUT_PID: a wedged L1 seen from outside: each QEMU thread's state and CPU time
 # twice, 2 s apart (vCPU threads spinning, or all asleep: a QEMU deadlock), then every L1
 # vCPU's registers from QEMU's monitor (twice: does RIP move?).
@@ -37,16 +50,7 @@ l1_state() {
 		for t in /proc/"$qp"/task/*; do
 			echo "  $(cut -d' ' -f2,3,14,15 "$t/stat" 2>/dev/null) wchan=$(cat "$t/wchan" 2>/dev/null)"
 		done
-		python3 - "$OUT/l1.mon" <<'PY' 2>&1 | grep -E '^(RIP|RAX|RSP|CS |SS |CR0|EFL|CPU|HLT)|CPL|^l1-state' | sed 's/^/  /'
-import socket, sys, time
-try:
-    s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(sys.argv[1])
-    time.sleep(0.3); s.recv(65536)
-    s.sendall(b"info registers -a\n"); time.sleep(1.5)
-    print(s.recv(1 << 20).decode(errors="replace").replace("\r", ""))
-except Exception as e:
-    print(f"l1-state: monitor: {e}")
-PY
+		l1_monitor "info registers -a" 1.5 | grep -E '^(RIP|RAX|RSP|CS |SS |CR0|EFL|CPU|HLT)|CPL|^l1-monitor' | sed 's/^/  /'
 		[ $n = 2 ] || sleep 2
 	done
 	return 0 # (run-l1.sh runs under set -e: a failed probe must not end the stage)
@@ -55,15 +59,7 @@ PY
 # interrupts on and nothing pending (README "A hung L1": QEMU TCG lost its timer interrupt)
 # wakes on the line's interrupt: the tty's work leaves the idle loop, which reprograms the tick.
 l1_kick() {
-	python3 - "$OUT/l1.mon" <<'PY' 2>&1 | sed 's/^/  /'
-import socket, sys, time
-try:
-    s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(sys.argv[1])
-    time.sleep(0.3); s.recv(65536)
-    s.sendall(b"chardev-send-break serial0\n"); time.sleep(0.5)
-except Exception as e:
-    print(f"l1-kick: monitor: {e}")
-PY
+	l1_monitor "chardev-send-break serial0" 0.5 | grep -E '^(Error|l1-monitor)' | sed 's/^/  /'
 	return 0
 }
 t_start=$(date +%s)
