@@ -137,16 +137,12 @@ static int ctr_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct run
 	return r;
 }
 
-/* Then, while pid 1 builds its root: put it in its cgroup. rt_ns_start returns only after
- * this, before rung-agent is reported ready, so every process it ever starts for an exec is
- * born inside the cgroup. */
+/* Then, while pid 1 builds its root: put it in its cgroup (unless born there). pid 1 execs
+ * rung-agent only after this, so every process it ever starts is born inside the cgroup. */
 static int ctr_after_go(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err)
 {
 	struct ctr_ctx *c = ud;
-	if (c->cgfd >= 0)
-		return 0; /* born in it (clone3 CLONE_INTO_CGROUP) */
-	int r = rt_cgroup_enter(c->cg, child, err);
-	return r < 0 ? rung_err_wrap(err, "cgroup") : 0;
+	return rt_sandbox_cgroup_join(c->cg, c->cgfd, child, err);
 }
 
 static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
@@ -189,11 +185,8 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 	}
 	if (r == 0)
 		r = rt_sandbox_cgroup_create(sb, &c.cg, err);
-	if (r == 0 && rt_cgroup_version(c.cg) == RT_CGROUP_V2 &&
-	    !sb->router->no_clone_into_cgroup) {
-		struct rung_err e2 = {0};
-		c.cgfd = rt_cgroup_dirfd(c.cg, &e2); /* -1 on failure: attach as on v1 */
-	}
+	if (r == 0)
+		c.cgfd = rt_sandbox_cgroup_clone_fd(sb, c.cg);
 	cleanup_free char *resolv = NULL;
 	int netns = -1;
 	if (r == 0)

@@ -38,6 +38,7 @@ static bool process_available(const struct rung_router *r, struct rung_err *err)
 struct proc_ctx {
 	struct rt_cgroup *cg;
 	int disk_fd; /* the detached mount of the work dir's disk */
+	int cgfd;    /* v2: the group's fd for clone3(CLONE_INTO_CGROUP); -1: attach in after_go */
 };
 
 /* Once pid 1 exists (ids mapped, still waiting): attach the work disk at the host path of the
@@ -63,14 +64,13 @@ static int proc_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct ru
 	return r;
 }
 
-/* While pid 1 builds its root: put it in its cgroup, before rung-agent serves, so every
- * process it ever starts is born inside. */
+/* While pid 1 builds its root: put it in its cgroup (unless born there). pid 1 execs
+ * rung-agent only after this, so every process it ever starts is born inside. */
 static int proc_after_go(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err)
 {
 	(void)sb;
 	struct proc_ctx *c = ud;
-	int r = rt_cgroup_enter(c->cg, child, err);
-	return r < 0 ? rung_err_wrap(err, "cgroup") : 0;
+	return rt_sandbox_cgroup_join(c->cg, c->cgfd, child, err);
 }
 
 static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
@@ -91,7 +91,7 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 								  : 256ull << 20,
 		.host_system = true,
 	};
-	struct proc_ctx c = {.disk_fd = -1};
+	struct proc_ctx c = {.disk_fd = -1, .cgfd = -1};
 	int r = rt_sandbox_disk_mount(sb, err);
 	if (r < 0)
 		return r;
@@ -101,6 +101,7 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 		close(c.disk_fd);
 		return r;
 	}
+	c.cgfd = rt_sandbox_cgroup_clone_fd(sb, c.cg);
 	rung_trace("process: cgroup made");
 	cleanup_free char *resolv = NULL;
 	int netns = -1;
@@ -109,12 +110,14 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 		rp.resolv_conf = resolv;
 		struct rt_ns_params np = {.root = root, .root_params = &rp, .netns_fd = netns,
 					  .on_child = proc_on_child, .after_go = proc_after_go,
-					  .ud = &c};
+					  .ud = &c, .cgroup_fd = &c.cgfd};
 		r = rt_ns_start(sb, &np, listen_fd, err);
 	}
 	if (netns >= 0)
 		close(netns);
 	close(c.disk_fd); /* the sandbox's mount namespace holds it now */
+	if (c.cgfd >= 0)
+		close(c.cgfd);
 	if (r < 0) {
 		struct rung_err e2 = {0};
 		rt_cgroup_destroy(c.cg, &e2);

@@ -135,6 +135,26 @@ int rt_sandbox_cgroup_create(const struct rt_sandbox *sb, struct rt_cgroup **out
 	return 0;
 }
 
+int rt_sandbox_cgroup_clone_fd(const struct rt_sandbox *sb, const struct rt_cgroup *cg)
+{
+	struct rung_err e = {0};
+	if (rt_cgroup_version(cg) != RT_CGROUP_V2 || sb->router->no_clone_into_cgroup)
+		return -1;
+	int fd = rt_cgroup_dirfd(cg, &e);
+	if (fd < 0)
+		LOG_DEBUG("cgroup: %s: pid 1 is moved in instead", e.msg);
+	return fd < 0 ? -1 : fd;
+}
+
+int rt_sandbox_cgroup_join(const struct rt_cgroup *cg, int clone_fd, pid_t pid,
+			   struct rung_err *err)
+{
+	if (clone_fd >= 0)
+		return 0; /* born in it (clone3 CLONE_INTO_CGROUP) */
+	int r = rt_cgroup_enter(cg, pid, err);
+	return r < 0 ? rung_err_wrap(err, "cgroup") : 0;
+}
+
 void rt_sandbox_cgroup_destroy(const struct rt_sandbox *sb)
 {
 	struct rt_cgroup *cg = NULL;

@@ -24,6 +24,13 @@ int rt_sandbox_cgroup_open(const struct rt_sandbox *sb, struct rt_cgroup **out,
  */
 int rt_sandbox_cgroup_create(const struct rt_sandbox *sb, struct rt_cgroup **out,
 			     struct rung_err *err);
+/* How pid 1 gets into the group (rt_sandbox_ns_params.cgroup_fd, after_go): on v2, unless
+ * the router turned it off (RUNG_CLONE_INTO_CGROUP=0), the group's fd, for a clone3 that
+ * starts it inside; -1 otherwise or on failure. */
+int rt_sandbox_cgroup_clone_fd(const struct rt_sandbox *sb, const struct rt_cgroup *cg);
+/* after_go's part: nothing when pid 1 was born inside (clone_fd >= 0), else move it in. */
+int rt_sandbox_cgroup_join(const struct rt_cgroup *cg, int clone_fd, pid_t pid,
+			   struct rung_err *err);
 /* After the group is made: with swap listed in swaps (the text of /proc/swaps), a memory limit
  * needs the group's swap limit file (v1 memory.memsw.limit_in_bytes, v2 memory.swap.max);
  * -ENOTSUP naming it when it is missing. */

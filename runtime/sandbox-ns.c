@@ -82,7 +82,6 @@ static int read_filter(struct child_ctx *c, struct rung_err *err)
 	if (rung_read_exact(c->go_fd, c->bpf, len) < 0)
 		return rung_err_set(err, EIO, "parent gave up during setup (short seccomp filter)");
 	c->bpf_len = len;
-	close(c->go_fd);
 	return 0;
 }
 
@@ -134,11 +133,17 @@ static void child_main(struct child_ctx *c)
 		rung_err_sys(&err, errno, "set the parent-death signal");
 		child_fail(c->err_fd, &err);
 	}
-	/* A parent that died before that (the owner of an owned sandbox, killed) sent no
-	 * signal: its end of the go pipe, open until our exec, says so. */
+	/* Not one process of ours before we are in our cgroup: the parent says so ('c') once
+	 * after_go has put us there; rung-agent forks an owned sandbox's first handler at once.
+	 * EOF: the parent gave up or died. A parent that died after writing it but before our
+	 * parent-death signal was set sent no signal: its end of the go pipe, open until our
+	 * exec, says so (POLLHUP). */
+	char in_cg = 0;
 	struct pollfd gp = {.fd = 6, .events = POLLIN};
-	if (poll(&gp, 1, 0) > 0 && (gp.revents & (POLLHUP | POLLERR)))
+	if (rung_read_exact(6, &in_cg, 1) < 0 || in_cg != 'c' ||
+	    (poll(&gp, 1, 0) > 0 && (gp.revents & (POLLHUP | POLLERR))))
 		_exit(1);
+	rung_trace("child: in its cgroup");
 	close(6);
 	char *argv[] = {"rung-agent", "--listen-fd", "3", NULL, NULL, NULL};
 	if (c->first_fd >= 0) {
@@ -298,6 +303,9 @@ static int run_child(struct rt_sandbox *sb, const struct rt_ns_params *np, struc
 	rung_trace("ns: seccomp sent");
 	if (np->after_go && (r = np->after_go(sb, pid, np->ud, err)) < 0)
 		return r;
+	rung_trace("ns: child in its cgroup");
+	if (write(go_fd, "c", 1) != 1)
+		return child_failed(err_fd, errno, "let the sandbox's pid 1 exec rung-agent", err);
 	ssize_t n = child_report(err_fd, err);
 	if (n == (ssize_t)sizeof(struct rung_err))
 		return -(err->code ? err->code : EIO);

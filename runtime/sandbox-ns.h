@@ -11,8 +11,9 @@ struct rt_ns_params {
 	/* Called in the parent once the child exists, before it proceeds (cgroups, veth). */
 	int (*on_child)(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err);
 	/* Optional: called in the parent right after the child was let go, while it builds its
-	 * root, for slow work that only has to be done before rung-agent serves (a v1 cgroup
-	 * attach waits for an RCU grace period: overlapped with the child's setup). */
+	 * root, for slow work that only has to be done before rung-agent runs (a v1 cgroup
+	 * attach waits for an RCU grace period: overlapped with the child's setup). The child
+	 * execs rung-agent only once it returned (a 'c' on the go pipe). */
 	int (*after_go)(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err);
 	void *ud;
 	/* Optional (v2): start pid 1 straight inside this cgroup (an O_DIRECTORY fd) with

@@ -6,9 +6,9 @@ BUILD="build-essential pkg-config clang make libseccomp-dev libcap-dev libnl-3-d
  libnl-route-3-dev libnftables-dev libnftnl-dev libmnl-dev libjansson-dev libmicrohttpd-dev libarchive-dev
  libssl-dev libcurl4-openssl-dev check linux-libc-dev busybox-static python3 uidmap help2man"
 TEST="$BUILD bubblewrap hyperfine iproute2 nftables e2fsprogs cpio crun runc containerd golang-go umoci skopeo
- docker-registry mmdebstrap qemu-system-x86 curl procps psmisc
+ docker-registry mmdebstrap qemu-system-x86 kmod xz-utils curl procps psmisc
  python3-pip python3-setuptools python3-wheel python3-venv"
-VM="$TEST linux-source-6.1 bc flex bison libelf-dev xz-utils kmod lz4"
+VM="$TEST linux-source-6.1 bc flex bison libelf-dev lz4"
 case "${1:-test}" in
 build) want=$BUILD ;; test) want=$TEST ;; vm) want=$VM ;;
 *) echo "usage: $0 [build|test|vm]" >&2; exit 2 ;;

@@ -37,6 +37,9 @@ fi
 ver=${pkg#linux-image-}
 out=$cache/$name-$ver-m$mhash
 [ -f "$out/vmlinuz" ] && { echo "$out"; exit 0; }
+for t in modinfo xz dpkg apt-get; do # a missing one would cache a kernel without its modules' deps
+	command -v $t >/dev/null || { echo "fetch-l1-kernel: $t is not installed (sh scripts/setup-deps.sh test)" >&2; exit 1; }
+done
 mkdir -p "$cache"
 exec 9>"$cache/$name.lock"
 flock 9
@@ -56,7 +59,8 @@ add() { # module name (recursive: keep f and d local)
 	grep -qx "$1" "$tmp/modules.order" && return 0
 	f=$(find "$kd" -name "$1.ko" -o -name "$1.ko.xz" | head -1)
 	[ -n "$f" ] || { echo "fetch-l1-kernel: module $1 not in $pkg" >&2; exit 1; }
-	for d in $(modinfo -F depends "$f" | tr ',' ' '); do add "$d"; done
+	d=$(modinfo -F depends "$f") || { echo "fetch-l1-kernel: modinfo $f failed" >&2; exit 1; }
+	for d in $(echo "$d" | tr ',' ' '); do add "$d"; done
 	case "$f" in *.xz) xz -dc "$f" >"$tmp/modules/$1.ko" ;; *) cp "$f" "$tmp/modules/$1.ko" ;; esac
 	echo "$1" >>"$tmp/modules.order"
 }
