@@ -54,13 +54,13 @@ cp "$tmp/x/boot/config-$ver" "$tmp/config"
 kd=$tmp/x/lib/modules/$ver/kernel
 # MODULES, in dependency order (resolved with modinfo).
 : >"$tmp/modules.order"
-add() { # module name (recursive: keep f and d local)
-	local f d
+add() { # module name (recursive: keep f, d and deps local)
+	local f d deps
 	grep -qx "$1" "$tmp/modules.order" && return 0
 	f=$(find "$kd" -name "$1.ko" -o -name "$1.ko.xz" | head -1)
 	[ -n "$f" ] || { echo "fetch-l1-kernel: module $1 not in $pkg" >&2; exit 1; }
-	d=$(modinfo -F depends "$f") || { echo "fetch-l1-kernel: modinfo $f failed" >&2; exit 1; }
-	for d in $(echo "$d" | tr ',' ' '); do add "$d"; done
+	deps=$(modinfo -F depends "$f") || { echo "fetch-l1-kernel: modinfo $f failed" >&2; exit 1; }
+	for d in $(echo "$deps" | tr ',' ' '); do add "$d"; done
 	case "$f" in *.xz) xz -dc "$f" >"$tmp/modules/$1.ko" ;; *) cp "$f" "$tmp/modules/$1.ko" ;; esac
 	echo "$1" >>"$tmp/modules.order"
 }
