@@ -17,11 +17,20 @@ int agent_read_file(int fd, const struct rung_frame *req, struct rung_err *err);
 int agent_open_confined(const char *path, int flags, mode_t mode, int mkdirs, struct rung_err *err);
 /*
  * Start x's command (new session, default signal dispositions, stdio from in/out/errfd, in
- * x->cwd, PATH searched as execvp does) without copying our memory. Returns its pid, or -1
- * with errno when no process could be made. *exec_err: 0, the errno of a failed exec, or
- * minus the errno of a failed chdir to x->cwd (the child has then exited with 127).
+ * x->cwd, under x->seccomp when it has one, PATH searched as execvp does) without copying our
+ * memory. Returns its pid, or -1 with errno when no process could be made. se->err: 0, or the
+ * errno of the step that failed (the child has then exited with 127): se->step "cwd" (the
+ * chdir to x->cwd), "seccomp" (loading x->seccomp), NULL (the exec).
  */
-pid_t agent_spawn(const struct rung_proto_exec *x, int in, int out, int errfd, int *exec_err);
+struct agent_start_err {
+	int err;
+	const char *step;
+};
+pid_t agent_spawn(const struct rung_proto_exec *x, int in, int out, int errfd,
+		  struct agent_start_err *se);
+/* The line a command that could not start shows on its stderr (at most n bytes). */
+void agent_start_error_msg(const struct rung_proto_exec *x, const struct agent_start_err *se,
+			   char *msg, size_t n);
 /* Kill every descendant of this process (it is a child subreaper) and reap them. */
 void agent_kill_descendants(void);
 /* pid 1: kill every process below us that is not below one of the live handlers. */
@@ -47,7 +56,7 @@ extern int agent_start_lock_fd;
 /* As agent_spawn; fd3 (-1: none) becomes the command's fd 3; with ctty, in is a terminal
  * that becomes the command's controlling one. */
 pid_t agent_spawn_tty(const struct rung_proto_exec *x, int in, int out, int errfd, int fd3,
-		      bool ctty, int *exec_err);
+		      bool ctty, struct agent_start_err *se);
 /* Kill every descendant of ours except `keep` itself (its descendants too), and reap. */
 void agent_kill_descendants_except(pid_t keep);
 

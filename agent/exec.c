@@ -80,13 +80,12 @@ static void kill_all(pid_t pid)
 	agent_kill_descendants();
 }
 
-/* The command could not change to its cwd (st_err < 0) or exec (> 0): say so on its stderr. */
-static void report_start_error(int sock, const struct rung_proto_exec *x, int st_err)
+/* The command could not start (its cwd, its filter, its exec): say so on its stderr. */
+static void report_start_error(int sock, const struct rung_proto_exec *x,
+			       const struct agent_start_err *se)
 {
 	char msg[600];
-	snprintf(msg, sizeof(msg), "rung: %s: %s: %s\n", st_err < 0 ? "cwd" : "exec",
-		 st_err < 0 ? (x->cwd ? x->cwd : "") : x->argv[0],
-		 strerror(st_err < 0 ? -st_err : st_err));
+	agent_start_error_msg(x, se, msg, sizeof(msg));
 	send_text(sock, RUNG_MSG_STDERR, msg);
 }
 
@@ -103,8 +102,8 @@ static int start_command(struct rung_proto_exec *x, struct exec_run *run,
 	if (x->has_stdin ? pipe2(pin, O_CLOEXEC) < 0
 			 : (pin[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
 		return rung_err_sys(err, errno, "stdin");
-	int st_err = 0;
-	pid_t pid = agent_spawn_tty(x, pin[0], pout[1], perr[1], cb_child, false, &st_err);
+	struct agent_start_err se;
+	pid_t pid = agent_spawn_tty(x, pin[0], pout[1], perr[1], cb_child, false, &se);
 	if (cb_child >= 0)
 		close(cb_child); /* the command and what it starts hold the only other end */
 	close(pin[0]);
@@ -118,8 +117,8 @@ static int start_command(struct rung_proto_exec *x, struct exec_run *run,
 			close(pin[1]);
 		return rung_err_sys(err, e, "start the command");
 	}
-	if (st_err)
-		report_start_error(run->sock, x, st_err);
+	if (se.err)
+		report_start_error(run->sock, x, &se);
 	run->pid = pid;
 	run->so = (struct out_stream){pout[0], RUNG_MSG_STDOUT, 0, false};
 	run->se = (struct out_stream){perr[0], RUNG_MSG_STDERR, 0, false};

@@ -482,8 +482,8 @@ int keeper_start_process(struct keeper *k, int fd3, struct rung_err *err)
 		   pipe2(er, O_CLOEXEC) < 0) {
 		return rung_err_sys(err, errno, "pipe");
 	}
-	int st_err = 0;
-	k->pid = agent_spawn_tty(&p->x, in[0], out[1], er[1], fd3, p->pty, &st_err);
+	struct agent_start_err se;
+	k->pid = agent_spawn_tty(&p->x, in[0], out[1], er[1], fd3, p->pty, &se);
 	int e = errno;
 	if (p->pty) {
 		close(slave);
@@ -500,11 +500,9 @@ int keeper_start_process(struct keeper *k, int fd3, struct rung_err *err)
 	if (k->pid < 0)
 		return rung_err_sys(err, e, "start the process");
 	k->started_ms = rung_wall_ms();
-	if (st_err) {
+	if (se.err) {
 		char msg[600];
-		snprintf(msg, sizeof(msg), "rung: %s: %s: %s\n", st_err < 0 ? "cwd" : "exec",
-			 st_err < 0 ? (p->x.cwd ? p->x.cwd : "") : p->x.argv[0],
-			 strerror(st_err < 0 ? -st_err : st_err));
+		agent_start_error_msg(&p->x, &se, msg, sizeof(msg));
 		agent_replay_append(&k->log, p->pty ? 0 : 1, msg, strlen(msg));
 	}
 	rung_fd_set_nonblock(k->out_fd, 1);

@@ -10,6 +10,8 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -33,8 +35,9 @@ struct spawn_ctx {
 	bool as_root; /* we are the agent uid: the command runs as uid 0 */
 	bool ctty;    /* in is a terminal: make it the controlling one */
 	int fd3;      /* -1, or what becomes the command's fd 3 */
+	const struct sock_fprog *filter; /* NULL, or the request's own seccomp filter */
 	int err; /* written by the child: errno of the failed step */
-	bool cwd_failed;
+	const char *step; /* and which: "cwd", "seccomp" (NULL: exec) */
 	char buf[4096]; /* the child's candidate path */
 };
 
@@ -101,7 +104,16 @@ static int child_main(void *ud)
 	}
 	if (s->cwd && chdir(s->cwd) < 0) {
 		s->err = errno;
-		s->cwd_failed = true;
+		s->step = "cwd";
+		_exit(127);
+	}
+	/* The request's filter, last: nothing of ours runs under it but the execve (which it
+	 * must allow, as runc's must). no_new_privs first: the kernel wants it of an unprivileged
+	 * loader, and nothing the command execs gains privileges anyway (SECBIT_NOROOT). */
+	if (s->filter && (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+			  prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, s->filter) < 0)) {
+		s->err = errno;
+		s->step = "seccomp";
 		_exit(127);
 	}
 	const char *file = s->argv[0];
@@ -146,15 +158,31 @@ static const char *env_path(char *const *env)
 	return NULL;
 }
 
-pid_t agent_spawn(const struct rung_proto_exec *x, int in, int out, int errfd, int *exec_err)
+pid_t agent_spawn(const struct rung_proto_exec *x, int in, int out, int errfd,
+		  struct agent_start_err *se)
 {
-	return agent_spawn_tty(x, in, out, errfd, -1, false, exec_err);
+	return agent_spawn_tty(x, in, out, errfd, -1, false, se);
+}
+
+void agent_start_error_msg(const struct rung_proto_exec *x, const struct agent_start_err *se,
+			   char *msg, size_t n)
+{
+	if (se->step && !strcmp(se->step, "seccomp"))
+		snprintf(msg, n, "rung: seccomp: load the command's filter (%u instructions): %s\n",
+			 x->seccomp_len / 8, strerror(se->err));
+	else if (se->step)
+		snprintf(msg, n, "rung: %s: %s: %s\n", se->step, x->cwd ? x->cwd : "",
+			 strerror(se->err));
+	else
+		snprintf(msg, n, "rung: exec: %s: %s\n", x->argv[0], strerror(se->err));
 }
 
 pid_t agent_spawn_tty(const struct rung_proto_exec *x, int in, int out, int errfd, int fd3,
-		      bool ctty, int *exec_err)
+		      bool ctty, struct agent_start_err *se)
 {
-	*exec_err = 0;
+	*se = (struct agent_start_err){0};
+	struct sock_fprog prog = {.len = (unsigned short)(x->seccomp_len / 8),
+				  .filter = (struct sock_filter *)x->seccomp};
 	size_t ne = 0, na = 0;
 	while (x->env && x->env[ne])
 		ne++;
@@ -190,7 +218,8 @@ pid_t agent_spawn_tty(const struct rung_proto_exec *x, int in, int out, int errf
 			      .errfd = errfd,
 			      .as_root = getuid() != 0,
 			      .ctty = ctty,
-			      .fd3 = fd3};
+			      .fd3 = fd3,
+			      .filter = x->seccomp ? &prog : NULL};
 	/* No signal handler may run in the child on memory it shares with us. */
 	sigset_t all, old;
 	sigfillset(&all);
@@ -205,7 +234,7 @@ pid_t agent_spawn_tty(const struct rung_proto_exec *x, int in, int out, int errf
 		return -1;
 	}
 	if (s.err) /* the child has exited 127: reaped with the others */
-		*exec_err = s.cwd_failed ? -s.err : s.err;
+		*se = (struct agent_start_err){.err = s.err, .step = s.step};
 	return pid;
 }
 

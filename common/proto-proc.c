@@ -28,6 +28,8 @@ int rung_proto_proc_encode(const struct rung_proto_proc *p, struct rung_buf *b)
 			rung_buf_put_str(b, RUNG_TAG_ENV, *e);
 		if (x.cwd)
 			rung_buf_put_str(b, RUNG_TAG_CWD, x.cwd);
+		if (x.seccomp)
+			rung_buf_put_bytes(b, RUNG_TAG_SECCOMP, x.seccomp, x.seccomp_len);
 		if (p->name)
 			rung_buf_put_str(b, RUNG_TAG_NAME, p->name);
 		rung_buf_put_u64(b, RUNG_TAG_PTY, p->pty);
@@ -71,6 +73,7 @@ static bool field_allowed(uint8_t type, uint16_t tag)
 	case RUNG_TAG_ARGV:
 	case RUNG_TAG_ENV:
 	case RUNG_TAG_CWD:
+	case RUNG_TAG_SECCOMP:
 	case RUNG_TAG_NAME:
 	case RUNG_TAG_PTY:
 	case RUNG_TAG_SESSION:
@@ -148,7 +151,8 @@ static int proc_field(struct rung_proto_proc *x, uint16_t tag, const uint8_t *v,
 	if (!field_allowed(x->type, tag))
 		return rung_err_set(err, EPROTO, "field %u not allowed in a frame of type %u", tag,
 				    x->type);
-	if (tag == RUNG_TAG_ARGV || tag == RUNG_TAG_ENV || tag == RUNG_TAG_CWD) {
+	if (tag == RUNG_TAG_ARGV || tag == RUNG_TAG_ENV || tag == RUNG_TAG_CWD ||
+	    tag == RUNG_TAG_SECCOMP) {
 		rung_buf_put_bytes(ex, tag, v, l);
 		return 0;
 	}

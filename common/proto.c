@@ -332,7 +332,26 @@ int rung_proto_exec_encode(const struct rung_proto_exec *x, struct rung_buf *b)
 	rung_buf_put_u64(b, RUNG_TAG_STDIN, x->has_stdin);
 	if (x->callbacks)
 		rung_buf_put_u64(b, RUNG_TAG_CALLBACKS, x->callbacks);
+	if (x->seccomp)
+		rung_buf_put_bytes(b, RUNG_TAG_SECCOMP, x->seccomp, x->seccomp_len);
 	return b->oom ? -ENOMEM : 0;
+}
+
+/* A filter's bytes: whole instructions, at least one, at most the kernel's maximum. (The
+ * kernel checks the program itself when the agent loads it.) */
+static int seccomp_field(struct rung_proto_exec *x, const uint8_t *v, uint32_t l,
+			 struct rung_err *err)
+{
+	if (x->seccomp)
+		return rung_err_set(err, EPROTO, "duplicate seccomp field");
+	if (l == 0 || l % 8 || l / 8 > RUNG_PROTO_SECCOMP_MAX)
+		return rung_err_set(err, EINVAL, "seccomp: %u bytes is not a filter of 1..%d "
+				    "8-byte instructions", l, RUNG_PROTO_SECCOMP_MAX);
+	if (!(x->seccomp = malloc(l)))
+		return rung_err_set(err, ENOMEM, "out of memory");
+	memcpy(x->seccomp, v, l);
+	x->seccomp_len = l;
+	return 0;
 }
 
 void rung_proto_exec_release(struct rung_proto_exec *x)
@@ -342,6 +361,7 @@ void rung_proto_exec_release(struct rung_proto_exec *x)
 	rung_strvfreep(&x->argv);
 	rung_strvfreep(&x->env);
 	free(x->cwd);
+	free(x->seccomp);
 	memset(x, 0, sizeof(*x));
 }
 
@@ -396,6 +416,10 @@ int rung_proto_exec_decode(const uint8_t *p, uint32_t len, struct rung_proto_exe
 				x->has_stdin = u != 0;
 			else
 				x->callbacks = u;
+			break;
+		case RUNG_TAG_SECCOMP:
+			if ((r = seccomp_field(x, v, l, err)) < 0)
+				goto fail;
 			break;
 		default:
 			r = rung_err_set(err, EPROTO, "unknown exec field %u", tag);

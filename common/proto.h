@@ -122,6 +122,7 @@ enum rung_tag {
 	RUNG_TAG_EOF = 34,
 	RUNG_TAG_STREAM = 35,
 	RUNG_TAG_MAX_BYTES = 36, /* TREE_GET: the bound on file data, in all */
+	RUNG_TAG_SECCOMP = 37,	 /* exec, PROC_START: a classic-BPF seccomp filter for the command */
 	RUNG_TAG_PORT = 50,	 /* u64 1..65535 */
 	RUNG_TAG_PORT_FD = 51,	 /* PORT_CONNECT: u64 1: pass the socket (Unix channel only) */
 	/* v2: file operations */
@@ -209,7 +210,13 @@ struct rung_proto_exec {
 	uint64_t timeout_ms, max_output;
 	bool has_stdin;
 	uint64_t callbacks; /* 0, or the per-call byte limit of the command's callback channel */
+	/* A seccomp filter (struct sock_filter[], 8 bytes each, 1..RUNG_PROTO_SECCOMP_MAX of them)
+	 * the agent loads for this command alone, after no_new_privs, just before its execve;
+	 * NULL: none but the sandbox's own. */
+	uint8_t *seccomp;
+	uint32_t seccomp_len;
 };
+#define RUNG_PROTO_SECCOMP_MAX 4096 /* instructions: the kernel's BPF_MAXINSNS */
 int rung_proto_exec_encode(const struct rung_proto_exec *x, struct rung_buf *b);
 int rung_proto_exec_decode(const uint8_t *p, uint32_t len, struct rung_proto_exec *x,
 			   struct rung_err *err);

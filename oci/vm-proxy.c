@@ -83,7 +83,15 @@ void oci_vm_proxy_run(struct rung_sandbox *sb, const struct oci_config *c, int f
 		_exit(1);
 	char handle[RUNG_PROC_HANDLE_LEN + 1];
 	struct rung_proc_req q = {.argv = c->args, .env = c->env, .cwd = c->cwd, .pty = c->terminal};
-	if (rung_proc_start(sb, &q, handle, &e) < 0)
+	/* linux.seccomp: the guest's agent loads it for the program alone (create checked it) */
+	void *bpf = NULL;
+	json_t *sc = json_object_get(json_object_get(c->doc, "linux"), "seccomp");
+	if (oci_seccomp_build(sc, &bpf, &q.seccomp_bpf_len, &e) < 0)
+		proxy_fail("linux.seccomp", &e);
+	q.seccomp_bpf = bpf;
+	int sr = rung_proc_start(sb, &q, handle, &e);
+	free(bpf);
+	if (sr < 0)
 		proxy_fail("process.args", &e);
 	snprintf(p, sizeof(p), "%s/vm.proc", dir ? dir : "");
 	if (dir && rung_write_file_replace(AT_FDCWD, p, handle, strlen(handle), 0600, &e) < 0)

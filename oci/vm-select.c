@@ -4,6 +4,7 @@
  * dev.rung.isolation annotation may raise it to vm, never lower it (docs/oci.md).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "oci/vm.h"
@@ -67,7 +68,14 @@ int oci_vm_config_check(const struct oci_config *c, struct rung_err *err)
 	if (c->sysctl_keys && c->sysctl_keys[0])
 		return rung_err_set(err, ENOTSUP, "linux.sysctl.%s: not applied in the vm rung's "
 				    "guest", c->sysctl_keys[0]);
-	return oci_vm_mounts_check(c, err);
+	/* linux.seccomp: built here to refuse what cannot be built (naming the field) before
+	 * anything starts; the program's proxy builds it again for the guest's agent. */
+	void *bpf = NULL;
+	size_t len = 0;
+	int r = oci_seccomp_build(json_object_get(json_object_get(c->doc, "linux"), "seccomp"),
+				  &bpf, &len, err);
+	free(bpf);
+	return r < 0 ? r : oci_vm_mounts_check(c, err);
 }
 
 int oci_vm_wanted(const struct oci_create_opts *o, bool *vm, struct rung_err *err)

@@ -121,14 +121,25 @@ int rt_exec_env(const char *const *req_env, const char *req_cwd, const struct ru
 	return 0;
 }
 
+int rt_exec_seccomp_check(const void *bpf, size_t len, struct rung_err *err)
+{
+	if (!bpf && !len)
+		return 0;
+	if (!bpf || !len || len % 8 || len / 8 > RUNG_PROTO_SECCOMP_MAX)
+		return rung_err_set(err, EINVAL, "seccomp_bpf: %zu bytes is not a filter of 1..%d "
+				    "8-byte instructions", len, RUNG_PROTO_SECCOMP_MAX);
+	return 0;
+}
+
 static int queue_exec(struct rt_agent_io *io, const struct rung_exec_req *req,
 		      const struct rung_spec *spec, const char *const *image_env,
 		      uint32_t timeout_ms, uint64_t max_out, uint64_t cb_max, struct rung_err *err)
 {
 	char cwd[4096];
 	cleanup_strv char **env = NULL;
-	int r = rt_exec_env(req->env, req->cwd, spec, image_env, &env, cwd, sizeof(cwd), err);
-	if (r < 0)
+	int r = rt_exec_seccomp_check(req->seccomp_bpf, req->seccomp_bpf_len, err);
+	if (r < 0 ||
+	    (r = rt_exec_env(req->env, req->cwd, spec, image_env, &env, cwd, sizeof(cwd), err)) < 0)
 		return r;
 	struct rung_proto_exec x = {
 		.argv = (char **)req->argv,
@@ -138,6 +149,8 @@ static int queue_exec(struct rt_agent_io *io, const struct rung_exec_req *req,
 		.max_output = max_out,
 		.has_stdin = req->stdin_data != NULL,
 		.callbacks = cb_max,
+		.seccomp = (uint8_t *)req->seccomp_bpf,
+		.seccomp_len = (uint32_t)req->seccomp_bpf_len,
 	};
 	struct rung_buf b = {0};
 	rung_proto_exec_encode(&x, &b);

@@ -226,12 +226,15 @@ int rung_proc_start(struct rung_sandbox *s, const struct rung_proc_req *req, cha
 	char cwd[4096];
 	cleanup_strv char **env = NULL;
 	cleanup_strv char **ienv = rt_sandbox_image_env(s);
-	if ((r = rt_exec_env(req->env, req->cwd, &sb->meta.spec, (const char *const *)ienv, &env,
+	if ((r = rt_exec_seccomp_check(req->seccomp_bpf, req->seccomp_bpf_len, err)) < 0 ||
+	    (r = rt_exec_env(req->env, req->cwd, &sb->meta.spec, (const char *const *)ienv, &env,
 			     cwd, sizeof(cwd), err)) < 0)
 		return r;
 	struct rung_proto_proc q = {
 		.type = RUNG_MSG_PROC_START,
-		.x = {.argv = (char **)req->argv, .env = env, .cwd = cwd},
+		.x = {.argv = (char **)req->argv, .env = env, .cwd = cwd,
+		      .seccomp = (uint8_t *)req->seccomp_bpf,
+		      .seccomp_len = (uint32_t)req->seccomp_bpf_len},
 		.name = (char *)req->name,
 		.pty = req->pty,
 		.rows = req->rows,

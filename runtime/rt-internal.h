@@ -324,6 +324,8 @@ unsigned rt_agent_file_timeout_ms(uint64_t size);
 int rt_agent_ping(int fd, unsigned timeout_ms, struct rung_err *err);
 /* An exec's environment (the request's, the spec's, the image's, the defaults; each key once)
  * and its absolute cwd. *env_out: malloc'd strings. */
+/* A request's seccomp_bpf: none, or whole instructions within the protocol's maximum. */
+int rt_exec_seccomp_check(const void *bpf, size_t len, struct rung_err *err);
 int rt_exec_env(const char *const *req_env, const char *req_cwd, const struct rung_spec *spec,
 		const char *const *image_env, char ***env_out, char *cwd, size_t cwd_len,
 		struct rung_err *err);

@@ -33,7 +33,11 @@ static void run(char **argv, char **env, const char *cwd, struct run *r)
 	ck_assert_int_ge(in, 0);
 	struct rung_proto_exec x = {.argv = argv, .env = env, .cwd = (char *)cwd};
 	memset(r, 0, sizeof(*r));
-	r->pid = agent_spawn(&x, in, p[1], p[1], &r->exec_err);
+	struct agent_start_err se;
+	r->pid = agent_spawn(&x, in, p[1], p[1], &se);
+	/* the failed step: a chdir's errno negated, an exec's as it is */
+	r->exec_err = se.step && !strcmp(se.step, "cwd") ? -se.err : se.err;
+	ck_assert(!se.step || !strcmp(se.step, "cwd"));
 	ck_assert_int_gt(r->pid, 0);
 	close(in);
 	close(p[1]);

@@ -258,8 +258,20 @@ START_TEST(test_exec_round_trip)
 	ck_assert_uint_eq(y.timeout_ms, 1500);
 	ck_assert_uint_eq(y.max_output, 4096);
 	ck_assert(y.has_stdin);
+	ck_assert_ptr_null(y.seccomp);
 	rung_proto_exec_release(&y);
 	rung_proto_exec_release(&y); /* idempotent */
+	rung_buf_release(&b);
+	/* a command's own seccomp filter: its bytes as they were */
+	uint8_t prog[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+	x.seccomp = prog;
+	x.seccomp_len = sizeof(prog);
+	ck_assert_int_eq(rung_proto_exec_encode(&x, &b), 0);
+	ck_assert_msg(rung_proto_exec_decode(b.data, (uint32_t)b.len, &y, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_uint_eq(y.seccomp_len, sizeof(prog));
+	ck_assert_mem_eq(y.seccomp, prog, sizeof(prog));
+	rung_proto_exec_release(&y);
 	rung_buf_release(&b);
 }
 END_TEST
@@ -318,6 +330,18 @@ START_TEST(test_exec_malformed)
 	rung_buf_put_str(&b, RUNG_TAG_ARGV, "ls");
 	raw_field(&b, RUNG_TAG_ARGV, 50, "-l", 2);
 	exec_bad(&b, EPROTO, "claims 50");
+	/* a seccomp filter of no, part of an, or too many instructions; two filters */
+	static uint8_t big[(RUNG_PROTO_SECCOMP_MAX + 1) * 8];
+	const uint32_t bad_len[] = {0, 7, 12, sizeof(big)};
+	for (size_t i = 0; i < sizeof(bad_len) / sizeof(bad_len[0]); i++) {
+		rung_buf_put_str(&b, RUNG_TAG_ARGV, "ls");
+		rung_buf_put_bytes(&b, RUNG_TAG_SECCOMP, big, bad_len[i]);
+		exec_bad(&b, EINVAL, "seccomp");
+	}
+	rung_buf_put_str(&b, RUNG_TAG_ARGV, "ls");
+	rung_buf_put_bytes(&b, RUNG_TAG_SECCOMP, big, 8);
+	rung_buf_put_bytes(&b, RUNG_TAG_SECCOMP, big, 8);
+	exec_bad(&b, EPROTO, "duplicate seccomp");
 	/* more than RUNG_PROTO_MAX_ARGS entries */
 	for (int i = 0; i <= RUNG_PROTO_MAX_ARGS; i++)
 		rung_buf_put_str(&b, RUNG_TAG_ARGV, "a");

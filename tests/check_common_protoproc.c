@@ -55,6 +55,20 @@ START_TEST(test_start_round_trip)
 	struct rung_proto_proc none = {.type = RUNG_MSG_PROC_START};
 	ck_assert_int_eq(roundtrip(&none, &out, &err), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "argv"));
+	/* the process's own seccomp filter travels with it, and only with PROC_START */
+	uint8_t prog[8] = {6, 0, 0, 0, 0, 0, 0xff, 0x7f};
+	in.x.seccomp = prog;
+	in.x.seccomp_len = sizeof(prog);
+	ck_assert_msg(roundtrip(&in, &out, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(out.x.seccomp_len, sizeof(prog));
+	ck_assert_mem_eq(out.x.seccomp, prog, sizeof(prog));
+	rung_proto_proc_release(&out);
+	struct rung_buf b = {0};
+	rung_buf_put_str(&b, RUNG_TAG_HANDLE, "0123456789abcdef");
+	rung_buf_put_bytes(&b, RUNG_TAG_SECCOMP, prog, sizeof(prog));
+	ck_assert_int_eq(rung_proto_proc_decode(RUNG_MSG_PROC_KILL, b.data, (uint32_t)b.len, &out,
+						&err), -EPROTO);
+	rung_buf_release(&b);
 }
 END_TEST
 

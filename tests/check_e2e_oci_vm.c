@@ -69,7 +69,10 @@ static const char *ov_text(const struct ov *v, const char *tag, const char *ext)
 }
 
 /* extra: more mounts' JSON objects after /proc's ("" none). */
-static void ov_config_full(const struct ov *v, const char *args_json, bool tty, const char *extra)
+/* A bundle's config.json: args, a terminal or not, extra mounts (", {...}"), extra linux
+ * fields (", \"seccomp\": {...}"). */
+static void ov_config_lx(const struct ov *v, const char *args_json, bool tty, const char *extra,
+			 const char *lx)
 {
 	char p[PATH_MAX + 32], cfg[8 * PATH_MAX];
 	snprintf(cfg, sizeof(cfg),
@@ -79,11 +82,16 @@ static void ov_config_full(const struct ov *v, const char *args_json, bool tty, 
 		 " \"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"}%s],"
 		 " \"linux\": {\"resources\": {\"memory\": {\"limit\": 268435456}},"
 		 "   \"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"ipc\"}, {\"type\": \"mount\"},"
-		 "   {\"type\": \"uts\"}]}}",
-		 args_json, tty ? "true" : "false", extra);
+		 "   {\"type\": \"uts\"}]%s}}",
+		 args_json, tty ? "true" : "false", extra, lx);
 	snprintf(p, sizeof(p), "%s/config.json", v->bundle);
 	struct rung_err e = {0};
 	ck_assert_int_eq(rung_write_file_replace(AT_FDCWD, p, cfg, strlen(cfg), 0644, &e), 0);
+}
+
+static void ov_config_full(const struct ov *v, const char *args_json, bool tty, const char *extra)
+{
+	ov_config_lx(v, args_json, tty, extra, "");
 }
 
 static void ov_config_tty(const struct ov *v, const char *args_json, bool tty)
@@ -378,6 +386,41 @@ static void ov_run_want(struct ov *v, const char *id, const char *const *want, c
 	ov_delete(v, v->vmbin, id, false);
 }
 
+/* linux.seccomp in the guest: the guest's agent loads the spec's filter for the program and
+ * for what exec starts (mkdir answers the spec's errno, the rest runs); an action rung-oci does
+ * not run is refused at create, naming the field. */
+START_TEST(t_oci_vm_seccomp)
+{
+	OV_BEGIN(v);
+	const char *sc = ", \"seccomp\": {\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": "
+			 "[{\"names\": [\"mkdir\", \"mkdirat\"], \"action\": \"SCMP_ACT_ERRNO\", "
+			 "\"errnoRet\": 13}]}";
+	ov_config_lx(&v, "[\"sh\", \"-c\", \"mkdir /sc-d 2>&1; echo rc=$?; ls -d /sc-d 2>&1\"]", false,
+		     "", sc);
+	const char *want[] = {"Permission denied", "rc=1", "No such file", NULL};
+	ov_run_want(&v, "cs", want, "linux.seccomp: the program's mkdir refused");
+	ov_config_lx(&v, "[\"sleep\", \"1000\"]", false, "", sc);
+	double ms;
+	pid_t pid = ov_create_start(&v, v.vmbin, "cx", &ms);
+	const char *ex[] = {"exec", "cx", "sh", "-c", "mkdir /sc-e 2>&1; echo rc=$?", NULL};
+	ck_assert_msg(ov_spawn(&v, v.vmbin, "exec", ex) == 0, "exec: %s", ov_text(&v, "exec", "err"));
+	ck_assert_msg(strstr(ov_text(&v, "exec", "out"), "Permission denied") &&
+			  strstr(ov_text(&v, "exec", "out"), "rc=1"),
+		      "exec: %s", ov_text(&v, "exec", "out"));
+	const char *kl[] = {"kill", "cx", "KILL", NULL};
+	ck_assert_msg(ov_spawn(&v, v.vmbin, "kill", kl) == 0, "%s", ov_text(&v, "kill", "err"));
+	ck_assert_int_eq(ov_wait(pid, 120), 128 + SIGKILL);
+	ov_delete(&v, v.vmbin, "cx", false);
+	ov_config_lx(&v, "[\"true\"]", false, "", ", \"seccomp\": {\"defaultAction\": "
+			    "\"SCMP_ACT_NOTIFY\"}");
+	const char *cr[] = {"create", "--bundle", v.bundle, "cn", NULL};
+	ck_assert_int_eq(ov_spawn(&v, v.vmbin, "cn", cr), 1);
+	ck_assert_msg(strstr(ov_text(&v, "cn", "err"), "linux.seccomp.defaultAction"), "%s",
+		      ov_text(&v, "cn", "err"));
+	ov_finish(&v);
+}
+END_TEST
+
 /* The CRI's binds: each file's copy read in the guest (one through a link planted to climb out
  * of the root, resolved inside it), ro copies without write bits, a rw one writable, /dev/shm
  * the guest's tmpfs; a bind of a directory holding a fifo refused naming it. */
@@ -607,6 +650,7 @@ Suite *e2e_oci_vm_suite(void)
 	tcase_add_test(tc, t_oci_vm_file_binds);
 	tcase_add_test(tc, t_oci_vm_dir_binds);
 	tcase_add_test(tc, t_oci_vm_terminal);
+	tcase_add_test(tc, t_oci_vm_seccomp);
 	tcase_add_test(tc, t_oci_vm_vs_container);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,10 +1,12 @@
 /*
  * tests/check_e2e_process_exec.c: exec on a real process-rung sandbox: a timeout kills every
  * process the exec started (setsid, double-forked daemons included), output caps, exit codes and
- * signals, stdin, env and cwd. Tagged "root". The nested stage runs the same suite on the vm
+ * signals, stdin, env and cwd, a request's own seccomp filter. Tagged "root". The nested stage runs the same suite on the vm
  * rung (RUNG_TEST_RUNG=vm, see lib/sandbox.h).
  */
 #include <check.h>
+#include <linux/filter.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -356,6 +358,78 @@ START_TEST(test_env_cwd)
 }
 END_TEST
 
+/* A filter (libseccomp, exported as BPF) that answers EACCES to mkdir and mkdirat. */
+static void *mkdir_filter(size_t *len)
+{
+	scmp_filter_ctx c = seccomp_init(SCMP_ACT_ALLOW);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(seccomp_rule_add(c, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(mkdir), 0), 0);
+	ck_assert_int_eq(seccomp_rule_add(c, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(mkdirat), 0), 0);
+	FILE *t = tmpfile();
+	ck_assert_ptr_nonnull(t);
+	ck_assert_int_eq(seccomp_export_bpf(c, fileno(t)), 0);
+	seccomp_release(c);
+	long n = lseek(fileno(t), 0, SEEK_END);
+	ck_assert_int_gt(n, 0);
+	void *b = malloc((size_t)n);
+	ck_assert_int_eq(pread(fileno(t), b, (size_t)n, 0), n);
+	fclose(t);
+	*len = (size_t)n;
+	return b;
+}
+
+/* A request's own filter (rung-oci-vm's linux.seccomp) binds its command and nothing else:
+ * exec and a background process under it cannot mkdir, the next exec without it can; a
+ * filter that is not whole instructions is refused before the sandbox, one the kernel
+ * refuses fails the command (127) saying so. On the vm rung (the nested stage) the guest's
+ * agent loads it. */
+START_TEST(test_request_seccomp)
+{
+	RUNG_REQUIRE_ROOT();
+	struct fx f;
+	fx_open(&f, NULL);
+	size_t len;
+	void *bpf = mkdir_filter(&len);
+	const char *sh[] = {"/bin/sh", "-c", "mkdir sc-a; echo rc=$?", NULL};
+	struct rung_exec_req req = {.argv = sh, .seccomp_bpf = bpf, .seccomp_bpf_len = len};
+	struct rung_exec_res res;
+	struct rung_err err = {0};
+	ck_assert_msg(rung_exec(f.sb, &req, &res, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(res.out, "rc=1\n");
+	ck_assert_msg(strstr(res.errout, "Permission denied"), "mkdir said: %s", res.errout);
+	rung_exec_res_release(&res);
+	const char *bg[] = {"/bin/sh", "-c", "mkdir sc-b", NULL};
+	struct rung_proc_req q = {.argv = bg, .seccomp_bpf = bpf, .seccomp_bpf_len = len};
+	char h[RUNG_PROC_HANDLE_LEN + 1];
+	ck_assert_msg(rung_proc_start(f.sb, &q, h, &err) == 0, "%s", err.msg);
+	struct rung_proc_info info;
+	ck_assert_int_eq(rung_proc_wait(f.sb, h, 60000, &info, &err), 1);
+	ck_assert_int_eq(info.exit_code, 1);
+	rung_proc_info_release(&info, 1);
+	/* without the filter: mkdir works, and neither earlier command made its directory */
+	const char *look[] = {"/bin/sh", "-c", "ls -d sc-a sc-b 2>/dev/null; mkdir sc-c && echo made",
+			      NULL};
+	struct rung_exec_req plain = {.argv = look};
+	ck_assert_msg(rung_exec(f.sb, &plain, &res, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(res.out, "made\n");
+	rung_exec_res_release(&res);
+	req.seccomp_bpf_len = len - 1;
+	ck_assert_int_eq(rung_exec(f.sb, &req, &res, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "seccomp_bpf"), "%s", err.msg);
+	/* one instruction that returns nothing: the kernel's EINVAL, from the agent */
+	struct sock_filter bad = BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 0);
+	req.seccomp_bpf = &bad;
+	req.seccomp_bpf_len = sizeof(bad);
+	ck_assert_msg(rung_exec(f.sb, &req, &res, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(res.exit_code, 127);
+	ck_assert_msg(strstr(res.errout, "rung: seccomp: load the command's filter (1 "
+					 "instructions): Invalid argument"), "%s", res.errout);
+	rung_exec_res_release(&res);
+	free(bpf);
+	fx_close(&f);
+}
+END_TEST
+
 START_TEST(test_files_and_concurrency)
 {
 	RUNG_REQUIRE_ROOT();
@@ -437,6 +511,7 @@ Suite *e2e_process_exec_suite(void)
 	tcase_add_test(tc, test_exit_codes);
 	tcase_add_test(tc, test_stdin_and_cancel);
 	tcase_add_test(tc, test_env_cwd);
+	tcase_add_test(tc, test_request_seccomp);
 	tcase_add_test(tc, test_files_and_concurrency);
 	suite_add_tcase(s, tc);
 	return s;

@@ -255,6 +255,12 @@ struct rung_exec_req {
 		uint32_t timeout_ms;  /* one call; the sandbox then sees a timeout; default 30000 */
 		uint32_t concurrency; /* calls run at once (the rest wait, in order); default 8 */
 	} cb_limits;
+	/* Optional: a seccomp filter (classic BPF, struct sock_filter[] as libseccomp's
+	 * seccomp_export_bpf writes it, 1..4096 instructions) loaded for this command alone, under
+	 * no_new_privs, just before its execve; the sandbox's own filter still applies (the
+	 * strictest answer wins). rung-oci-vm passes the spec's linux.seccomp this way. */
+	const void *seccomp_bpf;
+	size_t seccomp_bpf_len;
 };
 
 struct rung_exec_res {
@@ -360,6 +366,12 @@ struct rung_proc_req {
 	bool pty;                  /* a terminal of the sandbox's own devpts */
 	uint16_t rows, cols;       /* with pty: 1..4096; 0: 24 x 80 */
 	uint64_t buffer_bytes;     /* replay buffer per stream; 0: 1 MiB */
+	/* Optional, as in rung_exec_req: a seccomp filter (classic BPF, struct sock_filter[] as libseccomp's
+	 * seccomp_export_bpf writes it, 1..4096 instructions) loaded for this command alone, under
+	 * no_new_privs, just before its execve; the sandbox's own filter still applies (the
+	 * strictest answer wins). rung-oci-vm passes the spec's linux.seccomp this way. */
+	const void *seccomp_bpf;
+	size_t seccomp_bpf_len;
 };
 
 enum rung_proc_state { RUNG_PROC_RUNNING, RUNG_PROC_EXITED };

@@ -297,8 +297,9 @@ static const char *const containerd_escapes[] = {
 /* The vm rung through rung-oci-vm under containerd (e2e_oci_ctrdvm, in the nested stage's L1;
  * measured there on 2 Dec). The guest's kernel is not the host's (vm.shared_kernel blocked)
  * and rung-vmm's jail holds (vm.vmm_jail blocked); what escapes is inside the guest: the
- * boundary is the VM, and rung-oci-vm applies no filter in the guest (docs/oci.md, "The vm
- * rung": linux.seccomp and the cgroup resources but memory are not applied there). */
+ * boundary is the VM: the battery's container asks for no linux.seccomp (ctr run without
+ * --seccomp), so the program runs under no filter in the guest, and the cgroup resources but
+ * memory are not applied there (docs/oci.md, "The vm rung"). */
 static const char *const containerd_vm_escapes[] = {
     "fs.block_device",	    /* /dev/vdb: the container's own disk */
     "kernel.perf_event_open", "kernel.ptrace", "kernel.personality", /* the guest's kernel */
