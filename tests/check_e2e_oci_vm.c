@@ -395,15 +395,17 @@ START_TEST(t_oci_vm_seccomp)
 	const char *sc = ", \"seccomp\": {\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": "
 			 "[{\"names\": [\"mkdir\", \"mkdirat\"], \"action\": \"SCMP_ACT_ERRNO\", "
 			 "\"errnoRet\": 13}]}";
-	ov_config_lx(&v, "[\"sh\", \"-c\", \"mkdir /sc-d 2>&1; echo rc=$?; ls -d /sc-d 2>&1\"]", false,
-		     "", sc);
+	ov_config_lx(&v,
+		     "[\"sh\", \"-c\", \"mkdir /sc-d 2>&1; echo rc=$?; ls -d /sc-d 2>&1; true\"]",
+		     false, "", sc);
 	const char *want[] = {"Permission denied", "rc=1", "No such file", NULL};
 	ov_run_want(&v, "cs", want, "linux.seccomp: the program's mkdir refused");
 	ov_config_lx(&v, "[\"sleep\", \"1000\"]", false, "", sc);
 	double ms;
 	pid_t pid = ov_create_start(&v, v.vmbin, "cx", &ms);
 	const char *ex[] = {"exec", "cx", "sh", "-c", "mkdir /sc-e 2>&1; echo rc=$?", NULL};
-	ck_assert_msg(ov_spawn(&v, v.vmbin, "exec", ex) == 0, "exec: %s", ov_text(&v, "exec", "err"));
+	ck_assert_msg(ov_spawn(&v, v.vmbin, "exec", ex) == 0, "exec: %s",
+		      ov_text(&v, "exec", "err"));
 	ck_assert_msg(strstr(ov_text(&v, "exec", "out"), "Permission denied") &&
 			  strstr(ov_text(&v, "exec", "out"), "rc=1"),
 		      "exec: %s", ov_text(&v, "exec", "out"));

@@ -1,8 +1,8 @@
 /*
  * tests/check_e2e_process_exec.c: exec on a real process-rung sandbox: a timeout kills every
  * process the exec started (setsid, double-forked daemons included), output caps, exit codes and
- * signals, stdin, env and cwd, a request's own seccomp filter. Tagged "root". The nested stage runs the same suite on the vm
- * rung (RUNG_TEST_RUNG=vm, see lib/sandbox.h).
+ * signals, stdin, env and cwd, a request's own seccomp filter. Tagged "root". The nested stage
+ * runs the same suite on the vm rung (RUNG_TEST_RUNG=vm, see lib/sandbox.h).
  */
 #include <check.h>
 #include <linux/filter.h>
@@ -407,8 +407,8 @@ START_TEST(test_request_seccomp)
 	ck_assert_int_eq(info.exit_code, 1);
 	rung_proc_info_release(&info, 1);
 	/* without the filter: mkdir works, and neither earlier command made its directory */
-	const char *look[] = {"/bin/sh", "-c", "ls -d sc-a sc-b 2>/dev/null; mkdir sc-c && echo made",
-			      NULL};
+	const char *look[] = {"/bin/sh", "-c",
+			      "ls -d sc-a sc-b 2>/dev/null; mkdir sc-c && echo made", NULL};
 	struct rung_exec_req plain = {.argv = look};
 	ck_assert_msg(rung_exec(f.sb, &plain, &res, &err) == 0, "%s", err.msg);
 	ck_assert_str_eq(res.out, "made\n");

@@ -366,10 +366,8 @@ struct rung_proc_req {
 	bool pty;                  /* a terminal of the sandbox's own devpts */
 	uint16_t rows, cols;       /* with pty: 1..4096; 0: 24 x 80 */
 	uint64_t buffer_bytes;     /* replay buffer per stream; 0: 1 MiB */
-	/* Optional, as in rung_exec_req: a seccomp filter (classic BPF, struct sock_filter[] as libseccomp's
-	 * seccomp_export_bpf writes it, 1..4096 instructions) loaded for this command alone, under
-	 * no_new_privs, just before its execve; the sandbox's own filter still applies (the
-	 * strictest answer wins). rung-oci-vm passes the spec's linux.seccomp this way. */
+	/* Optional, as in rung_exec_req: a seccomp filter (classic BPF, 1..4096 instructions)
+	 * loaded for this process alone, under no_new_privs, just before its execve. */
 	const void *seccomp_bpf;
 	size_t seccomp_bpf_len;
 };
