@@ -50,6 +50,12 @@ int agent_fixer_start(int listen_fd, struct rung_err *err);
 int agent_restored(int fd, const struct rung_frame *req, struct rung_err *err);
 extern int agent_fixer_fd;
 extern pid_t agent_fixer_pid;
+/* A vm guest's command cgroup's cgroup.procs (vm-cgroup.c, agent/vm-init.h's rung.pids),
+ * written by each command before its execve (spawn.c); -1 on the other rungs, whose cgroup
+ * is the host's. */
+extern int agent_cmd_cgroup_fd;
+/* Its pids.current (for STATS): false without the group. */
+bool agent_cmd_cgroup_pids(uint64_t *out);
 /* pid 1's memfd whose record lock serialises background process starts (procs.c) */
 extern int agent_start_lock_fd;
 

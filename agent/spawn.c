@@ -55,6 +55,13 @@ static void try_exec(struct spawn_ctx *s, const char *file)
 static int child_main(void *ud)
 {
 	struct spawn_ctx *s = ud;
+	/* A vm guest's command cgroup (vm-cgroup.c), first: everything the command forks
+	 * counts against its pids.max. */
+	if (agent_cmd_cgroup_fd >= 0 && write(agent_cmd_cgroup_fd, "0", 1) != 1) {
+		s->err = errno;
+		s->step = "cgroup";
+		_exit(127);
+	}
 	setsid();
 	if (s->as_root) {
 		/* The agent side's uid is not the command's (agent/privs.c). Our capabilities go
@@ -170,6 +177,9 @@ void agent_start_error_msg(const struct rung_proto_exec *x, const struct agent_s
 	if (se->step && !strcmp(se->step, "seccomp"))
 		snprintf(msg, n, "rung: seccomp: load the command's filter (%u instructions): %s\n",
 			 x->seccomp_len / 8, strerror(se->err));
+	else if (se->step && !strcmp(se->step, "cgroup"))
+		snprintf(msg, n, "rung: cgroup: join the guest's command cgroup: %s\n",
+			 strerror(se->err));
 	else if (se->step)
 		snprintf(msg, n, "rung: %s: %s: %s\n", se->step, x->cwd ? x->cwd : "",
 			 strerror(se->err));

@@ -63,6 +63,9 @@ int agent_stats(int sock, const struct rung_frame *req, struct rung_err *err)
 	rung_buf_put_u64(&b, RUNG_TAG_DISK_TOTAL, (uint64_t)v.f_blocks * v.f_frsize);
 	rung_buf_put_u64(&b, RUNG_TAG_DISK_FREE, (uint64_t)v.f_bfree * v.f_frsize);
 	kernel_view(&b);
+	uint64_t pids;
+	if (agent_cmd_cgroup_pids(&pids))
+		rung_buf_put_u64(&b, RUNG_TAG_PIDS_CUR, pids);
 	r = rung_frame_write_buf(sock, RUNG_MSG_RESULT, &b, err);
 	rung_buf_release(&b);
 	return r;

@@ -98,6 +98,10 @@ static int apply_key(struct agent_vm_opts *o, const char *key, const char *val,
 		return set_u32(&o->port, key, val, 1, UINT32_MAX - 1, err);
 	if (!strcmp(key, "rung.wait_ms"))
 		return set_u32(&o->wait_ms, key, val, 0, 600000, err);
+	if (!strcmp(key, "rung.pids"))
+		return set_u32(&o->pids, key, val, 8, 1000000, err);
+	if (!strcmp(key, "rung.cpu_quota"))
+		return set_u32(&o->cpu_quota, key, val, 1000, 400000, err);
 	if (!strcmp(key, "rung.privileged")) {
 		if (strcmp(val, "1"))
 			return rung_err_set(err, EINVAL,
@@ -474,6 +478,8 @@ int agent_vm_init(int *listen_fd, bool *privileged, struct rung_err *err)
 	memcpy(agent_vm_resolv_search, o.search, sizeof(o.search)); /* a restore's rewrite */
 	memcpy(agent_vm_resolv_dnsopt, o.dnsopt, sizeof(o.dnsopt));
 	if ((r = agent_vm_plan_build(&o, &plan, err)) < 0)
+		return r;
+	if ((r = agent_vm_cgroup_setup(o.pids, o.cpu_quota, err)) < 0) /* before the switch */
 		return r;
 	if ((r = agent_vm_plan_apply(&plan, err)) < 0)
 		return r;

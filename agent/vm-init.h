@@ -27,6 +27,10 @@
  *   rung.search=D1,D2,...   with rung.dns: the resolv.conf's search domains (at most 6, 256
  *                           bytes; letters, digits, '.', '-', '_')
  *   rung.dnsopt=O1,O2,...   with rung.dns: its options besides rung's (ndots:5, edns0, ...)
+ *   rung.pids=N             8..1000000: every command runs in the guest's cgroup "cmd"
+ *                           (agent/vm-cgroup.c) with pids.max N; the agent stays outside
+ *   rung.cpu_quota=US       1000..400000, with rung.pids: the group's cpu.max is US per
+ *                           100000 us (a fractional limits.cpus)
  *
  * Plan, then apply: agent_vm_opts_parse() and agent_vm_plan_build() are pure and tested
  * without root; agent_vm_plan_apply() makes the syscalls.
@@ -59,6 +63,8 @@ struct agent_vm_opts {
 	char dns[16];                      /* "" (no network), or the DNS server's IPv4 */
 	char search[AGENT_VM_SEARCH_MAX + 1]; /* rung.search: "" or domains, comma-separated */
 	char dnsopt[AGENT_VM_DNSOPT_MAX + 1]; /* rung.dnsopt: "" or resolv.conf options, ditto */
+	uint32_t pids;                     /* rung.pids: the commands' pids.max; 0: none */
+	uint32_t cpu_quota;                /* rung.cpu_quota: their CFS quota (us); 0: none */
 	bool privileged;                   /* rung.privileged=1: test stages only (below) */
 };
 
@@ -122,5 +128,9 @@ extern char agent_vm_resolv_dnsopt[AGENT_VM_DNSOPT_MAX + 1];
 extern int agent_vm_resolv_fd;
 
 int agent_vm_init(int *listen_fd, bool *privileged, struct rung_err *err);
+
+/* pid 1, before the root switch: the commands' cgroup with pids.max = pids and cpu.max =
+ * cpu_quota per 100 ms (vm-cgroup.c); 0: none (no pids: no group at all). */
+int agent_vm_cgroup_setup(uint32_t pids, uint32_t cpu_quota, struct rung_err *err);
 
 #endif

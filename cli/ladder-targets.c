@@ -264,16 +264,13 @@ int ladder_open_rung(struct cli *c, struct ladder_target *t, struct ladder_env *
 		return rung_err_set(err, ENODEV,
 				    "no /dev/kvm on this host: the vm column comes "
 				    "from the nested stage (make check-vm)");
-	/* the vm rung takes whole vCPUs and needs RAM to boot: its own limits (in its context) */
+	/* the vm rung needs RAM to boot: its own memory limit (in its context); its CPU and pids
+	 * are the ladder's, a quota and pids.max of the guest's command cgroup */
 	unsigned long long mem = e->mem_limit;
-	unsigned cpus = e->cpus_milli;
-	if (iso == RUNG_ISO_VM) {
+	if (iso == RUNG_ISO_VM)
 		e->mem_limit = 256ULL << 20;
-		e->cpus_milli = 1000;
-	}
 	int rc = open_sandbox(c, t, e, probe_bin, image, iso, role, err);
 	e->mem_limit = mem;
-	e->cpus_milli = cpus;
 	return rc;
 }
 

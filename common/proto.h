@@ -123,6 +123,7 @@ enum rung_tag {
 	RUNG_TAG_STREAM = 35,
 	RUNG_TAG_MAX_BYTES = 36, /* TREE_GET: the bound on file data, in all */
 	RUNG_TAG_SECCOMP = 37,	 /* exec, PROC_START: a classic-BPF filter for the command */
+	RUNG_TAG_PIDS_CUR = 38,	 /* STATS answer: a vm guest's command cgroup's pids.current */
 	RUNG_TAG_PORT = 50,	 /* u64 1..65535 */
 	RUNG_TAG_PORT_FD = 51,	 /* PORT_CONNECT: u64 1: pass the socket (Unix channel only) */
 	/* v2: file operations */

@@ -68,6 +68,9 @@ int oci_vm_config_check(const struct oci_config *c, struct rung_err *err)
 	if (c->sysctl_keys && c->sysctl_keys[0])
 		return rung_err_set(err, ENOTSUP, "linux.sysctl.%s: not applied in the vm rung's "
 				    "guest", c->sysctl_keys[0]);
+	if (c->limits.pids_max && c->limits.pids_max < 8) /* the guest's command cgroup */
+		return rung_err_set(err, EINVAL, "linux.resources.pids.limit: %u is below the vm "
+				    "rung's least, 8", c->limits.pids_max);
 	/* linux.seccomp: built here to refuse what cannot be built (naming the field) before
 	 * anything starts; the program's proxy builds it again for the guest's agent. */
 	void *bpf = NULL;

@@ -25,6 +25,7 @@
 #include "rootfs/rfs.h"
 
 #define OCI_VM_STORE_MAX 53 /* 107 - strlen("/sandboxes/") - 32 - strlen("/agent.sock") */
+#define OCI_VM_PIDS_MAX 1000000 /* limits.pids's largest (runtime/spec.c) */
 
 static const struct rung_router_opts *router_opts;
 static const char *router_why;
@@ -117,6 +118,20 @@ static int rootfs_commit(struct vm_ctx *x, const char *store, struct rung_err *e
 	return r < 0 ? rung_err_wrap(err, "root.path %s", x->cfg.rootfs) : 0;
 }
 
+/*
+ * linux.resources.cpu.quota/period as the vm rung's cpus (runtime/backend-vm.c): ceil of it
+ * vCPUs, and a fractional one the guest's quota per 100 ms (the ratio kept, the period not);
+ * at most 4 (the rung's most vCPUs), at least 0.01. Without a quota: one vCPU, no quota.
+ */
+uint32_t oci_vm_cpus_milli(const struct oci_cpu *c)
+{
+	if (c->quota <= 0)
+		return 1000;
+	uint64_t period = c->period ? c->period : 100000;
+	uint64_t m = ((uint64_t)c->quota * 1000 + period / 2) / period;
+	return m < 10 ? 10 : m > 4000 ? 4000 : (uint32_t)m;
+}
+
 static int sandbox_boot(struct vm_ctx *x, struct rung_err *err)
 {
 	int r = oci_vm_net_enter(&x->cfg, &x->net, err);
@@ -138,6 +153,11 @@ static int sandbox_boot(struct vm_ctx *x, struct rung_err *err)
 	x->net.allow = NULL;
 	if (x->cfg.limits.memory_bytes)
 		s.limits.memory_bytes = x->cfg.limits.memory_bytes;
+	/* linux.resources.pids.limit: pids.max of the guest's command cgroup (agent/vm-cgroup.c);
+	 * without one, none in effect (the rung's largest), as on the container rung */
+	uint32_t pids = x->cfg.limits.pids_max;
+	s.limits.pids = pids && pids < OCI_VM_PIDS_MAX ? pids : OCI_VM_PIDS_MAX;
+	s.limits.cpus_milli = oci_vm_cpus_milli(&x->cfg.cpu);
 	struct rung_key key = {.scope = "rung-oci", .thread = x->o->id, .agent = "oci"};
 	r = s.kind && s.image ? 0 : rung_err_set(err, ENOMEM, "out of memory");
 	if (r == 0)

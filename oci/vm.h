@@ -116,4 +116,7 @@ void oci_vm_proxy_run(struct rung_sandbox *sb, const struct oci_config *c, int f
 /* vm-exec.c: exec in a vm container: a proxy as create's, without the fifo. */
 int oci_vm_exec(const struct oci_exec_opts *o, int *status, struct rung_err *err);
 
+/* linux.resources.cpu as the vm rung's limits.cpus, in thousandths (oci/vm.c). */
+uint32_t oci_vm_cpus_milli(const struct oci_cpu *c);
+
 #endif

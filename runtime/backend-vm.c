@@ -123,16 +123,21 @@ static bool vm_available(const struct rung_router *r, struct rung_err *err)
 	return true;
 }
 
-/* The vm rung gives whole vCPUs: a fractional or larger cpus limit is refused, not rounded
- * (rounding up would grant more than the spec's limit). */
-int rt_vm_cpus(const struct rung_limits *l, unsigned *out, struct rung_err *err)
+/*
+ * The vm rung's CPU: ceil(cpus) vCPUs, 1 to 4 (more is refused), and for a fractional limit a
+ * CFS quota per 100 ms on the guest's command cgroup (*quota_us, 0: none; agent/vm-cgroup.c),
+ * as on the other rungs. The host's own bound on the guest is its vCPUs.
+ */
+int rt_vm_cpus(const struct rung_limits *l, unsigned *out, unsigned *quota_us,
+	       struct rung_err *err)
 {
-	if (l->cpus_milli % 1000 || l->cpus_milli < 1000 || l->cpus_milli > 4000)
+	if (l->cpus_milli < 10 || l->cpus_milli > 4000)
 		return rung_err_set(err, ENOTSUP,
-				    "limits.cpus: the vm rung runs whole vCPUs (1, 2, 3 or 4); %.3f "
-				    "cannot be enforced there",
+				    "limits.cpus: the vm rung runs 1 to 4 vCPUs; %.3f cannot be "
+				    "enforced there",
 				    l->cpus_milli / 1000.0);
-	*out = l->cpus_milli / 1000;
+	*out = (l->cpus_milli + 999) / 1000;
+	*quota_us = l->cpus_milli % 1000 ? l->cpus_milli * 100 : 0;
 	return 0;
 }
 
@@ -140,8 +145,8 @@ static int vm_prepare(struct rt_sandbox *sb, struct rung_err *err)
 {
 	char **lowers = NULL;
 	char disk[4096];
-	unsigned cpus;
-	int r = rt_vm_cpus(&sb->meta.spec.limits, &cpus, err);
+	unsigned cpus, quota;
+	int r = rt_vm_cpus(&sb->meta.spec.limits, &cpus, &quota, err);
 	if (r < 0)
 		return r;
 	r = rt_image_lease(sb, "vm", &lowers, err);
@@ -174,6 +179,7 @@ struct jail {
 	const struct rt_vm_net *net; /* tap_fd -1: no network device */
 	uid_t uid;
 	char mem[16], cpus[8];
+	char cmdline[704]; /* the guest's rung.* keys (agent/vm-init.h) and the network's */
 	int err_fd;
 };
 
@@ -262,10 +268,13 @@ static void jail_child(struct jail *j)
 		argc -= 2;
 	}
 	if (j->net->tap_fd >= 0) {
-		char *more[] = {"--net-fd", "7", "--net-mac", (char *)j->net->mac,
-				"--cmdline", (char *)j->net->cmdline};
-		for (size_t i = 0; i < RUNG_ARRAY_SIZE(more) - (j->n == 5 ? 2 : 0); i++)
+		char *more[] = {"--net-fd", "7", "--net-mac", (char *)j->net->mac};
+		for (size_t i = 0; i < RUNG_ARRAY_SIZE(more); i++)
 			argv[argc++] = more[i];
+	}
+	if (j->n != 5) {
+		argv[argc++] = "--cmdline";
+		argv[argc++] = j->cmdline;
 	}
 	argv[argc] = NULL;
 	char *envp[] = {NULL};
@@ -388,10 +397,17 @@ static pid_t jail_spawn(struct jail *j, const char *vmm_path, struct rung_err *e
 static int vm_boot(struct rt_sandbox *sb, struct jail *j, struct rung_err *err)
 {
 	const struct rung_spec *s = &sb->meta.spec;
-	unsigned cpus = 1;
-	(void)rt_vm_cpus(&s->limits, &cpus, err); /* checked by vm_prepare */
+	unsigned cpus = 1, quota = 0;
+	(void)rt_vm_cpus(&s->limits, &cpus, &quota, err); /* checked by vm_prepare */
 	snprintf(j->cpus, sizeof(j->cpus), "%u", cpus);
 	snprintf(j->mem, sizeof(j->mem), "%llu", (unsigned long long)(s->limits.memory_bytes >> 20));
+	/* The guest's agent runs every command in a cgroup of the guest's own, with this
+	 * pids.max and CPU quota (agent/vm-cgroup.c): the agent itself stays outside it. */
+	char q[32] = "";
+	if (quota)
+		snprintf(q, sizeof(q), " rung.cpu_quota=%u", quota);
+	snprintf(j->cmdline, sizeof(j->cmdline), "rung.pids=%u%s%s%s", s->limits.pids, q,
+		 j->net->tap_fd >= 0 ? " " : "", j->net->tap_fd >= 0 ? j->net->cmdline : "");
 	pid_t pid = jail_spawn(j, sb->router->vmm_path, err);
 	if (pid < 0)
 		return (int)pid;

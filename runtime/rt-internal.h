@@ -215,8 +215,10 @@ const struct rt_backend_ops *rt_backend_get(enum rung_isolation iso);
  * first); release the lease. */
 int rt_image_lease(struct rt_sandbox *sb, const char *rung, char ***lowers, struct rung_err *err);
 void rt_image_release(struct rt_sandbox *sb);
-/* vm rung: the vCPU count of the limits (the disks: rfs_vm_upper_disk, rfs_vm_base_disk). */
-int rt_vm_cpus(const struct rung_limits *l, unsigned *out, struct rung_err *err);
+/* vm rung: the vCPU count of the limits, and the guest's CFS quota per 100 ms for a fractional
+ * one (0: none) (the disks: rfs_vm_upper_disk, rfs_vm_base_disk). */
+int rt_vm_cpus(const struct rung_limits *l, unsigned *out, unsigned *quota_us,
+	       struct rung_err *err);
 /* The effective limits of a sandbox as JSON (inspect): memory, cpus, pids, disk, tmpfs sizes
  * and what enforces them on its rung (sandbox-cgroup.c). */
 json_t *rt_limits_describe(const struct rung_limits *l, enum rung_isolation iso);

@@ -233,14 +233,14 @@ json_t *rt_limits_describe(const struct rung_limits *l, enum rung_isolation iso)
 	uint64_t tmp = l->disk_bytes < (256ull << 20) ? l->disk_bytes : 256ull << 20;
 	const char *by =
 	    iso == RUNG_ISO_VM
-		? "guest RAM (memory), whole vCPUs, 1 to 4 (cpus; anything else is refused), the guest "
-		  "kernel's own process table (pids: not limited), the size of the sparse ext4 "
-		  "upper disk (disk)"
+		? "guest RAM (memory), 1 to 4 vCPUs (cpus rounded up; a fractional cpus is also a "
+		  "CFS quota), the guest kernel's own cgroup holding every command (the quota, "
+		  "pids.max; the guest's agent is outside it), the size of the sparse ext4 upper "
+		  "disk (disk)"
 		: "a cgroup (memory with swap off, counting shm, memfd and tmpfs pages; cpus as a "
 		  "CFS quota; pids.max) and a sparse ext4 image on a loop device for the writable "
 		  "storage (disk: ENOSPC past it); /tmp and /dev/shm are tmpfs of a fixed size, "
 		  "charged to the cgroup";
-	/* the vm rung runs exactly cpus whole vCPUs (rt_vm_cpus refuses anything else) */
 	double cpus = l->cpus_milli / 1000.0;
 	json_t *o = json_pack("{s:I, s:f, s:I, s:I, s:s}", "memory", (json_int_t)l->memory_bytes,
 			      "cpus", cpus, "pids", (json_int_t)l->pids, "disk",
@@ -248,7 +248,5 @@ json_t *rt_limits_describe(const struct rung_limits *l, enum rung_isolation iso)
 	if (o && iso != RUNG_ISO_VM)
 		json_object_set_new(o, "tmpfs", json_pack("{s:I, s:I}", "/tmp", (json_int_t)tmp,
 							  "/dev/shm", (json_int_t)(64ull << 20)));
-	if (o && iso == RUNG_ISO_VM)
-		json_object_set_new(o, "pids", json_null());
 	return o ? o : json_null();
 }

@@ -17,6 +17,7 @@
 
 struct agent_view {
 	uint64_t disk_total, disk_free, mem_total, mem_avail, cpu_us;
+	uint64_t pids; /* the vm guest's command cgroup; 0: not reported */
 };
 
 static int view_decode(const struct rung_frame *f, struct agent_view *v, struct rung_err *err)
@@ -41,6 +42,8 @@ static int view_decode(const struct rung_frame *f, struct agent_view *v, struct 
 			v->mem_avail = u;
 		else if (tag == RUNG_TAG_CPU_US)
 			v->cpu_us = u;
+		else if (tag == RUNG_TAG_PIDS_CUR)
+			v->pids = u;
 		else
 			return rung_err_set(err, EPROTO, "field %u not allowed in a stats answer",
 					    tag);
@@ -138,6 +141,7 @@ int rung_stats(struct rung_sandbox *s, struct rung_stats *out, struct rung_err *
 	if (sb->meta.iso == RUNG_ISO_VM) {
 		out->cpu_usage_us = v.cpu_us;
 		out->memory_current = v.mem_total > v.mem_avail ? v.mem_total - v.mem_avail : 0;
+		out->pids_current = v.pids; /* the guest's command cgroup (agent/vm-cgroup.c) */
 		out->vmm_rss = sb->meta.init_pid > 0 ? proc_rss(sb->meta.init_pid) : 0;
 	} else if ((r = cgroup_view(sb, out, err)) < 0) {
 		return r;

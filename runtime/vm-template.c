@@ -372,6 +372,11 @@ static const char *spec_mismatch(const struct rung_spec *s, json_t *tspec, char 
 		return snprintf(want, len, "%llu", td),
 		       snprintf(have, len, "%llu", (unsigned long long)s->limits.disk_bytes),
 		       "limits.disk";
+	/* the guest's command cgroup has the template's pids.max (agent/vm-cgroup.c) */
+	unsigned long long tp = (unsigned long long)json_integer_value(json_object_get(lim, "pids"));
+	if (tp != s->limits.pids)
+		return snprintf(want, len, "%llu", tp), snprintf(have, len, "%u", s->limits.pids),
+		       "limits.pids";
 	if (!img || !s->image || strcmp(img, s->image))
 		return snprintf(want, len, "%s", img ? img : "none"),
 		       snprintf(have, len, "%s", s->image ? s->image : "none"), "image";

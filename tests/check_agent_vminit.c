@@ -55,8 +55,12 @@ START_TEST(test_opts_cmdline)
 	ck_assert_uint_eq(o.port, 2000);
 	ck_assert_uint_eq(o.wait_ms, 0);
 	ck_assert(!o.privileged);
-	ck_assert_int_eq(agent_vm_opts_parse("rung.privileged=1", &o, &err), 0);
+	ck_assert_uint_eq(o.pids, 0); /* no key: no command cgroup */
+	ck_assert_int_eq(agent_vm_opts_parse("rung.privileged=1 rung.pids=32 rung.cpu_quota=50000",
+					     &o, &err), 0);
 	ck_assert(o.privileged);
+	ck_assert_uint_eq(o.pids, 32);
+	ck_assert_uint_eq(o.cpu_quota, 50000);
 }
 END_TEST
 
@@ -83,6 +87,11 @@ START_TEST(test_opts_errors)
 	bad("rung.port=0", "rung.port must be");
 	bad("rung.port=99999999999", "rung.port must be");
 	bad("rung.wait_ms=-1", "rung.wait_ms must be");
+	bad("rung.pids=7", "rung.pids must be 8..1000000");
+	bad("rung.pids=1000001", "rung.pids must be 8..1000000");
+	bad("rung.pids=max", "rung.pids must be 8..1000000");
+	bad("rung.cpu_quota=999", "rung.cpu_quota must be 1000..400000");
+	bad("rung.cpu_quota=400001", "rung.cpu_quota must be 1000..400000");
 	bad("rung.port", "rung.port needs a value");
 	bad("rung.dns=10.0.0.1;rm", "rung.dns must be an IPv4 address");
 	bad("rung.dns=::1", "rung.dns must be an IPv4 address");

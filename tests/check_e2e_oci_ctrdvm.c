@@ -268,8 +268,9 @@ static void probe_one(struct ladder_env *e, struct lt_outcome *o, unsigned seq, 
  * rung's battery in a VM containerd started through rung-oci-vm: the ladder's environment
  * (listeners, victim, markers, a host sibling) here in L1, the probe from the image
  * (/bin/rung-probe), its context file bound (copied) into /work, the VM's memory the ladder's
- * limit for the vm rung (256 MiB, --memory-limit). The expected set is the vm rung's under
- * containerd (tests/lib/ladder.c, "containerd-vm").
+ * limit for the vm rung (256 MiB, --memory-limit), its CPU the ladder's quota (0.25 CPU,
+ * --cpu-quota: one vCPU and the guest's cgroup); ctr run has no pids flag. The expected set
+ * is the vm rung's under containerd (tests/lib/ladder.c, "containerd-vm").
  */
 START_TEST(test_vm_ladder_battery)
 {
@@ -292,8 +293,10 @@ START_TEST(test_vm_ladder_battery)
 		 "options=rbind:ro", work);
 	snprintf(mem, sizeof(mem), "%llu", e.mem_limit);
 	double t0 = now_s();
-	int rr = pr == 0 ? RUN("-d", "--mount", mnt, "--memory-limit", mem, CTRD_IMAGE, "vlad",
-			       "sleep", "100000")
+	char quota[32];
+	snprintf(quota, sizeof(quota), "%u", e.cpus_milli * 100);
+	int rr = pr == 0 ? RUN("-d", "--mount", mnt, "--memory-limit", mem, "--cpu-quota", quota,
+			       "--cpu-period", "100000", CTRD_IMAGE, "vlad", "sleep", "100000")
 			 : -1;
 	char failed[600];
 	snprintf(failed, sizeof(failed), "%.290s %.290s", out_, err_);

@@ -71,6 +71,9 @@ static const char *ov_text(const struct ov *v, const char *tag, const char *ext)
 /* extra: more mounts' JSON objects after /proc's ("" none). */
 /* A bundle's config.json: args, a terminal or not, extra mounts (", {...}"), extra linux
  * fields (", \"seccomp\": {...}"). */
+/* linux.resources of the next configs (t_oci_vm_pids changes it, and puts it back) */
+static const char *ov_resources = "{\"memory\": {\"limit\": 268435456}}";
+
 static void ov_config_lx(const struct ov *v, const char *args_json, bool tty, const char *extra,
 			 const char *lx)
 {
@@ -80,10 +83,10 @@ static void ov_config_lx(const struct ov *v, const char *args_json, bool tty, co
 		 " \"process\": {\"args\": %s, \"terminal\": %s, \"env\": [\"PATH=/bin\"], \"cwd\": \"/\","
 		 "   \"user\": {\"uid\": 0, \"gid\": 0}},"
 		 " \"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"}%s],"
-		 " \"linux\": {\"resources\": {\"memory\": {\"limit\": 268435456}},"
+		 " \"linux\": {\"resources\": %s,"
 		 "   \"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"ipc\"}, {\"type\": \"mount\"},"
 		 "   {\"type\": \"uts\"}]%s}}",
-		 args_json, tty ? "true" : "false", extra, lx);
+		 args_json, tty ? "true" : "false", extra, ov_resources, lx);
 	snprintf(p, sizeof(p), "%s/config.json", v->bundle);
 	struct rung_err e = {0};
 	ck_assert_int_eq(rung_write_file_replace(AT_FDCWD, p, cfg, strlen(cfg), 0644, &e), 0);
@@ -423,6 +426,50 @@ START_TEST(t_oci_vm_seccomp)
 }
 END_TEST
 
+/* linux.resources in the guest: with cpu quota/period 0.5 CPU, two busy loops get at most about
+ * 1 s of CPU in 2 s (1.5 s allowed); with pids.limit 16 the program's shell stops forking at
+ * the limit (its sleepers and itself counted; the agent is outside the guest's command
+ * cgroup); a pids limit below the vm rung's least (8) is refused at create, naming the field. */
+START_TEST(t_oci_vm_limits)
+{
+	OV_BEGIN(v);
+	ov_resources = "{\"memory\": {\"limit\": 268435456}, \"pids\": {\"limit\": 16}, "
+		       "\"cpu\": {\"quota\": 50000, \"period\": 100000}}";
+	ov_config(&v, "[\"sh\", \"-c\", \"cat /proc/self/cgroup; (while :; do :; done) & a=$!; "
+		      "(while :; do :; done) & b=$!; sleep 2; cat /proc/$a/stat /proc/$b/stat | "
+		      "cut -d' ' -f14,15; kill $a $b; wait; n=0; while [ $n -lt 40 ]; do "
+		      "sleep 30 & n=$((n+1)); echo n=$n; done\"]");
+	double ms;
+	pid_t pid = ov_create_start(&v, v.vmbin, "cp", &ms);
+	int st = ov_wait(pid, 300);
+	const char *out = ov_text(&v, "cp-create", "out");
+	const char *cg = strstr(out, "0::/cmd\n");
+	ck_assert_msg(cg, "the program's cgroup: %s", out);
+	unsigned long u1, k1, u2, k2;
+	ck_assert_msg(sscanf(cg + 8, "%lu %lu %lu %lu", &u1, &k1, &u2, &k2) == 4, "%s", out);
+	unsigned long ticks = u1 + k1 + u2 + k2;
+	const char *last = out, *p = out;
+	while ((p = strstr(p, "n=")))
+		last = p++;
+	int n = last[0] == 'n' ? atoi(last + 2) : 0;
+	fprintf(stderr, "e2e_oci_vm: cpu 0.5: two busy loops got %lu ticks in 2 s; pids 16: %d of "
+		"40 sleepers started, the program's status %d; create+start %.0f ms\n", ticks, n,
+		st, ms);
+	ck_assert_msg(ticks >= 20 && ticks <= 150, "%lu ticks of CPU in 2 s under 0.5 CPU", ticks);
+	ck_assert_msg(st != 0 && n >= 4 && n < 16, "%d sleepers, status %d: %s", n, st,
+		      ov_text(&v, "cp-create", "err"));
+	ov_delete(&v, v.vmbin, "cp", false);
+	ov_resources = "{\"memory\": {\"limit\": 268435456}, \"pids\": {\"limit\": 5}}";
+	ov_config(&v, "[\"true\"]");
+	const char *cr[] = {"create", "--bundle", v.bundle, "cq", NULL};
+	ck_assert_int_eq(ov_spawn(&v, v.vmbin, "cq", cr), 1);
+	ck_assert_msg(strstr(ov_text(&v, "cq", "err"), "linux.resources.pids.limit: 5"), "%s",
+		      ov_text(&v, "cq", "err"));
+	ov_resources = "{\"memory\": {\"limit\": 268435456}}";
+	ov_finish(&v);
+}
+END_TEST
+
 /* The CRI's binds: each file's copy read in the guest (one through a link planted to climb out
  * of the root, resolved inside it), ro copies without write bits, a rw one writable, /dev/shm
  * the guest's tmpfs; a bind of a directory holding a fifo refused naming it. */
@@ -653,6 +700,7 @@ Suite *e2e_oci_vm_suite(void)
 	tcase_add_test(tc, t_oci_vm_dir_binds);
 	tcase_add_test(tc, t_oci_vm_terminal);
 	tcase_add_test(tc, t_oci_vm_seccomp);
+	tcase_add_test(tc, t_oci_vm_limits);
 	tcase_add_test(tc, t_oci_vm_vs_container);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,8 +1,9 @@
 /*
  * tests/check_e2e_process_exec.c: exec on a real process-rung sandbox: a timeout kills every
  * process the exec started (setsid, double-forked daemons included), output caps, exit codes and
- * signals, stdin, env and cwd, a request's own seccomp filter. Tagged "root". The nested stage
- * runs the same suite on the vm rung (RUNG_TEST_RUNG=vm, see lib/sandbox.h).
+ * signals, stdin, env and cwd, a request's own seccomp filter, the pids and CPU limits. Tagged
+ * "root". The nested stage runs the same suite on the vm rung (RUNG_TEST_RUNG=vm, see
+ * lib/sandbox.h).
  */
 #include <check.h>
 #include <linux/filter.h>
@@ -430,6 +431,70 @@ START_TEST(test_request_seccomp)
 }
 END_TEST
 
+/* limits.pids 32: a loop of background sleepers stops when a fork is refused, and the sandbox
+ * serves again once they are gone (the exec's end kills them). On the vm rung the limit is the
+ * guest's own cgroup (agent/vm-cgroup.c): the commands are in "cmd", out of reach. */
+START_TEST(test_pids_limit)
+{
+	RUNG_REQUIRE_ROOT();
+	struct rung_spec s;
+	rung_spec_init(&s);
+	s.kind = strdup("k");
+	s.limits.pids = 32;
+	struct fx f;
+	fx_open(&f, &s);
+	rung_spec_release(&s);
+	struct rung_exec_res res;
+	spine_sh(f.sb, "i=0; while [ $i -lt 48 ]; do sleep 30 & echo s; i=$((i+1)); done", &res);
+	size_t started = 0;
+	for (const char *p = res.out; (p = strchr(p, 's')); p++)
+		started++;
+	fprintf(stderr, "e2e_process_exec: pids 32: %zu of 48 sleepers started; the shell said: "
+		"%.200s\n", started, res.errout);
+	ck_assert_msg(started >= 4 && started < 32, "%zu sleepers started under pids 32",
+		      started);
+	rung_exec_res_release(&res);
+	ck_assert_int_eq(spine_sh(f.sb, "echo alive; cat /proc/self/cgroup", &res), 0);
+	ck_assert_msg(!strncmp(res.out, "alive\n", 6), "%s", res.out);
+	if (spine_vm()) /* the guest's command cgroup; its hierarchy is not in the root */
+		ck_assert_str_eq(res.out + 6, "0::/cmd\n");
+	rung_exec_res_release(&res);
+	fx_close(&f);
+}
+END_TEST
+
+/* limits.cpus 0.5: two busy loops for 2 s of wall time get at most about 1 s of CPU between
+ * them (their utime + stime, USER_HZ 100; 1.5 s allowed). On the vm rung: one vCPU and the
+ * guest's quota on its command cgroup (runtime/backend-vm.c rt_vm_cpus). */
+START_TEST(test_cpu_quota)
+{
+	RUNG_REQUIRE_ROOT();
+	struct rung_spec s;
+	rung_spec_init(&s);
+	s.kind = strdup("k");
+	s.limits.cpus_milli = 500;
+	struct fx f;
+	fx_open(&f, &s);
+	rung_spec_release(&s);
+	struct rung_exec_res res;
+	ck_assert_int_eq(spine_sh(f.sb, "(while :; do :; done) & a=$!; (while :; do :; done) & b=$!; "
+				  "sleep 2; cat /proc/$a/stat /proc/$b/stat | cut -d' ' -f14,15; "
+				  "kill $a $b", &res), 0);
+	unsigned long ticks = 0, u, k;
+	int lines = 0;
+	for (const char *p = res.out; p && sscanf(p, "%lu %lu", &u, &k) == 2; lines++) {
+		ticks += u + k;
+		p = strchr(p, '\n');
+		p = p ? p + 1 : NULL;
+	}
+	fprintf(stderr, "e2e_process_exec: cpus 0.5: two busy loops got %lu ticks in 2 s\n", ticks);
+	ck_assert_msg(lines == 2, "stat lines: %s", res.out);
+	ck_assert_msg(ticks >= 20 && ticks <= 150, "%lu ticks of CPU in 2 s under cpus 0.5", ticks);
+	rung_exec_res_release(&res);
+	fx_close(&f);
+}
+END_TEST
+
 START_TEST(test_files_and_concurrency)
 {
 	RUNG_REQUIRE_ROOT();
@@ -512,6 +577,8 @@ Suite *e2e_process_exec_suite(void)
 	tcase_add_test(tc, test_stdin_and_cancel);
 	tcase_add_test(tc, test_env_cwd);
 	tcase_add_test(tc, test_request_seccomp);
+	tcase_add_test(tc, test_pids_limit);
+	tcase_add_test(tc, test_cpu_quota);
 	tcase_add_test(tc, test_files_and_concurrency);
 	suite_add_tcase(s, tc);
 	return s;

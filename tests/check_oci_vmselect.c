@@ -127,6 +127,7 @@ START_TEST(test_vm_refusals)
 		{NULL, "hooks", "{\"prestart\": [{\"path\": \"/bin/true\"}]}", "hooks.prestart"},
 		{NULL, "hooks", "{\"createContainer\": [{\"path\": \"/bin/true\"}]}",
 		 "hooks.createContainer"},
+		{"linux", "resources", "{\"pids\": {\"limit\": 5}}", "linux.resources.pids.limit: 5"},
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		e = (struct rung_err){0};
@@ -141,6 +142,27 @@ START_TEST(test_vm_refusals)
 			       &e) == 0, "%s", e.msg);
 	e = (struct rung_err){0}; /* empty hook lists are nothing to run */
 	ck_assert_msg(vm_check(NULL, "hooks", "{\"prestart\": []}", &e) == 0, "%s", e.msg);
+	e = (struct rung_err){0}; /* the guest's command cgroup takes 8 and more */
+	ck_assert_msg(vm_check("linux", "resources", "{\"pids\": {\"limit\": 8}}", &e) == 0, "%s",
+		      e.msg);
+}
+END_TEST
+
+/* linux.resources.cpu as the vm rung's cpus: the quota's share of its period, 0.01 to 4. */
+START_TEST(test_vm_cpus)
+{
+	static const struct {
+		int64_t quota;
+		uint64_t period;
+		uint32_t milli;
+	} t[] = {{0, 0, 1000},	       {-1, 100000, 1000}, {50000, 100000, 500}, {25000, 50000, 500},
+		 {150000, 0, 1500},    {800000, 100000, 4000}, {1000, 1000000, 10},
+		 {200000, 100000, 2000}};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct oci_cpu c = {.quota = t[i].quota, .period = t[i].period};
+		ck_assert_msg(oci_vm_cpus_milli(&c) == t[i].milli, "case %zu: %u", i,
+			      oci_vm_cpus_milli(&c));
+	}
 }
 END_TEST
 
@@ -308,6 +330,7 @@ Suite *oci_vmselect_suite(void)
 	tcase_add_test(tc, test_argv0_and_names);
 	tcase_add_test(tc, test_annotation_raises_only);
 	tcase_add_test(tc, test_vm_refusals);
+	tcase_add_test(tc, test_vm_cpus);
 	tcase_add_test(tc, test_binary_selection);
 	tcase_add_test(tc, test_vm_paused_state);
 	tcase_add_test(tc, test_vm_pod_namespaces);

@@ -90,19 +90,27 @@ START_TEST(test_upper_disk)
 }
 END_TEST
 
-/* Whole vCPUs only: a fractional or too large cpus limit is refused, never rounded up. */
+/* ceil(cpus) vCPUs, a fractional limit also a quota per 100 ms; past 4 refused. */
 START_TEST(test_vm_cpus)
 {
-	struct rung_limits l = {.cpus_milli = 2000};
+	static const struct {
+		uint32_t milli;
+		unsigned vcpus, quota;
+	} ok[] = {{2000, 2, 0}, {1000, 1, 0}, {500, 1, 50000}, {1500, 2, 150000}, {10, 1, 1000},
+		  {4000, 4, 0}, {3999, 4, 399900}};
 	struct rung_err err = {0};
-	unsigned n = 0;
-	ck_assert_int_eq(rt_vm_cpus(&l, &n, &err), 0);
-	ck_assert_uint_eq(n, 2);
-	static const uint32_t bad[] = {500, 1500, 5000, 10};
+	unsigned n = 0, q = 0;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		struct rung_limits l = {.cpus_milli = ok[i].milli};
+		ck_assert_int_eq(rt_vm_cpus(&l, &n, &q, &err), 0);
+		ck_assert_uint_eq(n, ok[i].vcpus);
+		ck_assert_uint_eq(q, ok[i].quota);
+	}
+	static const uint32_t bad[] = {4001, 5000, 9};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		l.cpus_milli = bad[i];
-		ck_assert_int_eq(rt_vm_cpus(&l, &n, &err), -ENOTSUP);
-		ck_assert_msg(strstr(err.msg, "limits.cpus") && strstr(err.msg, "whole vCPUs"), "%s",
+		struct rung_limits l = {.cpus_milli = bad[i]};
+		ck_assert_int_eq(rt_vm_cpus(&l, &n, &q, &err), -ENOTSUP);
+		ck_assert_msg(strstr(err.msg, "limits.cpus") && strstr(err.msg, "1 to 4 vCPUs"), "%s",
 			      err.msg);
 	}
 }

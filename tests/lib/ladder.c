@@ -298,15 +298,15 @@ static const char *const containerd_escapes[] = {
  * measured there on 2 Dec). The guest's kernel is not the host's (vm.shared_kernel blocked)
  * and rung-vmm's jail holds (vm.vmm_jail blocked); what escapes is inside the guest: the
  * boundary is the VM: the battery's container asks for no linux.seccomp (ctr run without
- * --seccomp), so the program runs under no filter in the guest, and the cgroup resources but
- * memory are not applied there (docs/oci.md, "The vm rung"). */
+ * --seccomp), so the program runs under no filter in the guest, and ctr run asks for no pids
+ * limit (docs/oci.md, "The vm rung"). */
 static const char *const containerd_vm_escapes[] = {
     "fs.block_device",	    /* /dev/vdb: the container's own disk */
     "kernel.perf_event_open", "kernel.ptrace", "kernel.personality", /* the guest's kernel */
     "kernel.netlink_uevent", /* the guest's devices' events */
     "kernel.af_vsock",	    /* the socket only: rung-vmm's vsock takes host-made connections */
     "info.dmesg",	    /* the guest kernel's log */
-    "res.fork_bomb",	    "res.cpu_quota", /* no pids or CPU limit in the guest: one vCPU */
+    "res.fork_bomb", /* ctr run sets no pids limit (the guest's cgroup would apply one) */
     "res.disk",		    /* the guest's own disk, no quota from the spec */
     NULL,
 };
