@@ -80,8 +80,9 @@ static const char *const cmd_help[][2] = {
 	       "(json: an array of host pids)."},
 	{"pause", "pause ID\n  Freeze every process of the container (state: paused)."},
 	{"resume", "resume ID\n  Thaw a paused container."},
-	{"events", "events --stats ID\n  Print the container's cgroup statistics once (JSON, "
-		   "runc's shape); only --stats is supported."},
+	{"events", "events [--stats] [--interval DURATION] ID\n  Print the container's cgroup "
+		   "statistics (JSON lines, runc's shape): once with --stats, else every "
+		   "--interval (default 5s) with an oom event per OOM kill, until it stops."},
 	{"update", "update [--resources R.json|-] [--memory BYTES] [--pids-limit N] "
 		   "[--cpu-quota US] [--cpu-period US] [--cpu-shares N] ID\n  Change the "
 		   "container's linux.resources (memory, pids, cpu)."},
@@ -353,15 +354,33 @@ static int cmd_resume(const struct globals *g, int argc, char **argv)
 
 static int cmd_events(const struct globals *g, int argc, char **argv)
 {
+	static const struct option opts[] = {{"stats", no_argument, 0, 's'},
+					     {"interval", required_argument, 0, 'i'},
+					     {"help", no_argument, 0, 'h'},
+					     {0, 0, 0, 0}};
 	bool stats = false;
+	int64_t interval = 5000;
 	const char *id;
-	int r = id_opts(argc, argv, "events", &stats, "stats", &id, 0);
+	int c;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		if (c == 'h')
+			return help("events");
+		if (c == 's')
+			stats = true;
+		else if (c == 'i' && (interval = oci_duration_ms(optarg)) <= 0)
+			return usage_error("events", interval == 0 ? "duration interval must be "
+					   "greater than 0" : "--interval: not a duration (5s, 250ms)");
+		else if (c != 'i')
+			return usage_error("events", "unknown option");
+	}
+	int r = want_id(argc, argv, "events", &id, 0);
 	if (r)
-		return r < 0 ? 0 : r;
-	if (!stats)
-		return usage_error("events", "only --stats is supported (no event stream)");
+		return r;
 	struct rung_err err = {0};
-	return oci_events_stats(g->root, id, &err) < 0 ? fail(g, &err) : 0;
+	if (stats)
+		return oci_events_stats(g->root, id, &err) < 0 ? fail(g, &err) : 0;
+	signal(SIGPIPE, SIG_IGN); /* a reader gone ends the stream (EPIPE), not us */
+	return oci_events_stream(g->root, id, (uint64_t)interval, &err) < 0 ? fail(g, &err) : 0;
 }
 
 /* "64m", "1g", "4096": bytes, or -1 when not a size. */

@@ -1,7 +1,8 @@
 /*
  * oci/manage.c: `ps` (the pids of the container's cgroup), `pause`/`resume` (its freezer:
  * v1 freezer.state, v2 cgroup.freeze, through the cgroup library), `events --stats` (one JSON
- * object in runc's shape: cpu, memory, pids, the fields containerd's shim reads) and
+ * object in runc's shape: cpu, memory, pids, the fields containerd's shim reads; the stream is
+ * oci/events.c) and
  * `update` (linux.resources memory, pids and cpu written to the container's group).
  */
 #include <ctype.h>
@@ -80,8 +81,8 @@ bool oci_cgroup_paused(const char *name)
 }
 
 /* The container's record and its group; the status checked against the allowed mask. */
-static int open_live(const char *root, const char *id, struct oci_state *st,
-		     struct rt_cgroup **cg, struct rung_err *err)
+int oci_open_live(const char *root, const char *id, struct oci_state *st, struct rt_cgroup **cg,
+		  struct rung_err *err)
 {
 	int r = oci_state_read(root, id, st, err);
 	if (r < 0)
@@ -126,7 +127,7 @@ int oci_ps(const char *root, const char *id, bool json, struct rung_err *err)
 		return oci_vm_ps(root, id, json, err);
 	struct oci_state st;
 	cleanup_rt_cgroup struct rt_cgroup *cg = NULL;
-	int r = open_live(root, id, &st, &cg, err);
+	int r = oci_open_live(root, id, &st, &cg, err);
 	if (r < 0)
 		return r;
 	oci_state_release(&st);
@@ -151,7 +152,7 @@ int oci_pause(const char *root, const char *id, bool pause, struct rung_err *err
 		return oci_vm_pause(root, id, pause, err);
 	struct oci_state st;
 	cleanup_rt_cgroup struct rt_cgroup *cg = NULL;
-	int r = open_live(root, id, &st, &cg, err);
+	int r = oci_open_live(root, id, &st, &cg, err);
 	if (r < 0)
 		return r;
 	enum oci_status s = oci_status_of(root, &st);
@@ -231,19 +232,13 @@ static json_t *memory_stats(const struct rt_cgroup *cg, const struct rt_cgroup_s
 			 "usage", (json_int_t)swap, "raw", memory_raw(d));
 }
 
-int oci_events_stats(const char *root, const char *id, struct rung_err *err)
+char *oci_stats_event(const struct rt_cgroup *cg, const char *id, struct rung_err *err)
 {
-	if (oci_vm_is(root, id))
-		return oci_vm_refuse("events", id, err);
-	struct oci_state st;
-	cleanup_rt_cgroup struct rt_cgroup *cg = NULL;
-	int r = open_live(root, id, &st, &cg, err);
-	if (r < 0)
-		return r;
-	oci_state_release(&st);
 	struct rt_cgroup_stats s = {0};
-	if ((r = rt_cgroup_stats(cg, &s, err)) < 0)
-		return rung_err_wrap(err, "container %s: stats", id);
+	if (rt_cgroup_stats(cg, &s, err) < 0) {
+		rung_err_wrap(err, "container %s: stats", id);
+		return NULL;
+	}
 	uint64_t pids_limit = read_u64(rt_cgroup_dir(cg, RT_CGCTL_PIDS), "pids.max");
 	cleanup_json json_t *j = json_pack(
 		"{s:s, s:s, s:{s:o, s:o, s:{s:I, s:I}}}", "type", "stats", "id", id, "data", "cpu",
@@ -251,7 +246,23 @@ int oci_events_stats(const char *root, const char *id, struct rung_err *err)
 		(json_int_t)s.pids_current, "limit", (json_int_t)pids_limit);
 	char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	if (!t)
-		return rung_err_set(err, ENOMEM, "out of memory");
+		rung_err_set(err, ENOMEM, "out of memory");
+	return t;
+}
+
+int oci_events_stats(const char *root, const char *id, struct rung_err *err)
+{
+	cleanup_rt_cgroup struct rt_cgroup *cg = NULL;
+	if (!oci_vm_is(root, id)) {
+		struct oci_state st;
+		int r = oci_open_live(root, id, &st, &cg, err);
+		if (r < 0)
+			return r;
+		oci_state_release(&st);
+	}
+	char *t = cg ? oci_stats_event(cg, id, err) : oci_vm_stats_event(root, id, err);
+	if (!t)
+		return -err->code;
 	printf("%s\n", t);
 	free(t);
 	return 0;
@@ -351,7 +362,7 @@ int oci_update(const char *root, const char *id, json_t *res, struct rung_err *e
 	}
 	struct oci_state st;
 	cleanup_rt_cgroup struct rt_cgroup *cg = NULL;
-	int r = open_live(root, id, &st, &cg, err);
+	int r = oci_open_live(root, id, &st, &cg, err);
 	if (r < 0)
 		return r;
 	pid_t pid = st.pid;

@@ -168,6 +168,17 @@ bool oci_cgroup_paused(const char *name); /* the group's freezer says frozen */
 int oci_ps(const char *root, const char *id, bool json, struct rung_err *err);
 int oci_pause(const char *root, const char *id, bool pause, struct rung_err *err);
 int oci_events_stats(const char *root, const char *id, struct rung_err *err);
+/* A container that is not stopped: its state and cgroup (released by the caller). */
+int oci_open_live(const char *root, const char *id, struct oci_state *st, struct rt_cgroup **cg,
+		  struct rung_err *err);
+/* One stats event line in runc's shape (malloc'd JSON, no newline), or NULL. */
+char *oci_stats_event(const struct rt_cgroup *cg, const char *id, struct rung_err *err);
+/* events.c: runc's event stream: a stats event every interval_ms and an oom event per OOM kill
+ * in the container's group, until the container stops (or stdout goes away). */
+int oci_events_stream(const char *root, const char *id, uint64_t interval_ms,
+		      struct rung_err *err);
+/* A Go duration ("5s", "250ms", "1m30s", "1.5s"), in ms (a positive one at least 1): -1 if bad. */
+int64_t oci_duration_ms(const char *s);
 /* linux.resources (a JSON object), written to the container's cgroup */
 int oci_update(const char *root, const char *id, json_t *resources, struct rung_err *err);
 

@@ -151,6 +151,50 @@ int oci_vm_pause(const char *root, const char *id, bool pause, struct rung_err *
 		     : 0;
 }
 
+/*
+ * A stats event of a vm container, in runc's shape with what the guest measures (rung_stats:
+ * docs/files.md): cpu.usage.total (the guest's busy CPU time), memory.usage (in use and the
+ * VM's RAM), pids (the guest's command cgroup; limit 0: none). What a VM does not measure is
+ * left out, not made up. A paused container is refused: asking its agent would resume it.
+ */
+char *oci_vm_stats_event(const char *root, const char *id, struct rung_err *err)
+{
+	struct oci_state st;
+	if (oci_state_read(root, id, &st, err) < 0)
+		return NULL;
+	enum oci_status s = oci_status_of(root, &st);
+	oci_state_release(&st);
+	if (s != OCI_RUNNING && s != OCI_CREATED) {
+		rung_err_set(err, s == OCI_PAUSED ? EBUSY : ESRCH, "container %s is not running (%s)%s",
+			     id, oci_status_name(s),
+			     s == OCI_PAUSED ? ": a paused VM's stats would resume it" : "");
+		return NULL;
+	}
+	struct rung_router *router = NULL;
+	struct rung_sandbox *sb = NULL;
+	char handle[RUNG_PROC_HANDLE_LEN + 1], store[PATH_MAX];
+	struct rung_stats x;
+	int r = oci_vm_sandbox(root, id, &router, &sb, store, sizeof(store), handle, err);
+	if (r == 0)
+		r = rung_stats(sb, &x, err);
+	rung_sandbox_close(sb);
+	rung_router_free(router);
+	if (r < 0) {
+		rung_err_wrap(err, "container %s: stats", id);
+		return NULL;
+	}
+	uint64_t plim = x.pids_limit >= OCI_VM_PIDS_MAX ? 0 : x.pids_limit;
+	cleanup_json json_t *j = json_pack(
+		"{s:s, s:s, s:{s:{s:{s:I}}, s:{s:{s:I, s:I}}, s:{s:I, s:I}}}", "type", "stats", "id",
+		id, "data", "cpu", "usage", "total", (json_int_t)(x.cpu_usage_us * 1000), "memory",
+		"usage", "limit", (json_int_t)x.memory_limit, "usage", (json_int_t)x.memory_current,
+		"pids", "current", (json_int_t)x.pids_current, "limit", (json_int_t)plim);
+	char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	if (!t)
+		rung_err_set(err, ENOMEM, "out of memory");
+	return t;
+}
+
 int oci_vm_refuse(const char *cmd, const char *id, struct rung_err *err)
 {
 	return rung_err_set(err, ENOTSUP, "container %s runs on the vm rung: %s is not supported "

@@ -25,7 +25,6 @@
 #include "rootfs/rfs.h"
 
 #define OCI_VM_STORE_MAX 53 /* 107 - strlen("/sandboxes/") - 32 - strlen("/agent.sock") */
-#define OCI_VM_PIDS_MAX 1000000 /* limits.pids's largest (runtime/spec.c) */
 
 static const struct rung_router_opts *router_opts;
 static const char *router_why;

@@ -69,6 +69,10 @@ int oci_vm_ps(const char *root, const char *id, bool json, struct rung_err *err)
 int oci_vm_pause(const char *root, const char *id, bool pause, struct rung_err *err);
 /* A command the vm rung does not run (events, update): the reason. */
 int oci_vm_refuse(const char *cmd, const char *id, struct rung_err *err);
+/* A running vm container's stats event line (runc's shape, the guest's figures), or NULL. */
+char *oci_vm_stats_event(const char *root, const char *id, struct rung_err *err);
+/* rung-oci-vm's linux.resources.pids.limit when the spec has none: limits.pids's largest */
+#define OCI_VM_PIDS_MAX 1000000
 /* vm.c: the container's sandbox (through a router on its store) and the program's handle
  * ("" before start). */
 int oci_vm_sandbox(const char *root, const char *id, struct rung_router **r,

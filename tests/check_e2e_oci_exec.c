@@ -1,11 +1,11 @@
 /*
- * tests/check_e2e_oci_exec.c: build/rung-oci's exec, ps, pause/resume, events --stats and
- * update on a running busybox container, as containerd's shim calls them: exec's exit status
- * and output are the process's, the exec'd process is confined as the init (same uid map,
- * user, pid namespace, seccomp mode 2, capability bounding set), --detach with --pid-file,
- * ps lists init and exec'd pids, pause -> "paused" -> exec refused -> resume, the stats
- * document's fields, update read back from the cgroup files, the error paths, and nothing
- * left behind (cgroup, state directory, processes, host mounts).
+ * tests/check_e2e_oci_exec.c: build/rung-oci's exec, ps, pause/resume, events (--stats and the
+ * stream) and update on a running busybox container, as containerd's shim calls them: exec's exit
+ * status and output are the process's, the exec'd process is confined as the init (same uid map,
+ * user, pid namespace, seccomp mode 2, capability bounding set), --detach with --pid-file, ps lists
+ * init and exec'd pids, pause -> "paused" -> exec refused -> resume, the stats document's fields,
+ * update read back from the cgroup files, the error paths, and nothing left behind (cgroup, state
+ * directory, processes, host mounts).
  */
 #include <check.h>
 #include <errno.h>
@@ -391,6 +391,78 @@ START_TEST(test_events_update)
 }
 END_TEST
 
+/* events (the stream): stats lines every --interval, an oom line when a process of the
+ * container is OOM-killed (a shell doubling a string past a 16 MiB limit), and the stream ends
+ * by itself once the container stops; a bad or zero --interval is a usage error. */
+START_TEST(test_events_stream)
+{
+	RUNG_REQUIRE_ROOT();
+	struct env *e = E;
+	ck_assert_int_eq(OCI(e, "events", "--interval", "0", "c1"), 1);
+	ck_assert_msg(strstr(e->stderr_, "greater than 0"), "%s", e->stderr_);
+	ck_assert_int_eq(OCI(e, "events", "--interval", "5", "c1"), 1);
+	ck_assert_msg(strstr(e->stderr_, "--interval"), "%s", e->stderr_);
+	start_c1(e);
+	int init = 0;
+	status_of(e, &init);
+	ck_assert_msg(OCI(e, "update", "--memory", "16m", "c1") == 0, "%s", e->stderr_);
+	char out[PATH_MAX * 2];
+	snprintf(out, sizeof(out), "%s/events.out", e->dir);
+	pid_t ev = fork();
+	ck_assert_int_ge(ev, 0);
+	if (ev == 0) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0 || dup2(fd, 1) < 0)
+			_exit(126);
+		execl(e->bin, "rung-oci", "--root", e->root, "events", "--interval", "200ms", "c1",
+		      (char *)NULL);
+		_exit(127);
+	}
+	usleep(300000);
+	OCI(e, "exec", "c1", "sh", "-c", "x=x; while :; do x=$x$x; done");
+	char *text = NULL;
+	struct rung_err err = {0};
+	for (int i = 0; i < 100; i++) { /* the oom line: at once (v2, v1 eventfd) or within 1 s */
+		free(text);
+		text = NULL;
+		rung_file_load(AT_FDCWD, out, 1 << 20, &text, NULL, &err);
+		if (text && strstr(text, "\"type\":\"oom\""))
+			break;
+		usleep(100000);
+	}
+	ck_assert_msg(text && strstr(text, "{\"type\":\"oom\",\"id\":\"c1\"}"), "events: %s",
+		      text ? text : "(none)");
+	ck_assert_int_eq(OCI(e, "kill", "c1", "KILL"), 0);
+	int st = -1;
+	for (int i = 0; i < 100 && waitpid(ev, &st, WNOHANG) == 0; i++)
+		usleep(100000);
+	if (st == -1) {
+		kill(ev, SIGKILL);
+		waitpid(ev, NULL, 0);
+	}
+	ck_assert_msg(st == 0, "the stream did not end with the container: status %d", st);
+	free(text);
+	text = NULL;
+	ck_assert_int_eq(rung_file_load(AT_FDCWD, out, 1 << 20, &text, NULL, &err), 0);
+	size_t stats = 0;
+	for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
+		json_t *j = json_loads(l, 0, NULL);
+		ck_assert_msg(j, "not JSON: %s", l);
+		const char *type = json_string_value(json_object_get(j, "type"));
+		ck_assert_msg(type && (!strcmp(type, "stats") || !strcmp(type, "oom")), "%s", l);
+		if (!strcmp(type, "stats")) {
+			stats++;
+			ck_assert_ptr_nonnull(json_object_get(json_object_get(j, "data"), "memory"));
+		}
+		json_decref(j);
+	}
+	fprintf(stderr, "e2e_oci_exec: events: %zu stats lines at 200 ms, an oom line\n", stats);
+	ck_assert_uint_ge(stats, 2);
+	free(text);
+	delete_c1(e, (pid_t[]){init}, 1);
+}
+END_TEST
+
 /* Unknown ids, bad --process, usage errors: exit 1 and a message naming what is wrong. */
 START_TEST(test_bad_input)
 {
@@ -423,7 +495,6 @@ START_TEST(test_bad_input)
 	ck_assert_msg(strstr(e->stderr_, "--user"), "%s", e->stderr_);
 	ck_assert_int_eq(OCI(e, "exec", "--tty", "c1", "true"), 1); /* a tty needs the socket */
 	ck_assert_msg(strstr(e->stderr_, "--console-socket"), "%s", e->stderr_);
-	ck_assert_int_eq(OCI(e, "events", "c1"), 1);
 	ck_assert_int_eq(OCI(e, "ps", "--format", "xml", "c1"), 1);
 	ck_assert_int_eq(OCI(e, "exec", "--help"), 0);
 	ck_assert_msg(strstr(e->stdout_, "usage: rung-oci"), "%s", e->stdout_);
@@ -504,6 +575,7 @@ Suite *e2e_oci_exec_suite(void)
 	tcase_add_test(tc, test_exec);
 	tcase_add_test(tc, test_pause_resume);
 	tcase_add_test(tc, test_events_update);
+	tcase_add_test(tc, test_events_stream);
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_exec_tty);
 	tcase_add_test(tc, test_exec_spec_seccomp);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <jansson.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -68,11 +69,12 @@ static const char *ov_text(const struct ov *v, const char *tag, const char *ext)
 	return buf;
 }
 
+/* linux.resources of the next configs (t_oci_vm_limits changes it, and puts it back) */
+static const char *ov_resources = "{\"memory\": {\"limit\": 268435456}}";
+
 /* extra: more mounts' JSON objects after /proc's ("" none). */
 /* A bundle's config.json: args, a terminal or not, extra mounts (", {...}"), extra linux
  * fields (", \"seccomp\": {...}"). */
-/* linux.resources of the next configs (t_oci_vm_pids changes it, and puts it back) */
-static const char *ov_resources = "{\"memory\": {\"limit\": 268435456}}";
 
 static void ov_config_lx(const struct ov *v, const char *args_json, bool tty, const char *extra,
 			 const char *lx)
@@ -313,6 +315,52 @@ START_TEST(t_oci_vm_output_and_status)
 }
 END_TEST
 
+/* events --stats on the running vm container ck (the guest's figures: its CPU time, the VM's
+ * RAM as the memory limit, no pids limit), and refused while paused. */
+static void ov_events(struct ov *v)
+{
+	const char *es[] = {"events", "--stats", "ck", NULL};
+	ck_assert_msg(ov_spawn(v, v->vmbin, "events", es) == 0, "%s", ov_text(v, "events", "err"));
+	json_t *j = json_loads(ov_text(v, "events", "out"), 0, NULL);
+	ck_assert_msg(j, "not JSON: %s", ov_text(v, "events", "out"));
+	json_t *d = json_object_get(j, "data");
+	json_t *mu = json_object_get(json_object_get(d, "memory"), "usage");
+	ck_assert_int_eq(json_integer_value(json_object_get(mu, "limit")), 268435456);
+	ck_assert_int_gt(json_integer_value(json_object_get(mu, "usage")), 0);
+	json_t *cu = json_object_get(json_object_get(d, "cpu"), "usage");
+	ck_assert_int_gt(json_integer_value(json_object_get(cu, "total")), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(d, "pids"), "limit")), 0);
+	json_decref(j);
+	const char *pa[] = {"pause", "ck", NULL}, *re[] = {"resume", "ck", NULL};
+	ck_assert_int_eq(ov_spawn(v, v->vmbin, "pause", pa), 0);
+	ck_assert_int_eq(ov_spawn(v, v->vmbin, "events", es), 1);
+	ck_assert_msg(strstr(ov_text(v, "events", "err"), "paused"), "%s",
+		      ov_text(v, "events", "err"));
+	ov_state_says(v, v->vmbin, "ck", "\"paused\""); /* the question did not resume it */
+	ck_assert_int_eq(ov_spawn(v, v->vmbin, "resume", re), 0);
+}
+
+/* events --interval 300ms ck in the background, its output in ev.out: the stream's pid. */
+static pid_t ov_events_stream(struct ov *v)
+{
+	char o[PATH_MAX + 64], e[PATH_MAX + 64];
+	snprintf(o, sizeof(o), "%s/ev.out", v->dir);
+	snprintf(e, sizeof(e), "%s/ev.err", v->dir);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fo = open(o, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		int fe = open(e, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
+			_exit(126);
+		execl(v->vmbin, v->vmbin, "--root", v->root, "events", "--interval", "300ms", "ck",
+		      (char *)NULL);
+		_exit(127);
+	}
+	usleep(1500 * 1000); /* a few stats lines before the container goes */
+	return pid;
+}
+
 /* exec, kill through the agent (128 + 9), refusals of a running container, delete of a created
  * one. */
 START_TEST(t_oci_vm_kill_and_refusals)
@@ -348,6 +396,7 @@ START_TEST(t_oci_vm_kill_and_refusals)
 	ov_state_says(&v, v.vmbin, "ck", "\"running\"");
 	ck_assert_int_eq(ov_spawn(&v, v.vmbin, "resume", re), 1);
 	ck_assert_int_eq(ov_spawn(&v, v.vmbin, "exec", ex), 3); /* the guest runs again */
+	ov_events(&v);
 	const char *ps[] = {"ps", "--format", "json", "ck", NULL};
 	ck_assert_int_eq(ov_spawn(&v, v.vmbin, "ps", ps), 0);
 	char want[32];
@@ -356,10 +405,14 @@ START_TEST(t_oci_vm_kill_and_refusals)
 	const char *del[] = {"delete", "ck", NULL};
 	ck_assert_int_eq(ov_spawn(&v, v.vmbin, "delete", del), 1); /* running: refused */
 	ck_assert_int_eq(waitpid(pid, NULL, WNOHANG), 0);
+	pid_t ev = ov_events_stream(&v);
 	const char *kl[] = {"kill", "ck", "KILL", NULL};
 	ck_assert_msg(ov_spawn(&v, v.vmbin, "kill", kl) == 0, "%s", ov_text(&v, "kill", "err"));
 	ck_assert_int_eq(ov_wait(pid, 120), 128 + SIGKILL);
 	ov_state_says(&v, v.vmbin, "ck", "\"stopped\"");
+	ck_assert_msg(ov_wait(ev, 30) == 0, "the event stream: %s", ov_text(&v, "ev", "err"));
+	const char *evt = ov_text(&v, "ev", "out");
+	ck_assert_msg(strstr(evt, "{\"type\":\"stats\",\"id\":\"ck\""), "%s", evt);
 	ov_delete(&v, v.vmbin, "ck", false);
 	/* created, never started: delete kills the proxy and disposes of the VM */
 	char pf[PATH_MAX + 300];

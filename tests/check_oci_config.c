@@ -241,6 +241,21 @@ START_TEST(test_ids)
 }
 END_TEST
 
+/* events --interval: Go's durations, in ms (a positive one at least 1 ms); the rest refused. */
+START_TEST(test_durations)
+{
+	static const struct {
+		const char *s;
+		int64_t ms;
+	} t[] = {{"5s", 5000},	 {"250ms", 250}, {"1m30s", 90000}, {"1.5s", 1500}, {"2h", 7200000},
+		 {"100us", 1},	 {"0", 0},	 {"0s", 0},	   {"5", -1},	    {"", -1},
+		 {"-1s", -1},	 {"s", -1},	 {"1x", -1},	   {"1s ", -1},	    {"9999999h", -1}};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		ck_assert_msg(oci_duration_ms(t[i].s) == t[i].ms, "'%s': %lld", t[i].s,
+			      (long long)oci_duration_ms(t[i].s));
+}
+END_TEST
+
 Suite *oci_config_suite(void)
 {
 	Suite *s = suite_create("oci_config");
@@ -252,6 +267,7 @@ Suite *oci_config_suite(void)
 	tcase_add_test(tc, test_privileged_and_userns);
 	tcase_add_test(tc, test_bad_json_and_mounts);
 	tcase_add_test(tc, test_ids);
+	tcase_add_test(tc, test_durations);
 	suite_add_tcase(s, tc);
 	return s;
 }
