@@ -28,6 +28,20 @@ static void fx_open(struct fx *f, const struct rung_spec *spec)
 	f->sb = spine_acquire(f->r, "exec", "t", "k", spec, NULL);
 }
 
+/* A sandbox whose spec has these limits (0: the default). */
+static void fx_open_limits(struct fx *f, uint32_t pids, uint32_t cpus_milli)
+{
+	struct rung_spec s;
+	rung_spec_init(&s);
+	s.kind = strdup("k");
+	if (pids)
+		s.limits.pids = pids;
+	if (cpus_milli)
+		s.limits.cpus_milli = cpus_milli;
+	fx_open(f, &s);
+	rung_spec_release(&s);
+}
+
 static void fx_close(struct fx *f)
 {
 	struct rung_err err = {0};
@@ -437,13 +451,8 @@ END_TEST
 START_TEST(test_pids_limit)
 {
 	RUNG_REQUIRE_ROOT();
-	struct rung_spec s;
-	rung_spec_init(&s);
-	s.kind = strdup("k");
-	s.limits.pids = 32;
 	struct fx f;
-	fx_open(&f, &s);
-	rung_spec_release(&s);
+	fx_open_limits(&f, 32, 0);
 	struct rung_exec_res res;
 	spine_sh(f.sb, "i=0; while [ $i -lt 48 ]; do sleep 30 & echo s; i=$((i+1)); done", &res);
 	size_t started = 0;
@@ -469,13 +478,8 @@ END_TEST
 START_TEST(test_cpu_quota)
 {
 	RUNG_REQUIRE_ROOT();
-	struct rung_spec s;
-	rung_spec_init(&s);
-	s.kind = strdup("k");
-	s.limits.cpus_milli = 500;
 	struct fx f;
-	fx_open(&f, &s);
-	rung_spec_release(&s);
+	fx_open_limits(&f, 0, 500);
 	struct rung_exec_res res;
 	ck_assert_int_eq(spine_sh(f.sb, "(while :; do :; done) & a=$!; (while :; do :; done) & b=$!; "
 				  "sleep 2; cat /proc/$a/stat /proc/$b/stat | cut -d' ' -f14,15; "
