@@ -31,6 +31,17 @@
 int agent_cmd_cgroup_fd = -1;
 static int cmd_dir_fd = -1; /* the group's directory: pids.current for STATS */
 
+/* The number a kernel file holds (its first line), read at dirfd: false when unreadable. */
+static bool file_u64(int dirfd, const char *path, uint64_t *out)
+{
+	struct rung_err e = {0};
+	cleanup_free char *t = NULL;
+	if (rung_file_load(dirfd, path, 32, &t, NULL, &e) < 0)
+		return false;
+	t[strcspn(t, "\n")] = '\0';
+	return rung_parse_u64(t, out) == 0;
+}
+
 static int put(const char *path, const char *txt, struct rung_err *err)
 {
 	cleanup_close int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -58,12 +69,7 @@ int agent_vm_cgroup_setup(uint32_t pids, uint32_t cpu_quota, struct rung_err *er
 	/* pids.max takes at most the kernel's PID_MAX_LIMIT (32768 in this small kernel), and
 	 * the guest's pid_max (4096 here) bounds it anyway: a limit at or past pid_max is "max" */
 	uint64_t pid_max = 0;
-	cleanup_free char *pm = NULL;
-	if (rung_file_load(AT_FDCWD, "/proc/sys/kernel/pid_max", 32, &pm, NULL, err) == 0) {
-		pm[strcspn(pm, "\n")] = '\0';
-		(void)rung_parse_u64(pm, &pid_max);
-	}
-	if (pid_max && pids >= pid_max)
+	if (file_u64(AT_FDCWD, "/proc/sys/kernel/pid_max", &pid_max) && pids >= pid_max)
 		snprintf(n, sizeof(n), "max");
 	else
 		snprintf(n, sizeof(n), "%u", pids);
@@ -83,13 +89,5 @@ int agent_vm_cgroup_setup(uint32_t pids, uint32_t cpu_quota, struct rung_err *er
 
 bool agent_cmd_cgroup_pids(uint64_t *out)
 {
-	char buf[32];
-	cleanup_close int fd = cmd_dir_fd >= 0 ? openat(cmd_dir_fd, "pids.current",
-							 O_RDONLY | O_CLOEXEC) : -1;
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	return rung_parse_u64(buf, out) == 0;
+	return cmd_dir_fd >= 0 && file_u64(cmd_dir_fd, "pids.current", out);
 }
