@@ -113,16 +113,11 @@ int oci_events_stream(const char *root, const char *id, uint64_t interval_ms,
 		      struct rung_err *err)
 {
 	cleanup_rt_cgroup struct rt_cgroup *cg = NULL;
-	bool vm = oci_vm_is(root, id);
-	if (vm && stopped(root, id))
+	int r = oci_events_group(root, id, &cg, err);
+	if (r < 0)
+		return r;
+	if (!cg && stopped(root, id)) /* a vm container: oci_events_group checked only a group */
 		return rung_err_set(err, ESRCH, "container %s is not running (stopped)", id);
-	if (!vm) {
-		struct oci_state st;
-		int r = oci_open_live(root, id, &st, &cg, err);
-		if (r < 0)
-			return r;
-		oci_state_release(&st);
-	}
 	bool pri = false;
 	cleanup_close int fd = cg ? oom_fd(cg, &pri) : -1;
 	uint64_t kills = 0, now_kills;

@@ -81,8 +81,8 @@ bool oci_cgroup_paused(const char *name)
 }
 
 /* The container's record and its group; the status checked against the allowed mask. */
-int oci_open_live(const char *root, const char *id, struct oci_state *st, struct rt_cgroup **cg,
-		  struct rung_err *err)
+static int open_live(const char *root, const char *id, struct oci_state *st,
+		     struct rt_cgroup **cg, struct rung_err *err)
 {
 	int r = oci_state_read(root, id, st, err);
 	if (r < 0)
@@ -127,7 +127,7 @@ int oci_ps(const char *root, const char *id, bool json, struct rung_err *err)
 		return oci_vm_ps(root, id, json, err);
 	struct oci_state st;
 	cleanup_rt_cgroup struct rt_cgroup *cg = NULL;
-	int r = oci_open_live(root, id, &st, &cg, err);
+	int r = open_live(root, id, &st, &cg, err);
 	if (r < 0)
 		return r;
 	oci_state_release(&st);
@@ -152,7 +152,7 @@ int oci_pause(const char *root, const char *id, bool pause, struct rung_err *err
 		return oci_vm_pause(root, id, pause, err);
 	struct oci_state st;
 	cleanup_rt_cgroup struct rt_cgroup *cg = NULL;
-	int r = oci_open_live(root, id, &st, &cg, err);
+	int r = open_live(root, id, &st, &cg, err);
 	if (r < 0)
 		return r;
 	enum oci_status s = oci_status_of(root, &st);
@@ -250,16 +250,25 @@ char *oci_stats_event(const struct rt_cgroup *cg, const char *id, struct rung_er
 	return t;
 }
 
+int oci_events_group(const char *root, const char *id, struct rt_cgroup **cg,
+		     struct rung_err *err)
+{
+	*cg = NULL;
+	if (oci_vm_is(root, id))
+		return 0;
+	struct oci_state st;
+	int r = open_live(root, id, &st, cg, err);
+	if (r == 0)
+		oci_state_release(&st);
+	return r;
+}
+
 int oci_events_stats(const char *root, const char *id, struct rung_err *err)
 {
 	cleanup_rt_cgroup struct rt_cgroup *cg = NULL;
-	if (!oci_vm_is(root, id)) {
-		struct oci_state st;
-		int r = oci_open_live(root, id, &st, &cg, err);
-		if (r < 0)
-			return r;
-		oci_state_release(&st);
-	}
+	int r = oci_events_group(root, id, &cg, err);
+	if (r < 0)
+		return r;
 	char *t = cg ? oci_stats_event(cg, id, err) : oci_vm_stats_event(root, id, err);
 	if (!t)
 		return -err->code;
@@ -362,7 +371,7 @@ int oci_update(const char *root, const char *id, json_t *res, struct rung_err *e
 	}
 	struct oci_state st;
 	cleanup_rt_cgroup struct rt_cgroup *cg = NULL;
-	int r = oci_open_live(root, id, &st, &cg, err);
+	int r = open_live(root, id, &st, &cg, err);
 	if (r < 0)
 		return r;
 	pid_t pid = st.pid;

@@ -168,9 +168,10 @@ bool oci_cgroup_paused(const char *name); /* the group's freezer says frozen */
 int oci_ps(const char *root, const char *id, bool json, struct rung_err *err);
 int oci_pause(const char *root, const char *id, bool pause, struct rung_err *err);
 int oci_events_stats(const char *root, const char *id, struct rung_err *err);
-/* A container that is not stopped: its state and cgroup (released by the caller). */
-int oci_open_live(const char *root, const char *id, struct oci_state *st, struct rt_cgroup **cg,
-		  struct rung_err *err);
+/* events: a container that is not stopped, its group (released by the caller); NULL for a vm
+ * container (its figures are its guest's, oci_vm_stats_event). */
+int oci_events_group(const char *root, const char *id, struct rt_cgroup **cg,
+		     struct rung_err *err);
 /* One stats event line in runc's shape (malloc'd JSON, no newline), or NULL. */
 char *oci_stats_event(const struct rt_cgroup *cg, const char *id, struct rung_err *err);
 /* events.c: runc's event stream: a stats event every interval_ms and an oom event per OOM kill
