@@ -5,10 +5,12 @@
 #include "common/proto.h"
 #include "common/util.h"
 
-/* Serve one connection: one request, then return. Runs in a forked handler process. first:
- * the --first-fd connection, which waits for its request without a deadline. */
-void agent_handle(int fd, bool first);
-/* exec: runs the command, streams output, sends EXIT. */
+/* Serve one request of a connection. Runs in a forked handler process. patient: wait for
+ * the request without a deadline (the --first-fd connection, a kept one). Returns true when
+ * the connection serves another request (an exec that asked to keep it, ended cleanly). */
+bool agent_handle(int fd, bool patient);
+/* exec: runs the command, streams output, sends EXIT. 1: the host asked to keep the
+ * connection and it is fit for another request; 0: done with it; <0: an error to send. */
 int agent_exec(int fd, const struct rung_frame *req, struct rung_err *err);
 /* write_file / read_file, confined to "/" with openat2(RESOLVE_IN_ROOT). */
 int agent_write_file(int fd, const struct rung_frame *req, struct rung_err *err);

@@ -293,6 +293,8 @@ int agent_exec(int sock, const struct rung_frame *req, struct rung_err *err)
 	    .sock_open = true,
 	    .cb = {.fd = -1},
 	};
+	/* a kept connection carries nothing after EXIT: no stdin or callback frames can trail */
+	bool keep = x.keep && !x.has_stdin && !x.callbacks;
 	r = start_command(&x, &run, err);
 	rung_proto_exec_release(&x);
 	if (r < 0) {
@@ -311,6 +313,6 @@ int agent_exec(int sock, const struct rung_frame *req, struct rung_err *err)
 	if (run.pidfd >= 0)
 		close(run.pidfd);
 	agent_cb_close(&run.cb);
-	send_exit(&run, t0, err);
-	return 0; /* a host that left cannot be told anything more */
+	/* a host that left cannot be told anything more */
+	return send_exit(&run, t0, err) == 0 && keep && run.sock_open ? 1 : 0;
 }

@@ -10,13 +10,14 @@
 
 #include "agent/agent.h"
 
-void agent_handle(int fd, bool first)
+bool agent_handle(int fd, bool patient)
 {
 	struct rung_err err = {0};
 	struct rung_frame f;
 	/* The host sends its request promptly; a silent peer is dropped after 30 s. The first
-	 * connection (--first-fd) is made before the host knows its request: it waits. */
-	int r = rung_frame_read(fd, &f, first ? 0 : rung_now_ms() + 30000, &err);
+	 * connection (--first-fd) is made before the host knows its request, and a kept one
+	 * waits for the host's next exec: they wait. */
+	int r = rung_frame_read(fd, &f, patient ? 0 : rung_now_ms() + 30000, &err);
 	if (r == -EPROTONOSUPPORT) {
 		/* A host of another build: answer in its version, which it can decode. */
 		rung_err_set(&err, EPROTONOSUPPORT,
@@ -24,16 +25,18 @@ void agent_handle(int fd, bool first)
 			     "rung-agent must come from the same rung build",
 			     RUNG_PROTO_VERSION, f.version);
 		rung_proto_error_send_version(fd, f.version, &err);
-		return;
+		return false;
 	}
 	if (r < 0)
-		return;
+		return false;
+	bool again = false;
 	switch (f.type) {
 	case RUNG_MSG_PING:
 		r = rung_frame_write(fd, RUNG_MSG_PONG, NULL, 0, &err);
 		break;
 	case RUNG_MSG_EXEC:
 		r = agent_exec(fd, &f, &err);
+		again = r == 1;
 		break;
 	case RUNG_MSG_WRITE_FILE:
 		r = agent_write_file(fd, &f, &err);
@@ -80,6 +83,7 @@ void agent_handle(int fd, bool first)
 	if (r < 0)
 		rung_proto_error_send(fd, &err);
 	rung_frame_release(&f);
+	return again && r >= 0;
 }
 
 struct handlers {
@@ -138,7 +142,8 @@ static void reap(struct handlers *h)
 int agent_start_lock_fd = -1;
 
 /* A handler for connection c: a child with file ids 0, the parent-death signal, a child
- * subreaper; it serves one request and kills whatever that request started. */
+ * subreaper; it serves a request and kills whatever that request started, then, on a kept
+ * connection, the next (until the host closes it). */
 static pid_t start_handler(int c, bool first, int listen_fd, int sfd, const sigset_t *chld)
 {
 	pid_t self = getpid();
@@ -165,7 +170,8 @@ static pid_t start_handler(int c, bool first, int listen_fd, int sfd, const sigs
 	signal(SIGPIPE, SIG_IGN);
 	/* write_file past RLIMIT_FSIZE: an error, not death */
 	signal(SIGXFSZ, SIG_IGN);
-	agent_handle(c, first);
+	for (bool again = agent_handle(c, first); again; again = agent_handle(c, true))
+		agent_kill_descendants();
 	agent_kill_descendants();
 	_exit(0);
 }

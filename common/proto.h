@@ -124,6 +124,7 @@ enum rung_tag {
 	RUNG_TAG_MAX_BYTES = 36, /* TREE_GET: the bound on file data, in all */
 	RUNG_TAG_SECCOMP = 37,	 /* exec, PROC_START: a classic-BPF filter for the command */
 	RUNG_TAG_PIDS_CUR = 38,	 /* STATS answer: a vm guest's command cgroup's pids.current */
+	RUNG_TAG_KEEP = 39,	 /* exec: u64 1: the connection serves another exec after it */
 	RUNG_TAG_PORT = 50,	 /* u64 1..65535 */
 	RUNG_TAG_PORT_FD = 51,	 /* PORT_CONNECT: u64 1: pass the socket (Unix channel only) */
 	/* v2: file operations */
@@ -216,6 +217,9 @@ struct rung_proto_exec {
 	 * NULL: none but the sandbox's own. */
 	uint8_t *seccomp;
 	uint32_t seccomp_len;
+	/* Keep the connection: once EXIT is sent, its handler waits for the next exec on it
+	 * (honoured only without stdin and callbacks; docs/protocol.md, "Kept connections"). */
+	bool keep;
 };
 #define RUNG_PROTO_SECCOMP_MAX 4096 /* instructions: the kernel's BPF_MAXINSNS */
 int rung_proto_exec_encode(const struct rung_proto_exec *x, struct rung_buf *b);

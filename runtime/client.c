@@ -133,7 +133,8 @@ int rt_exec_seccomp_check(const void *bpf, size_t len, struct rung_err *err)
 
 static int queue_exec(struct rt_agent_io *io, const struct rung_exec_req *req,
 		      const struct rung_spec *spec, const char *const *image_env,
-		      uint32_t timeout_ms, uint64_t max_out, uint64_t cb_max, struct rung_err *err)
+		      uint32_t timeout_ms, uint64_t max_out, uint64_t cb_max, bool keep,
+		      struct rung_err *err)
 {
 	char cwd[4096];
 	cleanup_strv char **env = NULL;
@@ -151,6 +152,7 @@ static int queue_exec(struct rt_agent_io *io, const struct rung_exec_req *req,
 		.callbacks = cb_max,
 		.seccomp = (uint8_t *)req->seccomp_bpf,
 		.seccomp_len = (uint32_t)req->seccomp_bpf_len,
+		.keep = keep,
 	};
 	struct rung_buf b = {0};
 	rung_proto_exec_encode(&x, &b);
@@ -310,22 +312,26 @@ static int cb_frame(struct rt_agent_io *io, struct rt_cb *cb, const struct rung_
 }
 
 int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
-		  const char *const *image_env, struct rung_exec_res *res, struct rung_err *err)
+		  const char *const *image_env, bool *keep, struct rung_exec_res *res,
+		  struct rung_err *err)
 {
 	struct rt_cb *cb = NULL;
 	memset(res, 0, sizeof(*res));
 	if (req->n_callbacks && rt_cb_new(req, &cb, err) < 0)
 		return rung_err_wrap(err, "exec");
-	int r = rt_agent_exec_cb(fd, req, spec, image_env, cb, res, err);
+	int r = rt_agent_exec_cb(fd, req, spec, image_env, cb, keep, res, err);
 	rt_cb_free(cb);
 	return r;
 }
 
 int rt_agent_exec_cb(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
-		     const char *const *image_env, struct rt_cb *cb, struct rung_exec_res *res,
-		     struct rung_err *err)
+		     const char *const *image_env, struct rt_cb *cb, bool *keep,
+		     struct rung_exec_res *res, struct rung_err *err)
 {
 	memset(res, 0, sizeof(*res));
+	bool ask = keep && *keep && !cb && !req->stdin_data;
+	if (keep)
+		*keep = false;
 	if (!req->argv || !req->argv[0] || !req->argv[0][0])
 		return rung_err_set(err, EINVAL, "argv: at least one non-empty element required");
 	if (req->stdin_len > RUNG_PROTO_STDIN_MAX) /* the agent would drop the rest */
@@ -344,7 +350,7 @@ int rt_agent_exec_cb(int fd, const struct rung_exec_req *req, const struct rung_
 			      .type = RUNG_MSG_STDIN,
 			      .end_type = RUNG_MSG_STDIN_EOF};
 	if (r == 0 && (r = queue_exec(&io, req, spec, image_env, timeout_ms, max_out,
-					  cb ? rt_cb_max_bytes(cb) : 0, err)) == 0 &&
+					  cb ? rt_cb_max_bytes(cb) : 0, ask, err)) == 0 &&
 	    req->stdin_data) {
 		io.refill = data_refill;
 		io.ud = &in;
@@ -377,11 +383,14 @@ int rt_agent_exec_cb(int fd, const struct rung_exec_req *req, const struct rung_
 			}
 			continue;
 		}
+		bool all_sent = io.out_off >= io.out.len;
 		rt_agent_io_release(&io);
 		r = exec_end(&f, res, err);
 		rung_frame_release(&f);
 		if (r < 0)
 			rung_exec_res_release(res);
+		else if (ask && all_sent) /* EXIT, and nothing of ours left unsent behind it */
+			*keep = true;
 		return r;
 	}
 }

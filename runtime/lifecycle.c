@@ -33,6 +33,7 @@ static int dispose_locked(struct rung_router *r, struct rt_meta *m, bool have_me
 	char dir[4096];
 	rt_store_path(&r->store, id, NULL, dir, sizeof(dir));
 	rung_trace("dispose: locked");
+	rt_keep_drop(&r->store, id); /* our parked connection to it, if any */
 	/* The disk image's name goes first, while its loop device still holds the file open:
 	 * its blocks are then freed when the device lets go of it (the sandbox's mount namespace
 	 * dying, which the stop below waits for), not by the removal under the store's global

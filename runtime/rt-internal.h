@@ -241,6 +241,7 @@ struct rung_router {
 	char *dns_search, *dns_options; /* NULL: none */
 	bool net_inbound; /* rung_router_opts.net_inbound */
 	bool no_clone_into_cgroup;
+	bool keep_agent_conns; /* rung_router_opts.keep_agent_conns (agent-keep.c) */
 };
 /* The deployed policy (one table): NULL if allowed, else the reason. Pure. */
 const char *rt_policy_check(enum rung_isolation iso, const struct rung_spec *spec, bool deployed);
@@ -308,14 +309,22 @@ void rt_supervisor_stop(const struct rt_meta *m, unsigned grace_ms);
 
 /* ---- agent client (client.c) ---- */
 int rt_agent_connect(const char *sock_path, struct rung_err *err);
-/* image_env: the image's own environment (under the spec's), or NULL. */
+/* image_env: the image's own environment (under the spec's), or NULL. keep (NULL: false):
+ * in, ask the agent to keep the connection for another exec (not with stdin or callbacks);
+ * out, whether it is fit for one (the whole exchange ended with EXIT). */
 int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
-		  const char *const *image_env, struct rung_exec_res *res, struct rung_err *err);
+		  const char *const *image_env, bool *keep, struct rung_exec_res *res,
+		  struct rung_err *err);
 /* As rt_agent_exec, with req's callbacks served by cb (runtime/callbacks.h; NULL: none). */
 struct rt_cb;
 int rt_agent_exec_cb(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
-		     const char *const *image_env, struct rt_cb *cb, struct rung_exec_res *res,
-		     struct rung_err *err);
+		     const char *const *image_env, struct rt_cb *cb, bool *keep,
+		     struct rung_exec_res *res, struct rung_err *err);
+/* Kept connections (agent-keep.c): the parked connection to sandbox id, or -1; park fd
+ * (taken over: closed if not parked); close what is parked for id (its dispose). */
+int rt_keep_take(const struct rt_store *st, const char *id);
+void rt_keep_put(const struct rt_store *st, const char *id, int fd);
+void rt_keep_drop(const struct rt_store *st, const char *id);
 /* File operations: timeout_ms bounds the whole operation (rt_agent_file_timeout_ms(size)). */
 /* cancel_fd: -1, or an fd whose peer hanging up ends the operation with -ECANCELED */
 int rt_agent_write_file(int fd, const char *path, const void *data, size_t len, unsigned mode,

@@ -350,6 +350,12 @@ static int set_suspended(struct rung_sandbox *s, bool suspend, bool to_disk,
  * run_code, files) from the library, the CLI and the daemon goes through here, so one rule
  * holds for all of them (docs/architecture.md).
  */
+/* Kept agent connections (agent-keep.c): the router asks for them; rung-agent's own socket. */
+static bool keeps_conns(const struct rt_sandbox *sb)
+{
+	return sb->router->keep_agent_conns && sb->meta.iso != RUNG_ISO_VM;
+}
+
 static int connect_agent(struct rung_sandbox *s, struct rung_err *err)
 {
 	struct rt_meta *m = &s->sb.meta;
@@ -390,6 +396,11 @@ static int connect_agent(struct rung_sandbox *s, struct rung_err *err)
 	if (first >= 0) {
 		rung_trace("agent: first connection");
 		return first;
+	}
+	int kept = keeps_conns(&s->sb) ? rt_keep_take(&s->sb.router->store, m->id) : -1;
+	if (kept >= 0) {
+		rung_trace("agent: kept connection");
+		return kept;
 	}
 	char sock[4096];
 	rt_store_path(&s->sb.router->store, m->id, "agent.sock", sock, sizeof(sock));
@@ -437,7 +448,12 @@ static int exec_checked(struct rung_sandbox *s, const struct rung_exec_req *req,
 	struct rung_exec_req q = *req;
 	if (!q.max_output || q.max_output > s->sb.meta.spec.limits.output_bytes)
 		q.max_output = s->sb.meta.spec.limits.output_bytes;
-	int r = rt_agent_exec(fd, &q, &s->sb.meta.spec, (const char *const *)ienv, res, err);
+	bool keep = keeps_conns(&s->sb);
+	int r = rt_agent_exec(fd, &q, &s->sb.meta.spec, (const char *const *)ienv, &keep, res, err);
+	if (keep) { /* parked for the next exec (agent-keep.c) */
+		rt_keep_put(&s->sb.router->store, s->sb.meta.id, fd);
+		fd = -1;
+	}
 	if (r == 0 && oom_known && ops->oom_kills(&s->sb, &cg, &oom1) == 0 && oom1 > oom0)
 		res->oom = true;
 	rt_cgroup_free(cg);

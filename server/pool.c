@@ -18,6 +18,7 @@ int srv_router_get(struct srv *s, struct rung_router **out, struct rung_err *err
 	if (s->o.state_dir)
 		ro.state_dir = s->o.state_dir;
 	ro.deployed = s->o.deployed;
+	ro.keep_agent_conns = true; /* an exec per request: kept connections (agent-keep.c) */
 	int r = rung_router_new(&ro, out, err);
 	return r < 0 ? rung_err_wrap(err, "router") : 0;
 }

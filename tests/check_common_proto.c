@@ -259,6 +259,7 @@ START_TEST(test_exec_round_trip)
 	ck_assert_uint_eq(y.max_output, 4096);
 	ck_assert(y.has_stdin);
 	ck_assert_ptr_null(y.seccomp);
+	ck_assert(!y.keep);
 	rung_proto_exec_release(&y);
 	rung_proto_exec_release(&y); /* idempotent */
 	rung_buf_release(&b);
@@ -271,6 +272,15 @@ START_TEST(test_exec_round_trip)
 		      err.msg);
 	ck_assert_uint_eq(y.seccomp_len, sizeof(prog));
 	ck_assert_mem_eq(y.seccomp, prog, sizeof(prog));
+	rung_proto_exec_release(&y);
+	rung_buf_release(&b);
+	/* a kept connection's request (docs/protocol.md, "Kept connections") */
+	x.seccomp = NULL;
+	x.keep = true;
+	ck_assert_int_eq(rung_proto_exec_encode(&x, &b), 0);
+	ck_assert_msg(rung_proto_exec_decode(b.data, (uint32_t)b.len, &y, &err) == 0, "%s",
+		      err.msg);
+	ck_assert(y.keep);
 	rung_proto_exec_release(&y);
 	rung_buf_release(&b);
 }

@@ -535,6 +535,18 @@ START_TEST(stream_and_timeout)
 	ck_assert_ptr_nonnull(strstr(r.body, "rung_exec_total{outcome=\"timed_out\"} 2"));
 	ck_assert_ptr_nonnull(strstr(r.body, "rung_exec_duration_seconds_count 3"));
 	srvt_resp_free(&r);
+	/* the daemon keeps its agent connections (docs/protocol.md, "Kept connections"): the
+	 * next exec is served by the same handler, the command's parent */
+	char ppid[2][64];
+	for (int i = 0; i < 2; i++) {
+		r = srvt_req(t.sock[0], "POST", path, TOK_A, NULL,
+			     "{\"argv\":[\"sh\",\"-c\",\"echo ppid=$PPID\"]}");
+		const char *p = strstr(r.body, "ppid=");
+		ck_assert_msg(r.status == 200 && p, "%s", r.body);
+		snprintf(ppid[i], sizeof(ppid[i]), "%.*s", (int)strcspn(p, "\\\""), p);
+		srvt_resp_free(&r);
+	}
+	ck_assert_str_eq(ppid[0], ppid[1]);
 	srvt_teardown(&t);
 }
 END_TEST

@@ -131,6 +131,11 @@ struct rung_router_opts {
 	 * comma-separated: search domains (at most 6, 256 bytes) and options (128 bytes), made of
 	 * letters, digits, '.', '-', '_' (and ':' in options). NULL or "": none. No variable. */
 	const char *dns_search, *dns_options;
+	/* Keep one idle agent connection per sandbox (process and container rungs) for the next
+	 * exec from this process: no connect and no handler fork on its path; the sandbox holds
+	 * one more process (rung-agent-h) while it is idle, 30 s at most. rung serve sets it.
+	 * No variable. */
+	bool keep_agent_conns;
 };
 
 /* The RUNG_* variables rung_router_opts_set knows, NULL-terminated. */

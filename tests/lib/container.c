@@ -135,13 +135,20 @@ void ct_teardown(void)
 
 struct rung_router *ct_router(const char *state)
 {
+	return ct_router_with(NULL, state);
+}
+
+struct rung_router *ct_router_with(const struct rung_router_opts *host, const char *state)
+{
 	char rel[2048], agent[4096];
 	snprintf(rel, sizeof(rel), "%s/rung-agent", rung_test_build_dir());
 	char *abs = realpath(rel, NULL); /* a relative build dir works too */
 	ck_assert_msg(abs != NULL, "%s: %s", rel, strerror(errno));
 	snprintf(agent, sizeof(agent), "%s", abs);
 	free(abs);
-	struct rung_router_opts o = {.state_dir = state ? state : state_dir, .agent_path = agent};
+	struct rung_router_opts o = host ? *host : (struct rung_router_opts){0};
+	o.state_dir = state ? state : state_dir;
+	o.agent_path = agent;
 	rung_test_router_env(&o);
 	struct rung_router *r = NULL;
 	struct rung_err err = {0};

@@ -41,6 +41,8 @@ bool ct_skip_reason(char *why, size_t n);
 
 /* A router on the fixture's store (or on state if non-NULL), with build/rung-agent. */
 struct rung_router *ct_router(const char *state);
+/* The same with host settings (rung_router_opts; NULL: none). */
+struct rung_router *ct_router_with(const struct rung_router_opts *host, const char *state);
 /* A container spec for the busybox image (kind "ct"); change limits after. */
 void ct_spec(struct rung_spec *s, const char *image);
 /* acquire (asserting success) with key (scope, "t", agent). */
