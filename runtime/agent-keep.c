@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cgroup/cgroup.h"
 #include "runtime/rt-internal.h"
 
 #define KEEP_MAX 64
@@ -28,7 +29,8 @@
 struct keep_ent {
 	char *key; /* "<store root>/<id>"; NULL: free */
 	int fd;
-	uint64_t at_ms; /* parked at */
+	struct rt_cgroup *cg; /* the sandbox's group as its last exec opened it, or NULL */
+	uint64_t at_ms;	      /* parked at */
 };
 
 static pthread_mutex_t keep_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -38,6 +40,7 @@ static void ent_close(struct keep_ent *e)
 {
 	free(e->key);
 	close(e->fd);
+	rt_cgroup_free(e->cg);
 	*e = (struct keep_ent){.fd = -1};
 }
 
@@ -53,7 +56,7 @@ static void key_of(const struct rt_store *st, const char *id, char *k, size_t n)
 	snprintf(k, n, "%s/%s", st->root, id);
 }
 
-int rt_keep_take(const struct rt_store *st, const char *id)
+int rt_keep_take(const struct rt_store *st, const char *id, struct rt_cgroup **cg)
 {
 	char k[4200];
 	key_of(st, id, k, sizeof(k));
@@ -68,6 +71,7 @@ int rt_keep_take(const struct rt_store *st, const char *id)
 			break;
 		}
 		fd = e->fd;
+		*cg = e->cg;
 		free(e->key);
 		*e = (struct keep_ent){.fd = -1};
 		break;
@@ -76,7 +80,7 @@ int rt_keep_take(const struct rt_store *st, const char *id)
 	return fd;
 }
 
-void rt_keep_put(const struct rt_store *st, const char *id, int fd)
+void rt_keep_put(const struct rt_store *st, const char *id, int fd, struct rt_cgroup *cg)
 {
 	char k[4200];
 	key_of(st, id, k, sizeof(k));
@@ -90,6 +94,7 @@ void rt_keep_put(const struct rt_store *st, const char *id, int fd)
 		if (e->key && !strcmp(e->key, k)) {
 			pthread_mutex_unlock(&keep_mu);
 			close(fd); /* one per sandbox: the one parked first stays */
+			rt_cgroup_free(cg);
 			return;
 		}
 		if (!e->key && !slot)
@@ -104,9 +109,11 @@ void rt_keep_put(const struct rt_store *st, const char *id, int fd)
 	slot->key = strdup(k);
 	if (slot->key) {
 		slot->fd = fd;
+		slot->cg = cg;
 		slot->at_ms = now;
 	} else {
 		close(fd);
+		rt_cgroup_free(cg);
 	}
 	pthread_mutex_unlock(&keep_mu);
 }

@@ -320,10 +320,12 @@ struct rt_cb;
 int rt_agent_exec_cb(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
 		     const char *const *image_env, struct rt_cb *cb, bool *keep,
 		     struct rung_exec_res *res, struct rung_err *err);
-/* Kept connections (agent-keep.c): the parked connection to sandbox id, or -1; park fd
- * (taken over: closed if not parked); close what is parked for id (its dispose). */
-int rt_keep_take(const struct rt_store *st, const char *id);
-void rt_keep_put(const struct rt_store *st, const char *id, int fd);
+/* Kept connections (agent-keep.c): the parked connection to sandbox id, or -1, with the
+ * sandbox's cgroup parked beside it (*cg, NULL if none); park fd and cg (taken over: freed if
+ * not parked); close what is parked for id (its dispose). */
+struct rt_cgroup;
+int rt_keep_take(const struct rt_store *st, const char *id, struct rt_cgroup **cg);
+void rt_keep_put(const struct rt_store *st, const char *id, int fd, struct rt_cgroup *cg);
 void rt_keep_drop(const struct rt_store *st, const char *id);
 /* File operations: timeout_ms bounds the whole operation (rt_agent_file_timeout_ms(size)). */
 /* cancel_fd: -1, or an fd whose peer hanging up ends the operation with -ECANCELED */

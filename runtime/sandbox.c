@@ -356,7 +356,7 @@ static bool keeps_conns(const struct rt_sandbox *sb)
 	return sb->router->keep_agent_conns && sb->meta.iso != RUNG_ISO_VM;
 }
 
-static int connect_agent(struct rung_sandbox *s, struct rung_err *err)
+static int connect_agent(struct rung_sandbox *s, struct rt_cgroup **cg, struct rung_err *err)
 {
 	struct rt_meta *m = &s->sb.meta;
 	enum rung_state st;
@@ -397,9 +397,14 @@ static int connect_agent(struct rung_sandbox *s, struct rung_err *err)
 		rung_trace("agent: first connection");
 		return first;
 	}
-	int kept = keeps_conns(&s->sb) ? rt_keep_take(&s->sb.router->store, m->id) : -1;
+	struct rt_cgroup *kcg = NULL;
+	int kept = keeps_conns(&s->sb) ? rt_keep_take(&s->sb.router->store, m->id, &kcg) : -1;
 	if (kept >= 0) {
 		rung_trace("agent: kept connection");
+		if (cg)
+			*cg = kcg; /* the group its last exec opened (for the OOM count) */
+		else
+			rt_cgroup_free(kcg);
 		return kept;
 	}
 	char sock[4096];
@@ -435,13 +440,13 @@ static int exec_checked(struct rung_sandbox *s, const struct rung_exec_req *req,
 				    s->sb.meta.id);
 	/* in flight: no idle suspend until this returns */
 	cleanup_close int busy = rt_store_busy(&s->sb.router->store, s->sb.meta.id, false);
-	cleanup_close int fd = connect_agent(s, err);
+	struct rt_cgroup *cg = NULL;
+	cleanup_close int fd = connect_agent(s, &cg, err);
 	if (fd < 0)
 		return fd;
 	rung_trace("exec: connected");
 	const struct rt_backend_ops *ops = rt_backend_get(s->sb.meta.iso);
 	uint64_t oom0 = 0, oom1 = 0;
-	struct rt_cgroup *cg = NULL;
 	bool oom_known = ops && ops->oom_kills && ops->oom_kills(&s->sb, &cg, &oom0) == 0;
 	cleanup_strv char **ienv = image_env(&s->sb.meta);
 	/* A request may ask for less output than the sandbox's limit, never for more. */
@@ -450,12 +455,13 @@ static int exec_checked(struct rung_sandbox *s, const struct rung_exec_req *req,
 		q.max_output = s->sb.meta.spec.limits.output_bytes;
 	bool keep = keeps_conns(&s->sb);
 	int r = rt_agent_exec(fd, &q, &s->sb.meta.spec, (const char *const *)ienv, &keep, res, err);
-	if (keep) { /* parked for the next exec (agent-keep.c) */
-		rt_keep_put(&s->sb.router->store, s->sb.meta.id, fd);
-		fd = -1;
-	}
 	if (r == 0 && oom_known && ops->oom_kills(&s->sb, &cg, &oom1) == 0 && oom1 > oom0)
 		res->oom = true;
+	if (keep) { /* parked for the next exec, with the group (agent-keep.c) */
+		rt_keep_put(&s->sb.router->store, s->sb.meta.id, fd, cg);
+		fd = -1;
+		cg = NULL;
+	}
 	rt_cgroup_free(cg);
 	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id, false);
 	rung_trace("exec: done");
@@ -480,7 +486,7 @@ int rt_sandbox_agent_for(struct rung_sandbox *s, enum rt_op op, int *busy, struc
 		return r;
 	/* in flight: no idle suspend until the caller closes *busy */
 	*busy = rt_store_busy(&s->sb.router->store, s->sb.meta.id, false);
-	int fd = connect_agent(s, err);
+	int fd = connect_agent(s, NULL, err);
 	if (fd < 0 && *busy >= 0) {
 		close(*busy);
 		*busy = -1;
@@ -549,7 +555,7 @@ int rung_write_file(struct rung_sandbox *s, const char *path, const void *data, 
 		return r;
 	/* in flight: no idle suspend until this returns */
 	cleanup_close int busy = rt_store_busy(&s->sb.router->store, s->sb.meta.id, false);
-	cleanup_close int fd = connect_agent(s, err);
+	cleanup_close int fd = connect_agent(s, NULL, err);
 	if (fd < 0)
 		return fd;
 	r = rt_agent_write_file(fd, p, data, len, mode ? mode : 0644, rt_agent_file_timeout_ms(len),
@@ -567,7 +573,7 @@ int rung_read_file(struct rung_sandbox *s, const char *path, size_t max, char **
 		return r;
 	/* in flight: no idle suspend until this returns */
 	cleanup_close int busy = rt_store_busy(&s->sb.router->store, s->sb.meta.id, false);
-	cleanup_close int fd = connect_agent(s, err);
+	cleanup_close int fd = connect_agent(s, NULL, err);
 	if (fd < 0)
 		return fd;
 	max = max ? max : (64u << 20);
