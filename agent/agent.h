@@ -9,6 +9,8 @@
  * the request without a deadline (the --first-fd connection, a kept one). Returns true when
  * the connection serves another request (an exec that asked to keep it, ended cleanly). */
 bool agent_handle(int fd, bool patient);
+/* The same for a request already read (released here). */
+bool agent_dispatch(int fd, struct rung_frame *req);
 /* exec: runs the command, streams output, sends EXIT. 1: the host asked to keep the
  * connection and it is fit for another request; 0: done with it; <0: an error to send. */
 int agent_exec(int fd, const struct rung_frame *req, struct rung_err *err);

@@ -10,25 +10,37 @@
 
 #include "agent/agent.h"
 
-bool agent_handle(int fd, bool patient)
+/* A connection's next request into *f (release it): <0 when there is none (EOF, a broken or
+ * silent peer, or another build's host, which has been told so). */
+static int read_request(int fd, bool patient, struct rung_frame *f)
 {
 	struct rung_err err = {0};
-	struct rung_frame f;
 	/* The host sends its request promptly; a silent peer is dropped after 30 s. The first
 	 * connection (--first-fd) is made before the host knows its request, and a kept one
 	 * waits for the host's next exec: they wait. */
-	int r = rung_frame_read(fd, &f, patient ? 0 : rung_now_ms() + 30000, &err);
+	int r = rung_frame_read(fd, f, patient ? 0 : rung_now_ms() + 30000, &err);
 	if (r == -EPROTONOSUPPORT) {
 		/* A host of another build: answer in its version, which it can decode. */
 		rung_err_set(&err, EPROTONOSUPPORT,
 			     "rung-agent speaks agent protocol v%u, the host v%u: the host and "
 			     "rung-agent must come from the same rung build",
-			     RUNG_PROTO_VERSION, f.version);
-		rung_proto_error_send_version(fd, f.version, &err);
-		return false;
+			     RUNG_PROTO_VERSION, f->version);
+		rung_proto_error_send_version(fd, f->version, &err);
 	}
-	if (r < 0)
-		return false;
+	return r;
+}
+
+bool agent_handle(int fd, bool patient)
+{
+	struct rung_frame f;
+	return read_request(fd, patient, &f) == 0 && agent_dispatch(fd, &f);
+}
+
+bool agent_dispatch(int fd, struct rung_frame *req)
+{
+	struct rung_err err = {0};
+	struct rung_frame f = *req;
+	int r;
 	bool again = false;
 	switch (f.type) {
 	case RUNG_MSG_PING:
@@ -142,9 +154,10 @@ static void reap(struct handlers *h)
 int agent_start_lock_fd = -1;
 
 /* A handler for connection c: a child with file ids 0, the parent-death signal, a child
- * subreaper; it serves a request and kills whatever that request started, then, on a kept
- * connection, the next (until the host closes it). */
-static pid_t start_handler(int c, bool first, int listen_fd, int sfd, const sigset_t *chld)
+ * subreaper; it serves a request (pre, when pid 1 has read it already) and kills whatever
+ * that request started, then, on a kept connection, the next (until the host closes it). */
+static pid_t start_handler(int c, struct rung_frame *pre, int listen_fd, int sfd,
+			   const sigset_t *chld)
 {
 	pid_t self = getpid();
 	pid_t pid = fork();
@@ -170,10 +183,38 @@ static pid_t start_handler(int c, bool first, int listen_fd, int sfd, const sigs
 	signal(SIGPIPE, SIG_IGN);
 	/* write_file past RLIMIT_FSIZE: an error, not death */
 	signal(SIGXFSZ, SIG_IGN);
-	for (bool again = agent_handle(c, first); again; again = agent_handle(c, true))
+	bool again = pre ? agent_dispatch(c, pre) : agent_handle(c, false);
+	for (; again; again = agent_handle(c, true))
 		agent_kill_descendants();
 	agent_kill_descendants();
 	_exit(0);
+}
+
+/*
+ * An owned sandbox's creator connected before we ran (a socket pair, --first-fd) and sends
+ * its first request (`rung run`'s command) on it, before we serve anyone else. An exec there
+ * we run ourselves: no fork and no handler start on that command's way; as pid 1 we reap the
+ * orphans a handler would, and what the command left is killed at its end all the same. Any
+ * other first request goes to a handler as usual.
+ */
+static void serve_first(int fd, int listen_fd, int sfd, const sigset_t *chld, struct handlers *h)
+{
+	rung_fd_set_cloexec(fd, 1);
+	struct rung_frame f;
+	if (read_request(fd, true, &f) < 0) {
+		close(fd);
+		return;
+	}
+	if (f.type == RUNG_MSG_EXEC && !h->n) {
+		agent_dispatch(fd, &f); /* one request only: we have a listening socket to serve */
+		agent_kill_descendants();
+	} else {
+		pid_t pid = start_handler(fd, &f, listen_fd, sfd, chld);
+		if (pid > 0)
+			handlers_add(h, pid);
+		rung_frame_release(&f);
+	}
+	close(fd);
 }
 
 int agent_serve(int listen_fd, int first_fd)
@@ -189,16 +230,8 @@ int agent_serve(int listen_fd, int first_fd)
 	struct handlers h = {0};
 	if (agent_fixer_pid > 0) /* restored.c: a child of ours, not an orphan to kill */
 		handlers_add(&h, agent_fixer_pid);
-	/* An owned sandbox's creator connected before we ran (a socket pair, --first-fd): its
-	 * handler is ready before the host sends its first request (`rung run`'s command), so
-	 * that request needs neither a connect nor a fork on its way. */
-	if (first_fd >= 0) {
-		rung_fd_set_cloexec(first_fd, 1);
-		pid_t pid = start_handler(first_fd, true, listen_fd, sfd, &chld);
-		if (pid > 0)
-			handlers_add(&h, pid);
-		close(first_fd);
-	}
+	if (first_fd >= 0)
+		serve_first(first_fd, listen_fd, sfd, &chld, &h);
 	for (;;) {
 		struct signalfd_siginfo si;
 		while (sfd >= 0 && read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
@@ -216,7 +249,7 @@ int agent_serve(int listen_fd, int first_fd)
 				continue;
 			return -errno;
 		}
-		pid_t pid = start_handler(c, false, listen_fd, sfd, &chld);
+		pid_t pid = start_handler(c, NULL, listen_fd, sfd, &chld);
 		if (pid > 0)
 			handlers_add(&h, pid);
 		close(c);

@@ -72,6 +72,11 @@ START_TEST(test_exit_codes)
 	ck_assert_int_eq(r.status, 127);
 	ck_assert_msg(strstr(r.err, "/no/such/command"), "%s", r.err);
 	spine_run_release(&r);
+	/* served by pid 1 itself (agent/serve.c, serve_first): no handler between them */
+	RUN(&r, NULL, "--", "/bin/sh", "-c", "echo ppid=$PPID");
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_str_eq(r.out, "ppid=1\n");
+	spine_run_release(&r);
 }
 END_TEST
 
