@@ -11,6 +11,9 @@
 #         limits, in `unshare -m sh -c 'umount /sys/fs/cgroup/unified && exec crun ...'`
 #         (crun 1.8.1 refuses this host's hybrid cgroups otherwise: docs/platform.md), minus the
 #         same wrapper around /bin/true
+#   then the cli row and crun interleaved, each round in a random order (bench/interleave.py
+#   SHUFFLE=1): the same load for all; RUNG_OLD=/path/to/another/rung (its rung-agent beside
+#   it) adds that build's cli row to the same loop (a before/after in one run)
 set -eu
 cd "$(dirname "$0")/.."
 make -s build/rung build/rung-agent build/bench/container >/dev/null
@@ -80,4 +83,22 @@ print("hyperfine -N (commands one after the other):")
 print(f"  crun run, net of the wrapper    median {hf_crun:7.2f} ms  ({r['crun-run']:.2f} - {r['crun-wrapper']:.2f})")
 print(f"  rung run (CLI, incl. dispose)   median {r['rung-run']:7.2f} ms")
 print(f"  ratio rung run (CLI) / crun            = {r['rung-run']/hf_crun:.2f}x")
+PY
+printf '#!/bin/sh\nexec unshare -m sh -c "umount /sys/fs/cgroup/unified && exec %s"\n' \
+	"crun run -b $B rung-bench-il-$$" >"$T/crun.sh"
+printf '#!/bin/sh\nexec unshare -m sh -c "umount /sys/fs/cgroup/unified && exec /bin/true"\n' \
+	>"$T/wrap.sh"
+RUN="run --isolation container --image bench/busybox -- /bin/true"
+SHUFFLE=1 python3 bench/interleave.py "$RUNS" "crun-wrapped=/bin/sh $T/crun.sh" \
+	"crun-wrapper=/bin/sh $T/wrap.sh" "rung-run=$R --state-dir $ST $RUN" \
+	${RUNG_OLD:+"rung-run-old=$RUNG_OLD --state-dir $ST $RUN"} >"$T/il.txt"
+python3 - "$T/il.txt" <<'PY'
+import sys
+m = {l.split()[0]: float(l.split()[1]) for l in open(sys.argv[1])}
+crun = m["crun-wrapped"] - m["crun-wrapper"]
+print("interleaved, each round in a random order (bench/interleave.py SHUFFLE=1):")
+print(f"  crun run, net of the wrapper    median {crun:7.2f} ms  ({m['crun-wrapped']:.2f} - {m['crun-wrapper']:.2f})")
+for k in ("rung-run", "rung-run-old"):
+    if k in m:
+        print(f"  {k:15s} (CLI)          median {m[k]:7.2f} ms  = {m[k] / crun:.2f}x crun (target <= 1.0)")
 PY

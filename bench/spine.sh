@@ -33,8 +33,8 @@ print(f"ratio cold  rung run / bwrap      = {med['rung-run-cold']/med['bwrap-col
 print(f"ratio warm  rung exec / bwrap cold = {med['rung-exec-warm']/med['bwrap-cold']:.2f}x  (target <= 0.2)")
 print(f"floors: /bin/true {med['true']:.2f} ms, rung --version {med['rung-version']:.2f} ms (a CLI exec is both)")
 PY
-echo "interleaved, $RUNS rounds (each round runs each command once: the same load for all):"
-python3 bench/interleave.py "$RUNS" "rung-run-cold=$R --state-dir $ST run -- /bin/true" \
+echo "interleaved, $RUNS rounds (each round runs each command once, in a random order: the same load for all):"
+SHUFFLE=1 python3 bench/interleave.py "$RUNS" "rung-run-cold=$R --state-dir $ST run -- /bin/true" \
 	"bwrap-cold=$(command -v bwrap) ${BWRAP#bwrap }" "rung-exec-warm=$R --state-dir $ST exec $ID -- /bin/true" \
 	true=/bin/true "rung-version=$R --version" \
 	"rung-run-tmpfs=$R --state-dir $ST run --disk 256M -- /bin/true" >"$ST/il.txt"
