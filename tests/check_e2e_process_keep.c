@@ -58,7 +58,8 @@ static int idle_handlers(pid_t init, pid_t *one)
 	while ((e = readdir(d))) {
 		char p[300];
 		snprintf(p, sizeof(p), "/proc/%s/stat", e->d_name);
-		char *txt = e->d_name[0] >= '1' && e->d_name[0] <= '9' ? spine_slurp(p, NULL) : NULL;
+		bool pid = e->d_name[0] >= '1' && e->d_name[0] <= '9';
+		char *txt = pid ? spine_slurp(p, NULL) : NULL;
 		const char *rp = txt ? strrchr(txt, ')') : NULL;
 		int ppid = 0;
 		if (rp && sscanf(rp + 2, "%*c %d", &ppid) == 1 && ppid == init &&
