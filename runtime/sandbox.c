@@ -356,7 +356,10 @@ static bool keeps_conns(const struct rt_sandbox *sb)
 	return sb->router->keep_agent_conns && sb->meta.iso != RUNG_ISO_VM;
 }
 
-static int connect_agent(struct rung_sandbox *s, struct rt_cgroup **cg, struct rung_err *err)
+/* kept_cg: an exec, which may take a kept connection (with the group parked beside it, into
+ * *kept_cg); NULL: any other operation, which connects. */
+static int connect_agent(struct rung_sandbox *s, struct rt_cgroup **kept_cg,
+			 struct rung_err *err)
 {
 	struct rt_meta *m = &s->sb.meta;
 	enum rung_state st;
@@ -397,14 +400,11 @@ static int connect_agent(struct rung_sandbox *s, struct rt_cgroup **cg, struct r
 		rung_trace("agent: first connection");
 		return first;
 	}
-	struct rt_cgroup *kcg = NULL;
-	int kept = keeps_conns(&s->sb) ? rt_keep_take(&s->sb.router->store, m->id, &kcg) : -1;
+	int kept = kept_cg && keeps_conns(&s->sb)
+			   ? rt_keep_take(&s->sb.router->store, m->id, kept_cg)
+			   : -1;
 	if (kept >= 0) {
 		rung_trace("agent: kept connection");
-		if (cg)
-			*cg = kcg; /* the group its last exec opened (for the OOM count) */
-		else
-			rt_cgroup_free(kcg);
 		return kept;
 	}
 	char sock[4096];
