@@ -74,17 +74,6 @@ static int idle_handlers(pid_t init, pid_t *one)
 	return n;
 }
 
-static int fds_open(void)
-{
-	int n = 0;
-	DIR *d = opendir("/proc/self/fd");
-	while (d && readdir(d))
-		n++;
-	if (d)
-		closedir(d);
-	return n;
-}
-
 /* What both rungs must show with kept connections. */
 static void keep_checks(struct rung_router *r, struct rung_sandbox *sb)
 {
@@ -131,7 +120,7 @@ static void keep_checks(struct rung_router *r, struct rung_sandbox *sb)
 START_TEST(test_keep_process)
 {
 	RUNG_REQUIRE_ROOT();
-	int fds = fds_open();
+	int fds = rung_test_count_fds();
 	struct rung_router_opts o = {.keep_agent_conns = true};
 	struct rung_router *r = spine_router_with(&o, NULL);
 	struct rung_sandbox *sb = spine_acquire(r, "keep", "t", "k", NULL, NULL);
@@ -140,7 +129,8 @@ START_TEST(test_keep_process)
 	ck_assert_msg(rung_dispose(r, rung_sandbox_id(sb), NULL, &err) == 0, "%s", err.msg);
 	rung_sandbox_close(sb);
 	rung_router_free(r);
-	ck_assert_int_eq(fds_open(), fds); /* the parked connection went with the dispose */
+	/* the parked connection went with the dispose */
+	ck_assert_int_eq(rung_test_count_fds(), fds);
 }
 END_TEST
 
@@ -170,7 +160,7 @@ START_TEST(test_keep_container)
 {
 	RUNG_REQUIRE_ROOT();
 	CT_REQUIRE();
-	int fds = fds_open();
+	int fds = rung_test_count_fds();
 	struct rung_router_opts o = {.keep_agent_conns = true};
 	struct rung_router *r = ct_router_with(&o, NULL);
 	struct rung_spec s;
@@ -182,7 +172,7 @@ START_TEST(test_keep_container)
 	rung_sandbox_close(sb);
 	rung_spec_release(&s);
 	rung_router_free(r);
-	ck_assert_int_eq(fds_open(), fds);
+	ck_assert_int_eq(rung_test_count_fds(), fds);
 }
 END_TEST
 

@@ -222,16 +222,6 @@ static void case_hostile(const char *thread)
 	close_sb(r, sb);
 }
 
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
-}
-
 static int count_tasks(void)
 {
 	DIR *d = opendir("/proc/self/task");
@@ -250,7 +240,7 @@ static void case_cycles(const char *thread)
 	struct rung_err err = {0};
 	/* the sandbox's processes now (the counting shell's own included, as after) */
 	ck_assert_int_eq(cp_sh(sb, "n=$(ls -d /proc/[0-9]* | wc -l); echo $n > /tmp/procs0"), 0);
-	int before = count_fds(), tasks = count_tasks();
+	int before = rung_test_count_fds(), tasks = count_tasks();
 	for (int i = 0; i < 100; i++) {
 		int in = cp_make_tar(tree, sizeof(tree) / sizeof(tree[0]));
 		ck_assert_msg(rung_cp_upload(sb, in, "/tmp/cy", NULL, &err) == 0, "%s", err.msg);
@@ -260,7 +250,7 @@ static void case_cycles(const char *thread)
 			      err.msg);
 		fclose(f);
 	}
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(rung_test_count_fds(), before);
 	ck_assert_int_eq(count_tasks(), tasks);
 	/* every handler gone (reaped a moment after its connection closed) */
 	ck_assert_int_eq(cp_sh(sb, "i=0; while [ $i -lt 50 ]; do "
