@@ -35,7 +35,8 @@ static void kernel_view(struct rung_buf *b)
 	long hz = sysconf(_SC_CLK_TCK);
 	if (n > 5 && hz > 0 && !strncmp(buf, "cpu ", 4)) {
 		buf[n] = 0;
-		/* user nice system (idle iowait skipped) irq softirq steal */
+		/* /proc/stat columns: user, nice, system, then idle and iowait (skipped), irq,
+		 * softirq, steal */
 		unsigned long long v[8] = {0};
 		if (sscanf(buf + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
 			   &v[3], &v[4], &v[5], &v[6], &v[7]) >= 3) {
