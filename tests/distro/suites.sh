@@ -28,7 +28,9 @@ for s in "$@"; do
 		CK_VERBOSITY=verbose "$W/build/check_rung" "$s" >"$W/$s.log" 2>&1
 	rc=$?
 	secs=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }')
-	res=$(grep -E '^[0-9]+%: Checks' "$W/$s.log" | tail -n 1)
+	# Check's summary, even behind another process's unfinished line (they share the log)
+	res=$(grep -oE '[0-9]+%: Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' "$W/$s.log" |
+		tail -n 1)
 	if [ "$rc" = 0 ] && [ -n "$res" ] && ! [ -s "$W/build/skips.log" ]; then
 		ok "$s ($res) ${secs}s"
 		# the figures the tests print (CPU used under cpu.max, peak pids, OOM kills, ...)
@@ -37,6 +39,11 @@ for s in "$@"; do
 	else
 		bad "$s rc=$rc (${res:-no summary}) ${secs}s"
 		grep -E ':[FE]:|SKIP|skip' "$W/$s.log" | head -n 40 | sed 's/^/    /'
+		# what the log ends with, as bytes (a summary line that is not at a line's start, a
+		# log cut short), and the room left where it is written
+		echo "    log: $(wc -c <"$W/$s.log") bytes, $(wc -l <"$W/$s.log") lines; its end:"
+		tail -n 12 "$W/$s.log" | cat -v | cut -c 1-200 | sed 's/^/    | /'
+		df -k /tmp | tail -n 1 | sed 's/^/    df: /'
 		[ "${DISTRO_VERBOSE:-0}" = 1 ] && sed 's/^/    | /' "$W/$s.log"
 		dmesg | tail -n +$((d0 + 1)) | tail -n 8 | sed 's/^/    dmesg: /'
 	fi

@@ -68,7 +68,8 @@ int rung_test_cgroup_debris_drop(const char *state_dir);
  * open fd (O_CLOEXEC) of its /proc/PID/ns/user; its pid in *holder, for the caller to kill
  * and reap. Fails the test when it cannot be made. */
 int rung_test_userns(pid_t *holder);
-/* Remove a tree (no links followed); 0 or -1. */
+/* Remove a tree (no links followed, never below a mount point: what is mounted inside it,
+ * and the directory it is mounted on, stay); 0 or -1. */
 int rung_test_rmtree(const char *path);
 
 #endif
