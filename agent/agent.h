@@ -63,6 +63,9 @@ bool agent_cmd_cgroup_pids(uint64_t *out);
 /* pid 1's memfd whose record lock serialises background process starts (procs.c) */
 extern int agent_start_lock_fd;
 
+/* signal(sig, handler) in the agent: every change of a disposition after the process's first
+ * spawn goes through it, so that the next command starts with it reset (spawn.c). */
+void agent_spawn_signal(int sig, void (*handler)(int));
 /* As agent_spawn; fd3 (-1: none) becomes the command's fd 3; with ctty, in is a terminal
  * that becomes the command's controlling one. */
 pid_t agent_spawn_tty(const struct rung_proto_exec *x, int in, int out, int errfd, int fd3,

@@ -74,6 +74,6 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* pid 1 ignores signals it has no handler for; make that explicit for the ones we get. */
-	signal(SIGPIPE, SIG_IGN);
+	agent_spawn_signal(SIGPIPE, SIG_IGN);
 	return agent_serve(listen_fd, first_fd) < 0 ? 1 : 0;
 }

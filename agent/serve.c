@@ -180,9 +180,9 @@ static pid_t start_handler(int c, struct rung_frame *pre, int listen_fd, int sfd
 		_exit(1); /* pid 1 is gone already */
 	/* Orphans of this request's processes re-parent to us, not to pid 1. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	signal(SIGPIPE, SIG_IGN);
+	agent_spawn_signal(SIGPIPE, SIG_IGN);
 	/* write_file past RLIMIT_FSIZE: an error, not death */
-	signal(SIGXFSZ, SIG_IGN);
+	agent_spawn_signal(SIGXFSZ, SIG_IGN);
 	bool again = pre ? agent_dispatch(c, pre) : agent_handle(c, false);
 	for (; again; again = agent_handle(c, true))
 		agent_kill_descendants();

@@ -36,10 +36,72 @@ struct spawn_ctx {
 	bool ctty;    /* in is a terminal: make it the controlling one */
 	int fd3;      /* -1, or what becomes the command's fd 3 */
 	const struct sock_fprog *filter; /* NULL, or the request's own seccomp filter */
+	uint64_t nondefault; /* the signals to reset to SIG_DFL (bit sig - 1) */
 	int err; /* written by the child: errno of the failed step */
 	const char *step; /* and which: "cwd", "seccomp" (NULL: exec) */
 	char buf[4096]; /* the child's candidate path */
 };
+
+/* The kernel's struct sigaction: the raw call, since libc refuses to touch the two signals
+ * it reserves for itself (32, 33), which a parent may still have left ignored. */
+struct ksigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+/*
+ * The signals whose disposition is not SIG_DFL in this process (bit sig - 1): asked of the
+ * kernel once per process, at its first spawn (a kept handler runs many commands; each would
+ * otherwise cost 62 system calls in the child), and again after agent_spawn_signal.
+ * Dispositions are inherited by fork, but a process may change them after: the pid says
+ * whose snapshot it is.
+ */
+static uint64_t nondefault_sigs;
+static pid_t nondefault_pid;
+
+static uint64_t spawn_nondefault(void)
+{
+	pid_t self = getpid();
+	if (nondefault_pid == self)
+		return nondefault_sigs;
+	uint64_t m = 0;
+	for (int sig = 1; sig <= 64; sig++) {
+		struct ksigaction old;
+		if (sig == SIGKILL || sig == SIGSTOP)
+			continue;
+		/* unknown: reset it (as before this snapshot, every signal was) */
+		if (syscall(SYS_rt_sigaction, sig, NULL, &old, sizeof(old.mask)) < 0 ||
+		    old.handler != SIG_DFL)
+			m |= 1ull << (sig - 1);
+	}
+	nondefault_sigs = m;
+	nondefault_pid = self;
+	return m;
+}
+
+void agent_spawn_signal(int sig, void (*handler)(int))
+{
+	signal(sig, handler);
+	nondefault_pid = 0; /* asked again at the next spawn */
+}
+
+/* The child's stack: made at a process's first spawn and kept (a vfork child runs on it
+ * while its parent waits, one at a time: the agent has one thread). Unmapping it after each
+ * command cost a TLB shootdown, and a fresh one its page faults, on every exec. */
+static void *spawn_stack(void)
+{
+	static void *stack;
+	if (!stack) {
+		void *p = mmap(NULL, STACK_SIZE, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		stack = p;
+	}
+	return stack;
+}
 
 static void try_exec(struct spawn_ctx *s, const char *file)
 {
@@ -82,17 +144,12 @@ static int child_main(void *ud)
 		close(ofd);
 	}
 	/* execve keeps ignored signals ignored (the agent inherits SIGHUP ignored and ignores
-	 * SIGPIPE itself): the command starts with every disposition at its default. */
-	/* Every signal, real-time ones included: the raw call, since libc refuses to touch the two
-	 * it reserves for itself (32, 33), which a parent may still have left ignored. */
-	struct {
-		void (*handler)(int);
-		unsigned long flags;
-		void (*restorer)(void);
-		uint64_t mask;
-	} dfl = {.handler = SIG_DFL};
+	 * SIGPIPE itself): the command starts with every disposition at its default. Only those
+	 * that are not (spawn_nondefault) are reset: a handler, had the agent one, is reset here
+	 * too, so none can run in this child on memory it shares with the handler. */
+	struct ksigaction dfl = {.handler = SIG_DFL};
 	for (int sig = 1; sig <= 64; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
+		if (s->nondefault & (1ull << (sig - 1)))
 			syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
 	sigset_t none;
 	sigemptyset(&none);
@@ -203,11 +260,8 @@ pid_t agent_spawn_tty(const struct rung_proto_exec *x, int in, int out, int errf
 	const char *path = env_path(x->env);
 	cleanup_free char **envp = calloc(ne + 2, sizeof(char *));
 	cleanup_free char **sh_argv = calloc(na + 2, sizeof(char *));
-	void *stack = mmap(NULL, STACK_SIZE, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (!envp || !sh_argv || stack == MAP_FAILED) {
-		if (stack != MAP_FAILED)
-			munmap(stack, STACK_SIZE);
+	void *stack = spawn_stack();
+	if (!envp || !sh_argv || !stack) {
 		errno = ENOMEM;
 		return -1;
 	}
@@ -229,7 +283,8 @@ pid_t agent_spawn_tty(const struct rung_proto_exec *x, int in, int out, int errf
 			      .as_root = getuid() != 0,
 			      .ctty = ctty,
 			      .fd3 = fd3,
-			      .filter = x->seccomp ? &prog : NULL};
+			      .filter = x->seccomp ? &prog : NULL,
+			      .nondefault = spawn_nondefault()};
 	/* No signal handler may run in the child on memory it shares with us. */
 	sigset_t all, old;
 	sigfillset(&all);
@@ -238,7 +293,6 @@ pid_t agent_spawn_tty(const struct rung_proto_exec *x, int in, int out, int errf
 	    clone(child_main, (char *)stack + STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, &s);
 	int e = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	munmap(stack, STACK_SIZE);
 	if (pid < 0) {
 		errno = e;
 		return -1;

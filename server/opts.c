@@ -48,7 +48,7 @@ const char srv_usage[] =
     "  --json                 log one JSON object per line instead of key=value\n"
     "  -h, --help             this text\n"
     "\n"
-    "Limits: JSON bodies 1 MiB, file uploads 64 MiB, header block 64 KiB (413 beyond).\n"
+    "Limits: JSON bodies 1 MiB, file uploads 64 MiB, header block 32 KiB (431 beyond).\n"
     "Endpoints: POST/GET/DELETE /v1/sandboxes, GET/DELETE /v1/sandboxes/{id},\n"
     "POST /v1/sandboxes/{id}/{exec,run-code,suspend,resume}, PUT/GET /v1/sandboxes/{id}/files,\n"
     "PUT/GET /v1/sandboxes/{id}/archive (tar streams),\n"

@@ -20,8 +20,16 @@ static enum MHD_Result queue(struct srv_call *call, struct MHD_Connection *c, un
 	if (status == 429)
 		MHD_add_response_header(resp, "Retry-After", "1");
 	/* A refused client does not keep a connection slot that other scopes need. */
-	if (call && call->close_conn)
+	if (call && call->close_conn) {
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+	} else if (call) {
+		/* How long an idle connection may wait for its next request before srv_watchdog
+		 * cuts it (the header timeout): a client keeps it for less. The Keep-Alive header
+		 * of RFC 2068 (19.7.1.1), which HTTP clients still read. */
+		char ka[32];
+		snprintf(ka, sizeof(ka), "timeout=%u", call->s->o.header_timeout_s);
+		MHD_add_response_header(resp, "Keep-Alive", ka);
+	}
 	if (call)
 		call->status = status;
 	enum MHD_Result r = MHD_queue_response(c, status, resp);

@@ -177,6 +177,14 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	rung_log(RUNG_LOG_DEBUG, "mhd", "%s", line);
 }
 
+/*
+ * Each connection's memory (its request head and read buffer): 32 KiB, which libmicrohttpd
+ * takes from malloc. Above 32 KiB it maps a fresh region per connection instead, and its page
+ * faults and unmapping cost every request ~0.28 ms on a virtualised host (bench/README.md,
+ * "serve"); the header block's limit is what is left of it (431 beyond, docs/configuration.md).
+ */
+#define SRV_CONN_MEMORY (32 * 1024)
+
 static int start_listener(struct srv *s, struct srv_listener *l, int fd, bool is_unix,
 			  struct rung_err *err)
 {
@@ -190,7 +198,7 @@ static int start_listener(struct srv *s, struct srv_listener *l, int fd, bool is
 	    srv_notify_conn, l, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->o.idle_timeout_s,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->o.max_connections,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, is_unix ? 0u : (unsigned)s->o.max_per_ip,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_EXTERNAL_LOGGER,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SRV_CONN_MEMORY, MHD_OPTION_EXTERNAL_LOGGER,
 	    mhd_log, NULL, MHD_OPTION_END);
 	if (!l->d) {
 		close(fd);

@@ -152,6 +152,52 @@ START_TEST(test_spawn_signals_and_session)
 }
 END_TEST
 
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+/* The command's SigIgn, SigCgt and SigBlk lines are all zero. */
+static bool dispositions_default(void)
+{
+	/* cat: grep catches SIGSEGV itself (its stack overflow guard) */
+	char *argv[] = {"cat", "/proc/self/status", NULL};
+	char *env[] = {"PATH=/usr/bin:/bin", NULL};
+	struct run r;
+	run(argv, env, NULL, &r);
+	if (!strstr(r.out, "SigIgn:\t0000000000000000") ||
+	    !strstr(r.out, "SigCgt:\t0000000000000000") ||
+	    !strstr(r.out, "SigBlk:\t0000000000000000")) {
+		fprintf(stderr, "pid %d: %s", (int)getpid(), r.out);
+		return false;
+	}
+	return true;
+}
+
+START_TEST(test_spawn_signals_changed_later)
+{
+	/* The agent asks for its dispositions once per process (spawn.c): a change after a
+	 * first spawn, through agent_spawn_signal, and one in a forked process before its own
+	 * first spawn, still reach no command. */
+	ck_assert(dispositions_default());
+	agent_spawn_signal(SIGHUP, SIG_IGN);
+	agent_spawn_signal(SIGUSR1, on_usr1);
+	ck_assert(dispositions_default());
+	ck_assert(dispositions_default());
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		signal(SIGQUIT, SIG_IGN); /* plain signal(): a new process asks again */
+		_exit(dispositions_default() ? 0 : 1);
+	}
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the forked process: status %d", st);
+	agent_spawn_signal(SIGHUP, SIG_DFL);
+	agent_spawn_signal(SIGUSR1, SIG_DFL);
+}
+END_TEST
+
 static int count_children(void)
 {
 	char p[64];
@@ -202,6 +248,7 @@ Suite *agent_spawn_suite(void)
 	tcase_add_test(tc, test_spawn_errors);
 	tcase_add_test(tc, test_spawn_script_without_shebang);
 	tcase_add_test(tc, test_spawn_signals_and_session);
+	tcase_add_test(tc, test_spawn_signals_changed_later);
 	tcase_add_test(tc, test_kill_descendants);
 	suite_add_tcase(s, tc);
 	return s;

@@ -12,7 +12,10 @@ import http.client
 import inspect
 import json
 import os
+import select
 import socket
+import threading
+import time
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
@@ -166,7 +169,43 @@ _ERRORS = {"unauthorized": Unauthorized, "forbidden": Forbidden, "not_found": No
            "too_many_requests": TooManyRequests}
 
 
-class _UnixHTTPConnection(http.client.HTTPConnection):
+def _quiet(sock: socket.socket) -> bool:
+    """Nothing to read on an idle connection: its peer has neither closed it nor sent."""
+    p = select.poll()
+    p.register(sock, select.POLLIN)
+    return not p.poll(0)
+
+
+class _HTTPConnection(http.client.HTTPConnection):
+    """http.client, whose request can go out in one write: http.client writes the head and
+    the body apart, and the daemon woke for each (a wake-up is dear on a loaded host)."""
+
+    _gather: list[bytes] | None = None
+
+    def send(self, data: Any) -> None:
+        if self._gather is not None and isinstance(data, (bytes, bytearray)):
+            self._gather.append(bytes(data))
+            return
+        super().send(data)
+
+    def request_whole(self, method: str, path: str, body: bytes | None,
+                      headers: dict[str, str]) -> None:
+        """request(), sent in one write (a body past 64 KiB goes apart: not copied)."""
+        if body is not None and len(body) > 65536:
+            self.request(method, path, body=body, headers=headers)
+            return
+        self._gather = []
+        try:
+            self.request(method, path, body=body, headers=headers)
+            data = b"".join(self._gather)
+        finally:
+            self._gather = None
+        if self.sock is None:
+            self.connect()
+        self.sock.sendall(data)
+
+
+class _UnixHTTPConnection(_HTTPConnection):
     """http.client over AF_UNIX."""
 
     def __init__(self, path: str, timeout: float | None = None):
@@ -578,14 +617,83 @@ class SandboxBackend:
             if u.scheme != "http" or not u.hostname:
                 raise ValueError(f"url: expected http://HOST:PORT, got {url!r}")
             self._host, self._port = u.hostname, u.port or 80
+        # idle keep-alive connections for the next request: (conn, kept until), newest last
+        self._idle: list[tuple[_HTTPConnection, float]] = []
+        self._idle_lock = threading.Lock()
+        self._idle_pid = os.getpid()
 
-    def _conn(self, timeout: float | None) -> http.client.HTTPConnection:
+    def _conn_timeout(self, timeout: float | None) -> float | None:
         t = self.timeout
         if timeout is not None and t is not None:
             t = max(t, timeout + 30.0)
+        return t
+
+    def _conn(self, timeout: float | None) -> _HTTPConnection:
+        t = self._conn_timeout(timeout)
         if self.socket_path is not None:
             return _UnixHTTPConnection(self.socket_path, timeout=t)
-        return http.client.HTTPConnection(self._host, self._port, timeout=t)
+        return _HTTPConnection(self._host, self._port, timeout=t)
+
+    # ---- kept connections: a request right after another costs no new connection (nor a
+    # new thread in the daemon). Only requests whose answer is read whole use them.
+    _KEEP_MAX = 4
+
+    def _take(self, timeout: float | None) -> tuple[_HTTPConnection, bool]:
+        """An idle kept connection (and True), else a new one. One the daemon has closed, or
+        that has anything to read while idle, is dropped; so is one past the time the daemon
+        said it keeps an idle connection (its Keep-Alive header), less a second's margin."""
+        now = time.monotonic()
+        with self._idle_lock:
+            if self._idle_pid != os.getpid():  # a forked child: the parent's sockets
+                self._idle, self._idle_pid = [], os.getpid()
+            while self._idle:
+                conn, until = self._idle.pop()
+                sock = conn.sock
+                if now < until and sock is not None and _quiet(sock):
+                    t = self._conn_timeout(timeout)
+                    conn.timeout = t
+                    sock.settimeout(t)
+                    return conn, True
+                conn.close()
+        return self._conn(timeout), False
+
+    def _give_back(self, conn: _HTTPConnection, resp: http.client.HTTPResponse) -> None:
+        ka = resp.getheader("Keep-Alive") or ""
+        secs = 0.0
+        for part in ka.split(","):
+            k, _, v = part.strip().partition("=")
+            if k.strip().lower() == "timeout":
+                try:
+                    secs = float(v)
+                except ValueError:
+                    secs = 0.0
+        keep = secs - 1.0 if secs >= 2.0 else secs / 2
+        if resp.will_close or keep <= 0 or conn.sock is None:
+            conn.close()
+            return
+        with self._idle_lock:
+            if self._idle_pid == os.getpid() and len(self._idle) < self._KEEP_MAX:
+                self._idle.append((conn, time.monotonic() + keep))
+                return
+        conn.close()
+
+    def close(self) -> None:
+        """Close the idle kept connections (the backend stays usable)."""
+        with self._idle_lock:
+            idle, self._idle = self._idle, []
+        for conn, _ in idle:
+            conn.close()
+
+    def __enter__(self) -> "SandboxBackend":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        idle = getattr(self, "_idle", None)
+        for conn, _ in idle or ():
+            conn.close()
 
     def _headers(self, key: SandboxKey | None = None) -> dict[str, str]:
         h = {"Accept": "application/json"}
@@ -645,11 +753,32 @@ class SandboxBackend:
     def _request(self, method: str, path: str, body: Any = None,
                  raw_body: bytes | None = None, key: SandboxKey | None = None,
                  timeout: float | None = None) -> tuple[int, bytes]:
-        conn, resp = self._open(method, path, body, raw_body, key, timeout)
+        """One request whose answer is read whole, on a kept connection when there is one."""
+        headers = self._headers(key)
+        data = raw_body
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        conn, kept = self._take(timeout)
         try:
-            return resp.status, resp.read()
-        finally:
+            try:
+                conn.request_whole(method, path, data, headers)
+            except (BrokenPipeError, ConnectionResetError):
+                if not kept:
+                    raise
+                # closed by the daemon as we sent: it read no request; once more, anew
+                conn.close()
+                conn = self._conn(timeout)
+                conn.request_whole(method, path, data, headers)
+            resp = conn.getresponse()
+            raw = resp.read()
+        except BaseException:
             conn.close()
+            raise
+        self._give_back(conn, resp)
+        if resp.status >= 400:
+            _raise_for(resp.status, raw)
+        return resp.status, raw
 
     def _json(self, method: str, path: str, body: Any = None, key: SandboxKey | None = None,
               timeout: float | None = None) -> Any:

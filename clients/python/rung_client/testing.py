@@ -117,8 +117,9 @@ class Daemon:
             from .client import SandboxBackend
             for tok in self.tokens.values():
                 try:
-                    SandboxBackend(socket_path=self.socket_path, token=tok,
-                                   timeout=30).dispose_scope()
+                    with SandboxBackend(socket_path=self.socket_path, token=tok,
+                                        timeout=30) as b:
+                        b.dispose_scope()
                 except Exception:  # best effort; the store is removed below anyway
                     pass
         self.stop(signal.SIGKILL)
