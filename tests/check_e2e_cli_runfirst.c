@@ -25,15 +25,19 @@ static const char *sd(void)
 	return g_sd;
 }
 
-/* `rung --state-dir SD run [ARGS...]`, traced: the first connection must have been taken. */
-static void run_traced(struct spine_run *r, const char *in, const char *const *args)
+/* `rung --state-dir SD [--json] run [ARGS...]`, traced: the first connection must have been
+ * taken. */
+static void run_traced(struct spine_run *r, const char *in, bool json, const char *const *args)
 {
 	char trace[4200], env_trace[4300];
 	snprintf(trace, sizeof(trace), "%s/first-%d.trace", spine_base(), (int)getpid());
 	snprintf(env_trace, sizeof(env_trace), "RUNG_TRACE=%s", trace);
 	unlink(trace);
-	const char *argv[40] = {"--state-dir", sd(), "run"};
-	int n = 3;
+	const char *argv[40] = {"--state-dir", sd()};
+	int n = 2;
+	if (json)
+		argv[n++] = "--json";
+	argv[n++] = "run";
 	for (int i = 0; args[i] && n < 39; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
@@ -46,11 +50,12 @@ static void run_traced(struct spine_run *r, const char *in, const char *const *a
 	unlink(trace);
 }
 
-#define RUN(res, in, ...)                                                                          \
+#define RUN_AS(res, in, json, ...)                                                                 \
 	do {                                                                                       \
 		const char *const a_[] = {__VA_ARGS__, NULL};                                      \
-		run_traced(res, in, a_);                                                           \
+		run_traced(res, in, json, a_);                                                     \
 	} while (0)
+#define RUN(res, in, ...) RUN_AS(res, in, false, __VA_ARGS__)
 
 START_TEST(test_exit_codes)
 {
@@ -96,6 +101,24 @@ START_TEST(test_stdio)
 END_TEST
 
 /* 8 MiB through (under the 16 MiB default limit); a 4 KiB limit truncates and says so. */
+/* An OOM kill under --memory is reported (`oom`), counted in the group the run's start made
+ * and handed to its first exec (rt_sandbox_keep_cg), not found again. */
+START_TEST(test_oom_reported)
+{
+	RUNG_REQUIRE_ROOT();
+	struct spine_run r;
+	RUN_AS(&r, NULL, true, "--memory", "64M", "--", "python3", "-c",
+	       "b = bytearray(256 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1");
+	ck_assert_msg(r.status == 137 && strstr(r.out, "\"oom\":true"), "status %d: %s %s",
+		      r.status, r.out, r.err);
+	spine_run_release(&r);
+	RUN_AS(&r, NULL, true, "--memory", "64M", "--", "/bin/true");
+	ck_assert_msg(r.status == 0 && strstr(r.out, "\"oom\":false"), "status %d: %s %s",
+		      r.status, r.out, r.err);
+	spine_run_release(&r);
+}
+END_TEST
+
 START_TEST(test_large_output_and_limit)
 {
 	RUNG_REQUIRE_ROOT();
@@ -226,6 +249,7 @@ Suite *e2e_cli_runfirst_suite(void)
 	tcase_add_test(tc, test_exit_codes);
 	tcase_add_test(tc, test_stdio);
 	tcase_add_test(tc, test_large_output_and_limit);
+	tcase_add_test(tc, test_oom_reported);
 	tcase_add_test(tc, test_timeout_and_background);
 	tcase_add_test(tc, test_boundary);
 	suite_add_tcase(s, tc);

@@ -691,9 +691,11 @@ class SandboxBackend:
         self.close()
 
     def __del__(self) -> None:
-        idle = getattr(self, "_idle", None)
-        for conn, _ in idle or ():
-            conn.close()
+        try:  # at interpreter exit, whatever close needs may be gone already
+            for conn, _ in getattr(self, "_idle", None) or ():
+                conn.close()
+        except Exception:
+            pass
 
     def _headers(self, key: SandboxKey | None = None) -> dict[str, str]:
         h = {"Accept": "application/json"}
