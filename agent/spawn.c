@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <sys/syscall.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/ioctl.h>
@@ -51,12 +52,40 @@ struct ksigaction {
 	uint64_t mask;
 };
 
+/* The kernel's own account: /proc/self/status's SigIgn and SigCgt masks (bit sig - 1), ORed
+ * into *m; 0, or -1 when it cannot be read (no /proc). */
+static int status_sigs(uint64_t *m)
+{
+	char buf[4096];
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	const char *keys[] = {"\nSigIgn:\t", "\nSigCgt:\t"};
+	uint64_t v = 0;
+	for (int i = 0; i < 2; i++) {
+		const char *p = strstr(buf, keys[i]);
+		char *end;
+		if (!p)
+			return -1;
+		v |= strtoull(p + strlen(keys[i]), &end, 16);
+		if (*end != '\n')
+			return -1;
+	}
+	*m = v;
+	return 0;
+}
+
 /*
  * The signals whose disposition is not SIG_DFL in this process (bit sig - 1): asked of the
  * kernel once per process, at its first spawn (a kept handler runs many commands; each would
- * otherwise cost 62 system calls in the child), and again after agent_spawn_signal.
- * Dispositions are inherited by fork, but a process may change them after: the pid says
- * whose snapshot it is.
+ * otherwise cost 62 system calls in the child), and again after agent_spawn_signal: read from
+ * /proc/self/status (three system calls), else one rt_sigaction per signal. Dispositions are
+ * inherited by fork, but a process may change them after: the pid says whose snapshot it is.
  */
 static uint64_t nondefault_sigs;
 static pid_t nondefault_pid;
@@ -67,14 +96,16 @@ static uint64_t spawn_nondefault(void)
 	if (nondefault_pid == self)
 		return nondefault_sigs;
 	uint64_t m = 0;
-	for (int sig = 1; sig <= 64; sig++) {
-		struct ksigaction old;
-		if (sig == SIGKILL || sig == SIGSTOP)
-			continue;
-		/* unknown: reset it (as before this snapshot, every signal was) */
-		if (syscall(SYS_rt_sigaction, sig, NULL, &old, sizeof(old.mask)) < 0 ||
-		    old.handler != SIG_DFL)
-			m |= 1ull << (sig - 1);
+	if (status_sigs(&m) < 0) {
+		for (int sig = 1; sig <= 64; sig++) {
+			struct ksigaction old;
+			if (sig == SIGKILL || sig == SIGSTOP)
+				continue;
+			/* unknown: reset it (as before this snapshot, every signal was) */
+			if (syscall(SYS_rt_sigaction, sig, NULL, &old, sizeof(old.mask)) < 0 ||
+			    old.handler != SIG_DFL)
+				m |= 1ull << (sig - 1);
+		}
 	}
 	nondefault_sigs = m;
 	nondefault_pid = self;
