@@ -218,7 +218,6 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 			rt_cgroup_destroy(c.cg, &e2);
 		rt_net_teardown(sb);
 	}
-	rt_sandbox_keep_cg(sb, r, &c.cg);
 	rt_cgroup_free(c.cg);
 	rung_strvfreep(&c.lowers);
 	return r;

@@ -137,9 +137,6 @@ struct rt_sandbox {
 	 * end pid 1 got at its start (--first-fd), a handler already waiting on it. The first
 	 * agent request takes it instead of connecting (sandbox.c). */
 	int first_conn;
-	/* Owned only (NULL otherwise): the group its start made, which the first exec takes with
-	 * first_conn for its OOM count instead of finding the group again (rt_sandbox_keep_cg). */
-	struct rt_cgroup *first_cg;
 };
 
 /* ---- network (net.c): the same egress policy for every rung ---- */

@@ -146,14 +146,6 @@ int rt_sandbox_cgroup_clone_fd(const struct rt_sandbox *sb, const struct rt_cgro
 	return fd < 0 ? -1 : fd;
 }
 
-void rt_sandbox_keep_cg(struct rt_sandbox *sb, int r, struct rt_cgroup **cg)
-{
-	if (r < 0 || !sb->owned || sb->first_cg)
-		return;
-	sb->first_cg = *cg;
-	*cg = NULL;
-}
-
 int rt_sandbox_cgroup_join(const struct rt_cgroup *cg, int clone_fd, pid_t pid,
 			   struct rung_err *err)
 {

@@ -28,9 +28,6 @@ int rt_sandbox_cgroup_create(const struct rt_sandbox *sb, struct rt_cgroup **out
  * the router turned it off (RUNG_CLONE_INTO_CGROUP=0), the group's fd, for a clone3 that
  * starts it inside; -1 otherwise or on failure. */
 int rt_sandbox_cgroup_clone_fd(const struct rt_sandbox *sb, const struct rt_cgroup *cg);
-/* At a start's end (r: its result): an owned sandbox that started keeps the group in
- * sb->first_cg (*cg becomes NULL); anything else leaves *cg to the caller to free. */
-void rt_sandbox_keep_cg(struct rt_sandbox *sb, int r, struct rt_cgroup **cg);
 /* after_go's part: nothing when pid 1 was born inside (clone_fd >= 0), else move it in. */
 int rt_sandbox_cgroup_join(const struct rt_cgroup *cg, int clone_fd, pid_t pid,
 			   struct rung_err *err);

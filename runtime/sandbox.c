@@ -65,7 +65,6 @@ void rung_sandbox_close(struct rung_sandbox *s)
 	if (!s)
 		return;
 	rung_closep(&s->sb.first_conn);
-	rt_cgroup_free(s->sb.first_cg);
 	rt_meta_release(&s->sb.meta);
 	free(s);
 }
@@ -399,8 +398,6 @@ static int connect_agent(struct rung_sandbox *s, struct rt_cgroup **kept_cg,
 	int first = s->sb.owned ? __atomic_exchange_n(&s->sb.first_conn, -1, __ATOMIC_ACQ_REL) : -1;
 	if (first >= 0) {
 		rung_trace("agent: first connection");
-		if (kept_cg && !*kept_cg)
-			*kept_cg = __atomic_exchange_n(&s->sb.first_cg, NULL, __ATOMIC_ACQ_REL);
 		return first;
 	}
 	int kept = kept_cg && keeps_conns(&s->sb)

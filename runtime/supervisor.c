@@ -483,7 +483,7 @@ int rt_supervisor_inline(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 		LOG_WARN("owned start: return to the working directory: %s", strerror(errno));
 	if (r < 0) {
 		sb->owned = false;
-		rung_closep(&sb->first_conn); /* (a failed start kept no first_cg) */
+		rung_closep(&sb->first_conn);
 		ops->teardown(sb);
 		return r;
 	}

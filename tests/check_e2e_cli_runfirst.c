@@ -101,8 +101,7 @@ START_TEST(test_stdio)
 END_TEST
 
 /* 8 MiB through (under the 16 MiB default limit); a 4 KiB limit truncates and says so. */
-/* An OOM kill under --memory is reported (`oom`), counted in the group the run's start made
- * and handed to its first exec (rt_sandbox_keep_cg), not found again. */
+/* An OOM kill under --memory is reported (`oom`) for the command on the first connection. */
 START_TEST(test_oom_reported)
 {
 	RUNG_REQUIRE_ROOT();
