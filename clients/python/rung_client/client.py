@@ -691,9 +691,8 @@ class SandboxBackend:
         self.close()
 
     def __del__(self) -> None:
-        try:  # at interpreter exit, whatever close needs may be gone already
-            for conn, _ in getattr(self, "_idle", None) or ():
-                conn.close()
+        try:  # at interpreter exit, or after a failed __init__, close may not get far
+            self.close()
         except Exception:
             pass
 
@@ -706,14 +705,19 @@ class SandboxBackend:
             h["X-Rung-Agent"] = key.agent
         return h
 
+    def _payload(self, body: Any, raw_body: bytes | None, key: SandboxKey | None
+                 ) -> tuple[dict[str, str], bytes | None]:
+        """A request's headers and body: body as JSON, else raw_body as it is."""
+        headers = self._headers(key)
+        if body is None:
+            return headers, raw_body
+        headers["Content-Type"] = "application/json"
+        return headers, json.dumps(body).encode()
+
     def _open(self, method: str, path: str, body: Any = None, raw_body: bytes | None = None,
               key: SandboxKey | None = None, timeout: float | None = None
               ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
-        headers = self._headers(key)
-        data = raw_body
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
+        headers, data = self._payload(body, raw_body, key)
         conn = self._conn(timeout)
         try:
             conn.request(method, path, body=data, headers=headers)
@@ -732,8 +736,7 @@ class SandboxBackend:
                    body: Any) -> Any:
         """POST on a kept-alive connection (keep[0], made on first use, made again once if
         the daemon closed it): a callback answer costs no new connection."""
-        data = json.dumps(body).encode()
-        headers = dict(self._headers(), **{"Content-Type": "application/json"})
+        headers, data = self._payload(body, None, None)
         for attempt in (0, 1):
             if keep[0] is None:
                 keep[0] = self._conn(None)
@@ -756,11 +759,7 @@ class SandboxBackend:
                  raw_body: bytes | None = None, key: SandboxKey | None = None,
                  timeout: float | None = None) -> tuple[int, bytes]:
         """One request whose answer is read whole, on a kept connection when there is one."""
-        headers = self._headers(key)
-        data = raw_body
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
+        headers, data = self._payload(body, raw_body, key)
         conn, kept = self._take(timeout)
         try:
             try:
