@@ -8,7 +8,6 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,16 +221,6 @@ static void case_hostile(const char *thread)
 	close_sb(r, sb);
 }
 
-static int count_tasks(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	int n = 0;
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
-}
-
 static void case_cycles(const char *thread)
 {
 	env->require();
@@ -240,7 +229,7 @@ static void case_cycles(const char *thread)
 	struct rung_err err = {0};
 	/* the sandbox's processes now (the counting shell's own included, as after) */
 	ck_assert_int_eq(cp_sh(sb, "n=$(ls -d /proc/[0-9]* | wc -l); echo $n > /tmp/procs0"), 0);
-	int before = rung_test_count_fds(), tasks = count_tasks();
+	int before = rung_test_count_fds(), tasks = rung_test_count_tasks(getpid());
 	for (int i = 0; i < 100; i++) {
 		int in = cp_make_tar(tree, sizeof(tree) / sizeof(tree[0]));
 		ck_assert_msg(rung_cp_upload(sb, in, "/tmp/cy", NULL, &err) == 0, "%s", err.msg);
@@ -251,7 +240,7 @@ static void case_cycles(const char *thread)
 		fclose(f);
 	}
 	ck_assert_int_eq(rung_test_count_fds(), before);
-	ck_assert_int_eq(count_tasks(), tasks);
+	ck_assert_int_eq(rung_test_count_tasks(getpid()), tasks);
 	/* every handler gone (reaped a moment after its connection closed) */
 	ck_assert_int_eq(cp_sh(sb, "i=0; while [ $i -lt 50 ]; do "
 				   "n=$(ls -d /proc/[0-9]* | wc -l); [ $n -le $(cat /tmp/procs0) ] && exit 0; "

@@ -280,7 +280,8 @@ static int take_net(struct np_world *w)
 			char path[64];
 			snprintf(path, sizeof(path), "/run/lock/rung-npw-%u.lock", k);
 			int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-			if (fd < 0) { /* a minimal host, such as the nested stage's L1, may lack /run/lock */
+			/* a minimal host, such as the nested stage's L1, may lack /run/lock */
+			if (fd < 0) {
 				snprintf(path, sizeof(path), "/tmp/rung-npw-%u.lock", k);
 				fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 			}

@@ -205,7 +205,8 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
 
 int rung_test_rmtree(const char *path)
 {
-	return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 && errno != ENOENT ? -1 : 0;
+	int r = nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	return r < 0 && errno != ENOENT ? -1 : 0;
 }
 
 int rung_test_cgroup_debris_drop(const char *state_dir)
