@@ -128,12 +128,15 @@ static int owned_hold_mnt(const struct rt_sandbox *sb)
  * caller's pipe must not wait for it) and then exits; the kernel tears the namespace down
  * there, whatever becomes of that child, and `rung gc` removes a trash it left. The child
  * closes the namespace only once we closed our copy (EOF on the gate pipe): the last close
- * is the one that pays for the teardown, and it must never be ours.
+ * is the one that pays for the teardown, and it must never be ours. Last, with an ext4 disk,
+ * it makes the spare images of that size (rt_disk_spares_fill) the next start takes.
  */
-static void owned_release(int mntns, const char *trash)
+static void owned_release(int mntns, const char *trash, const struct rt_sandbox *sb)
 {
 	if (mntns < 0 && !trash[0])
 		return;
+	uint64_t spares = mntns >= 0 ? sb->meta.spec.limits.disk_bytes : 0;
+	const char *state = sb->router->store.root;
 	int gate[2] = {-1, -1};
 	if (mntns >= 0 && pipe2(gate, O_CLOEXEC) < 0)
 		gate[0] = gate[1] = -1;
@@ -148,6 +151,8 @@ static void owned_release(int mntns, const char *trash)
 		struct rung_err e = {0};
 		if (trash[0])
 			rung_rm_rf(trash, &e);
+		if (spares)
+			rt_disk_spares_fill(state, spares);
 		_exit(0);
 	}
 	rung_trace("dispose: namespace handed off");
@@ -191,7 +196,7 @@ int rung_sandbox_dispose(struct rung_sandbox *s, struct rung_err *err)
 	char trash[4096] = "";
 	/* Only where a hand-off child is made anyway (a fork costs what the removal saves). */
 	int rc = dispose_locked(r, &m, have, sb->meta.id, mntns >= 0 ? trash : NULL, err);
-	owned_release(mntns, trash);
+	owned_release(mntns, trash, sb);
 	if (have)
 		rt_meta_release(&m);
 	return rc;

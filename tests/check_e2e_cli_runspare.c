@@ -1,0 +1,218 @@
+/*
+ * tests/check_e2e_cli_runspare.c: spare disk images (runtime/diskimg.c). An owned run's
+ * hand-off child leaves copies of its disk's template in `<store>/disks/` (two slots per
+ * size, byte for byte the template, no other file); the next start takes one instead of
+ * copying (traced "disk: spare taken"), and what it gets is a fresh filesystem: nothing of an
+ * earlier run, no lost+found. Concurrent starts never share one image, and a slot that is a
+ * symbolic link or of the wrong size is never taken. Tagged "root".
+ *
+ * The runs have a 96 MiB disk over 64 MiB of memory: an ext4 image (a disk the memory limit
+ * covers would be a tmpfs), small enough to compare with the template.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/lib/sandbox.h"
+#include "tests/lib/testutil.h"
+
+#define DISK_BYTES (96ull << 20)
+
+static char *state_dir(const char *tag)
+{
+	char *d;
+	ck_assert_int_ge(asprintf(&d, "%s/spare-%s-%d", spine_base(), tag, (int)getpid()), 0);
+	return d;
+}
+
+static void disk_file(const char *sd, const char *what, char out[static 4096])
+{
+	snprintf(out, 4096, "%s/disks/ext4-%llu.%s", sd, DISK_BYTES, what);
+}
+
+/* `rung --state-dir SD run --memory 64M --disk 96M -- /bin/sh -c SCRIPT`, traced to stderr. */
+static void run_sh(struct spine_run *r, const char *sd, const char *script)
+{
+	const char *const a[] = {"--state-dir", sd,   "run", "--memory", "64M", "--disk",
+				 "96M",	       "--", "/bin/sh", "-c",	  script,  NULL};
+	const char *const env[] = {"RUNG_TRACE=1", NULL};
+	spine_cli_run_env(r, NULL, a, env);
+}
+
+/* Both slots present within 5 s (the hand-off child fills them after the CLI returned). */
+static void wait_spares(const char *sd)
+{
+	char s0[4096], s1[4096];
+	disk_file(sd, "spare0.img", s0);
+	disk_file(sd, "spare1.img", s1);
+	for (int i = 0; i < 50 && (access(s0, F_OK) || access(s1, F_OK)); i++)
+		usleep(100000);
+	ck_assert_msg(access(s0, F_OK) == 0 && access(s1, F_OK) == 0, "no spares in %s/disks", sd);
+}
+
+static ino_t inode_of(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? st.st_ino : 0;
+}
+
+/* Marks a slot's file (its mtime set to 2001-01-01; inode numbers are reused at once). */
+static void mark(const char *path)
+{
+	const struct timespec t[2] = {{978307200, 0}, {978307200, 0}};
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
+static bool marked(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && st.st_mtim.tv_sec == 978307200;
+}
+
+/* Do files a and b hold the same bytes? */
+static bool same_bytes(const char *a, const char *b)
+{
+	FILE *fa = fopen(a, "r"), *fb = fopen(b, "r");
+	ck_assert_ptr_nonnull(fa);
+	ck_assert_ptr_nonnull(fb);
+	static char ba[1 << 16], bb[1 << 16];
+	bool same = true;
+	for (;;) {
+		size_t na = fread(ba, 1, sizeof(ba), fa), nb = fread(bb, 1, sizeof(bb), fb);
+		if (na != nb || memcmp(ba, bb, na)) {
+			same = false;
+			break;
+		}
+		if (na == 0)
+			break;
+	}
+	fclose(fa);
+	fclose(fb);
+	return same;
+}
+
+/* A run leaves two spares equal to the template and nothing else in disks/; the next run
+ * takes one (and it is replaced), and sees an empty work dir: not the marker the first run
+ * wrote, not mkfs's lost+found. */
+START_TEST(test_spares_made_taken_fresh)
+{
+	RUNG_REQUIRE_ROOT();
+	char *sd = state_dir("taken");
+	struct spine_run r;
+	run_sh(&r, sd, "echo one > marker && sync && ls -A");
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_msg(!strstr(r.err, "disk: spare taken"), "a fresh store had a spare: %s", r.err);
+	spine_run_release(&r);
+	wait_spares(sd);
+	char tpl[4096], s0[4096], s1[4096], dir[4096];
+	disk_file(sd, "img", tpl);
+	disk_file(sd, "spare0.img", s0);
+	disk_file(sd, "spare1.img", s1);
+	ck_assert(same_bytes(tpl, s0));
+	ck_assert(same_bytes(tpl, s1));
+	snprintf(dir, sizeof(dir), "%s/disks", sd);
+	ck_assert_int_eq(rung_test_count_entries(dir), 4); /* template, lock, two spares */
+	mark(s0);
+	mark(s1);
+
+	run_sh(&r, sd, "ls -A; echo end");
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_msg(strstr(r.err, "disk: spare taken"), "no spare taken: %s", r.err);
+	ck_assert_str_eq(r.out, "end\n");
+	spine_run_release(&r);
+	wait_spares(sd);
+	ck_assert_msg(marked(s0) != marked(s1), "not one slot was taken and refilled");
+	ck_assert(same_bytes(tpl, s0));
+	ck_assert_int_eq(rung_test_count_entries(dir), 4);
+	ck_assert_int_eq(spine_store_entries(sd), 0);
+	free(sd);
+}
+END_TEST
+
+/* Eight runs at once, two spares: each run's work dir holds only the file it wrote (no two
+ * attached the same image), and at least one took a spare. */
+START_TEST(test_concurrent_starts)
+{
+	RUNG_REQUIRE_ROOT();
+	char *sd = state_dir("conc");
+	struct spine_run r;
+	run_sh(&r, sd, "true");
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	spine_run_release(&r);
+	wait_spares(sd);
+	enum { N = 8 };
+	pid_t kids[N];
+	for (int i = 0; i < N; i++) {
+		kids[i] = fork();
+		ck_assert_int_ge(kids[i], 0);
+		if (kids[i] == 0) {
+			run_sh(&r, sd, "echo $$ > \"f$$\"; sleep 0.5; ls -A | wc -l");
+			int code = r.status != 0 ? 1 : strcmp(r.out, "1\n") ? 2 : 0;
+			if (code)
+				fprintf(stderr, "run %d: status %d out %s err %s\n", i, r.status,
+					r.out, r.err);
+			_exit(code ? code : strstr(r.err, "disk: spare taken") ? 10 : 11);
+		}
+	}
+	int took = 0;
+	for (int i = 0; i < N; i++) {
+		int st;
+		ck_assert_int_eq(waitpid(kids[i], &st, 0), kids[i]);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) >= 10, "run %d failed (%d)", i, st);
+		took += WEXITSTATUS(st) == 10;
+	}
+	ck_assert_int_ge(took, 1);
+	ck_assert_int_eq(spine_store_entries(sd), 0);
+	free(sd);
+}
+END_TEST
+
+/* A slot that is a symbolic link (to a file the run must not get) or of the wrong size is not
+ * taken: the run copies the template, and both slots stay as they were. */
+START_TEST(test_bad_slots_skipped)
+{
+	RUNG_REQUIRE_ROOT();
+	char *sd = state_dir("bad");
+	struct spine_run r;
+	run_sh(&r, sd, "true");
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	spine_run_release(&r);
+	wait_spares(sd);
+	char s0[4096], s1[4096], other[4096];
+	disk_file(sd, "spare0.img", s0);
+	disk_file(sd, "spare1.img", s1);
+	snprintf(other, sizeof(other), "%s/not-a-disk", sd);
+	ck_assert_int_eq(rename(s0, other), 0); /* a whole image, but no slot's own file */
+	ck_assert_int_eq(symlink(other, s0), 0);
+	ck_assert_int_eq(truncate(s1, DISK_BYTES / 2), 0);
+	ino_t i1 = inode_of(s1);
+	run_sh(&r, sd, "ls -A; echo end");
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_msg(!strstr(r.err, "disk: spare taken"), "a bad slot was taken: %s", r.err);
+	ck_assert_msg(strstr(r.err, "disk: image ready"), "no copy made: %s", r.err);
+	ck_assert_str_eq(r.out, "end\n");
+	spine_run_release(&r);
+	struct stat st;
+	ck_assert_int_eq(lstat(s0, &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	ck_assert_int_eq(inode_of(s1), i1);
+	ck_assert_int_eq(stat(other, &st), 0);
+	ck_assert_uint_eq((unsigned long long)st.st_size, DISK_BYTES);
+	free(sd);
+}
+END_TEST
+
+Suite *e2e_cli_runspare_suite(void)
+{
+	Suite *s = suite_create("e2e_cli_runspare");
+	TCase *tc = spine_tcase(s, "spare", 300);
+	tcase_add_test(tc, test_spares_made_taken_fresh);
+	tcase_add_test(tc, test_concurrent_starts);
+	tcase_add_test(tc, test_bad_slots_skipped);
+	return s;
+}
