@@ -21,6 +21,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include "runtime/diskimg.h"
 #include "runtime/rt-internal.h"
 
 struct sync_msg {
@@ -258,6 +259,9 @@ static void supervisor_main(struct rt_sandbox *sb, const struct rt_backend_ops *
 	msg.st.init_pid = sb->meta.init_pid;
 	rung_write_all(sync, &msg, sizeof(msg));
 	close(sync);
+	/* The next start's disk, made while this sandbox waits for its first request. */
+	if (sb->meta.iso != RUNG_ISO_VM && !rt_sandbox_disk_is_tmpfs(sb))
+		rt_disk_spares_fill(sb->router->store.root, sb->meta.spec.limits.disk_bytes);
 	supervise(sb, ops, sfd);
 	_exit(0);
 }

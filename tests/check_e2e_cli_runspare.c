@@ -4,7 +4,8 @@
  * size, byte for byte the template, no other file); the next start takes one instead of
  * copying (traced "disk: spare taken"), and what it gets is a fresh filesystem: nothing of an
  * earlier run, no lost+found. Concurrent starts never share one image, and a slot that is a
- * symbolic link or of the wrong size is never taken. Tagged "root".
+ * symbolic link or of the wrong size is never taken. A supervised sandbox's supervisor fills
+ * the slots as well, once its sandbox runs. Tagged "root".
  *
  * The runs have a 96 MiB disk over 64 MiB of memory: an ext4 image (a disk the memory limit
  * covers would be a tmpfs), small enough to compare with the template.
@@ -207,6 +208,42 @@ START_TEST(test_bad_slots_skipped)
 }
 END_TEST
 
+/* A supervised sandbox (`rung acquire`) takes a spare too, and its supervisor refills the
+ * slots once the sandbox runs: a store that only ever had supervised sandboxes has them. */
+START_TEST(test_supervised_fills_and_takes)
+{
+	RUNG_REQUIRE_ROOT();
+	char *sd = state_dir("sup");
+	struct spine_run r;
+	const char *const a[] = {"--state-dir", sd,	"--json", "acquire", "--memory", "64M",
+				 "--disk",	"96M",	"--scope", "s",	      "--thread", "t",
+				 "--agent",	"a",	NULL};
+	spine_cli_run(&r, NULL, a);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	spine_run_release(&r);
+	wait_spares(sd);
+	char s0[4096], s1[4096];
+	disk_file(sd, "spare0.img", s0);
+	disk_file(sd, "spare1.img", s1);
+	mark(s0);
+	mark(s1);
+	const char *const b[] = {"--state-dir", sd,	"--json", "acquire", "--memory", "64M",
+				 "--disk",	"96M",	"--scope", "s",	      "--thread", "t2",
+				 "--agent",	"a",	NULL};
+	spine_cli_run(&r, NULL, b);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	spine_run_release(&r);
+	wait_spares(sd); /* the supervisor traces to its log: the slots say what it took */
+	ck_assert_msg(marked(s0) != marked(s1), "not one slot was taken and refilled");
+	const char *const d[] = {"--state-dir", sd, "dispose-scope", "--scope", "s", NULL};
+	spine_cli_run(&r, NULL, d);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	spine_run_release(&r);
+	ck_assert_int_eq(spine_store_entries(sd), 0);
+	free(sd);
+}
+END_TEST
+
 Suite *e2e_cli_runspare_suite(void)
 {
 	Suite *s = suite_create("e2e_cli_runspare");
@@ -214,5 +251,6 @@ Suite *e2e_cli_runspare_suite(void)
 	tcase_add_test(tc, test_spares_made_taken_fresh);
 	tcase_add_test(tc, test_concurrent_starts);
 	tcase_add_test(tc, test_bad_slots_skipped);
+	tcase_add_test(tc, test_supervised_fills_and_takes);
 	return s;
 }
