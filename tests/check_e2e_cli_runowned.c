@@ -10,10 +10,12 @@
  */
 #include <check.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,6 +294,52 @@ START_TEST(test_dispose_from_elsewhere)
 }
 END_TEST
 
+/* A stop signal at any moment of a run (before its sandbox exists, during the acquire, while
+ * the command runs): the CLI ends with 128 + signal, and nothing of the run is left. */
+START_TEST(test_signal_at_any_moment)
+{
+	RUNG_REQUIRE_ROOT();
+	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	char *sd = state_dir();
+	char bin[4096];
+	snprintf(bin, sizeof(bin), "%s/rung", rung_test_build_dir());
+	/* posix_spawn: the kill below never finds a copy of this process before its exec
+	 * (whose inherited handlers of Check's would take the signal), and the signals are
+	 * the CLI's to handle from their defaults. */
+	posix_spawnattr_t at;
+	posix_spawn_file_actions_t fa;
+	sigset_t dfl;
+	sigemptyset(&dfl);
+	sigaddset(&dfl, SIGINT);
+	sigaddset(&dfl, SIGTERM);
+	ck_assert_int_eq(posix_spawnattr_init(&at), 0);
+	ck_assert_int_eq(posix_spawnattr_setsigdefault(&at, &dfl), 0);
+	ck_assert_int_eq(posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF), 0);
+	ck_assert_int_eq(posix_spawn_file_actions_init(&fa), 0);
+	ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0), 0);
+	ck_assert_int_eq(posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0), 0);
+	char *argv[] = {bin, "--state-dir", sd, "run", "--", "/bin/sleep", "30", NULL};
+	char *envp[] = {"PATH=/usr/bin:/bin", NULL};
+	for (int i = 0; i < 16; i++) {
+		int sig = i % 2 ? SIGINT : SIGTERM;
+		pid_t pid;
+		ck_assert_int_eq(posix_spawn(&pid, bin, &fa, &at, argv, envp), 0);
+		usleep((useconds_t)(i * 2500)); /* 0 to 37.5 ms: past a whole run's start */
+		ck_assert_int_eq(kill(pid, sig), 0);
+		ck_assert_int_eq(wait_status(pid), 128 + sig);
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	int n = -1;
+	for (int i = 0; i < 50 && (n = live_children()) != 0; i++)
+		usleep(100000);
+	ck_assert_int_eq(n, 0);
+	ck_assert_int_eq(spine_store_entries(sd), 0);
+	assert_trash_emptied(sd);
+	free(sd);
+}
+END_TEST
+
 /* The memory cgroup's usage of sandbox id (v1 or v2), in bytes; -1 if not found. Its file's
  * path in where. */
 static long long memory_usage(const char *id, char where[static 300])
@@ -488,6 +536,7 @@ Suite *e2e_cli_runowned_suite(void)
 	tcase_add_test(tc, test_kill9_then_gc);
 	tcase_add_test(tc, test_sigterm_disposes);
 	tcase_add_test(tc, test_dispose_from_elsewhere);
+	tcase_add_test(tc, test_signal_at_any_moment);
 	tcase_add_test(tc, test_tmpfs_disk);
 	tcase_add_test(tc, test_command_in_cgroup);
 	tcase_add_test(tc, test_cycles_leave_nothing);
