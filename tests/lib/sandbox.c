@@ -152,8 +152,18 @@ void spine_base_teardown(void)
 		}
 		closedir(d);
 	}
+	/* A `rung run`'s hand-off child may still be filling a store's spare disk images
+	 * (runtime/diskimg.c) after the CLI returned: a file that appears behind the removal
+	 * makes it fail with ENOTEMPTY, and the next try takes it. */
 	struct rung_err err = {0};
-	if (rung_rm_rf(base_dir, &err) < 0)
+	int r = -ENOTEMPTY;
+	for (int i = 0; i < 40 && r == -ENOTEMPTY; i++) {
+		if (i)
+			usleep(50000);
+		err = (struct rung_err){0};
+		r = rung_rm_rf(base_dir, &err);
+	}
+	if (r < 0)
 		fprintf(stderr, "spine teardown: rm -rf %s: %s\n", base_dir, err.msg);
 	base_dir[0] = '\0';
 }
