@@ -39,8 +39,8 @@ static void disk_file(const char *sd, const char *what, char out[static 4096])
 /* `rung --state-dir SD run --memory 64M --disk 96M -- /bin/sh -c SCRIPT`, traced to stderr. */
 static void run_sh(struct spine_run *r, const char *sd, const char *script)
 {
-	const char *const a[] = {"--state-dir", sd,   "run", "--memory", "64M", "--disk",
-				 "96M",	       "--", "/bin/sh", "-c",	  script,  NULL};
+	const char *const a[] = {"--state-dir", sd, "run", "--memory", "64M", "--disk", "96M",
+				 "--", "/bin/sh", "-c", script, NULL};
 	const char *const env[] = {"RUNG_TRACE=1", NULL};
 	spine_cli_run_env(r, NULL, a, env);
 }
@@ -54,6 +54,18 @@ static void wait_spares(const char *sd)
 	for (int i = 0; i < 50 && (access(s0, F_OK) || access(s1, F_OK)); i++)
 		usleep(100000);
 	ck_assert_msg(access(s0, F_OK) == 0 && access(s1, F_OK) == 0, "no spares in %s/disks", sd);
+}
+
+/* A fresh store (its directory returned) whose first run left both spares. */
+static char *store_with_spares(const char *tag)
+{
+	char *sd = state_dir(tag);
+	struct spine_run r;
+	run_sh(&r, sd, "true");
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	spine_run_release(&r);
+	wait_spares(sd);
+	return sd;
 }
 
 static ino_t inode_of(const char *path)
@@ -140,12 +152,8 @@ END_TEST
 START_TEST(test_concurrent_starts)
 {
 	RUNG_REQUIRE_ROOT();
-	char *sd = state_dir("conc");
+	char *sd = store_with_spares("conc");
 	struct spine_run r;
-	run_sh(&r, sd, "true");
-	ck_assert_msg(r.status == 0, "%s", r.err);
-	spine_run_release(&r);
-	wait_spares(sd);
 	enum { N = 8 };
 	pid_t kids[N];
 	for (int i = 0; i < N; i++) {
@@ -178,12 +186,8 @@ END_TEST
 START_TEST(test_bad_slots_skipped)
 {
 	RUNG_REQUIRE_ROOT();
-	char *sd = state_dir("bad");
+	char *sd = store_with_spares("bad");
 	struct spine_run r;
-	run_sh(&r, sd, "true");
-	ck_assert_msg(r.status == 0, "%s", r.err);
-	spine_run_release(&r);
-	wait_spares(sd);
 	char s0[4096], s1[4096], other[4096];
 	disk_file(sd, "spare0.img", s0);
 	disk_file(sd, "spare1.img", s1);
@@ -215,9 +219,9 @@ START_TEST(test_supervised_fills_and_takes)
 	RUNG_REQUIRE_ROOT();
 	char *sd = state_dir("sup");
 	struct spine_run r;
-	const char *const a[] = {"--state-dir", sd,	"--json", "acquire", "--memory", "64M",
-				 "--disk",	"96M",	"--scope", "s",	      "--thread", "t",
-				 "--agent",	"a",	NULL};
+	const char *const a[] = {"--state-dir", sd, "--json", "acquire", "--memory", "64M",
+				 "--disk", "96M", "--scope", "s", "--thread", "t", "--agent",
+				 "a", NULL};
 	spine_cli_run(&r, NULL, a);
 	ck_assert_msg(r.status == 0, "%s", r.err);
 	spine_run_release(&r);
@@ -227,9 +231,9 @@ START_TEST(test_supervised_fills_and_takes)
 	disk_file(sd, "spare1.img", s1);
 	mark(s0);
 	mark(s1);
-	const char *const b[] = {"--state-dir", sd,	"--json", "acquire", "--memory", "64M",
-				 "--disk",	"96M",	"--scope", "s",	      "--thread", "t2",
-				 "--agent",	"a",	NULL};
+	const char *const b[] = {"--state-dir", sd, "--json", "acquire", "--memory", "64M",
+				 "--disk", "96M", "--scope", "s", "--thread", "t2", "--agent",
+				 "a", NULL};
 	spine_cli_run(&r, NULL, b);
 	ck_assert_msg(r.status == 0, "%s", r.err);
 	spine_run_release(&r);
