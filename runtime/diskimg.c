@@ -244,6 +244,12 @@ void rt_disk_spares_fill(const char *state_dir, uint64_t bytes)
 {
 	char dir[3900], tpl[4096], slot[4096];
 	snprintf(dir, sizeof(dir), "%s/disks", state_dir);
+	/* One filler at a time (the templates' build lock, not waited for): many starts at
+	 * once would each copy and all but one throw their copy away. */
+	snprintf(tpl, sizeof(tpl), "%s/lock", dir);
+	cleanup_close int lock = open(tpl, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0)
+		return;
 	snprintf(tpl, sizeof(tpl), "%s/ext4-%llu.img", dir, (unsigned long long)bytes);
 	cleanup_close int in = open(tpl, O_RDONLY | O_CLOEXEC);
 	for (int i = 0; in >= 0 && i < RT_DISK_SPARES; i++) {

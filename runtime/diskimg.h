@@ -32,8 +32,9 @@ int rt_disk_mount(const char *ctl, const char *img, uid_t owner, bool throwaway,
 /* Copies of the template of bytes kept ready (`<state_dir>/disks/ext4-<bytes>.spare<i>.img`,
  * i < RT_DISK_SPARES), made by whoever has time after a start (an owned dispose's hand-off
  * child, a supervisor once its sandbox runs): rt_sandbox_disk_mount takes one instead of
- * copying the template on its path. Makes
- * the missing ones (a template not built yet: none); failures leave a slot empty. */
+ * copying the template on its path. Makes the missing ones (a template not built yet: none),
+ * unless another filler (or a template's build) holds `disks/lock`: it then returns at once;
+ * failures leave a slot empty. */
 #define RT_DISK_SPARES 2
 void rt_disk_spares_fill(const char *state_dir, uint64_t bytes);
 /* A tmpfs of bytes (size=: ENOSPC past it; its pages are charged to the memory cgroup of

@@ -5,7 +5,7 @@
  * copying (traced "disk: spare taken"), and what it gets is a fresh filesystem: nothing of an
  * earlier run, no lost+found. Concurrent starts never share one image, and a slot that is a
  * symbolic link or of the wrong size is never taken. A supervised sandbox's supervisor fills
- * the slots as well, once its sandbox runs. Tagged "root".
+ * the slots as well, once its sandbox runs; one filler works at a time. Tagged "root".
  *
  * The runs have a 96 MiB disk over 64 MiB of memory: an ext4 image (a disk the memory limit
  * covers would be a tmpfs), small enough to compare with the template.
@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -248,6 +249,35 @@ START_TEST(test_supervised_fills_and_takes)
 }
 END_TEST
 
+/* One filler at a time: while `disks/lock` is held (here, by the test), a run's hand-off
+ * child does not refill the slot its run took; once it is free, the next run's child does. */
+START_TEST(test_one_filler_at_a_time)
+{
+	RUNG_REQUIRE_ROOT();
+	char *sd = store_with_spares("lock");
+	char s0[4096], s1[4096], lockp[4096];
+	disk_file(sd, "spare0.img", s0);
+	disk_file(sd, "spare1.img", s1);
+	snprintf(lockp, sizeof(lockp), "%s/disks/lock", sd);
+	int lock = open(lockp, O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(lock, 0);
+	ck_assert_int_eq(flock(lock, LOCK_EX), 0);
+	struct spine_run r;
+	run_sh(&r, sd, "true");
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_msg(strstr(r.err, "disk: spare taken"), "no spare taken: %s", r.err);
+	spine_run_release(&r);
+	usleep(1000000); /* the hand-off child has long finished (it does not wait) */
+	ck_assert_int_eq(!access(s0, F_OK) + !access(s1, F_OK), 1);
+	close(lock);
+	run_sh(&r, sd, "true");
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	spine_run_release(&r);
+	wait_spares(sd);
+	free(sd);
+}
+END_TEST
+
 Suite *e2e_cli_runspare_suite(void)
 {
 	Suite *s = suite_create("e2e_cli_runspare");
@@ -256,5 +286,6 @@ Suite *e2e_cli_runspare_suite(void)
 	tcase_add_test(tc, test_concurrent_starts);
 	tcase_add_test(tc, test_bad_slots_skipped);
 	tcase_add_test(tc, test_supervised_fills_and_takes);
+	tcase_add_test(tc, test_one_filler_at_a_time);
 	return s;
 }
