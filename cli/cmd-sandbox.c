@@ -139,7 +139,7 @@ static int run_watched_exec(struct cli *c, struct rung_sandbox *sb, struct rung_
 			    const sigset_t *held)
 {
 	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-	struct sigaction act = {.sa_handler = run_on_signal}, old[3];
+	struct sigaction act = {.sa_handler = run_on_signal}, old[RUNG_ARRAY_SIZE(sigs)];
 	sigfillset(&act.sa_mask);
 	int p[2];
 	bool watched = pipe2(p, O_CLOEXEC) == 0;

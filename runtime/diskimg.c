@@ -208,7 +208,7 @@ int rt_disk_mount(const char *ctl, const char *img, uid_t owner, bool throwaway,
 }
 
 /*
- * Spares: copies of a size's template made ahead (rt_disk_spares_fill), already written back
+ * Spares: copies of a size's template made ahead (spares_fill), already written back
  * to the host's disk. LOOP_CONFIGURE syncs its backing file: a copy made on the start's path
  * has dirty pages (~1.3 ms of writes there on this project's hosts), a spare has none. A start
  * takes one by opening its slot and locking it (flock; the loop device keeps the same open
@@ -240,7 +240,8 @@ static int spare_take(const char *state_dir, uint64_t bytes, char slot[4096])
 	return -1;
 }
 
-void rt_disk_spares_fill(const char *state_dir, uint64_t bytes)
+/* Fills the slots of bytes (rt_sandbox_disk_spares_fill). */
+static void spares_fill(const char *state_dir, uint64_t bytes)
 {
 	char dir[3900], tpl[4096], slot[4096];
 	snprintf(dir, sizeof(dir), "%s/disks", state_dir);
@@ -308,6 +309,12 @@ int rt_disk_tmpfs(uint64_t bytes, uid_t owner, struct rung_err *err)
 		return rung_err_sys(err, e, "limits.disk: chown the root of the tmpfs");
 	}
 	return mfd;
+}
+
+void rt_sandbox_disk_spares_fill(const struct rt_sandbox *sb)
+{
+	if (sb->meta.iso != RUNG_ISO_VM && !rt_sandbox_disk_is_tmpfs(sb))
+		spares_fill(sb->router->store.root, sb->meta.spec.limits.disk_bytes);
 }
 
 bool rt_sandbox_disk_is_tmpfs(const struct rt_sandbox *sb)

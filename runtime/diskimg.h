@@ -29,14 +29,6 @@ int rt_disk_image(const char *state_dir, const char *path, uint64_t bytes, struc
  * sandbox's) is mounted nobarrier. Returns the mount fd (for move_mount). */
 int rt_disk_mount(const char *ctl, const char *img, uid_t owner, bool throwaway,
 		  struct rung_err *err);
-/* Copies of the template of bytes kept ready (`<state_dir>/disks/ext4-<bytes>.spare<i>.img`,
- * i < RT_DISK_SPARES), made by whoever has time after a start (an owned dispose's hand-off
- * child, a supervisor once its sandbox runs): rt_sandbox_disk_mount takes one instead of
- * copying the template on its path. Makes the missing ones (a template not built yet: none),
- * unless another filler (or a template's build) holds `disks/lock`: it then returns at once;
- * failures leave a slot empty. */
-#define RT_DISK_SPARES 2
-void rt_disk_spares_fill(const char *state_dir, uint64_t bytes);
 /* A tmpfs of bytes (size=: ENOSPC past it; its pages are charged to the memory cgroup of
  * whoever writes them) as a detached nosuid,nodev mount whose root belongs to owner. */
 int rt_disk_tmpfs(uint64_t bytes, uid_t owner, struct rung_err *err);
@@ -45,6 +37,15 @@ int rt_disk_tmpfs(uint64_t bytes, uid_t owner, struct rung_err *err);
  * covers limits.disk gets rt_disk_tmpfs instead (no image, no loop device). */
 struct rt_sandbox;
 int rt_sandbox_disk_mount(const struct rt_sandbox *sb, struct rung_err *err);
+/* Copies of the template of sb's disk size kept ready
+ * (`<state_dir>/disks/ext4-<bytes>.spare<i>.img`, i < RT_DISK_SPARES), made by whoever has
+ * time after a start (an owned dispose's hand-off child, a supervisor once its sandbox runs):
+ * rt_sandbox_disk_mount takes one instead of copying the template on its path. Makes the
+ * missing ones, for a sandbox with an ext4 disk (a template not built yet: none), unless
+ * another filler (or a template's build) holds `disks/lock`: it then returns at once;
+ * failures leave a slot empty. */
+#define RT_DISK_SPARES 2
+void rt_sandbox_disk_spares_fill(const struct rt_sandbox *sb);
 /* Does sb get the tmpfs (above)? */
 bool rt_sandbox_disk_is_tmpfs(const struct rt_sandbox *sb);
 /* Copy the image src to the new file dst: a reflink (FICLONE) where the filesystem shares

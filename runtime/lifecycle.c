@@ -129,14 +129,12 @@ static int owned_hold_mnt(const struct rt_sandbox *sb)
  * there, whatever becomes of that child, and `rung gc` removes a trash it left. The child
  * closes the namespace only once we closed our copy (EOF on the gate pipe): the last close
  * is the one that pays for the teardown, and it must never be ours. Last, with an ext4 disk,
- * it makes the spare images of that size (rt_disk_spares_fill) the next start takes.
+ * it makes the spare images of that size (rt_sandbox_disk_spares_fill) the next start takes.
  */
 static void owned_release(int mntns, const char *trash, const struct rt_sandbox *sb)
 {
 	if (mntns < 0 && !trash[0])
 		return;
-	uint64_t spares = mntns >= 0 ? sb->meta.spec.limits.disk_bytes : 0;
-	const char *state = sb->router->store.root;
 	int gate[2] = {-1, -1};
 	if (mntns >= 0 && pipe2(gate, O_CLOEXEC) < 0)
 		gate[0] = gate[1] = -1;
@@ -151,8 +149,7 @@ static void owned_release(int mntns, const char *trash, const struct rt_sandbox 
 		struct rung_err e = {0};
 		if (trash[0])
 			rung_rm_rf(trash, &e);
-		if (spares)
-			rt_disk_spares_fill(state, spares);
+		rt_sandbox_disk_spares_fill(sb);
 		_exit(0);
 	}
 	rung_trace("dispose: namespace handed off");

@@ -260,8 +260,7 @@ static void supervisor_main(struct rt_sandbox *sb, const struct rt_backend_ops *
 	rung_write_all(sync, &msg, sizeof(msg));
 	close(sync);
 	/* The next start's disk, made while this sandbox waits for its first request. */
-	if (sb->meta.iso != RUNG_ISO_VM && !rt_sandbox_disk_is_tmpfs(sb))
-		rt_disk_spares_fill(sb->router->store.root, sb->meta.spec.limits.disk_bytes);
+	rt_sandbox_disk_spares_fill(sb);
 	supervise(sb, ops, sfd);
 	_exit(0);
 }
