@@ -46,12 +46,18 @@ static void run_sh(struct spine_run *r, const char *sd, const char *script)
 	spine_cli_run_env(r, NULL, a, env);
 }
 
+/* The two slots' paths. */
+static void slots(const char *sd, char s0[static 4096], char s1[static 4096])
+{
+	disk_file(sd, "spare0.img", s0);
+	disk_file(sd, "spare1.img", s1);
+}
+
 /* Both slots present within 5 s (the hand-off child fills them after the CLI returned). */
 static void wait_spares(const char *sd)
 {
 	char s0[4096], s1[4096];
-	disk_file(sd, "spare0.img", s0);
-	disk_file(sd, "spare1.img", s1);
+	slots(sd, s0, s1);
 	for (int i = 0; i < 50 && (access(s0, F_OK) || access(s1, F_OK)); i++)
 		usleep(100000);
 	ck_assert_msg(access(s0, F_OK) == 0 && access(s1, F_OK) == 0, "no spares in %s/disks", sd);
@@ -125,8 +131,7 @@ START_TEST(test_spares_made_taken_fresh)
 	wait_spares(sd);
 	char tpl[4096], s0[4096], s1[4096], dir[4096];
 	disk_file(sd, "img", tpl);
-	disk_file(sd, "spare0.img", s0);
-	disk_file(sd, "spare1.img", s1);
+	slots(sd, s0, s1);
 	ck_assert(same_bytes(tpl, s0));
 	ck_assert(same_bytes(tpl, s1));
 	snprintf(dir, sizeof(dir), "%s/disks", sd);
@@ -190,8 +195,7 @@ START_TEST(test_bad_slots_skipped)
 	char *sd = store_with_spares("bad");
 	struct spine_run r;
 	char s0[4096], s1[4096], other[4096];
-	disk_file(sd, "spare0.img", s0);
-	disk_file(sd, "spare1.img", s1);
+	slots(sd, s0, s1);
 	snprintf(other, sizeof(other), "%s/not-a-disk", sd);
 	ck_assert_int_eq(rename(s0, other), 0); /* a whole image, but no slot's own file */
 	ck_assert_int_eq(symlink(other, s0), 0);
@@ -213,6 +217,18 @@ START_TEST(test_bad_slots_skipped)
 }
 END_TEST
 
+/* `rung acquire` of a supervised sandbox in scope s, thread thread, with the runs' limits. */
+static void acquire(const char *sd, const char *thread)
+{
+	struct spine_run r;
+	const char *const a[] = {"--state-dir", sd, "--json", "acquire", "--memory", "64M",
+				 "--disk", "96M", "--scope", "s", "--thread", thread, "--agent",
+				 "a", NULL};
+	spine_cli_run(&r, NULL, a);
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	spine_run_release(&r);
+}
+
 /* A supervised sandbox (`rung acquire`) takes a spare too, and its supervisor refills the
  * slots once the sandbox runs: a store that only ever had supervised sandboxes has them. */
 START_TEST(test_supervised_fills_and_takes)
@@ -220,24 +236,13 @@ START_TEST(test_supervised_fills_and_takes)
 	RUNG_REQUIRE_ROOT();
 	char *sd = state_dir("sup");
 	struct spine_run r;
-	const char *const a[] = {"--state-dir", sd, "--json", "acquire", "--memory", "64M",
-				 "--disk", "96M", "--scope", "s", "--thread", "t", "--agent",
-				 "a", NULL};
-	spine_cli_run(&r, NULL, a);
-	ck_assert_msg(r.status == 0, "%s", r.err);
-	spine_run_release(&r);
+	acquire(sd, "t");
 	wait_spares(sd);
 	char s0[4096], s1[4096];
-	disk_file(sd, "spare0.img", s0);
-	disk_file(sd, "spare1.img", s1);
+	slots(sd, s0, s1);
 	mark(s0);
 	mark(s1);
-	const char *const b[] = {"--state-dir", sd, "--json", "acquire", "--memory", "64M",
-				 "--disk", "96M", "--scope", "s", "--thread", "t2", "--agent",
-				 "a", NULL};
-	spine_cli_run(&r, NULL, b);
-	ck_assert_msg(r.status == 0, "%s", r.err);
-	spine_run_release(&r);
+	acquire(sd, "t2");
 	wait_spares(sd); /* the supervisor traces to its log: the slots say what it took */
 	ck_assert_msg(marked(s0) != marked(s1), "not one slot was taken and refilled");
 	const char *const d[] = {"--state-dir", sd, "dispose-scope", "--scope", "s", NULL};
@@ -256,8 +261,7 @@ START_TEST(test_one_filler_at_a_time)
 	RUNG_REQUIRE_ROOT();
 	char *sd = store_with_spares("lock");
 	char s0[4096], s1[4096], lockp[4096];
-	disk_file(sd, "spare0.img", s0);
-	disk_file(sd, "spare1.img", s1);
+	slots(sd, s0, s1);
 	snprintf(lockp, sizeof(lockp), "%s/disks/lock", sd);
 	int lock = open(lockp, O_RDWR | O_CLOEXEC);
 	ck_assert_int_ge(lock, 0);
