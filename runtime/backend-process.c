@@ -41,12 +41,18 @@ struct proc_ctx {
 	int cgfd;    /* v2: the group's fd for clone3(CLONE_INTO_CGROUP); -1: attach in after_go */
 };
 
-/* Once pid 1 exists (ids mapped, still waiting): attach the work disk at the host path of the
- * work dir inside its mount namespace, where the root plan binds it from. Only that
- * namespace ever holds the mount: when it dies, so do the mount and its loop device. */
-static int proc_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err)
+/* While pid 1 builds the rest of its root: mount the work disk and attach it at the host
+ * path of the work dir inside its mount namespace, where the root plan's last step binds it
+ * from. Only that namespace ever holds the mount: when it dies, so do the mount and its loop
+ * device. */
+static int proc_before_work(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err)
 {
 	struct proc_ctx *c = ud;
+	int r = rt_sandbox_disk_mount(sb, err);
+	if (r < 0)
+		return r;
+	c->disk_fd = r;
+	rung_trace("process: disk mounted");
 	char p[4096];
 	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)child);
 	cleanup_close int mntns = open(p, O_RDONLY | O_CLOEXEC);
@@ -56,7 +62,7 @@ static int proc_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct ru
 	rt_store_path(&sb->router->store, sb->meta.id, "work", p, sizeof(p));
 	if (setns(mntns, CLONE_NEWNS) < 0)
 		return rung_err_sys(err, errno, "enter the sandbox's mount namespace");
-	int r = 0;
+	r = 0;
 	if (move_mount(c->disk_fd, "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		r = rung_err_sys(err, errno, "attach the sandbox's disk at %s", p);
 	if (setns(self, CLONE_NEWNS) < 0 && r == 0)
@@ -90,17 +96,12 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 		.tmp_bytes = s->limits.disk_bytes < (256ull << 20) ? s->limits.disk_bytes
 								  : 256ull << 20,
 		.host_system = true,
+		.work_late = true,
 	};
 	struct proc_ctx c = {.disk_fd = -1, .cgfd = -1};
-	int r = rt_sandbox_disk_mount(sb, err);
+	int r = rt_sandbox_cgroup_create(sb, &c.cg, err);
 	if (r < 0)
 		return r;
-	c.disk_fd = r;
-	rung_trace("process: disk mounted");
-	if ((r = rt_sandbox_cgroup_create(sb, &c.cg, err)) < 0) {
-		close(c.disk_fd);
-		return r;
-	}
 	c.cgfd = rt_sandbox_cgroup_clone_fd(sb, c.cg);
 	rung_trace("process: cgroup made");
 	cleanup_free char *resolv = NULL;
@@ -109,13 +110,14 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 	if (r == 0) {
 		rp.resolv_conf = resolv;
 		struct rt_ns_params np = {.root = root, .root_params = &rp, .netns_fd = netns,
-					  .on_child = proc_on_child, .after_go = proc_after_go,
+					  .before_work = proc_before_work, .after_go = proc_after_go,
 					  .ud = &c, .cgroup_fd = &c.cgfd};
 		r = rt_ns_start(sb, &np, listen_fd, err);
 	}
 	if (netns >= 0)
 		close(netns);
-	close(c.disk_fd); /* the sandbox's mount namespace holds it now */
+	if (c.disk_fd >= 0)
+		close(c.disk_fd); /* the sandbox's mount namespace holds it now */
 	if (c.cgfd >= 0)
 		close(c.cgfd);
 	if (r < 0) {

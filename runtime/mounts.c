@@ -128,7 +128,8 @@ int rt_root_plan(const struct rt_root_params *p, struct rt_mount_plan *out, stru
 		snprintf(buf, sizeof(buf), etc_passwd, p->work_dir);
 		ADD(RT_M_FILE, buf, "/etc/passwd", NULL, false);
 		ADD(RT_M_FILE, etc_group, "/etc/group", NULL, false);
-		ADD(RT_M_BIND_RW, p->work_src, p->work_dir, NULL, false);
+		if (!p->work_late)
+			ADD(RT_M_BIND_RW, p->work_src, p->work_dir, NULL, false);
 	}
 	snprintf(buf, sizeof(buf), "127.0.0.1 localhost %s\n::1 localhost\n",
 		 p->hostname ? p->hostname : "rung");
@@ -141,6 +142,10 @@ int rt_root_plan(const struct rt_root_params *p, struct rt_mount_plan *out, stru
 	ADD(RT_M_TMPFS, NULL, "/tmp", opts, false);
 	ADD(RT_M_DEV, NULL, "/dev", NULL, false);
 	ADD(RT_M_PROC, NULL, "/proc", NULL, false);
+	if (p->work_late && !p->root_mounted && !p->overlay_lowers) {
+		ADD(RT_M_WAIT, NULL, p->work_dir, NULL, false);
+		ADD(RT_M_BIND_RW, p->work_src, p->work_dir, NULL, false);
+	}
 #undef ADD
 	return 0;
 oom:
@@ -468,11 +473,14 @@ static int apply_one(int rootfd, const struct rt_mount *m, struct rung_err *err)
 		return dev_apply(rootfd, err);
 	case RT_M_PROC:
 		return proc_apply(rootfd, err);
+	case RT_M_WAIT: /* rt_root_apply's own */
+		return rung_err_set(err, EINVAL, "a wait is not a mount");
 	}
 	return rung_err_set(err, EINVAL, "unknown mount op %d", (int)m->op);
 }
 
-int rt_root_apply(const struct rt_mount_plan *p, const char *newroot, struct rung_err *err)
+int rt_root_apply(const struct rt_mount_plan *p, const char *newroot,
+		  int (*wait)(void *ud, struct rung_err *err), void *ud, struct rung_err *err)
 {
 	int r;
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -491,9 +499,14 @@ int rt_root_apply(const struct rt_mount_plan *p, const char *newroot, struct run
 	cleanup_close int rootfd = open(newroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return rung_err_sys(err, errno, "open %s", newroot);
-	for (; i < p->n; i++)
-		if ((r = apply_one(rootfd, &p->m[i], err)) < 0)
+	for (; i < p->n; i++) {
+		if (p->m[i].op == RT_M_WAIT)
+			r = wait ? wait(ud, err) : rung_err_set(err, EINVAL, "nothing to wait with");
+		else
+			r = apply_one(rootfd, &p->m[i], err);
+		if (r < 0)
 			return r;
+	}
 	/* pivot_root into the new root and detach the host's. */
 	if (fchdir(rootfd) < 0)
 		return rung_err_sys(err, errno, "chdir %s", newroot);

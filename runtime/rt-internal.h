@@ -373,7 +373,7 @@ int rt_procs_live(const struct rt_store *st, const char *id);
 
 /* ---- process-rung building blocks (ns.c, mounts.c, seccomp.c, caps.c) ---- */
 enum rt_mount_op { RT_M_TMPFS, RT_M_BIND_RO, RT_M_BIND_RW, RT_M_PROC, RT_M_DEV, RT_M_SYMLINK,
-		   RT_M_MKDIR, RT_M_FILE, RT_M_OVERLAY };
+		   RT_M_MKDIR, RT_M_FILE, RT_M_OVERLAY, RT_M_WAIT };
 struct rt_mount {
 	enum rt_mount_op op;
 	char *src;   /* host path (bind), link target (symlink), contents (file), overlay opts */
@@ -399,10 +399,15 @@ struct rt_root_params {
 	const char *const *overlay_lowers; /* container: image layers (top first) */
 	const char *overlay_upper, *overlay_work;
 	bool root_mounted;      /* the root was mounted by the parent (container rung) */
+	/* The parent mounts what backs work_src while the root is built: the work dir's bind
+	 * comes last, after an RT_M_WAIT step (process rung). */
+	bool work_late;
 };
 int rt_root_plan(const struct rt_root_params *p, struct rt_mount_plan *out, struct rung_err *err);
-/* Apply in the sandbox's mount namespace: build under newroot, pivot_root into it. */
-int rt_root_apply(const struct rt_mount_plan *p, const char *newroot, struct rung_err *err);
+/* Apply in the sandbox's mount namespace: build under newroot, pivot_root into it. An
+ * RT_M_WAIT step calls wait(ud, err), which returns once the next step's source is there. */
+int rt_root_apply(const struct rt_mount_plan *p, const char *newroot,
+		  int (*wait)(void *ud, struct rung_err *err), void *ud, struct rung_err *err);
 
 /* nofile, core, memlock, msgqueue (the spec's limits are a cgroup's and a filesystem's) */
 int rt_rlimits_apply(struct rung_err *err);

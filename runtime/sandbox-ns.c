@@ -68,8 +68,8 @@ static void child_fail(int fd, const struct rung_err *e)
 	_exit(127);
 }
 
-/* The seccomp filter, which the parent builds while we build our root: a u32 length, then
- * the BPF, on the go pipe. */
+/* The seccomp filter, which the parent sends right after the go: a u32 length, then the
+ * BPF, on the go pipe (loaded only once the root is built). */
 static int read_filter(struct child_ctx *c, struct rung_err *err)
 {
 	uint32_t len;
@@ -85,6 +85,16 @@ static int read_filter(struct child_ctx *c, struct rung_err *err)
 	return 0;
 }
 
+/* The root plan's RT_M_WAIT: the parent attached the work dir's disk (a 'd'). */
+static int wait_work(void *ud, struct rung_err *err)
+{
+	const struct child_ctx *c = ud;
+	char d;
+	if (rung_read_exact(c->go_fd, &d, 1) < 0 || d != 'd')
+		return rung_err_set(err, EIO, "parent gave up during setup (no work dir)");
+	return 0;
+}
+
 static void child_main(struct child_ctx *c)
 {
 	struct rung_err err = {0};
@@ -94,6 +104,8 @@ static void child_main(struct child_ctx *c)
 		child_fail(c->err_fd, &err);
 	}
 	rung_trace("child: go");
+	if (read_filter(c, &err) < 0)
+		child_fail(c->err_fd, &err);
 	/* An owned sandbox's creator may be in a terminal's process group: not its pid 1. */
 	if (c->sb->owned)
 		setsid();
@@ -107,12 +119,11 @@ static void child_main(struct child_ctx *c)
 		child_fail(c->err_fd, &err);
 	}
 	/* Our own netns (no egress) needs lo up; a host-owned one was set up by netpolicy. */
-	if ((c->np->netns_fd < 0 && lo_up(&err) < 0) || rt_root_apply(c->plan, c->np->root, &err) < 0 ||
+	if ((c->np->netns_fd < 0 && lo_up(&err) < 0) ||
+	    rt_root_apply(c->plan, c->np->root, wait_work, c, &err) < 0 ||
 	    sethostname("rung", 4) < 0 || rt_rlimits_apply(&err) < 0)
 		child_fail(c->err_fd, err.code ? &err : (rung_err_sys(&err, errno, "setup"), &err));
 	rung_trace("child: root ready");
-	if (read_filter(c, &err) < 0)
-		child_fail(c->err_fd, &err);
 	/* fds: 0-2 /dev/null, 3 the listening socket, then the error pipe, the agent and the
 	 * go pipe (until the last parent-death check), 7 the first connection (owned). */
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -284,8 +295,9 @@ static int map_child(struct rt_sandbox *sb, pid_t pid, struct rung_err *err)
 	return 0;
 }
 
-/* Let the child go, send it the seccomp filter, and wait for its exec of rung-agent (EOF on
- * the error pipe) or its report of a failed setup. */
+/* Let the child go, send it the seccomp filter, give it its work dir (work_late) and its
+ * cgroup while it builds its root, and wait for its exec of rung-agent (EOF on the error
+ * pipe) or its report of a failed setup. */
 static int run_child(struct rt_sandbox *sb, const struct rt_ns_params *np, struct child_ctx *c,
 		     pid_t pid, int go_fd, int err_fd, struct rung_err *err)
 {
@@ -301,6 +313,12 @@ static int run_child(struct rt_sandbox *sb, const struct rt_ns_params *np, struc
 	    rung_write_all(go_fd, c->bpf, c->bpf_len) < 0)
 		return child_failed(err_fd, errno, "send the seccomp filter", err);
 	rung_trace("ns: seccomp sent");
+	if (np->root_params->work_late) {
+		if (np->before_work && (r = np->before_work(sb, pid, np->ud, err)) < 0)
+			return r;
+		if (write(go_fd, "d", 1) != 1)
+			return child_failed(err_fd, errno, "give the sandbox its work dir", err);
+	}
 	if (np->after_go && (r = np->after_go(sb, pid, np->ud, err)) < 0)
 		return r;
 	rung_trace("ns: child in its cgroup");

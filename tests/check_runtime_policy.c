@@ -453,6 +453,21 @@ START_TEST(test_root_plan_ops)
 	ck_assert_ptr_nonnull(find_op(&p, RT_M_PROC, "/proc"));
 	rt_mount_plan_release(&p);
 
+	/* work_late (the process rung: its disk is attached while the root is built): the work
+	 * dir's bind is the last step, right after the one wait, and there is no other. */
+	rp.work_late = true;
+	ck_assert_msg(rt_root_plan(&rp, &p, &err) == 0, "%s", err.msg);
+	ck_assert_uint_gt(p.n, 2);
+	ck_assert_int_eq(p.m[p.n - 2].op, RT_M_WAIT);
+	ck_assert_int_eq(p.m[p.n - 1].op, RT_M_BIND_RW);
+	ck_assert_str_eq(p.m[p.n - 1].src, "/var/lib/rung/sandboxes/x/work");
+	ck_assert_str_eq(p.m[p.n - 1].dst, "/src");
+	for (size_t i = 0; i < p.n - 2; i++)
+		ck_assert_msg(p.m[i].op != RT_M_WAIT && strcmp(p.m[i].dst, "/src"),
+			      "step %zu (op %d) on %s before the wait", i, (int)p.m[i].op, p.m[i].dst);
+	rt_mount_plan_release(&p);
+	rp.work_late = false;
+
 	/* Without host_system: no host binds at all. */
 	rp.host_system = false;
 	ck_assert_msg(rt_root_plan(&rp, &p, &err) == 0, "%s", err.msg);
