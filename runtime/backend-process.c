@@ -70,12 +70,18 @@ static int proc_before_work(struct rt_sandbox *sb, pid_t child, void *ud, struct
 	return r;
 }
 
-/* While pid 1 builds its root: put it in its cgroup (unless born there). pid 1 execs
- * rung-agent only after this, so every process it ever starts is born inside. */
+/* While pid 1 builds its root (after its disk): put it in its cgroup (unless born there),
+ * made now unless it was made for that. pid 1 execs rung-agent only after this, so every
+ * process it ever starts is born inside. */
 static int proc_after_go(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err)
 {
-	(void)sb;
 	struct proc_ctx *c = ud;
+	if (!c->cg) {
+		int r = rt_sandbox_cgroup_create(sb, &c->cg, err);
+		if (r < 0)
+			return r;
+		rung_trace("process: cgroup made");
+	}
 	return rt_sandbox_cgroup_join(c->cg, c->cgfd, child, err);
 }
 
@@ -99,11 +105,13 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 		.work_late = true,
 	};
 	struct proc_ctx c = {.disk_fd = -1, .cgfd = -1};
-	int r = rt_sandbox_cgroup_create(sb, &c.cg, err);
-	if (r < 0)
-		return r;
-	c.cgfd = rt_sandbox_cgroup_clone_fd(sb, c.cg);
-	rung_trace("process: cgroup made");
+	int r = 0;
+	if (rt_sandbox_cgroup_born_inside(sb)) {
+		if ((r = rt_sandbox_cgroup_create(sb, &c.cg, err)) < 0)
+			return r;
+		c.cgfd = rt_sandbox_cgroup_clone_fd(sb, c.cg);
+		rung_trace("process: cgroup made");
+	}
 	cleanup_free char *resolv = NULL;
 	int netns = -1;
 	r = rt_net_setup(sb, &netns, &resolv, err);
@@ -122,7 +130,8 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 		close(c.cgfd);
 	if (r < 0) {
 		struct rung_err e2 = {0};
-		rt_cgroup_destroy(c.cg, &e2);
+		if (c.cg)
+			rt_cgroup_destroy(c.cg, &e2);
 		rt_net_teardown(sb);
 	}
 	rt_cgroup_free(c.cg);

@@ -135,6 +135,15 @@ int rt_sandbox_cgroup_create(const struct rt_sandbox *sb, struct rt_cgroup **out
 	return 0;
 }
 
+bool rt_sandbox_cgroup_born_inside(const struct rt_sandbox *sb)
+{
+	enum rt_cgroup_version v;
+	struct rung_err e = {0};
+	return !sb->router->no_clone_into_cgroup &&
+	       rt_cgroup_detect(rt_cgroup_root(sb->router), &v, NULL, &e) == 0 &&
+	       v == RT_CGROUP_V2;
+}
+
 int rt_sandbox_cgroup_clone_fd(const struct rt_sandbox *sb, const struct rt_cgroup *cg)
 {
 	struct rung_err e = {0};

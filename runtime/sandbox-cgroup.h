@@ -24,6 +24,10 @@ int rt_sandbox_cgroup_open(const struct rt_sandbox *sb, struct rt_cgroup **out,
  */
 int rt_sandbox_cgroup_create(const struct rt_sandbox *sb, struct rt_cgroup **out,
 			     struct rung_err *err);
+/* Whether pid 1 can be born in its group (v2 clone3 CLONE_INTO_CGROUP, unless the router
+ * turned it off): the group is then made before the clone; otherwise it may be made while
+ * pid 1 builds its root (after_go), as it is entered only then anyway. */
+bool rt_sandbox_cgroup_born_inside(const struct rt_sandbox *sb);
 /* How pid 1 gets into the group (rt_sandbox_ns_params.cgroup_fd, after_go): on v2, unless
  * the router turned it off (RUNG_CLONE_INTO_CGROUP=0), the group's fd, for a clone3 that
  * starts it inside; -1 otherwise or on failure. */
