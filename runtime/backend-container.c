@@ -137,12 +137,14 @@ static int ctr_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct run
 	return r;
 }
 
-/* Then, while pid 1 builds its root: put it in its cgroup (unless born there). pid 1 execs
- * rung-agent only after this, so every process it ever starts is born inside the cgroup. */
+/* Then, while pid 1 builds its root: put it in its cgroup (unless born there), made now
+ * unless it was made for that. pid 1 execs rung-agent only after this, so every process it
+ * ever starts is born inside the cgroup. */
 static int ctr_after_go(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err)
 {
 	struct ctr_ctx *c = ud;
-	return rt_sandbox_cgroup_join(c->cg, c->cgfd, child, err);
+	int r = c->cg ? 0 : rt_sandbox_cgroup_create(sb, &c->cg, err);
+	return r < 0 ? r : rt_sandbox_cgroup_join(c->cg, c->cgfd, child, err);
 }
 
 static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
@@ -183,9 +185,8 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 		    (mkdirat(c.disk_fd, "ovlwork", 0700) < 0 && errno != EEXIST))
 			r = rung_err_sys(err, errno, "limits.disk: make upper and ovlwork");
 	}
-	if (r == 0)
-		r = rt_sandbox_cgroup_create(sb, &c.cg, err);
-	if (r == 0)
+	if (r == 0 && rt_sandbox_cgroup_born_inside(sb) &&
+	    (r = rt_sandbox_cgroup_create(sb, &c.cg, err)) == 0)
 		c.cgfd = rt_sandbox_cgroup_clone_fd(sb, c.cg);
 	cleanup_free char *resolv = NULL;
 	int netns = -1;
