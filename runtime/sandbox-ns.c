@@ -295,6 +295,16 @@ static int map_child(struct rt_sandbox *sb, pid_t pid, struct rung_err *err)
 	return 0;
 }
 
+/* Does the root plan wait for the work dir (rt_root_params.work_late)? The parent's 'd' is
+ * written exactly when the child reads it. */
+static bool plan_waits(const struct rt_mount_plan *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->m[i].op == RT_M_WAIT)
+			return true;
+	return false;
+}
+
 /* Let the child go, send it the seccomp filter, give it its work dir (work_late) and its
  * cgroup while it builds its root, and wait for its exec of rung-agent (EOF on the error
  * pipe) or its report of a failed setup. */
@@ -313,7 +323,7 @@ static int run_child(struct rt_sandbox *sb, const struct rt_ns_params *np, struc
 	    rung_write_all(go_fd, c->bpf, c->bpf_len) < 0)
 		return child_failed(err_fd, errno, "send the seccomp filter", err);
 	rung_trace("ns: seccomp sent");
-	if (np->root_params->work_late) {
+	if (plan_waits(c->plan)) {
 		if (np->before_work && (r = np->before_work(sb, pid, np->ud, err)) < 0)
 			return r;
 		if (write(go_fd, "d", 1) != 1)

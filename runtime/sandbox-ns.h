@@ -15,7 +15,8 @@ struct rt_ns_params {
 	 * attach waits for an RCU grace period: overlapped with the child's setup). The child
 	 * execs rung-agent only once it returned (a 'c' on the go pipe). */
 	int (*after_go)(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err);
-	/* Optional, with root_params->work_late: called in the parent once the child was let
+	/* Optional, with root_params->work_late (a plan that waits for the work dir: the
+	 * process rung's own root, not a container's): called in the parent once the child was let
 	 * go (before after_go), while it builds its root: attach what backs the work dir
 	 * (work_src) in the child's mount namespace. The child binds its work dir, the last step
 	 * of its root, only once this returned (a 'd' on the go pipe). */
