@@ -143,8 +143,7 @@ static int ctr_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct run
 static int ctr_after_go(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err)
 {
 	struct ctr_ctx *c = ud;
-	int r = c->cg ? 0 : rt_sandbox_cgroup_create(sb, &c->cg, err);
-	return r < 0 ? r : rt_sandbox_cgroup_join(c->cg, c->cgfd, child, err);
+	return rt_sandbox_cgroup_join(sb, &c->cg, c->cgfd, child, err);
 }
 
 static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
@@ -185,9 +184,8 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 		    (mkdirat(c.disk_fd, "ovlwork", 0700) < 0 && errno != EEXIST))
 			r = rung_err_sys(err, errno, "limits.disk: make upper and ovlwork");
 	}
-	if (r == 0 && rt_sandbox_cgroup_born_inside(sb) &&
-	    (r = rt_sandbox_cgroup_create(sb, &c.cg, err)) == 0)
-		c.cgfd = rt_sandbox_cgroup_clone_fd(sb, c.cg);
+	if (r == 0)
+		r = rt_sandbox_cgroup_prepare(sb, &c.cg, &c.cgfd, err);
 	cleanup_free char *resolv = NULL;
 	int netns = -1;
 	if (r == 0)

@@ -76,13 +76,7 @@ static int proc_before_work(struct rt_sandbox *sb, pid_t child, void *ud, struct
 static int proc_after_go(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err)
 {
 	struct proc_ctx *c = ud;
-	if (!c->cg) {
-		int r = rt_sandbox_cgroup_create(sb, &c->cg, err);
-		if (r < 0)
-			return r;
-		rung_trace("process: cgroup made");
-	}
-	return rt_sandbox_cgroup_join(c->cg, c->cgfd, child, err);
+	return rt_sandbox_cgroup_join(sb, &c->cg, c->cgfd, child, err);
 }
 
 static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
@@ -105,13 +99,9 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 		.work_late = true,
 	};
 	struct proc_ctx c = {.disk_fd = -1, .cgfd = -1};
-	int r = 0;
-	if (rt_sandbox_cgroup_born_inside(sb)) {
-		if ((r = rt_sandbox_cgroup_create(sb, &c.cg, err)) < 0)
-			return r;
-		c.cgfd = rt_sandbox_cgroup_clone_fd(sb, c.cg);
-		rung_trace("process: cgroup made");
-	}
+	int r = rt_sandbox_cgroup_prepare(sb, &c.cg, &c.cgfd, err);
+	if (r < 0)
+		return r;
 	cleanup_free char *resolv = NULL;
 	int netns = -1;
 	r = rt_net_setup(sb, &netns, &resolv, err);

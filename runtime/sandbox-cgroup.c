@@ -135,7 +135,9 @@ int rt_sandbox_cgroup_create(const struct rt_sandbox *sb, struct rt_cgroup **out
 	return 0;
 }
 
-bool rt_sandbox_cgroup_born_inside(const struct rt_sandbox *sb)
+/* Can pid 1 be born in its group? v2's clone3(CLONE_INTO_CGROUP), unless the router turned
+ * it off (RUNG_CLONE_INTO_CGROUP=0). */
+static bool born_inside(const struct rt_sandbox *sb)
 {
 	enum rt_cgroup_version v;
 	struct rung_err e = {0};
@@ -144,23 +146,37 @@ bool rt_sandbox_cgroup_born_inside(const struct rt_sandbox *sb)
 	       v == RT_CGROUP_V2;
 }
 
-int rt_sandbox_cgroup_clone_fd(const struct rt_sandbox *sb, const struct rt_cgroup *cg)
+int rt_sandbox_cgroup_prepare(const struct rt_sandbox *sb, struct rt_cgroup **cg, int *clone_fd,
+			      struct rung_err *err)
 {
+	*cg = NULL;
+	*clone_fd = -1;
+	if (!born_inside(sb))
+		return 0;
+	int r = rt_sandbox_cgroup_create(sb, cg, err);
+	if (r < 0)
+		return r;
+	rung_trace("cgroup: made");
 	struct rung_err e = {0};
-	if (rt_cgroup_version(cg) != RT_CGROUP_V2 || sb->router->no_clone_into_cgroup)
-		return -1;
-	int fd = rt_cgroup_dirfd(cg, &e);
+	int fd = rt_cgroup_dirfd(*cg, &e);
 	if (fd < 0)
 		LOG_DEBUG("cgroup: %s: pid 1 is moved in instead", e.msg);
-	return fd < 0 ? -1 : fd;
+	*clone_fd = fd < 0 ? -1 : fd;
+	return 0;
 }
 
-int rt_sandbox_cgroup_join(const struct rt_cgroup *cg, int clone_fd, pid_t pid,
-			   struct rung_err *err)
+int rt_sandbox_cgroup_join(const struct rt_sandbox *sb, struct rt_cgroup **cg, int clone_fd,
+			   pid_t pid, struct rung_err *err)
 {
+	if (!*cg) {
+		int r = rt_sandbox_cgroup_create(sb, cg, err);
+		if (r < 0)
+			return r;
+		rung_trace("cgroup: made");
+	}
 	if (clone_fd >= 0)
 		return 0; /* born in it (clone3 CLONE_INTO_CGROUP) */
-	int r = rt_cgroup_enter(cg, pid, err);
+	int r = rt_cgroup_enter(*cg, pid, err);
 	return r < 0 ? rung_err_wrap(err, "cgroup") : 0;
 }
 

@@ -24,17 +24,19 @@ int rt_sandbox_cgroup_open(const struct rt_sandbox *sb, struct rt_cgroup **out,
  */
 int rt_sandbox_cgroup_create(const struct rt_sandbox *sb, struct rt_cgroup **out,
 			     struct rung_err *err);
-/* Whether pid 1 can be born in its group (v2 clone3 CLONE_INTO_CGROUP, unless the router
- * turned it off): the group is then made before the clone; otherwise it may be made while
- * pid 1 builds its root (after_go), as it is entered only then anyway. */
-bool rt_sandbox_cgroup_born_inside(const struct rt_sandbox *sb);
-/* How pid 1 gets into the group (rt_sandbox_ns_params.cgroup_fd, after_go): on v2, unless
- * the router turned it off (RUNG_CLONE_INTO_CGROUP=0), the group's fd, for a clone3 that
- * starts it inside; -1 otherwise or on failure. */
-int rt_sandbox_cgroup_clone_fd(const struct rt_sandbox *sb, const struct rt_cgroup *cg);
-/* after_go's part: nothing when pid 1 was born inside (clone_fd >= 0), else move it in. */
-int rt_sandbox_cgroup_join(const struct rt_cgroup *cg, int clone_fd, pid_t pid,
-			   struct rung_err *err);
+/*
+ * Before pid 1's clone: where it can be born in its group (v2's clone3(CLONE_INTO_CGROUP),
+ * unless the router turned it off, RUNG_CLONE_INTO_CGROUP=0), make the group now and give its
+ * fd for that clone in *clone_fd (rt_sandbox_ns_params.cgroup_fd; -1 if it cannot be opened).
+ * Elsewhere *cg stays NULL and *clone_fd -1: the group is made by rt_sandbox_cgroup_join, while
+ * pid 1 builds its root, as it is entered only then anyway.
+ */
+int rt_sandbox_cgroup_prepare(const struct rt_sandbox *sb, struct rt_cgroup **cg, int *clone_fd,
+			      struct rung_err *err);
+/* after_go's part: make the group if prepare did not, then move pid 1 in unless it was born
+ * there (clone_fd >= 0). */
+int rt_sandbox_cgroup_join(const struct rt_sandbox *sb, struct rt_cgroup **cg, int clone_fd,
+			   pid_t pid, struct rung_err *err);
 /* After the group is made: with swap listed in swaps (the text of /proc/swaps), a memory limit
  * needs the group's swap limit file (v1 memory.memsw.limit_in_bytes, v2 memory.swap.max);
  * -ENOTSUP naming it when it is missing. */
