@@ -108,8 +108,9 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 	if (r == 0) {
 		rp.resolv_conf = resolv;
 		struct rt_ns_params np = {.root = root, .root_params = &rp, .netns_fd = netns,
-					  .before_work = proc_before_work, .after_go = proc_after_go,
-					  .ud = &c, .cgroup_fd = &c.cgfd};
+					  .before_work = proc_before_work,
+					  .after_go = proc_after_go, .ud = &c,
+					  .cgroup_fd = &c.cgfd};
 		r = rt_ns_start(sb, &np, listen_fd, err);
 	}
 	if (netns >= 0)

@@ -92,6 +92,7 @@ int rt_root_plan(const struct rt_root_params *p, struct rt_mount_plan *out, stru
 	}
 	char opts[256], buf[512];
 	int r = 0;
+	bool work_last = false; /* work_late on a root built here: the bind waits, last */
 #define ADD(...)                                                                                   \
 	do {                                                                                       \
 		if ((r = rt_mount_plan_add(out, __VA_ARGS__)) < 0)                                 \
@@ -128,7 +129,8 @@ int rt_root_plan(const struct rt_root_params *p, struct rt_mount_plan *out, stru
 		snprintf(buf, sizeof(buf), etc_passwd, p->work_dir);
 		ADD(RT_M_FILE, buf, "/etc/passwd", NULL, false);
 		ADD(RT_M_FILE, etc_group, "/etc/group", NULL, false);
-		if (!p->work_late)
+		work_last = p->work_late;
+		if (!work_last)
 			ADD(RT_M_BIND_RW, p->work_src, p->work_dir, NULL, false);
 	}
 	snprintf(buf, sizeof(buf), "127.0.0.1 localhost %s\n::1 localhost\n",
@@ -142,7 +144,7 @@ int rt_root_plan(const struct rt_root_params *p, struct rt_mount_plan *out, stru
 	ADD(RT_M_TMPFS, NULL, "/tmp", opts, false);
 	ADD(RT_M_DEV, NULL, "/dev", NULL, false);
 	ADD(RT_M_PROC, NULL, "/proc", NULL, false);
-	if (p->work_late && !p->root_mounted && !p->overlay_lowers) {
+	if (work_last) {
 		ADD(RT_M_WAIT, NULL, p->work_dir, NULL, false);
 		ADD(RT_M_BIND_RW, p->work_src, p->work_dir, NULL, false);
 	}
@@ -501,7 +503,8 @@ int rt_root_apply(const struct rt_mount_plan *p, const char *newroot,
 		return rung_err_sys(err, errno, "open %s", newroot);
 	for (; i < p->n; i++) {
 		if (p->m[i].op == RT_M_WAIT)
-			r = wait ? wait(ud, err) : rung_err_set(err, EINVAL, "nothing to wait with");
+			r = wait ? wait(ud, err)
+				 : rung_err_set(err, EINVAL, "nothing to wait with");
 		else
 			r = apply_one(rootfd, &p->m[i], err);
 		if (r < 0)

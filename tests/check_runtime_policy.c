@@ -464,7 +464,8 @@ START_TEST(test_root_plan_ops)
 	ck_assert_str_eq(p.m[p.n - 1].dst, "/src");
 	for (size_t i = 0; i < p.n - 2; i++)
 		ck_assert_msg(p.m[i].op != RT_M_WAIT && strcmp(p.m[i].dst, "/src"),
-			      "step %zu (op %d) on %s before the wait", i, (int)p.m[i].op, p.m[i].dst);
+			      "step %zu (op %d) on %s before the wait", i, (int)p.m[i].op,
+			      p.m[i].dst);
 	rt_mount_plan_release(&p);
 	rp.work_late = false;
 
