@@ -297,9 +297,10 @@ int cli_cmd_run(struct cli *c, int argc, char **argv)
 			sigprocmask(SIG_SETMASK, &prev, NULL);
 		return cli_fail(c, &err);
 	}
-	if (anonymous) {
+	if (anonymous) { /* nothing freed after the dispose: see main() */
 		st = run_anonymous(c, sb, &req, &hold);
 		sigprocmask(SIG_SETMASK, &prev, NULL);
+		return st;
 	} else {
 		st = cli_exec_and_report(c, sb, &req);
 		fflush(stdout);

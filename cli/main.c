@@ -134,8 +134,10 @@ int main(int argc, char **argv)
 					      &err) < 0)
 				return cli_fail(&c, &err);
 		}
+		/* The router is not freed: the process ends here and exit returns its memory,
+		 * while a free would write to pages an owned dispose's hand-off child shares
+		 * copy-on-write (runtime/lifecycle.c: a page fault each). */
 		int r = cmd->run(&c, argc - 1, argv + 1);
-		rung_router_free(c.router);
 		cli_remote_close(&c);
 		rung_trace("cli: done");
 		return r;

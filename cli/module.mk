@@ -19,3 +19,4 @@ ifeq ($(CLI_STATIC_OK),)
 $(B)/rung: LDLIBS := -Wl,-Bstatic $(addprefix -l,$(CLI_STATIC_LIBS)) -Wl,-Bdynamic \
 	$(shell pkg-config --libs libmnl 2>/dev/null) -ldl -lpthread
 endif
+$(B)/rung: LDFLAGS += -Wl,-z,relro,-z,now

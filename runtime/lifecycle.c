@@ -193,9 +193,11 @@ int rung_sandbox_dispose(struct rung_sandbox *s, struct rung_err *err)
 	char trash[4096] = "";
 	/* Only where a hand-off child is made anyway (a fork costs what the removal saves). */
 	int rc = dispose_locked(r, &m, have, sb->meta.id, mntns >= 0 ? trash : NULL, err);
-	owned_release(mntns, trash, sb);
+	/* Freed before the hand-off's fork: after it, every page we write is copied first (a
+	 * page fault each, 20-40 us on a paravirtualised host). */
 	if (have)
 		rt_meta_release(&m);
+	owned_release(mntns, trash, sb);
 	return rc;
 }
 
