@@ -29,6 +29,7 @@ obj      = $(patsubst %.c,$(B)/obj/%.o,$(1))
 LIB_SRC  := $(COMMON) $(ROOTFS) $(NETPOL) $(CGROUP) $(RUNTIME)
 # What the static programs (agent, vmm) may link from common: no libcrypto.
 COMMON_MIN := common/err.c common/log.c common/util.c common/proto.c common/proto-proc.c \
+	common/root.c common/pid1.c \
 	common/relay.c common/proto-fs.c common/proto-tree.c common/proto-restore.c
 
 all: $(B)/rung $(B)/rung-agent $(B)/rung-serve $(B)/rung-image $(B)/librung.a

@@ -39,10 +39,17 @@ void agent_start_error_msg(const struct rung_proto_exec *x, const struct agent_s
 void agent_kill_descendants(void);
 /* pid 1: kill every process below us that is not below one of the live handlers. */
 void agent_kill_orphans(const pid_t *handlers, size_t n);
-/* Privileges (privs.c): a VM's init drops from real root to the agent uid; then every agent
+/* Privileges (privs.c): a VM's init drops from real root to the agent uid, a process or
+ * container sandbox's pid 1 (init.c) from root of its user namespace; then every agent
  * keeps only what it needs (CAP_SETUID, CAP_SETGID, CAP_KILL); a handler takes fsuid/fsgid 0
  * and stays dumpable. */
 int agent_privs_vm_drop(struct rung_err *err);
+int agent_privs_ns_drop(struct rung_err *err);
+/* rung-agent --init (init.c): pid 1 of a process or container sandbox, exec'd right after
+ * its clone: reads its setup (common/pid1.h) from fd 6, builds its root, drops to the agent
+ * uid, loads the seccomp filter, waits to be in its cgroup; *first_fd is 7 or -1. Writes a
+ * failure's rung_err to fd 4 and exits; on success fd 4 is closed (the runtime's EOF). */
+void agent_ns_init(int *first_fd);
 int agent_privs_settle(struct rung_err *err);
 int agent_privs_handler(struct rung_err *err);
 /* Accept loop on a listening socket; forks a handler per connection; reaps children.

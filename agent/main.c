@@ -1,7 +1,7 @@
 /*
  * rung-agent: pid 1 of every sandbox. It serves the agent protocol (common/proto.h) on a
- * listening socket: a Unix socket inherited from the supervisor (process, container), or a
- * vsock it opens itself (vm, see vm-init.c).
+ * listening socket: a Unix socket inherited from the supervisor (process, container: --init,
+ * which first builds the sandbox's root, init.c), or a vsock it opens itself (vm, vm-init.c).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -15,7 +15,7 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: rung-agent --listen-fd N [--first-fd N]\n"
+	fprintf(f, "usage: rung-agent --init     (as pid 1 of a process or container sandbox)\n"
 		   "       rung-agent            (as pid 1 of a rung VM guest)\n"
 		   "Serves the rung agent protocol; not meant to be run by hand.\n");
 }
@@ -32,20 +32,9 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
 			return 0;
-		} else if (!strcmp(argv[i], "--listen-fd") && i + 1 < argc) {
-			uint64_t v;
-			if (rung_parse_u64(argv[++i], &v) < 0 || v > 1024) {
-				fprintf(stderr, "rung-agent: bad --listen-fd\n");
-				return 2;
-			}
-			listen_fd = (int)v;
-		} else if (!strcmp(argv[i], "--first-fd") && i + 1 < argc) {
-			uint64_t v; /* an owned sandbox's first connection (agent/serve.c) */
-			if (rung_parse_u64(argv[++i], &v) < 0 || v > 1024) {
-				fprintf(stderr, "rung-agent: bad --first-fd\n");
-				return 2;
-			}
-			first_fd = (int)v;
+		} else if (!strcmp(argv[i], "--init") && argc == 2 && getpid() == 1) {
+			agent_ns_init(&first_fd); /* agent/init.c: exits on failure */
+			listen_fd = 3;
 		} else if (getpid() == 1) {
 			continue; /* a VM's init: the kernel hands us its unknown parameters */
 		} else {

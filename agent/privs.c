@@ -43,12 +43,12 @@ static int write_self(const char *file, const char *txt, struct rung_err *err)
 	return 0;
 }
 
-int agent_privs_vm_drop(struct rung_err *err)
+/* From root (a guest's real root, or root of our own user namespace) to the agent uid with
+ * only KEEP: securebits locked (no root magic, no setuid fixup, no ambient raise), an empty
+ * bounding set, no_new_privs. setgroups is a guest's only: a sandbox's user namespace
+ * denies it (its supplementary groups are the host's, unmapped there). */
+static int drop_to_agent(bool guest, struct rung_err *err)
 {
-	/* Real root here: pin our OOM score first (the supervisor does it on the other rungs). */
-	int r = write_self("/proc/self/oom_score_adj", "-1000", err);
-	if (r < 0)
-		return r;
 	unsigned bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
 			SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
 			SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
@@ -58,7 +58,7 @@ int agent_privs_vm_drop(struct rung_err *err)
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
 			return rung_err_sys(err, errno, "drop capability %d from the bounding set",
 					    c);
-	if (setgroups(0, NULL) < 0)
+	if (guest && setgroups(0, NULL) < 0)
 		return rung_err_sys(err, errno, "clear supplementary groups");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return rung_err_sys(err, errno, "no_new_privs");
@@ -66,10 +66,22 @@ int agent_privs_vm_drop(struct rung_err *err)
 	    setresuid(RUNG_AGENT_UID, RUNG_AGENT_UID, RUNG_AGENT_UID) < 0)
 		return rung_err_sys(err, errno, "become the agent uid %d", RUNG_AGENT_UID);
 	/* The uid change made pid 1 non-dumpable, which hands its /proc files (oom_score_adj,
-	 * fd/) to root, the command's uid in the guest: dumpable, they are the agent uid's. */
+	 * fd/) to root, the command's uid: dumpable, they are the agent uid's. */
 	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
 		return rung_err_sys(err, errno, "set dumpable");
 	return caps_keep_only(err);
+}
+
+int agent_privs_vm_drop(struct rung_err *err)
+{
+	/* Real root here: pin our OOM score first (the supervisor does it on the other rungs). */
+	int r = write_self("/proc/self/oom_score_adj", "-1000", err);
+	return r < 0 ? r : drop_to_agent(true, err);
+}
+
+int agent_privs_ns_drop(struct rung_err *err)
+{
+	return drop_to_agent(false, err);
 }
 
 int agent_privs_settle(struct rung_err *err)

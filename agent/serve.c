@@ -16,7 +16,7 @@ static int read_request(int fd, bool patient, struct rung_frame *f)
 {
 	struct rung_err err = {0};
 	/* The host sends its request promptly; a silent peer is dropped after 30 s. The first
-	 * connection (--first-fd) is made before the host knows its request, and a kept one
+	 * connection (fd 7 of --init) is made before the host knows its request, and a kept one
 	 * waits for the host's next exec: they wait. */
 	int r = rung_frame_read(fd, f, patient ? 0 : rung_now_ms() + 30000, &err);
 	if (r == -EPROTONOSUPPORT) {
@@ -191,7 +191,7 @@ static pid_t start_handler(int c, struct rung_frame *pre, int listen_fd, int sfd
 }
 
 /*
- * An owned sandbox's creator connected before we ran (a socket pair, --first-fd) and sends
+ * An owned sandbox's creator connected before we ran (a socket pair, fd 7 of --init) and sends
  * its first request (`rung run`'s command) on it, before we serve anyone else. An exec there
  * we run ourselves: no fork and no handler start on that command's way; as pid 1 we reap the
  * orphans a handler would, and what the command left is killed at its end all the same. Any

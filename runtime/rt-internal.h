@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "common/proto.h"
+#include "common/pid1.h"
 #include "common/util.h"
 #include "rung/rung.h"
 
@@ -372,22 +373,6 @@ int rt_cp_get_stream(int fd, const char *path, int tar_fd, const struct rung_cp_
 int rt_procs_live(const struct rt_store *st, const char *id);
 
 /* ---- process-rung building blocks (ns.c, mounts.c, seccomp.c, caps.c) ---- */
-enum rt_mount_op { RT_M_TMPFS, RT_M_BIND_RO, RT_M_BIND_RW, RT_M_PROC, RT_M_DEV, RT_M_SYMLINK,
-		   RT_M_MKDIR, RT_M_FILE, RT_M_OVERLAY, RT_M_WAIT };
-struct rt_mount {
-	enum rt_mount_op op;
-	char *src;   /* host path (bind), link target (symlink), contents (file), overlay opts */
-	char *dst;   /* path inside the new root */
-	char *opts;  /* tmpfs options */
-	bool optional; /* a missing source is skipped */
-};
-struct rt_mount_plan {
-	struct rt_mount *m;
-	size_t n, cap;
-};
-void rt_mount_plan_release(struct rt_mount_plan *p);
-int rt_mount_plan_add(struct rt_mount_plan *p, enum rt_mount_op op, const char *src,
-		      const char *dst, const char *opts, bool optional);
 /* Pure: the process rung's root: host system dirs read-only, work dir, /tmp, /dev, /proc. */
 struct rt_root_params {
 	const char *work_src;   /* host dir backing the work dir */
@@ -400,27 +385,15 @@ struct rt_root_params {
 	const char *overlay_upper, *overlay_work;
 	bool root_mounted;      /* the root was mounted by the parent (container rung) */
 	/* The parent mounts what backs work_src while the root is built: the work dir's bind
-	 * comes last, after an RT_M_WAIT step (process rung). */
+	 * comes last, after an RUNG_M_WAIT step (process rung). */
 	bool work_late;
 };
-int rt_root_plan(const struct rt_root_params *p, struct rt_mount_plan *out, struct rung_err *err);
-/* Apply in the sandbox's mount namespace: build under newroot, pivot_root into it. An
- * RT_M_WAIT step calls wait(ud, err), which returns once the next step's source is there. */
-int rt_root_apply(const struct rt_mount_plan *p, const char *newroot,
-		  int (*wait)(void *ud, struct rung_err *err), void *ud, struct rung_err *err);
-
-/* nofile, core, memlock, msgqueue (the spec's limits are a cgroup's and a filesystem's) */
-int rt_rlimits_apply(struct rung_err *err);
+int rt_root_plan(const struct rt_root_params *p, struct rung_mount_plan *out, struct rung_err *err);
 /* seccomp: build (parent, before untrusted input) then load (child). */
 int rt_seccomp_build(void **bpf, size_t *len, struct rung_err *err);
 /* The same filter, built at build time (runtime/seccomp-bpf.c): a malloc'd copy. */
 int rt_seccomp_prebuilt(void **bpf, size_t *len, struct rung_err *err);
 /* The x86_64 number of a syscall name; -EINVAL naming it when libseccomp cannot resolve it. */
 int rt_seccomp_resolve(const char *name, struct rung_err *err);
-int rt_seccomp_load(const void *bpf, size_t len, struct rung_err *err);
-/* Clear the bounding set, lock securebits, no_new_privs, and become RUNG_AGENT_UID keeping only
- * CAP_SETUID, CAP_SETGID and CAP_KILL across the execve of rung-agent (as ambient capabilities,
- * which the agent then clears; the commands it starts as uid 0 get none). */
-int rt_caps_drop_agent(struct rung_err *err);
 
 #endif

@@ -1,8 +1,10 @@
 /*
- * runtime/sandbox-ns.c: clone the sandbox's pid 1 into new namespaces, map its ids, build its
- * root, drop every privilege and exec rung-agent. The seccomp filter and the mount plan are
- * built here in the parent, before the child runs; the child only applies them. A child that
- * fails writes its rung_err to a CLOEXEC pipe and exits: EOF on that pipe means exec worked.
+ * runtime/sandbox-ns.c: clone the sandbox's pid 1 into new namespaces, map its ids and let it
+ * exec `rung-agent --init` at once, which builds its root, drops every privilege and loads
+ * the seccomp filter (agent/init.c) from the setup sent here on its go pipe (common/pid1.h):
+ * the mount plan and the filter are built here, before the child runs; the agent only
+ * applies them. A pid 1 that fails writes its rung_err to the error pipe and exits; EOF on
+ * that pipe means it is set up (or, before the exec, that the exec failed silently: never).
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -35,29 +37,14 @@ static int write_proc(pid_t pid, const char *file, const char *txt, struct rung_
 	return r < 0 ? rung_err_sys(err, -r, "write %s", p) : 0;
 }
 
-static int lo_up(struct rung_err *err)
-{
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (s < 0)
-		return rung_err_sys(err, errno, "socket");
-	struct ifreq ifr = {0};
-	strcpy(ifr.ifr_name, "lo");
-	int r = 0;
-	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
-		r = rung_err_sys(err, errno, "get lo flags");
-	ifr.ifr_flags |= IFF_UP;
-	if (r == 0 && ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
-		r = rung_err_sys(err, errno, "bring lo up");
-	close(s);
-	return r;
-}
-
 struct child_ctx {
 	struct rt_sandbox *sb;
 	const struct rt_ns_params *np;
-	struct rt_mount_plan *plan;
+	struct rung_mount_plan *plan;
 	void *bpf;
 	size_t bpf_len;
+	void *setup; /* the message for rung-agent --init (common/pid1.h) */
+	size_t setup_len;
 	int agent_fd, listen_fd, go_fd, err_fd;
 	int first_fd; /* an owned sandbox: pid 1's end of its first connection (>= 10), or -1 */
 };
@@ -68,33 +55,12 @@ static void child_fail(int fd, const struct rung_err *e)
 	_exit(127);
 }
 
-/* The seccomp filter, which the parent sends right after the go: a u32 length, then the
- * BPF, on the go pipe (loaded only once the root is built). */
-static int read_filter(struct child_ctx *c, struct rung_err *err)
-{
-	uint32_t len;
-	if (rung_read_exact(c->go_fd, &len, sizeof(len)) < 0 || !len || len > (1u << 20) ||
-	    len % 8)
-		return rung_err_set(err, EIO, "parent gave up during setup (no seccomp filter)");
-	c->bpf = malloc(len);
-	if (!c->bpf)
-		return rung_err_set(err, ENOMEM, "out of memory");
-	if (rung_read_exact(c->go_fd, c->bpf, len) < 0)
-		return rung_err_set(err, EIO, "parent gave up during setup (short seccomp filter)");
-	c->bpf_len = len;
-	return 0;
-}
-
-/* The root plan's RT_M_WAIT: the parent attached the work dir's disk (a 'd'). */
-static int wait_work(void *ud, struct rung_err *err)
-{
-	const struct child_ctx *c = ud;
-	char d;
-	if (rung_read_exact(c->go_fd, &d, 1) < 0 || d != 'd')
-		return rung_err_set(err, EIO, "parent gave up during setup (no work dir)");
-	return 0;
-}
-
+/*
+ * pid 1 until its exec of `rung-agent --init`, in a copy of our memory: as little as can be
+ * there, as every page it writes is copied first. Once its ids are mapped (the 'g') it
+ * becomes root of its user namespace, whose capabilities the exec then keeps, sets its fds
+ * and execs; the agent does the rest (agent/init.c).
+ */
 static void child_main(struct child_ctx *c)
 {
 	struct rung_err err = {0};
@@ -103,12 +69,6 @@ static void child_main(struct child_ctx *c)
 		rung_err_set(&err, EIO, "parent gave up during setup");
 		child_fail(c->err_fd, &err);
 	}
-	rung_trace("child: go");
-	if (read_filter(c, &err) < 0)
-		child_fail(c->err_fd, &err);
-	/* An owned sandbox's creator may be in a terminal's process group: not its pid 1. */
-	if (c->sb->owned)
-		setsid();
 	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
 		rung_err_sys(&err, errno, "become root in the user namespace");
 		child_fail(c->err_fd, &err);
@@ -118,49 +78,20 @@ static void child_main(struct child_ctx *c)
 		rung_err_sys(&err, errno, "set the parent-death signal");
 		child_fail(c->err_fd, &err);
 	}
-	/* Our own netns (no egress) needs lo up; a host-owned one was set up by netpolicy. */
-	if ((c->np->netns_fd < 0 && lo_up(&err) < 0) ||
-	    rt_root_apply(c->plan, c->np->root, wait_work, c, &err) < 0 ||
-	    sethostname("rung", 4) < 0 || rt_rlimits_apply(&err) < 0)
-		child_fail(c->err_fd, err.code ? &err : (rung_err_sys(&err, errno, "setup"), &err));
-	rung_trace("child: root ready");
-	/* fds: 0-2 /dev/null, 3 the listening socket, then the error pipe, the agent and the
-	 * go pipe (until the last parent-death check), 7 the first connection (owned). */
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
-	    dup2(c->listen_fd, 3) < 0 || dup2(c->err_fd, 4) < 0 || dup2(c->agent_fd, 5) < 0 ||
-	    dup2(c->go_fd, 6) < 0 || (c->first_fd >= 0 && dup2(c->first_fd, 7) < 0)) {
+	/* fds: 3 the listening socket, 4 the error pipe, 5 rung-agent (close-on-exec), 6 the go
+	 * pipe, 7 the first connection (owned); a dup2 onto its own number keeps CLOEXEC and any
+	 * other clears it, hence the explicit settings. */
+	if (dup2(c->listen_fd, 3) < 0 || dup2(c->err_fd, 4) < 0 || dup2(c->agent_fd, 5) < 0 ||
+	    dup2(c->go_fd, 6) < 0 || (c->first_fd >= 0 && dup2(c->first_fd, 7) < 0) ||
+	    fcntl(3, F_SETFD, 0) < 0 || fcntl(4, F_SETFD, 0) < 0 ||
+	    fcntl(5, F_SETFD, FD_CLOEXEC) < 0 || fcntl(6, F_SETFD, 0) < 0 ||
+	    (c->first_fd >= 0 && fcntl(7, F_SETFD, 0) < 0)) {
 		rung_err_sys(&err, errno, "arrange fds");
 		child_fail(c->err_fd, &err);
 	}
 	c->err_fd = 4;
-	fcntl(4, F_SETFD, FD_CLOEXEC);
-	fcntl(5, F_SETFD, FD_CLOEXEC);
 	syscall(SYS_close_range, c->first_fd >= 0 ? 8 : 7, ~0U, 0);
-	if (rt_caps_drop_agent(&err) < 0 || rt_seccomp_load(c->bpf, c->bpf_len, &err) < 0)
-		child_fail(c->err_fd, &err);
-	/* Becoming the agent uid cleared the parent-death signal: set it again. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
-		rung_err_sys(&err, errno, "set the parent-death signal");
-		child_fail(c->err_fd, &err);
-	}
-	/* Not one process of ours before we are in our cgroup: the parent says so ('c') once
-	 * after_go has put us there; rung-agent forks an owned sandbox's first handler at once.
-	 * EOF: the parent gave up or died. A parent that died after writing it but before our
-	 * parent-death signal was set sent no signal: its end of the go pipe, open until our
-	 * exec, says so (POLLHUP). */
-	char in_cg = 0;
-	struct pollfd gp = {.fd = 6, .events = POLLIN};
-	if (rung_read_exact(6, &in_cg, 1) < 0 || in_cg != 'c' ||
-	    (poll(&gp, 1, 0) > 0 && (gp.revents & (POLLHUP | POLLERR))))
-		_exit(1);
-	rung_trace("child: in its cgroup");
-	close(6);
-	char *argv[] = {"rung-agent", "--listen-fd", "3", NULL, NULL, NULL};
-	if (c->first_fd >= 0) {
-		argv[3] = "--first-fd";
-		argv[4] = "7";
-	}
+	char *argv[] = {"rung-agent", "--init", NULL};
 	char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 			"LANG=C.UTF-8", NULL};
 	syscall(SYS_execveat, 5, "", argv, envp, AT_EMPTY_PATH);
@@ -236,8 +167,26 @@ static void child_ctx_release(struct child_ctx *c)
 	rung_closep(&c->agent_fd);
 	rung_closep(&c->first_fd);
 	free(c->bpf);
+	free(c->setup);
 }
-static void mount_planp(struct rt_mount_plan *p) { rt_mount_plan_release(p); }
+
+/* What rung-agent --init is sent (common/pid1.h): the plan and the filter built here. */
+static int make_setup(struct child_ctx *c, struct rung_err *err)
+{
+	int r = rt_seccomp_prebuilt(&c->bpf, &c->bpf_len, err);
+	if (r < 0)
+		return r;
+	struct rung_pid1_setup s = {.new_session = c->sb->owned,
+				    .lo_up = c->np->netns_fd < 0, /* a host-owned one is set up */
+				    .first_conn = c->first_fd >= 0,
+				    .newroot = (char *)c->np->root,
+				    .trace = (char *)rung_trace_get(),
+				    .plan = *c->plan,
+				    .bpf = c->bpf,
+				    .bpf_len = c->bpf_len};
+	return rung_pid1_setup_encode(&s, &c->setup, &c->setup_len, err);
+}
+static void mount_planp(struct rung_mount_plan *p) { rung_mount_plan_release(p); }
 
 /* A parent-side step failed after the clone: the child dies with it. */
 static int kill_child(pid_t pid, int r)
@@ -297,10 +246,10 @@ static int map_child(struct rt_sandbox *sb, pid_t pid, struct rung_err *err)
 
 /* Does the root plan wait for the work dir (rt_root_params.work_late)? The parent's 'd' is
  * written exactly when the child reads it. */
-static bool plan_waits(const struct rt_mount_plan *p)
+static bool plan_waits(const struct rung_mount_plan *p)
 {
 	for (size_t i = 0; i < p->n; i++)
-		if (p->m[i].op == RT_M_WAIT)
+		if (p->m[i].op == RUNG_M_WAIT)
 			return true;
 	return false;
 }
@@ -314,15 +263,13 @@ static int run_child(struct rt_sandbox *sb, const struct rt_ns_params *np, struc
 	int r;
 	if (write(go_fd, "g", 1) != 1)
 		return child_failed(err_fd, errno, "start the sandbox", err);
-	/* The seccomp filter (built at build time, runtime/main-seccomp.c) goes to the child
-	 * now, while it builds its root (it loads the filter only at the end). */
-	if ((r = rt_seccomp_prebuilt(&c->bpf, &c->bpf_len, err)) < 0)
-		return r;
-	uint32_t blen = (uint32_t)c->bpf_len;
-	if (rung_write_all(go_fd, &blen, sizeof(blen)) < 0 ||
-	    rung_write_all(go_fd, c->bpf, c->bpf_len) < 0)
-		return child_failed(err_fd, errno, "send the seccomp filter", err);
-	rung_trace("ns: seccomp sent");
+	/* Its setup (the root plan, the seccomp filter) follows at once: the pipe holds it
+	 * while the child execs rung-agent --init, which reads it. */
+	uint32_t slen = (uint32_t)c->setup_len;
+	if (rung_write_all(go_fd, &slen, sizeof(slen)) < 0 ||
+	    rung_write_all(go_fd, c->setup, c->setup_len) < 0)
+		return child_failed(err_fd, errno, "send the sandbox's setup", err);
+	rung_trace("ns: setup sent");
 	if (plan_waits(c->plan)) {
 		if (np->before_work && (r = np->before_work(sb, pid, np->ud, err)) < 0)
 			return r;
@@ -333,7 +280,7 @@ static int run_child(struct rt_sandbox *sb, const struct rt_ns_params *np, struc
 		return r;
 	rung_trace("ns: child in its cgroup");
 	if (write(go_fd, "c", 1) != 1)
-		return child_failed(err_fd, errno, "let the sandbox's pid 1 exec rung-agent", err);
+		return child_failed(err_fd, errno, "let the sandbox's pid 1 serve", err);
 	ssize_t n = child_report(err_fd, err);
 	if (n == (ssize_t)sizeof(struct rung_err))
 		return -(err->code ? err->code : EIO);
@@ -345,7 +292,7 @@ static int run_child(struct rt_sandbox *sb, const struct rt_ns_params *np, struc
 int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen_fd,
 		struct rung_err *err)
 {
-	__attribute__((cleanup(mount_planp))) struct rt_mount_plan plan = {0};
+	__attribute__((cleanup(mount_planp))) struct rung_mount_plan plan = {0};
 	rung_trace("ns: begin");
 	int r = rt_root_plan(np->root_params, &plan, err);
 	if (r < 0)
@@ -358,7 +305,8 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 	c.agent_fd = open(sb->router->agent_path, O_PATH | O_CLOEXEC);
 	if (c.agent_fd < 0)
 		return rung_err_sys(err, errno, "open %s", sb->router->agent_path);
-	if (sb->owned && (r = first_conn(sb, &c.first_fd, err)) < 0)
+	if ((sb->owned && (r = first_conn(sb, &c.first_fd, err)) < 0) ||
+	    (r = make_setup(&c, err)) < 0)
 		return r;
 	if (pipe2(gop, O_CLOEXEC) < 0)
 		return rung_err_sys(err, errno, "pipe");
@@ -385,7 +333,7 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 	rung_trace("ns: ids mapped");
 	if ((r = run_child(sb, np, &c, pid, go_w, err_r, err)) < 0)
 		return kill_child(pid, r);
-	rung_trace("ns: agent exec'd");
+	rung_trace("ns: pid 1 ready");
 	if (sb->owned) /* ours stays with sb: pid 1's end is in pid 1 now */
 		rung_closep(&c.first_fd);
 	return pid;

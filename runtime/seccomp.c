@@ -241,14 +241,3 @@ int rt_seccomp_build(void **bpf, size_t *len, struct rung_err *err)
 	*len = n;
 	return 0;
 }
-
-int rt_seccomp_load(const void *bpf, size_t len, struct rung_err *err)
-{
-	struct sock_fprog prog = {.len = (unsigned short)(len / sizeof(struct sock_filter)),
-				  .filter = (struct sock_filter *)bpf};
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return rung_err_sys(err, errno, "no_new_privs");
-	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
-		return rung_err_sys(err, errno, "load seccomp filter");
-	return 0;
-}

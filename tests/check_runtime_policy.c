@@ -343,7 +343,7 @@ END_TEST
 
 /* ---- mount plan ----------------------------------------------------------------------------- */
 
-static const struct rt_mount *find_op(const struct rt_mount_plan *p, enum rt_mount_op op,
+static const struct rung_mount *find_op(const struct rung_mount_plan *p, enum rung_mount_op op,
 				      const char *dst)
 {
 	for (size_t i = 0; i < p->n; i++)
@@ -356,7 +356,7 @@ static void plan_bad(const char *work_dir, const char *needle)
 {
 	struct rt_root_params rp = {
 	    .work_src = "/tmp/w", .work_dir = work_dir, .host_system = true};
-	struct rt_mount_plan p;
+	struct rung_mount_plan p;
 	struct rung_err err = {0};
 	ck_assert_msg(rt_root_plan(&rp, &p, &err) == -EINVAL, "work_dir %s accepted",
 		      work_dir ? work_dir : "(null)");
@@ -379,12 +379,12 @@ START_TEST(test_root_plan_work_dir)
 	/* Only whole components are reserved. */
 	struct rt_root_params rp = {
 	    .work_src = "/tmp/w", .work_dir = "/procedures", .host_system = true};
-	struct rt_mount_plan p;
+	struct rung_mount_plan p;
 	struct rung_err err = {0};
 	ck_assert_msg(rt_root_plan(&rp, &p, &err) == 0, "%s", err.msg);
-	ck_assert_ptr_nonnull(find_op(&p, RT_M_BIND_RW, "/procedures"));
-	rt_mount_plan_release(&p);
-	rt_mount_plan_release(&p);
+	ck_assert_ptr_nonnull(find_op(&p, RUNG_M_BIND_RW, "/procedures"));
+	rung_mount_plan_release(&p);
+	rung_mount_plan_release(&p);
 }
 END_TEST
 
@@ -395,31 +395,31 @@ START_TEST(test_root_plan_ops)
 				    .hostname = "box",
 				    .tmp_bytes = 1 << 20,
 				    .host_system = true};
-	struct rt_mount_plan p;
+	struct rung_mount_plan p;
 	struct rung_err err = {0};
 	ck_assert_msg(rt_root_plan(&rp, &p, &err) == 0, "%s", err.msg);
 	ck_assert_uint_gt(p.n, 10);
 	/* A fresh tmpfs root comes first; everything else is built on it. */
-	ck_assert_int_eq(p.m[0].op, RT_M_TMPFS);
+	ck_assert_int_eq(p.m[0].op, RUNG_M_TMPFS);
 	ck_assert_str_eq(p.m[0].dst, "/");
 	/* Host system dirs, read-only, from the same path. */
 	static const char *const sys[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64"};
 	for (size_t i = 0; i < RUNG_ARRAY_SIZE(sys); i++) {
-		const struct rt_mount *m = find_op(&p, RT_M_BIND_RO, sys[i]);
+		const struct rung_mount *m = find_op(&p, RUNG_M_BIND_RO, sys[i]);
 		ck_assert_msg(m != NULL, "no read-only bind of %s", sys[i]);
 		ck_assert_str_eq(m->src, sys[i]);
 	}
-	ck_assert_ptr_nonnull(find_op(&p, RT_M_BIND_RO, "/etc/ld.so.cache"));
-	ck_assert_ptr_nonnull(find_op(&p, RT_M_BIND_RO, "/etc/ssl/certs"));
+	ck_assert_ptr_nonnull(find_op(&p, RUNG_M_BIND_RO, "/etc/ld.so.cache"));
+	ck_assert_ptr_nonnull(find_op(&p, RUNG_M_BIND_RO, "/etc/ssl/certs"));
 	/* The work dir is the only read-write bind, from the store. */
-	const struct rt_mount *w = find_op(&p, RT_M_BIND_RW, "/src");
+	const struct rung_mount *w = find_op(&p, RUNG_M_BIND_RW, "/src");
 	ck_assert_ptr_nonnull(w);
 	ck_assert_str_eq(w->src, "/var/lib/rung/sandboxes/x/work");
 	size_t rw = 0;
 	for (size_t i = 0; i < p.n; i++) {
-		if (p.m[i].op == RT_M_BIND_RW)
+		if (p.m[i].op == RUNG_M_BIND_RW)
 			rw++;
-		if (p.m[i].op == RT_M_BIND_RO || p.m[i].op == RT_M_BIND_RW) {
+		if (p.m[i].op == RUNG_M_BIND_RO || p.m[i].op == RUNG_M_BIND_RW) {
 			/* Never the host's secrets or state. */
 			static const char *const never[] = {
 			    "/etc/shadow", "/etc/gshadow", "/root", "/home", "/var",	   "/run",
@@ -429,52 +429,52 @@ START_TEST(test_root_plan_ops)
 			for (size_t j = 0; j < RUNG_ARRAY_SIZE(never); j++)
 				ck_assert_msg(strcmp(p.m[i].src, never[j]) != 0, "binds %s",
 					      never[j]);
-			ck_assert_msg(p.m[i].op == RT_M_BIND_RW || !strcmp(p.m[i].src, p.m[i].dst),
+			ck_assert_msg(p.m[i].op == RUNG_M_BIND_RW || !strcmp(p.m[i].src, p.m[i].dst),
 				      "read-only bind %s -> %s", p.m[i].src, p.m[i].dst);
 		}
 	}
 	ck_assert_uint_eq(rw, 1);
 	/* Synthesised /etc files: passwd with the work dir as root's home. */
-	const struct rt_mount *pw = find_op(&p, RT_M_FILE, "/etc/passwd");
+	const struct rung_mount *pw = find_op(&p, RUNG_M_FILE, "/etc/passwd");
 	ck_assert_ptr_nonnull(pw);
 	ck_assert_ptr_nonnull(strstr(pw->src, "root:x:0:0:root:/src:/bin/sh"));
-	ck_assert_ptr_nonnull(find_op(&p, RT_M_FILE, "/etc/group"));
-	const struct rt_mount *h = find_op(&p, RT_M_FILE, "/etc/hostname");
+	ck_assert_ptr_nonnull(find_op(&p, RUNG_M_FILE, "/etc/group"));
+	const struct rung_mount *h = find_op(&p, RUNG_M_FILE, "/etc/hostname");
 	ck_assert_ptr_nonnull(h);
 	ck_assert_str_eq(h->src, "box\n");
-	ck_assert_ptr_nonnull(find_op(&p, RT_M_FILE, "/etc/hosts"));
-	const struct rt_mount *rc = find_op(&p, RT_M_FILE, "/etc/resolv.conf");
+	ck_assert_ptr_nonnull(find_op(&p, RUNG_M_FILE, "/etc/hosts"));
+	const struct rung_mount *rc = find_op(&p, RUNG_M_FILE, "/etc/resolv.conf");
 	ck_assert_ptr_nonnull(rc);
 	ck_assert_str_eq(rc->src, ""); /* no network: no resolver */
-	const struct rt_mount *t = find_op(&p, RT_M_TMPFS, "/tmp");
+	const struct rung_mount *t = find_op(&p, RUNG_M_TMPFS, "/tmp");
 	ck_assert_ptr_nonnull(t);
 	ck_assert_ptr_nonnull(strstr(t->opts, "size=1048576"));
-	ck_assert_ptr_nonnull(find_op(&p, RT_M_DEV, "/dev"));
-	ck_assert_ptr_nonnull(find_op(&p, RT_M_PROC, "/proc"));
-	rt_mount_plan_release(&p);
+	ck_assert_ptr_nonnull(find_op(&p, RUNG_M_DEV, "/dev"));
+	ck_assert_ptr_nonnull(find_op(&p, RUNG_M_PROC, "/proc"));
+	rung_mount_plan_release(&p);
 
 	/* work_late (the process rung: its disk is attached while the root is built): the work
 	 * dir's bind is the last step, right after the one wait, and there is no other. */
 	rp.work_late = true;
 	ck_assert_msg(rt_root_plan(&rp, &p, &err) == 0, "%s", err.msg);
 	ck_assert_uint_gt(p.n, 2);
-	ck_assert_int_eq(p.m[p.n - 2].op, RT_M_WAIT);
-	ck_assert_int_eq(p.m[p.n - 1].op, RT_M_BIND_RW);
+	ck_assert_int_eq(p.m[p.n - 2].op, RUNG_M_WAIT);
+	ck_assert_int_eq(p.m[p.n - 1].op, RUNG_M_BIND_RW);
 	ck_assert_str_eq(p.m[p.n - 1].src, "/var/lib/rung/sandboxes/x/work");
 	ck_assert_str_eq(p.m[p.n - 1].dst, "/src");
 	for (size_t i = 0; i < p.n - 2; i++)
-		ck_assert_msg(p.m[i].op != RT_M_WAIT && strcmp(p.m[i].dst, "/src"),
+		ck_assert_msg(p.m[i].op != RUNG_M_WAIT && strcmp(p.m[i].dst, "/src"),
 			      "step %zu (op %d) on %s before the wait", i, (int)p.m[i].op,
 			      p.m[i].dst);
-	rt_mount_plan_release(&p);
+	rung_mount_plan_release(&p);
 	rp.work_late = false;
 
 	/* Without host_system: no host binds at all. */
 	rp.host_system = false;
 	ck_assert_msg(rt_root_plan(&rp, &p, &err) == 0, "%s", err.msg);
 	for (size_t i = 0; i < p.n; i++)
-		ck_assert_int_ne(p.m[i].op, RT_M_BIND_RO);
-	rt_mount_plan_release(&p);
+		ck_assert_int_ne(p.m[i].op, RUNG_M_BIND_RO);
+	rung_mount_plan_release(&p);
 
 	/* container shape: an overlay root from the layers. */
 	const char *const lowers[] = {"/l/top", "/l/bottom", NULL};
@@ -484,10 +484,10 @@ START_TEST(test_root_plan_ops)
 				    .overlay_upper = "/u",
 				    .overlay_work = "/ow"};
 	ck_assert_msg(rt_root_plan(&op, &p, &err) == 0, "%s", err.msg);
-	ck_assert_int_eq(p.m[0].op, RT_M_OVERLAY);
+	ck_assert_int_eq(p.m[0].op, RUNG_M_OVERLAY);
 	ck_assert_str_eq(p.m[0].opts, "lowerdir=/l/top:/l/bottom,upperdir=/u,workdir=/ow");
-	ck_assert_ptr_nonnull(find_op(&p, RT_M_PROC, "/proc"));
-	rt_mount_plan_release(&p);
+	ck_assert_ptr_nonnull(find_op(&p, RUNG_M_PROC, "/proc"));
+	rung_mount_plan_release(&p);
 }
 END_TEST
 

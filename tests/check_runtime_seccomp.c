@@ -210,7 +210,7 @@ static int filtered_child(void (*body)(void *), void *arg)
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		if (rt_seccomp_load(bpf, len, &err) < 0)
+		if (rung_seccomp_load(bpf, len, &err) < 0)
 			_exit(100);
 		body(arg);
 		_exit(0);
