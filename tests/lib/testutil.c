@@ -120,6 +120,12 @@ int rung_test_count_tasks(pid_t pid)
 	return rung_test_count_entries(d);
 }
 
+unsigned rung_test_pids_inflight(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}
+
 int rung_test_count_mounts(void)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "r");

@@ -45,6 +45,10 @@ int rung_test_count_entries(const char *dir);
 int rung_test_count_fds(void);
 int rung_test_count_mounts(void);
 int rung_test_count_procs(void);
+/* How far a sampled pids.current may pass pids.max during a fork bomb: the pids controller
+ * charges a fork before it checks the limit and takes a refused charge back after, so a read
+ * can see one in-flight refused fork per running task: the host's CPUs. */
+unsigned rung_test_pids_inflight(void);
 /* Open fds of process pid whose link target is not `skip` (NULL: none skipped) and starts with
  * `prefix` (NULL: any); -1 if its /proc/PID/fd cannot be read. */
 int rung_test_count_fds_of(pid_t pid, const char *skip, const char *prefix);
