@@ -21,6 +21,7 @@
 #include <linux/seccomp.h>
 
 #include "common/pid1.h"
+#include "common/proto.h"
 #include "common/util.h"
 
 #define MAGIC "RGP1"
@@ -28,68 +29,44 @@
 #define MAX_STEPS 4096
 enum { F_SESSION = 1, F_LO = 2, F_FIRST = 4 };
 
-struct wbuf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
+static void put_u32(struct rung_buf *w, uint32_t v) { rung_buf_append(w, &v, sizeof(v)); }
 
-static void put(struct wbuf *w, const void *d, size_t n)
-{
-	if (w->oom)
-		return;
-	if (w->len + n > w->cap) {
-		size_t nc = w->cap ? w->cap * 2 : 4096;
-		while (nc < w->len + n)
-			nc *= 2;
-		char *np = realloc(w->p, nc);
-		if (!np) {
-			w->oom = true;
-			return;
-		}
-		w->p = np;
-		w->cap = nc;
-	}
-	memcpy(w->p + w->len, d, n);
-	w->len += n;
-}
-
-static void put_u32(struct wbuf *w, uint32_t v) { put(w, &v, sizeof(v)); }
-
-static void put_str(struct wbuf *w, const char *s)
+static void put_str(struct rung_buf *w, const char *s)
 {
 	put_u32(w, s ? (uint32_t)strlen(s) : NONE);
 	if (s)
-		put(w, s, strlen(s));
+		rung_buf_append(w, s, strlen(s));
 }
 
 int rung_pid1_setup_encode(const struct rung_pid1_setup *s, void **out, size_t *len,
 			   struct rung_err *err)
 {
-	struct wbuf w = {0};
-	put(&w, MAGIC, 4);
+	struct rung_buf w = {0};
+	rung_buf_append(&w, MAGIC, 4);
 	put_u32(&w, (s->new_session ? F_SESSION : 0) | (s->lo_up ? F_LO : 0) |
 			(s->first_conn ? F_FIRST : 0));
 	put_str(&w, s->newroot);
 	put_str(&w, s->trace ? s->trace : "");
 	put_u32(&w, (uint32_t)s->bpf_len);
-	put(&w, s->bpf, s->bpf_len);
+	rung_buf_append(&w, s->bpf, s->bpf_len);
 	put_u32(&w, (uint32_t)s->plan.n);
 	for (size_t i = 0; i < s->plan.n; i++) {
 		const struct rung_mount *m = &s->plan.m[i];
 		uint8_t b[2] = {(uint8_t)m->op, m->optional};
-		put(&w, b, 2);
+		rung_buf_append(&w, b, 2);
 		put_str(&w, m->src);
 		put_str(&w, m->dst);
 		put_str(&w, m->opts);
 	}
 	if (w.oom || w.len > RUNG_PID1_SETUP_MAX) {
-		free(w.p);
-		return w.oom ? rung_err_set(err, ENOMEM, "pid 1 setup: out of memory")
-			     : rung_err_set(err, E2BIG, "pid 1 setup: %zu bytes (at most %u)",
-					    w.len, RUNG_PID1_SETUP_MAX);
+		size_t n = w.len;
+		bool oom = w.oom;
+		rung_buf_release(&w);
+		return oom ? rung_err_set(err, ENOMEM, "pid 1 setup: out of memory")
+			   : rung_err_set(err, E2BIG, "pid 1 setup: %zu bytes (at most %u)", n,
+					  RUNG_PID1_SETUP_MAX);
 	}
-	*out = w.p;
+	*out = w.data;
 	*len = w.len;
 	return 0;
 }

@@ -1,10 +1,10 @@
 /*
- * runtime/sandbox-ns.c: clone the sandbox's pid 1 into new namespaces, map its ids and let it
- * exec `rung-agent --init` at once, which builds its root, drops every privilege and loads
- * the seccomp filter (agent/init.c) from the setup sent here on its go pipe (common/pid1.h):
- * the mount plan and the filter are built here, before the child runs; the agent only
- * applies them. A pid 1 that fails writes its rung_err to the error pipe and exits; EOF on
- * that pipe means it is set up (or, before the exec, that the exec failed silently: never).
+ * runtime/sandbox-ns.c: clone the sandbox's pid 1 into new namespaces (sandbox-clone.c), map its
+ * ids and let it exec `rung-agent --init` at once, which builds its root, drops every privilege
+ * and loads the seccomp filter (agent/init.c) from the setup sent here on its go pipe
+ * (common/pid1.h): the mount plan and the filter are built here, before the child runs; the
+ * agent only applies them. A pid 1 that fails writes its rung_err to the error pipe and exits;
+ * EOF on that pipe means it is set up.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -23,6 +23,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "runtime/sandbox-clone.h"
 #include "runtime/sandbox-ns.h"
 
 static int write_proc(pid_t pid, const char *file, const char *txt, struct rung_err *err)
@@ -45,82 +46,10 @@ struct child_ctx {
 	size_t bpf_len;
 	void *setup; /* the message for rung-agent --init (common/pid1.h) */
 	size_t setup_len;
+	struct rt_pid1_clone pc; /* pid 1 until its exec (sandbox-clone.c) */
 	int agent_fd, listen_fd, go_fd, err_fd;
 	int first_fd; /* an owned sandbox: pid 1's end of its first connection (>= 10), or -1 */
 };
-
-static void child_fail(int fd, const struct rung_err *e)
-{
-	rung_write_all(fd, e, sizeof(*e));
-	_exit(127);
-}
-
-/*
- * pid 1 until its exec of `rung-agent --init`, in a copy of our memory: as little as can be
- * there, as every page it writes is copied first. Once its ids are mapped (the 'g') it
- * becomes root of its user namespace, whose capabilities the exec then keeps, sets its fds
- * and execs; the agent does the rest (agent/init.c).
- */
-static void child_main(struct child_ctx *c)
-{
-	struct rung_err err = {0};
-	char go;
-	if (rung_read_exact(c->go_fd, &go, 1) < 0 || go != 'g') {
-		rung_err_set(&err, EIO, "parent gave up during setup");
-		child_fail(c->err_fd, &err);
-	}
-	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
-		rung_err_sys(&err, errno, "become root in the user namespace");
-		child_fail(c->err_fd, &err);
-	}
-	/* After the id change: a credential change clears the parent-death signal. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
-		rung_err_sys(&err, errno, "set the parent-death signal");
-		child_fail(c->err_fd, &err);
-	}
-	/* fds: 3 the listening socket, 4 the error pipe, 5 rung-agent (close-on-exec), 6 the go
-	 * pipe, 7 the first connection (owned); a dup2 onto its own number keeps CLOEXEC and any
-	 * other clears it, hence the explicit settings. */
-	if (dup2(c->listen_fd, 3) < 0 || dup2(c->err_fd, 4) < 0 || dup2(c->agent_fd, 5) < 0 ||
-	    dup2(c->go_fd, 6) < 0 || (c->first_fd >= 0 && dup2(c->first_fd, 7) < 0) ||
-	    fcntl(3, F_SETFD, 0) < 0 || fcntl(4, F_SETFD, 0) < 0 ||
-	    fcntl(5, F_SETFD, FD_CLOEXEC) < 0 || fcntl(6, F_SETFD, 0) < 0 ||
-	    (c->first_fd >= 0 && fcntl(7, F_SETFD, 0) < 0)) {
-		rung_err_sys(&err, errno, "arrange fds");
-		child_fail(c->err_fd, &err);
-	}
-	c->err_fd = 4;
-	syscall(SYS_close_range, c->first_fd >= 0 ? 8 : 7, ~0U, 0);
-	char *argv[] = {"rung-agent", "--init", NULL};
-	char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-			"LANG=C.UTF-8", NULL};
-	syscall(SYS_execveat, 5, "", argv, envp, AT_EMPTY_PATH);
-	rung_err_sys(&err, errno, "exec rung-agent");
-	child_fail(c->err_fd, &err);
-}
-
-/*
- * clone(flags), or clone3 with CLONE_INTO_CGROUP when *cgroup_fd is given: the child is born
- * in its cgroup (no later cgroup.procs write, which waits for an RCU grace period). A kernel
- * without clone3 (5.3) or CLONE_INTO_CGROUP (5.7) answers ENOSYS, E2BIG or EINVAL: then a
- * plain clone, and *cgroup_fd = -1 tells the caller to attach the child itself.
- */
-static pid_t clone_ns(unsigned long flags, int *cgroup_fd)
-{
-	if (cgroup_fd && *cgroup_fd >= 0) {
-		struct clone_args ca = {.flags = (flags & ~0xffUL) | CLONE_INTO_CGROUP,
-					.exit_signal = flags & 0xff,
-					.cgroup = (uint64_t)*cgroup_fd};
-		pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
-		if (pid >= 0 || (errno != ENOSYS && errno != E2BIG && errno != EINVAL))
-			return pid;
-		LOG_DEBUG("clone3(CLONE_INTO_CGROUP): %s: attaching through cgroup.procs",
-			  strerror(errno));
-		close(*cgroup_fd);
-		*cgroup_fd = -1;
-	}
-	return (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
-}
 
 /* The child's own report of a failed setup (its rung_err on the CLOEXEC error pipe; EOF once
  * it exec'd rung-agent): what it read, and err filled when it is a whole report. */
@@ -142,6 +71,18 @@ static int child_failed(int errfd, int e, const char *what, struct rung_err *err
 	if (e == EPIPE && child_report(errfd, err) == (ssize_t)sizeof(struct rung_err))
 		return -(err->code ? err->code : EIO);
 	return rung_err_sys(err, e, "%s", what);
+}
+
+/* A step of ours failed while pid 1 was setting up: if pid 1 failed first (and so made ours
+ * fail: its namespaces gone), its own report is the cause; else ours stands. */
+static int hook_failed(int errfd, int r, struct rung_err *err)
+{
+	struct pollfd p = {.fd = errfd, .events = POLLIN};
+	struct rung_err mine = *err;
+	if (poll(&p, 1, 0) == 1 && child_report(errfd, err) == (ssize_t)sizeof(struct rung_err))
+		return -(err->code ? err->code : EIO);
+	*err = mine;
+	return r;
 }
 
 /* An owned sandbox's first connection: a socket pair, ours in sb->first_conn, pid 1's end in
@@ -168,6 +109,7 @@ static void child_ctx_release(struct child_ctx *c)
 	rung_closep(&c->first_fd);
 	free(c->bpf);
 	free(c->setup);
+	rt_pid1_clone_release(&c->pc); /* pid 1 exec'd or was reaped by now */
 }
 
 /* What rung-agent --init is sent (common/pid1.h): the plan and the filter built here. */
@@ -196,10 +138,11 @@ static int kill_child(pid_t pid, int r)
 	return r;
 }
 
-/* Clone the child into its namespaces; with egress, born in the host-owned netns netpolicy
- * set up (it could not setns into it from its own user namespace): enter it around the clone.
- * Returns the pid (0 in the child), or <0 (a child cloned is reaped). */
-static pid_t clone_child(const struct rt_ns_params *np, struct rung_err *err)
+/* Clone the child into its namespaces (sandbox-clone.c); with egress, born in the host-owned
+ * netns netpolicy set up (it could not setns into it from its own user namespace): enter it
+ * around the clone. Returns the pid, or <0 (a child cloned is reaped). */
+static pid_t clone_child(const struct rt_ns_params *np, struct child_ctx *c, int go_w, int err_r,
+			 struct rung_err *err)
 {
 	unsigned long flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
 			      CLONE_NEWUTS | CLONE_NEWCGROUP | SIGCHLD;
@@ -209,11 +152,14 @@ static pid_t clone_child(const struct rt_ns_params *np, struct rung_err *err)
 	else if ((self_net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0 ||
 		 setns(np->netns_fd, CLONE_NEWNET) < 0)
 		return rung_err_sys(err, errno, "enter the sandbox network namespace");
-	pid_t pid = clone_ns(flags, np->cgroup_fd);
+	c->pc.fds = (struct rt_pid1_fds){.listen = c->listen_fd, .err = c->err_fd,
+					 .agent = c->agent_fd, .go = c->go_fd,
+					 .first = c->first_fd, .close_a = go_w, .close_b = err_r};
+	pid_t pid = rt_pid1_clone(&c->pc, flags, np->cgroup_fd);
 	if (pid > 0 && self_net >= 0 && setns(self_net, CLONE_NEWNET) < 0)
 		return kill_child(pid, rung_err_sys(err, errno, "return to the host network namespace"));
 	if (pid < 0)
-		return rung_err_sys(err, errno, "clone the sandbox's namespaces");
+		return rung_err_sys(err, -pid, "clone the sandbox's namespaces");
 	return pid;
 }
 
@@ -272,12 +218,12 @@ static int run_child(struct rt_sandbox *sb, const struct rt_ns_params *np, struc
 	rung_trace("ns: setup sent");
 	if (plan_waits(c->plan)) {
 		if (np->before_work && (r = np->before_work(sb, pid, np->ud, err)) < 0)
-			return r;
+			return hook_failed(err_fd, r, err);
 		if (write(go_fd, "d", 1) != 1)
 			return child_failed(err_fd, errno, "give the sandbox its work dir", err);
 	}
 	if (np->after_go && (r = np->after_go(sb, pid, np->ud, err)) < 0)
-		return r;
+		return hook_failed(err_fd, r, err);
 	rung_trace("ns: child in its cgroup");
 	if (write(go_fd, "c", 1) != 1)
 		return child_failed(err_fd, errno, "let the sandbox's pid 1 serve", err);
@@ -316,14 +262,9 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 	err_r = errp[0], err_w = errp[1];
 	c.go_fd = go_r;
 	c.err_fd = err_w;
-	pid_t pid = clone_child(np, err);
+	pid_t pid = clone_child(np, &c, go_w, err_r, err);
 	if (pid < 0)
 		return (int)pid;
-	if (pid == 0) {
-		close(go_w);
-		close(err_r);
-		child_main(&c); /* never returns */
-	}
 	rung_trace("ns: cloned");
 	rung_closep(&go_r);
 	rung_closep(&err_w);

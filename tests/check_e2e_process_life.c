@@ -621,6 +621,43 @@ START_TEST(test_reacquire_after_crash)
 }
 END_TEST
 
+/* pid 1 that cannot exec rung-agent (here a file that is no program) fails before its exec,
+ * while it still shares our memory (runtime/sandbox-clone.c): the start fails naming the
+ * exec and its error, pid 1 is reaped, and the store keeps nothing. */
+START_TEST(test_agent_exec_fails)
+{
+	RUNG_REQUIRE_ROOT();
+	char *dir = rung_test_tmpdir("agentexec");
+	char ap[4200];
+	snprintf(ap, sizeof(ap), "%s/rung-agent", dir);
+	int fd = open(ap, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "not a program\n", 14), 14);
+	close(fd);
+	char sd[4200];
+	snprintf(sd, sizeof(sd), "%s/state", dir);
+	struct rung_router_opts o = {.state_dir = sd, .agent_path = ap};
+	rung_test_router_env(&o);
+	struct rung_router *r;
+	struct rung_err err = {0};
+	ck_assert_msg(rung_router_new(&o, &r, &err) == 0, "%s", err.msg);
+	struct rung_spec s = spec_k("k");
+	struct rung_key k = {.scope = "x", .thread = "agentexec", .agent = "a"};
+	struct rung_sandbox *sb = NULL;
+	bool created;
+	ck_assert_int_lt(rung_acquire_owned(r, &k, &s, &sb, &created, &err), 0);
+	ck_assert_msg(strstr(err.msg, "exec rung-agent: Exec format error"), "%s", err.msg);
+	ck_assert_int_eq(err.code, ENOEXEC);
+	ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1); /* no child of ours left, reaped */
+	ck_assert_int_eq(errno, ECHILD);
+	ck_assert_int_eq(spine_store_entries(sd), 0);
+	rung_spec_release(&s);
+	rung_router_free(r);
+	ck_assert_int_eq(rung_test_rmtree(dir), 0);
+	free(dir);
+}
+END_TEST
+
 Suite *e2e_process_life_suite(void)
 {
 	Suite *s = suite_create("e2e_process_life");
@@ -637,6 +674,7 @@ Suite *e2e_process_life_suite(void)
 	tcase_add_test(tc, test_gc_dead_supervisor);
 	tcase_add_test(tc, test_acquire_race);
 	tcase_add_test(tc, test_reacquire_after_crash);
+	tcase_add_test(tc, test_agent_exec_fails);
 	suite_add_tcase(s, tc);
 	return s;
 }
