@@ -42,8 +42,6 @@ struct child_ctx {
 	struct rt_sandbox *sb;
 	const struct rt_ns_params *np;
 	struct rung_mount_plan *plan;
-	void *bpf;
-	size_t bpf_len;
 	void *setup; /* the message for rung-agent --init (common/pid1.h) */
 	size_t setup_len;
 	struct rt_pid1_clone pc; /* pid 1 until its exec (sandbox-clone.c) */
@@ -65,17 +63,10 @@ static ssize_t child_report(int errfd, struct rung_err *err)
 	return n;
 }
 
-/* A write to a child that is gone (EPIPE): it failed its setup, and said why first. */
-static int child_failed(int errfd, int e, const char *what, struct rung_err *err)
-{
-	if (e == EPIPE && child_report(errfd, err) == (ssize_t)sizeof(struct rung_err))
-		return -(err->code ? err->code : EIO);
-	return rung_err_sys(err, e, "%s", what);
-}
-
-/* A step of ours failed while pid 1 was setting up: if pid 1 failed first (and so made ours
- * fail: its namespaces gone), its own report is the cause; else ours stands. */
-static int hook_failed(int errfd, int r, struct rung_err *err)
+/* A step of ours failed (r) while pid 1 was setting up: if pid 1 failed first (and so made
+ * ours fail: a write to its pipe EPIPE, its namespaces gone), its own report is the cause;
+ * else ours stands. */
+static int child_cause(int errfd, int r, struct rung_err *err)
 {
 	struct pollfd p = {.fd = errfd, .events = POLLIN};
 	struct rung_err mine = *err;
@@ -83,6 +74,12 @@ static int hook_failed(int errfd, int r, struct rung_err *err)
 		return -(err->code ? err->code : EIO);
 	*err = mine;
 	return r;
+}
+
+/* A write to pid 1's go pipe failed with e. */
+static int child_failed(int errfd, int e, const char *what, struct rung_err *err)
+{
+	return child_cause(errfd, rung_err_sys(err, e, "%s", what), err);
 }
 
 /* An owned sandbox's first connection: a socket pair, ours in sb->first_conn, pid 1's end in
@@ -107,7 +104,6 @@ static void child_ctx_release(struct child_ctx *c)
 {
 	rung_closep(&c->agent_fd);
 	rung_closep(&c->first_fd);
-	free(c->bpf);
 	free(c->setup);
 	rt_pid1_clone_release(&c->pc); /* pid 1 exec'd or was reaped by now */
 }
@@ -115,7 +111,9 @@ static void child_ctx_release(struct child_ctx *c)
 /* What rung-agent --init is sent (common/pid1.h): the plan and the filter built here. */
 static int make_setup(struct child_ctx *c, struct rung_err *err)
 {
-	int r = rt_seccomp_prebuilt(&c->bpf, &c->bpf_len, err);
+	cleanup_free void *bpf = NULL;
+	size_t bpf_len;
+	int r = rt_seccomp_prebuilt(&bpf, &bpf_len, err);
 	if (r < 0)
 		return r;
 	struct rung_pid1_setup s = {.new_session = c->sb->owned,
@@ -124,8 +122,8 @@ static int make_setup(struct child_ctx *c, struct rung_err *err)
 				    .newroot = (char *)c->np->root,
 				    .trace = (char *)rung_trace_get(),
 				    .plan = *c->plan,
-				    .bpf = c->bpf,
-				    .bpf_len = c->bpf_len};
+				    .bpf = bpf,
+				    .bpf_len = bpf_len};
 	return rung_pid1_setup_encode(&s, &c->setup, &c->setup_len, err);
 }
 static void mount_planp(struct rung_mount_plan *p) { rung_mount_plan_release(p); }
@@ -218,12 +216,12 @@ static int run_child(struct rt_sandbox *sb, const struct rt_ns_params *np, struc
 	rung_trace("ns: setup sent");
 	if (plan_waits(c->plan)) {
 		if (np->before_work && (r = np->before_work(sb, pid, np->ud, err)) < 0)
-			return hook_failed(err_fd, r, err);
+			return child_cause(err_fd, r, err);
 		if (write(go_fd, "d", 1) != 1)
 			return child_failed(err_fd, errno, "give the sandbox its work dir", err);
 	}
 	if (np->after_go && (r = np->after_go(sb, pid, np->ud, err)) < 0)
-		return hook_failed(err_fd, r, err);
+		return child_cause(err_fd, r, err);
 	rung_trace("ns: child in its cgroup");
 	if (write(go_fd, "c", 1) != 1)
 		return child_failed(err_fd, errno, "let the sandbox's pid 1 serve", err);
