@@ -7,6 +7,7 @@
 
 #include "runtime/diskimg.h"
 #include "runtime/rt-internal.h"
+#include "runtime/sandbox-cgroup.h"
 
 /*
  * An owned dispose's directory leaves the store by a rename into <store>/trash/<id>, which
@@ -26,9 +27,11 @@ static int trash_move(struct rung_router *r, const char *dir, const char *id, ch
 }
 
 /* With the sandbox lock held: stop everything and remove the directory (with trash: move it
- * there for the caller to remove, trash_move). */
+ * there for the caller to remove, trash_move; with cg_later: leave the cgroup's removal to the
+ * caller too, rt_sandbox_cgroup_destroy). */
 static int dispose_locked(struct rung_router *r, struct rt_meta *m, bool have_meta,
-			  const char *id, char *trash, struct rung_err *err)
+			  const char *id, char *trash, struct rt_cg_later *cg_later,
+			  struct rung_err *err)
 {
 	char dir[4096];
 	rt_store_path(&r->store, id, NULL, dir, sizeof(dir));
@@ -46,7 +49,7 @@ static int dispose_locked(struct rung_router *r, struct rt_meta *m, bool have_me
 		rt_supervisor_stop(m, 3000);
 		const struct rt_backend_ops *ops = rt_backend_get(m->iso);
 		if (ops) {
-			struct rt_sandbox sb = {.router = r, .meta = *m};
+			struct rt_sandbox sb = {.router = r, .meta = *m, .cg_later = cg_later};
 			memcpy(sb.dir, dir, sizeof(sb.dir));
 			ops->cleanup(&sb);
 		}
@@ -87,7 +90,7 @@ int rung_dispose(struct rung_router *r, const char *id, const char *scope, struc
 			return rung_err_set(err, ENOENT, "no sandbox %s", id);
 		}
 	}
-	int rc = dispose_locked(r, &m, have, id, NULL, err);
+	int rc = dispose_locked(r, &m, have, id, NULL, NULL, err);
 	if (have)
 		rt_meta_release(&m);
 	return rc;
@@ -123,24 +126,31 @@ static int owned_hold_mnt(const struct rt_sandbox *sb)
 }
 
 /*
- * The last reference to a stopped sandbox's mount namespace, and the removal of its moved
- * directory (trash, "" if none), go to a child that does nothing else (no other fd: a
- * caller's pipe must not wait for it) and then exits; the kernel tears the namespace down
- * there, whatever becomes of that child, and `rung gc` removes a trash it left. The child
- * closes the namespace only once we closed our copy (EOF on the gate pipe): the last close
- * is the one that pays for the teardown, and it must never be ours. Last, with an ext4 disk,
- * it makes the spare images of that size (rt_sandbox_disk_spares_fill) the next start takes.
+ * The last reference to a stopped sandbox's mount namespace, the removal of its moved
+ * directory (trash, "" if none) and of its cgroup (cg, named by the dispose) go to a child
+ * that does nothing else (no other fd: a caller's pipe must not wait for it) and then exits;
+ * the kernel tears the namespace down there, whatever becomes of that child, and `rung gc`
+ * removes a trash or a group it left (the group's sandbox is gone from the store by then).
+ * The group holds no process: pid 1 was reaped, and its namespace's processes went before it.
+ * The child closes the namespace only once we closed our copy (EOF on the gate pipe): the last
+ * close is the one that pays for the teardown, and it must never be ours. Last, with an ext4
+ * disk, it makes the spare images of that size (rt_sandbox_disk_spares_fill) the next start
+ * takes. Without a child (no fork), the group is removed here.
  */
-static void owned_release(int mntns, const char *trash, const struct rt_sandbox *sb)
+static void owned_release(int mntns, const char *trash, struct rt_cg_later *cg,
+			  const struct rt_sandbox *sb)
 {
-	if (mntns < 0 && !trash[0])
+	if (mntns < 0 && !trash[0]) {
+		rt_cg_later_run(sb->router, cg);
 		return;
+	}
 	int gate[2] = {-1, -1};
 	if (mntns >= 0 && pipe2(gate, O_CLOEXEC) < 0)
 		gate[0] = gate[1] = -1;
 	pid_t pid = fork(); /* from a threaded caller: glibc's fork leaves malloc usable */
 	if (pid == 0) {
 		rung_close_from_except(0, mntns, gate[0]);
+		rt_cg_later_run(sb->router, cg);
 		char c;
 		while (gate[0] >= 0 && read(gate[0], &c, 1) < 0 && errno == EINTR)
 			;
@@ -152,12 +162,18 @@ static void owned_release(int mntns, const char *trash, const struct rt_sandbox 
 		rt_sandbox_disk_spares_fill(sb);
 		_exit(0);
 	}
+	if (pid < 0)
+		rt_cg_later_run(sb->router, cg);
 	rung_trace("dispose: namespace handed off");
 	if (mntns >= 0)
 		close(mntns);
 	if (gate[0] >= 0) {
 		close(gate[1]);
 		close(gate[0]);
+	}
+	if (pid > 0) { /* the child's copy removes it: ours is only freed */
+		rt_cgroup_free(cg->cg);
+		cg->cg = NULL;
 	}
 }
 
@@ -191,13 +207,15 @@ int rung_sandbox_dispose(struct rung_sandbox *s, struct rung_err *err)
 	}
 	int mntns = owned_hold_mnt(sb);
 	char trash[4096] = "";
-	/* Only where a hand-off child is made anyway (a fork costs what the removal saves). */
-	int rc = dispose_locked(r, &m, have, sb->meta.id, mntns >= 0 ? trash : NULL, err);
+	struct rt_cg_later cg = {0};
+	/* Only where a hand-off child is made anyway (a fork costs what the removals save). */
+	int rc = dispose_locked(r, &m, have, sb->meta.id, mntns >= 0 ? trash : NULL,
+				mntns >= 0 ? &cg : NULL, err);
 	/* Freed before the hand-off's fork: after it, every page we write is copied first (a
 	 * page fault each, 20-40 us on a paravirtualised host). */
 	if (have)
 		rt_meta_release(&m);
-	owned_release(mntns, trash, sb);
+	owned_release(mntns, trash, &cg, sb);
 	return rc;
 }
 
@@ -415,7 +433,7 @@ int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *
 			rt_store_path(&r->store, ids[i], NULL, dir, sizeof(dir));
 			/* debris: no metadata (a crash mid-create); give a fresh create 60 s */
 			if (stat(dir, &st) == 0 && now / 1000 > (uint64_t)st.st_mtime + 60 &&
-			    dispose_locked(r, NULL, false, ids[i], NULL, &e2) == 0)
+			    dispose_locked(r, NULL, false, ids[i], NULL, NULL, &e2) == 0)
 				rep->debris++;
 			close(lock);
 			continue;
@@ -423,10 +441,10 @@ int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *
 		bool alive = rt_sandbox_live(&m);
 		uint64_t act = rt_store_used_ms(&r->store, &m);
 		if (!alive) {
-			if (dispose_locked(r, &m, true, ids[i], NULL, &e2) == 0)
+			if (dispose_locked(r, &m, true, ids[i], NULL, NULL, &e2) == 0)
 				rep->disposed_dead++;
 		} else if (m.spec.ttl_s && now >= m.created_ms + (uint64_t)m.spec.ttl_s * 1000) {
-			if (dispose_locked(r, &m, true, ids[i], NULL, &e2) == 0)
+			if (dispose_locked(r, &m, true, ids[i], NULL, NULL, &e2) == 0)
 				rep->disposed_ttl++;
 		} else if (m.spec.idle_suspend_s && m.state == RUNG_STATE_RUNNING &&
 			   now >= act + (uint64_t)m.spec.idle_suspend_s * 1000) {

@@ -138,6 +138,8 @@ struct rt_sandbox {
 	 * end pid 1 got at its start (--first-fd), a handler already waiting on it. The first
 	 * agent request takes it instead of connecting (sandbox.c). */
 	int first_conn;
+	/* Set: the cgroup's removal is handed over there (sandbox-cgroup.h), not done. */
+	struct rt_cg_later *cg_later;
 };
 
 /* ---- network (net.c): the same egress policy for every rung ---- */

@@ -180,19 +180,32 @@ int rt_sandbox_cgroup_join(const struct rt_sandbox *sb, struct rt_cgroup **cg, i
 	return r < 0 ? rung_err_wrap(err, "cgroup") : 0;
 }
 
+void rt_cg_later_run(const struct rung_router *r, struct rt_cg_later *l)
+{
+	struct rung_err err = {0};
+	if (l->cg && rt_cgroup_destroy(l->cg, &err) < 0)
+		LOG_WARN("sandbox %s", err.msg); /* "cgroup NAME: destroy: ..." */
+	rt_cgroup_free(l->cg);
+	l->cg = NULL;
+	/* the store's last sandbox takes the store's group with it (no gc needed for that) */
+	if (l->parent[0])
+		rt_cgroup_drop_if_empty(rt_cgroup_root(r), l->parent);
+	l->parent[0] = '\0';
+}
+
 void rt_sandbox_cgroup_destroy(const struct rt_sandbox *sb)
 {
-	struct rt_cgroup *cg = NULL;
+	struct rt_cg_later l = {0};
 	struct rung_err err = {0};
-	if (rt_sandbox_cgroup_open(sb, &cg, &err) == 0 && rt_cgroup_destroy(cg, &err) < 0)
-		LOG_WARN("sandbox %s: cgroup: %s", sb->meta.id, err.msg);
-	rt_cgroup_free(cg);
-	/* the store's last sandbox takes the store's group with it (no gc needed for that) */
-	char parent[32], tag[17];
-	if (store_tag(sb->router, tag, &err) == 0) {
-		snprintf(parent, sizeof(parent), "rung-%s", tag);
-		rt_cgroup_drop_if_empty(rt_cgroup_root(sb->router), parent);
-	}
+	char tag[17];
+	if (rt_sandbox_cgroup_open(sb, &l.cg, &err) < 0)
+		l.cg = NULL;
+	if (store_tag(sb->router, tag, &err) == 0)
+		snprintf(l.parent, sizeof(l.parent), "rung-%s", tag);
+	if (sb->cg_later)
+		*sb->cg_later = l; /* named now, removed by whoever holds it (lifecycle.c) */
+	else
+		rt_cg_later_run(sb->router, &l);
 }
 
 int rt_sandbox_cgroup_freeze(const struct rt_sandbox *sb, bool frozen, struct rung_err *err)

@@ -41,8 +41,18 @@ int rt_sandbox_cgroup_join(const struct rt_sandbox *sb, struct rt_cgroup **cg, i
  * needs the group's swap limit file (v1 memory.memsw.limit_in_bytes, v2 memory.swap.max);
  * -ENOTSUP naming it when it is missing. */
 int rt_sandbox_swap_check(const struct rt_cgroup *cg, const char *swaps, struct rung_err *err);
-/* Kill what is left and remove the group (idempotent; logs a failure). */
+/*
+ * Kill what is left and remove the group (idempotent; logs a failure). With sb->cg_later set,
+ * only name it there (the group and the store's group, while the store exists to be named
+ * from) for rt_cg_later_run in another process: the owned dispose's hand-off child.
+ */
 void rt_sandbox_cgroup_destroy(const struct rt_sandbox *sb);
+struct rt_cg_later {
+	struct rt_cgroup *cg; /* NULL: none to remove */
+	char parent[32];      /* the store's group, dropped if empty ("": none) */
+};
+/* Remove what l names and free it (l is empty after). */
+void rt_cg_later_run(const struct rung_router *r, struct rt_cg_later *l);
 int rt_sandbox_cgroup_freeze(const struct rt_sandbox *sb, bool frozen, struct rung_err *err);
 int rt_sandbox_oom_kills(struct rt_sandbox *sb, struct rt_cgroup **cg, uint64_t *n);
 
