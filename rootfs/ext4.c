@@ -13,13 +13,44 @@
 #include "rootfs/rfs.h"
 
 static const char *const mkfs_paths[] = {"/sbin/mkfs.ext4", "/usr/sbin/mkfs.ext4"};
+static const char *const debugfs_paths[] = {"/sbin/debugfs", "/usr/sbin/debugfs"};
+
+static const char *first_exe(const char *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (access(v[i], X_OK) == 0)
+			return v[i];
+	return NULL;
+}
 
 const char *rfs_mkfs_path(void)
 {
-	for (size_t i = 0; i < RUNG_ARRAY_SIZE(mkfs_paths); i++)
-		if (access(mkfs_paths[i], X_OK) == 0)
-			return mkfs_paths[i];
-	return NULL;
+	return first_exe(mkfs_paths, RUNG_ARRAY_SIZE(mkfs_paths));
+}
+
+/* argv[0] with stdin and stdout (and stderr: quiet) on /dev/null; 0 when it exited 0, else
+ * -EIO naming what (img). */
+static int run_tool(const char *const *argv, const char *img, bool quiet, struct rung_err *err)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return rung_err_sys(err, errno, "fork");
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, 0);
+		dup2(null, 1);
+		if (quiet)
+			dup2(null, 2);
+		char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+		execve(argv[0], (char **)argv, envp);
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return rung_err_set(err, EIO, "%s %s failed (status 0x%x)", argv[0], img, st);
+	return 0;
 }
 
 int rfs_mkfs_ext4(const char *img, uint64_t bytes, const char *from_dir, bool scratch,
@@ -52,23 +83,16 @@ int rfs_mkfs_ext4(const char *img, uint64_t bytes, const char *from_dir, bool sc
 	argv[n++] = img;
 	argv[n++] = size;
 	argv[n] = NULL;
-	pid_t pid = fork();
-	if (pid < 0)
-		return rung_err_sys(err, errno, "fork");
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-		dup2(null, 0);
-		dup2(null, 1);
-		char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-		execve(mkfs, (char **)argv, envp);
-		_exit(127);
+	int r = run_tool(argv, img, false, err);
+	/* A scratch disk starts empty: mkfs's lost+found goes here, once per image built, not
+	 * at each mount of a copy (its removal there, the filesystem's first write, cost ~0.4 ms
+	 * of every `rung run`). Without debugfs the mount removes it (runtime/diskimg.c). */
+	const char *dbg = first_exe(debugfs_paths, RUNG_ARRAY_SIZE(debugfs_paths));
+	if (r == 0 && scratch && dbg) {
+		const char *dargv[] = {dbg, "-w", "-R", "rmdir lost+found", img, NULL};
+		r = run_tool(dargv, img, true, err); /* quiet: its banner */
 	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		return rung_err_set(err, EIO, "mkfs.ext4 %s failed (status 0x%x)", img, st);
-	return 0;
+	return r;
 }
 
 int rfs_disk_build_lock(const char *dir, const char *out, int *lock, struct rung_err *err)

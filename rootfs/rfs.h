@@ -352,7 +352,8 @@ int rfs_overlay_apply_idmapped(const struct rfs_mount_plan *p, int userns_fd,
 /* The mkfs.ext4 this host has (/sbin or /usr/sbin), or NULL. */
 const char *rfs_mkfs_path(void);
 /* mkfs.ext4 (execve, never a shell). from_dir: "-d DIR" (or NULL). scratch: one sandbox's
- * writable space: no reserved blocks, no journal (no jbd2 thread per sandbox), no resize inode. */
+ * writable space: no reserved blocks, no journal (no jbd2 thread per sandbox), no resize inode,
+ * and no lost+found (removed with debugfs where the host has it). */
 int rfs_mkfs_ext4(const char *img, uint64_t bytes, const char *from_dir, bool scratch,
 		  struct rung_err *err);
 /* An image built once and shared (a blank template, a vm base disk) at out, in dir: 1 when it

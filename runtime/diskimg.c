@@ -375,6 +375,8 @@ int rt_sandbox_disk_mount(const struct rt_sandbox *sb, struct rung_err *err)
 						sb->owned, err)) < 0 || !fresh)
 			return r;
 	}
-	unlinkat(r, "lost+found", AT_REMOVEDIR); /* mkfs's, not the sandbox's */
+	/* mkfs's, not the sandbox's: a template has none (rfs_mkfs_ext4) unless the host has no
+	 * debugfs or the store's template was built before */
+	unlinkat(r, "lost+found", AT_REMOVEDIR);
 	return r;
 }

@@ -133,6 +133,20 @@ START_TEST(test_spares_made_taken_fresh)
 	disk_file(sd, "img", tpl);
 	slots(sd, s0, s1);
 	ck_assert(same_bytes(tpl, s0));
+	/* The template has no lost+found to remove at each mount (debugfs removed it once). */
+	if (access("/sbin/debugfs", X_OK) == 0) {
+		char cmd[4200], ls[4096] = "";
+		snprintf(cmd, sizeof(cmd), "/sbin/debugfs -R 'ls -p /' '%s' 2>/dev/null", tpl);
+		FILE *p = popen(cmd, "r");
+		ck_assert_ptr_nonnull(p);
+		size_t n = fread(ls, 1, sizeof(ls) - 1, p);
+		ls[n] = '\0';
+		ck_assert_int_eq(pclose(p), 0);
+		ck_assert_msg(strstr(ls, "/.."), "debugfs listed no root: %s", ls);
+		ck_assert_msg(!strstr(ls, "lost+found"), "the template has a lost+found: %s", ls);
+	} else {
+		fprintf(stderr, "*** no /sbin/debugfs: the template's lost+found not checked ***\n");
+	}
 	ck_assert(same_bytes(tpl, s1));
 	snprintf(dir, sizeof(dir), "%s/disks", sd);
 	ck_assert_int_eq(rung_test_count_entries(dir), 4); /* template, lock, two spares */
