@@ -6,7 +6,7 @@
 #include "common/util.h"
 
 /* Serve one request of a connection. Runs in a forked handler process. patient: wait for
- * the request without a deadline (the --first-fd connection, a kept one). Returns true when
+ * the request without a deadline (--init's first connection, a kept one). Returns true when
  * the connection serves another request (an exec that asked to keep it, ended cleanly). */
 bool agent_handle(int fd, bool patient);
 /* The same for a request already read (released here). */

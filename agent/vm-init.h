@@ -2,7 +2,7 @@
  * agent/vm-init.h: rung-agent's guest bring-up on the vm rung.
  *
  * When rung-agent is pid 1 of a rung-vmm guest (the /init of the initramfs, no
- * --listen-fd), main() calls agent_vm_init(). It mounts /proc, /sys, /dev, waits for the
+ * --init), main() calls agent_vm_init(). It mounts /proc, /sys, /dev, waits for the
  * image disk (/dev/vda, shared READ-ONLY by every sandbox of that image) and the
  * per-sandbox upper disk (/dev/vdb, ext4, persistent), mounts an overlayfs of the two
  * and moves into it (chdir + mount --move + chroot), with /proc, /sys, /dev (plus

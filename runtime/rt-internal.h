@@ -135,8 +135,8 @@ struct rt_sandbox {
 	struct np_net *net;  /* in the supervisor: the egress plumbing and DNS proxy */
 	bool owned;          /* its creator is its supervisor (rung_acquire_owned) */
 	/* Owned only (-1 otherwise; read only when owned): our end of a socket pair whose other
-	 * end pid 1 got at its start (--first-fd), a handler already waiting on it. The first
-	 * agent request takes it instead of connecting (sandbox.c). */
+	 * end pid 1 got at its start (fd 7 of rung-agent --init), a handler already waiting on
+	 * it. The first agent request takes it instead of connecting (sandbox.c). */
 	int first_conn;
 	/* Set: the cgroup's removal is handed over there (sandbox-cgroup.h), not done. */
 	struct rt_cg_later *cg_later;
