@@ -3,9 +3,10 @@
  * connection (a socket pair made before pid 1 ran, its handler forked by pid 1 at its start;
  * agent/serve.c, fd 7 of rung-agent --init). The command keeps an exec's whole contract: exit
  * codes, death by a signal (128+n), stdin (/dev/null: `rung run` sends none), stdout and
- * stderr apart, large output, the output limit, --timeout, nothing left running after, and the sandbox's boundary
- * (the same credentials, seccomp and no_new_privs as an exec on a supervised sandbox). Every
- * run is traced, and the trace must show the first connection taken. Tagged "root".
+ * stderr apart, large output, the output limit, --timeout, nothing left running after, and the
+ * sandbox's boundary (the same credentials, seccomp and no_new_privs as an exec on a
+ * supervised sandbox). Every run is traced, and the trace must show the first connection
+ * taken. Tagged "root".
  */
 #include <check.h>
 #include <stdio.h>

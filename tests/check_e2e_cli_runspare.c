@@ -145,7 +145,7 @@ START_TEST(test_spares_made_taken_fresh)
 		ck_assert_msg(strstr(ls, "/.."), "debugfs listed no root: %s", ls);
 		ck_assert_msg(!strstr(ls, "lost+found"), "the template has a lost+found: %s", ls);
 	} else {
-		fprintf(stderr, "*** no /sbin/debugfs: the template's lost+found not checked ***\n");
+		fprintf(stderr, "*** no /sbin/debugfs: the template's lost+found unchecked ***\n");
 	}
 	ck_assert(same_bytes(tpl, s1));
 	snprintf(dir, sizeof(dir), "%s/disks", sd);
