@@ -162,18 +162,18 @@ static void owned_release(int mntns, const char *trash, struct rt_cg_later *cg,
 		rt_sandbox_disk_spares_fill(sb);
 		_exit(0);
 	}
-	if (pid < 0)
+	if (pid < 0) { /* no child: removed here */
 		rt_cg_later_run(sb->router, cg);
+	} else { /* the child's copy removes it: ours is only freed */
+		rt_cgroup_free(cg->cg);
+		cg->cg = NULL;
+	}
 	rung_trace("dispose: namespace handed off");
 	if (mntns >= 0)
 		close(mntns);
 	if (gate[0] >= 0) {
 		close(gate[1]);
 		close(gate[0]);
-	}
-	if (pid > 0) { /* the child's copy removes it: ours is only freed */
-		rt_cgroup_free(cg->cg);
-		cg->cg = NULL;
 	}
 }
 

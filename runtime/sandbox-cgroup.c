@@ -41,15 +41,21 @@ static int store_tag(const struct rung_router *r, char tag[17], struct rung_err 
 	return 0;
 }
 
+/* The sandbox's group in the store's (tag: store_tag's). */
+static int open_tagged(const struct rt_sandbox *sb, const char *tag, struct rt_cgroup **out,
+		       struct rung_err *err)
+{
+	char name[96];
+	snprintf(name, sizeof(name), "rung-%s/%s", tag, sb->meta.id);
+	return rt_cgroup_open(rt_cgroup_root(sb->router), name, out, err);
+}
+
 int rt_sandbox_cgroup_open(const struct rt_sandbox *sb, struct rt_cgroup **out,
 			   struct rung_err *err)
 {
-	char name[96], tag[17];
+	char tag[17];
 	int r = store_tag(sb->router, tag, err);
-	if (r < 0)
-		return r;
-	snprintf(name, sizeof(name), "rung-%s/%s", tag, sb->meta.id);
-	return rt_cgroup_open(rt_cgroup_root(sb->router), name, out, err);
+	return r < 0 ? r : open_tagged(sb, tag, out, err);
 }
 
 /* Does this /proc/swaps text list a swap area? (a header line, then one line per area) */
@@ -184,7 +190,7 @@ void rt_cg_later_run(const struct rung_router *r, struct rt_cg_later *l)
 {
 	struct rung_err err = {0};
 	if (l->cg && rt_cgroup_destroy(l->cg, &err) < 0)
-		LOG_WARN("sandbox %s", err.msg); /* "cgroup NAME: destroy: ..." */
+		LOG_WARN("sandbox cgroup %s: %s", rt_cgroup_name(l->cg), err.msg);
 	rt_cgroup_free(l->cg);
 	l->cg = NULL;
 	/* the store's last sandbox takes the store's group with it (no gc needed for that) */
@@ -198,10 +204,11 @@ void rt_sandbox_cgroup_destroy(const struct rt_sandbox *sb)
 	struct rt_cg_later l = {0};
 	struct rung_err err = {0};
 	char tag[17];
-	if (rt_sandbox_cgroup_open(sb, &l.cg, &err) < 0)
-		l.cg = NULL;
-	if (store_tag(sb->router, tag, &err) == 0)
+	if (store_tag(sb->router, tag, &err) == 0) {
+		if (open_tagged(sb, tag, &l.cg, &err) < 0)
+			l.cg = NULL;
 		snprintf(l.parent, sizeof(l.parent), "rung-%s", tag);
+	}
 	if (sb->cg_later)
 		*sb->cg_later = l; /* named now, removed by whoever holds it (lifecycle.c) */
 	else

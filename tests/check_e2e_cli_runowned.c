@@ -71,8 +71,9 @@ static int live_children(void)
 	return n;
 }
 
-/* Cgroup directories of sandbox id on any hierarchy (v1 or v2). */
-static size_t cgroup_dirs(const char *id)
+/* Cgroup directories of sandbox id on any hierarchy (v1 or v2): how many, the first max of
+ * them into out (NULL: counted only). */
+static size_t cgroup_paths(const char *id, char (*out)[4096], size_t max)
 {
 	static const char *const pats[] = {"/sys/fs/cgroup/rung-*/", "/sys/fs/cgroup/*/rung-*/",
 					   "/sys/fs/cgroup/*/*/rung-*/"};
@@ -82,10 +83,17 @@ static size_t cgroup_dirs(const char *id)
 		glob_t g;
 		snprintf(pat, sizeof(pat), "%s%s", pats[i], id);
 		if (glob(pat, GLOB_ONLYDIR | GLOB_NOSORT, NULL, &g) == 0)
-			n += g.gl_pathc;
+			for (size_t k = 0; k < g.gl_pathc; k++, n++)
+				if (n < max)
+					snprintf(out[n], sizeof(out[n]), "%s", g.gl_pathv[k]);
 		globfree(&g);
 	}
 	return n;
+}
+
+static size_t cgroup_dirs(const char *id)
+{
+	return cgroup_paths(id, NULL, 0);
 }
 
 /* The store's only sandbox: its id, supervisor and pid 1 (from meta.json). */
@@ -554,24 +562,13 @@ START_TEST(test_gc_sweeps_left_group)
 	RUNG_REQUIRE_ROOT();
 	struct bg_run b;
 	char *sd = start_owned(&b);
-	static const char *const pats[] = {"/sys/fs/cgroup/rung-*/", "/sys/fs/cgroup/*/rung-*/",
-					   "/sys/fs/cgroup/*/*/rung-*/"};
 	char left[8][4096];
-	size_t n = 0;
-	for (size_t i = 0; i < sizeof(pats) / sizeof(pats[0]); i++) {
-		char pat[300];
-		glob_t g;
-		snprintf(pat, sizeof(pat), "%s%s", pats[i], b.id);
-		if (glob(pat, GLOB_ONLYDIR | GLOB_NOSORT, NULL, &g) == 0)
-			for (size_t k = 0; k < g.gl_pathc && n < 8; k++, n++) {
-				snprintf(left[n], sizeof(left[n]), "%s", g.gl_pathv[k]);
-				/* the sibling: the same store group, another id */
-				size_t l = strlen(left[n]);
-				memcpy(left[n] + l - 32, "0123456789abcdef0123456789abcdef", 32);
-				ck_assert_msg(mkdir(left[n], 0755) == 0, "mkdir %s: %s", left[n],
-					      strerror(errno));
-			}
-		globfree(&g);
+	size_t n = cgroup_paths(b.id, left, 8);
+	ck_assert_uint_le(n, 8);
+	for (size_t i = 0; i < n; i++) {
+		/* the sibling: the same store group, another id */
+		memcpy(left[i] + strlen(left[i]) - 32, "0123456789abcdef0123456789abcdef", 32);
+		ck_assert_msg(mkdir(left[i], 0755) == 0, "mkdir %s: %s", left[i], strerror(errno));
 	}
 	ck_assert_uint_ge(n, 1);
 	end_run(&b, SIGTERM);
