@@ -22,7 +22,7 @@ for m in $(cat /modules.order); do
 	insmod "/modules/$m.ko" $opt || echo "L1 insmod $m FAILED"
 done
 kp() { for p in "$@"; do printf ' %s=%s' "$p" "$(cat /sys/module/kvm_amd/parameters/$p 2>/dev/null)"; done; }
-[ -c /dev/kvm ] && echo "L1 /dev/kvm present (kvm_amd$(kp nested npt avic vgif vls nrips); clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource))" || echo "L1 /dev/kvm ABSENT"
+[ -c /dev/kvm ] && echo "L1 /dev/kvm present (kvm_amd$(kp nested npt avic vgif vls nrips); clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource), clockevent $(cat /sys/devices/system/clockevents/clockevent0/current_device 2>/dev/null), tick modes $(sed -n 's/^Tick Device: mode: *//p' /proc/timer_list 2>/dev/null | tr '\n' ' '))" || echo "L1 /dev/kvm ABSENT"
 i=0; while [ ! -b /dev/vda ] && [ $i -lt 100 ]; do usleep 100000; i=$((i + 1)); done
 mount -o ro /dev/vda /p || echo "L1 cannot mount payload /dev/vda"
 mount -t proc proc /p/proc && mount -t sysfs sys /p/sys && mount -o bind /dev /p/dev &&

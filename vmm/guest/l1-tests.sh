@@ -240,7 +240,11 @@ t_flood() {
 	wrote=$(tail -n 1 "$W/d.flood")
 	sz=$(wc -c <"$W/d.serial")
 	if [ $driver = rung-vmm ]; then
-		if [ "$wrote" -le 8192 ] 2>/dev/null; then
+		case "$wrote" in ''|*[!0-9]*)
+			fail "flood: the guest's writer did not end with its byte count: '$wrote'"
+			vm_stop d; return ;;
+		esac
+		if [ "$wrote" -le 8192 ]; then
 			fail "flood too slow to test the cap: the guest wrote only '$wrote' bytes"
 		elif [ "$sz" -le 8192 ]; then
 			pass "serial log bounded: guest wrote $wrote bytes, log holds $sz (cap 4096)"

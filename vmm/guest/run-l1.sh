@@ -144,7 +144,11 @@ else
 	# the lockup's backtrace (both CPUs') for the retry's report.
 	# nokaslr: a wedged L1's recorded RIPs are the same in every run, and map onto the
 	# symbols of Debian's linux-image-<version>-dbg package (its own System.map is a stub).
+	# A periodic tick in hardware (the LAPIC's periodic mode, not TSC-deadline; no
+	# high-resolution timers, no tickless idle): a one-shot timer whose interrupt TCG loses
+	# is never re-armed, and L1 stops (README 'A hung L1', the console flood).
 	append="console=ttyS0 quiet panic=-1 nokaslr watchdog_thresh=20 softlockup_panic=1 softlockup_all_cpu_backtrace=1"
+	append="$append lapic=notscdeadline highres=off nohz=off"
 	[ -n "${VMTEST_DRIVER:-}" ] && append="$append vmtest_driver=$VMTEST_DRIVER"
 	[ -n "${RUNG_L1_KVM_AMD:-}" ] && append="$append l1_kvm_amd=$RUNG_L1_KVM_AMD"
 	[ -n "${VMTEST_BENCH:-}" ] && append="$append vmtest_bench=$VMTEST_BENCH"
@@ -162,6 +166,7 @@ else
 	smp=${RUNG_L1_SMP:-1}
 	accel=${RUNG_L1_ACCEL:-tcg,thread=multi}
 	quiet=${RUNG_VM_QUIET:-150}
+	append="$append ${RUNG_L1_APPEND:-}"
 	kicks=0
 	for try in 1 2; do
 		log "L1 boot (try $try of at most 2): qemu -accel $accel -cpu max -smp $smp -m 3072, timeout ${limit}s"
