@@ -76,6 +76,7 @@ void agent_ns_init(int *first_fd)
 	if (read_setup(&s, &err) < 0)
 		fail(&err);
 	rung_trace_set(s.trace);
+	rung_trace_keep(); /* closed below, before any fd is closed or anything of the sandbox runs */
 	rung_trace("child: go");
 	if (s.new_session) /* an owned sandbox's creator may lead a terminal's group */
 		setsid();
@@ -89,6 +90,7 @@ void agent_ns_init(int *first_fd)
 	    sethostname("rung", 4) < 0 || rung_rlimits_apply(&err) < 0)
 		fail(err.code ? &err : (rung_err_sys(&err, errno, "setup"), &err));
 	rung_trace("child: root ready");
+	rung_trace_set(NULL); /* the host's file: closed before anything of the sandbox's runs */
 	if (settle_fds(s.first_conn, &err) < 0 || agent_privs_ns_drop(&err) < 0 ||
 	    rung_seccomp_load(s.bpf, s.bpf_len, &err) < 0)
 		fail(&err);
@@ -107,8 +109,6 @@ void agent_ns_init(int *first_fd)
 	if (rung_read_exact(GO_FD, &in_cg, 1) < 0 || in_cg != 'c' ||
 	    (poll(&gp, 1, 0) > 0 && (gp.revents & (POLLHUP | POLLERR))))
 		_exit(1);
-	rung_trace("child: in its cgroup");
-	rung_trace_set(NULL); /* a trace file's path means nothing in here */
 	close(GO_FD);
 	*first_fd = s.first_conn ? 7 : -1;
 	rung_pid1_setup_release(&s);

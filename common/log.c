@@ -48,6 +48,7 @@ void rung_log(enum rung_log_level lvl, const char *func, const char *fmt, ...)
 }
 
 static char trace_to[512]; /* "": off; "1": stderr; "/abs/path": appended there */
+static int trace_fd = -1;     /* rung_trace_keep's */
 
 void rung_trace_set(const char *to)
 {
@@ -55,6 +56,15 @@ void rung_trace_set(const char *to)
 		trace_to[0] = '\0';
 	else
 		snprintf(trace_to, sizeof(trace_to), "%s", to);
+	if (trace_fd >= 0)
+		close(trace_fd);
+	trace_fd = -1;
+}
+
+void rung_trace_keep(void)
+{
+	if (trace_to[0] == '/' && trace_fd < 0)
+		trace_fd = open(trace_to, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 }
 
 const char *rung_trace_get(void)
@@ -77,10 +87,12 @@ void rung_trace(const char *phase)
 			 (int)getpid(), phase);
 	if (n > 0 && (size_t)n >= sizeof(line))
 		n = sizeof(line) - 1;
-	int fd = t[0] == '/' ? open(t, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600) : 2;
+	int fd = t[0] != '/'	 ? 2
+		 : trace_fd >= 0 ? trace_fd
+				 : open(t, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (fd >= 0 && n > 0 && write(fd, line, (size_t)n) < 0) {
 	}
-	if (fd > 2)
+	if (fd > 2 && fd != trace_fd)
 		close(fd);
 	errno = e;
 }

@@ -26,6 +26,9 @@ void rung_log(enum rung_log_level lvl, const char *func, const char *fmt, ...)
  */
 void rung_trace(const char *phase);
 void rung_trace_set(const char *to);
+/* Keep the trace file open (close-on-exec) until the next rung_trace_set: for a process
+ * about to lose the path (sandbox pid 1's pivot_root) that closes no fds meanwhile. */
+void rung_trace_keep(void);
 const char *rung_trace_get(void);
 
 #define LOG_ERR(...) rung_log(RUNG_LOG_ERR, __func__, __VA_ARGS__)
