@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/log.h"
 #include "common/root.h"
 #include "common/util.h"
 
@@ -410,10 +411,12 @@ int rung_root_apply(const struct rung_mount_plan *p, const char *newroot,
 	if (rootfd < 0)
 		return rung_err_sys(err, errno, "open %s", newroot);
 	for (; i < p->n; i++) {
-		if (p->m[i].op == RUNG_M_WAIT)
+		if (p->m[i].op == RUNG_M_WAIT) {
+			rung_trace("root: waits for its work dir");
 			r = wait ? wait(ud, err)
 				 : rung_err_set(err, EINVAL, "nothing to wait with");
-		else
+			rung_trace("root: work dir given");
+		} else
 			r = apply_one(rootfd, &p->m[i], err);
 		if (r < 0)
 			return r;
@@ -425,6 +428,7 @@ int rung_root_apply(const struct rung_mount_plan *p, const char *newroot,
 		return rung_err_sys(err, errno, "pivot_root");
 	if (umount2(".", MNT_DETACH) < 0)
 		return rung_err_sys(err, errno, "detach the host root");
+	rung_trace("root: pivoted, the host's detached");
 	if (chdir("/") < 0)
 		return rung_err_sys(err, errno, "chdir /");
 	/* The root itself (tmpfs or overlay's mount point) is read-only for the process rung. */
