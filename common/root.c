@@ -99,7 +99,16 @@ static int dir_in(int rootfd, const char *dst, struct rung_err *err)
 	char buf[4096];
 	if ((size_t)snprintf(buf, sizeof(buf), "%s", dst) >= sizeof(buf))
 		return rung_err_set(err, ENAMETOOLONG, "path too long: %s", dst);
-	int fd = openat2_in(rootfd, ".", O_PATH | O_DIRECTORY, RESOLVE_SETUP | RESOLVE_BENEATH);
+	/* Already there (most are: /etc for each of its files): one lookup under the same rules
+	 * as the walk below, which makes what is missing and names what it refuses. */
+	const char *rel = dst + strspn(dst, "/");
+	int fd = strstr(rel, "..") ? -1 /* the walk refuses what leaves a directory */
+				   : openat2_in(rootfd, *rel ? rel : ".",
+						O_PATH | O_DIRECTORY | O_NOFOLLOW,
+						RESOLVE_SETUP | RESOLVE_BENEATH);
+	if (fd >= 0)
+		return fd;
+	fd = openat2_in(rootfd, ".", O_PATH | O_DIRECTORY, RESOLVE_SETUP | RESOLVE_BENEATH);
 	if (fd < 0)
 		return rung_err_sys(err, errno, "open the sandbox root");
 	for (char *save = NULL, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
@@ -227,13 +236,19 @@ static int bind(int rootfd, const struct rung_mount *m, bool ro, bool dev, struc
 						    : file_in(rootfd, m->dst, O_RDONLY, err);
 	if (tfd < 0)
 		return tfd;
-	int r = mount_on(tfd, m->src, NULL, MS_BIND | MS_REC, NULL, m->dst, err);
-	if (r < 0)
-		return r;
-	return set_attr_in(rootfd, m->dst,
-			   MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC * dev | MOUNT_ATTR_NODEV * !dev |
-				   MOUNT_ATTR_RDONLY * ro,
-			   true, err);
+	/* A detached copy gets its attributes before it is attached: never seen without them. */
+	cleanup_close int tree = (int)syscall(SYS_open_tree, AT_FDCWD, m->src,
+					      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (tree < 0)
+		return rung_err_sys(err, errno, "bind %s on %s", m->src, m->dst);
+	struct mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC * dev |
+					   MOUNT_ATTR_NODEV * !dev | MOUNT_ATTR_RDONLY * ro};
+	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0)
+		return rung_err_sys(err, errno, "mount_setattr %s", m->dst);
+	if (syscall(SYS_move_mount, tree, "", tfd, "",
+		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		return rung_err_sys(err, errno, "bind %s on %s", m->src, m->dst);
+	return 0;
 }
 
 static int write_in(int rootfd, const struct rung_mount *m, struct rung_err *err)
