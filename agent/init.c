@@ -76,7 +76,7 @@ void agent_ns_init(int *first_fd)
 	if (read_setup(&s, &err) < 0)
 		fail(&err);
 	rung_trace_set(s.trace);
-	rung_trace_keep(); /* closed below, before any fd is closed or anything of the sandbox runs */
+	rung_trace_keep(); /* closed below, before any fd is closed or the sandbox's code runs */
 	rung_trace("child: go");
 	if (s.new_session) /* an owned sandbox's creator may lead a terminal's group */
 		setsid();

@@ -87,9 +87,10 @@ void rung_trace(const char *phase)
 			 (int)getpid(), phase);
 	if (n > 0 && (size_t)n >= sizeof(line))
 		n = sizeof(line) - 1;
-	int fd = t[0] != '/'	 ? 2
-		 : trace_fd >= 0 ? trace_fd
-				 : open(t, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	int fd = 2;
+	if (t[0] == '/')
+		fd = trace_fd >= 0 ? trace_fd
+				   : open(t, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (fd >= 0 && n > 0 && write(fd, line, (size_t)n) < 0) {
 	}
 	if (fd > 2 && fd != trace_fd)
