@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/lib/sandbox.h"
@@ -27,13 +28,16 @@ static const char *sd(void)
 }
 
 /* `rung --state-dir SD [--json] run [ARGS...]`, traced: the first connection must have been
- * taken. */
+ * taken, and pid 1 (an unprivileged host uid: the file is in /tmp, writable by all, as
+ * bench/trace-median.sh makes it) traced its root's build past its pivot_root. */
 static void run_traced(struct spine_run *r, const char *in, bool json, const char *const *args)
 {
-	char trace[4200], env_trace[4300];
-	snprintf(trace, sizeof(trace), "%s/first-%d.trace", spine_base(), (int)getpid());
+	char trace[] = "/tmp/rung-test-trace-XXXXXX", env_trace[64];
+	int tfd = mkstemp(trace);
+	ck_assert_int_ge(tfd, 0);
+	ck_assert_int_eq(fchmod(tfd, 0666), 0);
+	close(tfd);
 	snprintf(env_trace, sizeof(env_trace), "RUNG_TRACE=%s", trace);
-	unlink(trace);
 	const char *argv[40] = {"--state-dir", sd()};
 	int n = 2;
 	if (json)
@@ -45,10 +49,12 @@ static void run_traced(struct spine_run *r, const char *in, bool json, const cha
 	const char *env[] = {env_trace, NULL};
 	spine_cli_run_env(r, in, argv, env);
 	char *t = spine_slurp(trace, NULL);
+	unlink(trace); /* before any assertion: a failed one ends the test at once */
 	ck_assert_msg(t && strstr(t, "agent: first connection"),
 		      "the run did not take the first connection: %s", t ? t : "(no trace)");
+	ck_assert_msg(strstr(t, "root: pivoted") && strstr(t, "child: root ready"),
+		      "pid 1's trace stopped before its root was built: %s", t);
 	free(t);
-	unlink(trace);
 }
 
 #define RUN_AS(res, in, json, ...)                                                                 \
