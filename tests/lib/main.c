@@ -3,9 +3,11 @@
  * appeared during a suite and is still there after it is named with the suite. */
 #include <check.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/lib/testutil.h"
@@ -46,6 +48,29 @@ static void guard_report(const char *suite, char before[][300], size_t nb)
 	}
 }
 
+/* Temporary dirs of rung_test_tmpdir still there after a suite: named, then removed. */
+static void tmpdirs_sweep(const char *suite)
+{
+	FILE *f = fopen(rung_test_tmpdirs_list, "r");
+	char line[4200];
+	while (f && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		struct stat st;
+		if (strncmp(line, "/tmp/rung-test-", 15) || lstat(line, &st) < 0 ||
+		    !S_ISDIR(st.st_mode))
+			continue;
+		int r = rung_test_rmtree(line);
+		fprintf(stderr,
+			"\n*** LEAK GUARD: after suite %s: temporary dir %s was left (%s) ***\n",
+			suite, line, r == 0 ? "removed" : "not all of it removed");
+	}
+	if (f)
+		fclose(f);
+	int t = open(rung_test_tmpdirs_list, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (t >= 0)
+		close(t);
+}
+
 /* A filter that names a suite exactly runs that suite only (e2e_oci_vm, not e2e_oci_vmnet too). */
 static bool exact_name(const char *arg)
 {
@@ -63,6 +88,13 @@ int main(int argc, char **argv)
 	unlink(skips);
 	int failed = 0, ran = 0;
 	static char before[GUARD_MAX][300];
+	snprintf(rung_test_tmpdirs_list, sizeof(rung_test_tmpdirs_list),
+		 "/tmp/rung-check-tmpdirs-%d.list", (int)getpid());
+	int lfd = open(rung_test_tmpdirs_list, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (lfd < 0)
+		rung_test_tmpdirs_list[0] = '\0'; /* no sweep: tests still remove their own */
+	else
+		close(lfd);
 	for (size_t i = 0; i < sizeof(all_suites) / sizeof(all_suites[0]); i++) {
 		int want = argc < 2;
 		for (int a = 1; a < argc; a++)
@@ -78,8 +110,12 @@ int main(int argc, char **argv)
 		failed += srunner_ntests_failed(sr);
 		srunner_free(sr);
 		guard_report(all_suites[i].name, before, nb);
+		if (rung_test_tmpdirs_list[0])
+			tmpdirs_sweep(all_suites[i].name);
 		ran++;
 	}
+	if (rung_test_tmpdirs_list[0])
+		unlink(rung_test_tmpdirs_list);
 	if (!ran) {
 		fprintf(stderr, "check_rung: no suite matched\n");
 		return 2;

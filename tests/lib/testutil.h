@@ -37,8 +37,11 @@ const char *rung_test_build_dir(void);
  * reads no environment. Fails the test on a bad value. */
 struct rung_router_opts;
 void rung_test_router_env(struct rung_router_opts *o);
-/* A fresh temporary directory under /tmp (mode 0711); caller removes it. */
+/* A fresh temporary directory under /tmp (mode 0711); caller removes it. Its path is also
+ * appended to rung_test_tmpdirs_list when that names a file (the runner's: tests/lib/main.c
+ * removes and names any left after a suite, e.g. by a test that failed before its cleanup). */
 char *rung_test_tmpdir(const char *tag);
+extern char rung_test_tmpdirs_list[64];
 /* Entries of dir not starting with a dot; -1 if it cannot be opened. */
 int rung_test_count_entries(const char *dir);
 /* Count of open fds of this process, entries in /proc/self/mountinfo, processes on the host. */
