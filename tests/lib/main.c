@@ -1,6 +1,7 @@
-/* tests/lib/main.c: one SRunner per suite (registry generated into build/suites.h), with a
- * leak guard between suites: a store cgroup (`rung-*` at the top of a cgroup hierarchy) that
- * appeared during a suite and is still there after it is named with the suite. */
+/* tests/lib/main.c: one SRunner per suite (registry generated into build/suites.h), with
+ * leak guards between suites: a store cgroup (`rung-*` at the top of a cgroup hierarchy) that
+ * appeared during a suite and is still there after it is named with the suite; so is a
+ * temporary dir of rung_test_tmpdir still there, which is then removed. */
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
