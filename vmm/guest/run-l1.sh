@@ -158,6 +158,7 @@ else
 	[ -n "${VMTEST_TRACE:-}" ] && append="$append vmtest_trace=$VMTEST_TRACE"
 	[ -n "${VMTEST_VERBOSE:-}" ] && append="$append vmtest_verbose=$VMTEST_VERBOSE"
 	[ -n "${VMTEST_ONLY:-}" ] && append="$append vmtest_only=$(echo "$VMTEST_ONLY" | tr " " ,)"
+	append="$append ${RUNG_L1_APPEND:-}"
 	# The bound: at most 2 tries (one retry, only when L1 never reported), each killed
 	# after $limit s, so a hung L1 costs at most one extra $limit s. Never more tries.
 	limit=${RUNG_VM_TIMEOUT:-2100}
@@ -166,7 +167,6 @@ else
 	smp=${RUNG_L1_SMP:-1}
 	accel=${RUNG_L1_ACCEL:-tcg,thread=multi}
 	quiet=${RUNG_VM_QUIET:-150}
-	append="$append ${RUNG_L1_APPEND:-}"
 	kicks=0
 	for try in 1 2; do
 		log "L1 boot (try $try of at most 2): qemu -accel $accel -cpu max -smp $smp -m 3072, timeout ${limit}s"
