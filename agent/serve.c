@@ -194,8 +194,9 @@ static pid_t start_handler(int c, struct rung_frame *pre, int listen_fd, int sfd
  * An owned sandbox's creator connected before we ran (a socket pair, fd 7 of --init) and sends
  * its first request (`rung run`'s command) on it, before we serve anyone else. An exec there
  * we run ourselves: no fork and no handler start on that command's way; as pid 1 we reap the
- * orphans a handler would, and what the command left is killed at its end all the same. Any
- * other first request goes to a handler as usual.
+ * orphans a handler would, and what the command left is killed at its end all the same. An
+ * exec marked last is the sandbox's end: we exit once it is answered (the host disposes of the
+ * sandbox next, and would kill us). Any other first request goes to a handler as usual.
  */
 static void serve_first(int fd, int listen_fd, int sfd, const sigset_t *chld, struct handlers *h)
 {
@@ -206,8 +207,17 @@ static void serve_first(int fd, int listen_fd, int sfd, const sigset_t *chld, st
 		return;
 	}
 	if (f.type == RUNG_MSG_EXEC && !h->n) {
+		struct rung_proto_exec x;
+		struct rung_err e = {0};
+		bool last = false;
+		if (rung_proto_exec_decode(f.payload, f.len, &x, &e) == 0) {
+			last = x.last;
+			rung_proto_exec_release(&x);
+		}
 		agent_dispatch(fd, &f); /* one request only: we have a listening socket to serve */
 		agent_kill_descendants();
+		if (last) /* the sandbox ends with it: the kernel kills what else is in it */
+			_exit(0);
 	} else {
 		pid_t pid = start_handler(fd, &f, listen_fd, sfd, chld);
 		if (pid > 0)

@@ -291,7 +291,9 @@ int cli_cmd_run(struct cli *c, int argc, char **argv)
 	 * its supervisor (no supervisor process), unless its ttl would end it before the exec's
 	 * timeout (a supervisor enforces that). */
 	bool own = anonymous && (!so.spec.ttl_s || req.timeout_ms <= so.spec.ttl_s * 1000ull);
-	if ((own ? rung_acquire_owned : rung_acquire)(r, &key, &so.spec, &sb, &created, &err) < 0) {
+	/* Its command goes ahead with the sandbox's setup: pid 1 starts it once ready. */
+	if ((own ? rung_acquire_owned(r, &key, &so.spec, &req, &sb, &created, &err)
+		 : rung_acquire(r, &key, &so.spec, &sb, &created, &err)) < 0) {
 		rung_spec_release(&so.spec);
 		if (anonymous)
 			sigprocmask(SIG_SETMASK, &prev, NULL);

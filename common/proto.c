@@ -336,6 +336,8 @@ int rung_proto_exec_encode(const struct rung_proto_exec *x, struct rung_buf *b)
 		rung_buf_put_bytes(b, RUNG_TAG_SECCOMP, x->seccomp, x->seccomp_len);
 	if (x->keep)
 		rung_buf_put_u64(b, RUNG_TAG_KEEP, 1);
+	if (x->last)
+		rung_buf_put_u64(b, RUNG_TAG_LAST, 1);
 	return b->oom ? -ENOMEM : 0;
 }
 
@@ -409,6 +411,7 @@ int rung_proto_exec_decode(const uint8_t *p, uint32_t len, struct rung_proto_exe
 		case RUNG_TAG_STDIN:
 		case RUNG_TAG_CALLBACKS:
 		case RUNG_TAG_KEEP:
+		case RUNG_TAG_LAST:
 			if ((r = rung_tlv_u64(v, l, &u, err)) < 0)
 				goto fail;
 			if (tag == RUNG_TAG_TIMEOUT_MS)
@@ -419,6 +422,8 @@ int rung_proto_exec_decode(const uint8_t *p, uint32_t len, struct rung_proto_exe
 				x->has_stdin = u != 0;
 			else if (tag == RUNG_TAG_KEEP)
 				x->keep = u != 0;
+			else if (tag == RUNG_TAG_LAST)
+				x->last = u != 0;
 			else
 				x->callbacks = u;
 			break;

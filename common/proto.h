@@ -127,6 +127,7 @@ enum rung_tag {
 	RUNG_TAG_KEEP = 39,	 /* exec: u64 1: the connection serves another exec after it */
 	RUNG_TAG_PORT = 50,	 /* u64 1..65535 */
 	RUNG_TAG_PORT_FD = 51,	 /* PORT_CONNECT: u64 1: pass the socket (Unix channel only) */
+	RUNG_TAG_LAST = 52,	 /* exec: u64 1: pid 1 ends the sandbox after it (first connection) */
 	/* v2: file operations */
 	RUNG_TAG_FS_KIND = 40,
 	RUNG_TAG_MTIME_NS = 41,
@@ -220,6 +221,9 @@ struct rung_proto_exec {
 	/* Keep the connection: once EXIT is sent, its handler waits for the next exec on it
 	 * (honoured only without stdin and callbacks; docs/protocol.md, "Kept connections"). */
 	bool keep;
+	/* The sandbox ends with this exec: served on an owned sandbox's first connection, pid 1
+	 * exits once EXIT is sent (docs/protocol.md); ignored anywhere else. */
+	bool last;
 };
 #define RUNG_PROTO_SECCOMP_MAX 4096 /* instructions: the kernel's BPF_MAXINSNS */
 int rung_proto_exec_encode(const struct rung_proto_exec *x, struct rung_buf *b);

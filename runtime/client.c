@@ -131,10 +131,11 @@ int rt_exec_seccomp_check(const void *bpf, size_t len, struct rung_err *err)
 	return 0;
 }
 
-static int queue_exec(struct rt_agent_io *io, const struct rung_exec_req *req,
-		      const struct rung_spec *spec, const char *const *image_env,
-		      uint32_t timeout_ms, uint64_t max_out, uint64_t cb_max, bool keep,
-		      struct rung_err *err)
+/* The EXEC request's payload into b. last: the sandbox ends with it (rt_agent_exec_frame). */
+static int exec_payload(const struct rung_exec_req *req, const struct rung_spec *spec,
+			const char *const *image_env, uint32_t timeout_ms, uint64_t max_out,
+			uint64_t cb_max, bool keep, bool last, struct rung_buf *b,
+			struct rung_err *err)
 {
 	char cwd[4096];
 	cleanup_strv char **env = NULL;
@@ -153,10 +154,47 @@ static int queue_exec(struct rt_agent_io *io, const struct rung_exec_req *req,
 		.seccomp = (uint8_t *)req->seccomp_bpf,
 		.seccomp_len = (uint32_t)req->seccomp_bpf_len,
 		.keep = keep,
+		.last = last,
 	};
+	return rung_proto_exec_encode(&x, b) < 0 ? rung_err_set(err, ENOMEM, "out of memory") : 0;
+}
+
+/* What every exec checks first, and its timeout and output limit (the request's, else the
+ * spec's). */
+static int exec_limits(const struct rung_exec_req *req, const struct rung_spec *spec,
+		       uint32_t *timeout_ms, uint64_t *max_out, struct rung_err *err)
+{
+	if (!req->argv || !req->argv[0] || !req->argv[0][0])
+		return rung_err_set(err, EINVAL, "argv: at least one non-empty element required");
+	if (req->stdin_len > RUNG_PROTO_STDIN_MAX) /* the agent would drop the rest */
+		return rung_err_set(err, EFBIG, "stdin: %zu bytes exceeds the %u-byte limit",
+				    req->stdin_len, RUNG_PROTO_STDIN_MAX);
+	*timeout_ms = req->timeout_ms ? req->timeout_ms : spec->limits.exec_timeout_s * 1000;
+	*max_out = req->max_output ? req->max_output : spec->limits.output_bytes;
+	return 0;
+}
+
+int rt_agent_exec_frame(const struct rung_exec_req *req, const struct rung_spec *spec,
+			const char *const *image_env, struct rung_buf *frame, struct rung_err *err)
+{
+	uint32_t timeout_ms;
+	uint64_t max_out;
 	struct rung_buf b = {0};
-	rung_proto_exec_encode(&x, &b);
-	r = rt_agent_io_queue(io, RUNG_MSG_EXEC, &b, err);
+	if (req->n_callbacks)
+		return rung_err_set(err, EINVAL, "an exec with callbacks cannot go ahead");
+	int r = exec_limits(req, spec, &timeout_ms, &max_out, err);
+	if (r == 0)
+		r = exec_payload(req, spec, image_env, timeout_ms, max_out, 0, false, true, &b, err);
+	if (r == 0 && b.len > RUNG_FRAME_MAX)
+		r = rung_err_set(err, EMSGSIZE, "exec request: %zu bytes", b.len);
+	if (r == 0) {
+		uint8_t hdr[RUNG_FRAME_HDR];
+		rung_frame_hdr_encode(hdr, RUNG_MSG_EXEC, (uint32_t)b.len);
+		rung_buf_append(frame, hdr, sizeof(hdr));
+		rung_buf_append(frame, b.data, b.len);
+		if (frame->oom)
+			r = rung_err_set(err, ENOMEM, "out of memory");
+	}
 	rung_buf_release(&b);
 	return r;
 }
@@ -312,46 +350,49 @@ static int cb_frame(struct rt_agent_io *io, struct rt_cb *cb, const struct rung_
 }
 
 int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
-		  const char *const *image_env, bool *keep, struct rung_exec_res *res,
+		  const char *const *image_env, bool sent, bool *keep, struct rung_exec_res *res,
 		  struct rung_err *err)
 {
 	struct rt_cb *cb = NULL;
 	memset(res, 0, sizeof(*res));
 	if (req->n_callbacks && rt_cb_new(req, &cb, err) < 0)
 		return rung_err_wrap(err, "exec");
-	int r = rt_agent_exec_cb(fd, req, spec, image_env, cb, keep, res, err);
+	int r = rt_agent_exec_cb(fd, req, spec, image_env, sent, cb, keep, res, err);
 	rt_cb_free(cb);
 	return r;
 }
 
 int rt_agent_exec_cb(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
-		     const char *const *image_env, struct rt_cb *cb, bool *keep,
+		     const char *const *image_env, bool sent, struct rt_cb *cb, bool *keep,
 		     struct rung_exec_res *res, struct rung_err *err)
 {
 	memset(res, 0, sizeof(*res));
-	bool ask = keep && *keep && !cb && !req->stdin_data;
+	bool ask = keep && *keep && !cb && !req->stdin_data && !sent;
 	if (keep)
 		*keep = false;
-	if (!req->argv || !req->argv[0] || !req->argv[0][0])
-		return rung_err_set(err, EINVAL, "argv: at least one non-empty element required");
-	if (req->stdin_len > RUNG_PROTO_STDIN_MAX) /* the agent would drop the rest */
-		return rung_err_set(err, EFBIG, "stdin: %zu bytes exceeds the %u-byte limit",
-				    req->stdin_len, RUNG_PROTO_STDIN_MAX);
-	uint32_t timeout_ms = req->timeout_ms ? req->timeout_ms : spec->limits.exec_timeout_s * 1000;
-	uint64_t max_out = req->max_output ? req->max_output : spec->limits.output_bytes;
+	uint32_t timeout_ms;
+	uint64_t max_out;
+	int r = exec_limits(req, spec, &timeout_ms, &max_out, err);
+	if (r < 0)
+		return r;
 	/* One deadline for the whole exec, stdin included: the command's timeout plus a grace
 	 * for the agent to report. The caller hanging up cancels it in every phase. */
 	struct rt_agent_io io;
-	int r = rt_agent_io_init(&io, fd, timeout_ms + GRACE_MS,
-				 req->watch_fd ? req->cancel_fd : -1, err);
+	r = rt_agent_io_init(&io, fd, timeout_ms + GRACE_MS, req->watch_fd ? req->cancel_fd : -1,
+			     err);
 	io.wake_fd = cb ? rt_cb_wake_fd(cb) : -1;
 	struct data_src in = {.p = req->stdin_data,
 			      .len = req->stdin_len,
 			      .type = RUNG_MSG_STDIN,
 			      .end_type = RUNG_MSG_STDIN_EOF};
-	if (r == 0 && (r = queue_exec(&io, req, spec, image_env, timeout_ms, max_out,
-					  cb ? rt_cb_max_bytes(cb) : 0, ask, err)) == 0 &&
-	    req->stdin_data) {
+	if (r == 0 && !sent) { /* sent: rt_agent_exec_frame's went ahead */
+		struct rung_buf b = {0};
+		if ((r = exec_payload(req, spec, image_env, timeout_ms, max_out,
+				      cb ? rt_cb_max_bytes(cb) : 0, ask, false, &b, err)) == 0)
+			r = rt_agent_io_queue(&io, RUNG_MSG_EXEC, &b, err);
+		rung_buf_release(&b);
+	}
+	if (r == 0 && req->stdin_data) {
 		io.refill = data_refill;
 		io.ud = &in;
 		io.refill_done = false;

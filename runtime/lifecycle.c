@@ -114,12 +114,20 @@ static int owned_lock(struct rung_router *r, const struct rt_meta *m, struct run
  * An owned sandbox's mount namespace, held across its stop (-1 if not needed or not open):
  * pid 1 then dies without unmounting the disk (the ext4 umount, the loop device's release and
  * the image's blocks freed: most of a stop), which owned_release leaves to a child of ours.
- * Opened while pid 1 is our unreaped child, so the pid is still its.
+ * Held since pid 1's start (sandbox-ns.c), since pid 1 may have exited by itself; else opened
+ * now, while pid 1 is our unreaped child, so the pid is still its.
  */
-static int owned_hold_mnt(const struct rt_sandbox *sb)
+static int owned_hold_mnt(struct rt_sandbox *sb)
 {
-	if (rt_sandbox_disk_is_tmpfs(sb) || sb->meta.init_pid <= 0)
+	int held = sb->mntns;
+	sb->mntns = -1;
+	if (rt_sandbox_disk_is_tmpfs(sb) || (held < 0 && sb->meta.init_pid <= 0)) {
+		if (held >= 0)
+			close(held); /* a tmpfs disk: its teardown is cheap, wherever it happens */
 		return -1;
+	}
+	if (held >= 0)
+		return held;
 	char p[64];
 	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)sb->meta.init_pid);
 	return open(p, O_RDONLY | O_CLOEXEC);

@@ -138,6 +138,14 @@ struct rt_sandbox {
 	 * end pid 1 got at its start (fd 7 of rung-agent --init), a handler already waiting on
 	 * it. The first agent request takes it instead of connecting (sandbox.c). */
 	int first_conn;
+	/* Owned only: the exec its creator makes first (rung_acquire_owned's, compared by
+	 * address; NULL: none), and whether its frame is on first_conn already, written before
+	 * pid 1 ran (sandbox-ns.c), so that pid 1 starts the command as soon as it is ready. */
+	const struct rung_exec_req *first_req;
+	bool first_sent;
+	/* Owned only: its mount namespace, opened as soon as pid 1 runs (-1: not held; the
+	 * dispose's, lifecycle.c), since pid 1 may exit by itself (a first exec is its last). */
+	int mntns;
 	/* Set: the cgroup's removal is handed over there (sandbox-cgroup.h), not done. */
 	struct rt_cg_later *cg_later;
 };
@@ -315,14 +323,23 @@ int rt_agent_connect(const char *sock_path, struct rung_err *err);
 /* image_env: the image's own environment (under the spec's), or NULL. keep (NULL: false):
  * in, ask the agent to keep the connection for another exec (not with stdin or callbacks);
  * out, whether it is fit for one (the whole exchange ended with EXIT). */
+/* sent: req's EXEC frame is on fd already (rt_agent_exec_frame's). */
 int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
-		  const char *const *image_env, bool *keep, struct rung_exec_res *res,
+		  const char *const *image_env, bool sent, bool *keep, struct rung_exec_res *res,
 		  struct rung_err *err);
 /* As rt_agent_exec, with req's callbacks served by cb (runtime/callbacks.h; NULL: none). */
 struct rt_cb;
 int rt_agent_exec_cb(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
-		     const char *const *image_env, struct rt_cb *cb, bool *keep,
+		     const char *const *image_env, bool sent, struct rt_cb *cb, bool *keep,
 		     struct rung_exec_res *res, struct rung_err *err);
+/* The EXEC frame of sb's first exec (sb->first_req), as its rung_exec will expect it sent. */
+int rt_sandbox_first_frame(const struct rt_sandbox *sb, struct rung_buf *frame,
+			   struct rung_err *err);
+/* The whole EXEC frame (header and payload) of req as rt_agent_exec would send it, appended
+ * to frame, marked last (the sandbox ends with it: docs/protocol.md); for an exec written
+ * before the agent runs, then made with sent. Not for an exec with callbacks. */
+int rt_agent_exec_frame(const struct rung_exec_req *req, const struct rung_spec *spec,
+			const char *const *image_env, struct rung_buf *frame, struct rung_err *err);
 /* Kept connections (agent-keep.c): the parked connection to sandbox id, or -1, with the
  * sandbox's cgroup parked beside it (*cg, NULL if none); park fd and cg (taken over: freed if
  * not parked); close what is parked for id (its dispose). */

@@ -26,6 +26,9 @@
 #include "runtime/sandbox-clone.h"
 #include "runtime/sandbox-ns.h"
 
+/* The most a first exec's request may take to go ahead (a socket pair's buffer is ~200 KiB). */
+#define FIRST_FRAME_MAX 65536
+
 static int write_proc(pid_t pid, const char *file, const char *txt, struct rung_err *err)
 {
 	char p[64];
@@ -97,6 +100,24 @@ static int first_conn(struct rt_sandbox *sb, int *child_fd, struct rung_err *err
 	}
 	rung_closep(&sb->first_conn);
 	sb->first_conn = sv[0];
+	/* The first exec's request goes ahead, into the pair's buffer (a fresh one takes a frame
+	 * of this size whole). One that cannot (too big, or refused: its exec says why) is sent
+	 * by its exec as usual. */
+	struct rung_buf f = {0};
+	struct rung_err e2 = {0};
+	sb->first_sent = false;
+	if (sb->first_req && rt_sandbox_first_frame(sb, &f, &e2) == 0 &&
+	    f.len <= FIRST_FRAME_MAX) {
+		ssize_t w = send(sv[0], f.data, f.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w != (ssize_t)f.len) {
+			int e = w < 0 ? errno : EAGAIN;
+			rung_buf_release(&f);
+			return rung_err_sys(err, e, "send the first exec");
+		}
+		sb->first_sent = true;
+		rung_trace("ns: first exec went ahead");
+	}
+	rung_buf_release(&f);
 	return 0;
 }
 
@@ -270,6 +291,12 @@ int rt_ns_start(struct rt_sandbox *sb, const struct rt_ns_params *np, int listen
 	    (np->on_child && (r = np->on_child(sb, pid, np->ud, err)) < 0))
 		return kill_child(pid, r);
 	rung_trace("ns: ids mapped");
+	if (sb->owned) { /* held for the dispose (lifecycle.c): pid 1 may exit by itself */
+		char p[64];
+		snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)pid);
+		rung_closep(&sb->mntns);
+		sb->mntns = open(p, O_RDONLY | O_CLOEXEC);
+	}
 	if ((r = run_child(sb, np, &c, pid, go_w, err_r, err)) < 0)
 		return kill_child(pid, r);
 	rung_trace("ns: pid 1 ready");

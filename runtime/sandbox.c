@@ -56,6 +56,7 @@ static struct rung_sandbox *sandbox_new(struct rung_router *r, struct rung_err *
 	}
 	s->sb.router = r;
 	s->sb.first_conn = -1;
+	s->sb.mntns = -1;
 	s->cancel_fd = -1;
 	return s;
 }
@@ -65,6 +66,7 @@ void rung_sandbox_close(struct rung_sandbox *s)
 	if (!s)
 		return;
 	rung_closep(&s->sb.first_conn);
+	rung_closep(&s->sb.mntns);
 	rt_meta_release(&s->sb.meta);
 	free(s);
 }
@@ -192,8 +194,10 @@ static int warm_reuse(struct rung_sandbox *s, const struct rt_backend_ops *ops, 
 	return 0;
 }
 
+/* owned: rung_acquire_owned's, with its first exec (NULL: none). */
 static int acquire(struct rung_router *r, const struct rung_key *key, const struct rung_spec *spec,
-		   bool owned, struct rung_sandbox **out, bool *created, struct rung_err *err)
+		   bool owned, const struct rung_exec_req *first, struct rung_sandbox **out,
+		   bool *created, struct rung_err *err)
 {
 	int rc;
 	enum rung_isolation iso;
@@ -260,6 +264,7 @@ static int acquire(struct rung_router *r, const struct rung_key *key, const stru
 	 * offers it and, when deployed, that the policy allows it). */
 	sb->meta.granted = spec->requires & ops->caps;
 	sb->owned = owned; /* a request: rt_supervisor_inline decides */
+	sb->first_req = owned ? first : NULL;
 	if ((rc = spec_copy(spec, &sb->meta.spec, err)) < 0 ||
 	    (rc = create_locked(sb, ops, err)) < 0) {
 		rung_err_wrap(err, "create %s sandbox", rung_isolation_name(iso));
@@ -280,14 +285,14 @@ static int acquire(struct rung_router *r, const struct rung_key *key, const stru
 int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct rung_spec *spec,
 		 struct rung_sandbox **out, bool *created, struct rung_err *err)
 {
-	return acquire(r, key, spec, false, out, created, err);
+	return acquire(r, key, spec, false, NULL, out, created, err);
 }
 
 int rung_acquire_owned(struct rung_router *r, const struct rung_key *key,
-		       const struct rung_spec *spec, struct rung_sandbox **out, bool *created,
-		       struct rung_err *err)
+		       const struct rung_spec *spec, const struct rung_exec_req *first,
+		       struct rung_sandbox **out, bool *created, struct rung_err *err)
 {
-	return acquire(r, key, spec, true, out, created, err);
+	return acquire(r, key, spec, true, first, out, created, err);
 }
 
 int rung_sandbox_open(struct rung_router *r, const char *id, const char *scope,
@@ -357,9 +362,11 @@ static bool keeps_conns(const struct rt_sandbox *sb)
 }
 
 /* kept_cg: an exec, which may take a kept connection (with the group parked beside it, into
- * *kept_cg); NULL: any other operation, which connects. */
+ * *kept_cg); NULL: any other operation, which connects. req: the exec's request (NULL: not an
+ * exec); *sent (NULL: not an exec): set when the connection is the first one with req's frame
+ * on it already (rung_acquire_owned's first exec). */
 static int connect_agent(struct rung_sandbox *s, struct rt_cgroup **kept_cg,
-			 struct rung_err *err)
+			 const struct rung_exec_req *req, bool *sent, struct rung_err *err)
 {
 	struct rt_meta *m = &s->sb.meta;
 	enum rung_state st;
@@ -394,12 +401,23 @@ static int connect_agent(struct rung_sandbox *s, struct rt_cgroup **kept_cg,
 	}
 	if (st != RUNG_STATE_RUNNING)
 		return rung_err_set(err, EBADFD, "sandbox %s is %s", m->id, rung_state_name(st));
+	/* The first exec went ahead on the first connection: that exec, and only it, comes
+	 * first (pid 1 serves nothing else until it has). */
+	if (s->sb.owned && __atomic_load_n(&s->sb.first_sent, __ATOMIC_ACQUIRE)) {
+		if (!req || req != s->sb.first_req)
+			return rung_err_set(err, EBUSY, "sandbox %s: the exec given at its acquire "
+					    "comes first", m->id);
+		__atomic_store_n(&s->sb.first_sent, false, __ATOMIC_RELEASE);
+		*sent = true;
+	}
 	/* A handler waits on it already; taken once, whichever thread asks first. */
 	int first = s->sb.owned ? __atomic_exchange_n(&s->sb.first_conn, -1, __ATOMIC_ACQ_REL) : -1;
 	if (first >= 0) {
 		rung_trace("agent: first connection");
 		return first;
 	}
+	if (sent && *sent) /* another thread took it */
+		return rung_err_set(err, EBUSY, "sandbox %s: its first connection is taken", m->id);
 	int kept = kept_cg && keeps_conns(&s->sb)
 			   ? rt_keep_take(&s->sb.router->store, m->id, kept_cg)
 			   : -1;
@@ -428,6 +446,25 @@ static char **image_env(const struct rt_meta *m)
 	return v;
 }
 
+/* The request an exec sends: req, with the sandbox's output limit where it asks for more (a
+ * request may ask for less, never for more). */
+static void exec_request(const struct rt_sandbox *sb, const struct rung_exec_req *req,
+			 struct rung_exec_req *q)
+{
+	*q = *req;
+	if (!q->max_output || q->max_output > sb->meta.spec.limits.output_bytes)
+		q->max_output = sb->meta.spec.limits.output_bytes;
+}
+
+int rt_sandbox_first_frame(const struct rt_sandbox *sb, struct rung_buf *frame,
+			   struct rung_err *err)
+{
+	struct rung_exec_req q;
+	exec_request(sb, sb->first_req, &q);
+	cleanup_strv char **ienv = image_env(&sb->meta);
+	return rt_agent_exec_frame(&q, &sb->meta.spec, (const char *const *)ienv, frame, err);
+}
+
 /* An exec whose capability the caller has checked (exec, or run_code's language). */
 static int exec_checked(struct rung_sandbox *s, const struct rung_exec_req *req,
 			struct rung_exec_res *res, struct rung_err *err)
@@ -441,20 +478,22 @@ static int exec_checked(struct rung_sandbox *s, const struct rung_exec_req *req,
 	/* in flight: no idle suspend until this returns */
 	cleanup_close int busy = rt_store_busy(&s->sb.router->store, s->sb.meta.id, false);
 	struct rt_cgroup *cg = NULL;
-	cleanup_close int fd = connect_agent(s, &cg, err);
+	bool sent = false;
+	cleanup_close int fd = connect_agent(s, &cg, req, &sent, err);
 	if (fd < 0)
 		return fd;
 	rung_trace("exec: connected");
 	const struct rt_backend_ops *ops = rt_backend_get(s->sb.meta.iso);
 	uint64_t oom0 = 0, oom1 = 0;
-	bool oom_known = ops && ops->oom_kills && ops->oom_kills(&s->sb, &cg, &oom0) == 0;
+	/* A first exec that went ahead is the sandbox's first: every kill so far is its own. */
+	bool oom_known = ops && ops->oom_kills &&
+			 (sent || ops->oom_kills(&s->sb, &cg, &oom0) == 0);
 	cleanup_strv char **ienv = image_env(&s->sb.meta);
-	/* A request may ask for less output than the sandbox's limit, never for more. */
-	struct rung_exec_req q = *req;
-	if (!q.max_output || q.max_output > s->sb.meta.spec.limits.output_bytes)
-		q.max_output = s->sb.meta.spec.limits.output_bytes;
+	struct rung_exec_req q;
+	exec_request(&s->sb, req, &q);
 	bool keep = keeps_conns(&s->sb);
-	int r = rt_agent_exec(fd, &q, &s->sb.meta.spec, (const char *const *)ienv, &keep, res, err);
+	int r = rt_agent_exec(fd, &q, &s->sb.meta.spec, (const char *const *)ienv, sent, &keep, res,
+			      err);
 	if (r == 0 && oom_known && ops->oom_kills(&s->sb, &cg, &oom1) == 0 && oom1 > oom0)
 		res->oom = true;
 	if (keep) { /* parked for the next exec, with the group (agent-keep.c) */
@@ -486,7 +525,7 @@ int rt_sandbox_agent_for(struct rung_sandbox *s, enum rt_op op, int *busy, struc
 		return r;
 	/* in flight: no idle suspend until the caller closes *busy */
 	*busy = rt_store_busy(&s->sb.router->store, s->sb.meta.id, false);
-	int fd = connect_agent(s, NULL, err);
+	int fd = connect_agent(s, NULL, NULL, NULL, err);
 	if (fd < 0 && *busy >= 0) {
 		close(*busy);
 		*busy = -1;
@@ -555,7 +594,7 @@ int rung_write_file(struct rung_sandbox *s, const char *path, const void *data, 
 		return r;
 	/* in flight: no idle suspend until this returns */
 	cleanup_close int busy = rt_store_busy(&s->sb.router->store, s->sb.meta.id, false);
-	cleanup_close int fd = connect_agent(s, NULL, err);
+	cleanup_close int fd = connect_agent(s, NULL, NULL, NULL, err);
 	if (fd < 0)
 		return fd;
 	r = rt_agent_write_file(fd, p, data, len, mode ? mode : 0644, rt_agent_file_timeout_ms(len),
@@ -573,7 +612,7 @@ int rung_read_file(struct rung_sandbox *s, const char *path, size_t max, char **
 		return r;
 	/* in flight: no idle suspend until this returns */
 	cleanup_close int busy = rt_store_busy(&s->sb.router->store, s->sb.meta.id, false);
-	cleanup_close int fd = connect_agent(s, NULL, err);
+	cleanup_close int fd = connect_agent(s, NULL, NULL, NULL, err);
 	if (fd < 0)
 		return fd;
 	max = max ? max : (64u << 20);

@@ -464,6 +464,7 @@ int rt_supervisor_inline(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 	if ((sb->meta.iso != RUNG_ISO_PROCESS && sb->meta.iso != RUNG_ISO_CONTAINER) ||
 	    rt_net_wanted(&sb->meta.spec) || multi_threaded()) {
 		sb->owned = false; /* a supervised sandbox like any other, tmpfs disk included */
+		sb->first_req = NULL;
 		return 1;
 	}
 	char path[4096];
@@ -479,6 +480,7 @@ int rt_supervisor_inline(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 	sigaction(SIGPIPE, &ign, &old);
 	sb->owned = true;
 	sb->first_conn = -1;
+	sb->mntns = -1;
 	int r = ops->start(sb, lfd, err);
 	sigaction(SIGPIPE, &old, NULL);
 	close(lfd);
@@ -486,7 +488,9 @@ int rt_supervisor_inline(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 		LOG_WARN("owned start: return to the working directory: %s", strerror(errno));
 	if (r < 0) {
 		sb->owned = false;
+		sb->first_sent = false;
 		rung_closep(&sb->first_conn);
+		rung_closep(&sb->mntns);
 		ops->teardown(sb);
 		return r;
 	}

@@ -260,6 +260,7 @@ START_TEST(test_exec_round_trip)
 	ck_assert(y.has_stdin);
 	ck_assert_ptr_null(y.seccomp);
 	ck_assert(!y.keep);
+	ck_assert(!y.last);
 	rung_proto_exec_release(&y);
 	rung_proto_exec_release(&y); /* idempotent */
 	rung_buf_release(&b);
@@ -281,6 +282,16 @@ START_TEST(test_exec_round_trip)
 	ck_assert_msg(rung_proto_exec_decode(b.data, (uint32_t)b.len, &y, &err) == 0, "%s",
 		      err.msg);
 	ck_assert(y.keep);
+	ck_assert(!y.last);
+	rung_proto_exec_release(&y);
+	rung_buf_release(&b);
+	/* the exec an owned sandbox ends with (docs/protocol.md, LAST) */
+	x.keep = false;
+	x.last = true;
+	ck_assert_int_eq(rung_proto_exec_encode(&x, &b), 0);
+	ck_assert_msg(rung_proto_exec_decode(b.data, (uint32_t)b.len, &y, &err) == 0, "%s",
+		      err.msg);
+	ck_assert(y.last && !y.keep);
 	rung_proto_exec_release(&y);
 	rung_buf_release(&b);
 }

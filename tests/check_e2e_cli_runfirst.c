@@ -6,7 +6,8 @@
  * stderr apart, large output, the output limit, --timeout, nothing left running after, and the
  * sandbox's boundary (the same credentials, seccomp and no_new_privs as an exec on a
  * supervised sandbox). Every run is traced, and the trace must show the first connection
- * taken. Tagged "root".
+ * taken, with the command's request sent on it before pid 1 ran (rung_acquire_owned's first
+ * exec). Tagged "root".
  */
 #include <check.h>
 #include <stdio.h>
@@ -52,6 +53,8 @@ static void run_traced(struct spine_run *r, const char *in, bool json, const cha
 	unlink(trace); /* before any assertion: a failed one ends the test at once */
 	ck_assert_msg(t && strstr(t, "agent: first connection"),
 		      "the run did not take the first connection: %s", t ? t : "(no trace)");
+	ck_assert_msg(strstr(t, "ns: first exec went ahead"),
+		      "the command's request did not go ahead of pid 1: %s", t);
 	ck_assert_msg(strstr(t, "root: pivoted") && strstr(t, "child: root ready"),
 		      "pid 1's trace stopped before its root was built: %s", t);
 	free(t);

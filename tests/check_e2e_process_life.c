@@ -645,7 +645,7 @@ START_TEST(test_agent_exec_fails)
 	struct rung_key k = {.scope = "x", .thread = "agentexec", .agent = "a"};
 	struct rung_sandbox *sb = NULL;
 	bool created;
-	ck_assert_int_lt(rung_acquire_owned(r, &k, &s, &sb, &created, &err), 0);
+	ck_assert_int_lt(rung_acquire_owned(r, &k, &s, NULL, &sb, &created, &err), 0);
 	ck_assert_msg(strstr(err.msg, "exec rung-agent: Exec format error"), "%s", err.msg);
 	ck_assert_int_eq(err.code, ENOEXEC);
 	ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1); /* no child of ours left, reaped */

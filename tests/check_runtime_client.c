@@ -186,7 +186,7 @@ START_TEST(test_exec_reads_while_writing_stdin)
 	struct rung_spec spec = {0};
 	struct rung_exec_res res;
 	struct rung_err err = {0};
-	int r = rt_agent_exec(sv[0], &req, &spec, NULL, NULL, &res, &err);
+	int r = rt_agent_exec(sv[0], &req, &spec, NULL, false, NULL, &res, &err);
 	ck_assert_msg(r == 0, "exec: %s", err.msg);
 	ck_assert_int_eq(res.exit_code, 0);
 	ck_assert_uint_eq(res.out_len, OUT_BYTES);
@@ -226,7 +226,7 @@ START_TEST(test_exec_cancel_while_sending_stdin)
 	struct rung_exec_res res;
 	struct rung_err err = {0};
 	uint64_t t0 = rung_now_ms();
-	int r = rt_agent_exec(sv[0], &req, &spec, NULL, NULL, &res, &err);
+	int r = rt_agent_exec(sv[0], &req, &spec, NULL, false, NULL, &res, &err);
 	uint64_t took = rung_now_ms() - t0;
 	ck_assert_int_eq(r, -ECANCELED);
 	ck_assert_ptr_nonnull(strstr(err.msg, "went away"));

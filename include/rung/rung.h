@@ -180,10 +180,18 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
  * caller disposes it with rung_sandbox_dispose before it exits and reaps no child it did not
  * start. Otherwise (a claim from a pool, the key's live sandbox, egress, the vm rung) it is
  * rung_acquire.
+ * first (NULL: none): the exec the sandbox lives for, which the caller makes next with
+ * rung_exec(sb, first): the same pointer, its command, environment, cwd, limits and stdin
+ * unchanged (the output callback and the cancel fd may be set in between). Its request goes
+ * to pid 1 before pid 1 runs, so the command starts as soon as the sandbox is ready, and pid
+ * 1 exits once it has answered it: the sandbox ends with that exec. Until then any other
+ * operation on sb that talks to its agent fails with -EBUSY. (Without callbacks only; otherwise, and where no sandbox
+ * of the caller's own is made, it is an ordinary first exec.)
  */
+struct rung_exec_req;
 int rung_acquire_owned(struct rung_router *r, const struct rung_key *key,
-		       const struct rung_spec *spec, struct rung_sandbox **out, bool *created,
-		       struct rung_err *err);
+		       const struct rung_spec *spec, const struct rung_exec_req *first,
+		       struct rung_sandbox **out, bool *created, struct rung_err *err);
 /*
  * Dispose the sandbox sb names (sb is still closed with rung_sandbox_close). For an owned
  * sandbox it never waits on another holder of the sandbox's lock (a concurrent dispose,

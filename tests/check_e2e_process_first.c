@@ -1,0 +1,134 @@
+/*
+ * tests/check_e2e_process_first.c: rung_acquire_owned with a first exec (`rung run`'s path).
+ * Its request goes to pid 1 before pid 1 runs: the command starts as soon as the sandbox is
+ * ready, before the caller's rung_exec; until that exec nothing else may talk to the agent
+ * (-EBUSY, another request included); pid 1 exits by itself once it has answered it; the
+ * dispose leaves nothing. Tagged "root".
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "tests/lib/sandbox.h"
+#include "tests/lib/testutil.h"
+
+static double now_real(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The pid of our one child (pid 1) once it has exited, unreaped (waited for up to ms); 0 if
+ * it has not. */
+static pid_t child_exited(unsigned ms)
+{
+	for (unsigned i = 0; i < ms / 10; i++) {
+		siginfo_t si = {0};
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid > 0)
+			return si.si_pid;
+		usleep(10000);
+	}
+	return 0;
+}
+
+START_TEST(test_first_goes_ahead)
+{
+	RUNG_REQUIRE_ROOT();
+	char *sd;
+	struct rung_router *r = spine_router(&sd);
+	struct rung_spec s;
+	rung_spec_init(&s);
+	s.kind = strdup("first");
+	struct rung_key k = {.scope = "x", .thread = "first", .agent = "a"};
+	/* The command prints when it started (the host's realtime clock, shared). */
+	const char *argv[] = {"/bin/sh", "-c", "date +%s.%N; exit 7", NULL};
+	struct rung_exec_req req = {.argv = argv};
+	struct rung_sandbox *sb = NULL;
+	bool created = false;
+	struct rung_err err = {0};
+	ck_assert_msg(rung_acquire_owned(r, &k, &s, &req, &sb, &created, &err) == 0, "%s",
+		      err.msg);
+	ck_assert(created);
+	usleep(300000); /* the command runs meanwhile */
+	/* Anything but that exec: refused, and the exec is not lost. */
+	struct rung_err e2 = {0};
+	ck_assert_int_eq(rung_write_file(sb, "f", "x", 1, 0644, &e2), -EBUSY);
+	ck_assert_msg(strstr(e2.msg, "comes first"), "%s", e2.msg);
+	struct rung_exec_req other = req;
+	struct rung_exec_res res;
+	e2 = (struct rung_err){0};
+	ck_assert_int_eq(rung_exec(sb, &other, &res, &e2), -EBUSY);
+	double called = now_real();
+	ck_assert_msg(rung_exec(sb, &req, &res, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(res.exit_code, 7);
+	double started = strtod(res.out, NULL);
+	ck_assert_msg(started > 0 && started < called,
+		      "the command started at %.6f, not before its exec (%.6f): %s", started,
+		      called, res.out);
+	rung_exec_res_release(&res);
+	/* pid 1 ends the sandbox once it answered: our child, exited before any dispose. */
+	pid_t pid1 = child_exited(5000);
+	ck_assert_msg(pid1 > 0, "pid 1 did not exit after the first exec");
+	err = (struct rung_err){0};
+	ck_assert_msg(rung_sandbox_dispose(sb, &err) == 0, "%s", err.msg);
+	siginfo_t si;
+	ck_assert_int_eq(waitid(P_PID, (id_t)pid1, &si, WEXITED | WNOHANG), -1); /* reaped */
+	ck_assert_int_eq(errno, ECHILD);
+	rung_sandbox_close(sb);
+	ck_assert_int_eq(spine_store_entries(sd), 0);
+	rung_spec_release(&s);
+	rung_router_free(r);
+	free(sd);
+}
+END_TEST
+
+/* A request that cannot go ahead (callbacks) is an ordinary first exec: pid 1 stays. */
+START_TEST(test_first_not_ahead)
+{
+	RUNG_REQUIRE_ROOT();
+	char *sd;
+	struct rung_router *r = spine_router(&sd);
+	struct rung_spec s;
+	rung_spec_init(&s);
+	s.kind = strdup("first2");
+	struct rung_key k = {.scope = "x", .thread = "first2", .agent = "a"};
+	const char *argv[] = {"/bin/sh", "-c", "echo ok", NULL};
+	static const struct rung_callback cb[] = {{.name = "none"}};
+	struct rung_exec_req req = {.argv = argv, .callbacks = cb, .n_callbacks = 1};
+	struct rung_sandbox *sb = NULL;
+	struct rung_err err = {0};
+	ck_assert_msg(rung_acquire_owned(r, &k, &s, &req, &sb, NULL, &err) == 0, "%s", err.msg);
+	/* Not granted host callbacks: the exec is refused as on any sandbox, and the sandbox
+	 * serves the next one. */
+	struct rung_exec_res res;
+	ck_assert_int_eq(rung_exec(sb, &req, &res, &err), -EACCES);
+	char *out = spine_sh_ok(sb, "echo still");
+	ck_assert_str_eq(out, "still\n");
+	free(out);
+	ck_assert_int_eq(child_exited(200), 0);
+	ck_assert_msg(rung_sandbox_dispose(sb, &err) == 0, "%s", err.msg);
+	rung_sandbox_close(sb);
+	ck_assert_int_eq(spine_store_entries(sd), 0);
+	rung_spec_release(&s);
+	rung_router_free(r);
+	free(sd);
+}
+END_TEST
+
+Suite *e2e_process_first_suite(void)
+{
+	Suite *s = suite_create("e2e_process_first");
+	TCase *tc = tcase_create("first");
+	tcase_set_tags(tc, "root");
+	tcase_set_timeout(tc, 60);
+	tcase_add_unchecked_fixture(tc, spine_base_setup, spine_base_teardown);
+	tcase_add_test(tc, test_first_goes_ahead);
+	tcase_add_test(tc, test_first_not_ahead);
+	suite_add_tcase(s, tc);
+	return s;
+}
