@@ -143,14 +143,27 @@ static int owned_hold_mnt(struct rt_sandbox *sb)
  * The child closes the namespace only once we closed our copy (EOF on the gate pipe): the last
  * close is the one that pays for the teardown, and it must never be ours. Last, with an ext4
  * disk, it makes the spare images of that size (rt_sandbox_disk_spares_fill) the next start
- * takes. Without a child (no fork), the group is removed here.
+ * takes. Without a child (no fork), the group is removed here. A sandbox that ended with its
+ * first exec has that process already, its releaser (release.c), started while the exec ran:
+ * it is only told to go, and no fork is made on the caller's way out.
  */
 static void owned_release(int mntns, const char *trash, struct rt_cg_later *cg,
-			  const struct rt_sandbox *sb)
+			  struct rt_sandbox *sb)
 {
 	if (mntns < 0 && !trash[0]) {
 		rt_cg_later_run(sb->router, cg);
 		return;
+	}
+	if (sb->release_gate >= 0) { /* its releaser, started while its exec ran (release.c) */
+		if (mntns >= 0)
+			close(mntns); /* first: the releaser's must be the last reference */
+		if (rt_release_go(sb, trash)) {
+			rt_cgroup_free(cg->cg); /* the releaser names and removes it */
+			cg->cg = NULL;
+			rung_trace("dispose: handed to the releaser");
+			return;
+		}
+		mntns = -1; /* not told: what it would have done, here and by the fork below */
 	}
 	int gate[2] = {-1, -1};
 	if (mntns >= 0 && pipe2(gate, O_CLOEXEC) < 0)
