@@ -164,6 +164,12 @@ static void owned_release(int mntns, const char *trash, struct rt_cg_later *cg,
 			return;
 		}
 		mntns = -1; /* not told: what it would have done, here and by the fork below */
+		if (cg->elsewhere) { /* named now, for the fork's child */
+			struct rt_sandbox named = {.router = sb->router, .meta = sb->meta,
+						   .cg_later = cg};
+			cg->elsewhere = false;
+			rt_sandbox_cgroup_destroy(&named);
+		}
 	}
 	int gate[2] = {-1, -1};
 	if (mntns >= 0 && pipe2(gate, O_CLOEXEC) < 0)
@@ -228,7 +234,8 @@ int rung_sandbox_dispose(struct rung_sandbox *s, struct rung_err *err)
 	}
 	int mntns = owned_hold_mnt(sb);
 	char trash[4096] = "";
-	struct rt_cg_later cg = {0};
+	/* With a releaser, the group is its to name and remove: not even named here. */
+	struct rt_cg_later cg = {.elsewhere = sb->release_gate >= 0 && mntns >= 0};
 	/* Only where a hand-off child is made anyway (a fork costs what the removals save). */
 	int rc = dispose_locked(r, &m, have, sb->meta.id, mntns >= 0 ? trash : NULL,
 				mntns >= 0 ? &cg : NULL, err);
