@@ -79,19 +79,19 @@ int rung_release_main(void)
 		fprintf(stderr, "rung __release: internal; started by the runtime only\n");
 		return 2;
 	}
-	int hr = rt_handoff_read(4, &r, &sb, &err);
-	close(4);
+	/* The gate first: nothing but this wait while the sandbox's command runs. */
 	cleanup_free char *msg = NULL;
 	size_t len = 0;
 	if (rung_read_fd_all(3, 8192, &msg, &len, &err) < 0)
 		len = 0;
-	bool go = hr == 0 && len >= 1 && msg[0] == 'G';
+	bool go = len >= 1 && msg[0] == 'G' && rt_handoff_read(4, &r, &sb, &err) == 0;
+	close(4);
 	if (go) /* first, as the dispose's own child did: nothing of it is in there any more */
 		rt_sandbox_cgroup_destroy(sb);
 	close(5); /* the last reference: the namespace's teardown happens here */
 	rung_trace("release: namespace let go");
 	if (!go)
-		return hr < 0 ? 1 : 0; /* no dispose: `rung gc`'s to remove */
+		return 0; /* no dispose: `rung gc`'s to remove */
 	sb->owned = true; /* as the dispose saw it (the spares' size) */
 	/* Only a directory of the store's trash (the dispose moved it there). */
 	char trash[4096];
