@@ -57,7 +57,6 @@ static struct rung_sandbox *sandbox_new(struct rung_router *r, struct rung_err *
 	s->sb.router = r;
 	s->sb.first_conn = -1;
 	s->sb.mntns = -1;
-	s->sb.release_gate = -1;
 	s->cancel_fd = -1;
 	return s;
 }
@@ -68,7 +67,6 @@ void rung_sandbox_close(struct rung_sandbox *s)
 		return;
 	rung_closep(&s->sb.first_conn);
 	rung_closep(&s->sb.mntns);
-	rung_closep(&s->sb.release_gate); /* no "G": the releaser only lets the namespace go */
 	rt_meta_release(&s->sb.meta);
 	free(s);
 }
@@ -494,8 +492,6 @@ static int exec_checked(struct rung_sandbox *s, const struct rung_exec_req *req,
 	struct rung_exec_req q;
 	exec_request(&s->sb, req, &q);
 	bool keep = keeps_conns(&s->sb);
-	if (sent) /* the sandbox ends with this exec: what pays for its end starts now */
-		rt_release_start(&s->sb);
 	int r = rt_agent_exec(fd, &q, &s->sb.meta.spec, (const char *const *)ienv, sent, &keep, res,
 			      err);
 	if (r == 0 && oom_known && ops->oom_kills(&s->sb, &cg, &oom1) == 0 && oom1 > oom0)
