@@ -320,10 +320,10 @@ void rt_supervisor_stop(const struct rt_meta *m, unsigned grace_ms);
 
 /* ---- agent client (client.c) ---- */
 int rt_agent_connect(const char *sock_path, struct rung_err *err);
-/* image_env: the image's own environment (under the spec's), or NULL. keep (NULL: false):
- * in, ask the agent to keep the connection for another exec (not with stdin or callbacks);
- * out, whether it is fit for one (the whole exchange ended with EXIT). */
-/* sent: req's EXEC frame is on fd already (rt_agent_exec_frame's). */
+/* image_env: the image's own environment (under the spec's), or NULL. sent: req's EXEC frame
+ * is on fd already (rt_agent_exec_frame's). keep (NULL: false): in, ask the agent to keep the
+ * connection for another exec (not with stdin or callbacks); out, whether it is fit for one
+ * (the whole exchange ended with EXIT). */
 int rt_agent_exec(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
 		  const char *const *image_env, bool sent, bool *keep, struct rung_exec_res *res,
 		  struct rung_err *err);

@@ -36,24 +36,50 @@ static pid_t child_exited(unsigned ms)
 	return 0;
 }
 
+/* A router on a fresh store, and an owned sandbox of kind acquired there with req first. */
+struct first_run {
+	char *sd;
+	struct rung_router *r;
+	struct rung_spec s;
+	struct rung_sandbox *sb;
+};
+
+static void first_acquire(struct first_run *f, const char *kind,
+			  const struct rung_exec_req *req)
+{
+	f->r = spine_router(&f->sd);
+	rung_spec_init(&f->s);
+	f->s.kind = strdup(kind);
+	struct rung_key k = {.scope = "x", .thread = kind, .agent = "a"};
+	bool created = false;
+	struct rung_err err = {0};
+	ck_assert_msg(rung_acquire_owned(f->r, &k, &f->s, req, &f->sb, &created, &err) == 0,
+		      "%s", err.msg);
+	ck_assert(created);
+}
+
+/* Disposed, and nothing left in the store. */
+static void first_end(struct first_run *f)
+{
+	struct rung_err err = {0};
+	ck_assert_msg(rung_sandbox_dispose(f->sb, &err) == 0, "%s", err.msg);
+	rung_sandbox_close(f->sb);
+	ck_assert_int_eq(spine_store_entries(f->sd), 0);
+	rung_spec_release(&f->s);
+	rung_router_free(f->r);
+	free(f->sd);
+}
+
 START_TEST(test_first_goes_ahead)
 {
 	RUNG_REQUIRE_ROOT();
-	char *sd;
-	struct rung_router *r = spine_router(&sd);
-	struct rung_spec s;
-	rung_spec_init(&s);
-	s.kind = strdup("first");
-	struct rung_key k = {.scope = "x", .thread = "first", .agent = "a"};
 	/* The command prints when it started (the host's realtime clock, shared). */
 	const char *argv[] = {"/bin/sh", "-c", "date +%s.%N; exit 7", NULL};
 	struct rung_exec_req req = {.argv = argv};
-	struct rung_sandbox *sb = NULL;
-	bool created = false;
+	struct first_run f;
+	first_acquire(&f, "first", &req);
+	struct rung_sandbox *sb = f.sb;
 	struct rung_err err = {0};
-	ck_assert_msg(rung_acquire_owned(r, &k, &s, &req, &sb, &created, &err) == 0, "%s",
-		      err.msg);
-	ck_assert(created);
 	usleep(300000); /* the command runs meanwhile */
 	/* Anything but that exec: refused, and the exec is not lost. */
 	struct rung_err e2 = {0};
@@ -74,16 +100,10 @@ START_TEST(test_first_goes_ahead)
 	/* pid 1 ends the sandbox once it answered: our child, exited before any dispose. */
 	pid_t pid1 = child_exited(5000);
 	ck_assert_msg(pid1 > 0, "pid 1 did not exit after the first exec");
-	err = (struct rung_err){0};
-	ck_assert_msg(rung_sandbox_dispose(sb, &err) == 0, "%s", err.msg);
+	first_end(&f);
 	siginfo_t si;
 	ck_assert_int_eq(waitid(P_PID, (id_t)pid1, &si, WEXITED | WNOHANG), -1); /* reaped */
 	ck_assert_int_eq(errno, ECHILD);
-	rung_sandbox_close(sb);
-	ck_assert_int_eq(spine_store_entries(sd), 0);
-	rung_spec_release(&s);
-	rung_router_free(r);
-	free(sd);
 }
 END_TEST
 
@@ -91,18 +111,13 @@ END_TEST
 START_TEST(test_first_not_ahead)
 {
 	RUNG_REQUIRE_ROOT();
-	char *sd;
-	struct rung_router *r = spine_router(&sd);
-	struct rung_spec s;
-	rung_spec_init(&s);
-	s.kind = strdup("first2");
-	struct rung_key k = {.scope = "x", .thread = "first2", .agent = "a"};
 	const char *argv[] = {"/bin/sh", "-c", "echo ok", NULL};
 	static const struct rung_callback cb[] = {{.name = "none"}};
 	struct rung_exec_req req = {.argv = argv, .callbacks = cb, .n_callbacks = 1};
-	struct rung_sandbox *sb = NULL;
+	struct first_run f;
+	first_acquire(&f, "first2", &req);
+	struct rung_sandbox *sb = f.sb;
 	struct rung_err err = {0};
-	ck_assert_msg(rung_acquire_owned(r, &k, &s, &req, &sb, NULL, &err) == 0, "%s", err.msg);
 	/* Not granted host callbacks: the exec is refused as on any sandbox, and the sandbox
 	 * serves the next one. */
 	struct rung_exec_res res;
@@ -111,12 +126,7 @@ START_TEST(test_first_not_ahead)
 	ck_assert_str_eq(out, "still\n");
 	free(out);
 	ck_assert_int_eq(child_exited(200), 0);
-	ck_assert_msg(rung_sandbox_dispose(sb, &err) == 0, "%s", err.msg);
-	rung_sandbox_close(sb);
-	ck_assert_int_eq(spine_store_entries(sd), 0);
-	rung_spec_release(&s);
-	rung_router_free(r);
-	free(sd);
+	first_end(&f);
 }
 END_TEST
 

@@ -185,8 +185,8 @@ int rung_acquire(struct rung_router *r, const struct rung_key *key, const struct
  * unchanged (the output callback and the cancel fd may be set in between). Its request goes
  * to pid 1 before pid 1 runs, so the command starts as soon as the sandbox is ready, and pid
  * 1 exits once it has answered it: the sandbox ends with that exec. Until then any other
- * operation on sb that talks to its agent fails with -EBUSY. (Without callbacks only; otherwise, and where no sandbox
- * of the caller's own is made, it is an ordinary first exec.)
+ * operation on sb that talks to its agent fails with -EBUSY. (Without callbacks only;
+ * otherwise, and where no sandbox of the caller's own is made, it is an ordinary first exec.)
  */
 struct rung_exec_req;
 int rung_acquire_owned(struct rung_router *r, const struct rung_key *key,
