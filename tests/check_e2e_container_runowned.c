@@ -76,8 +76,9 @@ START_TEST(test_run_tmpfs_upper)
 }
 END_TEST
 
-/* The command on the first connection (the trace says so): exit codes, death by a signal, and
- * the sandbox's boundary (uid 0 of the sandbox, no capabilities, no_new_privs, seccomp). */
+/* The command on the first connection, its request sent before pid 1 ran (the trace says
+ * so): exit codes, death by a signal, the image's environment and working dir, and the
+ * sandbox's boundary (uid 0 of the sandbox, no capabilities, no_new_privs, seccomp). */
 START_TEST(test_run_first_connection)
 {
 	CT_REQUIRE();
@@ -87,21 +88,25 @@ START_TEST(test_run_first_connection)
 	int st;
 	char *out = ctr_run(NULL, NULL,
 			    "grep -E '^(Uid|CapEff|CapPrm|NoNewPrivs|Seccomp):' /proc/self/status; "
-			    "exit 7",
+			    "echo $CT_GREETING; pwd; exit 7",
 			    &st);
 	ck_assert_int_eq(st, 7);
 	ck_assert_str_eq(out, "Uid:\t0\t0\t0\t0\nCapPrm:\t0000000000000000\n"
-			      "CapEff:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n");
+			      "CapEff:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n"
+			      "from-image\n/work\n");
 	free(out);
 	out = ctr_run(NULL, NULL, "kill -9 $$", &st);
 	ck_assert_int_eq(st, 128 + 9);
 	free(out);
 	unsetenv("RUNG_TRACE");
 	char *t = ct_slurp_trace(trace);
-	int firsts = 0; /* one per run */
+	int firsts = 0, ahead = 0; /* one each per run */
 	for (const char *q = t; (q = strstr(q, "agent: first connection")); q++)
 		firsts++;
-	ck_assert_msg(firsts == 2, "%d first connections in 2 runs: %s", firsts, t);
+	for (const char *q = t; (q = strstr(q, "ns: first exec went ahead")); q++)
+		ahead++;
+	ck_assert_msg(firsts == 2 && ahead == 2, "%d first connections, %d requests ahead in 2 runs: %s",
+		      firsts, ahead, t);
 	free(t);
 	unlink(trace);
 }

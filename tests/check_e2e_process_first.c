@@ -3,7 +3,8 @@
  * Its request goes to pid 1 before pid 1 runs: the command starts as soon as the sandbox is
  * ready, before the caller's rung_exec; until that exec nothing else may talk to the agent
  * (-EBUSY, another request included); pid 1 exits by itself once it has answered it; the
- * dispose leaves nothing. Tagged "root".
+ * dispose leaves nothing. A request that cannot go ahead (callbacks, a frame over 64 KiB)
+ * is an ordinary first exec. Tagged "root".
  */
 #include <check.h>
 #include <signal.h>
@@ -130,6 +131,31 @@ START_TEST(test_first_not_ahead)
 }
 END_TEST
 
+/* A request over what goes ahead (64 KiB) is sent by its exec as usual: the command still
+ * runs, whole, and pid 1 stays. */
+START_TEST(test_first_too_big)
+{
+	RUNG_REQUIRE_ROOT();
+	/* three arguments of 30000 bytes (a string field holds at most 64 KiB) */
+	char *big = malloc(30001);
+	ck_assert_ptr_nonnull(big);
+	memset(big, 'x', 30000);
+	big[30000] = '\0';
+	const char *argv[] = {"/bin/sh", "-c", "echo ${#1} ${#2} ${#3}", "sh", big, big, big, NULL};
+	struct rung_exec_req req = {.argv = argv};
+	struct first_run f;
+	first_acquire(&f, "first3", &req);
+	struct rung_exec_res res;
+	struct rung_err err = {0};
+	ck_assert_msg(rung_exec(f.sb, &req, &res, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(res.out, "30000 30000 30000\n");
+	rung_exec_res_release(&res);
+	ck_assert_int_eq(child_exited(200), 0);
+	first_end(&f);
+	free(big);
+}
+END_TEST
+
 Suite *e2e_process_first_suite(void)
 {
 	Suite *s = suite_create("e2e_process_first");
@@ -139,6 +165,7 @@ Suite *e2e_process_first_suite(void)
 	tcase_add_unchecked_fixture(tc, spine_base_setup, spine_base_teardown);
 	tcase_add_test(tc, test_first_goes_ahead);
 	tcase_add_test(tc, test_first_not_ahead);
+	tcase_add_test(tc, test_first_too_big);
 	suite_add_tcase(s, tc);
 	return s;
 }
