@@ -104,6 +104,8 @@ int main(int argc, char **argv)
 	rung_trace("cli: main");
 	if (argc == 2 && !strcmp(argv[1], "__supervise"))
 		return rung_supervisor_main();
+	if (argc == 2 && !strcmp(argv[1], "__release"))
+		return rung_release_main();
 	if (take_globals(&c, &argc, argv) < 0)
 		return 2;
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||

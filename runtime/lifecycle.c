@@ -143,14 +143,34 @@ static int owned_hold_mnt(struct rt_sandbox *sb)
  * The child closes the namespace only once we closed our copy (EOF on the gate pipe): the last
  * close is the one that pays for the teardown, and it must never be ours. Last, with an ext4
  * disk, it makes the spare images of that size (rt_sandbox_disk_spares_fill) the next start
- * takes. Without a child (no fork), the group is removed here.
+ * takes. Without a child (no fork), the group is removed here. That child is a releaser
+ * (release.c) where one could be spawned: started by an exec, not a fork of ours, so the
+ * caller waits only for its exec to begin and has no page to copy on write after; it is told
+ * to go with the trash's path, and names and removes the group itself.
  */
 static void owned_release(int mntns, const char *trash, struct rt_cg_later *cg,
-			  const struct rt_sandbox *sb)
+			  struct rt_sandbox *sb)
 {
 	if (mntns < 0 && !trash[0]) {
 		rt_cg_later_run(sb->router, cg);
 		return;
+	}
+	if (sb->release_gate >= 0) { /* its releaser, started while its exec ran (release.c) */
+		if (mntns >= 0)
+			close(mntns); /* first: the releaser's must be the last reference */
+		if (rt_release_go(sb, trash)) {
+			rt_cgroup_free(cg->cg); /* the releaser names and removes it */
+			cg->cg = NULL;
+			rung_trace("dispose: handed to the releaser");
+			return;
+		}
+		mntns = -1; /* not told: what it would have done, here and by the fork below */
+		if (cg->elsewhere) { /* named now, for the fork's child */
+			struct rt_sandbox named = {.router = sb->router, .meta = sb->meta,
+						   .cg_later = cg};
+			cg->elsewhere = false;
+			rt_sandbox_cgroup_destroy(&named);
+		}
 	}
 	int gate[2] = {-1, -1};
 	if (mntns >= 0 && pipe2(gate, O_CLOEXEC) < 0)
@@ -213,9 +233,11 @@ int rung_sandbox_dispose(struct rung_sandbox *s, struct rung_err *err)
 		if (ops)
 			ops->cleanup(sb);
 	}
+	rt_release_start(sb); /* (it takes a copy of the namespace owned_hold_mnt takes) */
 	int mntns = owned_hold_mnt(sb);
 	char trash[4096] = "";
-	struct rt_cg_later cg = {0};
+	/* With a releaser, the group is its to name and remove: not even named here. */
+	struct rt_cg_later cg = {.elsewhere = sb->release_gate >= 0 && mntns >= 0};
 	/* Only where a hand-off child is made anyway (a fork costs what the removals save). */
 	int rc = dispose_locked(r, &m, have, sb->meta.id, mntns >= 0 ? trash : NULL,
 				mntns >= 0 ? &cg : NULL, err);

@@ -146,6 +146,8 @@ struct rt_sandbox {
 	/* Owned only: its mount namespace, opened as soon as pid 1 runs (-1: not held; the
 	 * dispose's, lifecycle.c), since pid 1 may exit by itself (a first exec is its last). */
 	int mntns;
+	/* Owned only: the write end of its releaser's gate (-1: none; release.c). */
+	int release_gate;
 	/* Set: the cgroup's removal is handed over there (sandbox-cgroup.h), not done. */
 	struct rt_cg_later *cg_later;
 };
@@ -332,6 +334,16 @@ struct rt_cb;
 int rt_agent_exec_cb(int fd, const struct rung_exec_req *req, const struct rung_spec *spec,
 		     const char *const *image_env, bool sent, struct rt_cb *cb, bool *keep,
 		     struct rung_exec_res *res, struct rung_err *err);
+/* The description `rung __supervise` and `rung __release` start from (the router's settings and
+ * sb's metadata) in a memfd, and its reading there (supervisor.c). */
+int rt_handoff_memfd(const struct rt_sandbox *sb, struct rung_err *err);
+int rt_handoff_read(int fd, struct rung_router **r, struct rt_sandbox **sb, struct rung_err *err);
+/* An owned sandbox's releaser (release.c): started while the exec it ends with runs (0, or -1
+ * when not started: the dispose forks instead); told to go by the dispose, with the sandbox's
+ * moved directory ("": none) once its own copy of the mount namespace is closed (false: it
+ * was not told, and will do nothing but close the namespace). */
+int rt_release_start(struct rt_sandbox *sb);
+bool rt_release_go(struct rt_sandbox *sb, const char *trash);
 /* The EXEC frame of sb's first exec (sb->first_req), as its rung_exec will expect it sent. */
 int rt_sandbox_first_frame(const struct rt_sandbox *sb, struct rung_buf *frame,
 			   struct rung_err *err);

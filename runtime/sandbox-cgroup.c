@@ -201,6 +201,8 @@ void rt_cg_later_run(const struct rung_router *r, struct rt_cg_later *l)
 
 void rt_sandbox_cgroup_destroy(const struct rt_sandbox *sb)
 {
+	if (sb->cg_later && sb->cg_later->elsewhere)
+		return; /* its releaser's, which names it itself */
 	struct rt_cg_later l = {0};
 	struct rung_err err = {0};
 	char tag[17];

@@ -50,6 +50,7 @@ void rt_sandbox_cgroup_destroy(const struct rt_sandbox *sb);
 struct rt_cg_later {
 	struct rt_cgroup *cg; /* NULL: none to remove */
 	char parent[32];      /* the store's group, dropped if empty ("": none) */
+	bool elsewhere;       /* set by the caller: named and removed elsewhere (release.c) */
 };
 /* Remove what l names and free it (l is empty after). */
 void rt_cg_later_run(const struct rung_router *r, struct rt_cg_later *l);

@@ -57,6 +57,7 @@ static struct rung_sandbox *sandbox_new(struct rung_router *r, struct rung_err *
 	s->sb.router = r;
 	s->sb.first_conn = -1;
 	s->sb.mntns = -1;
+	s->sb.release_gate = -1;
 	s->cancel_fd = -1;
 	return s;
 }
@@ -67,6 +68,7 @@ void rung_sandbox_close(struct rung_sandbox *s)
 		return;
 	rung_closep(&s->sb.first_conn);
 	rung_closep(&s->sb.mntns);
+	rung_closep(&s->sb.release_gate); /* no "G": the releaser only lets the namespace go */
 	rt_meta_release(&s->sb.meta);
 	free(s);
 }

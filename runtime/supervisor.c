@@ -279,7 +279,7 @@ static bool multi_threaded(void)
  * setting of rung_router_opts, and the trace target: it inherits no environment) and the
  * sandbox's metadata, in a memfd (fd 4 of `rung __supervise`).
  */
-static int handoff_memfd(const struct rt_sandbox *sb, struct rung_err *err)
+int rt_handoff_memfd(const struct rt_sandbox *sb, struct rung_err *err)
 {
 	cleanup_free char *meta = NULL;
 	int r = rt_meta_to_json(&sb->meta, &meta, err);
@@ -378,7 +378,7 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 {
 	int p[2], handoff = -1;
 	rung_trace("spawn: begin");
-	if (multi_threaded() && (handoff = handoff_memfd(sb, err)) < 0)
+	if (multi_threaded() && (handoff = rt_handoff_memfd(sb, err)) < 0)
 		return handoff;
 	/* The re-exec'd supervisor gets a clean environment: its settings come in the handoff. */
 	static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
@@ -480,7 +480,7 @@ int rt_supervisor_inline(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 	sigaction(SIGPIPE, &ign, &old);
 	sb->owned = true;
 	sb->first_conn = -1;
-	sb->mntns = -1;
+	sb->mntns = sb->release_gate = -1;
 	int r = ops->start(sb, lfd, err);
 	sigaction(SIGPIPE, &old, NULL);
 	close(lfd);
@@ -501,22 +501,18 @@ int rt_supervisor_inline(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 	return 0;
 }
 
-int rung_supervisor_main(void)
+int rt_handoff_read(int fd, struct rung_router **out, struct rt_sandbox **sb_out,
+		    struct rung_err *err)
 {
-	struct sync_msg msg = {0};
 	cleanup_free char *txt = NULL;
 	struct rung_router *r = NULL;
-	json_t *o = NULL;
 	const char *dir, *agent, *vmm, *meta, *trace;
 	int deployed = 0, no_clone = 0, inbound = 0;
 	json_int_t boot_ms = 0;
 	struct rung_router_opts ro = {0};
-	if (fcntl(3, F_GETFD) < 0 || fcntl(4, F_GETFD) < 0)
-		return fprintf(stderr, "rung __supervise: internal; started by the runtime only\n"), 2;
-	if (rung_read_fd_all(4, 1 << 22, &txt, NULL, &msg.err) < 0)
-		goto fail;
-	close(4);
-	o = json_loads(txt, 0, NULL);
+	if (rung_read_fd_all(fd, 1 << 22, &txt, NULL, err) < 0)
+		return -EIO;
+	json_t *o = json_loads(txt, 0, NULL);
 	/* (unset settings are left out: s* packs nothing for NULL, s? takes a missing key) */
 	if (!o || json_unpack(o, "{s:s, s:s, s:s, s:b, s:s, s:{s:s, s?:s, s?:s, s:I, s:s, s:s, "
 				 "s:s, s?:s, s?:s, s:b, s:b, s:s, s?:s, s?:s}}",
@@ -529,8 +525,8 @@ int rung_supervisor_main(void)
 			      "no_clone_into_cgroup", &no_clone, "net_inbound", &inbound, "trace",
 			      &trace, "dns_search", &ro.dns_search, "dns_options",
 			      &ro.dns_options) < 0) {
-		rung_err_set(&msg.err, EINVAL, "bad supervisor handoff");
-		goto fail;
+		json_decref(o);
+		return rung_err_set(err, EINVAL, "bad handoff");
 	}
 	rung_trace_set(trace);
 	ro.state_dir = dir;
@@ -540,19 +536,41 @@ int rung_supervisor_main(void)
 	ro.vm_boot_timeout_ms = boot_ms > 0 && boot_ms <= UINT_MAX ? (unsigned)boot_ms : 0;
 	ro.no_clone_into_cgroup = no_clone;
 	ro.net_inbound = inbound;
-	if (rung_router_new(&ro, &r, &msg.err) < 0)
-		goto fail;
-	struct rt_sandbox *sb = calloc(1, sizeof(*sb));
-	if (!sb || rt_meta_from_json(meta, strlen(meta), &sb->meta, &msg.err) < 0)
-		goto fail;
+	int rc = rung_router_new(&ro, &r, err);
+	struct rt_sandbox *sb = rc < 0 ? NULL : calloc(1, sizeof(*sb));
+	if (rc == 0 && !sb)
+		rc = rung_err_set(err, ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = rt_meta_from_json(meta, strlen(meta), &sb->meta, err);
+	json_decref(o);
+	if (rc < 0) {
+		free(sb);
+		rung_router_free(r);
+		return rc;
+	}
 	sb->router = r;
+	sb->first_conn = sb->mntns = sb->release_gate = -1;
 	rt_store_path(&r->store, sb->meta.id, NULL, sb->dir, sizeof(sb->dir));
+	*out = r;
+	*sb_out = sb;
+	return 0;
+}
+
+int rung_supervisor_main(void)
+{
+	struct sync_msg msg = {0};
+	struct rung_router *r = NULL;
+	struct rt_sandbox *sb = NULL;
+	if (fcntl(3, F_GETFD) < 0 || fcntl(4, F_GETFD) < 0)
+		return fprintf(stderr, "rung __supervise: internal; started by the runtime only\n"), 2;
+	if (rt_handoff_read(4, &r, &sb, &msg.err) < 0)
+		goto fail;
+	close(4);
 	const struct rt_backend_ops *ops = rt_backend_get(sb->meta.iso);
 	if (!ops) {
 		rung_err_set(&msg.err, EINVAL, "no backend for %s", rung_isolation_name(sb->meta.iso));
 		goto fail;
 	}
-	json_decref(o);
 	supervisor_main(sb, ops, 3); /* never returns */
 fail:
 	rung_write_all(3, &msg, sizeof(msg));

@@ -748,5 +748,7 @@ int rung_pool_remove(struct rung_router *r, const char *name, size_t *disposed,
  * forking) to start a sandbox's supervisor from a multi-threaded caller. Not for users.
  */
 int rung_supervisor_main(void);
+/* `rung __release`: an owned sandbox's releaser (runtime/release.c); internal. */
+int rung_release_main(void);
 
 #endif
