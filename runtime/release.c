@@ -34,11 +34,20 @@ int rt_release_start(struct rt_sandbox *sb)
 	int gate[2];
 	if (handoff < 0 || pipe2(gate, O_CLOEXEC) < 0)
 		return -1;
+	/* Each from 10 up first: a source among 3..5 would be overwritten by an earlier dup2. */
+	cleanup_close int g = fcntl(gate[0], F_DUPFD_CLOEXEC, 10);
+	cleanup_close int h = fcntl(handoff, F_DUPFD_CLOEXEC, 10);
+	cleanup_close int m = fcntl(sb->mntns, F_DUPFD_CLOEXEC, 10);
+	close(gate[0]);
+	if (g < 0 || h < 0 || m < 0) {
+		close(gate[1]);
+		return -1;
+	}
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, gate[0], 3);
-	posix_spawn_file_actions_adddup2(&fa, handoff, 4);
-	posix_spawn_file_actions_adddup2(&fa, sb->mntns, 5);
+	posix_spawn_file_actions_adddup2(&fa, g, 3);
+	posix_spawn_file_actions_adddup2(&fa, h, 4);
+	posix_spawn_file_actions_adddup2(&fa, m, 5);
 	for (int fd = 0; fd < 3; fd++)
 		posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", O_RDWR, 0);
 	posix_spawn_file_actions_addclosefrom_np(&fa, 6);
@@ -48,7 +57,6 @@ int rt_release_start(struct rt_sandbox *sb)
 	pid_t pid;
 	int r = posix_spawn(&pid, sb->router->rung_path, &fa, NULL, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
-	close(gate[0]);
 	if (r != 0) {
 		close(gate[1]);
 		LOG_WARN("sandbox %s: start its releaser: %s", sb->meta.id, strerror(r));
@@ -80,7 +88,7 @@ int rung_release_main(void)
 		fprintf(stderr, "rung __release: internal; started by the runtime only\n");
 		return 2;
 	}
-	/* The gate first: nothing but this wait while the sandbox's command runs. */
+	/* The gate first; the handoff and a router only once told to go. */
 	cleanup_free char *msg = NULL;
 	size_t len = 0;
 	if (rung_read_fd_all(3, 8192, &msg, &len, &err) < 0)
