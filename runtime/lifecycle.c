@@ -155,7 +155,7 @@ static void owned_release(int mntns, const char *trash, struct rt_cg_later *cg,
 		rt_cg_later_run(sb->router, cg);
 		return;
 	}
-	if (sb->release_gate >= 0) { /* its releaser, started while its exec ran (release.c) */
+	if (sb->release_gate >= 0) { /* its releaser, spawned by this dispose (release.c) */
 		if (mntns >= 0)
 			close(mntns); /* first: the releaser's must be the last reference */
 		if (rt_release_go(sb, trash)) {
