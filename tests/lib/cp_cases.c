@@ -228,7 +228,7 @@ static void case_cycles(const char *thread)
 	struct rung_sandbox *sb = open_sb(&r, thread);
 	struct rung_err err = {0};
 	/* the sandbox's processes now (the counting shell's own included, as after) */
-	ck_assert_int_eq(cp_sh(sb, "n=$(ls -d /proc/[0-9]* | wc -l); echo $n > /tmp/procs0"), 0);
+	ck_assert_int_eq(cp_sh(sb, "n=$(" RUNG_TEST_PROCS_SH "); echo $n > /tmp/procs0"), 0);
 	int before = rung_test_count_fds(), tasks = rung_test_count_tasks(getpid());
 	for (int i = 0; i < 100; i++) {
 		int in = cp_make_tar(tree, sizeof(tree) / sizeof(tree[0]));
@@ -243,7 +243,7 @@ static void case_cycles(const char *thread)
 	ck_assert_int_eq(rung_test_count_tasks(getpid()), tasks);
 	/* every handler gone (reaped a moment after its connection closed) */
 	ck_assert_int_eq(cp_sh(sb, "i=0; while [ $i -lt 50 ]; do "
-				   "n=$(ls -d /proc/[0-9]* | wc -l); [ $n -le $(cat /tmp/procs0) ] && exit 0; "
+				   "n=$(" RUNG_TEST_PROCS_SH "); [ $n -le $(cat /tmp/procs0) ] && exit 0; "
 				   "sleep 0.1; i=$((i + 1)); done; exit 1"), 0);
 	close_sb(r, sb);
 }

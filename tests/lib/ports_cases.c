@@ -245,16 +245,10 @@ static long rss_kib(pid_t pid)
 	return k;
 }
 
-/* Processes inside the sandbox, less the counting exec's own. */
-/* The sandbox's processes, kernel threads left out: on the vm rung /proc is the guest
- * kernel's, whose workers (children of kthreadd, pid 2) come and go on their own. */
+/* The sandbox's processes, kernel threads left out (RUNG_TEST_PROCS_SH). */
 static int sandbox_procs(struct fx *f)
 {
-	char *o = spine_sh_ok(f->sb, "n=0; for p in /proc/[0-9]*; do "
-				     "read -r l < $p/stat 2>/dev/null || continue; "
-				     "set -- ${l##*) }; "
-				     "[ \"$2\" = 2 ] || [ \"${p#/proc/}\" = 2 ] || n=$((n + 1)); "
-				     "done; echo $n");
+	char *o = spine_sh_ok(f->sb, RUNG_TEST_PROCS_SH);
 	int n = atoi(o);
 	free(o);
 	return n;

@@ -55,6 +55,14 @@ unsigned rung_test_pids_inflight(void);
 /* Open fds of process pid whose link target is not `skip` (NULL: none skipped) and starts with
  * `prefix` (NULL: any); -1 if its /proc/PID/fd cannot be read. */
 int rung_test_count_fds_of(pid_t pid, const char *skip, const char *prefix);
+/* A shell snippet run inside a sandbox: prints how many processes its /proc lists (zombies
+ * included), kernel threads left out. On the vm rung /proc is the guest kernel's, whose
+ * workers come and go on their own (a kworker started under load lingers for minutes); a
+ * kernel thread is told by PF_KTHREAD (0x00200000) in stat's 9th field, which no user process
+ * can set. The counting shell itself is counted. */
+#define RUNG_TEST_PROCS_SH                                                                         \
+	"n=0; for p in /proc/[0-9]*; do read -r l < $p/stat 2>/dev/null || continue; "           \
+	"set -- ${l##*) }; [ $(($7 / 2097152 % 2)) = 1 ] || n=$((n + 1)); done; echo $n"
 /* Threads of process pid; -1 if it is gone. */
 int rung_test_count_tasks(pid_t pid);
 /*
