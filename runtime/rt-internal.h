@@ -338,8 +338,11 @@ int rt_agent_exec_cb(int fd, const struct rung_exec_req *req, const struct rung_
  * sb's metadata) in a memfd, and its reading there (supervisor.c). */
 int rt_handoff_memfd(const struct rt_sandbox *sb, struct rung_err *err);
 int rt_handoff_read(int fd, struct rung_router **r, struct rt_sandbox **sb, struct rung_err *err);
-/* An owned sandbox's releaser (release.c): started while the exec it ends with runs (0, or -1
- * when not started: the dispose forks instead); told to go by the dispose, with the sandbox's
+/* The whole environment they are exec'd with: PATH alone (none of the caller's variables;
+ * their settings, the trace's file included, come in the handoff). */
+extern char *const rt_rung_envp[];
+/* An owned sandbox's releaser (release.c): started by the dispose (0, or -1 when not
+ * started: the dispose forks instead); told to go by the dispose, with the sandbox's
  * moved directory ("": none) once its own copy of the mount namespace is closed (false: it
  * was not told, and will do nothing but close the namespace). */
 int rt_release_start(struct rt_sandbox *sb);

@@ -274,6 +274,8 @@ static bool multi_threaded(void)
 	return !t || atoi(t + 9) > 1;
 }
 
+char *const rt_rung_envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+
 /*
  * The description a re-exec'd supervisor starts from: the router's settings (every host
  * setting of rung_router_opts, and the trace target: it inherits no environment) and the
@@ -380,8 +382,6 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 	rung_trace("spawn: begin");
 	if (multi_threaded() && (handoff = rt_handoff_memfd(sb, err)) < 0)
 		return handoff;
-	/* The re-exec'd supervisor gets a clean environment: its settings come in the handoff. */
-	static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		if (handoff >= 0)
 			close(handoff);
@@ -424,7 +424,7 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 		} else {
 			syscall(SYS_close_range, 5, ~0U, 0);
 			char *argv[] = {"rung", "__supervise", NULL};
-			execve(sb->router->rung_path, argv, envp);
+			execve(sb->router->rung_path, argv, rt_rung_envp);
 			rung_err_sys(&msg.err, errno, "exec %s __supervise", sb->router->rung_path);
 		}
 		rung_write_all(q[1], &msg, sizeof(msg));
