@@ -144,9 +144,10 @@ static int owned_hold_mnt(struct rt_sandbox *sb)
  * close is the one that pays for the teardown, and it must never be ours. Last, with an ext4
  * disk, it makes the spare images of that size (rt_sandbox_disk_spares_fill) the next start
  * takes. Without a child (no fork), the group is removed here. That child is a releaser
- * (release.c) where one could be spawned: started by an exec, not a fork of ours, so the
- * caller waits only for its exec to begin and has no page to copy on write after; it is told
- * to go with the trash's path, and names and removes the group itself.
+ * (release.c) where one could be started: an exec of `rung __release` from a child that shares
+ * our memory until then, not a fork of ours, so the caller has no page to copy on write
+ * after, and does not wait for that exec; it is told to go with the trash's path, and names
+ * and removes the group itself.
  */
 static void owned_release(int mntns, const char *trash, struct rt_cg_later *cg,
 			  struct rt_sandbox *sb)

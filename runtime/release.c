@@ -4,12 +4,12 @@
  * umount, the loop device's release), the removal of its cgroup and of its moved directory,
  * and the spare disks the next start takes (lifecycle.c, owned_release, says what each is).
  *
- * The dispose spawns it where it used to fork a child for the same work: posix_spawn (a
- * vfork) holds the caller only until the kernel's exec of `rung` swaps the address space
- * (~0.45 ms here), and leaves it no page to copy on write, where a fork of the CLI cost
- * ~0.9 ms and each page the CLI wrote after it a fault (bench/README.md, spine). Spawned
- * while the sandbox's command still ran, it lost: its exec took the cores the command needed.
- * fds: 3 the gate (the pipe's read end), 4 the handoff (supervisor.c: the router's settings
+ * The dispose starts it where it used to fork a child for the same work: a fork of the CLI
+ * cost ~0.9 ms and each page the CLI wrote after it a fault; posix_spawn (a vfork) still held
+ * the caller until the kernel's exec of `rung` had swapped the address space; the child below
+ * (rel_spawn) is not waited for at all (bench/README.md, spine). Started while the sandbox's
+ * command still ran, it lost: its exec took the cores the command needed.
+ * fds: 3 the gate (a socket's end), 4 the handoff (supervisor.c: the router's settings
  * and the sandbox's metadata), 5 the mount namespace, 0-2 /dev/null: no other fd, so a
  * caller's pipe never waits for it; and an environment of PATH only.
  *
@@ -18,12 +18,137 @@
  * before) only closes the namespace: the sandbox is still in the store, `rung gc`'s to remove.
  */
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <spawn.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "runtime/diskimg.h"
+#include "runtime/raw-syscall.h"
 #include "runtime/rt-internal.h"
 #include "runtime/sandbox-cgroup.h"
+
+#if RT_RAW_SC
+/*
+ * The releaser's exec, from a child that shares our memory (CLONE_VM) and that we do not wait
+ * for: posix_spawn's vfork held the dispose until the kernel's exec had swapped the child's
+ * address space, 0.55-1.3 ms traced where the sandbox's namespaces were being torn down on
+ * the other core (0.3 ms alone). The child runs only raw system calls, on a stack of its own,
+ * and reads only rel: both static, taken by the next start only once the kernel has cleared
+ * rel_busy (CLONE_CHILD_CLEARTID: at the child's exec, or its exit, when it lets go of our
+ * memory). It starts with every signal blocked (no handler of ours may run in it), and
+ * `rung __release` sets its own mask.
+ */
+static struct {
+	char path[4096];
+	int from[3]; /* to 3, 4 and 5 */
+} rel;
+static char rel_stack[16384] __attribute__((aligned(16)));
+static pid_t rel_busy;
+static pthread_mutex_t rel_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Its exec failed: an 'X' on the gate (fd), before it lets go of our memory. */
+static int rel_fail(long fd)
+{
+	rt_sc(SYS_write, fd, (long)"X", 1, 0, 0);
+	return 127;
+}
+
+static int rel_child(void *unused)
+{
+	(void)unused;
+	static const char *const argv[] = {"rung", "__release", NULL};
+	for (int i = 0; i < 3; i++)
+		if (rt_sc(SYS_dup2, rel.from[i], 3 + i, 0, 0, 0) < 0)
+			return rel_fail(rel.from[0]);
+	long n = rt_sc(SYS_open, (long)"/dev/null", O_RDWR, 0, 0, 0);
+	for (int fd = 0; fd < 3; fd++)
+		if (n < 0 || rt_sc(SYS_dup2, n, fd, 0, 0, 0) < 0)
+			return rel_fail(3);
+	rt_sc(SYS_close_range, 6, ~0U, 0, 0, 0);
+	rt_sc(SYS_execve, (long)rel.path, (long)argv, (long)rt_rung_envp, 0, 0);
+	return rel_fail(3);
+}
+
+/* Until the child of pid has let go of rel (its exec, or its exit): false after ms. */
+static bool rel_wait(pid_t pid, unsigned ms)
+{
+	uint64_t until = rung_now_ms() + ms;
+	while (__atomic_load_n(&rel_busy, __ATOMIC_SEQ_CST) == pid) {
+		if (rung_now_ms() > until)
+			return false;
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		syscall(SYS_futex, &rel_busy, FUTEX_WAIT, pid, &ts, NULL, 0); /* the kernel's wake */
+	}
+	return true;
+}
+
+/* The child's pid, or -1 (errno) when it could not be cloned or the last start's child still
+ * holds rel after 2 s (stopped before its exec): the caller then forks instead. */
+static pid_t rel_spawn(const char *path, const int from[3])
+{
+	pthread_mutex_lock(&rel_mu);
+	pid_t prev = __atomic_load_n(&rel_busy, __ATOMIC_SEQ_CST);
+	if (prev && !rel_wait(prev, 2000)) {
+		pthread_mutex_unlock(&rel_mu);
+		errno = EBUSY;
+		return -1;
+	}
+	snprintf(rel.path, sizeof(rel.path), "%s", path);
+	memcpy(rel.from, from, sizeof(rel.from));
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* rel_busy is the child's pid from before it runs (the kernel's write, in our memory)
+	 * to its exec or exit (the kernel's clear and wake) */
+	pid_t pid = clone(rel_child, rel_stack + sizeof(rel_stack),
+			  CLONE_VM | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD, NULL,
+			  &rel_busy, NULL, &rel_busy);
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_mutex_unlock(&rel_mu);
+	errno = e;
+	return pid;
+}
+#else
+/* Elsewhere: posix_spawn, which waits for the exec. */
+static pid_t rel_spawn(const char *path, const int from[3])
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	for (int i = 0; i < 3; i++)
+		posix_spawn_file_actions_adddup2(&fa, from[i], 3 + i);
+	for (int fd = 0; fd < 3; fd++)
+		posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", O_RDWR, 0);
+	posix_spawn_file_actions_addclosefrom_np(&fa, 6);
+	sigset_t all;
+	sigfillset(&all);
+	posix_spawnattr_t at;
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setsigmask(&at, &all);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+	char *argv[] = {(char *)"rung", (char *)"__release", NULL};
+	pid_t pid;
+	int r = posix_spawn(&pid, path, &fa, &at, argv, rt_rung_envp);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	errno = r;
+	return r ? -1 : pid;
+}
+
+static bool rel_wait(pid_t pid, unsigned ms) /* posix_spawn waited for the exec */
+{
+	(void)pid;
+	(void)ms;
+	return true;
+}
+#endif
 
 int rt_release_start(struct rt_sandbox *sb)
 {
@@ -31,39 +156,24 @@ int rt_release_start(struct rt_sandbox *sb)
 	if (sb->release_gate >= 0 || sb->mntns < 0 || rt_sandbox_disk_is_tmpfs(sb))
 		return 0;
 	cleanup_close int handoff = rt_handoff_memfd(sb, &err);
-	int gate[2];
-	if (handoff < 0 || pipe2(gate, O_CLOEXEC) < 0)
+	int gate[2]; /* a socket: the dispose's "G" to a releaser gone is EPIPE, never SIGPIPE */
+	if (handoff < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, gate) < 0)
 		return -1;
 	/* Each from 10 up first: a source among 3..5 would be overwritten by an earlier dup2. */
 	cleanup_close int g = fcntl(gate[0], F_DUPFD_CLOEXEC, 10);
 	cleanup_close int h = fcntl(handoff, F_DUPFD_CLOEXEC, 10);
 	cleanup_close int m = fcntl(sb->mntns, F_DUPFD_CLOEXEC, 10);
 	close(gate[0]);
-	if (g < 0 || h < 0 || m < 0) {
+	const int from[3] = {g, h, m};
+	pid_t pid = -1;
+	if (g < 0 || h < 0 || m < 0 || (pid = rel_spawn(sb->router->rung_path, from)) < 0) {
+		LOG_WARN("sandbox %s: start its releaser: %s", sb->meta.id, strerror(errno));
 		close(gate[1]);
-		return -1;
-	}
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, g, 3);
-	posix_spawn_file_actions_adddup2(&fa, h, 4);
-	posix_spawn_file_actions_adddup2(&fa, m, 5);
-	for (int fd = 0; fd < 3; fd++)
-		posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", O_RDWR, 0);
-	posix_spawn_file_actions_addclosefrom_np(&fa, 6);
-	char *argv[] = {(char *)"rung", (char *)"__release", NULL};
-	/* as `rung __supervise`'s: none of the caller's variables (its trace is in the handoff) */
-	static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-	pid_t pid;
-	int r = posix_spawn(&pid, sb->router->rung_path, &fa, NULL, argv, envp);
-	posix_spawn_file_actions_destroy(&fa);
-	if (r != 0) {
-		close(gate[1]);
-		LOG_WARN("sandbox %s: start its releaser: %s", sb->meta.id, strerror(r));
 		return -1;
 	}
 	rung_trace("release: started");
 	sb->release_gate = gate[1];
+	sb->release_pid = pid;
 	return 0;
 }
 
@@ -73,8 +183,22 @@ bool rt_release_go(struct rt_sandbox *sb, const char *trash)
 	sb->release_gate = -1;
 	if (g < 0)
 		return false;
-	size_t n = strlen(trash);
-	bool ok = rung_write_all(g, "G", 1) == 0 && rung_write_all(g, trash, n) == 0;
+	/* Its exec done: a gate readable then says it failed ('X') or the releaser is gone. */
+	struct pollfd p = {.fd = g, .events = POLLIN};
+	char msg[4200];
+	int n = snprintf(msg, sizeof(msg), "G%s", trash);
+	bool ok = rel_wait(sb->release_pid, 2000) && poll(&p, 1, 0) == 0 && n > 0 &&
+		  (size_t)n < sizeof(msg);
+	if (!ok)
+		LOG_WARN("sandbox %s: its releaser did not start (exec %s): released here",
+			 sb->meta.id, sb->router->rung_path);
+	for (int off = 0; ok && off < n;) {
+		ssize_t w = send(g, msg + off, (size_t)(n - off), MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		ok = w > 0;
+		off += w > 0 ? (int)w : 0;
+	}
 	close(g);
 	return ok;
 }
@@ -88,6 +212,16 @@ int rung_release_main(void)
 		fprintf(stderr, "rung __release: internal; started by the runtime only\n");
 		return 2;
 	}
+	/* Started with every signal blocked: it keeps only the terminal's and a polite stop
+	 * held, as `rung run` held them for its dispose (a Ctrl-C that ends its caller must
+	 * not stop it halfway; SIGKILL still ends it, and `rung gc` removes what it leaves). */
+	sigset_t held;
+	sigemptyset(&held);
+	sigaddset(&held, SIGINT);
+	sigaddset(&held, SIGQUIT);
+	sigaddset(&held, SIGHUP);
+	sigaddset(&held, SIGTERM);
+	sigprocmask(SIG_SETMASK, &held, NULL);
 	/* The gate first; the handoff and a router only once told to go. */
 	cleanup_free char *msg = NULL;
 	size_t len = 0;

@@ -146,8 +146,9 @@ struct rt_sandbox {
 	/* Owned only: its mount namespace, opened as soon as pid 1 runs (-1: not held; the
 	 * dispose's, lifecycle.c), since pid 1 may exit by itself (a first exec is its last). */
 	int mntns;
-	/* Owned only: the write end of its releaser's gate (-1: none; release.c). */
+	/* Owned only: our end of its releaser's gate (-1: none), and the releaser (release.c). */
 	int release_gate;
+	pid_t release_pid;
 	/* Set: the cgroup's removal is handed over there (sandbox-cgroup.h), not done. */
 	struct rt_cg_later *cg_later;
 };

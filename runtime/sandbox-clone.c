@@ -21,6 +21,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "runtime/raw-syscall.h"
 #include "runtime/rt-internal.h"
 #include "runtime/sandbox-clone.h"
 
@@ -28,22 +29,10 @@
 #define CLONE_INTO_CGROUP 0x200000000ULL
 #endif
 
-#if defined(__x86_64__)
-#define SHARE_VM 1
-/* A system call that leaves errno alone: -errno on failure. */
-static long sc(long nr, long a, long b, long c, long d, long e)
-{
-	long ret;
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
+#define SHARE_VM RT_RAW_SC
+#if SHARE_VM
+#define sc rt_sc
 #else
-#define SHARE_VM 0
 /* A forked pid 1 has its own errno. */
 static long sc(long nr, long a, long b, long c, long d, long e)
 {

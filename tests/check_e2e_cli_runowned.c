@@ -71,31 +71,6 @@ static int live_children(void)
 	return n;
 }
 
-/* Cgroup directories of sandbox id on any hierarchy (v1 or v2): how many, the first max of
- * them into out (NULL: counted only). */
-static size_t cgroup_paths(const char *id, char (*out)[4096], size_t max)
-{
-	static const char *const pats[] = {"/sys/fs/cgroup/rung-*/", "/sys/fs/cgroup/*/rung-*/",
-					   "/sys/fs/cgroup/*/*/rung-*/"};
-	size_t n = 0;
-	for (size_t i = 0; i < sizeof(pats) / sizeof(pats[0]); i++) {
-		char pat[300];
-		glob_t g;
-		snprintf(pat, sizeof(pat), "%s%s", pats[i], id);
-		if (glob(pat, GLOB_ONLYDIR | GLOB_NOSORT, NULL, &g) == 0)
-			for (size_t k = 0; k < g.gl_pathc; k++, n++)
-				if (n < max)
-					snprintf(out[n], sizeof(out[n]), "%s", g.gl_pathv[k]);
-		globfree(&g);
-	}
-	return n;
-}
-
-static size_t cgroup_dirs(const char *id)
-{
-	return cgroup_paths(id, NULL, 0);
-}
-
 /* The store's only sandbox: its id, supervisor and pid 1 (from meta.json). */
 static void only_sandbox(const char *sd, struct bg_run *b)
 {
@@ -247,7 +222,7 @@ static void assert_trash_emptied(const char *sd)
 static void assert_cgroup_gone(const char *id)
 {
 	size_t n = 1;
-	for (int i = 0; i < 50 && (n = cgroup_dirs(id)) != 0; i++)
+	for (int i = 0; i < 50 && (n = rung_test_cgroup_dirs(id, NULL, 0)) != 0; i++)
 		usleep(100000);
 	ck_assert_uint_eq(n, 0);
 }
@@ -267,7 +242,7 @@ START_TEST(test_kill9_then_gc)
 	RUNG_REQUIRE_ROOT();
 	struct bg_run b;
 	char *sd = start_owned(&b);
-	ck_assert_uint_ge(cgroup_dirs(b.id), 1);
+	ck_assert_uint_ge(rung_test_cgroup_dirs(b.id, NULL, 0), 1);
 	end_run(&b, SIGKILL);
 	assert_no_processes(&b);
 	/* What stays until gc: the store entry (dead) and its cgroup. */
@@ -563,7 +538,7 @@ START_TEST(test_gc_sweeps_left_group)
 	struct bg_run b;
 	char *sd = start_owned(&b);
 	char left[8][4096];
-	size_t n = cgroup_paths(b.id, left, 8);
+	size_t n = rung_test_cgroup_dirs(b.id, left, 8);
 	ck_assert_uint_le(n, 8);
 	for (size_t i = 0; i < n; i++) {
 		/* the sibling: the same store group, another id */

@@ -4,7 +4,8 @@
  * ready, before the caller's rung_exec; until that exec nothing else may talk to the agent
  * (-EBUSY, another request included); pid 1 exits by itself once it has answered it; the
  * dispose leaves nothing. A request that cannot go ahead (callbacks, a frame over 64 KiB)
- * is an ordinary first exec. Tagged "root".
+ * is an ordinary first exec. A releaser that cannot start leaves the release to the dispose.
+ * Tagged "root".
  */
 #include <check.h>
 #include <signal.h>
@@ -156,6 +157,59 @@ START_TEST(test_first_too_big)
 }
 END_TEST
 
+/* A releaser that cannot start (its binary gone: its exec fails after the dispose's start
+ * returned, which does not wait for it): the dispose sees its 'X' and does the release
+ * itself; the store, its trash and the cgroup are empty, and no process is left. */
+START_TEST(test_releaser_exec_fails)
+{
+	RUNG_REQUIRE_ROOT();
+	if (spine_vm())
+		RUNG_SKIP("the vm rung has no owned releaser");
+	struct rung_router_opts host = {.rung_path = "/nonexistent/rung-for-the-releaser"};
+	const char *argv[] = {"/bin/sh", "-c", "echo ran", NULL};
+	struct rung_exec_req req = {.argv = argv};
+	struct first_run f;
+	f.r = spine_router_with(&host, &f.sd);
+	rung_spec_init(&f.s);
+	f.s.kind = strdup("first4");
+	struct rung_key k = {.scope = "x", .thread = "first4", .agent = "a"};
+	bool created = false;
+	struct rung_err err = {0};
+	ck_assert_msg(rung_acquire_owned(f.r, &k, &f.s, &req, &f.sb, &created, &err) == 0, "%s",
+		      err.msg);
+	char id[64];
+	snprintf(id, sizeof(id), "%s", rung_sandbox_id(f.sb));
+	ck_assert_uint_ge(rung_test_cgroup_dirs(id, NULL, 0), 1);
+	struct rung_exec_res res;
+	ck_assert_msg(rung_exec(f.sb, &req, &res, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(res.out, "ran\n");
+	rung_exec_res_release(&res);
+	char trash[4200];
+	snprintf(trash, sizeof(trash), "%s/trash", f.sd);
+	first_end(&f); /* frees f.sd */
+	size_t n = 1;
+	int t = 1;
+	for (int i = 0; i < 50 && ((n = rung_test_cgroup_dirs(id, NULL, 0)) != 0 ||
+				   (t = rung_test_count_entries(trash)) > 0); i++)
+		usleep(100000); /* the fallback's child removes them */
+	ck_assert_uint_eq(n, 0);
+	ck_assert_int_le(t, 0);
+	/* our children: pid 1, the releaser's (exit 127), the fallback's: all end */
+	int st, exited = 0;
+	for (int i = 0; i < 100; i++) {
+		pid_t p = waitpid(-1, &st, WNOHANG);
+		if (p < 0)
+			break;
+		if (p == 0)
+			usleep(50000);
+		else if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+			exited++;
+	}
+	ck_assert_int_eq(waitpid(-1, &st, WNOHANG), -1);
+	ck_assert_int_eq(exited, 1);
+}
+END_TEST
+
 Suite *e2e_process_first_suite(void)
 {
 	Suite *s = suite_create("e2e_process_first");
@@ -166,6 +220,7 @@ Suite *e2e_process_first_suite(void)
 	tcase_add_test(tc, test_first_goes_ahead);
 	tcase_add_test(tc, test_first_not_ahead);
 	tcase_add_test(tc, test_first_too_big);
+	tcase_add_test(tc, test_releaser_exec_fails);
 	suite_add_tcase(s, tc);
 	return s;
 }

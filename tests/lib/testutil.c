@@ -284,3 +284,21 @@ int rung_test_userns(pid_t *holder)
 	*holder = kid;
 	return ufd;
 }
+
+size_t rung_test_cgroup_dirs(const char *id, char (*out)[4096], size_t max)
+{
+	static const char *const pats[] = {"/sys/fs/cgroup/rung-*/", "/sys/fs/cgroup/*/rung-*/",
+					   "/sys/fs/cgroup/*/*/rung-*/"};
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof(pats) / sizeof(pats[0]); i++) {
+		char pat[300];
+		glob_t g;
+		snprintf(pat, sizeof(pat), "%s%s", pats[i], id);
+		if (glob(pat, GLOB_ONLYDIR | GLOB_NOSORT, NULL, &g) == 0)
+			for (size_t k = 0; k < g.gl_pathc; k++, n++)
+				if (n < max)
+					snprintf(out[n], sizeof(out[n]), "%s", g.gl_pathv[k]);
+		globfree(&g);
+	}
+	return n;
+}

@@ -79,6 +79,9 @@ int rung_test_sh(const char *script, ...) __attribute__((sentinel));
  * it empty. For a test's teardown once nothing of the store runs (gc leaves a create's debris
  * younger than its 60 s grace, and a test then deletes the store). The groups removed. */
 int rung_test_cgroup_debris_drop(const char *state_dir);
+/* Cgroup directories of sandbox id on any hierarchy (v1 or v2): how many; the first max of
+ * them into out (NULL: counted only). */
+size_t rung_test_cgroup_dirs(const char *id, char (*out)[4096], size_t max);
 /* A child in a user namespace of its own mapping ids 0..65535 to 100000..165535, waiting: an
  * open fd (O_CLOEXEC) of its /proc/PID/ns/user; its pid in *holder, for the caller to kill
  * and reap. Fails the test when it cannot be made. */
