@@ -153,7 +153,7 @@ static bool rel_wait(pid_t pid, unsigned ms) /* posix_spawn waited for the exec 
 int rt_release_start(struct rt_sandbox *sb)
 {
 	struct rung_err err = {0};
-	if (sb->release_gate >= 0 || sb->mntns < 0 || rt_sandbox_disk_is_tmpfs(sb))
+	if (sb->release_gate >= 0 || sb->mntns < 0)
 		return 0;
 	cleanup_close int handoff = rt_handoff_memfd(sb, &err);
 	int gate[2]; /* a socket: the dispose's "G" to a releaser gone is EPIPE, never SIGPIPE */
