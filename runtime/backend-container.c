@@ -217,6 +217,8 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 			rt_cgroup_destroy(c.cg, &e2);
 		rt_net_teardown(sb);
 	}
+	if (r >= 0 && sb->owned && !sb->cg) /* for its execs (rt-internal.h) */
+		sb->cg = rung_steal_ptr(&c.cg);
 	rt_cgroup_free(c.cg);
 	rung_strvfreep(&c.lowers);
 	return r;

@@ -146,6 +146,10 @@ struct rt_sandbox {
 	/* Owned only: its mount namespace, opened as soon as pid 1 runs (-1: not held; the
 	 * dispose's, lifecycle.c), since pid 1 may exit by itself (a first exec is its last). */
 	int mntns;
+	/* Owned only: its group as its start opened it (NULL: none), for its execs' OOM counts
+	 * (no second probe of the hierarchies on the way from the command's end to the dispose;
+	 * freed with the handle). */
+	struct rt_cgroup *cg;
 	/* Owned only: our end of its releaser's gate (-1: none), and the releaser (release.c). */
 	int release_gate;
 	pid_t release_pid;

@@ -69,6 +69,7 @@ void rung_sandbox_close(struct rung_sandbox *s)
 	rung_closep(&s->sb.first_conn);
 	rung_closep(&s->sb.mntns);
 	rung_closep(&s->sb.release_gate); /* no "G": the releaser only lets the namespace go */
+	rt_cgroup_free(s->sb.cg);
 	rt_meta_release(&s->sb.meta);
 	free(s);
 }
@@ -485,6 +486,8 @@ static int exec_checked(struct rung_sandbox *s, const struct rung_exec_req *req,
 	if (fd < 0)
 		return fd;
 	rung_trace("exec: connected");
+	if (!cg) /* an owned sandbox's, from its start: lent for this exec */
+		cg = rung_steal_ptr(&s->sb.cg);
 	const struct rt_backend_ops *ops = rt_backend_get(s->sb.meta.iso);
 	uint64_t oom0 = 0, oom1 = 0;
 	/* A first exec that went ahead is the sandbox's first: every kill so far is its own. */
@@ -503,6 +506,8 @@ static int exec_checked(struct rung_sandbox *s, const struct rung_exec_req *req,
 		fd = -1;
 		cg = NULL;
 	}
+	if (s->sb.owned && !s->sb.cg)
+		s->sb.cg = rung_steal_ptr(&cg);
 	rt_cgroup_free(cg);
 	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id, false);
 	rung_trace("exec: done");
