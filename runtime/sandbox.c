@@ -486,8 +486,8 @@ static int exec_checked(struct rung_sandbox *s, const struct rung_exec_req *req,
 	if (fd < 0)
 		return fd;
 	rung_trace("exec: connected");
-	if (!cg) /* an owned sandbox's, from its start: lent for this exec */
-		cg = rung_steal_ptr(&s->sb.cg);
+	if (!cg) /* an owned sandbox's, from its start: lent for this exec (one at a time) */
+		cg = __atomic_exchange_n(&s->sb.cg, NULL, __ATOMIC_SEQ_CST);
 	const struct rt_backend_ops *ops = rt_backend_get(s->sb.meta.iso);
 	uint64_t oom0 = 0, oom1 = 0;
 	/* A first exec that went ahead is the sandbox's first: every kill so far is its own. */
@@ -506,8 +506,11 @@ static int exec_checked(struct rung_sandbox *s, const struct rung_exec_req *req,
 		fd = -1;
 		cg = NULL;
 	}
-	if (s->sb.owned && !s->sb.cg)
-		s->sb.cg = rung_steal_ptr(&cg);
+	struct rt_cgroup *none = NULL; /* given back, unless another exec gave one meanwhile */
+	if (s->sb.owned && cg &&
+	    __atomic_compare_exchange_n(&s->sb.cg, &none, cg, false, __ATOMIC_SEQ_CST,
+					__ATOMIC_SEQ_CST))
+		cg = NULL;
 	rt_cgroup_free(cg);
 	rt_store_touch_activity(&s->sb.router->store, s->sb.meta.id, false);
 	rung_trace("exec: done");
