@@ -3,7 +3,8 @@
  * hand-off child leaves copies of its disk's template in `<store>/disks/` (two slots per
  * size, byte for byte the template, no other file); the next start takes one instead of
  * copying (traced "disk: spare taken"), and what it gets is a fresh filesystem: nothing of an
- * earlier run, no lost+found. Concurrent starts never share one image, and a slot that is a
+ * earlier run, no lost+found (removed from the template once; a template that has one, each
+ * mount removes it). Concurrent starts never share one image, and a slot that is a
  * symbolic link or of the wrong size is never taken. A supervised sandbox's supervisor fills
  * the slots as well, once its sandbox runs; one filler works at a time. Tagged "root".
  *
@@ -149,7 +150,12 @@ START_TEST(test_spares_made_taken_fresh)
 	}
 	ck_assert(same_bytes(tpl, s1));
 	snprintf(dir, sizeof(dir), "%s/disks", sd);
-	ck_assert_int_eq(rung_test_count_entries(dir), 4); /* template, lock, two spares */
+	/* template, its mark (no lost+found there: later mounts skip the removal), lock, two
+	 * spares */
+	char tmark[4200];
+	snprintf(tmark, sizeof(tmark), "%s.empty-%llu", tpl, (unsigned long long)inode_of(tpl));
+	ck_assert_msg(access(tmark, F_OK) == 0, "no mark %s", tmark);
+	ck_assert_int_eq(rung_test_count_entries(dir), 5);
 	mark(s0);
 	mark(s1);
 
@@ -161,7 +167,7 @@ START_TEST(test_spares_made_taken_fresh)
 	wait_spares(sd);
 	ck_assert_msg(marked(s0) != marked(s1), "not one slot was taken and refilled");
 	ck_assert(same_bytes(tpl, s0));
-	ck_assert_int_eq(rung_test_count_entries(dir), 4);
+	ck_assert_int_eq(rung_test_count_entries(dir), 5);
 	ck_assert_int_eq(spine_store_entries(sd), 0);
 	free(sd);
 }
@@ -296,6 +302,38 @@ START_TEST(test_one_filler_at_a_time)
 }
 END_TEST
 
+/* A template that still has mkfs's lost+found (a host without debugfs, or a store from
+ * before it): each mount removes it, the work dir is empty, and no mark says otherwise. */
+START_TEST(test_template_with_lost_found)
+{
+	RUNG_REQUIRE_ROOT();
+	const char *mkfs = access("/sbin/mkfs.ext4", X_OK) == 0 ? "/sbin/mkfs.ext4"
+								: "/usr/sbin/mkfs.ext4";
+	char *sd = state_dir("lf");
+	char dir[4096], tpl[4096], size[32];
+	snprintf(dir, sizeof(dir), "%s/disks", sd);
+	ck_assert_int_eq(rung_test_run((const char *const[]){"mkdir", "-p", dir, NULL}, NULL, 0),
+			 0);
+	disk_file(sd, "img", tpl);
+	snprintf(size, sizeof(size), "%lluk", DISK_BYTES >> 10);
+	const char *const mk[] = {mkfs, "-q", "-F", "-m", "0", "-O", "^has_journal,^resize_inode",
+				  tpl, size, NULL};
+	ck_assert_int_eq(rung_test_run(mk, NULL, 0), 0);
+	for (int i = 0; i < 3; i++) { /* the copy of the template, then the spares */
+		struct spine_run r;
+		run_sh(&r, sd, "ls -A; echo end");
+		ck_assert_msg(r.status == 0, "%s", r.err);
+		ck_assert_str_eq(r.out, "end\n");
+		spine_run_release(&r);
+		wait_spares(sd);
+	}
+	char tmark[4200];
+	snprintf(tmark, sizeof(tmark), "%s.empty-%llu", tpl, (unsigned long long)inode_of(tpl));
+	ck_assert_int_ne(access(tmark, F_OK), 0);
+	free(sd);
+}
+END_TEST
+
 Suite *e2e_cli_runspare_suite(void)
 {
 	Suite *s = suite_create("e2e_cli_runspare");
@@ -305,5 +343,6 @@ Suite *e2e_cli_runspare_suite(void)
 	tcase_add_test(tc, test_bad_slots_skipped);
 	tcase_add_test(tc, test_supervised_fills_and_takes);
 	tcase_add_test(tc, test_one_filler_at_a_time);
+	tcase_add_test(tc, test_template_with_lost_found);
 	return s;
 }
