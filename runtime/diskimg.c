@@ -84,6 +84,12 @@ int rt_disk_clone(const char *src, const char *dst, bool *reflinked, struct rung
 	return 0;
 }
 
+/* <state>/disks/ext4-<bytes>.img: a size's template path (built by template_of). */
+static void template_path(const char *state_dir, uint64_t bytes, char *out, size_t len)
+{
+	snprintf(out, len, "%.3900s/disks/ext4-%llu.img", state_dir, (unsigned long long)bytes);
+}
+
 /* <state>/disks/ext4-<bytes>.img: a blank filesystem of that size, built once. */
 static int template_of(const char *state_dir, uint64_t bytes, char *out, size_t len,
 		       struct rung_err *err)
@@ -92,7 +98,7 @@ static int template_of(const char *state_dir, uint64_t bytes, char *out, size_t 
 	snprintf(dir, sizeof(dir), "%s/disks", state_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return rung_err_sys(err, errno, "mkdir %s", dir);
-	snprintf(out, len, "%.3900s/ext4-%llu.img", dir, (unsigned long long)bytes);
+	template_path(state_dir, bytes, out, len);
 	cleanup_close int lock = -1;
 	int r = rfs_disk_build_lock(dir, out, &lock, err);
 	if (r != 0)
@@ -251,7 +257,7 @@ static void spares_fill(const char *state_dir, uint64_t bytes)
 	cleanup_close int lock = open(tpl, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0)
 		return;
-	snprintf(tpl, sizeof(tpl), "%s/ext4-%llu.img", dir, (unsigned long long)bytes);
+	template_path(state_dir, bytes, tpl, sizeof(tpl));
 	cleanup_close int in = open(tpl, O_RDONLY | O_CLOEXEC);
 	for (int i = 0; in >= 0 && i < RT_DISK_SPARES; i++) {
 		spare_slot(state_dir, bytes, i, slot, sizeof(slot));
@@ -339,7 +345,7 @@ static bool lost_found_gone(const char *state, uint64_t bytes, char mark[4200])
 {
 	char tpl[4096];
 	struct stat st;
-	snprintf(tpl, sizeof(tpl), "%.3900s/disks/ext4-%llu.img", state, (unsigned long long)bytes);
+	template_path(state, bytes, tpl, sizeof(tpl));
 	mark[0] = '\0';
 	if (stat(tpl, &st) < 0)
 		return false;
