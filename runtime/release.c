@@ -189,9 +189,6 @@ bool rt_release_go(struct rt_sandbox *sb, const char *trash)
 	int n = snprintf(msg, sizeof(msg), "G%s", trash);
 	bool ok = rel_wait(sb->release_pid, 2000) && poll(&p, 1, 0) == 0 && n > 0 &&
 		  (size_t)n < sizeof(msg);
-	if (!ok)
-		LOG_WARN("sandbox %s: its releaser did not start (exec %s): released here",
-			 sb->meta.id, sb->router->rung_path);
 	for (int off = 0; ok && off < n;) {
 		ssize_t w = send(g, msg + off, (size_t)(n - off), MSG_NOSIGNAL);
 		if (w < 0 && errno == EINTR)
@@ -199,6 +196,9 @@ bool rt_release_go(struct rt_sandbox *sb, const char *trash)
 		ok = w > 0;
 		off += w > 0 ? (int)w : 0;
 	}
+	if (!ok) /* also a releaser gone after its exec (EPIPE): the same fallback */
+		LOG_WARN("sandbox %s: its releaser did not start or is gone (%s): released here",
+			 sb->meta.id, sb->router->rung_path);
 	close(g);
 	return ok;
 }
