@@ -32,7 +32,7 @@ COMMON_MIN := common/err.c common/log.c common/util.c common/proto.c common/prot
 	common/root.c common/pid1.c \
 	common/relay.c common/proto-fs.c common/proto-tree.c common/proto-restore.c
 
-all: $(B)/rung $(B)/rung-agent $(B)/rung-serve $(B)/rung-image $(B)/librung.a
+all: $(B)/rung $(B)/rung-dyn $(B)/rung-agent $(B)/rung-serve $(B)/rung-image $(B)/librung.a
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -182,14 +182,13 @@ DOCDIR     := $(PREFIX)/share/doc/rung
 UNITDIR    := $(PREFIX)/lib/systemd/system
 VERSION    := $(shell sed -n 's/^\#define RUNG_VERSION "\(.*\)"/\1/p' include/rung/rung.h)
 INSTALL_PROGS   := rung rung-serve rung-image
-INSTALL_HELPERS := rung-agent rung-vmm
+INSTALL_HELPERS := rung-agent rung-vmm rung-dyn
 # The static library's dependencies, for `pkg-config --static` (LDLIBS above, as packages).
 # libarchive and libcurl are plain -l flags: their .pc files' own static closure (acl, zstd,
 # nghttp2, ldap, ...) needs -dev packages Debian's libarchive-dev/libcurl4-openssl-dev do not
 # pull in, and the shared libraries bring their dependencies themselves.
 # helperdir: where a program linking librung finds rung-agent and rung-vmm (rung_router_opts).
-PC_REQUIRES := libseccomp libcap libnl-3.0 libnl-route-3.0 libnftables libnftnl libmnl jansson \
-               libcrypto
+PC_REQUIRES := libseccomp libcap libnl-3.0 libnl-route-3.0 libnftables jansson libcrypto
 PC_LIBS_PRIVATE := -larchive -lcurl -lpthread
 
 $(B)/rung.pc: include/rung/rung.h Makefile

@@ -1,5 +1,6 @@
 /* rung: the command-line interface. */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +8,9 @@
 
 #include "cli/cli.h"
 #include "cli/remote.h"
+#include "common/dl.h"
 #include "common/log.h"
+#include "common/util.h"
 
 static void usage_all(FILE *f)
 {
@@ -96,10 +99,24 @@ static int read_env(struct cli *c, const char **socket_env)
 	return 0;
 }
 
+/*
+ * A static build/rung whose libc.so.6 is no longer the one it was linked beside (libc6 upgraded
+ * since the build) must not dlopen (common/dl.h): the same program linked dynamically,
+ * rung-dyn, runs instead. Without one, this one goes on, and only its dlopens are refused.
+ */
+static void dynamic_if_libc_moved(char **argv)
+{
+	char why[400], dyn[PATH_MAX];
+	if (rung_dl_libc_check(why, sizeof(why)) || rung_helper_path("rung-dyn", dyn, sizeof(dyn)))
+		return;
+	execv(dyn, argv);
+}
+
 int main(int argc, char **argv)
 {
 	struct cli c = {0};
 	const char *socket_env = NULL;
+	dynamic_if_libc_moved(argv);
 	rung_trace_set(getenv("RUNG_TRACE"));
 	rung_trace("cli: main");
 	if (argc == 2 && !strcmp(argv[1], "__supervise"))

@@ -6,7 +6,6 @@
  * command (see cli/module.mk), and the local (root) path must not pay libcurl's loader time.
  */
 #include <curl/curl.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <grp.h>
 #include <jansson.h>
@@ -20,7 +19,9 @@
 
 #include "cli/cli.h"
 #include "cli/remote.h"
+#include "common/dl.h"
 #include "common/err.h"
+#include "common/util.h"
 
 struct curl_fns {
 	void *dl;
@@ -37,31 +38,30 @@ struct curl_fns {
 static int curl_load(struct curl_fns *f, struct rung_err *err)
 {
 	static const char *const names[] = {"libcurl.so.4", "libcurl-gnutls.so.4", NULL};
-	for (const char *const *n = names; *n && !f->dl; n++)
-		f->dl = dlopen(*n, RTLD_NOW | RTLD_LOCAL);
-	if (!f->dl)
+	const struct rung_dl_sym syms[] = {
+	    {(void **)&f->init, "curl_easy_init"},
+	    {(void **)&f->setopt, "curl_easy_setopt"},
+	    {(void **)&f->perform, "curl_easy_perform"},
+	    {(void **)&f->getinfo, "curl_easy_getinfo"},
+	    {(void **)&f->cleanup, "curl_easy_cleanup"},
+	    {(void **)&f->slist_append, "curl_slist_append"},
+	    {(void **)&f->slist_free_all, "curl_slist_free_all"},
+	    {(void **)&f->strerror, "curl_easy_strerror"},
+	};
+	char why[200];
+	if (!(f->dl = rung_dl_load(names, syms, RUNG_ARRAY_SIZE(syms), why, sizeof(why))))
 		return rung_err_set(err, ENOENT,
 				    "the daemon client needs libcurl (libcurl.so.4): install "
 				    "libcurl4 (%s)",
-				    dlerror());
-	*(void **)&f->init = dlsym(f->dl, "curl_easy_init");
-	*(void **)&f->setopt = dlsym(f->dl, "curl_easy_setopt");
-	*(void **)&f->perform = dlsym(f->dl, "curl_easy_perform");
-	*(void **)&f->getinfo = dlsym(f->dl, "curl_easy_getinfo");
-	*(void **)&f->cleanup = dlsym(f->dl, "curl_easy_cleanup");
-	*(void **)&f->slist_append = dlsym(f->dl, "curl_slist_append");
-	*(void **)&f->slist_free_all = dlsym(f->dl, "curl_slist_free_all");
-	*(void **)&f->strerror = dlsym(f->dl, "curl_easy_strerror");
-	if (!f->init || !f->setopt || !f->perform || !f->getinfo || !f->cleanup ||
-	    !f->slist_append || !f->slist_free_all || !f->strerror)
-		return rung_err_set(err, ENOSYS, "libcurl: a function is missing");
+				    why);
 	return 0;
 }
 
 void cli_remote_close(struct cli *c)
 {
-	if (c->curl && c->curl->dl)
-		dlclose(c->curl->dl);
+	/* libcurl stays loaded (no dlclose): build/rung is linked statically, and the destructors
+	 * of libcurl's TLS library fault when run by a static program's dlclose; the process is
+	 * about to exit anyway. */
 	free(c->curl);
 	c->curl = NULL;
 }

@@ -10,5 +10,3 @@ bench-netpolicy: $(B)/bench/netpolicy
 
 .PHONY: bench-netpolicy
 
-# libnftnl + libmnl: the DNS proxy's set-element inserts (netpolicy/elems.c).
-LDLIBS += $(shell pkg-config --libs libnftnl libmnl 2>/dev/null)

@@ -7,7 +7,6 @@
  * allowlist, gc and the counters use it. The pointers keep the header's types, so a call
  * through them is checked as a direct call would be.
  */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include <jansson.h>
 #include <nftables/libnftables.h>
 
+#include "common/dl.h"
 #include "common/util.h"
 #include "netpolicy/lease.h"
 #include "netpolicy/np-internal.h"
@@ -37,15 +37,8 @@ static pthread_once_t nft_once = PTHREAD_ONCE_INIT;
 
 static void nft_load(void)
 {
-	void *h = dlopen(NFT_SONAME, RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		snprintf(nft.why, sizeof(nft.why), "%s", dlerror());
-		return;
-	}
-	struct {
-		void **slot;
-		const char *name;
-	} syms[] = {
+	static const char *const names[] = {NFT_SONAME, NULL};
+	const struct rung_dl_sym syms[] = {
 	    {(void **)&nft.ctx_new, "nft_ctx_new"},
 	    {(void **)&nft.ctx_free, "nft_ctx_free"},
 	    {(void **)&nft.buffer_output, "nft_ctx_buffer_output"},
@@ -56,21 +49,15 @@ static void nft_load(void)
 	    {(void **)&nft.set_flags, "nft_ctx_output_set_flags"},
 	    {(void **)&nft.run, "nft_run_cmd_from_buffer"},
 	};
-	for (size_t i = 0; i < RUNG_ARRAY_SIZE(syms); i++)
-		if (!(*syms[i].slot = dlsym(h, syms[i].name))) {
-			snprintf(nft.why, sizeof(nft.why), "%s has no %s", NFT_SONAME,
-				 syms[i].name);
-			return; /* the handle stays open: harmless, and loaded once */
-		}
+	rung_dl_load(names, syms, RUNG_ARRAY_SIZE(syms), nft.why, sizeof(nft.why));
 }
 
 struct nft_ctx *np_nft_new(struct rung_err *err)
 {
 	pthread_once(&nft_once, nft_load);
 	if (nft.why[0]) {
-		rung_err_set(err, ENOTSUP,
-			     "nftables: cannot load %s (package libnftables1): %s", NFT_SONAME,
-			     nft.why);
+		rung_err_set(err, ENOTSUP, "nftables: cannot load %s (package libnftables1): %s",
+			     NFT_SONAME, nft.why);
 		return NULL;
 	}
 	struct nft_ctx *c = nft.ctx_new(NFT_CTX_DEFAULT);

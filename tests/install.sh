@@ -30,7 +30,8 @@ else
 fi
 
 # -- the files, where the FHS puts them -------------------------------------------------------
-for f in bin/rung bin/rung-serve bin/rung-image libexec/rung/rung-agent libexec/rung/rung-vmm; do
+for f in bin/rung bin/rung-serve bin/rung-image libexec/rung/rung-agent libexec/rung/rung-vmm \
+	libexec/rung/rung-dyn; do
 	[ -x "$P/$f" ] && ok "installed $f" || ko "missing $P/$f"
 done
 for f in include/rung/rung.h include/rung/err.h lib/librung.a lib/pkgconfig/rung.pc \
