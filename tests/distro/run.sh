@@ -33,7 +33,7 @@ if ! command -v qemu-system-x86_64 >/dev/null; then
 	echo "0 passed, 0 failed (stage skipped: no qemu-system-x86_64)"
 	exit 0
 fi
-for f in check_rung rung rung-agent rung-serve rung-image rfs-tool rung-oci; do
+for f in check_rung rung rung-dyn rung-agent rung-serve rung-image rfs-tool rung-oci; do
 	[ -x "$RUNG_BUILD/$f" ] || { log "$RUNG_BUILD/$f is not built"; exit 1; }
 done
 mkdir -p "$OUT"
@@ -46,7 +46,7 @@ t0=$(date +%s)
 P=$OUT/root
 sh "$guest/mkrootfs.sh" python "$P" >/dev/null
 for x in mnt/scratch var/lib var/cache run rung/bin rung/distro; do mkdir -p "$P/$x"; done
-for f in check_rung rung rung-agent rung-serve rung-image rfs-tool rung-oci; do
+for f in check_rung rung rung-dyn rung-agent rung-serve rung-image rfs-tool rung-oci; do
 	copy_with_libs "$P" "$(readlink -f "$RUNG_BUILD/$f")"
 	cp "$RUNG_BUILD/$f" "$P/rung/bin/"
 done

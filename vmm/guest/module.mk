@@ -30,8 +30,8 @@ vm-initramfs: $(VM_OUT)/initramfs.cpio.gz
 VM_STAGE_ENV = RUNG_BUILD=$(CURDIR)/$(B) KERNEL="$$(sh vmm/guest/build-kernel.sh)" INITRAMFS=$(VM_OUT)/initramfs.cpio.gz \
 	VMTEST=$(VM_OUT)/rung-vmtest VMM=$(VM_VMM) OUT=$(VM_OUT)
 
-check-vm: $(VM_OUT)/initramfs.cpio.gz $(VM_OUT)/rung-vmtest $(VM_VMM) $(B)/rung $(B)/rfs-tool \
-	  $(B)/check_rung $(B)/rung-oci
+check-vm: $(VM_OUT)/initramfs.cpio.gz $(VM_OUT)/rung-vmtest $(VM_VMM) $(B)/rung $(B)/rung-dyn \
+	  $(B)/rfs-tool $(B)/check_rung $(B)/rung-oci
 	@sh scripts/setup-deps.sh vm
 	@sh vmm/guest/build-kernel.sh >/dev/null
 	@$(VM_STAGE_ENV) sh vmm/guest/run-l1.sh
