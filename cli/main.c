@@ -123,6 +123,7 @@ int main(int argc, char **argv)
 		return rung_supervisor_main();
 	if (argc == 2 && !strcmp(argv[1], "__release"))
 		return rung_release_main();
+	rung_prefault(); /* not for the releaser: it runs little code, off the command's path */
 	if (take_globals(&c, &argc, argv) < 0)
 		return 2;
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||

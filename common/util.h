@@ -61,6 +61,15 @@ int rung_helper_path(const char *name, char *out, size_t len);
 /* The same for a binary in the directory bin (rung_helper_path passes its own). */
 int rung_helper_path_in(const char *bin, const char *name, char *out, size_t len);
 
+/*
+ * Maps at once the pages a program is about to touch one by one: its code (the linker's
+ * __executable_start..etext) read, 64 KiB of stack below the caller written, the heap's first
+ * grant (malloc's brk, 128 KiB and up) written. A page fault costs 20-40 us on a
+ * paravirtualised host (bench/README.md, "spine"), and a command's ~20-30 of them after main()
+ * were on its path. Best effort: before Linux 5.14 (no MADV_POPULATE_*) nothing happens.
+ */
+void rung_prefault(void);
+
 /* Set or clear O_NONBLOCK / FD_CLOEXEC. */
 int rung_fd_set_nonblock(int fd, int on);
 int rung_fd_set_cloexec(int fd, int on);
