@@ -82,6 +82,14 @@ bool rung_dl_libc_check(char *why, size_t whylen)
 	if (!id)
 		return true; /* a dynamic program: its libc is the installed one */
 	struct stat st;
+	if (access(id->ld_path, F_OK) != 0) {
+		snprintf(refused, sizeof(refused),
+			 "no %s, which a static rung needs to load a shared library: rebuild rung "
+			 "(make)",
+			 id->ld_path);
+		snprintf(why, whylen, "%s", refused);
+		return false;
+	}
 	if (stat(id->path, &st) == 0 && (unsigned long long)st.st_ino == id->ino &&
 	    (unsigned long long)st.st_size == id->size && (long long)st.st_mtime == id->mtime)
 		return true;

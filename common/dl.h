@@ -30,8 +30,9 @@ void *rung_dl_load(const char *const *sonames, const struct rung_dl_sym *syms, s
 
 /* What the static link recorded of the libc.so.6 beside it (absent from dynamic programs). */
 struct rung_libc_id {
-	const char *path;     /* as the compiler found it */
-	const char *build_id; /* hex, from its NT_GNU_BUILD_ID note */
+	const char *path;     /* libc.so.6, where the dynamic loader finds it */
+	const char *ld_path;  /* the dynamic loader in that directory: dlopen's by name */
+	const char *build_id; /* libc.so.6's, hex, from its NT_GNU_BUILD_ID note */
 	unsigned long long ino, size;
 	long long mtime;
 };
@@ -39,8 +40,9 @@ extern const struct rung_libc_id rung_libc_id __attribute__((weak));
 
 /*
  * True when this program may dlopen: it is dynamic, or its static libc is the installed
- * libc.so.6's build (a stat matching the link's, else the build id read and compared). False
- * with why filled otherwise; every later rung_dl_load is then refused with why.
+ * libc.so.6's build (a stat matching the link's, else the build id read and compared) and the
+ * loader a dlopen of it needs is there. False with why filled otherwise; every later
+ * rung_dl_load is then refused with why.
  */
 bool rung_dl_libc_check(char *why, size_t whylen);
 

@@ -24,7 +24,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 guest=$(cd "$here/../../vmm/guest" && pwd) # copy-libs.sh, mkrootfs.sh, mkdisk.sh (read-only use)
 : "${RUNG_BUILD:?the build dir}"
 OUT=${OUT:-$RUNG_BUILD/distro}
-SUITES=${DISTRO_SUITES:-"cgroup_v2 cgroup_plan rootfs_store e2e_container_kernel e2e_process_limits e2e_process_agentside runtime_seccomp e2e_container_store e2e_container_agentside e2e_process_exec e2e_process_keep e2e_process_life e2e_process_escape runtime_policy e2e_process_leak e2e_cli_basics e2e_container_life e2e_container_limits e2e_container_leak netpolicy_net netpolicy_life e2e_egress_process e2e_egress_life e2e_egress_container e2e_egress_cli e2e_resume e2e_procs_basic e2e_procs_container e2e_ports_basic e2e_ports_serve e2e_files_ops e2e_files_container e2e_files_cli e2e_stats_basic e2e_stats_net e2e_callbacks_basic e2e_callbacks_container e2e_callbacks_cli e2e_cp_basic e2e_cp_container e2e_archive_serve e2e_pool_claim e2e_fork_fs e2e_fork_container e2e_commit_image rootfs_overlay e2e_oci_life e2e_oci_exec e2e_oci_hooks e2e_cli_runowned e2e_cli_runfirst e2e_process_first e2e_cli_runspare e2e_container_runowned e2e_oci_egress e2e_oci_pod e2e_oci_containerd"}
+SUITES=${DISTRO_SUITES:-"cgroup_v2 cgroup_plan rootfs_store e2e_container_kernel e2e_process_limits e2e_process_agentside runtime_seccomp e2e_container_store e2e_container_agentside e2e_process_exec e2e_process_keep e2e_process_life e2e_process_escape runtime_policy e2e_process_leak e2e_cli_basics e2e_container_life e2e_container_limits e2e_container_leak netpolicy_net netpolicy_life e2e_egress_process e2e_egress_life e2e_egress_container e2e_egress_cli e2e_resume e2e_procs_basic e2e_procs_container e2e_ports_basic e2e_ports_serve e2e_files_ops e2e_files_container e2e_files_cli e2e_stats_basic e2e_stats_net e2e_callbacks_basic e2e_callbacks_container e2e_callbacks_cli e2e_cp_basic e2e_cp_container e2e_archive_serve e2e_pool_claim e2e_fork_fs e2e_fork_container e2e_commit_image rootfs_overlay e2e_oci_life e2e_oci_exec e2e_oci_hooks e2e_cli_runowned e2e_cli_runfirst e2e_process_first e2e_cli_runspare e2e_cli_static e2e_container_runowned e2e_oci_egress e2e_oci_pod e2e_oci_containerd"}
 log() { echo "check-distro: $*" >&2; }
 t_start=$(date +%s)
 if ! command -v qemu-system-x86_64 >/dev/null; then
@@ -50,6 +50,11 @@ for f in check_rung rung rung-dyn rung-agent rung-serve rung-image rfs-tool rung
 	copy_with_libs "$P" "$(readlink -f "$RUNG_BUILD/$f")"
 	cp "$RUNG_BUILD/$f" "$P/rung/bin/"
 done
+copy_loader_beside_libc "$P" "$RUNG_BUILD/rung-dyn"
+# e2e_cli_static: the static rung as if libc6 had changed since its link
+if [ -x "$RUNG_BUILD/tests/rung-libc-moved" ]; then
+	mkdir -p "$P/rung/bin/tests" && cp "$RUNG_BUILD/tests/rung-libc-moved" "$P/rung/bin/tests/"
+fi
 copy_with_libs "$P" /usr/sbin/ip
 # every process and container sandbox's disk (limits.disk): an ext4 image made by mkfs.ext4
 copy_with_libs "$P" "$(readlink -f /sbin/mkfs.ext4)"

@@ -18,6 +18,7 @@ cp "$BUILD/rung" "$BUILD/rung-agent" "$P/rung/bin/"
 # rung-dyn: build/rung is static; this runs in its place if L1's libc.so.6 is another build
 if [ -x "$BUILD/rung-dyn" ]; then
 	copy_with_libs "$P" "$(readlink -f "$BUILD/rung-dyn")"
+	copy_loader_beside_libc "$P" "$BUILD/rung-dyn"
 	cp "$BUILD/rung-dyn" "$P/rung/bin/"
 fi
 # rung-image (libarchive, libcurl): `rung cp` and `rung image` exec it from beside rung
