@@ -26,6 +26,10 @@ static int run_all(const char *const *argv, char *out, size_t len)
 	return rung_test_run(a, out, len);
 }
 
+#define NOT_STATIC                                                                                 \
+	"build/tests/rung-libc-moved not built: build/rung is not static here (a static archive "  \
+	"is missing: sh scripts/setup-deps.sh build)"
+
 /* A directory holding the libc-moved rung as `rung`, with rung-agent beside it. */
 static char *moved_dir(void)
 {
@@ -44,8 +48,7 @@ START_TEST(test_moved_libc_runs_rung_dyn)
 {
 	char *d = moved_dir();
 	if (!d)
-		RUNG_SKIP("build/tests/rung-libc-moved not built: build/rung is not static here "
-			  "(a static archive is missing: sh scripts/setup-deps.sh build)");
+		RUNG_SKIP(NOT_STATIC);
 	char rung[4200], out[4096];
 	snprintf(rung, sizeof(rung), "%s/rung", d);
 	/* a stand-in rung-dyn that says how it was called */
@@ -78,8 +81,7 @@ START_TEST(test_moved_libc_without_rung_dyn_refuses_dlopen)
 	RUNG_REQUIRE_ROOT();
 	char *d = moved_dir();
 	if (!d)
-		RUNG_SKIP("build/tests/rung-libc-moved not built: build/rung is not static here "
-			  "(a static archive is missing: sh scripts/setup-deps.sh build)");
+		RUNG_SKIP(NOT_STATIC);
 	char rung[4200], sd[4200], out[8192];
 	snprintf(rung, sizeof(rung), "%s/rung", d);
 	/* the store under the suite's base, which its teardown removes once the releasers of the
