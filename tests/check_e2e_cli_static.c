@@ -30,11 +30,11 @@ static int run_all(const char *const *argv, char *out, size_t len)
 	"build/tests/rung-libc-moved not built: build/rung is not static here (a static archive "  \
 	"is missing: sh scripts/setup-deps.sh build)"
 
-/* A directory holding the libc-moved rung as `rung`, with rung-agent beside it. */
-static char *moved_dir(void)
+/* A directory holding a fixture (build/tests/NAME) as `rung`, with rung-agent beside it. */
+static char *moved_dir(const char *name)
 {
 	char src[4200];
-	snprintf(src, sizeof(src), "%s/tests/rung-libc-moved", rung_test_build_dir());
+	snprintf(src, sizeof(src), "%s/tests/%s", rung_test_build_dir(), name);
 	if (access(src, X_OK) != 0)
 		return NULL;
 	char *d = rung_test_tmpdir("libc-moved");
@@ -46,7 +46,7 @@ static char *moved_dir(void)
 
 START_TEST(test_moved_libc_runs_rung_dyn)
 {
-	char *d = moved_dir();
+	char *d = moved_dir("rung-libc-moved");
 	if (!d)
 		RUNG_SKIP(NOT_STATIC);
 	char rung[4200], out[4096];
@@ -62,6 +62,16 @@ START_TEST(test_moved_libc_runs_rung_dyn)
 	char want[4400];
 	snprintf(want, sizeof(want), "dyn:%s/rung-dyn:--version\n", d);
 	ck_assert_str_eq(out, want);
+	/* the installed libc, but no loader where the link found it beside libc: the same */
+	char *l = moved_dir("rung-ld-missing");
+	ck_assert_ptr_nonnull(l);
+	ck_assert_int_eq(rung_test_sh("cp \"$1/rung-dyn\" \"$2/\"", d, l, NULL), 0);
+	snprintf(rung, sizeof(rung), "%s/rung", l);
+	ck_assert_int_eq(run_all(a, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "dyn:%s/rung-dyn:--version\n", l);
+	ck_assert_str_eq(out, want);
+	ck_assert_int_eq(rung_test_rmtree(l), 0);
+	free(l);
 	/* the real build: its libc is the one installed, so it runs itself; its rung-dyn too */
 	char real[4200], dyn[4200];
 	snprintf(real, sizeof(real), "%s/rung", rung_test_build_dir());
@@ -79,7 +89,7 @@ END_TEST
 START_TEST(test_moved_libc_without_rung_dyn_refuses_dlopen)
 {
 	RUNG_REQUIRE_ROOT();
-	char *d = moved_dir();
+	char *d = moved_dir("rung-libc-moved");
 	if (!d)
 		RUNG_SKIP(NOT_STATIC);
 	char rung[4200], sd[4200], out[8192];
@@ -107,6 +117,18 @@ START_TEST(test_moved_libc_without_rung_dyn_refuses_dlopen)
 		ck_assert_msg(isxdigit((unsigned char)w[i]), "%s", out);
 	ck_assert_msg(strncmp(w, "000000000000", 12) != 0, "%s", out);
 	ck_assert_int_eq(spine_store_entries(sd), 0);
+	/* no loader where it was: refused, naming it */
+	char *l = moved_dir("rung-ld-missing");
+	ck_assert_ptr_nonnull(l);
+	snprintf(rung, sizeof(rung), "%s/rung", l);
+	ck_assert_int_eq(run_all(e, out, sizeof(out)), 1);
+	ck_assert_msg(strstr(out,
+			     "no /nonexistent/ld-linux.so, which a static rung needs to load a "
+			     "shared library"),
+		      "%s", out);
+	ck_assert_int_eq(spine_store_entries(sd), 0);
+	ck_assert_int_eq(rung_test_rmtree(l), 0);
+	free(l);
 	rung_test_cgroup_debris_drop(sd);
 	ck_assert_int_eq(rung_test_rmtree(d), 0);
 	free(d);

@@ -51,9 +51,10 @@ for f in check_rung rung rung-dyn rung-agent rung-serve rung-image rfs-tool rung
 	cp "$RUNG_BUILD/$f" "$P/rung/bin/"
 done
 copy_loader_beside_libc "$P" "$RUNG_BUILD/rung-dyn"
-# e2e_cli_static: the static rung as if libc6 had changed since its link
+# e2e_cli_static: the static rung as if libc6 had changed since its link, or its loader moved
 if [ -x "$RUNG_BUILD/tests/rung-libc-moved" ]; then
-	mkdir -p "$P/rung/bin/tests" && cp "$RUNG_BUILD/tests/rung-libc-moved" "$P/rung/bin/tests/"
+	mkdir -p "$P/rung/bin/tests" && cp "$RUNG_BUILD/tests/rung-libc-moved" \
+		"$RUNG_BUILD/tests/rung-ld-missing" "$P/rung/bin/tests/"
 fi
 copy_with_libs "$P" /usr/sbin/ip
 # every process and container sandbox's disk (limits.disk): an ext4 image made by mkfs.ext4
