@@ -58,7 +58,8 @@ static bool build_id_of(int fd, char *hex, size_t hexlen)
 		if (ph.p_type != PT_NOTE || ph.p_offset > (size_t)got ||
 		    ph.p_filesz > (size_t)got - ph.p_offset)
 			continue;
-		for (size_t o = ph.p_offset, end = o + ph.p_filesz; end - o >= sizeof(Elf64_Nhdr);) {
+		for (size_t o = ph.p_offset, end = o + ph.p_filesz;
+		     o < end && end - o >= sizeof(Elf64_Nhdr);) {
 			Elf64_Nhdr nh;
 			memcpy(&nh, b + o, sizeof(nh));
 			size_t name = o + sizeof(nh), desc = name + ((nh.n_namesz + 3u) & ~3u);
