@@ -33,7 +33,6 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		} else if (!strcmp(argv[i], "--init") && argc == 2 && getpid() == 1) {
-			rung_prefault(); /* pid 1's set-up is on every start's path */
 			agent_ns_init(&first_fd); /* agent/init.c: exits on failure */
 			listen_fd = 3;
 		} else if (getpid() == 1) {
