@@ -106,8 +106,8 @@ static int read_env(struct cli *c, const char **socket_env)
  */
 static void dynamic_if_libc_moved(char **argv)
 {
-	char why[400], dyn[PATH_MAX];
-	if (rung_dl_libc_check(why, sizeof(why)) || rung_helper_path("rung-dyn", dyn, sizeof(dyn)))
+	char dyn[PATH_MAX];
+	if (rung_dl_libc_check() || rung_helper_path("rung-dyn", dyn, sizeof(dyn)))
 		return;
 	execv(dyn, argv);
 }

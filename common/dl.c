@@ -77,7 +77,7 @@ static bool build_id_of(int fd, char *hex, size_t hexlen)
 	return false;
 }
 
-bool rung_dl_libc_check(char *why, size_t whylen)
+bool rung_dl_libc_check(void)
 {
 	const struct rung_libc_id *id = &rung_libc_id;
 	if (!id)
@@ -88,7 +88,6 @@ bool rung_dl_libc_check(char *why, size_t whylen)
 			 "no %s, which a static rung needs to load a shared library: rebuild rung "
 			 "(make)",
 			 id->ld_path);
-		snprintf(why, whylen, "%s", refused);
 		return false;
 	}
 	if (stat(id->path, &st) == 0 && (unsigned long long)st.st_ino == id->ino &&
@@ -105,6 +104,5 @@ bool rung_dl_libc_check(char *why, size_t whylen)
 		 "libc.so.6 changed since rung was linked statically (build id %.12s, not %.12s): "
 		 "rebuild rung (make)",
 		 hex[0] ? hex : "unreadable", id->build_id);
-	snprintf(why, whylen, "%s", refused);
 	return false;
 }
