@@ -12,13 +12,15 @@ import http.client
 import inspect
 import json
 import os
-import select
-import socket
 import threading
 import time
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+
+from .wire import Answer, quiet
+from .wire import HTTPConnection as _HTTPConnection
+from .wire import UnixHTTPConnection as _UnixHTTPConnection
 
 if TYPE_CHECKING:
     from .procs import Process, ProcessInfo, Session
@@ -167,57 +169,6 @@ class TooManyRequests(RungError): pass  # the scope is at its limit (429): retry
 _ERRORS = {"unauthorized": Unauthorized, "forbidden": Forbidden, "not_found": NotFound,
            "bad_request": BadRequest, "conflict": Conflict, "payload_too_large": PayloadTooLarge,
            "too_many_requests": TooManyRequests}
-
-
-def _quiet(sock: socket.socket) -> bool:
-    """Nothing to read on an idle connection: its peer has neither closed it nor sent."""
-    p = select.poll()
-    p.register(sock, select.POLLIN)
-    return not p.poll(0)
-
-
-class _HTTPConnection(http.client.HTTPConnection):
-    """http.client, whose request can go out in one write: http.client writes the head and
-    the body apart, and the daemon woke for each (a wake-up is dear on a loaded host)."""
-
-    _gather: list[bytes] | None = None
-
-    def send(self, data: Any) -> None:
-        if self._gather is not None and isinstance(data, (bytes, bytearray)):
-            self._gather.append(bytes(data))
-            return
-        super().send(data)
-
-    def request_whole(self, method: str, path: str, body: bytes | None,
-                      headers: dict[str, str]) -> None:
-        """request(), sent in one write (a body past 64 KiB goes apart: not copied)."""
-        if body is not None and len(body) > 65536:
-            self.request(method, path, body=body, headers=headers)
-            return
-        self._gather = []
-        try:
-            self.request(method, path, body=body, headers=headers)
-            data = b"".join(self._gather)
-        finally:
-            self._gather = None
-        if self.sock is None:
-            self.connect()
-        self.sock.sendall(data)
-
-
-class _UnixHTTPConnection(_HTTPConnection):
-    """http.client over AF_UNIX."""
-
-    def __init__(self, path: str, timeout: float | None = None):
-        super().__init__("localhost", timeout=timeout)
-        self._path = path
-
-    def connect(self) -> None:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        if self.timeout is not None:
-            s.settimeout(self.timeout)
-        s.connect(self._path)
-        self.sock = s
 
 
 def _raise_for(status: int, body: bytes) -> None:
@@ -649,15 +600,16 @@ class SandboxBackend:
             while self._idle:
                 conn, until = self._idle.pop()
                 sock = conn.sock
-                if now < until and sock is not None and _quiet(sock):
+                if now < until and sock is not None and quiet(sock):
                     t = self._conn_timeout(timeout)
-                    conn.timeout = t
-                    sock.settimeout(t)
+                    if conn.timeout != t:
+                        conn.timeout = t
+                        sock.settimeout(t)
                     return conn, True
                 conn.close()
         return self._conn(timeout), False
 
-    def _give_back(self, conn: _HTTPConnection, resp: http.client.HTTPResponse) -> None:
+    def _give_back(self, conn: _HTTPConnection, resp: Answer) -> None:
         ka = resp.getheader("Keep-Alive") or ""
         secs = 0.0
         for part in ka.split(","):
@@ -763,23 +715,22 @@ class SandboxBackend:
         conn, kept = self._take(timeout)
         try:
             try:
-                conn.request_whole(method, path, data, headers)
+                conn.send_whole(method, path, data, headers)
             except (BrokenPipeError, ConnectionResetError):
                 if not kept:
                     raise
                 # closed by the daemon as we sent: it read no request; once more, anew
                 conn.close()
                 conn = self._conn(timeout)
-                conn.request_whole(method, path, data, headers)
-            resp = conn.getresponse()
-            raw = resp.read()
+                conn.send_whole(method, path, data, headers)
+            resp = conn.read_answer(method)
         except BaseException:
             conn.close()
             raise
         self._give_back(conn, resp)
         if resp.status >= 400:
-            _raise_for(resp.status, raw)
-        return resp.status, raw
+            _raise_for(resp.status, resp.body)
+        return resp.status, resp.body
 
     def _json(self, method: str, path: str, body: Any = None, key: SandboxKey | None = None,
               timeout: float | None = None) -> Any:
