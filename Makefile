@@ -48,9 +48,6 @@ $(B)/rung: $(call obj,$(CLI) cli/main.c) $(B)/librung.a
 $(B)/rung-image: $(call obj,$(CLI) cli/main-image.c cli/main-image-cp.c) $(B)/librung.a
 	$(CC) $(LDFLAGS) -Wl,--as-needed -o $@ $^ $(LDLIBS)
 
-$(B)/rung-agent: $(call obj,$(AGENT) agent/main.c $(filter $(COMMON_MIN),$(COMMON)))
-	$(CC) -static $(LDFLAGS) -Wl,--gc-sections -o $@ $^
-
 # The sandbox-side Python module rung_host, embedded in rung-agent (agent/callbacks.c).
 $(B)/gen/rung_host_py.h: agent/py/rung_host.py
 	@mkdir -p $(dir $@)

@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#ifndef MOUNT_ATTR_RDONLY /* a libc without the new mount API's declarations (musl) */
+#include <linux/mount.h>
+#endif
 #include <sys/stat.h>
 #include <linux/openat2.h>
 #include <sys/syscall.h>

@@ -9,6 +9,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
+#ifndef MADV_POPULATE_READ /* musl's sys/mman.h lacks them */
+#include <linux/mman.h>
+#endif
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>

@@ -4,7 +4,8 @@
 set -eu
 BUILD="build-essential pkg-config clang make libseccomp-dev libcap-dev libnl-3-dev
  libnl-route-3-dev libnftables-dev libnftnl-dev libmnl-dev libjansson-dev libmicrohttpd-dev libarchive-dev
- libssl-dev libcurl4-openssl-dev check linux-libc-dev busybox-static python3 uidmap help2man"
+ libssl-dev libcurl4-openssl-dev check linux-libc-dev musl-tools busybox-static python3 uidmap
+ help2man"
 TEST="$BUILD bubblewrap hyperfine iproute2 nftables e2fsprogs cpio crun runc containerd golang-go umoci skopeo
  docker-registry mmdebstrap qemu-system-x86 kmod xz-utils curl procps psmisc
  python3-pip python3-setuptools python3-wheel python3-venv"
