@@ -20,7 +20,7 @@ $(AGENT_KH)/.made:
 	ln -sfn $(AGENT_ASM) $(AGENT_KH)/asm
 	@touch $@
 AGENT_CFLAGS := $(filter-out $(PKG_CFLAGS),$(CFLAGS)) -isystem $(AGENT_KH)
-$(B)/aobj/%.o: %.c $(AGENT_KH)/.made
+$(B)/aobj/%.o: %.c | $(AGENT_KH)/.made
 	@mkdir -p $(dir $@)
 	@echo "  CC  $< (musl)"; $(MUSL_GCC) $(AGENT_CFLAGS) -c -o $@ $<
 $(B)/aobj/agent/callbacks.o: $(B)/gen/rung_host_py.h
