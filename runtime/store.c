@@ -374,7 +374,11 @@ void rt_store_touch_activity(const struct rt_store *st, const char *id, bool cre
 {
 	char p[4096];
 	rt_store_path(st, id, "activity", p, sizeof(p));
-	int fd = open(p, O_WRONLY | (create ? O_CREAT : 0) | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (!create) { /* every exec's: one call; a missing file (disposed meanwhile) stays so */
+		utimensat(AT_FDCWD, p, NULL, AT_SYMLINK_NOFOLLOW);
+		return;
+	}
+	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd >= 0) {
 		futimens(fd, NULL);
 		close(fd);

@@ -177,6 +177,14 @@ void cgt_case_oom(const char *root)
 	struct rung_err err = {0};
 	ck_assert_msg(rt_cgroup_stats(cg, &st, &err) == 0, "%s", err.msg);
 	ck_assert_msg(st.oom_kills >= 1, "oom_kills %llu", (unsigned long long)st.oom_kills);
+	/* The count an exec reads: the sandbox's group adds its sub-group's (v1 counts a kill
+	 * where it happens); the sub-group, with none below it, has its own. */
+	uint64_t k_cg = 0, k_ex = 0;
+	ck_assert_msg(rt_cgroup_oom_kills(cg, &k_cg, &err) == 0, "%s", err.msg);
+	ck_assert_msg(rt_cgroup_oom_kills(ex, &k_ex, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(k_cg, st.oom_kills);
+	ck_assert_msg(k_ex >= 1 && k_ex <= k_cg, "exec group %llu, sandbox group %llu",
+		      (unsigned long long)k_ex, (unsigned long long)k_cg);
 	/* v2 memory.events "max" counts every time the limit was hit. v1 failcnt is not
 	 * reliable: with memsw set to the same limit, 6.x kernels count it nowhere. */
 	if (!v1(cg))
