@@ -30,6 +30,15 @@ ifeq ($(CLI_STATIC_OK)$(if $(LIBC_SO),,missing),)
 $(B)/rung: $(B)/obj/gen/libc-id.o
 $(B)/rung: LDFLAGS += -static-pie
 $(B)/rung: LDLIBS := $(addprefix -l,$(CLI_STATIC_LIBS)) -ldl -lpthread
+# x86-64: the entry point maps the program's pages at once, before glibc's start (cli/entry.S)
+ifeq ($(shell $(CC) -dumpmachine | cut -d- -f1),x86_64)
+# (LDLIBS, not LDFLAGS: a target's LDFLAGS reach the programs its prerequisites link too)
+$(B)/rung: $(B)/obj/cli/entry.o
+$(B)/rung: LDLIBS += -Wl,-e,rung_entry
+endif
+$(B)/obj/cli/entry.o: cli/entry.S
+	@mkdir -p $(dir $@)
+	$(CC) -c -o $@ $<
 $(B)/rung-dyn: LDLIBS := -Wl,-Bstatic $(addprefix -l,$(CLI_STATIC_LIBS)) -Wl,-Bdynamic -ldl \
 	-lpthread
 endif

@@ -556,13 +556,17 @@ const char *rung_signal_name(int sig)
 }
 
 extern const char __executable_start[], etext[]; /* GNU ld's, for every executable */
+/* 1 where build/rung's entry point (cli/entry.S) mapped the code already: its definition
+ * replaces this one. */
+__attribute__((weak)) const char rung_code_mapped = 0;
 
 void rung_prefault(void)
 {
 	const uintptr_t pg = 4096;
 	uintptr_t a = (uintptr_t)__executable_start & ~(pg - 1),
 		  b = ((uintptr_t)etext + pg - 1) & ~(pg - 1);
-	madvise((void *)a, b - a, MADV_POPULATE_READ);
+	if (!rung_code_mapped)
+		madvise((void *)a, b - a, MADV_POPULATE_READ);
 	char here; /* the stack's initial mapping reaches 128 KiB below its top at exec */
 	uintptr_t sp = (uintptr_t)&here & ~(pg - 1);
 	madvise((void *)(sp - 16 * pg), 16 * pg, MADV_POPULATE_WRITE);

@@ -66,7 +66,8 @@ int rung_helper_path_in(const char *bin, const char *name, char *out, size_t len
  * __executable_start..etext) read, 64 KiB of stack below the caller written, the heap's first
  * grant (malloc's brk, 128 KiB and up) written. A page fault costs 20-40 us on a
  * paravirtualised host (bench/README.md, "spine"), and a command's ~20-30 of them after main()
- * were on its path. Best effort: before Linux 5.14 (no MADV_POPULATE_*) nothing happens.
+ * were on its path. Best effort: before Linux 5.14 (no MADV_POPULATE_*) nothing happens. The code
+ * is skipped where build/rung's entry point (cli/entry.S) mapped it before libc's start.
  */
 void rung_prefault(void);
 
