@@ -73,6 +73,7 @@ void agent_ns_init(int *first_fd)
 {
 	struct rung_err err = {0};
 	struct rung_pid1_setup s;
+	rung_prefault_stack(); /* the root's build goes deep: one call, not 4 faults */
 	if (read_setup(&s, &err) < 0)
 		fail(&err);
 	rung_trace_set(s.trace);

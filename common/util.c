@@ -560,6 +560,14 @@ extern const char __executable_start[], etext[]; /* GNU ld's, for every executab
  * replaces this one. */
 __attribute__((weak)) const char rung_code_mapped = 0;
 
+__attribute__((noinline)) void rung_prefault_stack(void)
+{
+	const uintptr_t pg = 4096;
+	char here; /* the stack's initial mapping reaches 128 KiB below its top at exec */
+	uintptr_t sp = (uintptr_t)&here & ~(pg - 1);
+	madvise((void *)(sp - 16 * pg), 16 * pg, MADV_POPULATE_WRITE);
+}
+
 void rung_prefault(void)
 {
 	const uintptr_t pg = 4096;
@@ -567,9 +575,7 @@ void rung_prefault(void)
 		  b = ((uintptr_t)etext + pg - 1) & ~(pg - 1);
 	if (!rung_code_mapped)
 		madvise((void *)a, b - a, MADV_POPULATE_READ);
-	char here; /* the stack's initial mapping reaches 128 KiB below its top at exec */
-	uintptr_t sp = (uintptr_t)&here & ~(pg - 1);
-	madvise((void *)(sp - 16 * pg), 16 * pg, MADV_POPULATE_WRITE);
+	rung_prefault_stack();
 	void *m = malloc(1); /* the first malloc grants the heap */
 	uintptr_t h = ((uintptr_t)m + pg - 1) & ~(pg - 1), top = (uintptr_t)sbrk(0);
 	if (m && top > h && top - h <= (1u << 20))

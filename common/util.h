@@ -70,6 +70,9 @@ int rung_helper_path_in(const char *bin, const char *name, char *out, size_t len
  * is skipped where build/rung's entry point (cli/entry.S) mapped it before libc's start.
  */
 void rung_prefault(void);
+/* Its stack part alone: 64 KiB below the caller written (rung-agent's pid 1: its code is
+ * left to fault, so that it holds no more of it than it runs; bench/README.md, "spine"). */
+void rung_prefault_stack(void);
 
 /* Set or clear O_NONBLOCK / FD_CLOEXEC. */
 int rung_fd_set_nonblock(int fd, int on);
