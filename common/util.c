@@ -557,8 +557,8 @@ const char *rung_signal_name(int sig)
 
 extern const char __executable_start[], etext[]; /* GNU ld's, for every executable */
 /* 1 where build/rung's entry point (cli/entry.S) mapped the code already: its definition
- * replaces this one. */
-__attribute__((weak)) const char rung_code_mapped = 0;
+ * replaces this one at the link (volatile: a weak constant's value must not be folded in). */
+__attribute__((weak)) const volatile char rung_code_mapped = 0;
 
 __attribute__((noinline)) void rung_prefault_stack(void)
 {
