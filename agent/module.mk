@@ -3,7 +3,7 @@
 # but libc. Linked against musl where musl-gcc is (scripts/setup-deps.sh installs musl-tools):
 # its start maps 9 pages where static glibc's maps 31 (tunables, IRELATIVE resolvers, TLS
 # set-up), and each page fault costs 20-40 us on a paravirtualised host; pid 1 execs it on
-# every sandbox's start (bench/README.md, "rung-agent on musl"). Its objects are compiled
+# every sandbox's start (bench/README.md, "Start-up page faults"). Its objects are compiled
 # apart (build/aobj), against musl's headers and the kernel's uapi headers; without musl-gcc,
 # static glibc as before, said once.
 AGENT_OBJ_SRC := $(AGENT) agent/main.c $(filter $(COMMON_MIN),$(COMMON))
