@@ -74,19 +74,16 @@ $(B)/obj/gen/libc-id.o: $(B)/gen/libc-id.c
 
 # For tests/check_e2e_cli_static.c: the static rung as if its libc.so.6 had been upgraded.
 ifeq ($(CLI_STATIC_OK)$(if $(LIBC_SO),,missing),)
+CLI_FIXTURES := $(B)/tests/rung-libc-moved $(B)/tests/rung-ld-missing
 $(B)/obj/tests/fixtures/libc-moved.o: CFLAGS += -I$(B)
 $(B)/obj/tests/fixtures/libc-moved.o: $(B)/gen/libc-so.h
-$(B)/tests/rung-libc-moved: $(CLI_OBJ) $(B)/librung.a $(B)/obj/tests/fixtures/libc-moved.o
-	@mkdir -p $(dir $@)
-	$(CC) -static-pie -Wl,-z,relro,-z,now -Wl,--as-needed -o $@ $^ \
-	  $(addprefix -l,$(CLI_STATIC_LIBS)) -ldl -lpthread
 $(B)/obj/tests/fixtures/ld-missing.o: tests/fixtures/libc-moved.c $(B)/gen/libc-so.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I$(B) -DRUNG_FIXTURE_LD_MISSING -c -o $@ $<
-$(B)/tests/rung-ld-missing: $(CLI_OBJ) $(B)/librung.a $(B)/obj/tests/fixtures/ld-missing.o
+$(CLI_FIXTURES): $(B)/tests/rung-%: $(CLI_OBJ) $(B)/librung.a $(B)/obj/tests/fixtures/%.o
 	@mkdir -p $(dir $@)
 	$(CC) -static-pie -Wl,-z,relro,-z,now -Wl,--as-needed -o $@ $^ \
 	  $(addprefix -l,$(CLI_STATIC_LIBS)) -ldl -lpthread
-$(B)/check_rung: | $(B)/tests/rung-libc-moved $(B)/tests/rung-ld-missing
-check-distro: $(B)/tests/rung-libc-moved $(B)/tests/rung-ld-missing
+$(B)/check_rung: | $(CLI_FIXTURES)
+check-distro: $(CLI_FIXTURES)
 endif
