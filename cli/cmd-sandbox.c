@@ -278,6 +278,9 @@ int cli_cmd_run(struct cli *c, int argc, char **argv)
 		free(envv);
 		return st;
 	}
+	/* This process exits right after an anonymous run's dispose, freeing nothing (main()):
+	 * its releaser takes our memory over then. */
+	c->host.release_at_exit = true;
 	struct rung_router *r = cli_router(c);
 	if (!r)
 		return 1;

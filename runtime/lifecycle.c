@@ -150,7 +150,9 @@ static int owned_hold_mnt(struct rt_sandbox *sb)
  * (release.c) where one could be started: an exec of `rung __release` from a child that shares
  * our memory until then, not a fork of ours, so the caller has no page to copy on write
  * after, and does not wait for that exec; it is told to go with the trash's path, and names
- * and removes the group itself.
+ * and removes the group itself. Where the caller exits right after (release_at_exit, `rung
+ * run`), that child is the heir instead: it execs nothing and works in our memory once we
+ * have exited.
  */
 static void owned_release(int mntns, const char *trash, struct rt_cg_later *cg,
 			  struct rt_sandbox *sb)

@@ -190,6 +190,7 @@ int rung_router_new(const struct rung_router_opts *opts, struct rung_router **ou
 	r->dns_upstream = o.dns_upstream && *o.dns_upstream ? strdup(o.dns_upstream) : NULL;
 	r->no_clone_into_cgroup = o.no_clone_into_cgroup;
 	r->keep_agent_conns = o.keep_agent_conns;
+	r->release_at_exit = o.release_at_exit;
 	r->net_inbound = o.net_inbound;
 	r->dns_search = o.dns_search && *o.dns_search ? strdup(o.dns_search) : NULL;
 	r->dns_options = o.dns_options && *o.dns_options ? strdup(o.dns_options) : NULL;

@@ -260,6 +260,7 @@ struct rung_router {
 	bool net_inbound; /* rung_router_opts.net_inbound */
 	bool no_clone_into_cgroup;
 	bool keep_agent_conns; /* rung_router_opts.keep_agent_conns (agent-keep.c) */
+	bool release_at_exit;  /* rung_router_opts.release_at_exit (release.c) */
 };
 /* The deployed policy (one table): NULL if allowed, else the reason. Pure. */
 const char *rt_policy_check(enum rung_isolation iso, const struct rung_spec *spec, bool deployed);

@@ -5,6 +5,8 @@
  * (-EBUSY, another request included); pid 1 exits by itself once it has answered it; the
  * dispose leaves nothing. A request that cannot go ahead (callbacks, a frame over 64 KiB)
  * is an ordinary first exec. A releaser that cannot start leaves the release to the dispose.
+ * The heir (rung_router_opts.release_at_exit, `rung run`'s releaser) releases once its
+ * process has exited, and only lets the namespace go when that process died before the go.
  * Tagged "root".
  */
 #include <check.h>
@@ -12,9 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 
+#include "runtime/diskimg.h"
+#include "runtime/rt-internal.h"
 #include "tests/lib/sandbox.h"
 #include "tests/lib/testutil.h"
 
@@ -210,6 +215,122 @@ START_TEST(test_releaser_exec_fails)
 }
 END_TEST
 
+/*
+ * A process that makes an owned sandbox with a release_at_exit router (ours, forked) and, with
+ * go, disposes of it and exits at once, freeing nothing (as `rung run`); without go, it is
+ * killed after its releaser (the heir) started, before the dispose's go. We are a subreaper:
+ * the heir is our orphan, and must exit 0 after its work (go) or at once (no go); whatever it
+ * does, the sandbox's loop device and mount namespace go with it, and no process is left.
+ */
+static void heir_case(bool go)
+{
+	RUNG_REQUIRE_ROOT();
+	if (spine_vm())
+		RUNG_SKIP("the vm rung has no owned releaser");
+	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	struct rung_router_opts host = {.release_at_exit = true};
+	char *sd;
+	struct rung_router *r = spine_router_with(&host, &sd);
+	char trace[4200], trash[4200], real[4096];
+	snprintf(trace, sizeof(trace), "%s.trace", sd);
+	snprintf(trash, sizeof(trash), "%s/trash", sd);
+	ck_assert_ptr_nonnull(realpath(sd, real));
+	int hp[2]; /* without the go: the heir's pid, from the caller */
+	ck_assert_int_eq(pipe(hp), 0);
+	pid_t cli = fork();
+	ck_assert_int_ge(cli, 0);
+	if (cli == 0) {
+		close(hp[0]);
+		rung_trace_set(trace);
+		const char *argv[] = {"/bin/sh", "-c", "echo ran; head -c 1000000 /dev/zero >f", NULL};
+		struct rung_exec_req req = {.argv = argv};
+		struct rung_spec s;
+		rung_spec_init(&s);
+		s.kind = strdup("heir");
+		struct rung_key k = {.scope = "x", .thread = "heir", .agent = "a"};
+		struct rung_sandbox *sb;
+		struct rung_exec_res res;
+		bool created = false;
+		struct rung_err err = {0};
+		if (rung_acquire_owned(r, &k, &s, &req, &sb, &created, &err) < 0 ||
+		    rung_exec(sb, &req, &res, &err) < 0 || strcmp(res.out, "ran\n"))
+			_exit(3);
+		if (!go) {
+			struct rt_sandbox *in = rt_sandbox_inner(sb);
+			if (rt_release_start(in) < 0 ||
+			    write(hp[1], &in->release_pid, sizeof(pid_t)) != sizeof(pid_t))
+				_exit(4);
+			raise(SIGKILL);
+		}
+		_exit(rung_sandbox_dispose(sb, &err) < 0 ? 5 : 0); /* nothing freed */
+	}
+	close(hp[1]);
+	int st;
+	ck_assert_int_eq(waitpid(cli, &st, 0), cli);
+	if (go)
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the caller: status 0x%x", st);
+	else
+		ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "the caller: 0x%x", st);
+	pid_t heir = 0;
+	if (!go)
+		ck_assert_int_eq(read(hp[0], &heir, sizeof(heir)), sizeof(heir));
+	close(hp[0]);
+	/* our orphans (the heir; without the go pid 1 and its processes too) all end; after
+	 * the go the heir is the only one */
+	int heir_st = -1, orphans = 0;
+	for (int i = 0; i < 100; i++) {
+		pid_t p = waitpid(-1, &st, WNOHANG);
+		if (p < 0)
+			break;
+		if (p == 0) {
+			usleep(50000);
+			continue;
+		}
+		orphans++;
+		if (go && !heir)
+			heir = p;
+		if (p == heir)
+			heir_st = st;
+	}
+	if (go)
+		ck_assert_int_eq(orphans, 1);
+	ck_assert_int_eq(waitpid(-1, &st, WNOHANG), -1);
+	ck_assert_msg(heir > 0 && heir_st == 0, "the heir %d: status 0x%x", (int)heir, heir_st);
+	ck_assert_int_eq(rt_disk_loops_under(real), 0);
+	char *t = spine_slurp(trace, NULL);
+	ck_assert_msg(t && strstr(t, "release: heir started"), "%s", t ? t : "(no trace)");
+	/* the heir's own lines only after a go, and from the heir */
+	char done[64];
+	snprintf(done, sizeof(done), " %d release: done\n", (int)heir);
+	ck_assert_msg((strstr(t, done) != NULL) == go, "%s", t);
+	free(t);
+	unlink(trace);
+	if (go) {
+		ck_assert_int_eq(spine_store_entries(sd), 0);
+		ck_assert_int_le(rung_test_count_entries(trash), 0);
+	} else { /* the sandbox is still in the store: gc's */
+		ck_assert_int_eq(spine_store_entries(sd), 1);
+		struct rung_gc_report rep = {0};
+		struct rung_err err = {0};
+		ck_assert_msg(rung_gc(r, &rep, &err) == 0, "%s", err.msg);
+		ck_assert_int_eq(spine_store_entries(sd), 0);
+	}
+	rung_router_free(r);
+	free(sd);
+}
+
+START_TEST(test_heir_releases)
+{
+	heir_case(true);
+}
+END_TEST
+
+START_TEST(test_heir_without_go)
+{
+	heir_case(false);
+}
+END_TEST
+
 Suite *e2e_process_first_suite(void)
 {
 	Suite *s = suite_create("e2e_process_first");
@@ -221,6 +342,8 @@ Suite *e2e_process_first_suite(void)
 	tcase_add_test(tc, test_first_not_ahead);
 	tcase_add_test(tc, test_first_too_big);
 	tcase_add_test(tc, test_releaser_exec_fails);
+	tcase_add_test(tc, test_heir_releases);
+	tcase_add_test(tc, test_heir_without_go);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -136,6 +136,11 @@ struct rung_router_opts {
 	 * one more process (rung-agent-h) while it is idle, 30 s at most. rung serve sets it.
 	 * No variable. */
 	bool keep_agent_conns;
+	/* The caller exits right after it disposes of an owned sandbox (rung_acquire_owned) and
+	 * frees neither that sandbox nor this router: the sandbox's releaser is then a child
+	 * that takes this process's memory over once it has exited, instead of an exec of `rung
+	 * __release` (runtime/release.c). `rung run` sets it. No variable. */
+	bool release_at_exit;
 };
 
 /* The RUNG_* variables rung_router_opts_set knows, NULL-terminated. */
