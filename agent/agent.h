@@ -70,6 +70,11 @@ bool agent_cmd_cgroup_pids(uint64_t *out);
 /* pid 1's memfd whose record lock serialises background process starts (procs.c) */
 extern int agent_start_lock_fd;
 
+/* In pid 1, once its OOM score is what it will be: where it is not pinned at -1000 (a host
+ * root without CAP_SYS_RESOURCE could not), each command starts at 1000 instead of 0, so that
+ * an OOM kill in a full sandbox takes a command (or what it started), never pid 1 or a
+ * handler, whose score stays pid 1's. */
+void agent_spawn_oom_check(void);
 /* signal(sig, handler) in the agent: every change of a disposition after the process's first
  * spawn goes through it, so that the next command starts with it reset (spawn.c). */
 void agent_spawn_signal(int sig, void (*handler)(int));

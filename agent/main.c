@@ -62,6 +62,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rung-agent: %s\n", err.msg);
 		return 1;
 	}
+	agent_spawn_oom_check();
 	/* pid 1 ignores signals it has no handler for; make that explicit for the ones we get. */
 	agent_spawn_signal(SIGPIPE, SIG_IGN);
 	return agent_serve(listen_fd, first_fd) < 0 ? 1 : 0;

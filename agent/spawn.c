@@ -28,6 +28,20 @@
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define STACK_SIZE (64 * 1024)
 
+/* The OOM score a command starts with (agent_spawn_oom_check). */
+static const char *cmd_oom_adj = "0";
+
+void agent_spawn_oom_check(void)
+{
+	char buf[16] = "";
+	int fd = open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0 || strncmp(buf, "-1000", 5))
+		cmd_oom_adj = "1000";
+}
+
 struct spawn_ctx {
 	char *const *argv, *const *envp, *const *sh_argv; /* sh_argv[1] is filled per try */
 	const char *path; /* the PATH searched (from envp, else the default) */
@@ -167,11 +181,12 @@ static int child_main(void *ud)
 		 * would give the handler's /proc files to uid 0: undo it before anything runs. */
 		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	}
-	/* The agent side's OOM score is pinned low; the command's is the default. (A vfork
-	 * child's write does not reach the handler that shares its memory.) */
+	/* The agent side's OOM score is pinned low; the command's is the default, or the
+	 * highest where the pin failed (agent_spawn_oom_check). (A vfork child's write does not
+	 * reach the handler that shares its memory.) */
 	int ofd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
 	if (ofd >= 0) {
-		(void)!write(ofd, "0", 1);
+		(void)!write(ofd, cmd_oom_adj, strlen(cmd_oom_adj));
 		close(ofd);
 	}
 	/* execve keeps ignored signals ignored (the agent inherits SIGHUP ignored and ignores

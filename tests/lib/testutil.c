@@ -302,3 +302,21 @@ size_t rung_test_cgroup_dirs(const char *id, char (*out)[4096], size_t max)
 	}
 	return n;
 }
+
+bool rung_test_has_cap(int cap)
+{
+	char buf[4096];
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	const char *e = strstr(buf, "\nCapEff:");
+	unsigned long long caps = e ? strtoull(e + 8, NULL, 16) : 0;
+	return cap >= 0 && cap < 64 && (caps & (1ull << cap));
+}
+
+int rung_test_cmd_oom_adj(void)
+{
+	return rung_test_has_cap(24 /* CAP_SYS_RESOURCE */) ? 0 : 1000;
+}

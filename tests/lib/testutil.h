@@ -65,6 +65,11 @@ int rung_test_count_fds_of(pid_t pid, const char *skip, const char *prefix);
 	"set -- ${l##*) }; [ $(($7 / 2097152 % 2)) = 1 ] || n=$((n + 1)); done; echo $n"
 /* Threads of process pid; -1 if it is gone. */
 int rung_test_count_tasks(pid_t pid);
+/* Whether this process has capability cap (a CAP_* number) in its effective set. */
+bool rung_test_has_cap(int cap);
+/* The OOM score a command starts with on a shared-kernel rung: 0 where the host pins pid 1's
+ * at -1000 (its root has CAP_SYS_RESOURCE), else 1000 (agent/spawn.c, agent_spawn_oom_check). */
+int rung_test_cmd_oom_adj(void);
 /*
  * Run a program by argv (found on PATH), no shell: its exit status (128 + signal if killed,
  * -1 if it could not start). With out != NULL, its stdout is read into out (NUL-terminated,
