@@ -497,6 +497,47 @@ START_TEST(test_cycles_leave_nothing)
 }
 END_TEST
 
+/* `rung run`'s releaser is the heir (runtime/release.c): it starts at the dispose, works once
+ * the CLI has exited (its lines come after the CLI's last, from another pid), execs nothing,
+ * and leaves nothing. */
+START_TEST(test_run_releaser_is_heir)
+{
+	RUNG_REQUIRE_ROOT();
+	char *sd = state_dir();
+	char trace[4200], env[4300];
+	snprintf(trace, sizeof(trace), "%s.trace", sd);
+	snprintf(env, sizeof(env), "RUNG_TRACE=%s", trace);
+	const char *const args[] = {"--state-dir", sd, "run", "--", "/bin/true", NULL};
+	const char *const envs[] = {env, NULL};
+	struct spine_run r;
+	spine_cli_run_env(&r, NULL, args, envs);
+	ck_assert_msg(r.status == 0, "run: %s", r.err);
+	spine_run_release(&r);
+	assert_trash_emptied(sd);
+	char *t = NULL;
+	for (int i = 0; i < 50 && (!(t = spine_slurp(trace, NULL)) || !strstr(t, "release: done"));
+	     i++) {
+		free(t);
+		t = NULL;
+		usleep(100000);
+	}
+	ck_assert_msg(t && strstr(t, "release: heir started"), "%s", t ? t : "(no trace)");
+	const char *done = strstr(t, "cli: done"), *heir = strstr(t, "release: namespace let go");
+	ck_assert_msg(done && heir && heir > done, "the heir worked before the CLI's end:\n%s", t);
+	int cli = -1, hp = -1;
+	char *cl = strndup(t, (size_t)(done - t)), *hl = strndup(t, (size_t)(heir - t));
+	ck_assert_int_eq(sscanf(strrchr(cl, '\n') + 1, "rung-trace %*u %d", &cli), 1);
+	ck_assert_int_eq(sscanf(strrchr(hl, '\n') + 1, "rung-trace %*u %d", &hp), 1);
+	ck_assert_int_ne(cli, hp);
+	ck_assert_ptr_null(strstr(t, "release: started")); /* an exec'd releaser's line */
+	free(cl);
+	free(hl);
+	free(t);
+	unlink(trace);
+	free(sd);
+}
+END_TEST
+
 /* A directory an owned dispose moved to the trash and whose hand-off child was killed before
  * removing it (made here by hand, files and a subdirectory in it) is removed by `rung gc`; a
  * name that is no sandbox id is not ours and stays. */
@@ -578,6 +619,7 @@ Suite *e2e_cli_runowned_suite(void)
 	tcase_add_test(tc, test_tmpfs_disk);
 	tcase_add_test(tc, test_command_in_cgroup);
 	tcase_add_test(tc, test_cycles_leave_nothing);
+	tcase_add_test(tc, test_run_releaser_is_heir);
 	tcase_add_test(tc, test_gc_sweeps_trash);
 	tcase_add_test(tc, test_gc_sweeps_left_group);
 	suite_add_tcase(s, tc);
