@@ -1,0 +1,35 @@
+#!/bin/sh
+# A/B of cold `rung run -- /bin/true` between two builds, against bwrap, in one run: run from
+# the repository root, as root:
+#   RUNG_OLD=/path/to/old/build/rung sh bench/ab-run.sh      # RUNS=40 blocks, ROUNDS=100
+# First hyperfine blocks (old, new, bwrap, new, old: each command's runs back to back, so what a
+# run leaves to the background lands on its own next run), then the three interleaved in a
+# random order per round (bench/interleave.py, SHUFFLE=1: the same load for all). Each build
+# runs on a store of its own; both stores are removed at the end. The old build needs its
+# rung-agent beside it (a worktree's build/).
+set -eu
+cd "$(dirname "$0")/.."
+[ -n "${RUNG_OLD:-}" ] || { echo "bench/ab-run.sh: set RUNG_OLD to the old build's rung" >&2; exit 2; }
+command -v hyperfine >/dev/null || { echo "bench/ab-run.sh: no hyperfine" >&2; exit 2; }
+make -s build/rung build/rung-agent >/dev/null
+NEW=$PWD/build/rung
+SO=$(mktemp -d /tmp/rung-bench-ab-XXXXXX)
+SN=$(mktemp -d /tmp/rung-bench-ab-XXXXXX)
+chmod 0711 "$SO" "$SN"
+trap '"$RUNG_OLD" --state-dir "$SO" gc >/dev/null 2>&1 || true; "$NEW" --state-dir "$SN" gc >/dev/null 2>&1 || true; rm -rf "$SO" "$SN"' EXIT
+BWRAP="$(command -v bwrap) --unshare-user --unshare-pid --unshare-net --unshare-ipc --unshare-uts --unshare-cgroup --die-with-parent --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin --proc /proc --dev /dev --tmpfs /tmp /bin/true"
+hyperfine -N -w 5 -r "${RUNS:-40}" --export-json "$SN/hf.json" \
+	-n old "$RUNG_OLD --state-dir $SO run -- /bin/true" -n new "$NEW --state-dir $SN run -- /bin/true" \
+	-n bwrap "$BWRAP" -n new2 "$NEW --state-dir $SN run -- /bin/true" \
+	-n old2 "$RUNG_OLD --state-dir $SO run -- /bin/true" >/dev/null
+SHUFFLE=1 python3 bench/interleave.py "${ROUNDS:-100}" "old=$RUNG_OLD --state-dir $SO run -- /bin/true" \
+	"new=$NEW --state-dir $SN run -- /bin/true" "bwrap=$BWRAP" >"$SN/il.txt"
+python3 - "$SN/hf.json" "$SN/il.txt" <<'PY'
+import json, sys
+r = {x["command"]: x["median"] * 1000 for x in json.load(open(sys.argv[1]))["results"]}
+b = r["bwrap"]
+print("blocks (medians):      " + "  ".join(f"{k} {v:.2f} ms ({v / b:.3f}x)" for k, v in r.items()))
+m = {l.split()[0]: float(l.split()[1]) for l in open(sys.argv[2])}
+b = m["bwrap"]
+print("interleaved (medians): " + "  ".join(f"{k} {v:.2f} ms ({v / b:.3f}x)" for k, v in m.items()))
+PY
