@@ -27,6 +27,7 @@
 #include <spawn.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -159,8 +160,9 @@ static int heir_child(void *unused)
 		;
 	if (n != 1 || !__atomic_load_n(&heir.go, __ATOMIC_ACQUIRE))
 		rt_sc(SYS_exit_group, 0, 0, 0, 0, 0); /* the kernel closes the namespace */
-	/* Ours now: we have exited. */
+	/* Ours now: we have exited. Named apart from the CLI, whose command line it shows. */
 	rt_sc(SYS_close, 4, 0, 0, 0, 0);
+	prctl(PR_SET_NAME, "rung-heir");
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	sigaction(SIGALRM, &dfl, NULL);
 	sigset_t alrm;
