@@ -202,7 +202,7 @@ static int image_main(struct cli *c, const struct image_env *env, int argc, char
 static int read_env(struct cli *c, struct image_env *env)
 {
 	struct rung_err err = {0};
-	rung_trace_set(getenv("RUNG_TRACE"));
+	rung_trace_start(getenv("RUNG_TRACE"));
 	if (rung_router_opts_load(&c->host, getenv, &err) < 0)
 		goto bad;
 	rfs_unpack_limits_default(&env->lim);

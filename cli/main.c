@@ -117,7 +117,7 @@ int main(int argc, char **argv)
 	struct cli c = {0};
 	const char *socket_env = NULL;
 	dynamic_if_libc_moved(argv);
-	rung_trace_set(getenv("RUNG_TRACE"));
+	rung_trace_start(getenv("RUNG_TRACE"));
 	rung_trace("cli: main");
 	if (argc == 2 && !strcmp(argv[1], "__supervise"))
 		return rung_supervisor_main();

@@ -61,10 +61,20 @@ void rung_trace_set(const char *to)
 	trace_fd = -1;
 }
 
+void rung_trace_start(const char *to)
+{
+	rung_trace_set(to);
+	if (trace_to[0] == '/') {
+		int fd = open(trace_to, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
 void rung_trace_keep(void)
 {
 	if (trace_to[0] == '/' && trace_fd < 0)
-		trace_fd = open(trace_to, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+		trace_fd = open(trace_to, O_WRONLY | O_APPEND | O_CLOEXEC);
 }
 
 const char *rung_trace_get(void)
@@ -90,7 +100,7 @@ void rung_trace(const char *phase)
 	int fd = 2;
 	if (t[0] == '/')
 		fd = trace_fd >= 0 ? trace_fd
-				   : open(t, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+				   : open(t, O_WRONLY | O_APPEND | O_CLOEXEC);
 	if (fd >= 0 && n > 0 && write(fd, line, (size_t)n) < 0) {
 	}
 	if (fd > 2 && fd != trace_fd)

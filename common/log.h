@@ -21,10 +21,13 @@ void rung_log(enum rung_log_level lvl, const char *func, const char *fmt, ...)
  * (appended), prints "rung-trace <CLOCK_MONOTONIC us> <pid> <phase>" at phase boundaries.
  * All processes share the clock, so deltas across the CLI, supervisor and sandbox line up
  * (bench/trace.sh sorts and diffs them). Off, it costs one load. A program's main reads
- * RUNG_TRACE once and sets it (rung_trace_set; NULL, "" or "0": off); the re-exec'd
- * supervisor gets it in its handoff (rung_trace_get).
+ * RUNG_TRACE once and starts it (rung_trace_start: set, and the file created if missing;
+ * NULL, "" or "0": off); the re-exec'd supervisor and the releaser get it in their handoff
+ * (rung_trace_get, rung_trace_set). Only the start creates the file: a line written after
+ * it was removed (a releaser's, once `rung run` has returned) is dropped, not a new file.
  */
 void rung_trace(const char *phase);
+void rung_trace_start(const char *to);
 void rung_trace_set(const char *to);
 /* Keep the trace file open (close-on-exec) until the next rung_trace_set: for a process
  * about to lose the path (sandbox pid 1's pivot_root) that closes no fds meanwhile. */

@@ -14,7 +14,7 @@ int main(int argc, char **argv)
 {
 	struct rung_router_opts host = {0};
 	struct rung_err err = {0};
-	rung_trace_set(getenv("RUNG_TRACE"));
+	rung_trace_start(getenv("RUNG_TRACE"));
 	if (rung_router_opts_load(&host, getenv, &err) < 0) {
 		fprintf(stderr, "rung serve: %s\n", err.msg);
 		return 2;

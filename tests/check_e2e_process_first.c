@@ -241,7 +241,7 @@ static void heir_case(bool go)
 	ck_assert_int_ge(cli, 0);
 	if (cli == 0) {
 		close(hp[0]);
-		rung_trace_set(trace);
+		rung_trace_start(trace);
 		const char *argv[] = {"/bin/sh", "-c", "echo ran; head -c 1000000 /dev/zero >f", NULL};
 		struct rung_exec_req req = {.argv = argv};
 		struct rung_spec s;
