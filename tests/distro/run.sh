@@ -142,6 +142,7 @@ for try in 1 2; do
 	log "L1 boot (try $try): Debian $(cat "$kdir/version") under qemu TCG -smp ${DISTRO_SMP:-2} -m ${DISTRO_MEM:-3072}, timeout ${tmo}s"
 	t0=$(date +%s)
 	raw=$results.try$try.raw
+	: >"$raw" # before the tail below: qemu's own redirection may come after it starts
 	timeout -k 5 "$tmo" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -M pc \
 		-smp "${DISTRO_SMP:-2}" -m "${DISTRO_MEM:-3072}" -nographic -no-reboot -nodefaults \
 		-serial stdio -monitor none -kernel "$kdir/vmlinuz" -initrd "$L1I" -append "$append" \
