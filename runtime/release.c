@@ -66,18 +66,28 @@ static int rel_fail(long fd)
 	return 127;
 }
 
+/* A child's fds (raw system calls only): from[] to 3, 4 and 5, /dev/null on 0-2, no other.
+ * 0, or -1 when from[] could not be moved (3 is not from[0] yet), -2 when 0-2 could not. */
+static int rel_fds(const int from[3])
+{
+	for (int i = 0; i < 3; i++)
+		if (rt_sc(SYS_dup2, from[i], 3 + i, 0, 0, 0) < 0)
+			return -1;
+	long n = rt_sc(SYS_open, (long)"/dev/null", O_RDWR, 0, 0, 0);
+	for (int fd = 0; fd < 3; fd++)
+		if (n < 0 || rt_sc(SYS_dup2, n, fd, 0, 0, 0) < 0)
+			return -2;
+	rt_sc(SYS_close_range, 6, ~0U, 0, 0, 0);
+	return 0;
+}
+
 static int rel_child(void *unused)
 {
 	(void)unused;
 	static const char *const argv[] = {"rung", "__release", NULL};
-	for (int i = 0; i < 3; i++)
-		if (rt_sc(SYS_dup2, rel.from[i], 3 + i, 0, 0, 0) < 0)
-			return rel_fail(rel.from[0]);
-	long n = rt_sc(SYS_open, (long)"/dev/null", O_RDWR, 0, 0, 0);
-	for (int fd = 0; fd < 3; fd++)
-		if (n < 0 || rt_sc(SYS_dup2, n, fd, 0, 0, 0) < 0)
-			return rel_fail(3);
-	rt_sc(SYS_close_range, 6, ~0U, 0, 0, 0);
+	int r = rel_fds(rel.from);
+	if (r < 0)
+		return rel_fail(r == -1 ? rel.from[0] : 3);
 	rt_sc(SYS_execve, (long)rel.path, (long)argv, (long)rt_rung_envp, 0, 0);
 	return rel_fail(3);
 }
@@ -139,7 +149,7 @@ static pid_t rel_spawn(const char *path, const int from[3])
  */
 static struct {
 	pid_t pid;
-	int from[4]; /* to 3, 4 and 5, and /dev/null */
+	int from[3]; /* to 3, 4 and 5 (rel_fds) */
 	struct rt_sandbox *sb;
 	char trash[4096];
 	int go;
@@ -148,12 +158,8 @@ static struct {
 static int heir_child(void *unused)
 {
 	(void)unused;
-	for (int i = 0; i < 3; i++)
-		if (rt_sc(SYS_dup2, heir.from[i], 3 + i, 0, 0, 0) < 0)
-			rt_sc(SYS_exit_group, 127, 0, 0, 0, 0);
-	for (int fd = 0; fd < 3; fd++)
-		rt_sc(SYS_dup2, heir.from[3], fd, 0, 0, 0);
-	rt_sc(SYS_close_range, 6, ~0U, 0, 0, 0);
+	if (rel_fds(heir.from) < 0) /* gone before the go: the dispose releases; after: gc */
+		rt_sc(SYS_exit_group, 127, 0, 0, 0, 0);
 	struct pollfd p = {.fd = 4, .events = POLLIN};
 	long n;
 	while ((n = rt_sc(SYS_poll, (long)&p, 1, -1, 0, 0)) == -EINTR)
@@ -192,10 +198,9 @@ static int heir_spawn(struct rt_sandbox *sb)
 	heir.from[0] = fcntl(sb->mntns, F_DUPFD_CLOEXEC, 10);
 	heir.from[1] = self < 0 ? -1 : fcntl(self, F_DUPFD_CLOEXEC, 10);
 	heir.from[2] = fcntl(sb->router->store.root_fd, F_DUPFD_CLOEXEC, 10);
-	heir.from[3] = open("/dev/null", O_RDWR | O_CLOEXEC);
 	pid_t pid = -1;
 	int e = errno;
-	if (heir.from[0] >= 0 && heir.from[1] >= 0 && heir.from[2] >= 0 && heir.from[3] >= 0) {
+	if (heir.from[0] >= 0 && heir.from[1] >= 0 && heir.from[2] >= 0) {
 		sigset_t all, old;
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -203,7 +208,7 @@ static int heir_spawn(struct rt_sandbox *sb)
 		e = errno;
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 3; i++)
 		if (heir.from[i] >= 0)
 			close(heir.from[i]);
 	if (pid < 0) {
