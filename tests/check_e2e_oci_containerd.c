@@ -133,8 +133,8 @@ START_TEST(test_exec_pause_kill_delete)
 	int pid = 0;
 	ck_assert_str_eq(task_status("e1", &pid), "RUNNING");
 	/* the boundary, seen from the host, of a task containerd started */
-	ck_assert_int_ge(oci_test_status_field(pid, "Uid:\t"), (long)OCI_UID_BASE0);
-	ck_assert_int_eq(oci_test_status_field(pid, "Seccomp:\t"), 2);
+	ck_assert_int_ge(rung_test_status_field(pid, "Uid:\t"), (long)OCI_UID_BASE0);
+	ck_assert_int_eq(rung_test_status_field(pid, "Seccomp:\t"), 2);
 	long policy = 0;
 	static const int caps[] = {0 /* CHOWN */, 1 /* DAC_OVERRIDE */, 4 /* FSETID */,
 				   3 /* FOWNER */, 27 /* MKNOD */, 13 /* NET_RAW */, 6 /* SETGID */,
@@ -143,9 +143,9 @@ START_TEST(test_exec_pause_kill_delete)
 				   29 /* AUDIT_WRITE */};
 	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
 		policy |= 1L << caps[i];
-	long bnd = oci_test_status_field(pid, "CapBnd:\t");
+	long bnd = rung_test_status_field(pid, "CapBnd:\t");
 	ck_assert_msg((bnd & ~policy) == 0, "CapBnd %lx beyond the policy's %lx", bnd, policy);
-	ck_assert_int_eq(oci_test_status_field(pid, "CapEff:\t") & ~policy, 0);
+	ck_assert_int_eq(rung_test_status_field(pid, "CapEff:\t") & ~policy, 0);
 	/* ctr task exec: output and exit status */
 	ck_assert_int_eq(CTR("tasks", "exec", "--exec-id", "x1", "e1", "sh", "-c",
 			     "echo in-exec; exit 5"),

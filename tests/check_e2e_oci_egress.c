@@ -108,11 +108,11 @@ static pid_t proxy_pid(struct env *e)
 	ck_assert_str_eq(json_string_value(json_object_get(j, "table")), e->table);
 	pid_t pid = (pid_t)json_integer_value(json_object_get(j, "proxy_pid"));
 	ck_assert_int_gt(pid, 0);
-	ck_assert_int_eq(oci_test_status_field(pid, "Uid:\t"), 65534);
-	ck_assert_int_eq(oci_test_status_field(pid, "CapEff:\t"), 1L << 12 /* CAP_NET_ADMIN */);
-	ck_assert_int_eq(oci_test_status_field(pid, "CapBnd:\t"), 1L << 12);
-	ck_assert_int_eq(oci_test_status_field(pid, "Seccomp:\t"), 2);
-	ck_assert_int_eq(oci_test_status_field(pid, "NoNewPrivs:\t"), 1);
+	ck_assert_int_eq(rung_test_status_field(pid, "Uid:\t"), 65534);
+	ck_assert_int_eq(rung_test_status_field(pid, "CapEff:\t"), 1L << 12 /* CAP_NET_ADMIN */);
+	ck_assert_int_eq(rung_test_status_field(pid, "CapBnd:\t"), 1L << 12);
+	ck_assert_int_eq(rung_test_status_field(pid, "Seccomp:\t"), 2);
+	ck_assert_int_eq(rung_test_status_field(pid, "NoNewPrivs:\t"), 1);
 	return pid;
 }
 

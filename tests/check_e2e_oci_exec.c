@@ -259,12 +259,12 @@ START_TEST(test_exec)
 	static const char *const nss[] = {"user", "mnt", "pid", "uts", "ipc", "net"};
 	for (size_t i = 0; i < sizeof(nss) / sizeof(nss[0]); i++)
 		ck_assert_msg(ns_ino(ex, nss[i]) == ns_ino(init, nss[i]), "ns %s", nss[i]);
-	ck_assert_int_eq(oci_test_status_field(ex, "Uid:\t"), oci_test_status_field(init, "Uid:\t") + 7);
-	ck_assert_int_eq(oci_test_status_field(ex, "Seccomp:\t"), 2);
-	ck_assert_int_eq(oci_test_status_field(ex, "CapBnd:\t"), oci_test_status_field(init, "CapBnd:\t"));
-	ck_assert_int_eq(oci_test_status_field(ex, "CapEff:\t"), 0); /* uid 7: no effective capability */
-	ck_assert_int_eq(oci_test_status_field(ex, "NoNewPrivs:\t"), 1);  /* as its process asked */
-	ck_assert_int_eq(oci_test_status_field(init, "NoNewPrivs:\t"), 0);
+	ck_assert_int_eq(rung_test_status_field(ex, "Uid:\t"), rung_test_status_field(init, "Uid:\t") + 7);
+	ck_assert_int_eq(rung_test_status_field(ex, "Seccomp:\t"), 2);
+	ck_assert_int_eq(rung_test_status_field(ex, "CapBnd:\t"), rung_test_status_field(init, "CapBnd:\t"));
+	ck_assert_int_eq(rung_test_status_field(ex, "CapEff:\t"), 0); /* uid 7: no effective capability */
+	ck_assert_int_eq(rung_test_status_field(ex, "NoNewPrivs:\t"), 1);  /* as its process asked */
+	ck_assert_int_eq(rung_test_status_field(init, "NoNewPrivs:\t"), 0);
 	/* ps: the init and the exec'd process, as host pids */
 	ck_assert_int_eq(OCI(e, "ps", "--format", "json", "c1"), 0);
 	json_t *pids = json_out(e);

@@ -219,9 +219,9 @@ START_TEST(test_life)
 	close(fd);
 	ck_assert_str_eq(buf, "ocihost\n");
 	/* rung's boundary: a private uid range, its seccomp filter, only the policy's caps */
-	ck_assert_int_ge(oci_test_status_field(pid, "Uid:\t"), (long)OCI_UID_BASE0);
-	ck_assert_int_eq(oci_test_status_field(pid, "Seccomp:\t"), 2);
-	ck_assert_int_eq(oci_test_status_field(pid, "CapBnd:\t"), 1L << 5 /* CAP_KILL */);
+	ck_assert_int_ge(rung_test_status_field(pid, "Uid:\t"), (long)OCI_UID_BASE0);
+	ck_assert_int_eq(rung_test_status_field(pid, "Seccomp:\t"), 2);
+	ck_assert_int_eq(rung_test_status_field(pid, "CapBnd:\t"), 1L << 5 /* CAP_KILL */);
 	/* a running container is not deleted without --force */
 	ck_assert_int_eq(OCI(e, "delete", "c1"), 1);
 	ck_assert_msg(strstr(e->stderr_, "not stopped"), "%s", e->stderr_);

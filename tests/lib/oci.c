@@ -78,21 +78,6 @@ int oci_test_console_master(int listen_fd)
 	return master;
 }
 
-long oci_test_status_field(int pid, const char *field)
-{
-	char p[64], buf[4096];
-	snprintf(p, sizeof(p), "/proc/%d/status", pid);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	ck_assert_int_gt(n, 0);
-	buf[n] = 0;
-	char *f = strstr(buf, field);
-	ck_assert_ptr_nonnull(f);
-	return strtol(f + strlen(field), NULL, field[0] == 'C' ? 16 : 10);
-}
-
 void oci_test_busybox(const char *bundle, const char *const *applets)
 {
 	char p[PATH_MAX * 2];

@@ -37,10 +37,6 @@ void oci_test_ns_holder_end(int pid);
  * connection accepted and closed). */
 int oci_test_console_master(int listen_fd);
 
-/* The value of field ("Uid:\t", "Seccomp:\t", "CapBnd:\t": hex for the Cap fields) in
- * /proc/PID/status; fails the test when it cannot be read. */
-long oci_test_status_field(int pid, const char *field);
-
 /* bundle/rootfs/bin with /bin/busybox and the applets named (NULL-terminated) linked to it. */
 void oci_test_busybox(const char *bundle, const char *const *applets);
 

@@ -303,17 +303,25 @@ size_t rung_test_cgroup_dirs(const char *id, char (*out)[4096], size_t max)
 	return n;
 }
 
+long rung_test_status_field(int pid, const char *field)
+{
+	char p[64], buf[4096];
+	snprintf(p, sizeof(p), "/proc/%d/status", pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	ck_assert_int_gt(n, 0);
+	buf[n] = 0;
+	char *f = strstr(buf, field);
+	ck_assert_ptr_nonnull(f);
+	return strtol(f + strlen(field), NULL, field[0] == 'C' ? 16 : 10);
+}
+
 bool rung_test_has_cap(int cap)
 {
-	char buf[4096];
-	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (fd >= 0)
-		close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	const char *e = strstr(buf, "\nCapEff:");
-	unsigned long long caps = e ? strtoull(e + 8, NULL, 16) : 0;
-	return cap >= 0 && cap < 64 && (caps & (1ull << cap));
+	return cap >= 0 && cap < 63 &&
+	       (rung_test_status_field((int)getpid(), "CapEff:\t") & (1L << cap));
 }
 
 int rung_test_cmd_oom_adj(void)

@@ -65,6 +65,9 @@ int rung_test_count_fds_of(pid_t pid, const char *skip, const char *prefix);
 	"set -- ${l##*) }; [ $(($7 / 2097152 % 2)) = 1 ] || n=$((n + 1)); done; echo $n"
 /* Threads of process pid; -1 if it is gone. */
 int rung_test_count_tasks(pid_t pid);
+/* The value of field ("Uid:\t", "Seccomp:\t", "CapBnd:\t": hex for the Cap fields) in
+ * /proc/PID/status; fails the test when it cannot be read. */
+long rung_test_status_field(int pid, const char *field);
 /* Whether this process has capability cap (a CAP_* number) in its effective set. */
 bool rung_test_has_cap(int cap);
 /* The OOM score a command starts with on a shared-kernel rung: 0 where the host pins pid 1's
