@@ -17,7 +17,7 @@ SO=$(mktemp -d /tmp/rung-bench-ab-XXXXXX)
 SN=$(mktemp -d /tmp/rung-bench-ab-XXXXXX)
 chmod 0711 "$SO" "$SN"
 trap '"$RUNG_OLD" --state-dir "$SO" gc >/dev/null 2>&1 || true; "$NEW" --state-dir "$SN" gc >/dev/null 2>&1 || true; rm -rf "$SO" "$SN"' EXIT
-BWRAP="$(command -v bwrap) --unshare-user --unshare-pid --unshare-net --unshare-ipc --unshare-uts --unshare-cgroup --die-with-parent --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin --proc /proc --dev /dev --tmpfs /tmp /bin/true"
+. bench/bwrap.sh
 hyperfine -N -w 5 -r "${RUNS:-40}" --export-json "$SN/hf.json" \
 	-n old "$RUNG_OLD --state-dir $SO run -- /bin/true" -n new "$NEW --state-dir $SN run -- /bin/true" \
 	-n bwrap "$BWRAP" -n new2 "$NEW --state-dir $SN run -- /bin/true" \

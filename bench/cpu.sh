@@ -28,7 +28,7 @@ usage_us() {
 		echo $(($(cat "$CG/cpuacct.usage") / 1000))
 	fi
 }
-BWRAP="$(command -v bwrap) --unshare-user --unshare-pid --unshare-net --unshare-ipc --unshare-uts --unshare-cgroup --die-with-parent --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin --proc /proc --dev /dev --tmpfs /tmp /bin/true"
+. bench/bwrap.sh
 row() { # NAME CMD...: the row's CPU per run
 	name=$1
 	shift

@@ -16,7 +16,7 @@ R=$PWD/build/rung
 ST=$(mktemp -d /tmp/rung-bench-XXXXXX)
 trap '"$R" --state-dir "$ST" dispose-scope --scope bench >/dev/null 2>&1 || true; rm -rf "$ST"' EXIT
 RUNS=${RUNS:-40}
-BWRAP="bwrap --unshare-user --unshare-pid --unshare-net --unshare-ipc --unshare-uts --unshare-cgroup --die-with-parent --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin --proc /proc --dev /dev --tmpfs /tmp /bin/true"
+. bench/bwrap.sh
 ID=$("$R" --state-dir "$ST" acquire --scope bench --thread warm --agent bench)
 hyperfine -N -w 5 -r "$RUNS" --export-json "$ST/hf.json" \
 	-n rung-run-cold "$R --state-dir $ST run -- /bin/true" \
@@ -35,7 +35,7 @@ print(f"floors: /bin/true {med['true']:.2f} ms, rung --version {med['rung-versio
 PY
 echo "interleaved, $RUNS rounds (each round runs each command once, in a random order: the same load for all):"
 SHUFFLE=1 python3 bench/interleave.py "$RUNS" "rung-run-cold=$R --state-dir $ST run -- /bin/true" \
-	"bwrap-cold=$(command -v bwrap) ${BWRAP#bwrap }" "rung-exec-warm=$R --state-dir $ST exec $ID -- /bin/true" \
+	"bwrap-cold=$BWRAP" "rung-exec-warm=$R --state-dir $ST exec $ID -- /bin/true" \
 	true=/bin/true "rung-version=$R --version" \
 	"rung-run-tmpfs=$R --state-dir $ST run --disk 256M -- /bin/true" >"$ST/il.txt"
 python3 - "$ST/il.txt" <<'PY'
