@@ -235,5 +235,7 @@ fi
 set -- $sum
 kicked=
 [ "${kicks:-0}" = 0 ] || kicked="; L1 KICKED $kicks time(s) after 60 s of silence (a BREAK on its serial line: README 'A hung L1')"
+# The failures again, last, so that the tail of a long log (CI keeps only its end) names them.
+[ "$4" = 0 ] || grep '^VMTEST FAIL' "$results" | cut -c1-600
 echo "$2 passed, $4 failed ($6 skipped; log $results)${retried:+ AFTER A RETRY: $retried}$kicked"
 [ "$4" = 0 ]

@@ -116,7 +116,11 @@ def upload_dir(sb: "Sandbox", local_dir: str | os.PathLike[str], remote_dir: str
         except BaseException as e:  # noqa: BLE001 (re-raised by the caller below)
             failed.append(e)
         finally:
-            writer.close()
+            try:
+                writer.close()  # flushes: EPIPE when the upload was answered early
+            except OSError as e:
+                if not failed:
+                    failed.append(e)
 
     t = threading.Thread(target=produce, name="rung-upload-dir", daemon=True)
     t.start()
