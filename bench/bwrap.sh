@@ -1,4 +1,5 @@
-# Sourced by bench/spine.sh, bench/cpu.sh and bench/ab-run.sh (from the repository root): the
+# Sourced by bench/spine.sh, bench/cpu.sh and bench/ab-run.sh (from the repository root), and
+# read by bench/follow.py (the BWRAP="$(command -v bwrap) ..." line as it is): the
 # peer of the cold-start targets, bubblewrap with the namespaces `rung run` makes, /usr
 # read-only and /bin/true run; BWRAP is its command line, bwrap's absolute path first.
 # (bench/serve.py and bench/pool.c build the same command line in their own languages.)

@@ -99,8 +99,8 @@ def main() -> int:
         print(json.dumps({"rounds": a.rounds, "median_ms": med, "ratios": ratios}))
         return 0
     for k, v in med.items():
-        print(f"{k:18s} median {v:7.2f} ms  (p25 {statistics.quantiles(res[k], n=4)[0]:.2f}, "
-              f"p75 {statistics.quantiles(res[k], n=4)[2]:.2f})")
+        q = statistics.quantiles(res[k], n=4)
+        print(f"{k:18s} median {v:7.2f} ms  (p25 {q[0]:.2f}, p75 {q[2]:.2f})")
     print(f"ratio start         rung after bwrap / bwrap after bwrap = {ratios['start']:.3f}x")
     print(f"ratio back to back  rung after rung / bwrap after bwrap  = "
           f"{ratios['back_to_back']:.3f}x")
