@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What a cold start leaves to the kernel's own threads: rung run against bwrap, per run.
 
-    python3 bench/deferred.py [--blocks 6] [--runs 20] [--gap-ms 300] [--json]
+    python3 bench/deferred.py [--blocks 6] [--runs 20] [--gap-ms 300] [--rung-opts "--disk 256M"]
+                              [--json]
 
 Much of a sandbox's teardown is not done by any process of ours: the kernel defers it to
 its threads (kworkers: the network namespace's cleanup_net, cgroup css release and free,
@@ -70,6 +71,9 @@ def main() -> int:
     ap.add_argument("--blocks", type=int, default=6, help="blocks per command (default 6)")
     ap.add_argument("--runs", type=int, default=20, help="commands per block (default 20)")
     ap.add_argument("--gap-ms", type=float, default=300, help="pause after each command (300)")
+    ap.add_argument("--rung-opts", default="", metavar="OPTS",
+                    help='spec options for rung run, split on spaces (e.g. "--disk 256M": a '
+                         "tmpfs disk, as --memory 512M by default covers it)")
     ap.add_argument("--json", action="store_true", help="one JSON object on stdout")
     a = ap.parse_args()
     if a.blocks < 1 or a.runs < 1:
@@ -78,7 +82,8 @@ def main() -> int:
     if not (build / "rung").exists():
         sys.exit(f"deferred.py: {build / 'rung'} not built (make)")
     store = tempfile.mkdtemp(prefix="rung-bench-deferred.")
-    cmds = {"rung": [str(build / "rung"), "--state-dir", store, "run", "--", "/bin/true"],
+    cmds = {"rung": [str(build / "rung"), "--state-dir", store, "run", *a.rung_opts.split(),
+                     "--", "/bin/true"],
             "bwrap": bwrap_argv()}
     null = os.open(os.devnull, os.O_WRONLY)
 
@@ -122,7 +127,7 @@ def main() -> int:
             for k, v in by_family.items()}
     diff = {f: fams["rung"][f] - fams["bwrap"][f] for f in names}
     top = sorted(diff.items(), key=lambda kv: -abs(kv[1]))[:6]
-    res = {"blocks": a.blocks, "runs": a.runs, "gap_ms": a.gap_ms,
+    res = {"blocks": a.blocks, "runs": a.runs, "gap_ms": a.gap_ms, "rung_opts": a.rung_opts,
            "kthread_ms_per_run": med, "blocks_ms_per_run": per_run,
            "ratio": med["rung"] / med["bwrap"] if med["bwrap"] else None,
            "difference_ms": med["rung"] - med["bwrap"],
