@@ -16,7 +16,14 @@ NEW=$PWD/build/rung
 SO=$(mktemp -d /tmp/rung-bench-ab-XXXXXX)
 SN=$(mktemp -d /tmp/rung-bench-ab-XXXXXX)
 chmod 0711 "$SO" "$SN"
-trap '"$RUNG_OLD" --state-dir "$SO" gc >/dev/null 2>&1 || true; "$NEW" --state-dir "$SN" gc >/dev/null 2>&1 || true; rm -rf "$SO" "$SN"' EXIT
+# the last run's heir may still be filling its spare disks when the loops end: retry the rm
+clean() {
+	"$RUNG_OLD" --state-dir "$SO" gc >/dev/null 2>&1 || true
+	"$NEW" --state-dir "$SN" gc >/dev/null 2>&1 || true
+	for _ in 1 2 3 4 5 6 7 8 9 10; do rm -rf "$SO" "$SN" 2>/dev/null && return; sleep 0.2; done
+	echo "bench/ab-run.sh: could not remove $SO $SN" >&2
+}
+trap clean EXIT
 . bench/bwrap.sh
 hyperfine -N -w 5 -r "${RUNS:-40}" --export-json "$SN/hf.json" \
 	-n old "$RUNG_OLD --state-dir $SO run -- /bin/true" -n new "$NEW --state-dir $SN run -- /bin/true" \

@@ -26,9 +26,7 @@ import argparse
 import json
 import os
 import re
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,7 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from follow import bwrap_argv  # noqa: E402
+from follow import bwrap_argv, remove_store  # noqa: E402
 
 PF_KTHREAD = 0x00200000
 
@@ -117,9 +115,7 @@ def main() -> int:
             by_family[name].append(fam)
             per_run[name].append(total / a.runs / 1e6)
     finally:
-        subprocess.run([str(build / "rung"), "--state-dir", store, "gc"],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        shutil.rmtree(store, ignore_errors=True)
+        remove_store(build, store)
     med = {k: statistics.median(v) for k, v in per_run.items()}
     names = {f for blocks in by_family.values() for b in blocks for f in b}
     # each thread family's median over a command's blocks (one block's burst is not its own)
