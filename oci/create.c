@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/nshint.h"
 #include "common/util.h"
 #include "oci/oci-internal.h"
 #include "oci/vm.h"
@@ -357,8 +358,12 @@ static int spawn(struct create_ctx *x, struct rung_err *err)
 {
 	int flags = x->cfg.ns_flags & ~CLONE_NEWCGROUP; /* the init unshares it once in its group */
 	pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)flags | SIGCHLD, NULL, NULL, NULL, 0);
-	if (pid < 0)
-		return rung_err_sys(err, errno, "clone the container's init");
+	if (pid < 0) {
+		int e = errno;
+		char hint[320];
+		return rung_err_set(err, e, "clone the container's init: %s%s", strerror(e),
+				    rung_ns_refusal_hint(e, flags & CLONE_NEWUSER, hint, sizeof(hint)));
+	}
 	if (pid == 0) {
 		close(x->sync[0]);
 		for (int i = 0; i < 3; i++) /* the init keeps no handle on the host's namespaces */

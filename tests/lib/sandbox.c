@@ -53,6 +53,12 @@ void spine_cli_run(struct spine_run *res, const char *stdin_text, const char *co
 void spine_cli_run_env(struct spine_run *res, const char *stdin_text, const char *const *args,
 		       const char *const *env)
 {
+	spine_cli_run_prep(res, stdin_text, args, env, NULL);
+}
+
+void spine_cli_run_prep(struct spine_run *res, const char *stdin_text, const char *const *args,
+			const char *const *env, bool (*prep)(void))
+{
 	static int seq;
 	char bin[4096], outp[4200], errp[4200], inp[4200];
 	snprintf(bin, sizeof(bin), "%s/rung", rung_test_build_dir());
@@ -73,7 +79,8 @@ void spine_cli_run_env(struct spine_run *res, const char *stdin_text, const char
 	if (p == 0) {
 		int i = open(inp, O_RDONLY), o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600),
 		    x = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (i < 0 || o < 0 || x < 0 || dup2(i, 0) < 0 || dup2(o, 1) < 0 || dup2(x, 2) < 0)
+		if (i < 0 || o < 0 || x < 0 || dup2(i, 0) < 0 || dup2(o, 1) < 0 || dup2(x, 2) < 0 ||
+		    (prep && !prep()))
 			_exit(126);
 		const char *envp[16] = {"PATH=/usr/bin:/bin"};
 		for (int k = 0; env && env[k] && k < 14; k++)

@@ -33,6 +33,10 @@ void spine_cli_run(struct spine_run *res, const char *stdin_text, const char *co
 /* The same with env (NULL-terminated KEY=VALUE, at most 14) after PATH. */
 void spine_cli_run_env(struct spine_run *res, const char *stdin_text, const char *const *args,
 		       const char *const *env);
+/* The same, with prep (NULL: none) called in the child just before its execve of build/rung
+ * (a chroot, a seccomp filter: the host rung runs on); prep returns false to fail (126). */
+void spine_cli_run_prep(struct spine_run *res, const char *stdin_text, const char *const *args,
+			const char *const *env, bool (*prep)(void));
 void spine_run_release(struct spine_run *r);
 /* A tcase added to s, tagged "root", with timeout_s and the base fixture above. */
 TCase *spine_tcase(Suite *s, const char *name, int timeout_s);

@@ -1,0 +1,145 @@
+/*
+ * tests/check_e2e_cli_refused.c: `rung run` where the kernel refuses the sandbox's namespaces
+ * says why (common/nshint.c): run in a chroot (a bind of / in a mount namespace of the test's
+ * child, gone with it; once more below pid 1 of a pid namespace of its own, whose root rung can
+ * compare with its own), and under a container runtime's style of seccomp profile (clone with
+ * CLONE_NEWUSER refused with EPERM, clone3 with ENOSYS, as Docker's default profile does).
+ * Each fails cleanly: exit 1, the clone's error and its cause on stderr, an empty store.
+ * Tagged "root".
+ */
+#include <check.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/nshint.h"
+#include "tests/lib/sandbox.h"
+#include "tests/lib/testutil.h"
+
+static char jail[4096];
+
+/* In the child: / bound at jail in a mount namespace of its own, then chrooted there (the
+ * same files at the same paths: build/rung and the store are where the test made them). */
+static bool into_chroot(void)
+{
+	return unshare(CLONE_NEWNS) == 0 &&
+	       mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+	       mount("/", jail, NULL, MS_BIND | MS_REC, NULL) == 0 && chroot(jail) == 0 &&
+	       chdir("/") == 0;
+}
+
+/* In the child: the same chroot, made by pid 1 of a new pid namespace with its own /proc, so
+ * that pid 1's root is there to compare with (this project's hosts keep theirs from us): pid 1
+ * stays outside the chroot and waits; its child goes in and runs rung. */
+static bool into_chroot_pidns(void)
+{
+	if (unshare(CLONE_NEWNS | CLONE_NEWPID) < 0)
+		return false;
+	pid_t init = fork();
+	if (init < 0)
+		return false;
+	if (init > 0) { /* the old child: rung's exit status, as spine_cli_run_prep reads it */
+		int st;
+		_exit(waitpid(init, &st, 0) == init && WIFEXITED(st) ? WEXITSTATUS(st) : 125);
+	}
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		_exit(125);
+	pid_t run = fork();
+	if (run < 0)
+		_exit(125);
+	if (run > 0) {
+		int st;
+		_exit(waitpid(run, &st, 0) == run && WIFEXITED(st) ? WEXITSTATUS(st) : 125);
+	}
+	return mount("/", jail, NULL, MS_BIND | MS_REC, NULL) == 0 && chroot(jail) == 0 &&
+	       chdir("/") == 0;
+}
+
+/* In the child: what Docker's default profile does to a container without CAP_SYS_ADMIN. */
+static bool under_profile(void)
+{
+	scmp_filter_ctx c = seccomp_init(SCMP_ACT_ALLOW);
+	bool ok =
+	    c &&
+	    seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+			     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER)) == 0 &&
+	    seccomp_rule_add(c, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) == 0 &&
+	    seccomp_attr_set(c, SCMP_FLTATR_CTL_NNP, 1) == 0 && seccomp_load(c) == 0;
+	seccomp_release(c);
+	return ok;
+}
+
+/* rung run -- /bin/true with prep in its child: refused, with its cause. */
+static void refused(bool (*prep)(void), const char *cause)
+{
+	char *sd;
+	ck_assert_int_ge(asprintf(&sd, "%s/refused-state-%d", spine_base(), (int)getpid()), 0);
+	struct spine_run r;
+	const char *const args[] = {"--state-dir", sd, "run", "--", "/bin/true", NULL};
+	spine_cli_run_prep(&r, NULL, args, NULL, prep);
+	ck_assert_msg(r.status == 1, "status %d, stderr: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "clone the sandbox's namespaces: Operation not permitted ("),
+		      "no refusal said: %s", r.err);
+	ck_assert_msg(strstr(r.err, cause), "no '%s' in: %s", cause, r.err);
+	size_t n = strlen(r.err); /* whole: not cut at the error's 256 bytes */
+	ck_assert_msg(n >= 2 && !strcmp(r.err + n - 2, ")\n"), "cut short: %s", r.err);
+	ck_assert_int_eq(spine_store_entries(sd), 0);
+	spine_run_release(&r);
+	free(sd);
+}
+
+START_TEST(test_chroot)
+{
+	RUNG_REQUIRE_ROOT();
+	snprintf(jail, sizeof(jail), "%s/jail", spine_base());
+	ck_assert_int_eq(mkdir(jail, 0700), 0);
+	/* "in a chroot": found (pid 1's root against ours), or named as the likely cause where
+	 * this host keeps pid 1's root from us */
+	refused(into_chroot, "in a chroot");
+	ck_assert_int_eq(rmdir(jail), 0); /* nothing stayed mounted on it */
+}
+END_TEST
+
+START_TEST(test_chroot_found)
+{
+	RUNG_REQUIRE_ROOT();
+	snprintf(jail, sizeof(jail), "%s/jail", spine_base());
+	ck_assert_int_eq(mkdir(jail, 0700), 0);
+	refused(into_chroot_pidns, "rung is in a chroot (its / is not pid 1's)");
+	ck_assert_int_eq(rmdir(jail), 0);
+}
+END_TEST
+
+START_TEST(test_seccomp_profile)
+{
+	RUNG_REQUIRE_ROOT();
+	refused(under_profile, "seccomp filter (Seccomp: 2 in /proc/self/status)");
+}
+END_TEST
+
+/* Not a refusal, or nowhere to write: no words. */
+START_TEST(test_hint_none)
+{
+	char buf[320] = "x";
+	ck_assert_str_eq(rung_ns_refusal_hint(ENOMEM, true, buf, sizeof(buf)), "");
+	ck_assert_str_eq(rung_ns_refusal_hint(EINVAL, false, buf, sizeof(buf)), "");
+	ck_assert_str_eq(rung_ns_refusal_hint(EPERM, true, buf, 0), "");
+}
+END_TEST
+
+Suite *e2e_cli_refused_suite(void)
+{
+	Suite *s = suite_create("e2e_cli_refused");
+	TCase *tc = spine_tcase(s, "refused", 60);
+	tcase_add_test(tc, test_chroot);
+	tcase_add_test(tc, test_chroot_found);
+	tcase_add_test(tc, test_seccomp_profile);
+	tcase_add_test(tc, test_hint_none);
+	return s;
+}
