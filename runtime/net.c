@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/nshint.h"
 #include "netpolicy/np.h"
 #include "runtime/rt-internal.h"
 
@@ -27,8 +28,12 @@ static int new_netns(struct rung_err *err)
 	cleanup_close int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (self < 0)
 		return rung_err_sys(err, errno, "open own netns");
-	if (unshare(CLONE_NEWNET) < 0)
-		return rung_err_sys(err, errno, "create a network namespace");
+	if (unshare(CLONE_NEWNET) < 0) {
+		int e = errno;
+		char hint[320];
+		return rung_err_set(err, e, "create a network namespace: %s%s", strerror(e),
+				    rung_ns_refusal_hint(e, false, hint, sizeof(hint)));
+	}
 	int fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	int e = errno;
 	if (setns(self, CLONE_NEWNET) < 0) {

@@ -3,7 +3,8 @@
  * says why (common/nshint.c): run in a chroot (a bind of / in a mount namespace of the test's
  * child, gone with it; once more below pid 1 of a pid namespace of its own, whose root rung can
  * compare with its own), and under a container runtime's style of seccomp profile (clone with
- * CLONE_NEWUSER refused with EPERM, clone3 with ENOSYS, as Docker's default profile does).
+ * CLONE_NEWUSER and unshare refused with EPERM, clone3 with ENOSYS, as Docker's default profile
+ * does to a container without CAP_SYS_ADMIN; with an egress allowlist too).
  * Each fails cleanly: exit 1, the clone's error and its cause on stderr, an empty store.
  * Tagged "root".
  */
@@ -65,33 +66,42 @@ static bool into_chroot_pidns(void)
 static bool under_profile(void)
 {
 	scmp_filter_ctx c = seccomp_init(SCMP_ACT_ALLOW);
-	bool ok =
-	    c &&
-	    seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-			     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER)) == 0 &&
-	    seccomp_rule_add(c, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) == 0 &&
-	    seccomp_attr_set(c, SCMP_FLTATR_CTL_NNP, 1) == 0 && seccomp_load(c) == 0;
+	struct scmp_arg_cmp userns = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER);
+	bool ok = c &&
+		  seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1, userns) == 0 &&
+		  seccomp_rule_add(c, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) == 0 &&
+		  seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 0) == 0 &&
+		  seccomp_attr_set(c, SCMP_FLTATR_CTL_NNP, 1) == 0 && seccomp_load(c) == 0;
 	seccomp_release(c);
 	return ok;
 }
 
-/* rung run -- /bin/true with prep in its child: refused, with its cause. */
-static void refused(bool (*prep)(void), const char *cause)
+/* rung run [--allow allow] -- /bin/true with prep in its child: step refused, with its cause,
+ * the message whole, the store empty. */
+static void refused_at(bool (*prep)(void), const char *allow, const char *step, const char *cause)
 {
 	char *sd;
 	ck_assert_int_ge(asprintf(&sd, "%s/refused-state-%d", spine_base(), (int)getpid()), 0);
 	struct spine_run r;
-	const char *const args[] = {"--state-dir", sd, "run", "--", "/bin/true", NULL};
-	spine_cli_run_prep(&r, NULL, args, NULL, prep);
+	const char *const plain[] = {"--state-dir", sd, "run", "--", "/bin/true", NULL};
+	const char *const egress[] = {"--state-dir", sd,   "run",	"--allow",
+				      allow,	     "--", "/bin/true", NULL};
+	spine_cli_run_prep(&r, NULL, allow ? egress : plain, NULL, prep);
 	ck_assert_msg(r.status == 1, "status %d, stderr: %s", r.status, r.err);
-	ck_assert_msg(strstr(r.err, "clone the sandbox's namespaces: Operation not permitted ("),
-		      "no refusal said: %s", r.err);
+	char said[200];
+	snprintf(said, sizeof(said), "%s: Operation not permitted (", step);
+	ck_assert_msg(strstr(r.err, said), "no '%s' in: %s", said, r.err);
 	ck_assert_msg(strstr(r.err, cause), "no '%s' in: %s", cause, r.err);
 	size_t n = strlen(r.err); /* whole: not cut at the error's 256 bytes */
 	ck_assert_msg(n >= 2 && !strcmp(r.err + n - 2, ")\n"), "cut short: %s", r.err);
 	ck_assert_int_eq(spine_store_entries(sd), 0);
 	spine_run_release(&r);
 	free(sd);
+}
+
+static void refused(bool (*prep)(void), const char *cause)
+{
+	refused_at(prep, NULL, "clone the sandbox's namespaces", cause);
 }
 
 START_TEST(test_chroot)
@@ -120,6 +130,9 @@ START_TEST(test_seccomp_profile)
 {
 	RUNG_REQUIRE_ROOT();
 	refused(under_profile, "seccomp filter (Seccomp: 2 in /proc/self/status)");
+	/* with an egress allowlist its network namespace comes first, by unshare */
+	refused_at(under_profile, "192.0.2.1", "create a network namespace",
+		   "seccomp filter (Seccomp: 2 in /proc/self/status)");
 }
 END_TEST
 
