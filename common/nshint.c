@@ -18,10 +18,16 @@
 enum root_is { ROOT_UNKNOWN, ROOT_PID1S, ROOT_CHROOT };
 
 /* The kernel's test (current_chrooted) is our root against the mount namespace's; pid 1's
- * root stands for the latter. Same inode and same mount: not chrooted. Unknown where pid 1's
- * root is not ours to look at (no /proc, or a host that keeps pid 1 from us). */
+ * root stands for the latter where pid 1 is in our mount namespace. Same inode and same
+ * mount: not chrooted. Unknown where pid 1's root is not ours to look at (no /proc, a host
+ * that keeps pid 1 from us) or pid 1 is in another mount namespace (a service's own, as
+ * systemd's PrivateTmp= makes: its mounts are copies, with ids of their own). */
 static enum root_is root_is(void)
 {
+	struct stat ns_self, ns_init;
+	if (stat("/proc/self/ns/mnt", &ns_self) < 0 || stat("/proc/1/ns/mnt", &ns_init) < 0 ||
+	    ns_self.st_ino != ns_init.st_ino || ns_self.st_dev != ns_init.st_dev)
+		return ROOT_UNKNOWN;
 	struct statx self, init;
 	unsigned mask = STATX_INO | STATX_MNT_ID;
 	if (statx(AT_FDCWD, "/", 0, mask, &self) < 0 ||
