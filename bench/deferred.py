@@ -13,12 +13,13 @@ between commands (lazy RCU batches callbacks for up to seconds).
 
 This bench runs `rung run -- /bin/true` and bwrap (bench/bwrap.sh's line) in alternate
 blocks of --runs commands each, a --gap-ms pause after each command, and sums the CPU time
-of every kernel thread (per thread, /proc/PID/task/TID/schedstat, PF_KTHREAD only) over
-each block. It prints, per command, the median over its blocks of that sum per run, the
-ratio rung / bwrap, the difference, and the kernel threads (by name, numbers dropped; each
-one's median over the blocks) where the difference is. Threads that exit during a block
-lose their share (a small undercount for both). Background work (kdamond, timers) lands in
-both alike. As root, from the repository root, on a throwaway store it removes after.
+of every kernel thread (/proc/PID/schedstat: each is a process of one thread; PF_KTHREAD
+only) over each block. It prints, per command, the median over its blocks of that sum per
+run, the ratio rung / bwrap, the difference, and the kernel threads (by name, numbers
+dropped; each one's median over the blocks) where the difference is. Threads that exit
+during a block lose their share (a small undercount for both). Background work (kdamond,
+timers) lands in both alike. As root, from the repository root, on a throwaway store it
+removes after.
 """
 from __future__ import annotations
 
@@ -110,6 +111,8 @@ def main() -> int:
             fam: dict[str, float] = {}
             for tid, (kname, ns) in after.items():
                 d = ns - before.get(tid, ("", 0))[1]  # a new thread: all of its time
+                if d < 0:  # its tid reused by a new thread in the block
+                    d = ns
                 total += d
                 fam[family(kname)] = fam.get(family(kname), 0) + d / a.runs / 1e6
             by_family[name].append(fam)
