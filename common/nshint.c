@@ -84,3 +84,10 @@ const char *rung_ns_refusal_hint(int code, bool userns, char *buf, size_t len)
 	snprintf(buf, len, "%s%s%s", why ? " (" : "", why ? why : "", why ? ")" : "");
 	return buf;
 }
+
+int rung_err_ns(struct rung_err *e, int code, bool userns, const char *what)
+{
+	char hint[320];
+	return rung_err_set(e, code, "%s: %s%s", what, strerror(code),
+			    rung_ns_refusal_hint(code, userns, hint, sizeof(hint)));
+}

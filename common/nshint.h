@@ -15,4 +15,9 @@
  */
 const char *rung_ns_refusal_hint(int code, bool userns, char *buf, size_t len);
 
+struct rung_err;
+/* Fills e with "what: strerror(code)" and the hint above; returns -(code ?: EINVAL), as
+ * rung_err_sys does. */
+int rung_err_ns(struct rung_err *e, int code, bool userns, const char *what);
+
 #endif

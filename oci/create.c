@@ -358,12 +358,8 @@ static int spawn(struct create_ctx *x, struct rung_err *err)
 {
 	int flags = x->cfg.ns_flags & ~CLONE_NEWCGROUP; /* the init unshares it once in its group */
 	pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)flags | SIGCHLD, NULL, NULL, NULL, 0);
-	if (pid < 0) {
-		int e = errno;
-		char hint[320];
-		return rung_err_set(err, e, "clone the container's init: %s%s", strerror(e),
-				    rung_ns_refusal_hint(e, flags & CLONE_NEWUSER, hint, sizeof(hint)));
-	}
+	if (pid < 0)
+		return rung_err_ns(err, errno, flags & CLONE_NEWUSER, "clone the container's init");
 	if (pid == 0) {
 		close(x->sync[0]);
 		for (int i = 0; i < 3; i++) /* the init keeps no handle on the host's namespaces */

@@ -376,12 +376,8 @@ static pid_t jail_spawn(struct jail *j, const char *vmm_path, struct rung_err *e
 	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
 						      CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
 				   NULL, NULL, NULL, 0);
-	if (pid < 0) {
-		int e = errno;
-		char hint[320];
-		return rung_err_set(err, e, "clone the VMM's namespaces: %s%s", strerror(e),
-				    rung_ns_refusal_hint(e, false, hint, sizeof(hint)));
-	}
+	if (pid < 0)
+		return rung_err_ns(err, errno, false, "clone the VMM's namespaces");
 	if (pid == 0) {
 		close(ep_r);
 		jail_child(j); /* never returns */

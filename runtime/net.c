@@ -28,12 +28,8 @@ static int new_netns(struct rung_err *err)
 	cleanup_close int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (self < 0)
 		return rung_err_sys(err, errno, "open own netns");
-	if (unshare(CLONE_NEWNET) < 0) {
-		int e = errno;
-		char hint[320];
-		return rung_err_set(err, e, "create a network namespace: %s%s", strerror(e),
-				    rung_ns_refusal_hint(e, false, hint, sizeof(hint)));
-	}
+	if (unshare(CLONE_NEWNET) < 0)
+		return rung_err_ns(err, errno, false, "create a network namespace");
 	int fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	int e = errno;
 	if (setns(self, CLONE_NEWNET) < 0) {

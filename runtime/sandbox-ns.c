@@ -178,12 +178,8 @@ static pid_t clone_child(const struct rt_ns_params *np, struct child_ctx *c, int
 	pid_t pid = rt_pid1_clone(&c->pc, flags, np->cgroup_fd);
 	if (pid > 0 && self_net >= 0 && setns(self_net, CLONE_NEWNET) < 0)
 		return kill_child(pid, rung_err_sys(err, errno, "return to the host network namespace"));
-	if (pid < 0) {
-		char hint[320];
-		return rung_err_set(err, (int)-pid, "clone the sandbox's namespaces: %s%s",
-				    strerror((int)-pid),
-				    rung_ns_refusal_hint((int)-pid, true, hint, sizeof(hint)));
-	}
+	if (pid < 0)
+		return rung_err_ns(err, (int)-pid, true, "clone the sandbox's namespaces");
 	return pid;
 }
 
