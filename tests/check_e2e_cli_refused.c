@@ -25,42 +25,49 @@
 
 static char jail[4096];
 
-/* In the child: / bound at jail in a mount namespace of its own, then chrooted there (the
- * same files at the same paths: build/rung and the store are where the test made them). */
-static bool into_chroot(void)
+/* A mount namespace of our own, made private (nothing of ours reaches the host). */
+static bool private_mounts(int more_flags)
 {
-	return unshare(CLONE_NEWNS) == 0 &&
-	       mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
-	       mount("/", jail, NULL, MS_BIND | MS_REC, NULL) == 0 && chroot(jail) == 0 &&
+	return unshare(CLONE_NEWNS | more_flags) == 0 &&
+	       mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0;
+}
+
+/* / bound at jail, then chrooted there: the same files at the same paths (build/rung and the
+ * store are where the test made them). */
+static bool bind_and_chroot(void)
+{
+	return mount("/", jail, NULL, MS_BIND | MS_REC, NULL) == 0 && chroot(jail) == 0 &&
 	       chdir("/") == 0;
 }
 
-/* In the child: the same chroot, made by pid 1 of a new pid namespace with its own /proc, so
- * that pid 1's root is there to compare with (this project's hosts keep theirs from us): pid 1
+/* In the child: a mount namespace of its own, chrooted as above. */
+static bool into_chroot(void) { return private_mounts(0) && bind_and_chroot(); }
+
+/* Forks: the parent waits and exits with the child's exit status (as spine_cli_run_prep
+ * reads rung's), 125 where there is none; the child returns. */
+static void hand_down(void)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		_exit(125);
+	if (pid > 0) {
+		int st;
+		_exit(waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : 125);
+	}
+}
+
+/* In the child: the same chroot below pid 1 of a new pid namespace with its own /proc, so that
+ * pid 1's root is there to compare with (this project's hosts keep theirs from us): pid 1
  * stays outside the chroot and waits; its child goes in and runs rung. */
 static bool into_chroot_pidns(void)
 {
-	if (unshare(CLONE_NEWNS | CLONE_NEWPID) < 0)
+	if (!private_mounts(CLONE_NEWPID))
 		return false;
-	pid_t init = fork();
-	if (init < 0)
-		return false;
-	if (init > 0) { /* the old child: rung's exit status, as spine_cli_run_prep reads it */
-		int st;
-		_exit(waitpid(init, &st, 0) == init && WIFEXITED(st) ? WEXITSTATUS(st) : 125);
-	}
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+	hand_down(); /* from here: pid 1 */
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		_exit(125);
-	pid_t run = fork();
-	if (run < 0)
-		_exit(125);
-	if (run > 0) {
-		int st;
-		_exit(waitpid(run, &st, 0) == run && WIFEXITED(st) ? WEXITSTATUS(st) : 125);
-	}
-	return mount("/", jail, NULL, MS_BIND | MS_REC, NULL) == 0 && chroot(jail) == 0 &&
-	       chdir("/") == 0;
+	hand_down(); /* from here: pid 1's child */
+	return bind_and_chroot();
 }
 
 /* In the child: what Docker's default profile does to a container without CAP_SYS_ADMIN. */
@@ -79,11 +86,7 @@ static bool under_profile(void)
 
 /* The same in a mount namespace of its own, not chrooted (a systemd service's PrivateTmp=):
  * its mounts are copies with ids of their own, which must not read as a chroot. */
-static bool own_mntns_under_profile(void)
-{
-	return unshare(CLONE_NEWNS) == 0 &&
-	       mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 && under_profile();
-}
+static bool own_mntns_under_profile(void) { return private_mounts(0) && under_profile(); }
 
 /* rung run [--allow allow] -- /bin/true with prep in its child: step refused, with its cause,
  * the message whole, the store empty. */
