@@ -35,7 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from follow import bwrap_argv, remove_store  # noqa: E402
+from follow import bwrap_argv, remove_store, run_quiet  # noqa: E402
 
 PF_KTHREAD = 0x00200000
 
@@ -87,11 +87,7 @@ def main() -> int:
     null = os.open(os.devnull, os.O_WRONLY)
 
     def run(name: str) -> None:
-        pid = os.posix_spawn(cmds[name][0], cmds[name], os.environ,
-                             file_actions=[(os.POSIX_SPAWN_DUP2, null, 1)])
-        _, st = os.waitpid(pid, 0)
-        if st:
-            raise RuntimeError(f"{name} failed (wait status {st})")
+        run_quiet(name, cmds[name], null)
 
     per_run: dict[str, list[float]] = {k: [] for k in cmds}
     by_family: dict[str, list[dict[str, float]]] = {k: [] for k in cmds}  # a dict per block

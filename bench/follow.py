@@ -48,6 +48,14 @@ def bwrap_argv() -> list[str]:
     return [bw, *m.group(1).split()]
 
 
+def run_quiet(name: str, argv: list[str], null: int) -> None:
+    """argv to its end, stdout on null; a failure raises."""
+    pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, null, 1)])
+    _, st = os.waitpid(pid, 0)
+    if st:
+        raise RuntimeError(f"{name} failed (wait status {st})")
+
+
 def remove_store(build: Path, store: str) -> None:
     """gc the throwaway store, then remove it. The last run's heir may still be filling its
     spare disks after the CLI returned (docs/architecture.md): retry for up to 2 s, then say
@@ -80,13 +88,8 @@ def main() -> int:
 
     def timed(name: str) -> float:
         t0 = time.perf_counter()
-        pid = os.posix_spawn(cmds[name][0], cmds[name], os.environ,
-                             file_actions=[(os.POSIX_SPAWN_DUP2, null, 1)])
-        _, st = os.waitpid(pid, 0)
-        ms = (time.perf_counter() - t0) * 1000
-        if st:
-            raise RuntimeError(f"{name} failed (wait status {st})")
-        return ms
+        run_quiet(name, cmds[name], null)
+        return (time.perf_counter() - t0) * 1000
 
     res: dict[str, list[float]] = {}
     try:
