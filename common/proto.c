@@ -67,8 +67,10 @@ static uint8_t *buf_grow(struct rung_buf *b, size_t need)
 
 void rung_buf_append(struct rung_buf *b, const void *v, size_t len)
 {
+	if (!len) /* nothing to grow: an empty buffer's data is NULL, no base for an offset */
+		return;
 	uint8_t *p = buf_grow(b, len);
-	if (p && len)
+	if (p)
 		memcpy(p, v, len);
 }
 
