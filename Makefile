@@ -113,7 +113,8 @@ check-unit: $(B)/check_rung $(B)/rung $(B)/rung-agent $(if $(CHECK_UNIT_PY),test
 # --- fuzzing (libFuzzer) --------------------------------------------------------------------
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 FUZZ_LIB := $(COMMON) $(ROOTFS) $(NETPOL) $(CGROUP) $(VMM) $(RUNTIME) $(SERVER) $(filter-out agent/main%.c,$(AGENT))
-FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer-no-link,address,undefined -D_GNU_SOURCE \
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
+               -fno-sanitize-recover=undefined -D_GNU_SOURCE \
                -DRUNG_FUZZING -Iinclude -I. $(PKG_CFLAGS) -MMD -MP
 $(B)/fobj/%.o: %.c
 	@mkdir -p $(dir $@)
