@@ -149,11 +149,11 @@ int np_sandbox_up(const struct np_config *cfg, const char *id, int netns_fd,
 	np_names_derive(cfg->state_dir, id, &n->nm);
 	/* Never touch a live sandbox's network (its table would be replaced, its sets emptied). */
 	if (if_nametoindex(n->nm.veth) != 0) {
+		r = rung_err_set(err, EEXIST,
+				 "sandbox %s: network already up (veth %s); np_sandbox_down it first",
+				 id, n->nm.veth); /* before the free: the name is n's */
 		np_net_free(n);
-		return rung_err_set(err, EEXIST,
-				    "sandbox %s: network already up (veth %s); "
-				    "np_sandbox_down it first",
-				    id, n->nm.veth);
+		return r;
 	}
 
 	struct np_proxy_params pp = {
