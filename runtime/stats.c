@@ -132,19 +132,24 @@ int rung_stats(struct rung_sandbox *s, struct rung_stats *out, struct rung_err *
 	out->memory_limit = l->memory_bytes;
 	out->pids_limit = l->pids;
 	out->disk_limit = l->disk_bytes;
+	/* The cgroup's figures before the agent is asked: the handler that answers this call
+	 * (forked for it, gone only once pid 1 has reaped it) is then never among the pids. */
+	bool vm = sb->meta.iso == RUNG_ISO_VM;
+	struct rung_err cgerr = {0};
+	int cgr = vm ? 0 : cgroup_view(sb, out, &cgerr);
 	struct agent_view v = {0};
-	int r = agent_view(s, &v, err); /* first: it resumes a suspended sandbox */
+	int r = agent_view(s, &v, err); /* it resumes a suspended sandbox; its error first */
 	if (r < 0)
 		return rung_err_wrap(err, "stats of %s", sb->meta.id);
+	if (cgr < 0)
+		return err ? (*err = cgerr, cgr) : cgr;
 	out->disk_total = v.disk_total;
 	out->disk_used = v.disk_total - v.disk_free;
-	if (sb->meta.iso == RUNG_ISO_VM) {
+	if (vm) {
 		out->cpu_usage_us = v.cpu_us;
 		out->memory_current = v.mem_total > v.mem_avail ? v.mem_total - v.mem_avail : 0;
 		out->pids_current = v.pids; /* the guest's command cgroup (agent/vm-cgroup.c) */
 		out->vmm_rss = sb->meta.init_pid > 0 ? proc_rss(sb->meta.init_pid) : 0;
-	} else if ((r = cgroup_view(sb, out, err)) < 0) {
-		return r;
 	}
 	/* the egress policy's nft counters; a sandbox without network has none */
 	struct rung_err nerr = {0};
