@@ -330,6 +330,8 @@ static uint64_t sandbox_pids(struct rung_sandbox *sb, uint64_t want)
 			break;
 		usleep(100000);
 	}
+	if (st.from_cgroup && st.pids_current > want) /* what stayed, for the failure's report */
+		rung_test_cgroup_dump(rung_sandbox_id(sb));
 	return st.from_cgroup ? st.pids_current : 0;
 }
 

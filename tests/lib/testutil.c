@@ -303,6 +303,39 @@ size_t rung_test_cgroup_dirs(const char *id, char (*out)[4096], size_t max)
 	return n;
 }
 
+void rung_test_cgroup_dump(const char *id)
+{
+	char dirs[8][4096], p[4200], line[64];
+	size_t n = rung_test_cgroup_dirs(id, dirs, 8);
+	for (size_t i = 0; i < n && i < 8; i++) {
+		snprintf(p, sizeof(p), "%s/pids.current", dirs[i]);
+		FILE *f = fopen(p, "re");
+		if (!f) /* the pids hierarchy's, or v2's one directory */
+			continue;
+		if (fgets(line, sizeof(line), f))
+			fprintf(stderr, "cgroup %s: pids.current %s", dirs[i], line);
+		fclose(f);
+		/* a zombie counts until its parent reaps it, but is listed no more */
+		snprintf(p, sizeof(p), "%s/cgroup.procs", dirs[i]);
+		if (!(f = fopen(p, "re")))
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			char sp[64], st[512] = "";
+			snprintf(sp, sizeof(sp), "/proc/%d/stat", atoi(line));
+			int fd = open(sp, O_RDONLY | O_CLOEXEC);
+			ssize_t k = fd < 0 ? -1 : read(fd, st, sizeof(st) - 1);
+			if (fd >= 0)
+				close(fd);
+			st[k > 0 ? k : 0] = '\0';
+			char *end = strrchr(st, ')'); /* pid (comm) state ppid */
+			if (end && strlen(end) > 6)
+				end[6 + strcspn(end + 6, " ")] = '\0';
+			fprintf(stderr, "  process %s\n", k > 0 ? st : "(gone)");
+		}
+		fclose(f);
+	}
+}
+
 long rung_test_status_field(int pid, const char *field)
 {
 	char p[64], buf[4096];

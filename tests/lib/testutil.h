@@ -90,6 +90,9 @@ int rung_test_cgroup_debris_drop(const char *state_dir);
 /* Cgroup directories of sandbox id on any hierarchy (v1 or v2): how many; the first max of
  * them into out (NULL: counted only). */
 size_t rung_test_cgroup_dirs(const char *id, char (*out)[4096], size_t max);
+/* To stderr, for a failure's report: each of sandbox id's cgroup directories with its
+ * pids.current (where it has one) and each process it lists (/proc/PID/stat). */
+void rung_test_cgroup_dump(const char *id);
 /* A child in a user namespace of its own mapping ids 0..65535 to 100000..165535, waiting: an
  * open fd (O_CLOEXEC) of its /proc/PID/ns/user; its pid in *holder, for the caller to kill
  * and reap. Fails the test when it cannot be made. */
