@@ -141,8 +141,11 @@ int rung_stats(struct rung_sandbox *s, struct rung_stats *out, struct rung_err *
 	int r = agent_view(s, &v, err); /* it resumes a suspended sandbox; its error first */
 	if (r < 0)
 		return rung_err_wrap(err, "stats of %s", sb->meta.id);
-	if (cgr < 0)
-		return err ? (*err = cgerr, cgr) : cgr;
+	if (cgr < 0) {
+		if (err)
+			*err = cgerr;
+		return cgr;
+	}
 	out->disk_total = v.disk_total;
 	out->disk_used = v.disk_total - v.disk_free;
 	if (vm) {

@@ -328,8 +328,8 @@ void rung_test_cgroup_dump(const char *id)
 				close(fd);
 			st[k > 0 ? k : 0] = '\0';
 			char *end = strrchr(st, ')'); /* pid (comm) state ppid */
-			if (end && strlen(end) > 6)
-				end[6 + strcspn(end + 6, " ")] = '\0';
+			if (end && strlen(end) > 4) /* ") S ppid ...": cut after ppid */
+				end[4 + strcspn(end + 4, " ")] = '\0';
 			fprintf(stderr, "  process %s\n", k > 0 ? st : "(gone)");
 		}
 		fclose(f);
