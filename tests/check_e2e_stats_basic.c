@@ -5,7 +5,6 @@
  * idle sandbox's pids are its pid 1 alone, call after call. Tagged "root".
  */
 #include <check.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,23 +92,6 @@ START_TEST(test_stats_move)
 }
 END_TEST
 
-/* The sandbox's pids.current read from its cgroup directly (0 when none has one). */
-static uint64_t cgroup_pids(const char *id)
-{
-	char dirs[8][4096], p[4200], line[32] = "";
-	size_t n = rung_test_cgroup_dirs(id, dirs, 8);
-	for (size_t i = 0; i < n && i < 8; i++) {
-		snprintf(p, sizeof(p), "%s/pids.current", dirs[i]);
-		FILE *f = fopen(p, "re");
-		if (!f)
-			continue;
-		char *got = fgets(line, sizeof(line), f);
-		fclose(f);
-		return got ? strtoull(line, NULL, 10) : 0;
-	}
-	return 0;
-}
-
 /*
  * An idle sandbox's pids are its pid 1 alone, as rung_stats tells them: it reads the cgroup
  * before the agent forks the handler that answers the call (read after, the count caught that
@@ -123,14 +105,14 @@ START_TEST(test_stats_idle_pids)
 	struct rung_sandbox *sb = acquire(r, "idle");
 	const char *id = rung_sandbox_id(sb);
 	for (int i = 0; i < 20; i++) {
-		for (int w = 0; w < 100 && cgroup_pids(id) != 1; w++)
+		for (int w = 0; w < 100 && rung_test_cgroup_pids(id) != 1; w++)
 			usleep(50000);
-		ck_assert_uint_eq(cgroup_pids(id), 1);
+		ck_assert_uint_eq(rung_test_cgroup_pids(id), 1);
 		struct rung_stats st;
 		stats(sb, &st);
 		ck_assert(st.from_cgroup);
-		ck_assert_msg(st.pids_current == 1, "call %d: pids_current %llu on an idle sandbox", i,
-			      (unsigned long long)st.pids_current);
+		ck_assert_msg(st.pids_current == 1, "call %d: pids_current %llu on an idle sandbox",
+			      i, (unsigned long long)st.pids_current);
 	}
 	release(r, sb);
 }

@@ -303,37 +303,57 @@ size_t rung_test_cgroup_dirs(const char *id, char (*out)[4096], size_t max)
 	return n;
 }
 
-void rung_test_cgroup_dump(const char *id)
+/* The one directory of sandbox id's cgroup that counts its pids (v1: the pids hierarchy's;
+ * v2: its only one) into dir, and its pids.current into *n; false when there is none. */
+static bool pids_dir(const char *id, char dir[4096], uint64_t *n)
 {
-	char dirs[8][4096], p[4200], line[64];
-	size_t n = rung_test_cgroup_dirs(id, dirs, 8);
-	for (size_t i = 0; i < n && i < 8; i++) {
+	char dirs[8][4096], p[4200], line[32];
+	size_t k = rung_test_cgroup_dirs(id, dirs, 8);
+	for (size_t i = 0; i < k && i < 8; i++) {
 		snprintf(p, sizeof(p), "%s/pids.current", dirs[i]);
 		FILE *f = fopen(p, "re");
-		if (!f) /* the pids hierarchy's, or v2's one directory */
+		if (!f)
 			continue;
-		if (fgets(line, sizeof(line), f))
-			fprintf(stderr, "cgroup %s: pids.current %s", dirs[i], line);
+		*n = fgets(line, sizeof(line), f) ? strtoull(line, NULL, 10) : 0;
 		fclose(f);
-		/* a zombie counts until its parent reaps it, but is listed no more */
-		snprintf(p, sizeof(p), "%s/cgroup.procs", dirs[i]);
-		if (!(f = fopen(p, "re")))
-			continue;
-		while (fgets(line, sizeof(line), f)) {
-			char sp[64], st[512] = "";
-			snprintf(sp, sizeof(sp), "/proc/%d/stat", atoi(line));
-			int fd = open(sp, O_RDONLY | O_CLOEXEC);
-			ssize_t k = fd < 0 ? -1 : read(fd, st, sizeof(st) - 1);
-			if (fd >= 0)
-				close(fd);
-			st[k > 0 ? k : 0] = '\0';
-			char *end = strrchr(st, ')'); /* pid (comm) state ppid */
-			if (end && strlen(end) > 4) /* ") S ppid ...": cut after ppid */
-				end[4 + strcspn(end + 4, " ")] = '\0';
-			fprintf(stderr, "  process %s\n", k > 0 ? st : "(gone)");
-		}
-		fclose(f);
+		snprintf(dir, 4096, "%s", dirs[i]);
+		return true;
 	}
+	return false;
+}
+
+uint64_t rung_test_cgroup_pids(const char *id)
+{
+	char dir[4096];
+	uint64_t n;
+	return pids_dir(id, dir, &n) ? n : 0;
+}
+
+void rung_test_cgroup_dump(const char *id)
+{
+	char dir[4096], p[4200], line[64];
+	uint64_t n;
+	if (!pids_dir(id, dir, &n))
+		return;
+	fprintf(stderr, "cgroup %s: pids.current %llu\n", dir, (unsigned long long)n);
+	/* a zombie counts until its parent reaps it, but is listed no more */
+	snprintf(p, sizeof(p), "%s/cgroup.procs", dir);
+	FILE *f = fopen(p, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		char sp[64], st[512] = "";
+		snprintf(sp, sizeof(sp), "/proc/%d/stat", atoi(line));
+		int fd = open(sp, O_RDONLY | O_CLOEXEC);
+		ssize_t k = fd < 0 ? -1 : read(fd, st, sizeof(st) - 1);
+		if (fd >= 0)
+			close(fd);
+		st[k > 0 ? k : 0] = '\0';
+		char *end = strrchr(st, ')'); /* pid (comm) state ppid */
+		if (end && strlen(end) > 4) /* ") S ppid ...": cut after ppid */
+			end[4 + strcspn(end + 4, " ")] = '\0';
+		fprintf(stderr, "  process %s\n", k > 0 ? st : "(gone)");
+	}
+	if (f)
+		fclose(f);
 }
 
 long rung_test_status_field(int pid, const char *field)

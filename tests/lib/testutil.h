@@ -4,6 +4,7 @@
 
 #include <check.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /*
@@ -90,8 +91,10 @@ int rung_test_cgroup_debris_drop(const char *state_dir);
 /* Cgroup directories of sandbox id on any hierarchy (v1 or v2): how many; the first max of
  * them into out (NULL: counted only). */
 size_t rung_test_cgroup_dirs(const char *id, char (*out)[4096], size_t max);
-/* To stderr, for a failure's report: each of sandbox id's cgroup directories with its
- * pids.current (where it has one) and each process it lists (/proc/PID/stat). */
+/* Sandbox id's pids.current, read from its cgroup (0 where it has no pids counter). */
+uint64_t rung_test_cgroup_pids(const char *id);
+/* To stderr, for a failure's report: the directory of sandbox id's cgroup that counts its
+ * pids, its pids.current and each process it lists (/proc/PID/stat: pid, comm, state, ppid). */
 void rung_test_cgroup_dump(const char *id);
 /* A child in a user namespace of its own mapping ids 0..65535 to 100000..165535, waiting: an
  * open fd (O_CLOEXEC) of its /proc/PID/ns/user; its pid in *holder, for the caller to kill
