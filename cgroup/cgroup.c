@@ -349,6 +349,28 @@ int rt_cgroup_dirfd(const struct rt_cgroup *cg, struct rung_err *err)
 	return fd;
 }
 
+int rt_cgroup_tasks_fds(const struct rt_cgroup *cg, int fds[RT_CGCTL__COUNT],
+			struct rung_err *err)
+{
+	if (cg->version != RT_CGROUP_V1)
+		return rung_err_set(err, ENOTSUP,
+				    "cgroup %s: tasks files are cgroup v1's, this is v2", cg->name);
+	const char *dirs[RT_CGCTL__COUNT];
+	size_t n = rt_cgroup_managers[cg->version]->dirs(cg, dirs);
+	for (size_t i = 0; i < n; i++) {
+		char p[4096];
+		snprintf(p, sizeof(p), "%s/tasks", dirs[i]);
+		fds[i] = open(p, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fds[i] < 0) {
+			int e = errno;
+			while (i)
+				close(fds[--i]);
+			return rung_err_sys(err, e, "cgroup %s: open %s", cg->name, p);
+		}
+	}
+	return (int)n;
+}
+
 int rt_cgroup_freeze(const struct rt_cgroup *cg, bool frozen, struct rung_err *err)
 {
 	int r = rt_cgroup_managers[cg->version]->freeze(cg, frozen, err);

@@ -161,6 +161,18 @@ int rt_cgroup_create(const struct rt_cgroup *cg, const struct rt_cgroup_limits *
  * before the child runs anything).
  */
 int rt_cgroup_dirfd(const struct rt_cgroup *cg, struct rung_err *err);
+/*
+ * v1 only: open (write-only, close-on-exec) the group's "tasks" file in each hierarchy, into
+ * fds[]; the count, or -errno (none left open). A process that writes "0" to each moves its
+ * calling thread: all of it, when it has one thread. The open file's credentials are checked,
+ * not the writer's, so a child in a user namespace can enter with fds its root parent opened.
+ * Unlike rt_cgroup_enter (another process's pid), a thread moving itself does not take the
+ * kernel's global threadgroup lock, whose write side waits for an RCU grace period (8-16 ms on
+ * an idle host here, once per attach after the last one's grace period ended). -ENOTSUP on v2
+ * (use rt_cgroup_dirfd).
+ */
+int rt_cgroup_tasks_fds(const struct rt_cgroup *cg, int fds[RT_CGCTL__COUNT],
+			struct rung_err *err);
 /* Move pid into the group (v1: every controller's group; v2: the group). */
 int rt_cgroup_enter(const struct rt_cgroup *cg, pid_t pid, struct rung_err *err);
 /*

@@ -49,7 +49,7 @@ struct ctr_ctx {
 	char **lowers;         /* unpacked layers, top-most first */
 	struct rt_cgroup *cg;
 	int disk_fd;           /* the detached mount of the sandbox's disk (upper, ovlwork) */
-	int cgfd; /* v2: the group's fd for clone3(CLONE_INTO_CGROUP); -1: attach in after_go */
+	struct rt_cg_birth birth; /* pid 1 born in its group; none: moved in by after_go */
 };
 
 /* In the supervisor, once the sandbox's pid 1 exists (ids mapped, still waiting): build its
@@ -143,7 +143,7 @@ static int ctr_on_child(struct rt_sandbox *sb, pid_t child, void *ud, struct run
 static int ctr_after_go(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err)
 {
 	struct ctr_ctx *c = ud;
-	return rt_sandbox_cgroup_join(sb, &c->cg, c->cgfd, child, err);
+	return rt_sandbox_cgroup_join(sb, &c->cg, &c->birth, child, err);
 }
 
 static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
@@ -154,7 +154,7 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 		return rung_err_set(err, EINVAL, "container metadata lacks the image digest");
 	struct rfs_store *st = NULL;
 	struct rfs_image_info info = {0};
-	struct ctr_ctx c = {.sb = sb, .disk_fd = -1, .cgfd = -1};
+	struct ctr_ctx c = {.sb = sb, .disk_fd = -1, .birth = RT_CG_BIRTH_NONE};
 	char ref[100], p[4096];
 	snprintf(ref, sizeof(ref), "@%s", digest);
 	int r = rfs_store_open(sb->router->store.root, &st, err);
@@ -185,7 +185,7 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 			r = rung_err_sys(err, errno, "limits.disk: make upper and ovlwork");
 	}
 	if (r == 0)
-		r = rt_sandbox_cgroup_prepare(sb, &c.cg, &c.cgfd, err);
+		r = rt_sandbox_cgroup_prepare(sb, &c.cg, &c.birth, err);
 	cleanup_free char *resolv = NULL;
 	int netns = -1;
 	if (r == 0)
@@ -202,15 +202,14 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 		};
 		struct rt_ns_params np = {.root = p, .root_params = &rp, .netns_fd = netns,
 					  .on_child = ctr_on_child, .after_go = ctr_after_go,
-					  .ud = &c, .cgroup_fd = &c.cgfd};
+					  .ud = &c, .birth = &c.birth};
 		r = rt_ns_start(sb, &np, listen_fd, err);
 	}
 	if (netns >= 0)
 		close(netns);
 	if (c.disk_fd >= 0)
 		close(c.disk_fd); /* the sandbox's mount namespace holds it now */
-	if (c.cgfd >= 0)
-		close(c.cgfd);
+	rt_cg_birth_close(&c.birth);
 	if (r < 0) {
 		struct rung_err e2 = {0};
 		if (c.cg)

@@ -38,7 +38,7 @@ static bool process_available(const struct rung_router *r, struct rung_err *err)
 struct proc_ctx {
 	struct rt_cgroup *cg;
 	int disk_fd; /* the detached mount of the work dir's disk */
-	int cgfd;    /* v2: the group's fd for clone3(CLONE_INTO_CGROUP); -1: attach in after_go */
+	struct rt_cg_birth birth; /* pid 1 born in its group; none: moved in by after_go */
 };
 
 /* While pid 1 builds the rest of its root: mount the work disk and attach it at the host
@@ -76,7 +76,7 @@ static int proc_before_work(struct rt_sandbox *sb, pid_t child, void *ud, struct
 static int proc_after_go(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err)
 {
 	struct proc_ctx *c = ud;
-	return rt_sandbox_cgroup_join(sb, &c->cg, c->cgfd, child, err);
+	return rt_sandbox_cgroup_join(sb, &c->cg, &c->birth, child, err);
 }
 
 static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
@@ -98,8 +98,8 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 		.host_system = true,
 		.work_late = true,
 	};
-	struct proc_ctx c = {.disk_fd = -1, .cgfd = -1};
-	int r = rt_sandbox_cgroup_prepare(sb, &c.cg, &c.cgfd, err);
+	struct proc_ctx c = {.disk_fd = -1, .birth = RT_CG_BIRTH_NONE};
+	int r = rt_sandbox_cgroup_prepare(sb, &c.cg, &c.birth, err);
 	if (r < 0)
 		return r;
 	cleanup_free char *resolv = NULL;
@@ -110,15 +110,14 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 		struct rt_ns_params np = {.root = root, .root_params = &rp, .netns_fd = netns,
 					  .before_work = proc_before_work,
 					  .after_go = proc_after_go, .ud = &c,
-					  .cgroup_fd = &c.cgfd};
+					  .birth = &c.birth};
 		r = rt_ns_start(sb, &np, listen_fd, err);
 	}
 	if (netns >= 0)
 		close(netns);
 	if (c.disk_fd >= 0)
 		close(c.disk_fd); /* the sandbox's mount namespace holds it now */
-	if (c.cgfd >= 0)
-		close(c.cgfd);
+	rt_cg_birth_close(&c.birth);
 	if (r < 0) {
 		struct rung_err e2 = {0};
 		if (c.cg)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "runtime/sandbox-cgroup.h"
 
@@ -141,38 +142,43 @@ int rt_sandbox_cgroup_create(const struct rt_sandbox *sb, struct rt_cgroup **out
 	return 0;
 }
 
-/* Can pid 1 be born in its group? v2's clone3(CLONE_INTO_CGROUP), unless the router turned
- * it off (RUNG_CLONE_INTO_CGROUP=0). */
-static bool born_inside(const struct rt_sandbox *sb)
+void rt_cg_birth_close(struct rt_cg_birth *b)
 {
-	enum rt_cgroup_version v;
-	struct rung_err e = {0};
-	return !sb->router->no_clone_into_cgroup &&
-	       rt_cgroup_detect(rt_cgroup_root(sb->router), &v, NULL, &e) == 0 &&
-	       v == RT_CGROUP_V2;
+	if (b->dirfd >= 0)
+		close(b->dirfd);
+	for (size_t i = 0; i < b->ntasks; i++)
+		close(b->tasks[i]);
+	*b = RT_CG_BIRTH_NONE;
 }
 
-int rt_sandbox_cgroup_prepare(const struct rt_sandbox *sb, struct rt_cgroup **cg, int *clone_fd,
-			      struct rung_err *err)
+int rt_sandbox_cgroup_prepare(const struct rt_sandbox *sb, struct rt_cgroup **cg,
+			      struct rt_cg_birth *b, struct rung_err *err)
 {
 	*cg = NULL;
-	*clone_fd = -1;
-	if (!born_inside(sb))
+	*b = RT_CG_BIRTH_NONE;
+	enum rt_cgroup_version v;
+	struct rung_err e = {0};
+	if (sb->router->no_clone_into_cgroup ||
+	    rt_cgroup_detect(rt_cgroup_root(sb->router), &v, NULL, &e) < 0)
 		return 0;
 	int r = rt_sandbox_cgroup_create(sb, cg, err);
 	if (r < 0)
 		return r;
 	rung_trace("cgroup: made");
-	struct rung_err e = {0};
-	int fd = rt_cgroup_dirfd(*cg, &e);
-	if (fd < 0)
+	if (v == RT_CGROUP_V2) {
+		int fd = rt_cgroup_dirfd(*cg, &e);
+		b->dirfd = fd < 0 ? -1 : fd;
+	} else {
+		int n = rt_cgroup_tasks_fds(*cg, b->tasks, &e);
+		b->ntasks = n < 0 ? 0 : (size_t)n;
+	}
+	if (b->dirfd < 0 && !b->ntasks)
 		LOG_DEBUG("cgroup: %s: pid 1 is moved in instead", e.msg);
-	*clone_fd = fd < 0 ? -1 : fd;
 	return 0;
 }
 
-int rt_sandbox_cgroup_join(const struct rt_sandbox *sb, struct rt_cgroup **cg, int clone_fd,
-			   pid_t pid, struct rung_err *err)
+int rt_sandbox_cgroup_join(const struct rt_sandbox *sb, struct rt_cgroup **cg,
+			   const struct rt_cg_birth *b, pid_t pid, struct rung_err *err)
 {
 	if (!*cg) {
 		int r = rt_sandbox_cgroup_create(sb, cg, err);
@@ -180,8 +186,8 @@ int rt_sandbox_cgroup_join(const struct rt_sandbox *sb, struct rt_cgroup **cg, i
 			return r;
 		rung_trace("cgroup: made");
 	}
-	if (clone_fd >= 0)
-		return 0; /* born in it (clone3 CLONE_INTO_CGROUP) */
+	if (b->dirfd >= 0 || b->ntasks)
+		return 0; /* born in it */
 	int r = rt_cgroup_enter(*cg, pid, err);
 	return r < 0 ? rung_err_wrap(err, "cgroup") : 0;
 }

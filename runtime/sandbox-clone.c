@@ -79,6 +79,11 @@ static int pid1_main(void *arg)
 	    NULL};
 	int errfd = f->err;
 	long r;
+	for (size_t i = 0; i < f->n_cg_tasks; i++) {
+		if ((r = sc(SYS_write, f->cg_tasks[i], (long)"0", 1, 0, 0)) < 0)
+			fail(errfd, r, "enter its cgroup");
+		sc(SYS_close, f->cg_tasks[i], 0, 0, 0, 0);
+	}
 	if (f->close_a >= 0)
 		sc(SYS_close, f->close_a, 0, 0, 0, 0);
 	if (f->close_b >= 0)

@@ -6,11 +6,17 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#define RT_PID1_CG_TASKS 8
+
 /* What pid 1 needs until its exec: our fds it places at 3 (listen), 4 (err), 5 (agent), 6 (go),
- * 7 (first, or -1), and two of ours it closes first (-1: none). */
+ * 7 (first, or -1), two of ours it closes first (-1: none), and the v1 cgroup tasks files it
+ * writes "0" to and closes before anything else (cg_tasks[0..n_cg_tasks): it enters its group
+ * itself, rt_cgroup_tasks_fds). */
 struct rt_pid1_fds {
 	int listen, err, agent, go, first;
 	int close_a, close_b;
+	int cg_tasks[RT_PID1_CG_TASKS];
+	size_t n_cg_tasks;
 };
 
 /* The memory pid 1 runs in until its exec (its stack where it shares ours); released by

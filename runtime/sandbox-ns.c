@@ -175,7 +175,12 @@ static pid_t clone_child(const struct rt_ns_params *np, struct child_ctx *c, int
 	c->pc.fds = (struct rt_pid1_fds){.listen = c->listen_fd, .err = c->err_fd,
 					 .agent = c->agent_fd, .go = c->go_fd,
 					 .first = c->first_fd, .close_a = go_w, .close_b = err_r};
-	pid_t pid = rt_pid1_clone(&c->pc, flags, np->cgroup_fd);
+	if (np->birth) {
+		_Static_assert(RT_CGCTL__COUNT <= RT_PID1_CG_TASKS, "pid 1's tasks fds");
+		memcpy(c->pc.fds.cg_tasks, np->birth->tasks, sizeof(np->birth->tasks));
+		c->pc.fds.n_cg_tasks = np->birth->ntasks;
+	}
+	pid_t pid = rt_pid1_clone(&c->pc, flags, np->birth ? &np->birth->dirfd : NULL);
 	if (pid > 0 && self_net >= 0 && setns(self_net, CLONE_NEWNET) < 0)
 		return kill_child(pid, rung_err_sys(err, errno, "return to the host network namespace"));
 	if (pid < 0)

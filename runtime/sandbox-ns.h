@@ -3,6 +3,7 @@
 #define RUNG_RT_SANDBOX_NS_H
 
 #include "runtime/rt-internal.h"
+#include "runtime/sandbox-cgroup.h"
 
 struct rt_ns_params {
 	const char *root;                       /* host dir the new root is built on */
@@ -11,8 +12,8 @@ struct rt_ns_params {
 	/* Called in the parent once the child exists, before it proceeds (cgroups, veth). */
 	int (*on_child)(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err);
 	/* Optional: called in the parent right after the child was let go, while it builds its
-	 * root, for slow work that only has to be done before rung-agent runs (a v1 cgroup
-	 * attach waits for an RCU grace period: overlapped with the child's setup). The child
+	 * root, for work that only has to be done before rung-agent runs (a cgroup pid 1 was
+	 * not born in: made and entered beside the child's setup). The child
 	 * execs rung-agent only once it returned (a 'c' on the go pipe). */
 	int (*after_go)(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err);
 	/* Optional, with root_params->work_late (a plan that waits for the work dir: the
@@ -22,11 +23,12 @@ struct rt_ns_params {
 	 * of its root, only once this returned (a 'd' on the go pipe). */
 	int (*before_work)(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err);
 	void *ud;
-	/* Optional (v2): start pid 1 straight inside this cgroup (an O_DIRECTORY fd) with
-	 * clone3(CLONE_INTO_CGROUP), so after_go need not move it (Linux 5.7). Where the kernel
-	 * lacks clone3 or the flag, rt_ns_start clones as before and sets *cgroup_fd to -1
-	 * (closing it): the caller then enters the cgroup itself. NULL: plain clone. */
-	int *cgroup_fd;
+	/* Optional: pid 1's birth in its cgroup (rt_sandbox_cgroup_prepare), so after_go need not
+	 * move it. v2: clone3(CLONE_INTO_CGROUP) into birth->dirfd (Linux 5.7); where the kernel
+	 * lacks clone3 or the flag, rt_ns_start clones as before and sets birth->dirfd to -1
+	 * (closing it): the caller then enters the cgroup itself. v1: pid 1 writes "0" to each of
+	 * birth->tasks first thing (a failure is its setup's). NULL: plain clone. */
+	struct rt_cg_birth *birth;
 };
 
 /* clone + maps + mounts + drop privileges + exec rung-agent. Returns the host pid of pid 1. */

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -473,7 +474,65 @@ void cgt_case_gc(const char *root)
 	rt_cgroup_free(b);
 }
 
-/* v2: clone3(CLONE_INTO_CGROUP) starts the child inside the group; v1 refuses the fd. */
+/* v1: a child in a user namespace of its own (as a sandbox's pid 1) enters the group by
+ * writing "0" to each tasks file its root parent opened: it is in every hierarchy's group. */
+static void enters_itself(struct rt_cgroup *cg)
+{
+	struct rung_err err = {0};
+	int fds[RT_CGCTL__COUNT], pp[2];
+	int n = rt_cgroup_tasks_fds(cg, fds, &err);
+	ck_assert_msg(n > 0, "%d: %s", n, err.msg);
+	ck_assert_int_eq(pipe(pp), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		bool ok = unshare(CLONE_NEWUSER) == 0;
+		for (int i = 0; ok && i < n; i++)
+			ok = write(fds[i], "0", 1) == 1;
+		if (write(pp[1], ok ? "y" : "n", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	close(pp[1]);
+	ck_assert_int_gt(pid, 0);
+	char ok = 0, p[64], want[512];
+	ck_assert_int_eq(read(pp[0], &ok, 1), 1);
+	close(pp[0]);
+	ck_assert_msg(ok == 'y', "the child could not enter its group itself");
+	snprintf(p, sizeof(p), "/proc/%d/cgroup", (int)pid);
+	snprintf(want, sizeof(want), "/%s", rt_cgroup_name(cg));
+	cleanup_free char *pc = NULL;
+	ck_assert_int_eq(rung_file_load(AT_FDCWD, p, 65536, &pc, NULL, &err), 0);
+	/* "id:controller[,controller]:path" lines: each controller of the group, in it */
+	for (int c = 0; c < RT_CGCTL__COUNT; c++) {
+		if (!rt_cgroup_has(cg, c))
+			continue;
+		const char *name = rt_cgroup_ctl_name(c);
+		bool in = false;
+		char *save = NULL, *copy = strdup(pc);
+		for (char *l = strtok_r(copy, "\n", &save); l && !in;
+		     l = strtok_r(NULL, "\n", &save)) {
+			char *ctls = strchr(l, ':'), *path = ctls ? strchr(ctls + 1, ':') : NULL;
+			if (!path || strcmp(path + 1, want))
+				continue;
+			*path = '\0';
+			char *s2 = NULL;
+			for (char *t = strtok_r(ctls + 1, ",", &s2); t && !in;
+			     t = strtok_r(NULL, ",", &s2))
+				in = !strcmp(t, name);
+		}
+		free(copy);
+		ck_assert_msg(in, "%s: not in %s's %s:\n%s", p, name, want, pc);
+	}
+	destroy(cg);
+	assert_killed(pid);
+	assert_gone(cg);
+}
+
+/* v2: clone3(CLONE_INTO_CGROUP) starts the child inside the group; v1 refuses the fd, and
+ * its child enters itself (the tasks files, which v2 refuses). */
 void cgt_case_clone_into(const char *root)
 {
 	struct rung_err err = {0};
@@ -483,11 +542,14 @@ void cgt_case_clone_into(const char *root)
 	if (v1(cg)) {
 		ck_assert_int_eq(fd, -ENOTSUP);
 		ck_assert_ptr_nonnull(strstr(err.msg, "CLONE_INTO_CGROUP"));
-		destroy(cg);
+		enters_itself(cg);
 		rt_cgroup_free(cg);
 		return;
 	}
 	ck_assert_msg(fd >= 0, "%s", err.msg);
+	int fds[RT_CGCTL__COUNT];
+	ck_assert_int_eq(rt_cgroup_tasks_fds(cg, fds, &err), -ENOTSUP);
+	ck_assert_ptr_nonnull(strstr(err.msg, "tasks files"));
 	struct clone_args ca = {
 	    .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD, .cgroup = (uint64_t)fd};
 	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
