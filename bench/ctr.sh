@@ -15,7 +15,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 make -s build/rung-oci build/rfs-tool >/dev/null
-RUNG_OCI=$PWD/build/rung-oci
+RUNG_OCI=${RUNG_OCI:-$PWD/build/rung-oci} # RUNG_OCI=another build's, for a before/after
 ROUNDS=${ROUNDS:-30}
 T=$(mktemp -d /tmp/rung-bench-ctrd-XXXXXX)
 NS=rung-bench-$$

@@ -3,12 +3,15 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <linux/sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "common/util.h"
 #include "cgroup/cgroup-internal.h"
@@ -369,6 +372,63 @@ int rt_cgroup_tasks_fds(const struct rt_cgroup *cg, int fds[RT_CGCTL__COUNT],
 		}
 	}
 	return (int)n;
+}
+
+int rt_cgroup_birth_open(const struct rt_cgroup *cg, struct rt_cgroup_birth *b,
+			 struct rung_err *err)
+{
+	*b = RT_CGROUP_BIRTH_NONE;
+	if (cg->version == RT_CGROUP_V2) {
+		int fd = rt_cgroup_dirfd(cg, err);
+		if (fd < 0)
+			return fd;
+		b->dirfd = fd;
+		return 0;
+	}
+	int n = rt_cgroup_tasks_fds(cg, b->tasks, err);
+	if (n < 0)
+		return n;
+	b->ntasks = (size_t)n;
+	return 0;
+}
+
+void rt_cgroup_birth_close(struct rt_cgroup_birth *b)
+{
+	if (b->dirfd >= 0)
+		close(b->dirfd);
+	for (size_t i = 0; i < b->ntasks; i++)
+		close(b->tasks[i]);
+	*b = RT_CGROUP_BIRTH_NONE;
+}
+
+long rt_cgroup_birth_clone(struct rt_cgroup_birth *b, unsigned long flags)
+{
+	if (b->dirfd >= 0) {
+		struct clone_args ca = {.flags = (flags & ~0xffUL) | CLONE_INTO_CGROUP,
+					.exit_signal = flags & 0xff,
+					.cgroup = (uint64_t)b->dirfd};
+		long pid = syscall(SYS_clone3, &ca, sizeof(ca));
+		if (pid >= 0)
+			return pid;
+		if (errno != ENOSYS && errno != E2BIG && errno != EINVAL)
+			return -errno;
+		close(b->dirfd); /* a kernel before 5.7: the parent moves the child */
+		b->dirfd = -1;
+	}
+	long pid = syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
+	return pid < 0 ? -errno : pid;
+}
+
+int rt_cgroup_birth_enter(struct rt_cgroup_birth *b)
+{
+	int r = 0;
+	for (size_t i = 0; i < b->ntasks; i++) {
+		if (r == 0 && write(b->tasks[i], "0", 1) != 1)
+			r = -errno;
+		close(b->tasks[i]);
+	}
+	b->ntasks = 0;
+	return r;
 }
 
 int rt_cgroup_freeze(const struct rt_cgroup *cg, bool frozen, struct rung_err *err)

@@ -166,13 +166,40 @@ int rt_cgroup_dirfd(const struct rt_cgroup *cg, struct rung_err *err);
  * fds[]; the count, or -errno (none left open). A process that writes "0" to each moves its
  * calling thread: all of it, when it has one thread. The open file's credentials are checked,
  * not the writer's, so a child in a user namespace can enter with fds its root parent opened.
- * Unlike rt_cgroup_enter (another process's pid), a thread moving itself does not take the
- * kernel's global threadgroup lock, whose write side waits for an RCU grace period (8-16 ms on
- * an idle host here, once per attach after the last one's grace period ended). -ENOTSUP on v2
- * (use rt_cgroup_dirfd).
+ * -ENOTSUP on v2 (use rt_cgroup_dirfd).
  */
 int rt_cgroup_tasks_fds(const struct rt_cgroup *cg, int fds[RT_CGCTL__COUNT],
 			struct rung_err *err);
+/*
+ * A child's birth in a group, without rt_cgroup_enter's cost: writing another process's pid
+ * to cgroup.procs takes the kernel's global threadgroup lock, whose write side waits for an
+ * RCU grace period (8-16 ms on an idle host here, for the first attach after the last one's
+ * grace period ended). v2: clone3(CLONE_INTO_CGROUP) into dirfd (rt_cgroup_birth_clone); v1:
+ * the child writes "0" to each of tasks[] (rt_cgroup_birth_enter) before anything else (a
+ * thread that moves itself takes no such lock). Neither (dirfd -1, ntasks 0): the parent moves
+ * the child with rt_cgroup_enter.
+ */
+struct rt_cgroup_birth {
+	int dirfd;
+	int tasks[RT_CGCTL__COUNT];
+	size_t ntasks;
+};
+#define RT_CGROUP_BIRTH_NONE ((struct rt_cgroup_birth){.dirfd = -1})
+/* Fill *b for cg (v2 its dirfd, v1 its tasks fds); on failure *b is none and err says why. */
+int rt_cgroup_birth_open(const struct rt_cgroup *cg, struct rt_cgroup_birth *b,
+			 struct rung_err *err);
+static inline bool rt_cgroup_born(const struct rt_cgroup_birth *b)
+{
+	return b->dirfd >= 0 || b->ntasks;
+}
+void rt_cgroup_birth_close(struct rt_cgroup_birth *b); /* idempotent */
+/* fork-like (no stack): clone with flags (namespaces | the exit signal), into b's group with
+ * clone3(CLONE_INTO_CGROUP) where b has a dirfd; a kernel without it (before 5.7) gets a plain
+ * clone and b's dirfd is closed (rt_cgroup_born then says the parent must move the child).
+ * The pid, 0 in the child, or -errno. */
+long rt_cgroup_birth_clone(struct rt_cgroup_birth *b, unsigned long flags);
+/* In the child, first: v1, write "0" to each tasks fd and close it (0, or -errno). */
+int rt_cgroup_birth_enter(struct rt_cgroup_birth *b);
 /* Move pid into the group (v1: every controller's group; v2: the group). */
 int rt_cgroup_enter(const struct rt_cgroup *cg, pid_t pid, struct rung_err *err);
 /*

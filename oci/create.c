@@ -47,6 +47,8 @@ struct create_ctx {
 	char ovl_opts[4096]; /* a rootfs that was an overlay: its options (overlay.c) */
 	bool dir_made;
 	struct rt_cgroup *cg;
+	struct rt_cgroup_birth birth; /* the init's way into cg at its clone (none: moved in) */
+	bool born;		      /* the init was born in cg */
 	int home[3]; /* rung-oci's own net, ipc, uts namespaces while it is in the pod's (-1: not) */
 };
 
@@ -114,7 +116,8 @@ static int maps_write(struct create_ctx *x, struct rung_err *err)
 	return r < 0 ? rung_err_wrap(err, "user namespace") : 0;
 }
 
-static int cgroup_setup(struct create_ctx *x, struct rung_err *err)
+/* Before the init's clone: make its group, and open the way for it to be born there. */
+static int cgroup_make(struct create_ctx *x, struct rung_err *err)
 {
 	const char *p = x->cfg.cgroups_path;
 	char name[512];
@@ -136,11 +139,20 @@ static int cgroup_setup(struct create_ctx *x, struct rung_err *err)
 		*err = (struct rung_err){0};
 		r = i == 3 ? rung_err_set(err, ENOENT, "its parent keeps vanishing") : 0;
 	}
-	if (r == 0)
-		r = rt_cgroup_enter(x->cg, x->pid, err);
+	struct rung_err e = {0};
+	if (r == 0 && rt_cgroup_birth_open(x->cg, &x->birth, &e) < 0)
+		LOG_DEBUG("%s: the init is moved in instead", e.msg);
+	return r < 0 ? rung_err_wrap(err, "linux.cgroupsPath %s", name) : 0;
+}
+
+/* Once the init exists: move it in unless it was born there; the cpu settings (a v1 cpuset
+ * group is entered by pid). */
+static int cgroup_setup(struct create_ctx *x, struct rung_err *err)
+{
+	int r = x->born ? 0 : rt_cgroup_enter(x->cg, x->pid, err);
 	if (r == 0)
 		r = oci_cgroup_cpu_apply(x->cg, &x->cfg.cpu, x->pid, err);
-	return r < 0 ? rung_err_wrap(err, "linux.cgroupsPath %s", name) : 0;
+	return r < 0 ? rung_err_wrap(err, "linux.cgroupsPath %s", x->st.cgroup) : 0;
 }
 
 static int limits_apply(struct create_ctx *x, struct rung_err *err)
@@ -357,11 +369,20 @@ static int prepare(struct create_ctx *x, struct rung_err *err)
 static int spawn(struct create_ctx *x, struct rung_err *err)
 {
 	int flags = x->cfg.ns_flags & ~CLONE_NEWCGROUP; /* the init unshares it once in its group */
-	pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)flags | SIGCHLD, NULL, NULL, NULL, 0);
+	long pid = rt_cgroup_birth_clone(&x->birth, (unsigned long)flags | SIGCHLD);
 	if (pid < 0)
-		return rung_err_ns(err, errno, flags & CLONE_NEWUSER, "clone the container's init");
+		return rung_err_ns(err, (int)-pid, flags & CLONE_NEWUSER, "clone the container's init");
 	if (pid == 0) {
 		close(x->sync[0]);
+		int e = rt_cgroup_birth_enter(&x->birth); /* v1: into its group, first */
+		if (e < 0) {
+			struct oci_sync_msg m = {.tag = OCI_SYNC_ERROR};
+			rung_err_sys(&m.err, -e, "linux.cgroupsPath %s: enter", x->st.cgroup);
+			(void)!write(x->sync[1], &m, sizeof(m));
+			_exit(127);
+		}
+		if (x->birth.dirfd >= 0)
+			close(x->birth.dirfd);
 		for (int i = 0; i < 3; i++) /* the init keeps no handle on the host's namespaces */
 			if (x->home[i] >= 0)
 				close(x->home[i]);
@@ -371,7 +392,9 @@ static int spawn(struct create_ctx *x, struct rung_err *err)
 					  .spec_bpf_len = x->spec_bpf_len, .no_pivot = x->o->no_pivot};
 		oci_init_run(&x->cfg, &a);
 	}
-	x->pid = pid;
+	x->pid = (pid_t)pid;
+	x->born = rt_cgroup_born(&x->birth);
+	rt_cgroup_birth_close(&x->birth);
 	close(x->sync[1]);
 	x->sync[1] = -1;
 	return 0;
@@ -409,7 +432,7 @@ int oci_create(const struct oci_create_opts *o, struct rung_err *err)
 		return v < 0 ? v : oci_vm_create(o, err);
 	struct create_ctx x = {.o = o, .sync = {-1, -1}, .fifo = -1, .console = -1, .rootfd = -1,
 			       .st.uid_slot = OCI_UID_SLOTS, /* none claimed yet: none to give back */
-			       .home = {-1, -1, -1}};
+			       .home = {-1, -1, -1}, .birth = RT_CGROUP_BIRTH_NONE};
 	/* nothing of the caller's but stdio reaches the container */
 	syscall(SYS_close_range, 3, ~0u, 4 /* CLOSE_RANGE_CLOEXEC */);
 	int r = prepare(&x, err);
@@ -421,6 +444,8 @@ int oci_create(const struct oci_create_opts *o, struct rung_err *err)
 		r = oci_overlay_take(x.cfg.rootfs, x.ovl_opts, sizeof(x.ovl_opts), err);
 	if (r == 0) /* in the joined netns (prepare): its table and DNS proxy */
 		r = oci_egress_up(&x.cfg, o->root, o->id, err);
+	if (r == 0)
+		r = cgroup_make(&x, err);
 	if (r == 0)
 		r = spawn(&x, err);
 	if (r == 0)
@@ -445,6 +470,7 @@ int oci_create(const struct oci_create_opts *o, struct rung_err *err)
 			close(x.home[i]);
 	free(x.bpf);
 	free(x.spec_bpf);
+	rt_cgroup_birth_close(&x.birth);
 	rt_cgroup_free(x.cg);
 	oci_state_release(&x.st);
 	oci_config_release(&x.cfg);

@@ -219,20 +219,36 @@ static int run(struct exec_ctx *x, int *status, struct rung_err *err)
 	int r = rt_cgroup_open("/sys/fs/cgroup", x->st.cgroup, &cg, err);
 	if (r < 0)
 		return r;
-	x->pid = fork();
-	if (x->pid < 0)
-		return rung_err_sys(err, errno, "fork");
-	if (x->pid == 0) {
+	/* born in the container's group (rt_cgroup_birth): v2 cloned into it, v1 entering itself;
+	 * a fork where neither works (the group moved in by pid then) */
+	struct rt_cgroup_birth b;
+	struct rung_err e = {0};
+	if (rt_cgroup_birth_open(cg, &b, &e) < 0)
+		LOG_DEBUG("%s: the process is moved in instead", e.msg);
+	long pid = b.dirfd >= 0 ? rt_cgroup_birth_clone(&b, SIGCHLD) : fork();
+	if (pid < 0 && b.dirfd < 0)
+		pid = -errno;
+	if (pid == 0) {
 		close(x->sync[0]);
 		struct oci_sync_msg m = {.tag = OCI_SYNC_ERROR};
-		if (child_setup(x, &m.err) == 0)
+		int en = rt_cgroup_birth_enter(&b);
+		if (b.dirfd >= 0)
+			close(b.dirfd);
+		if (en < 0)
+			rung_err_sys(&m.err, -en, "cgroup %s: enter", x->st.cgroup);
+		else if (child_setup(x, &m.err) == 0)
 			oci_exec_program(&x->cfg);
 		(void)!write(x->sync[1], &m, sizeof(m));
 		_exit(127);
 	}
+	bool born = rt_cgroup_born(&b);
+	rt_cgroup_birth_close(&b);
+	if (pid < 0)
+		return rung_err_sys(err, (int)-pid, "fork");
+	x->pid = (pid_t)pid;
 	close(x->sync[1]);
 	x->sync[1] = -1;
-	if ((r = rt_cgroup_enter(cg, x->pid, err)) < 0)
+	if (!born && (r = rt_cgroup_enter(cg, x->pid, err)) < 0)
 		return r;
 	if (write(x->sync[0], "G", 1) != 1)
 		return rung_err_sys(err, errno, "start the exec'd process");

@@ -49,7 +49,7 @@ struct ctr_ctx {
 	char **lowers;         /* unpacked layers, top-most first */
 	struct rt_cgroup *cg;
 	int disk_fd;           /* the detached mount of the sandbox's disk (upper, ovlwork) */
-	struct rt_cg_birth birth; /* pid 1 born in its group; none: moved in by after_go */
+	struct rt_cgroup_birth birth; /* pid 1 born in its group; none: moved in by after_go */
 };
 
 /* In the supervisor, once the sandbox's pid 1 exists (ids mapped, still waiting): build its
@@ -154,7 +154,7 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 		return rung_err_set(err, EINVAL, "container metadata lacks the image digest");
 	struct rfs_store *st = NULL;
 	struct rfs_image_info info = {0};
-	struct ctr_ctx c = {.sb = sb, .disk_fd = -1, .birth = RT_CG_BIRTH_NONE};
+	struct ctr_ctx c = {.sb = sb, .disk_fd = -1, .birth = RT_CGROUP_BIRTH_NONE};
 	char ref[100], p[4096];
 	snprintf(ref, sizeof(ref), "@%s", digest);
 	int r = rfs_store_open(sb->router->store.root, &st, err);
@@ -209,7 +209,7 @@ static int container_start(struct rt_sandbox *sb, int listen_fd, struct rung_err
 		close(netns);
 	if (c.disk_fd >= 0)
 		close(c.disk_fd); /* the sandbox's mount namespace holds it now */
-	rt_cg_birth_close(&c.birth);
+	rt_cgroup_birth_close(&c.birth);
 	if (r < 0) {
 		struct rung_err e2 = {0};
 		if (c.cg)

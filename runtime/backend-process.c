@@ -38,7 +38,7 @@ static bool process_available(const struct rung_router *r, struct rung_err *err)
 struct proc_ctx {
 	struct rt_cgroup *cg;
 	int disk_fd; /* the detached mount of the work dir's disk */
-	struct rt_cg_birth birth; /* pid 1 born in its group; none: moved in by after_go */
+	struct rt_cgroup_birth birth; /* pid 1 born in its group; none: moved in by after_go */
 };
 
 /* While pid 1 builds the rest of its root: mount the work disk and attach it at the host
@@ -98,7 +98,7 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 		.host_system = true,
 		.work_late = true,
 	};
-	struct proc_ctx c = {.disk_fd = -1, .birth = RT_CG_BIRTH_NONE};
+	struct proc_ctx c = {.disk_fd = -1, .birth = RT_CGROUP_BIRTH_NONE};
 	int r = rt_sandbox_cgroup_prepare(sb, &c.cg, &c.birth, err);
 	if (r < 0)
 		return r;
@@ -117,7 +117,7 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 		close(netns);
 	if (c.disk_fd >= 0)
 		close(c.disk_fd); /* the sandbox's mount namespace holds it now */
-	rt_cg_birth_close(&c.birth);
+	rt_cgroup_birth_close(&c.birth);
 	if (r < 0) {
 		struct rung_err e2 = {0};
 		if (c.cg)

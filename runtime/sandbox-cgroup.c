@@ -142,20 +142,11 @@ int rt_sandbox_cgroup_create(const struct rt_sandbox *sb, struct rt_cgroup **out
 	return 0;
 }
 
-void rt_cg_birth_close(struct rt_cg_birth *b)
-{
-	if (b->dirfd >= 0)
-		close(b->dirfd);
-	for (size_t i = 0; i < b->ntasks; i++)
-		close(b->tasks[i]);
-	*b = RT_CG_BIRTH_NONE;
-}
-
 int rt_sandbox_cgroup_prepare(const struct rt_sandbox *sb, struct rt_cgroup **cg,
-			      struct rt_cg_birth *b, struct rung_err *err)
+			      struct rt_cgroup_birth *b, struct rung_err *err)
 {
 	*cg = NULL;
-	*b = RT_CG_BIRTH_NONE;
+	*b = RT_CGROUP_BIRTH_NONE;
 	enum rt_cgroup_version v;
 	struct rung_err e = {0};
 	if (sb->router->no_clone_into_cgroup ||
@@ -165,20 +156,13 @@ int rt_sandbox_cgroup_prepare(const struct rt_sandbox *sb, struct rt_cgroup **cg
 	if (r < 0)
 		return r;
 	rung_trace("cgroup: made");
-	if (v == RT_CGROUP_V2) {
-		int fd = rt_cgroup_dirfd(*cg, &e);
-		b->dirfd = fd < 0 ? -1 : fd;
-	} else {
-		int n = rt_cgroup_tasks_fds(*cg, b->tasks, &e);
-		b->ntasks = n < 0 ? 0 : (size_t)n;
-	}
-	if (b->dirfd < 0 && !b->ntasks)
+	if (rt_cgroup_birth_open(*cg, b, &e) < 0)
 		LOG_DEBUG("cgroup: %s: pid 1 is moved in instead", e.msg);
 	return 0;
 }
 
 int rt_sandbox_cgroup_join(const struct rt_sandbox *sb, struct rt_cgroup **cg,
-			   const struct rt_cg_birth *b, pid_t pid, struct rung_err *err)
+			   const struct rt_cgroup_birth *b, pid_t pid, struct rung_err *err)
 {
 	if (!*cg) {
 		int r = rt_sandbox_cgroup_create(sb, cg, err);
@@ -186,8 +170,8 @@ int rt_sandbox_cgroup_join(const struct rt_sandbox *sb, struct rt_cgroup **cg,
 			return r;
 		rung_trace("cgroup: made");
 	}
-	if (b->dirfd >= 0 || b->ntasks)
-		return 0; /* born in it */
+	if (rt_cgroup_born(b))
+		return 0;
 	int r = rt_cgroup_enter(*cg, pid, err);
 	return r < 0 ? rung_err_wrap(err, "cgroup") : 0;
 }

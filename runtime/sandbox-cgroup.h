@@ -25,30 +25,17 @@ int rt_sandbox_cgroup_open(const struct rt_sandbox *sb, struct rt_cgroup **out,
 int rt_sandbox_cgroup_create(const struct rt_sandbox *sb, struct rt_cgroup **out,
 			     struct rung_err *err);
 /*
- * How pid 1 is born in its group, with no window outside it (rt_sandbox_cgroup_prepare): v2,
- * clone3(CLONE_INTO_CGROUP) into dirfd; v1, pid 1 writes "0" to each of tasks[0..ntasks) (its
- * hierarchies' tasks files, opened by us) before anything else. dirfd -1 and ntasks 0: the
- * parent moves it (rt_sandbox_cgroup_join).
- */
-struct rt_cg_birth {
-	int dirfd;
-	int tasks[RT_CGCTL__COUNT];
-	size_t ntasks;
-};
-#define RT_CG_BIRTH_NONE ((struct rt_cg_birth){.dirfd = -1})
-void rt_cg_birth_close(struct rt_cg_birth *b); /* idempotent */
-/*
  * Before pid 1's clone: unless the router turned it off (RUNG_CLONE_INTO_CGROUP=0), make the
  * group now and fill *b for pid 1's birth in it (each way's fds, or none where they cannot be
  * opened). Otherwise *cg stays NULL and *b none: the group is made by rt_sandbox_cgroup_join,
  * while pid 1 builds its root, as it is entered only then anyway.
  */
 int rt_sandbox_cgroup_prepare(const struct rt_sandbox *sb, struct rt_cgroup **cg,
-			      struct rt_cg_birth *b, struct rung_err *err);
+			      struct rt_cgroup_birth *b, struct rung_err *err);
 /* after_go's part: make the group if prepare did not, then move pid 1 in unless it was born
  * there (b holds a way in). */
 int rt_sandbox_cgroup_join(const struct rt_sandbox *sb, struct rt_cgroup **cg,
-			   const struct rt_cg_birth *b, pid_t pid, struct rung_err *err);
+			   const struct rt_cgroup_birth *b, pid_t pid, struct rung_err *err);
 /* After the group is made: with swap listed in swaps (the text of /proc/swaps), a memory limit
  * needs the group's swap limit file (v1 memory.memsw.limit_in_bytes, v2 memory.swap.max);
  * -ENOTSUP naming it when it is missing. */

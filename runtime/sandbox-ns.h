@@ -28,7 +28,7 @@ struct rt_ns_params {
 	 * lacks clone3 or the flag, rt_ns_start clones as before and sets birth->dirfd to -1
 	 * (closing it): the caller then enters the cgroup itself. v1: pid 1 writes "0" to each of
 	 * birth->tasks first thing (a failure is its setup's). NULL: plain clone. */
-	struct rt_cg_birth *birth;
+	struct rt_cgroup_birth *birth;
 };
 
 /* clone + maps + mounts + drop privileges + exec rung-agent. Returns the host pid of pid 1. */

@@ -218,6 +218,43 @@ static ino_t ns_ino(int pid, const char *ns)
 	return st.st_ino;
 }
 
+/* pid is in the container's group on every hierarchy rung uses: v1 memory, cpu, cpuacct,
+ * pids, freezer (each "id:controllers:path" line of /proc/PID/cgroup naming one of them has
+ * the group's path); v2 the "0::" line. */
+static void assert_in_group(const struct env *e, pid_t pid)
+{
+	char p[64], want[128], b[4096] = {0};
+	snprintf(p, sizeof(p), "/proc/%d/cgroup", (int)pid);
+	snprintf(want, sizeof(want), "/%s", e->cg);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	(void)!read(fd, b, sizeof(b) - 1);
+	close(fd);
+	bool v1 = access("/sys/fs/cgroup/memory", F_OK) == 0;
+	static const char *const ctls[] = {"memory", "cpu", "cpuacct", "pids", "freezer"};
+	int checked = 0;
+	char *save = NULL;
+	for (char *l = strtok_r(b, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char *c = strchr(l, ':'), *path = c ? strchr(c + 1, ':') : NULL;
+		if (!path)
+			continue;
+		*path++ = '\0';
+		bool ours = !v1 && !strcmp(l, "0");
+		for (size_t i = 0; v1 && i < sizeof(ctls) / sizeof(ctls[0]); i++) {
+			char *s2 = NULL, list[256];
+			snprintf(list, sizeof(list), "%s", c + 1);
+			for (char *t = strtok_r(list, ",", &s2); t; t = strtok_r(NULL, ",", &s2))
+				ours |= !strcmp(t, ctls[i]);
+		}
+		if (!ours)
+			continue;
+		ck_assert_msg(!strcmp(path, want), "pid %d: %s:%s, not %s", (int)pid, c + 1, path,
+			      want);
+		checked++;
+	}
+	ck_assert_msg(checked >= (v1 ? 4 : 1), "pid %d: %d of its groups checked", (int)pid, checked);
+}
+
 /* exec: the process's status and output; its flags; the init's confinement. */
 START_TEST(test_exec)
 {
@@ -277,6 +314,8 @@ START_TEST(test_exec)
 	}
 	json_decref(pids);
 	ck_assert_msg(saw_init && saw_ex, "ps: %s (init %d, exec %d)", e->stdout_, init, (int)ex);
+	assert_in_group(e, init); /* born there: clone3 into it (v2), or it entered itself (v1) */
+	assert_in_group(e, ex);
 	ck_assert_int_eq(OCI(e, "ps", "c1"), 0);
 	ck_assert_msg(strstr(e->stdout_, "PID") && strstr(e->stdout_, "sleep 1000"), "%s",
 		      e->stdout_);

@@ -479,22 +479,23 @@ void cgt_case_gc(const char *root)
 static void enters_itself(struct rt_cgroup *cg)
 {
 	struct rung_err err = {0};
-	int fds[RT_CGCTL__COUNT], pp[2];
-	int n = rt_cgroup_tasks_fds(cg, fds, &err);
-	ck_assert_msg(n > 0, "%d: %s", n, err.msg);
+	struct rt_cgroup_birth b;
+	int pp[2];
+	ck_assert_msg(rt_cgroup_birth_open(cg, &b, &err) == 0, "%s", err.msg);
+	ck_assert_msg(b.dirfd < 0 && b.ntasks > 0, "v1's birth: dirfd %d, %zu tasks fds", b.dirfd,
+		      b.ntasks);
 	ck_assert_int_eq(pipe(pp), 0);
 	pid_t pid = fork();
 	if (pid == 0) {
-		bool ok = unshare(CLONE_NEWUSER) == 0;
-		for (int i = 0; ok && i < n; i++)
-			ok = write(fds[i], "0", 1) == 1;
+		bool ok = unshare(CLONE_NEWUSER) == 0 && rt_cgroup_birth_enter(&b) == 0;
 		if (write(pp[1], ok ? "y" : "n", 1) != 1)
 			_exit(1);
 		for (;;)
 			pause();
 	}
-	for (int i = 0; i < n; i++)
-		close(fds[i]);
+	ck_assert(rt_cgroup_born(&b));
+	rt_cgroup_birth_close(&b);
+	ck_assert(!rt_cgroup_born(&b));
 	close(pp[1]);
 	ck_assert_int_gt(pid, 0);
 	char ok = 0, p[64], want[512];
@@ -550,15 +551,19 @@ void cgt_case_clone_into(const char *root)
 	int fds[RT_CGCTL__COUNT];
 	ck_assert_int_eq(rt_cgroup_tasks_fds(cg, fds, &err), -ENOTSUP);
 	ck_assert_ptr_nonnull(strstr(err.msg, "tasks files"));
-	struct clone_args ca = {
-	    .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD, .cgroup = (uint64_t)fd};
-	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	close(fd);
+	struct rt_cgroup_birth b;
+	ck_assert_msg(rt_cgroup_birth_open(cg, &b, &err) == 0, "%s", err.msg);
+	ck_assert_msg(b.dirfd >= 0 && !b.ntasks, "v2's birth: dirfd %d, %zu tasks fds", b.dirfd,
+		      b.ntasks);
+	long pid = rt_cgroup_birth_clone(&b, SIGCHLD);
 	if (pid == 0) {
 		for (;;)
 			pause();
 	}
-	close(fd);
-	ck_assert_msg(pid > 0, "clone3: %s", strerror(errno));
+	ck_assert_msg(rt_cgroup_born(&b), "a kernel without CLONE_INTO_CGROUP");
+	rt_cgroup_birth_close(&b);
+	ck_assert_msg(pid > 0, "clone3: %s", strerror((int)-pid));
 	char p[64], want[512];
 	snprintf(p, sizeof(p), "/proc/%ld/cgroup", pid);
 	snprintf(want, sizeof(want), "0::/%s\n", rt_cgroup_name(cg));
