@@ -84,6 +84,8 @@ static int pid1_main(void *arg)
 			fail(errfd, r, "enter its cgroup");
 		sc(SYS_close, f->cg_tasks[i], 0, 0, 0, 0);
 	}
+	if (f->new_cgroupns && (r = sc(SYS_unshare, CLONE_NEWCGROUP, 0, 0, 0, 0)) < 0)
+		fail(errfd, r, "make its cgroup namespace");
 	if (f->close_a >= 0)
 		sc(SYS_close, f->close_a, 0, 0, 0, 0);
 	if (f->close_b >= 0)

@@ -3,6 +3,7 @@
 #ifndef RUNG_RT_SANDBOX_CLONE_H
 #define RUNG_RT_SANDBOX_CLONE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -11,12 +12,14 @@
 /* What pid 1 needs until its exec: our fds it places at 3 (listen), 4 (err), 5 (agent), 6 (go),
  * 7 (first, or -1), two of ours it closes first (-1: none), and the v1 cgroup tasks files it
  * writes "0" to and closes before anything else (cg_tasks[0..n_cg_tasks): it enters its group
- * itself, rt_cgroup_tasks_fds). */
+ * itself, rt_cgroup_tasks_fds). With new_cgroupns (the clone's flags lack CLONE_NEWCGROUP), it
+ * then unshares its cgroup namespace, rooted at the group it was born in. */
 struct rt_pid1_fds {
 	int listen, err, agent, go, first;
 	int close_a, close_b;
 	int cg_tasks[RT_PID1_CG_TASKS];
 	size_t n_cg_tasks;
+	bool new_cgroupns;
 };
 
 /* The memory pid 1 runs in until its exec (its stack where it shares ours); released by

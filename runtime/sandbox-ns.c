@@ -175,10 +175,14 @@ static pid_t clone_child(const struct rt_ns_params *np, struct child_ctx *c, int
 	c->pc.fds = (struct rt_pid1_fds){.listen = c->listen_fd, .err = c->err_fd,
 					 .agent = c->agent_fd, .go = c->go_fd,
 					 .first = c->first_fd, .close_a = go_w, .close_b = err_r};
-	if (np->birth) {
+	if (np->birth && rt_cgroup_born(np->birth)) {
 		_Static_assert(RT_CGCTL__COUNT <= RT_PID1_CG_TASKS, "pid 1's tasks fds");
 		memcpy(c->pc.fds.cg_tasks, np->birth->tasks, sizeof(np->birth->tasks));
 		c->pc.fds.n_cg_tasks = np->birth->ntasks;
+		/* its cgroup namespace rooted at its own group, made once it is in it (a clone's
+		 * would be rooted at ours): the sandbox sees "/", not the host's layout */
+		flags &= ~(unsigned long)CLONE_NEWCGROUP;
+		c->pc.fds.new_cgroupns = true;
 	}
 	pid_t pid = rt_pid1_clone(&c->pc, flags, np->birth ? &np->birth->dirfd : NULL);
 	if (pid > 0 && self_net >= 0 && setns(self_net, CLONE_NEWNET) < 0)

@@ -442,8 +442,10 @@ END_TEST
 /* The run's command is in pid 1's cgroup, on every hierarchy: its limits hold from its first
  * instruction. rung-agent forks an owned run's first handler as it starts, so pid 1 must exec
  * it only once it is inside (a handler forked outside stayed outside: on Debian's 6.1 with
- * cgroup v2 the command's memory went uncharged, 1 run in a few dozen). Both ways in: clone3
- * into the group (v2's default) and a move of pid 1 (v1; v2 with RUNG_CLONE_INTO_CGROUP=0). */
+ * cgroup v2 the command's memory went uncharged, 1 run in a few dozen). Both ways in: born
+ * there (the default: v2 clone3 into the group, v1 pid 1 entering itself) and a move of pid 1
+ * (RUNG_CLONE_INTO_CGROUP=0). Born there, its cgroup namespace is rooted at its group: every
+ * path it sees is "/", none of the host's layout. */
 START_TEST(test_command_in_cgroup)
 {
 	RUNG_REQUIRE_ROOT();
@@ -461,6 +463,20 @@ START_TEST(test_command_in_cgroup)
 		ck_assert_msg(!strcmp(r.out, "same\n"),
 			      "run %d (%s): the command's cgroups differ from pid 1's:\n%s", i,
 			      i % 2 ? "moved in" : "default", r.out);
+		spine_run_release(&r);
+		if (i % 2)
+			continue;
+		const char *const b[] = {"--state-dir", sd, "run", "--", "cat", "/proc/self/cgroup",
+					 NULL};
+		spine_cli_run_env(&r, NULL, b, NULL);
+		ck_assert_msg(r.status == 0 && *r.out, "run %d: %s", i, r.err);
+		for (const char *l = r.out; *l; l = strchr(l, '\n') + 1) {
+			size_t n = strcspn(l, "\n");
+			ck_assert_msg(n >= 2 && !strncmp(l + n - 2, ":/", 2),
+				      "run %d: the command sees the host's layout:\n%s", i, r.out);
+			if (!l[n])
+				break;
+		}
 		spine_run_release(&r);
 	}
 	ck_assert_int_eq(spine_store_entries(sd), 0);
