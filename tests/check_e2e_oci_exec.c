@@ -239,6 +239,7 @@ static void assert_in_group(const struct env *e, pid_t pid)
 		if (!path)
 			continue;
 		*path++ = '\0';
+		*c = '\0'; /* l: the hierarchy's id; c + 1: its controllers */
 		bool ours = !v1 && !strcmp(l, "0");
 		for (size_t i = 0; v1 && i < sizeof(ctls) / sizeof(ctls[0]); i++) {
 			char *s2 = NULL, list[256];
