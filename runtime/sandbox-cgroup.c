@@ -147,15 +147,13 @@ int rt_sandbox_cgroup_prepare(const struct rt_sandbox *sb, struct rt_cgroup **cg
 {
 	*cg = NULL;
 	*b = RT_CGROUP_BIRTH_NONE;
-	enum rt_cgroup_version v;
-	struct rung_err e = {0};
-	if (sb->router->no_clone_into_cgroup ||
-	    rt_cgroup_detect(rt_cgroup_root(sb->router), &v, NULL, &e) < 0)
+	if (sb->router->no_clone_into_cgroup)
 		return 0;
 	int r = rt_sandbox_cgroup_create(sb, cg, err);
 	if (r < 0)
 		return r;
 	rung_trace("cgroup: made");
+	struct rung_err e = {0};
 	if (rt_cgroup_birth_open(*cg, b, &e) < 0)
 		LOG_DEBUG("cgroup: %s: pid 1 is moved in instead", e.msg);
 	return 0;
