@@ -498,34 +498,19 @@ static void enters_itself(struct rt_cgroup *cg)
 	ck_assert(!rt_cgroup_born(&b));
 	close(pp[1]);
 	ck_assert_int_gt(pid, 0);
-	char ok = 0, p[64], want[512];
+	char ok = 0, want[512];
 	ck_assert_int_eq(read(pp[0], &ok, 1), 1);
 	close(pp[0]);
 	ck_assert_msg(ok == 'y', "the child could not enter its group itself");
-	snprintf(p, sizeof(p), "/proc/%d/cgroup", (int)pid);
 	snprintf(want, sizeof(want), "/%s", rt_cgroup_name(cg));
-	cleanup_free char *pc = NULL;
-	ck_assert_int_eq(rung_file_load(AT_FDCWD, p, 65536, &pc, NULL, &err), 0);
-	/* "id:controller[,controller]:path" lines: each controller of the group, in it */
 	for (int c = 0; c < RT_CGCTL__COUNT; c++) {
 		if (!rt_cgroup_has(cg, c))
 			continue;
 		const char *name = rt_cgroup_ctl_name(c);
-		bool in = false;
-		char *save = NULL, *copy = strdup(pc);
-		for (char *l = strtok_r(copy, "\n", &save); l && !in;
-		     l = strtok_r(NULL, "\n", &save)) {
-			char *ctls = strchr(l, ':'), *path = ctls ? strchr(ctls + 1, ':') : NULL;
-			if (!path || strcmp(path + 1, want))
-				continue;
-			*path = '\0';
-			char *s2 = NULL;
-			for (char *t = strtok_r(ctls + 1, ",", &s2); t && !in;
-			     t = strtok_r(NULL, ",", &s2))
-				in = !strcmp(t, name);
-		}
-		free(copy);
-		ck_assert_msg(in, "%s: not in %s's %s:\n%s", p, name, want, pc);
+		char path[4096] = "";
+		ck_assert_msg(rung_test_proc_cgroup(pid, name, path, sizeof(path)) &&
+				  !strcmp(path, want),
+			      "pid %d: not in %s's %s: %s", (int)pid, name, want, path);
 	}
 	destroy(cg);
 	assert_killed(pid);

@@ -356,6 +356,33 @@ void rung_test_cgroup_dump(const char *id)
 		fclose(f);
 }
 
+bool rung_test_proc_cgroup(pid_t pid, const char *ctl, char *out, size_t n)
+{
+	char p[64], b[4096] = "";
+	snprintf(p, sizeof(p), "/proc/%d/cgroup", (int)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t k = fd < 0 ? -1 : read(fd, b, sizeof(b) - 1);
+	if (fd >= 0)
+		close(fd);
+	b[k > 0 ? k : 0] = '\0';
+	char *save = NULL;
+	for (char *l = strtok_r(b, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char *c = strchr(l, ':'), *path = c ? strchr(c + 1, ':') : NULL;
+		if (!path)
+			continue;
+		*c = *path = '\0'; /* l: the hierarchy's id; c + 1: its controllers */
+		bool hit = !ctl && !strcmp(l, "0");
+		char *s2 = NULL;
+		for (char *t = strtok_r(c + 1, ",", &s2); ctl && t && !hit; t = strtok_r(NULL, ",", &s2))
+			hit = !strcmp(t, ctl);
+		if (hit) {
+			snprintf(out, n, "%s", path + 1);
+			return true;
+		}
+	}
+	return false;
+}
+
 long rung_test_status_field(int pid, const char *field)
 {
 	char p[64], buf[4096];

@@ -96,6 +96,10 @@ uint64_t rung_test_cgroup_pids(const char *id);
 /* To stderr, for a failure's report: the directory of sandbox id's cgroup that counts its
  * pids, its pids.current and each process it lists (/proc/PID/stat: pid, comm, state, ppid). */
 void rung_test_cgroup_dump(const char *id);
+/* Process pid's group as its /proc/PID/cgroup says ("id:controllers:path" lines): the path on
+ * the v1 hierarchy holding controller ctl ("memory"), or on v2's "0::" line (ctl NULL); into
+ * out, false where no line names it. */
+bool rung_test_proc_cgroup(pid_t pid, const char *ctl, char *out, size_t n);
 /* A child in a user namespace of its own mapping ids 0..65535 to 100000..165535, waiting: an
  * open fd (O_CLOEXEC) of its /proc/PID/ns/user; its pid in *holder, for the caller to kill
  * and reap. Fails the test when it cannot be made. */
