@@ -371,7 +371,8 @@ static int spawn(struct create_ctx *x, struct rung_err *err)
 	int flags = x->cfg.ns_flags & ~CLONE_NEWCGROUP; /* the init unshares it once in its group */
 	long pid = rt_cgroup_birth_clone(&x->birth, (unsigned long)flags | SIGCHLD);
 	if (pid < 0)
-		return rung_err_ns(err, (int)-pid, flags & CLONE_NEWUSER, "clone the container's init");
+		return rung_err_ns(err, (int)-pid, flags & CLONE_NEWUSER,
+				   "clone the container's init");
 	if (pid == 0) {
 		close(x->sync[0]);
 		int e = rt_cgroup_birth_enter(&x->birth); /* v1: into its group, first */

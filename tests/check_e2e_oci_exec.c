@@ -235,7 +235,8 @@ static void assert_in_group(const struct env *e, pid_t pid)
 			      v1 ? ctls[i] : "v2", path, want);
 		checked++;
 	}
-	ck_assert_msg(checked >= (v1 ? 4 : 1), "pid %d: %d of its groups checked", (int)pid, checked);
+	ck_assert_msg(checked >= (v1 ? 4 : 1), "pid %d: %d of its groups checked", (int)pid,
+		      checked);
 }
 
 /* exec: the process's status and output; its flags; the init's confinement. */

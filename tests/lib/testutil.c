@@ -373,7 +373,8 @@ bool rung_test_proc_cgroup(pid_t pid, const char *ctl, char *out, size_t n)
 		*c = *path = '\0'; /* l: the hierarchy's id; c + 1: its controllers */
 		bool hit = !ctl && !strcmp(l, "0");
 		char *s2 = NULL;
-		for (char *t = strtok_r(c + 1, ",", &s2); ctl && t && !hit; t = strtok_r(NULL, ",", &s2))
+		for (char *t = strtok_r(c + 1, ",", &s2); ctl && t && !hit;
+		     t = strtok_r(NULL, ",", &s2))
 			hit = !strcmp(t, ctl);
 		if (hit) {
 			snprintf(out, n, "%s", path + 1);
