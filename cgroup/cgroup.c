@@ -428,6 +428,9 @@ int rt_cgroup_birth_enter(struct rt_cgroup_birth *b)
 		close(b->tasks[i]);
 	}
 	b->ntasks = 0;
+	if (b->dirfd >= 0)
+		close(b->dirfd);
+	b->dirfd = -1;
 	return r;
 }
 

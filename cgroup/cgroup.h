@@ -198,7 +198,8 @@ void rt_cgroup_birth_close(struct rt_cgroup_birth *b); /* idempotent */
  * clone and b's dirfd is closed (rt_cgroup_born then says the parent must move the child).
  * The pid, 0 in the child, or -errno. */
 long rt_cgroup_birth_clone(struct rt_cgroup_birth *b, unsigned long flags);
-/* In the child, first: v1, write "0" to each tasks fd and close it (0, or -errno). */
+/* In the child, first: v1, write "0" to each tasks fd; then close every fd of b, which the
+ * child has no more use for (0, or the first write's -errno). */
 int rt_cgroup_birth_enter(struct rt_cgroup_birth *b);
 /* Move pid into the group (v1: every controller's group; v2: the group). */
 int rt_cgroup_enter(const struct rt_cgroup *cg, pid_t pid, struct rung_err *err);

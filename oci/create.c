@@ -382,8 +382,6 @@ static int spawn(struct create_ctx *x, struct rung_err *err)
 			(void)!write(x->sync[1], &m, sizeof(m));
 			_exit(127);
 		}
-		if (x->birth.dirfd >= 0)
-			close(x->birth.dirfd);
 		for (int i = 0; i < 3; i++) /* the init keeps no handle on the host's namespaces */
 			if (x->home[i] >= 0)
 				close(x->home[i]);

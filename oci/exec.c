@@ -225,15 +225,15 @@ static int run(struct exec_ctx *x, int *status, struct rung_err *err)
 	struct rung_err e = {0};
 	if (rt_cgroup_birth_open(cg, &b, &e) < 0)
 		LOG_DEBUG("%s: the process is moved in instead", e.msg);
-	long pid = b.dirfd >= 0 ? rt_cgroup_birth_clone(&b, SIGCHLD) : fork();
-	if (pid < 0 && b.dirfd < 0)
+	long pid;
+	if (b.dirfd >= 0)
+		pid = rt_cgroup_birth_clone(&b, SIGCHLD);
+	else if ((pid = fork()) < 0)
 		pid = -errno;
 	if (pid == 0) {
 		close(x->sync[0]);
 		struct oci_sync_msg m = {.tag = OCI_SYNC_ERROR};
 		int en = rt_cgroup_birth_enter(&b);
-		if (b.dirfd >= 0)
-			close(b.dirfd);
 		if (en < 0)
 			rung_err_sys(&m.err, -en, "cgroup %s: enter", x->st.cgroup);
 		else if (child_setup(x, &m.err) == 0)
