@@ -91,6 +91,24 @@ static void reap_all(void)
 
 static bool v1(const struct rt_cgroup *cg) { return rt_cgroup_version(cg) == RT_CGROUP_V1; }
 
+/* The kernel agrees pid is in cg: /proc/PID/cgroup names the group on the hierarchy of each of
+ * its controllers (v1), or on the "0::" line (v2). */
+static void assert_proc_in(const struct rt_cgroup *cg, pid_t pid)
+{
+	char want[512];
+	snprintf(want, sizeof(want), "/%s", rt_cgroup_name(cg));
+	for (int c = 0; c < (v1(cg) ? RT_CGCTL__COUNT : 1); c++) {
+		if (v1(cg) && !rt_cgroup_has(cg, c))
+			continue;
+		const char *ctl = v1(cg) ? rt_cgroup_ctl_name(c) : NULL;
+		char path[4096] = "";
+		ck_assert_msg(rung_test_proc_cgroup(pid, ctl, path, sizeof(path)) &&
+				  !strcmp(path, want),
+			      "pid %d: not in %s of %s: %s", (int)pid, want, ctl ? ctl : "v2",
+			      path);
+	}
+}
+
 static void assert_file(const struct rt_cgroup *cg, enum rt_cgroup_ctl ctl, const char *file,
 			const char *want)
 {
@@ -133,19 +151,7 @@ void cgt_case_lifecycle(const char *root)
 	ck_assert_int_eq(pids[0], c.pid);
 	free(pids);
 
-	/* The kernel agrees: /proc/PID/cgroup names the group in each hierarchy. */
-	char p[64], want[512];
-	snprintf(p, sizeof(p), "/proc/%d/cgroup", (int)c.pid);
-	cleanup_free char *pc = NULL;
-	ck_assert_int_eq(rung_file_load(AT_FDCWD, p, 65536, &pc, NULL, &err), 0);
-	const char *ctls[] = {"memory", "pids", "freezer"};
-	for (size_t i = 0; i < (v1(cg) ? 3u : 1u); i++) {
-		if (v1(cg))
-			snprintf(want, sizeof(want), ":%s:/%s\n", ctls[i], rt_cgroup_name(cg));
-		else
-			snprintf(want, sizeof(want), "0::/%s\n", rt_cgroup_name(cg));
-		ck_assert_msg(strstr(pc, want), "%s lacks %s:\n%s", p, want, pc);
-	}
+	assert_proc_in(cg, c.pid);
 
 	destroy(cg);
 	assert_killed(c.pid);
@@ -498,20 +504,11 @@ static void enters_itself(struct rt_cgroup *cg)
 	ck_assert(!rt_cgroup_born(&b));
 	close(pp[1]);
 	ck_assert_int_gt(pid, 0);
-	char ok = 0, want[512];
+	char ok = 0;
 	ck_assert_int_eq(read(pp[0], &ok, 1), 1);
 	close(pp[0]);
 	ck_assert_msg(ok == 'y', "the child could not enter its group itself");
-	snprintf(want, sizeof(want), "/%s", rt_cgroup_name(cg));
-	for (int c = 0; c < RT_CGCTL__COUNT; c++) {
-		if (!rt_cgroup_has(cg, c))
-			continue;
-		const char *name = rt_cgroup_ctl_name(c);
-		char path[4096] = "";
-		ck_assert_msg(rung_test_proc_cgroup(pid, name, path, sizeof(path)) &&
-				  !strcmp(path, want),
-			      "pid %d: not in %s's %s: %s", (int)pid, name, want, path);
-	}
+	assert_proc_in(cg, pid);
 	destroy(cg);
 	assert_killed(pid);
 	assert_gone(cg);
@@ -549,12 +546,7 @@ void cgt_case_clone_into(const char *root)
 	ck_assert_msg(rt_cgroup_born(&b), "a kernel without CLONE_INTO_CGROUP");
 	rt_cgroup_birth_close(&b);
 	ck_assert_msg(pid > 0, "clone3: %s", strerror((int)-pid));
-	char p[64], want[512];
-	snprintf(p, sizeof(p), "/proc/%ld/cgroup", pid);
-	snprintf(want, sizeof(want), "0::/%s\n", rt_cgroup_name(cg));
-	cleanup_free char *pc = NULL;
-	ck_assert_int_eq(rung_file_load(AT_FDCWD, p, 65536, &pc, NULL, &err), 0);
-	ck_assert_msg(strstr(pc, want), "%s lacks %s:\n%s", p, want, pc);
+	assert_proc_in(cg, (pid_t)pid);
 	destroy(cg);
 	assert_killed((pid_t)pid);
 	assert_gone(cg);
