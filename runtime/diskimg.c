@@ -263,14 +263,16 @@ static void spares_fill(const char *state_dir, uint64_t bytes)
 		spare_slot(state_dir, bytes, i, slot, sizeof(slot));
 		if (access(slot, F_OK) == 0)
 			continue;
-		/* Unnamed until it is whole: a filler killed halfway leaves nothing behind. */
+		/* Unnamed until it is whole: a filler killed halfway leaves nothing behind. Then
+		 * one fsync writes its data and commits its link in one journal transaction (a
+		 * claim would sync either otherwise, on a start's path). */
 		cleanup_close int out = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 		char self[64];
 		snprintf(self, sizeof(self), "/proc/self/fd/%d", out);
-		if (out < 0 || sparse_copy(in, out, bytes) < 0 || fdatasync(out) < 0 ||
+		if (out < 0 || sparse_copy(in, out, bytes) < 0 ||
 		    linkat(AT_FDCWD, self, AT_FDCWD, slot, AT_SYMLINK_FOLLOW) < 0)
 			continue; /* EEXIST: another filler's */
-		fsync(out); /* the link changed the inode: its claim would sync it otherwise */
+		fsync(out);
 	}
 }
 
