@@ -155,7 +155,14 @@ struct rt_sandbox {
 	pid_t release_pid;
 	/* Set: the cgroup's removal is handed over there (sandbox-cgroup.h), not done. */
 	struct rt_cg_later *cg_later;
+	/* Owned only: its metadata may be written while pid 1 builds its root (a new sandbox,
+	 * whose directory a failed start removes whole), and was (rt_sandbox_meta_early). */
+	bool meta_early_ok, meta_early;
 };
+/* An owned start's metadata (running, its pid 1 init_pid, its creator the supervisor),
+ * written by rt_ns_start while pid 1 builds its root, so that it is not on the way from pid
+ * 1's report to the first exec; a failure leaves it to create_locked, as without. */
+void rt_sandbox_meta_early(struct rt_sandbox *sb, pid_t init_pid);
 
 /* ---- network (net.c): the same egress policy for every rung ---- */
 bool rt_net_wanted(const struct rung_spec *s);

@@ -256,6 +256,8 @@ static int run_child(struct rt_sandbox *sb, const struct rt_ns_params *np, struc
 	rung_trace("ns: child in its cgroup");
 	if (write(go_fd, "c", 1) != 1)
 		return child_failed(err_fd, errno, "let the sandbox's pid 1 serve", err);
+	if (sb->owned) /* while pid 1 builds its root */
+		rt_sandbox_meta_early(sb, pid);
 	ssize_t n = child_report(err_fd, err);
 	if (n == (ssize_t)sizeof(struct rung_err))
 		return -(err->code ? err->code : EIO);

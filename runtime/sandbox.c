@@ -99,6 +99,34 @@ static int spec_copy(const struct rung_spec *src, struct rung_spec *dst, struct 
 	return rung_spec_from_json(j, strlen(j), dst, err);
 }
 
+/* With the sandbox lock held: sb runs (st), its metadata says so. */
+static int meta_running(struct rt_sandbox *sb, const struct rt_started *st, struct rung_err *err)
+{
+	struct rt_store *store = &sb->router->store;
+	sb->meta.sup_pid = st->sup_pid;
+	sb->meta.sup_start = st->sup_start;
+	sb->meta.init_pid = st->init_pid;
+	sb->meta.state = RUNG_STATE_RUNNING;
+	int r = rt_store_meta_write(store, &sb->meta, err);
+	if (r < 0)
+		return r;
+	rt_store_touch_activity(store, sb->meta.id, true);
+	int busy = rt_store_busy(store, sb->meta.id, true); /* create it, under the lock */
+	if (busy >= 0)
+		close(busy);
+	return 0;
+}
+
+void rt_sandbox_meta_early(struct rt_sandbox *sb, pid_t init_pid)
+{
+	struct rt_started st = {.sup_pid = getpid(), .init_pid = init_pid};
+	struct rung_err e = {0};
+	st.sup_start = rung_proc_starttime(st.sup_pid);
+	sb->meta_early = sb->owned && sb->meta_early_ok && meta_running(sb, &st, &e) == 0;
+	if (sb->meta_early)
+		rung_trace("acquire: meta written early");
+}
+
 /* Called with the sandbox lock held: create the sandbox's runtime. */
 static int create_locked(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 			 struct rung_err *err)
@@ -128,20 +156,15 @@ static int create_locked(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 		return r;
 	}
 	rung_trace("acquire: supervisor ready");
-	sb->meta.sup_pid = started.sup_pid;
-	sb->meta.sup_start = started.sup_start;
-	sb->meta.init_pid = started.init_pid;
-	sb->meta.state = RUNG_STATE_RUNNING;
-	if ((r = rt_store_meta_write(st, &sb->meta, err)) < 0) {
+	if (sb->meta_early && sb->meta.init_pid == started.init_pid &&
+	    sb->meta.sup_pid == started.sup_pid)
+		return 0;
+	if ((r = meta_running(sb, &started, err)) < 0) {
 		rt_supervisor_stop(&sb->meta, 2000);
 		if (sb->owned) /* no supervisor to tear down after its pid 1 */
 			ops->cleanup(sb);
 		return r;
 	}
-	rt_store_touch_activity(st, sb->meta.id, true);
-	int busy = rt_store_busy(st, sb->meta.id, true); /* create it, under the lock */
-	if (busy >= 0)
-		close(busy);
 	rung_trace("acquire: meta written");
 	return 0;
 }
@@ -267,6 +290,7 @@ static int acquire(struct rung_router *r, const struct rung_key *key, const stru
 	 * offers it and, when deployed, that the policy allows it). */
 	sb->meta.granted = spec->requires & ops->caps;
 	sb->owned = owned; /* a request: rt_supervisor_inline decides */
+	sb->meta_early_ok = !have_old; /* a failed start removes all (below) */
 	sb->first_req = owned ? first : NULL;
 	if ((rc = spec_copy(spec, &sb->meta.spec, err)) < 0 ||
 	    (rc = create_locked(sb, ops, err)) < 0) {

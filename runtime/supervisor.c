@@ -496,7 +496,7 @@ int rt_supervisor_inline(struct rt_sandbox *sb, const struct rt_backend_ops *ops
 	}
 	rung_trace("inline: sandbox started");
 	out->sup_pid = getpid();
-	out->sup_start = rung_proc_starttime(getpid());
+	out->sup_start = sb->meta_early ? sb->meta.sup_start : rung_proc_starttime(getpid());
 	out->init_pid = r;
 	return 0;
 }

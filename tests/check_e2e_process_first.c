@@ -7,17 +7,23 @@
  * is an ordinary first exec. A releaser that cannot start leaves the release to the dispose.
  * The heir (rung_router_opts.release_at_exit, `rung run`'s releaser) releases once its
  * process has exited, and only lets the namespace go when that process died before the go.
+ * The metadata written while pid 1 builds its root goes with a start that fails after it
+ * (a fake pid 1, sandbox.h), and is not written where the key's sandbox was stored before.
  * Tagged "root".
  */
 #include <check.h>
+#include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 
+#include "common/log.h"
 #include "runtime/diskimg.h"
 #include "runtime/rt-internal.h"
 #include "tests/lib/sandbox.h"
@@ -216,6 +222,104 @@ START_TEST(test_releaser_exec_fails)
 END_TEST
 
 /*
+ * An owned start writes its metadata while pid 1 builds its root (rt_sandbox_meta_early):
+ * with pid 1 failing after that (the fake pid 1 of sandbox.h), the start fails with pid 1's
+ * report and leaves nothing, the metadata included. Where the key's sandbox was in the store
+ * before (its supervisor died), nothing is written early: the failed start leaves its
+ * metadata as it was (the next acquire's restart keeps its files).
+ */
+static struct rung_router *fake_pid1_router(const char *sd)
+{
+	static char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	ck_assert_int_gt(n, 0);
+	exe[n] = '\0';
+	struct rung_router_opts o = {.state_dir = sd, .agent_path = exe};
+	rung_test_router_env(&o);
+	struct rung_router *r = NULL;
+	struct rung_err err = {0};
+	ck_assert_msg(rung_router_new(&o, &r, &err) == 0, "%s", err.msg);
+	return r;
+}
+
+/* rung_acquire_owned of key (thread) through r fails with the fake pid 1's report; returns
+ * whether the metadata was written early (the trace says). */
+static bool fake_pid1_start(struct rung_router *r, const char *thread)
+{
+	char trace[] = "/tmp/rung-early-meta-XXXXXX";
+	int fd = mkstemp(trace);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	chmod(trace, 0666); /* pid 1 (an unprivileged host uid) appends to it too */
+	rung_trace_start(trace);
+	struct rung_spec s;
+	rung_spec_init(&s);
+	s.kind = strdup("early");
+	/* spine_acquire's key for thread */
+	struct rung_key k = {.scope = "x", .thread = thread, .agent = "agent"};
+	struct rung_sandbox *sb = NULL;
+	bool created = false;
+	struct rung_err err = {0};
+	int rc = rung_acquire_owned(r, &k, &s, NULL, &sb, &created, &err);
+	rung_trace_set(NULL);
+	ck_assert_int_lt(rc, 0);
+	ck_assert_msg(strstr(err.msg, SPINE_FAKE_PID1), "%s", err.msg);
+	ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1); /* pid 1 reaped */
+	ck_assert_int_eq(errno, ECHILD);
+	rung_spec_release(&s);
+	char *t = spine_slurp(trace, NULL);
+	unlink(trace);
+	ck_assert_msg(t && strstr(t, "ns: child in its cgroup"), "%s", t ? t : "(no trace)");
+	bool early = strstr(t, "acquire: meta written early") != NULL;
+	free(t);
+	return early;
+}
+
+START_TEST(test_early_meta_failed_start)
+{
+	RUNG_REQUIRE_ROOT();
+	if (spine_vm())
+		RUNG_SKIP("the vm rung has no owned start");
+	char *sd;
+	struct rung_router *real = spine_router(&sd);
+	struct rung_router *fake = fake_pid1_router(sd);
+	/* a new sandbox: written early, then removed with the rest */
+	ck_assert(fake_pid1_start(fake, "early-new"));
+	ck_assert_int_eq(spine_store_entries(sd), 0);
+	/* one whose supervisor died: its metadata stays as it was */
+	struct rung_sandbox *sb = spine_acquire(real, "x", "early-old", "early", NULL, NULL);
+	struct rung_err err = {0};
+	ck_assert_int_eq(rung_write_file(sb, "keep.txt", "kept", 4, 0644, &err), 0);
+	char id[64];
+	snprintf(id, sizeof(id), "%s", rung_sandbox_id(sb));
+	struct rt_meta m, m2;
+	spine_meta(real, id, &m);
+	ck_assert_int_eq(kill(m.sup_pid, SIGKILL), 0);
+	ck_assert(spine_wait_gone(m.sup_pid, 3000));
+	ck_assert(spine_wait_gone(m.init_pid, 3000));
+	ck_assert(!fake_pid1_start(fake, "early-old"));
+	ck_assert_int_eq(spine_store_entries(sd), 1);
+	spine_meta(real, id, &m2);
+	ck_assert_int_eq(m2.sup_pid, m.sup_pid);
+	ck_assert_int_eq(m2.init_pid, m.init_pid);
+	rt_meta_release(&m);
+	rt_meta_release(&m2);
+	/* and the real agent restarts it, its file kept */
+	struct rung_sandbox *again = spine_acquire(real, "x", "early-old", "early", NULL, NULL);
+	char *out = spine_sh_ok(again, "cat /work/keep.txt");
+	ck_assert_str_eq(out, "kept");
+	free(out);
+	ck_assert_int_eq(rung_dispose(real, id, NULL, &err), 0);
+	rung_sandbox_close(again);
+	rung_sandbox_close(sb);
+	ck_assert_int_eq(spine_store_entries(sd), 0);
+	rung_router_free(fake);
+	rung_router_free(real);
+	free(sd);
+}
+END_TEST
+
+/*
  * A process that makes an owned sandbox with a release_at_exit router (ours, forked) and, with
  * go, disposes of it and exits at once, freeing nothing (as `rung run`); without go, it is
  * killed after its releaser (the heir) started, before the dispose's go. We are a subreaper:
@@ -344,6 +448,7 @@ Suite *e2e_process_first_suite(void)
 	tcase_add_test(tc, test_releaser_exec_fails);
 	tcase_add_test(tc, test_heir_releases);
 	tcase_add_test(tc, test_heir_without_go);
+	tcase_add_test(tc, test_early_meta_failed_start);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -11,8 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tests/lib/testutil.h"
 #include "suites.h"
+#include "tests/lib/sandbox.h"
+#include "tests/lib/testutil.h"
 
 #define GUARD_MAX 256
 
@@ -94,6 +95,8 @@ static bool exact_name(const char *arg)
 
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "--init")) /* as a sandbox's pid 1 (sandbox.h) */
+		return spine_fake_pid1();
 	/* Optional filter: check_rung NAME... runs the suites NAME_suite() (or NAME prefixes). */
 	char skips[4096];
 	snprintf(skips, sizeof(skips), "%s/skips.log", rung_test_build_dir());

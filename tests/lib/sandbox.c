@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/util.h"
 #include "tests/lib/sandbox.h"
@@ -338,4 +339,23 @@ char *spine_slurp(const char *path, size_t *len)
 	if (rung_file_load(AT_FDCWD, path, 64 << 20, &out, len, &err) < 0)
 		return NULL;
 	return out;
+}
+
+int spine_fake_pid1(void)
+{
+	enum { ERR_FD = 4, GO_FD = 6 }; /* agent/init.c's */
+	uint32_t len = 0;
+	char c = 0;
+	if (rung_read_exact(GO_FD, &len, sizeof(len)) < 0 || len > (1u << 24))
+		return 126;
+	while (len--) /* the setup */
+		if (rung_read_exact(GO_FD, &c, 1) < 0)
+			return 126;
+	while (c != 'c') /* a 'd' may come first */
+		if (rung_read_exact(GO_FD, &c, 1) < 0)
+			return 126;
+	struct rung_err e = {0};
+	rung_err_set(&e, EPROTO, "%s", SPINE_FAKE_PID1);
+	rung_write_all(ERR_FD, &e, sizeof(e));
+	return 127;
 }

@@ -63,6 +63,11 @@ bool spine_pid_alive(pid_t pid);
 bool spine_wait_gone(pid_t pid, unsigned ms);
 /* How many host processes have cmdline containing needle. */
 int spine_count_cmdline(const char *needle);
+/* `check_rung --init` (main.c), run as a sandbox's rung-agent: a pid 1 that reads its setup,
+ * waits for the runtime's 'c' (it may serve) and then reports a failed setup (its message
+ * names SPINE_FAKE_PID1), as a pid 1 that failed after the runtime wrote its metadata. */
+#define SPINE_FAKE_PID1 "fake pid 1 failed after its 'c'"
+int spine_fake_pid1(void);
 /* Entries in <state>/sandboxes. */
 int spine_store_entries(const char *state_dir);
 /* A file's whole content (malloc'd), or NULL. */
