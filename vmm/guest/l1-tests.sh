@@ -10,7 +10,8 @@
 # Env: VMTEST_DRIVER=rung-vmm|qemu (default: rung-vmm if present, else qemu, so that the
 # guest side is proven even before rung-vmm boots), VMTEST_BENCH=N boots per VMM (0: none),
 # VMTEST_ONLY="boot panic snapshot ..." runs only those tests (debugging), VMTEST_ONLY_BENCH=1;
-# "snapbench" in VMTEST_ONLY runs bench/vm-snapshot-l1.sh (VMTEST_SNAP_N rounds).
+# "snapbench" in VMTEST_ONLY runs bench/vm-snapshot-l1.sh (VMTEST_SNAP_N rounds), "execbench"
+# bench/vm-exec-l1.sh (VMTEST_EXEC_N rounds).
 set -u
 [ "${VMTEST_TRACE:-0}" = 1 ] && set -x
 P=${RUNG_VM_PAYLOAD:-}
@@ -415,6 +416,8 @@ if [ "${VMTEST_ONLY_BENCH:-0}" != 1 ]; then
 	want snapshot-smp && t_snapshot_smp
 	# the snapshot benchmark (bench/vm-snapshot.sh): only when named
 	case " ${VMTEST_ONLY:-} " in *" snapbench "*) . "$P/rung/vm-snapshot-l1.sh" ;; esac
+	# the exec benchmark (bench/vm-exec.sh): only when named
+	case " ${VMTEST_ONLY:-} " in *" execbench "*) . "$P/rung/vm-exec-l1.sh" ;; esac
 	want panic && t_panic
 	want flood && t_flood
 	want garbage && t_garbage

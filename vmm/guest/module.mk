@@ -4,6 +4,7 @@
 #   make check-vm       the vm-rung tests under nested KVM (QEMU TCG L1, or /dev/kvm here)
 #   make bench-vm       bench/vm-boot.sh (rung-vmm vs QEMU microvm boot to agent-ready)
 #   make bench-vm-snapshot  bench/vm-snapshot.sh (restore vs cold boot, 10 clones' memory)
+#   make bench-vm-exec  bench/vm-exec.sh (an exec after a pause vs back to back, 2 vCPUs)
 # RUNG_VM_AGENT overrides the agent put in the initramfs (default: build/rung-agent).
 
 VM_OUT        := $(B)/vm
@@ -44,5 +45,9 @@ bench-vm-snapshot: $(VM_OUT)/initramfs.cpio.gz $(VM_OUT)/rung-vmtest $(VM_VMM)
 	@sh vmm/guest/build-kernel.sh >/dev/null
 	@$(VM_STAGE_ENV) sh bench/vm-snapshot.sh
 
+bench-vm-exec: $(VM_OUT)/initramfs.cpio.gz $(VM_OUT)/rung-vmtest $(VM_VMM)
+	@sh vmm/guest/build-kernel.sh >/dev/null
+	@$(VM_STAGE_ENV) sh bench/vm-exec.sh
+
 CHECK_STAGES += check-vm
-.PHONY: guest-kernel vm-initramfs check-vm bench-vm bench-vm-snapshot
+.PHONY: guest-kernel vm-initramfs check-vm bench-vm bench-vm-snapshot bench-vm-exec

@@ -98,7 +98,8 @@ fi
 cp "$KERNEL" "$P/rung/guest/bzImage"
 cp "$INITRAMFS" "$P/rung/guest/initramfs.cpio.gz"
 cp "$OUT/base-$stamp.img" "$P/rung/guest/base.img"
-cp "$here/mkdisk.sh" "$here/l1-tests.sh" "$here/l1-snapshot.sh" "$here/../../bench/vm-snapshot-l1.sh" "$P/rung/"
+cp "$here/mkdisk.sh" "$here/l1-tests.sh" "$here/l1-snapshot.sh" "$here/../../bench/vm-snapshot-l1.sh" \
+	"$here/../../bench/vm-exec-l1.sh" "$P/rung/"
 # the runtime itself (rung, its store with a python image), when it is built
 if [ -n "${RUNG_BUILD:-}" ] && [ -x "$RUNG_BUILD/rung" ] && [ -x "$RUNG_BUILD/rfs-tool" ]; then
 	sh "$here/payload-rung.sh" "$P" "$RUNG_BUILD" "$OUT/base-$stamp.img" >&2
