@@ -246,7 +246,8 @@ static struct rung_router *fake_pid1_router(const char *sd)
  * whether the metadata was written early (the trace says). */
 static bool fake_pid1_start(struct rung_router *r, const char *thread)
 {
-	char trace[] = "/tmp/rung-early-meta-XXXXXX";
+	char trace[PATH_MAX]; /* under the tcase's base: its teardown removes it */
+	snprintf(trace, sizeof(trace), "%s/early-trace-XXXXXX", spine_base());
 	int fd = mkstemp(trace);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
