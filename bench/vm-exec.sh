@@ -8,16 +8,10 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 : "${OUT:=build/vm}"
-log=${LOG:-}
-if [ -z "$log" ]; then
-	export OUT VMTEST_ONLY=execbench VMTEST_EXEC_N=${BENCH_N:-40}
-	sh "$here/../vmm/guest/run-l1.sh" >/dev/null 2>&1 || true
-	log=$OUT/l1-console.log
-fi
-grep -q '^VMBENCH exec' "$log" || { echo "vm-exec: no VMBENCH exec lines in $log" >&2; exit 1; }
+. "$here/vm-l1.sh"
+export VMTEST_EXEC_N=${BENCH_N:-40}
+vm_l1_log execbench exec
 grep -E '^VMTEST (PASS|FAIL|SKIP) execbench' "$log" || true
-median() { tr ' ' '\n' | grep -E '^[0-9]+$' | sort -n | awk '{ v[NR] = $1 } END {
-	if (NR == 0) { print "nan"; exit } print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 g=$(grep '^VMBENCH exec gap_ms' "$log" | cut -d' ' -f4- | median)
 b=$(grep '^VMBENCH exec b2b_ms' "$log" | cut -d' ' -f4- | median)
 echo "vm exec of /bin/true, 2 vCPUs, median (ms, rung-vmtest's start in L1 included): after a 100 ms pause $g, back to back $b"

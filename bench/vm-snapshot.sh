@@ -10,17 +10,11 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 : "${OUT:=build/vm}"
-log=${LOG:-}
-if [ -z "$log" ]; then
-	export OUT VMTEST_ONLY=snapbench VMTEST_SNAP_N=${BENCH_N:-5}
-	sh "$here/../vmm/guest/run-l1.sh" >/dev/null 2>&1 || true
-	log=$OUT/l1-console.log
-fi
-grep -q '^VMBENCH snap' "$log" || { echo "vm-snapshot: no VMBENCH snap lines in $log" >&2; exit 1; }
+. "$here/vm-l1.sh"
+export VMTEST_SNAP_N=${BENCH_N:-5}
+vm_l1_log snapbench snap
 grep -E '^VMTEST (FAIL|SKIP) snapbench' "$log" || true
 grep '^VMBENCH snap' "$log" | grep -v ' timeline '
-median() { tr ' ' '\n' | grep -E '^[0-9]+$' | sort -n | awk '{ v[NR] = $1 } END {
-	if (NR == 0) { print "nan"; exit } print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 c=$(grep '^VMBENCH snap cold_ms' "$log" | cut -d' ' -f4- | median)
 r=$(grep '^VMBENCH snap restore_ms' "$log" | cut -d' ' -f4- | median)
 echo "vm to agent-ready, median (ms): cold boot $c, restore from a snapshot $r"
