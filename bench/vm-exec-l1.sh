@@ -15,7 +15,11 @@ eb_n=${VMTEST_EXEC_N:-40}
 eb_run() {
 	upper "$W/eb.img"
 	CPUS=2 vm_start eb "$W/eb.img" rung-vmm "rung.pids=256"
-	if ! vm_wait eb 90000; then fail "execbench: boot: $(tail -n 1 "$W/eb.wait")"; vm_stop eb; return 1; fi
+	if ! vm_wait eb 90000; then
+		fail "execbench: boot: $(tail -n 1 "$W/eb.wait")"
+		vm_stop eb
+		return 1
+	fi
 	vexec eb -- /bin/true || { fail "execbench: first exec"; vm_stop eb; return 1; }
 	eb_gap="" eb_b2b="" eb_i=0
 	while [ $eb_i -lt "$eb_n" ]; do

@@ -14,6 +14,9 @@ vm_l1_log execbench exec
 grep -E '^VMTEST (PASS|FAIL|SKIP) execbench' "$log" || true
 g=$(grep '^VMBENCH exec gap_ms' "$log" | cut -d' ' -f4- | median)
 b=$(grep '^VMBENCH exec b2b_ms' "$log" | cut -d' ' -f4- | median)
-echo "vm exec of /bin/true, 2 vCPUs, median (ms, rung-vmtest's start in L1 included): after a 100 ms pause $g, back to back $b"
-awk -v g="$g" -v b="$b" 'BEGIN { if (b != "nan" && b > 0) printf "ratio after a pause / back to back: %.2f\n", g / b }'
-grep '^VMBENCH exec gp_ms' "$log" | sed 's/^VMBENCH exec gp_ms /a grace period in that guest (synchronize_rcu by membarrier), median ms: /'
+echo "vm exec of /bin/true, 2 vCPUs, median (ms, rung-vmtest's start in L1 included):" \
+	"after a 100 ms pause $g, back to back $b"
+awk -v g="$g" -v b="$b" 'BEGIN { if (b != "nan" && b > 0)
+	printf "ratio after a pause / back to back: %.2f\n", g / b }'
+grep '^VMBENCH exec gp_ms' "$log" |
+	sed 's/^VMBENCH exec gp_ms /a grace period in that guest (synchronize_rcu by membarrier), ms: /'

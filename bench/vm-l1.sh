@@ -14,4 +14,5 @@ vm_l1_log() {
 }
 # median: of the whole numbers on stdin, separated by spaces or lines ("nan" without any)
 median() { tr ' ' '\n' | grep -E '^[0-9]+$' | sort -n | awk '{ v[NR] = $1 } END {
-	if (NR == 0) { print "nan"; exit } print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+	if (NR == 0) { print "nan"; exit }
+	print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
