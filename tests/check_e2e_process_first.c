@@ -234,12 +234,7 @@ static struct rung_router *fake_pid1_router(const char *sd)
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	ck_assert_int_gt(n, 0);
 	exe[n] = '\0';
-	struct rung_router_opts o = {.state_dir = sd, .agent_path = exe};
-	rung_test_router_env(&o);
-	struct rung_router *r = NULL;
-	struct rung_err err = {0};
-	ck_assert_msg(rung_router_new(&o, &r, &err) == 0, "%s", err.msg);
-	return r;
+	return spine_router_at(sd, &(struct rung_router_opts){.agent_path = exe});
 }
 
 /* rung_acquire_owned of key (thread) through r fails with the fake pid 1's report; returns

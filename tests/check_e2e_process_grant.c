@@ -101,13 +101,8 @@ START_TEST(test_deployed_run_code_only)
 		RUNG_SKIP("the process rung's deployed policy is the subject (RUNG_TEST_RUNG=vm)");
 	char *sd;
 	struct rung_router *plain = spine_router(&sd);
-	char ap[4096];
-	snprintf(ap, sizeof(ap), "%s/rung-agent", rung_test_build_dir());
-	struct rung_router_opts o = {.state_dir = sd, .deployed = true, .agent_path = ap};
-	rung_test_router_env(&o);
-	struct rung_router *dep = NULL;
+	struct rung_router *dep = spine_router_at(sd, &(struct rung_router_opts){.deployed = true});
 	struct rung_err err = {0};
-	ck_assert_msg(rung_router_new(&o, &dep, &err) == 0, "%s", err.msg);
 
 	struct rung_spec spec;
 	rung_spec_init(&spec);

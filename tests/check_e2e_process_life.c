@@ -636,11 +636,8 @@ START_TEST(test_agent_exec_fails)
 	close(fd);
 	char sd[4200];
 	snprintf(sd, sizeof(sd), "%s/state", dir);
-	struct rung_router_opts o = {.state_dir = sd, .agent_path = ap};
-	rung_test_router_env(&o);
-	struct rung_router *r;
+	struct rung_router *r = spine_router_at(sd, &(struct rung_router_opts){.agent_path = ap});
 	struct rung_err err = {0};
-	ck_assert_msg(rung_router_new(&o, &r, &err) == 0, "%s", err.msg);
 	struct rung_spec s = spec_k("k");
 	struct rung_key k = {.scope = "x", .thread = "agentexec", .agent = "a"};
 	struct rung_sandbox *sb = NULL;

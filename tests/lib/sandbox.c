@@ -181,6 +181,21 @@ struct rung_router *spine_router(char **state_dir)
 	return spine_router_with(NULL, state_dir);
 }
 
+struct rung_router *spine_router_at(const char *state_dir, const struct rung_router_opts *host)
+{
+	char ap[PATH_MAX];
+	agent_path(ap, sizeof(ap));
+	struct rung_router_opts o = host ? *host : (struct rung_router_opts){0};
+	o.state_dir = state_dir;
+	if (!o.agent_path)
+		o.agent_path = ap;
+	rung_test_router_env(&o);
+	struct rung_router *r = NULL;
+	struct rung_err err = {0};
+	ck_assert_msg(rung_router_new(&o, &r, &err) == 0, "router on %s: %s", state_dir, err.msg);
+	return r;
+}
+
 struct rung_router *spine_router_with(const struct rung_router_opts *host, char **state_dir)
 {
 	ck_assert_msg(base_dir[0], "no base dir (fixture failed)");
@@ -201,15 +216,9 @@ struct rung_router *spine_router_with(const struct rung_router_opts *host, char 
 	ck_assert_int_ge(asprintf(&p, "%s/state-XXXXXX", base_dir), 0);
 	ck_assert_ptr_nonnull(mkdtemp(p));
 	chmod(p, 0711);
-	char ap[PATH_MAX];
-	agent_path(ap, sizeof(ap));
 	struct rung_router_opts o = host ? *host : (struct rung_router_opts){0};
-	o.state_dir = p;
-	o.agent_path = ap;
-	rung_test_router_env(&o);
-	struct rung_router *r = NULL;
-	struct rung_err err = {0};
-	ck_assert_msg(rung_router_new(&o, &r, &err) == 0, "%s", err.msg);
+	o.agent_path = NULL; /* the build's, whatever host says */
+	struct rung_router *r = spine_router_at(p, &o);
 	if (state_dir)
 		*state_dir = p;
 	else

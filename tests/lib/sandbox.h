@@ -48,6 +48,9 @@ struct rung_router *spine_router(char **state_dir);
 /* The same with host settings (rung_router_opts: cgroup_root, rung_path, ...); the
  * environment's fill what host leaves unset (rung_test_router_env). */
 struct rung_router *spine_router_with(const struct rung_router_opts *host, char **state_dir);
+/* A router (asserting success) on state_dir with host's settings (NULL: none), its agent
+ * host's agent_path or else the build's rung-agent; the environment's fill the rest. */
+struct rung_router *spine_router_at(const char *state_dir, const struct rung_router_opts *host);
 /* acquire (asserting success) with key (scope, thread, "agent") and kind; spec may be NULL. */
 struct rung_sandbox *spine_acquire(struct rung_router *r, const char *scope, const char *thread,
 				   const char *kind, const struct rung_spec *spec, bool *created);
