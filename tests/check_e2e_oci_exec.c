@@ -414,6 +414,26 @@ START_TEST(test_events_update)
 }
 END_TEST
 
+/* The events stream's file out once it holds needle n times, or as it is after 100 reads
+ * step_us apart (malloc'd; NULL: never readable). */
+static char *events_when(const char *out, const char *needle, int n, unsigned step_us)
+{
+	char *text = NULL;
+	for (int i = 0; i < 100; i++) {
+		free(text);
+		text = NULL;
+		struct rung_err err = {0};
+		rung_file_load(AT_FDCWD, out, 1 << 20, &text, NULL, &err);
+		int seen = 0;
+		for (const char *at = text; at && (at = strstr(at, needle)); at++)
+			seen++;
+		if (seen >= n)
+			break;
+		usleep(step_us);
+	}
+	return text;
+}
+
 /* events (the stream): stats lines every --interval, an oom line when a process of the
  * container is OOM-killed (a shell doubling a string past a 16 MiB limit), and the stream ends
  * by itself once the container stops; a bad or zero --interval is a usage error. */
@@ -443,26 +463,11 @@ START_TEST(test_events_stream)
 	}
 	/* two stats lines before the OOM: the stream is periodic (a fixed 300 ms here left one
 	 * line now and then on a fast host, where the exec, the OOM and the kill take ~50 ms) */
-	char *text = NULL;
-	struct rung_err err = {0};
-	for (int i = 0; i < 100; i++) {
-		free(text);
-		text = NULL;
-		rung_file_load(AT_FDCWD, out, 1 << 20, &text, NULL, &err);
-		const char *at = text ? strstr(text, "\"type\":\"stats\"") : NULL;
-		if (at && strstr(at + 1, "\"type\":\"stats\""))
-			break;
-		usleep(50000);
-	}
+	free(events_when(out, "\"type\":\"stats\"", 2, 50000));
 	OCI(e, "exec", "c1", "sh", "-c", "x=x; while :; do x=$x$x; done");
-	for (int i = 0; i < 100; i++) { /* the oom line: at once (v2, v1 eventfd) or within 1 s */
-		free(text);
-		text = NULL;
-		rung_file_load(AT_FDCWD, out, 1 << 20, &text, NULL, &err);
-		if (text && strstr(text, "\"type\":\"oom\""))
-			break;
-		usleep(100000);
-	}
+	/* the oom line: at once (v2, v1 eventfd) or within 1 s */
+	char *text = events_when(out, "\"type\":\"oom\"", 1, 100000);
+	struct rung_err err = {0};
 	ck_assert_msg(text && strstr(text, "{\"type\":\"oom\",\"id\":\"c1\"}"), "events: %s",
 		      text ? text : "(none)");
 	ck_assert_int_eq(OCI(e, "kill", "c1", "KILL"), 0);
