@@ -325,6 +325,9 @@ int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 int rt_supervisor_inline(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 			 struct rt_started *out, struct rung_err *err);
 bool rt_supervisor_alive(const struct rt_meta *m);
+/* A supervised sandbox's pid 1's mount namespace (-1: none, or pid 1 not provably the
+ * supervisor's live child): held across a stop, pid 1 dies without the disk's umount. */
+int rt_supervisor_init_mntns(const struct rt_meta *m);
 /* Suspended to disk: no supervisor, a snapshot file recorded in the metadata (vm-snap.c). */
 bool rt_meta_on_disk(const struct rt_meta *m);
 /* Alive for every purpose but signalling: a live supervisor, or suspended to disk. */

@@ -581,7 +581,8 @@ fail:
  * The process's start time (field 22 of /proc/PID/stat, against pid reuse), or 0 when it is
  * gone or a zombie (dead, not yet reaped by whoever inherited it): one read of its stat.
  */
-static uint64_t live_starttime(pid_t pid)
+/* Field `field` (>= 4) of a live, non-zombie process's /proc stat, or 0. */
+static uint64_t live_stat(pid_t pid, int field)
 {
 	char p[64], buf[1024];
 	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
@@ -594,7 +595,7 @@ static uint64_t live_starttime(pid_t pid)
 	if (!c || !c[1] || !c[2] || c[2] == 'Z' || c[2] == 'X')
 		return 0;
 	c++; /* the space before field 3 (state) */
-	for (int field = 3; field < 22; field++) /* to the space before field 22, starttime */
+	for (int f = 3; f < field; f++) /* to the space before the field */
 		if (!(c = strchr(c + 1, ' ')))
 			return 0;
 	return strtoull(c + 1, NULL, 10);
@@ -604,8 +605,32 @@ bool rt_supervisor_alive(const struct rt_meta *m)
 {
 	if (m->sup_pid <= 0)
 		return false;
-	uint64_t st = live_starttime(m->sup_pid);
+	uint64_t st = live_stat(m->sup_pid, 22); /* its start time */
 	return st != 0 && st == m->sup_start;
+}
+
+int rt_supervisor_init_mntns(const struct rt_meta *m)
+{
+	if (m->init_pid <= 0 || m->sup_pid == getpid())
+		return -1;
+	int pfd = (int)syscall(SYS_pidfd_open, m->init_pid, 0);
+	if (pfd < 0)
+		return -1;
+	int ns = -1;
+	/* The pidfd's process alive after the open: init_pid named it throughout, a child of
+	 * the supervisor named in m (its start time checked after its child's parent). */
+	if (live_stat(m->init_pid, 4) == (uint64_t)m->sup_pid && rt_supervisor_alive(m)) {
+		char p[64];
+		snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)m->init_pid);
+		ns = open(p, O_RDONLY | O_CLOEXEC);
+		struct pollfd q = {.fd = pfd, .events = POLLIN};
+		if (ns >= 0 && poll(&q, 1, 0) != 0) {
+			close(ns);
+			ns = -1;
+		}
+	}
+	close(pfd);
+	return ns;
 }
 
 void rt_supervisor_stop(const struct rt_meta *m, unsigned grace_ms)

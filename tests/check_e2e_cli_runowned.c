@@ -558,6 +558,76 @@ START_TEST(test_run_releaser_is_heir)
 }
 END_TEST
 
+/* `rung run` served by a pool (a ready sandbox, its supervisor's, claimed): the dispose holds
+ * pid 1's mount namespace over the stop, and the heir lets it go after the CLI ended (its line
+ * after the CLI's last, from another pid), with the moved directory; a process left in the
+ * sandbox dies with it, and nothing stays (supervisor, pid 1, loop device, mounts, trash,
+ * groups, store entries). */
+START_TEST(test_run_from_pool_hands_off)
+{
+	RUNG_REQUIRE_ROOT();
+	char *sd = state_dir();
+	int mounts = rung_test_count_mounts();
+	struct rung_router *rt = spine_router_at(sd, NULL);
+	struct rung_spec ps;
+	rung_spec_init(&ps);
+	ps.kind = strdup("x");
+	struct rung_err err = {0};
+	size_t made = 0;
+	ck_assert_msg(rung_pool_set(rt, "p", 1, &ps, 0, &err) == 0, "%s", err.msg);
+	ck_assert_msg(rung_pool_fill(rt, "p", &made, NULL, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(made, 1);
+	struct bg_run b;
+	only_sandbox(sd, &b); /* the ready one */
+	ck_assert(spine_pid_alive(b.sup) && spine_pid_alive(b.init));
+	char trace[4200], env[4300];
+	snprintf(trace, sizeof(trace), "%s.trace", sd);
+	snprintf(env, sizeof(env), "RUNG_TRACE=%s", trace);
+	const char *const args[] = {
+	    "--state-dir", sd, "run", "--", "/bin/sh", "-c", "(sleep 30.25 &); echo ok", NULL};
+	const char *const envs[] = {env, NULL};
+	struct spine_run r;
+	spine_cli_run_env(&r, NULL, args, envs);
+	ck_assert_msg(r.status == 0, "run: %s", r.err);
+	ck_assert_str_eq(r.out, "ok\n");
+	spine_run_release(&r);
+	char *t = NULL;
+	for (int i = 0; i < 50 && (!(t = spine_slurp(trace, NULL)) || !strstr(t, "release: done"));
+	     i++) {
+		free(t);
+		t = NULL;
+		usleep(100000);
+	}
+	if (!t) /* no heir's last line: what there is */
+		t = spine_slurp(trace, NULL);
+	ck_assert_msg(t && strstr(t, "acquire: pool claim done"), "%s", t ? t : "(no trace)");
+	ck_assert_msg(strstr(t, "dispose: claimed, pid 1's namespace held") &&
+			  strstr(t, "release: heir started"),
+		      "%s", t);
+	const char *done = strstr(t, "cli: done"), *heir = strstr(t, "release: namespace let go");
+	ck_assert_msg(done && heir && heir > done, "the heir worked before the CLI's end:\n%s", t);
+	ck_assert_int_ne(trace_pid(t, done), trace_pid(t, heir));
+	free(t);
+	unlink(trace);
+	ck_assert(spine_wait_gone(b.sup, 5000) && spine_wait_gone(b.init, 5000));
+	assert_trash_emptied(sd);
+	assert_cgroup_gone(b.id);
+	int loops = -1, left = -1; /* (the heir shows the CLI's command line until it exits) */
+	for (int i = 0;
+	     i < 50 && ((loops = loops_under(sd)) || (left = spine_count_cmdline("sleep 30.25")));
+	     i++)
+		usleep(100000);
+	ck_assert_int_eq(loops, 0);
+	ck_assert_int_eq(left, 0);
+	ck_assert_int_eq(rung_test_count_mounts(), mounts);
+	ck_assert_msg(rung_pool_remove(rt, "p", NULL, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(spine_store_entries(sd), 0);
+	rung_spec_release(&ps);
+	rung_router_free(rt);
+	free(sd);
+}
+END_TEST
+
 /* A directory an owned dispose moved to the trash and whose hand-off child was killed before
  * removing it (made here by hand, files and a subdirectory in it) is removed by `rung gc`; a
  * name that is no sandbox id is not ours and stays. */
@@ -640,6 +710,7 @@ Suite *e2e_cli_runowned_suite(void)
 	tcase_add_test(tc, test_command_in_cgroup);
 	tcase_add_test(tc, test_cycles_leave_nothing);
 	tcase_add_test(tc, test_run_releaser_is_heir);
+	tcase_add_test(tc, test_run_from_pool_hands_off);
 	tcase_add_test(tc, test_gc_sweeps_trash);
 	tcase_add_test(tc, test_gc_sweeps_left_group);
 	suite_add_tcase(s, tc);

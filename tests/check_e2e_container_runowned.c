@@ -3,7 +3,8 @@
  * process (rung_acquire_owned), with a memory limit that covers its disk: the upper and work
  * dirs of its overlay live on a tmpfs of limits.disk (ENOSPC past it, whiteouts work), and
  * nothing is left in the store after; its command comes through the first connection (made
- * before pid 1 ran) with an exec's exit status and boundary. Tagged "root".
+ * before pid 1 ran) with an exec's exit status and boundary; served by a pool, its teardown
+ * goes to the CLI's heir as an owned one's does. Tagged "root".
  */
 #include <check.h>
 #include <stdio.h>
@@ -112,10 +113,57 @@ START_TEST(test_run_first_connection)
 }
 END_TEST
 
+/* build/rung --state-dir <store> pool ARGS... (the container spec of ctr_run's default):
+ * its exit status. */
+static int ctr_pool(const char *verb, const char *size)
+{
+	char bin[4096], out[4096];
+	snprintf(bin, sizeof(bin), "%s/rung", rung_test_build_dir());
+	const char *argv[] = {
+	    bin,  "--state-dir", ct_state(),  "pool",	 verb,	   "p", size ? "--size" : NULL,
+	    size, "--isolation", "container", "--image", CT_IMAGE, NULL};
+	if (!size)
+		argv[6] = NULL;
+	return rung_test_run(argv, out, sizeof(out));
+}
+
+/* `rung run` served by a container pool (its sandbox claimed, a supervisor's): the command
+ * runs in the image, and the dispose holds pid 1's mount namespace over the stop and hands it,
+ * with the directory's removal, to the heir, which lets it go after the CLI ended. */
+START_TEST(test_run_from_pool)
+{
+	CT_REQUIRE();
+	ck_assert_int_eq(ctr_pool("set", "1"), 0);
+	char trace[4200];
+	snprintf(trace, sizeof(trace), "%s.trace", ct_state());
+	setenv("RUNG_TRACE", trace, 1);
+	int st;
+	char *out = ctr_run(NULL, NULL, "echo $CT_GREETING", &st);
+	unsetenv("RUNG_TRACE");
+	ck_assert_int_eq(st, 0);
+	ck_assert_str_eq(out, "from-image\n");
+	free(out);
+	char *t = NULL;
+	for (int i = 0; i < 50 && !strstr(t = ct_slurp_trace(trace), "release: done"); i++) {
+		free(t);
+		usleep(100000);
+	}
+	const char *done = strstr(t, "cli: done"), *heir = strstr(t, "release: namespace let go");
+	ck_assert_msg(strstr(t, "acquire: pool claim done") &&
+			  strstr(t, "dispose: claimed, pid 1's namespace held") && done &&
+			  heir > done,
+		      "%s", t);
+	free(t);
+	unlink(trace);
+	ck_assert_int_eq(ctr_pool("rm", NULL), 0);
+}
+END_TEST
+
 Suite *e2e_container_runowned_suite(void)
 {
 	Suite *s = suite_create("e2e_container_runowned");
 	ct_add(s, "tmpfs", test_run_tmpfs_upper, 300);
 	ct_add(s, "first", test_run_first_connection, 300);
+	ct_add(s, "pool", test_run_from_pool, 300);
 	return s;
 }
