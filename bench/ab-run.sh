@@ -6,7 +6,9 @@
 # run leaves to the background lands on its own next run), then the three interleaved in a
 # random order per round (bench/interleave.py, SHUFFLE=1: the same load for all). Each build
 # runs on a store of its own; both stores are removed at the end. The old build needs its
-# rung-agent beside it (a worktree's build/).
+# rung-agent beside it (a worktree's build/). POOL=N: each store gets a warm pool of N for
+# `rung run`'s default spec first (`rung pool set`, by each build, its keeper refilling after
+# each claim as a user's would), so the rung rows are runs served by a pool.
 set -eu
 cd "$(dirname "$0")/.."
 [ -n "${RUNG_OLD:-}" ] || { echo "bench/ab-run.sh: set RUNG_OLD to the old build's rung" >&2; exit 2; }
@@ -18,6 +20,10 @@ SN=$(mktemp -d /tmp/rung-bench-ab-XXXXXX)
 chmod 0711 "$SO" "$SN"
 # the last run's heir may still be filling its spare disks when the loops end: retry the rm
 clean() {
+	if [ -n "${POOL:-}" ]; then
+		"$RUNG_OLD" --state-dir "$SO" pool rm bench >/dev/null 2>&1 || true
+		"$NEW" --state-dir "$SN" pool rm bench >/dev/null 2>&1 || true
+	fi
 	"$RUNG_OLD" --state-dir "$SO" gc >/dev/null 2>&1 || true
 	"$NEW" --state-dir "$SN" gc >/dev/null 2>&1 || true
 	for _ in 1 2 3 4 5 6 7 8 9 10; do rm -rf "$SO" "$SN" 2>/dev/null && return; sleep 0.2; done
@@ -25,6 +31,10 @@ clean() {
 }
 trap clean EXIT
 . bench/bwrap.sh
+if [ -n "${POOL:-}" ]; then
+	"$RUNG_OLD" --state-dir "$SO" pool set bench --size "$POOL" >/dev/null
+	"$NEW" --state-dir "$SN" pool set bench --size "$POOL" >/dev/null
+fi
 hyperfine -N -w 5 -r "${RUNS:-40}" --export-json "$SN/hf.json" \
 	-n old "$RUNG_OLD --state-dir $SO run -- /bin/true" -n new "$NEW --state-dir $SN run -- /bin/true" \
 	-n bwrap "$BWRAP" -n new2 "$NEW --state-dir $SN run -- /bin/true" \
