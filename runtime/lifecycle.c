@@ -39,14 +39,14 @@ static int dispose_locked(struct rung_router *r, struct rt_meta *m, bool have_me
 	rt_keep_drop(&r->store, id); /* our parked connection to it, if any */
 	/* The disk image's name goes first, while its loop device still holds the file open:
 	 * its blocks are then freed when the device lets go of it (the sandbox's mount namespace
-	 * dying, which the stop below waits for), not by the removal under the store's global
-	 * lock (2-3 ms, tens under I/O load, on ext4 with discard; bench/README.md, "spine").
-	 * From here on the directory goes whatever happens. */
+	 * dying, which the stop below hands to a child of the supervisor), not by the removal
+	 * under the store's global lock (2-3 ms, tens under I/O load, on ext4 with discard;
+	 * bench/README.md, "spine"). From here on the directory goes whatever happens. */
 	char img[4200];
 	snprintf(img, sizeof(img), "%s/disk.img", dir);
 	unlink(img);
 	if (have_meta) {
-		rt_supervisor_stop(m, 3000);
+		rt_supervisor_stop_disposing(m, 3000);
 		const struct rt_backend_ops *ops = rt_backend_get(m->iso);
 		if (ops) {
 			struct rt_sandbox sb = {.router = r, .meta = *m, .cg_later = cg_later};

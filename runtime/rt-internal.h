@@ -335,6 +335,9 @@ bool rt_sandbox_live(const struct rt_meta *m);
 /* Stop the supervisor and the sandbox (SIGTERM, then SIGKILL after grace_ms). From the
  * supervisor of an owned sandbox (its creator): kill and reap pid 1, if not reaped yet. */
 void rt_supervisor_stop(const struct rt_meta *m, unsigned grace_ms);
+/* The same from a dispose that unlinked the disk's image and removes the directory: pid 1's
+ * mount namespace may then be let go after the supervisor's exit (supervisor.c). */
+void rt_supervisor_stop_disposing(const struct rt_meta *m, unsigned grace_ms);
 
 /* ---- agent client (client.c) ---- */
 int rt_agent_connect(const char *sock_path, struct rung_err *err);

@@ -11,6 +11,9 @@
  * was not listening yet: the guest answered RST), and SIGPIPE killed the supervisor (forked
  * from a caller with SIGPIPE at its default, as a test or a library user is). A frame write
  * to a dropped peer fails with EPIPE instead.
+ *
+ * And how a supervisor's stop ends pid 1's mount namespace (runtime/supervisor.c): for a
+ * dispose, in a child left behind; for any other stop, in its own exit.
  */
 #include <check.h>
 #include <pthread.h>
@@ -23,6 +26,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "runtime/diskimg.h"
+#include "runtime/rt-internal.h"
 #include "tests/lib/sandbox.h"
 #include "tests/lib/testutil.h"
 
@@ -134,6 +139,64 @@ START_TEST(test_ping_to_dropped_probe_fails_without_sigpipe)
 }
 END_TEST
 
+/* The trace file's text once no loop device is backed by the store (asserted within 5 s). */
+static char *trace_when_released(const char *state, const char *trace)
+{
+	int loops = -1;
+	for (int i = 0; i < 50 && (loops = rt_disk_loops_under(state)) != 0; i++)
+		usleep(100000);
+	ck_assert_int_eq(loops, 0);
+	char *t = spine_slurp(trace, NULL);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_int_eq(truncate(trace, 0), 0);
+	return t;
+}
+
+/* A dispose's stop: the supervisor reaps pid 1 with its mount namespace held and hands the
+ * last close (the ext4's umount, the loop device's release) to a child, before its teardown;
+ * a plain SIGTERM (someone else's stop: a restart may mount the same disk) keeps it for the
+ * supervisor's exit. Each time, with a file written to the disk, the loop device goes. */
+START_TEST(test_stop_hands_namespace_off)
+{
+	RUNG_REQUIRE_ROOT();
+	char *state = NULL, trace[PATH_MAX];
+	snprintf(trace, sizeof(trace), "%s/stop.trace", spine_base());
+	struct rung_router *r = spine_router(&state);
+	rung_trace_start(trace);
+	struct rung_sandbox *sb = spine_acquire(r, "s", "disposed", "k", NULL, NULL);
+	free(spine_sh_ok(sb, "echo x >/work/f"));
+	struct rung_err err = {0};
+	ck_assert_msg(rung_dispose(r, rung_sandbox_id(sb), NULL, &err) == 0, "%s", err.msg);
+	rung_sandbox_close(sb);
+	char *t = trace_when_released(state, trace);
+	const char *off = strstr(t, "supervisor: namespace handed off");
+	const char *down = strstr(t, "supervisor: torn down");
+	ck_assert_msg(off && down && off < down && strstr(t, "supervisor: pid 1 reaped") < off,
+		      "%s", t);
+	free(t);
+
+	sb = spine_acquire(r, "s", "stopped", "k", NULL, NULL);
+	free(spine_sh_ok(sb, "echo x >/work/f"));
+	struct rt_meta m;
+	spine_meta(r, rung_sandbox_id(sb), &m);
+	ck_assert_int_eq(kill(m.sup_pid, SIGTERM), 0);
+	ck_assert(spine_wait_gone(m.sup_pid, 5000));
+	t = trace_when_released(state, trace);
+	ck_assert_msg(strstr(t, "supervisor: torn down") &&
+			  !strstr(t, "supervisor: namespace handed off"),
+		      "%s", t);
+	free(t);
+	rung_trace_set(NULL);
+	ck_assert_msg(rung_dispose(r, m.id, NULL, &err) == 0, "%s", err.msg);
+	rt_meta_release(&m);
+	rung_sandbox_close(sb);
+	ck_assert_int_eq(spine_store_entries(state), 0);
+	unlink(trace);
+	rung_router_free(r);
+	free(state);
+}
+END_TEST
+
 Suite *e2e_process_supdeath_suite(void)
 {
 	Suite *s = suite_create("e2e_process_supdeath");
@@ -144,6 +207,7 @@ Suite *e2e_process_supdeath_suite(void)
 	tcase_add_test(tc, test_supervisor_killed_says_signal);
 	tcase_add_test(tc, test_supervisor_exit_says_status);
 	tcase_add_test(tc, test_ping_to_dropped_probe_fails_without_sigpipe);
+	tcase_add_test(tc, test_stop_hands_namespace_off);
 	suite_add_tcase(s, tc);
 	return s;
 }
