@@ -1,6 +1,7 @@
 /*
  * bench/pool.c: warm-pool claims against cold creates and bubblewrap's cold start, interleaved
- * round by round in one run (each round times every row once, so all see the same load):
+ * round by round in one run (each round times every row once, in a random order, so all see
+ * the same load):
  *   lib-claim   rung_acquire of a spec a pool matches (a ready sandbox claimed)
  *   lib-cold    rung_acquire of a spec no pool matches (a sandbox created)
  *   cli-claim   `rung acquire ...` (a process start + the claim)
@@ -13,7 +14,8 @@
  *               rung, with its own rung-agent beside it) when given, for a before/after in the
  *               same loop
  * Between rows (untimed) each claimed or created sandbox is disposed and the pool refilled
- * synchronously (rung_pool_fill), so no background refill competes with a timed row.
+ * synchronously (rung_pool_fill), so no background refill competes with a timed row; what a
+ * dispose leaves to the background (the namespace's teardown) lands on a random next row.
  * usage: pool STATE_DIR ROUNDS RUNG_BIN BWRAP_BIN [OLD_RUNG_BIN]   (as root; bench/pool.sh)
  */
 #include <fcntl.h>
@@ -171,8 +173,20 @@ int main(int argc, char **argv)
 	uint64_t *v[ROWS];
 	for (int k = 0; k < ROWS; k++)
 		v[k] = calloc((size_t)n, sizeof(uint64_t));
+	/* The rows in a random order each round: what one leaves to the background (a dispose's
+	 * namespace teardown, a refill) lands on whichever comes next, the same for all. */
+	int order[ROWS];
+	for (int k = 0; k < ROWS; k++)
+		order[k] = k;
+	srand((unsigned)getpid());
 	for (int i = 0; i < n; i++) {
-		for (int k = 0; k < rows; k++) {
+		for (int k = rows - 1; k > 0; k--) {
+			int j = rand() % (k + 1), t = order[k];
+			order[k] = order[j];
+			order[j] = t;
+		}
+		for (int at = 0; at < rows; at++) {
+			int k = order[at];
 			struct rung_err err = {0};
 			if (rung_pool_fill(r, "bench", NULL, NULL, &err) < 0) { /* untimed */
 				fprintf(stderr, "fill: %s\n", err.msg);
