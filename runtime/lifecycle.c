@@ -213,10 +213,10 @@ static void owned_release(int mntns, const char *trash, struct rt_cg_later *cg,
 
 /*
  * A claimed pool sandbox's dispose where the caller exits right after (`rung run` served by a
- * pool; not the vm rung): its supervisor stops it as any dispose's, but with pid 1's mount
- * namespace held, so pid 1 dies without the disk's umount (an ext4 mounted with barriers: a
- * flush of the host's disk, ~8 ms of the run traced), which goes to the heir with the moved
- * directory's removal, as an owned dispose's does. -1 when it is not such a dispose (the
+ * pool; not the vm rung): its supervisor stops it as any dispose's (letting its own copy of
+ * pid 1's mount namespace go to a child, supervisor.c), and the rest goes as an owned
+ * dispose's does: pid 1's mount namespace, held here too, and the directory, moved to the
+ * trash, to the heir (~1.3 ms of the run: the removal). -1 when it is not such a dispose (the
  * store's lock not taken yet), else the lock.
  */
 static int claimed_lock(struct rt_sandbox *sb, struct rung_err *err)

@@ -659,10 +659,10 @@ fail:
 }
 
 /*
- * The process's start time (field 22 of /proc/PID/stat, against pid reuse), or 0 when it is
- * gone or a zombie (dead, not yet reaped by whoever inherited it): one read of its stat.
+ * Field `field` (>= 4) of /proc/PID/stat (22: the start time, against pid reuse; 4: the
+ * parent), or 0 when the process is gone or a zombie (dead, not yet reaped by whoever
+ * inherited it): one read of its stat.
  */
-/* Field `field` (>= 4) of a live, non-zombie process's /proc stat, or 0. */
 static uint64_t live_stat(pid_t pid, int field)
 {
 	char p[64], buf[1024];
