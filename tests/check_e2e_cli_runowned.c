@@ -523,6 +523,26 @@ static int trace_pid(const char *t, const char *at)
 	return pid;
 }
 
+/* A run's trace (malloc'd) once its heir is done (within 5 s): asserts the heir started at the
+ * dispose and let the namespace go after the CLI's last line, from another pid. */
+static char *heir_trace(const char *trace)
+{
+	char *t = NULL;
+	for (int i = 0; i < 50 && (!(t = spine_slurp(trace, NULL)) || !strstr(t, "release: done"));
+	     i++) {
+		free(t);
+		t = NULL;
+		usleep(100000);
+	}
+	if (!t) /* no heir's last line: what there is */
+		t = spine_slurp(trace, NULL);
+	ck_assert_msg(t && strstr(t, "release: heir started"), "%s", t ? t : "(no trace)");
+	const char *done = strstr(t, "cli: done"), *heir = strstr(t, "release: namespace let go");
+	ck_assert_msg(done && heir && heir > done, "the heir worked before the CLI's end:\n%s", t);
+	ck_assert_int_ne(trace_pid(t, done), trace_pid(t, heir));
+	return t;
+}
+
 /* `rung run`'s releaser is the heir (runtime/release.c): it starts at the dispose, works once
  * the CLI has exited (its lines come after the CLI's last, from another pid), execs nothing,
  * and leaves nothing. */
@@ -540,17 +560,7 @@ START_TEST(test_run_releaser_is_heir)
 	ck_assert_msg(r.status == 0, "run: %s", r.err);
 	spine_run_release(&r);
 	assert_trash_emptied(sd);
-	char *t = NULL;
-	for (int i = 0; i < 50 && (!(t = spine_slurp(trace, NULL)) || !strstr(t, "release: done"));
-	     i++) {
-		free(t);
-		t = NULL;
-		usleep(100000);
-	}
-	ck_assert_msg(t && strstr(t, "release: heir started"), "%s", t ? t : "(no trace)");
-	const char *done = strstr(t, "cli: done"), *heir = strstr(t, "release: namespace let go");
-	ck_assert_msg(done && heir && heir > done, "the heir worked before the CLI's end:\n%s", t);
-	ck_assert_int_ne(trace_pid(t, done), trace_pid(t, heir));
+	char *t = heir_trace(trace);
 	ck_assert_ptr_null(strstr(t, "release: started")); /* an exec'd releaser's line */
 	free(t);
 	unlink(trace);
@@ -591,22 +601,10 @@ START_TEST(test_run_from_pool_hands_off)
 	ck_assert_msg(r.status == 0, "run: %s", r.err);
 	ck_assert_str_eq(r.out, "ok\n");
 	spine_run_release(&r);
-	char *t = NULL;
-	for (int i = 0; i < 50 && (!(t = spine_slurp(trace, NULL)) || !strstr(t, "release: done"));
-	     i++) {
-		free(t);
-		t = NULL;
-		usleep(100000);
-	}
-	if (!t) /* no heir's last line: what there is */
-		t = spine_slurp(trace, NULL);
-	ck_assert_msg(t && strstr(t, "acquire: pool claim done"), "%s", t ? t : "(no trace)");
-	ck_assert_msg(strstr(t, "dispose: claimed, pid 1's namespace held") &&
-			  strstr(t, "release: heir started"),
+	char *t = heir_trace(trace);
+	ck_assert_msg(strstr(t, "acquire: pool claim done") &&
+			  strstr(t, "dispose: claimed, pid 1's namespace held"),
 		      "%s", t);
-	const char *done = strstr(t, "cli: done"), *heir = strstr(t, "release: namespace let go");
-	ck_assert_msg(done && heir && heir > done, "the heir worked before the CLI's end:\n%s", t);
-	ck_assert_int_ne(trace_pid(t, done), trace_pid(t, heir));
 	free(t);
 	unlink(trace);
 	ck_assert(spine_wait_gone(b.sup, 5000) && spine_wait_gone(b.init, 5000));
