@@ -16,6 +16,12 @@
 
 #define CFS_PERIOD_US 100000u
 
+/*
+ * Each controller's hierarchy, resolved: the root once (realpath), then a controller's entry
+ * as it is, unless it is a link ("cpu" -> "cpu,cpuacct"), which realpath folds onto the
+ * co-mounted hierarchy. (A realpath of each entry read every component's link again: 20
+ * readlinks a probe, three probes a `rung run`.)
+ */
 static int v1_probe(struct rt_cgroup *cg, struct rung_err *err)
 {
 	static const char *const names[RT_CGCTL__COUNT] = {
@@ -23,15 +29,19 @@ static int v1_probe(struct rt_cgroup *cg, struct rung_err *err)
 	    [RT_CGCTL_PIDS] = "pids",	    [RT_CGCTL_FREEZER] = "freezer",
 	    [RT_CGCTL_CPUACCT] = "cpuacct",
 	};
+	cleanup_free char *root = realpath(cg->root, NULL);
+	if (!root) /* no hierarchy, as where no controller's directory is there */
+		return 0;
 	for (int c = 0; c < RT_CGCTL__COUNT; c++) {
-		char p[4096], procs[4096 + 16];
-		struct stat st;
-		snprintf(p, sizeof(p), "%s/%s", cg->root, names[c]);
+		char p[4096], procs[4096 + 16], link[8];
+		snprintf(p, sizeof(p), "%s/%s", root, names[c]);
 		snprintf(procs, sizeof(procs), "%s/cgroup.procs", p);
-		if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode) || access(procs, F_OK) < 0)
+		if (access(procs, F_OK) < 0) /* (through a link: a directory with cgroup.procs) */
 			continue;
-		/* realpath folds "cpu" and "cpuacct" links onto one "cpu,cpuacct" hierarchy. */
-		cg->hier[c] = realpath(p, NULL);
+		if (readlink(p, link, sizeof(link)) >= 0)
+			cg->hier[c] = realpath(p, NULL);
+		else
+			cg->hier[c] = strdup(p);
 		if (!cg->hier[c])
 			return rung_err_sys(err, errno, "realpath %s", p);
 		if (asprintf(&cg->dir[c], "%s/%s", cg->hier[c], cg->name) < 0) {
