@@ -143,10 +143,11 @@ START_TEST(test_run_from_pool)
 	ck_assert_int_eq(st, 0);
 	ck_assert_str_eq(out, "from-image\n");
 	free(out);
-	char *t = NULL;
-	for (int i = 0; i < 50 && !strstr(t = ct_slurp_trace(trace), "release: done"); i++) {
+	char *t = ct_slurp_trace(trace);
+	for (int i = 0; i < 50 && !strstr(t, "release: done"); i++) {
 		free(t);
 		usleep(100000);
+		t = ct_slurp_trace(trace);
 	}
 	const char *done = strstr(t, "cli: done"), *heir = strstr(t, "release: namespace let go");
 	ck_assert_msg(strstr(t, "acquire: pool claim done") &&
