@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "runtime/diskimg.h"
 #include "tests/lib/sandbox.h"
 #include "tests/lib/testutil.h"
 
@@ -368,22 +369,6 @@ static long long memory_usage(const char *id, char where[static 300])
 	return -1;
 }
 
-/* Loop devices whose backing file lies under dir. */
-static int loops_under(const char *dir)
-{
-	glob_t g;
-	int n = 0;
-	if (glob("/sys/block/loop*/loop/backing_file", GLOB_NOSORT, NULL, &g) != 0)
-		return 0;
-	for (size_t i = 0; i < g.gl_pathc; i++) {
-		char *t = spine_slurp(g.gl_pathv[i], NULL);
-		n += t && !strncmp(t, dir, strlen(dir));
-		free(t);
-	}
-	globfree(&g);
-	return n;
-}
-
 /* A run whose memory limit covers its disk gets a tmpfs of the disk's size: ENOSPC past it,
  * its pages charged to the sandbox's memory cgroup. The default run (1 GiB disk, 512 MiB of
  * memory) keeps the ext4 image. */
@@ -431,7 +416,7 @@ START_TEST(test_tmpfs_disk)
 	/* Its mount namespace (the ext4 mount, the loop device) went to a child of the CLI
 	 * (rung_sandbox_dispose): it is gone soon after, with nothing to clean up. */
 	int loops = -1;
-	for (int i = 0; i < 50 && (loops = loops_under(sd)) != 0; i++)
+	for (int i = 0; i < 50 && (loops = rt_disk_loops_under(sd)) != 0; i++)
 		usleep(100000);
 	ck_assert_int_eq(loops, 0);
 	ck_assert_int_eq(live_children(), 0);
@@ -502,7 +487,7 @@ START_TEST(test_cycles_leave_nothing)
 		spine_run_release(&r);
 	}
 	int loops = -1;
-	for (int i = 0; i < 50 && ((loops = loops_under(sd)) || live_children()); i++)
+	for (int i = 0; i < 50 && ((loops = rt_disk_loops_under(sd)) || live_children()); i++)
 		usleep(100000);
 	ck_assert_int_eq(loops, 0);
 	ck_assert_int_eq(live_children(), 0);
@@ -611,8 +596,8 @@ START_TEST(test_run_from_pool_hands_off)
 	assert_trash_emptied(sd);
 	assert_cgroup_gone(b.id);
 	int loops = -1, left = -1; /* (the heir shows the CLI's command line until it exits) */
-	for (int i = 0;
-	     i < 50 && ((loops = loops_under(sd)) || (left = spine_count_cmdline("sleep 30.25")));
+	for (int i = 0; i < 50 && ((loops = rt_disk_loops_under(sd)) ||
+				   (left = spine_count_cmdline("sleep 30.25")));
 	     i++)
 		usleep(100000);
 	ck_assert_int_eq(loops, 0);
