@@ -42,9 +42,6 @@ $(B)/librung.a: $(call obj,$(LIB_SRC))
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/rung: $(call obj,$(CLI) cli/main.c) $(B)/librung.a
-	$(CC) $(LDFLAGS) -Wl,--as-needed -o $@ $^ $(LDLIBS)
-
 $(B)/rung-image: $(call obj,$(CLI) cli/main-image.c cli/main-image-cp.c) $(B)/librung.a
 	$(CC) $(LDFLAGS) -Wl,--as-needed -o $@ $^ $(LDLIBS)
 

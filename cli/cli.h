@@ -42,6 +42,9 @@ struct rung_router *cli_router(struct cli *c);
 /* The sandbox id of the local store into *sb; an exit status (0, or the failure printed). */
 int cli_sandbox_open(struct cli *c, const char *id, struct rung_sandbox **sb);
 int cli_fail(struct cli *c, const struct rung_err *err);   /* prints, returns exit status */
+/* main's argv as given, then rung-dyn instead of this program where it cannot dlopen (util.c) */
+void cli_dyn_init(int argc, char **argv);
+void cli_dyn(const char *why);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool cli_want_help(int argc, char **argv);
 /* `rung run`'s stop signals (SIGINT, SIGTERM, SIGHUP) into set; block them (the old mask in

@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "cli/remote.h"
+#include "common/dl.h"
 #include "common/util.h"
 
 /* [--scope S] [--thread T]: 0, or the usage-error exit status. */
@@ -133,7 +134,10 @@ CLI_CMD(dispose)
 	if (!r)
 		return 1;
 	struct rung_err err = {0};
-	if (rung_dispose(r, argv[1], NULL, &err) < 0)
+	int rc = rung_dispose(r, argv[1], NULL, &err);
+	if (rc == -ENOTSUP && !rung_dl_libc_check()) /* egress: nothing done yet */
+		cli_dyn("a sandbox with an egress allowlist (libnftables)");
+	if (rc < 0)
 		return cli_fail(c, &err);
 	if (c->json)
 		printf("{\"id\": \"%s\", \"disposed\": true}\n", argv[1]);

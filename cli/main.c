@@ -100,23 +100,35 @@ static int read_env(struct cli *c, const char **socket_env)
 }
 
 /*
- * A static build/rung whose libc.so.6 is no longer the one it was linked beside (libc6 upgraded
- * since the build) must not dlopen (common/dl.h): the same program linked dynamically,
- * rung-dyn, runs instead. Without one, this one goes on, and only its dlopens are refused.
+ * The commands a rung linked against musl serves itself (cli/module.mk); every other one
+ * (gc, pools and their keepers, stats, ports, images, the daemon, ...) may reach libnftables
+ * or libcurl and runs rung-dyn. A spec with an egress allowlist (cli_spec_finish), a sandbox
+ * with one to dispose (dispose) and the daemon's client (main) run rung-dyn too.
  */
-static void dynamic_if_libc_moved(char **argv)
+static bool musl_serves(const char *cmd)
 {
-	char dyn[PATH_MAX];
-	if (rung_dl_libc_check() || rung_helper_path("rung-dyn", dyn, sizeof(dyn)))
-		return;
-	execv(dyn, argv);
+#ifdef RUNG_LIBC_MUSL
+	static const char *const served[] = {"run",  "acquire", "exec", "write", "read",
+					     "run-code", "cp", "fs",   "ls",    "inspect",
+					     "dispose",  NULL};
+	for (const char *const *s = served; *s; s++)
+		if (!strcmp(*s, cmd))
+			return true;
+	return false;
+#else
+	(void)cmd;
+	return true;
+#endif
 }
 
 int main(int argc, char **argv)
 {
 	struct cli c = {0};
 	const char *socket_env = NULL;
-	dynamic_if_libc_moved(argv);
+	cli_dyn_init(argc, argv);
+#ifndef RUNG_LIBC_MUSL
+	cli_dyn("a moved libc.so.6"); /* a static glibc rung: every call, at once */
+#endif
 	rung_trace_start(getenv("RUNG_TRACE"));
 	rung_trace("cli: main");
 	if (argc == 2 && !strcmp(argv[1], "__supervise"))
@@ -145,6 +157,8 @@ int main(int argc, char **argv)
 		if (cli_want_help(argc - 1, argv + 1) && strcmp(cmd->name, "serve") &&
 		    strcmp(cmd->name, "image"))
 			return cli_print_help(cmd->name);
+		if (!musl_serves(cmd->name))
+			cli_dyn(cmd->name);
 		c.root = geteuid() == 0;
 		if (strcmp(cmd->name, "serve") && strcmp(cmd->name, "image") &&
 		    strcmp(cmd->name, "gc") && strcmp(cmd->name, "pool") &&
@@ -153,6 +167,8 @@ int main(int argc, char **argv)
 			if (cli_remote_select(&c, socket_env, c.root || c.host.state_dir,
 					      &err) < 0)
 				return cli_fail(&c, &err);
+			if (c.remote)
+				cli_dyn("the daemon's client (libcurl)");
 		}
 		/* The router is not freed: the process ends here and exit returns its memory,
 		 * while a free would write to pages an owned dispose's hand-off child shares

@@ -26,23 +26,93 @@ CLI_STATIC_OK := $(strip $(foreach l,$(CLI_STATIC_LIBS) c,\
 	$(if $(filter /%,$(shell $(CC) -print-file-name=lib$(l).a)),,missing)))
 LIBC_SO := $(realpath $(shell $(CC) -print-file-name=libc.so.6))
 CLI_OBJ := $(call obj,$(CLI) cli/main.c)
-ifeq ($(CLI_STATIC_OK)$(if $(LIBC_SO),,missing),)
+CLI_GLIBC_STATIC := $(if $(CLI_STATIC_OK)$(if $(LIBC_SO),,missing),,yes)
+CLI_X86_64 := $(if $(filter x86_64,$(shell $(CC) -dumpmachine | cut -d- -f1)),yes)
+CLI_ENTRY := -Wl,-e,rung_entry
+
+# build/rung against musl, where scripts/musl-deps.sh has built its libraries' archives
+# (MUSL_PREFIX; scripts/setup-deps.sh runs it): glibc's start runs ~65 CPUID instructions (its
+# cpu features and cache sizes), each one trapped by the hypervisor on a virtualised host (7.7 us
+# each here: `rung --version` 0.705 ms against 0.128 ms with musl; bench/README.md, "A musl
+# rung"). The whole CLI and librung are compiled apart (build/mobj) against musl's headers, the
+# kernel's uapi headers, MUSL_PREFIX's and (declarations only) the glibc side's headers of the
+# libraries it loads with dlopen; common/compat-musl.h adds what musl 1.2.3 lacks. musl cannot
+# dlopen: a call that would (an egress allowlist, gc, a pool's keeper, the daemon's client, ...)
+# runs rung-dyn from its start instead (cli/main.c, cli_dyn). Without the archives or musl-gcc,
+# build/rung is glibc's static link below, said once.
+MUSL_PREFIX ?= /var/cache/rung/musl
+CLI_MUSL_LIBS := seccomp cap nl-route-3 nl-3 crypto jansson
+CLI_MUSL_OK := $(if $(MUSL_GCC),$(if $(strip $(foreach l,$(CLI_MUSL_LIBS),\
+	$(if $(wildcard $(MUSL_PREFIX)/lib/lib$(l).a),,missing))),,yes))
+# Which libc build/rung is linked against (its tests read it): a change relinks it.
+CLI_LIBC := $(if $(filter yes,$(CLI_MUSL_OK)),musl $(MUSL_PREFIX),\
+	$(if $(filter yes,$(CLI_GLIBC_STATIC)),glibc static,glibc dynamic))
+$(B)/gen/cli-libc: FORCE
+	@mkdir -p $(dir $@)
+	@[ "$$(cat $@ 2>/dev/null)" = "$(CLI_LIBC)" ] || echo "$(CLI_LIBC)" > $@
+$(B)/rung: $(B)/gen/cli-libc
+FORCE:
+.PHONY: FORCE
+ifeq ($(CLI_MUSL_OK),yes)
+MUSL_LIBDIR := $(patsubst %/musl-gcc.specs,%,$(shell sed -n 's/.*-specs "\([^"]*\)".*/\1/p' \
+	$(MUSL_GCC)))
+CLI_MUSL_XH := $(B)/musl-xh
+CLI_MUSL_CFLAGS := $(filter-out $(PKG_CFLAGS) -D_FORTIFY_SOURCE=2,$(CFLAGS)) -fPIE \
+	-DRUNG_LIBC_MUSL -include common/compat-musl.h -isystem $(AGENT_KH) \
+	-isystem $(MUSL_PREFIX)/include -isystem $(MUSL_PREFIX)/include/libnl3 \
+	-idirafter $(CLI_MUSL_XH)
+# the headers of the libraries loaded with dlopen (their declarations), and libarchive's
+$(CLI_MUSL_XH)/.made:
+	@mkdir -p $(CLI_MUSL_XH)
+	for h in nftables libnftnl libmnl curl archive.h archive_entry.h; do \
+	  f=$$(ls -d /usr/include/$$h /usr/include/$(shell $(CC) -print-multiarch)/$$h 2>/dev/null \
+	       | head -1); \
+	  [ -n "$$f" ] || { echo "no /usr/include/$$h (sh scripts/setup-deps.sh build)"; exit 1; }; \
+	  ln -sfn $$f $(CLI_MUSL_XH)/$$h; done
+	@touch $@
+$(B)/mobj/%.o: %.c | $(AGENT_KH)/.made $(CLI_MUSL_XH)/.made
+	@mkdir -p $(dir $@)
+	@echo "  CC  $< (musl)"; $(MUSL_GCC) $(CLI_MUSL_CFLAGS) -c -o $@ $<
+$(B)/mobj/runtime/seccomp-bpf.o: $(B)/gen/seccomp_bpf.h
+$(B)/mobj/runtime/seccomp-bpf.o: CLI_MUSL_CFLAGS += -I$(B)/gen
+$(B)/mobj/librung.a: $(patsubst %.c,$(B)/mobj/%.o,$(LIB_SRC))
+	@rm -f $@
+	ar rcs $@ $^
+# A static-pie link by hand: musl-gcc's specs know only -static (a fixed address).
+CLI_MUSL_LINK := $(MUSL_LIBDIR)/rcrt1.o $(MUSL_LIBDIR)/crti.o \
+	$(shell $(CC) -print-file-name=crtbeginS.o)
+$(B)/rung: $(patsubst %.c,$(B)/mobj/%.o,$(CLI) cli/main.c) $(B)/mobj/librung.a \
+	   $(if $(CLI_X86_64),$(B)/obj/cli/entry.o)
+	$(CC) -static-pie -nostdlib -nostartfiles $(LDFLAGS) -Wl,-z,relro,-z,now \
+	  $(if $(CLI_X86_64),$(CLI_ENTRY)) -o $@ $(CLI_MUSL_LINK) $(filter %.o %.a,$^) \
+	  -L$(MUSL_PREFIX)/lib $(addprefix -l,$(CLI_MUSL_LIBS)) -L$(MUSL_LIBDIR) -lc \
+	  $(shell $(CC) -print-libgcc-file-name) $(shell $(CC) -print-file-name=crtendS.o) \
+	  $(MUSL_LIBDIR)/crtn.o
+else
+$(B)/rung: $(CLI_OBJ) $(B)/librung.a
+	@echo "*** rung: linked against glibc: no musl archives in $(MUSL_PREFIX) \
+(sh scripts/setup-deps.sh build) or no musl-gcc: a slower start ***"
+	$(CC) $(LDFLAGS) -Wl,-z,relro,-z,now -Wl,--as-needed -o $@ $(filter %.o %.a,$^) $(LDLIBS)
+ifeq ($(CLI_GLIBC_STATIC),yes)
 $(B)/rung: $(B)/obj/gen/libc-id.o
 $(B)/rung: LDFLAGS += -static-pie
 $(B)/rung: LDLIBS := $(addprefix -l,$(CLI_STATIC_LIBS)) -ldl -lpthread
-# x86-64: the entry point maps the program's pages at once, before glibc's start (cli/entry.S)
-ifeq ($(shell $(CC) -dumpmachine | cut -d- -f1),x86_64)
+# x86-64: the entry point maps the program's pages at once, before libc's start (cli/entry.S)
+ifeq ($(CLI_X86_64),yes)
 # (LDLIBS, not LDFLAGS: a target's LDFLAGS reach the programs its prerequisites link too)
 $(B)/rung: $(B)/obj/cli/entry.o
 $(B)/rung: LDLIBS += -Wl,-e,rung_entry
 endif
+endif
+endif
 $(B)/obj/cli/entry.o: cli/entry.S
 	@mkdir -p $(dir $@)
 	$(CC) -c -o $@ $<
+ifeq ($(CLI_GLIBC_STATIC),yes)
 $(B)/rung-dyn: LDLIBS := -Wl,-Bstatic $(addprefix -l,$(CLI_STATIC_LIBS)) -Wl,-Bdynamic -ldl \
 	-lpthread
 endif
-$(B)/rung $(B)/rung-dyn: LDFLAGS += -Wl,-z,relro,-z,now
+$(B)/rung-dyn: LDFLAGS += -Wl,-z,relro,-z,now
 
 $(B)/rung-dyn: $(CLI_OBJ) $(B)/librung.a
 	$(CC) $(LDFLAGS) -Wl,--as-needed -o $@ $^ $(LDLIBS)
@@ -73,7 +143,7 @@ $(B)/obj/gen/libc-id.o: $(B)/gen/libc-id.c
 	$(CC) $(CFLAGS) -I$(B) -c -o $@ $<
 
 # For tests/check_e2e_cli_static.c: the static rung as if its libc.so.6 had been upgraded.
-ifeq ($(CLI_STATIC_OK)$(if $(LIBC_SO),,missing),)
+ifeq ($(CLI_GLIBC_STATIC),yes)
 CLI_FIXTURES := $(B)/tests/rung-libc-moved $(B)/tests/rung-ld-missing
 $(B)/obj/tests/fixtures/libc-moved.o: CFLAGS += -I$(B)
 $(B)/obj/tests/fixtures/libc-moved.o: $(B)/gen/libc-so.h

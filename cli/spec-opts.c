@@ -165,5 +165,8 @@ int cli_spec_finish(struct cli_spec_opts *o, struct rung_err *err)
 #undef TAKEP
 		rung_spec_release(&file);
 	}
-	return rung_spec_validate(&o->spec, err);
+	int r = rung_spec_validate(&o->spec, err);
+	if (r == 0 && o->spec.egress_allow && o->spec.egress_allow[0])
+		cli_dyn("an egress allowlist (libnftables)"); /* before anything is made */
+	return r;
 }

@@ -1,11 +1,15 @@
 /* cli/util.c: helpers shared by the commands: the router, errors, help. */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/dl.h"
 #include "common/log.h"
+#include "common/util.h"
 
 struct rung_router *cli_router(struct cli *c)
 {
@@ -91,3 +95,27 @@ int cli_print_help(const char *cmd)
 	return 2;
 }
 
+static char **given_argv; /* as given: main's take_globals compacts argv */
+
+void cli_dyn_init(int argc, char **argv)
+{
+	char **given = calloc((size_t)argc + 1, sizeof(char *));
+	if (given)
+		given_argv = memcpy(given, argv, (size_t)argc * sizeof(char *));
+}
+
+/*
+ * A rung that cannot dlopen (common/dl.h: linked against musl, or statically against a
+ * libc.so.6 that is no longer the installed one) runs the same program linked dynamically,
+ * rung-dyn, for a call that needs a shared library (why), from the call's start: argv as
+ * given. Without one, this one goes on, and only its dlopens are refused, saying so.
+ */
+void cli_dyn(const char *why)
+{
+	char dyn[PATH_MAX];
+	if (rung_dl_libc_check() || !given_argv ||
+	    rung_helper_path("rung-dyn", dyn, sizeof(dyn)) < 0 || access(dyn, X_OK) < 0)
+		return;
+	rung_trace("cli: rung-dyn");
+	execv(dyn, given_argv);
+}

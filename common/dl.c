@@ -9,7 +9,13 @@
 
 #include "common/dl.h"
 
+#ifdef RUNG_LIBC_MUSL
+/* build/rung against musl (cli/module.mk): a static musl program has no dynamic loader */
+static char refused[160] = "this rung is linked statically against musl, which cannot load "
+			   "a shared library; rung-dyn (beside it) can";
+#else
 static char refused[160]; /* why a dlopen is refused, "" when it is not */
+#endif
 
 void *rung_dl_load(const char *const *sonames, const struct rung_dl_sym *syms, size_t n,
 		   char *why, size_t whylen)
@@ -79,6 +85,8 @@ static bool build_id_of(int fd, char *hex, size_t hexlen)
 
 bool rung_dl_libc_check(void)
 {
+	if (refused[0])
+		return false;
 	const struct rung_libc_id *id = &rung_libc_id;
 	if (!id)
 		return true; /* a dynamic program: its libc is the installed one */

@@ -41,8 +41,8 @@ extern const struct rung_libc_id rung_libc_id __attribute__((weak));
 /*
  * True when this program may dlopen: it is dynamic, or its static libc is the installed
  * libc.so.6's build (a stat matching the link's, else the build id read and compared) and the
- * loader a dlopen of it needs is there. False otherwise; every later rung_dl_load is then
- * refused, saying why.
+ * loader a dlopen of it needs is there. False otherwise, and always for a program linked
+ * against musl (RUNG_LIBC_MUSL); every rung_dl_load is then refused, saying why.
  */
 bool rung_dl_libc_check(void);
 

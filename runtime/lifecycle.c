@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/dl.h"
 #include "runtime/diskimg.h"
 #include "runtime/rt-internal.h"
 #include "runtime/sandbox-cgroup.h"
@@ -89,6 +90,15 @@ int rung_dispose(struct rung_router *r, const char *id, const char *scope, struc
 				rt_meta_release(&m);
 			return rung_err_set(err, ENOENT, "no sandbox %s", id);
 		}
+	}
+	/* Its network's teardown needs libnftables: refused before anything is stopped where it
+	 * cannot be loaded (a rung linked against musl: common/dl.h), for the caller to dispose
+	 * from a program that can (`rung dispose` runs rung-dyn). */
+	if (have && rt_net_wanted(&m.spec) && !rung_dl_libc_check()) {
+		rt_meta_release(&m);
+		return rung_err_set(err, ENOTSUP, "sandbox %s has an egress allowlist, whose "
+				    "teardown needs libnftables, which this program cannot load "
+				    "(rung-dyn can)", id);
 	}
 	int rc = dispose_locked(r, &m, have, id, NULL, NULL, err);
 	if (have)

@@ -330,7 +330,7 @@ static int ns_inode(pid_t pid, unsigned long *ino)
 
 int rt_ns_signal_all(pid_t init_pid, int sig, struct rung_err *err)
 {
-	unsigned long want;
+	unsigned long want = 0;
 	if (init_pid <= 0 || ns_inode(init_pid, &want) < 0)
 		return rung_err_set(err, ESRCH, "sandbox pid 1 (%d) is gone", (int)init_pid);
 	/* Repeat until a pass finds no process it had not signalled (forks in between). */
@@ -344,7 +344,7 @@ int rt_ns_signal_all(pid_t init_pid, int sig, struct rung_err *err)
 			if (de->d_name[0] < '1' || de->d_name[0] > '9')
 				continue;
 			pid_t pid = atoi(de->d_name);
-			unsigned long ino;
+			unsigned long ino = 0;
 			if (ns_inode(pid, &ino) < 0 || ino != want)
 				continue;
 			char p[64], st = 0;

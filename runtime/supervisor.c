@@ -22,6 +22,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include "common/dl.h"
 #include "runtime/diskimg.h"
 #include "runtime/raw-syscall.h"
 #include "runtime/rt-internal.h"
@@ -646,6 +647,17 @@ int rung_supervisor_main(void)
 		return fprintf(stderr, "rung __supervise: internal; started by the runtime only\n"), 2;
 	if (rt_handoff_read(4, &r, &sb, &msg.err) < 0)
 		goto fail;
+	/* An egress allowlist's tables need libnftables, which a rung that cannot dlopen (linked
+	 * against musl: common/dl.h) cannot load: rung-dyn beside it supervises, from the same
+	 * fds, the handoff read again from its start. Without one, the network's set-up fails,
+	 * saying why. */
+	char dyn[PATH_MAX];
+	if (rt_net_wanted(&sb->meta.spec) && !rung_dl_libc_check() &&
+	    rung_helper_path("rung-dyn", dyn, sizeof(dyn)) == 0 && access(dyn, X_OK) == 0 &&
+	    lseek(4, 0, SEEK_SET) == 0) {
+		char *argv[] = {"rung-dyn", "__supervise", NULL};
+		execv(dyn, argv);
+	}
 	close(4);
 	const struct rt_backend_ops *ops = rt_backend_get(sb->meta.iso);
 	if (!ops) {

@@ -97,18 +97,23 @@ static void setup(struct srvt *t)
 	/* the sweeper runs every second (srvt_start), as it would beside real users */
 	const char *extra[] = {"--socket-mode", "0666", NULL};
 	srvt_start(t, 0, extra);
-	char src[4200], dst[400];
-	snprintf(src, sizeof(src), "%s/rung", rung_test_build_dir());
-	snprintf(dst, sizeof(dst), "%s/rung", t->dir);
-	pid_t p = fork();
-	if (p == 0) {
-		execl("/bin/cp", "cp", src, dst, (char *)NULL);
-		_exit(127);
+	/* with rung-dyn beside it, as installed: a rung linked against musl runs it for the
+	 * daemon's client (libcurl: cli/module.mk) */
+	for (int i = 0; i < 2; i++) {
+		const char *name = i ? "rung-dyn" : "rung";
+		char src[4200], dst[400];
+		snprintf(src, sizeof(src), "%s/%s", rung_test_build_dir(), name);
+		snprintf(dst, sizeof(dst), "%s/%s", t->dir, name);
+		pid_t p = fork();
+		if (p == 0) {
+			execl("/bin/cp", "cp", src, dst, (char *)NULL);
+			_exit(127);
+		}
+		int st;
+		waitpid(p, &st, 0);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "cp %s", src);
+		ck_assert_int_eq(chmod(dst, 0755), 0);
 	}
-	int st;
-	waitpid(p, &st, 0);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "cp %s", src);
-	ck_assert_int_eq(chmod(dst, 0755), 0);
 }
 
 START_TEST(uid_scopes_through_the_cli)
