@@ -85,11 +85,12 @@ static bool build_id_of(int fd, char *hex, size_t hexlen)
 
 bool rung_dl_libc_check(void)
 {
-	if (refused[0])
-		return false;
+	static bool ok; /* checked already, and may */
+	if (ok || refused[0])
+		return ok;
 	const struct rung_libc_id *id = &rung_libc_id;
 	if (!id)
-		return true; /* a dynamic program: its libc is the installed one */
+		return ok = true; /* a dynamic program: its libc is the installed one */
 	struct stat st;
 	if (access(id->ld_path, F_OK) != 0) {
 		snprintf(refused, sizeof(refused),
@@ -100,14 +101,14 @@ bool rung_dl_libc_check(void)
 	}
 	if (stat(id->path, &st) == 0 && (unsigned long long)st.st_ino == id->ino &&
 	    (unsigned long long)st.st_size == id->size && (long long)st.st_mtime == id->mtime)
-		return true;
+		return ok = true;
 	char hex[2 * 64 + 1] = "";
 	int fd = open(id->path, O_RDONLY | O_CLOEXEC);
-	bool ok = fd >= 0 && build_id_of(fd, hex, sizeof(hex)) && !strcmp(hex, id->build_id);
+	bool same = fd >= 0 && build_id_of(fd, hex, sizeof(hex)) && !strcmp(hex, id->build_id);
 	if (fd >= 0)
 		close(fd);
-	if (ok)
-		return true;
+	if (same)
+		return ok = true;
 	snprintf(refused, sizeof(refused),
 		 "libc.so.6 changed since rung was linked statically (build id %.12s, not %.12s): "
 		 "rebuild rung (make)",

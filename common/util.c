@@ -498,6 +498,14 @@ int rung_helper_path_in(const char *bin, const char *name, char *out, size_t len
 		return -ENAMETOOLONG;
 	if (access(out, F_OK) == 0)
 		return 0;
+	/* a helper ($PREFIX/libexec/rung/rung-dyn) looking for a program: $PREFIX/bin */
+	size_t bl = strlen(bin);
+	char up[PATH_MAX + 32];
+	if (bl > 13 && !strcmp(bin + bl - 13, "/libexec/rung") &&
+	    (size_t)snprintf(up, sizeof(up), "%.*s/bin/%s", (int)(bl - 13), bin, name) <
+		sizeof(up) &&
+	    access(up, F_OK) == 0)
+		return (size_t)snprintf(out, len, "%s", up) >= len ? -ENAMETOOLONG : 0;
 	/* neither there: name the place an installed rung ($PREFIX/bin/...) expects it */
 	const char *base = strrchr(bin, '/');
 	if (access(libexec, F_OK) < 0 && strcmp(base ? base + 1 : bin, "bin") != 0)

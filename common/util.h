@@ -52,7 +52,8 @@ uint64_t rung_proc_starttime(pid_t pid);
  * Where rung's helper program `name` (rung-agent, rung-vmm, rung-serve, ...) is, found from
  * the running binary's own path (/proc/self/exe), never from a fixed prefix: beside it (the
  * build tree: build/rung -> build/rung-agent; or $PREFIX/bin/rung -> $PREFIX/bin/rung-serve),
- * else in the installed helper dir ($PREFIX/bin/rung -> $PREFIX/libexec/rung/rung-agent).
+ * else in the installed helper dir ($PREFIX/bin/rung -> $PREFIX/libexec/rung/rung-agent), or
+ * for a helper, in the programs' ($PREFIX/libexec/rung/rung-dyn -> $PREFIX/bin/rung-image).
  * When neither exists, the path where it was expected (libexec when the binary is in a bin/
  * dir, else beside it), for the error of whoever uses it. Returns 0, -ENOENT when
  * /proc/self/exe cannot be read, or -ENAMETOOLONG.

@@ -66,6 +66,18 @@ START_TEST(beside_wins)
 }
 END_TEST
 
+START_TEST(helper_finds_programs)
+{
+	/* $PREFIX/libexec/rung/rung-dyn (what a musl rung runs) -> $PREFIX/bin/rung-image; its
+	 * own helpers beside it first */
+	mk("prefix/bin/rung-image", 1);
+	expect("prefix/libexec/rung", "rung-image", "prefix/bin/rung-image");
+	expect("prefix/libexec/rung", "rung-agent", "prefix/libexec/rung/rung-agent");
+	/* in neither: beside it, as any other directory's */
+	expect("prefix/libexec/rung", "rung-serve", "prefix/libexec/rung/rung-serve");
+}
+END_TEST
+
 START_TEST(missing_names_the_expected_place)
 {
 	/* from a bin/ dir an error names libexec; from anywhere else, beside the binary */
@@ -98,6 +110,7 @@ Suite *common_helper_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 10);
 	tcase_add_test(tc, installed_finds_libexec);
+	tcase_add_test(tc, helper_finds_programs);
 	tcase_add_test(tc, beside_wins);
 	tcase_add_test(tc, missing_names_the_expected_place);
 	tcase_add_test(tc, from_own_binary);
