@@ -8,7 +8,6 @@
 #define RUNG_COMMON_COMPAT_MUSL_H
 
 #include <limits.h> /* PATH_MAX: glibc's headers pull it in on their own */
-#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -58,24 +57,10 @@ static inline int mount_setattr(int dfd, const char *p, unsigned int fl, struct 
 	return (int)syscall(SYS_mount_setattr, dfd, p, fl, a, sz);
 }
 
-/* glibc 2.32's: the message without translation (musl's strerror is that) and the name. */
+/* glibc 2.32's: the message without translation (musl's strerror is that). */
 static inline const char *strerrordesc_np(int e)
 {
 	return strerror(e);
-}
-
-static inline const char *sigabbrev_np(int s)
-{
-	static const char *const n[] = {
-	    [SIGHUP] = "HUP",	[SIGINT] = "INT",   [SIGQUIT] = "QUIT", [SIGILL] = "ILL",
-	    [SIGTRAP] = "TRAP", [SIGABRT] = "ABRT", [SIGBUS] = "BUS",	[SIGFPE] = "FPE",
-	    [SIGKILL] = "KILL", [SIGUSR1] = "USR1", [SIGSEGV] = "SEGV", [SIGUSR2] = "USR2",
-	    [SIGPIPE] = "PIPE", [SIGALRM] = "ALRM", [SIGTERM] = "TERM", [SIGCHLD] = "CHLD",
-	    [SIGCONT] = "CONT", [SIGSTOP] = "STOP", [SIGTSTP] = "TSTP", [SIGTTIN] = "TTIN",
-	    [SIGTTOU] = "TTOU", [SIGURG] = "URG",   [SIGXCPU] = "XCPU", [SIGXFSZ] = "XFSZ",
-	    [SIGVTALRM] = "VTALRM", [SIGPROF] = "PROF", [SIGWINCH] = "WINCH", [SIGIO] = "IO",
-	    [SIGPWR] = "PWR",	[SIGSYS] = "SYS"};
-	return s > 0 && s < (int)(sizeof(n) / sizeof(n[0])) ? n[s] : NULL;
 }
 
 /* statx (musl 1.2.5 has it): <linux/stat.h>'s structure and masks, which that header cannot

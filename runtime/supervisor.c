@@ -420,7 +420,7 @@ static int sup_death(const struct rt_sandbox *sb, int status, struct rung_err *e
 	char how[64], path[4200], buf[512], tail[112] = "";
 	if (WIFSIGNALED(status))
 		snprintf(how, sizeof(how), "killed by signal %d (SIG%s)", WTERMSIG(status),
-			 sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
+			 rung_signal_name(WTERMSIG(status)));
 	else
 		snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(status));
 	snprintf(path, sizeof(path), "%s/supervisor.log", sb->dir);

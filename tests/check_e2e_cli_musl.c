@@ -15,17 +15,6 @@
 #include "tests/lib/sandbox.h"
 #include "tests/lib/testutil.h"
 
-/* stdout and stderr of argv together, and the exit status. */
-static int run_all(const char *const *argv, char *out, size_t len)
-{
-	const char *a[20] = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1"};
-	size_t n = 3;
-	for (; argv[n - 3] && n < 19; n++)
-		a[n] = argv[n - 3];
-	a[n] = NULL;
-	return rung_test_run(a, out, len);
-}
-
 /* build/rung is the musl link: build/gen/cli-libc says so (cli/module.mk). */
 static bool rung_is_musl(void)
 {
@@ -72,18 +61,18 @@ START_TEST(test_musl_hands_off_what_needs_a_library)
 	snprintf(sd, sizeof(sd), "%s/musl-state-%d", spine_base(), (int)getpid());
 	/* what needs no shared library runs here: the stand-in is never called */
 	const char *const v[] = {rung, "--version", NULL};
-	ck_assert_int_eq(run_all(v, out, sizeof(out)), 0);
+	ck_assert_int_eq(rung_test_run_all(v, out, sizeof(out)), 0);
 	ck_assert_str_eq(out, "rung " RUNG_VERSION "\n");
 	const char *const t[] = {rung, "--state-dir", sd, "run", "--", "/bin/echo", "hi", NULL};
-	ck_assert_int_eq(run_all(t, out, sizeof(out)), 0);
+	ck_assert_int_eq(rung_test_run_all(t, out, sizeof(out)), 0);
 	ck_assert_str_eq(out, "hi\n");
 	const char *const h[] = {rung, "gc", "--help", NULL};
-	ck_assert_int_eq(run_all(h, out, sizeof(out)), 0);
+	ck_assert_int_eq(rung_test_run_all(h, out, sizeof(out)), 0);
 	ck_assert_msg(strstr(out, "usage: rung gc") && !strstr(out, "dyn:"), "%s", out);
 	/* an egress allowlist (flags after a global given after the command, too) */
 	const char *const e[] = {rung, "run", "--allow", "10.9.8.7:80", "--state-dir", sd, "--json",
 				 "--", "/bin/true", NULL};
-	ck_assert_int_eq(run_all(e, out, sizeof(out)), 0);
+	ck_assert_int_eq(rung_test_run_all(e, out, sizeof(out)), 0);
 	snprintf(want, sizeof(want), "dyn:run --allow 10.9.8.7:80 --state-dir %s --json -- /bin/true\n",
 		 sd);
 	ck_assert_str_eq(out, want);
@@ -96,21 +85,21 @@ START_TEST(test_musl_hands_off_what_needs_a_library)
 			 0);
 	const char *const f[] = {rung, "--state-dir", sd, "acquire", "--spec", spec, "--scope", "s",
 				 "--thread", "t", "--agent", "a", NULL};
-	ck_assert_int_eq(run_all(f, out, sizeof(out)), 0);
+	ck_assert_int_eq(rung_test_run_all(f, out, sizeof(out)), 0);
 	snprintf(want, sizeof(want),
 		 "dyn:--state-dir %s acquire --spec %s --scope s --thread t --agent a\n", sd, spec);
 	ck_assert_str_eq(out, want);
 	/* commands that may reach libnftables, and the daemon's client (libcurl) */
 	const char *const g[] = {rung, "--state-dir", sd, "gc", NULL};
-	ck_assert_int_eq(run_all(g, out, sizeof(out)), 0);
+	ck_assert_int_eq(rung_test_run_all(g, out, sizeof(out)), 0);
 	snprintf(want, sizeof(want), "dyn:--state-dir %s gc\n", sd);
 	ck_assert_str_eq(out, want);
 	const char *const p[] = {rung, "--state-dir", sd, "pool", "ls", NULL};
-	ck_assert_int_eq(run_all(p, out, sizeof(out)), 0);
+	ck_assert_int_eq(rung_test_run_all(p, out, sizeof(out)), 0);
 	snprintf(want, sizeof(want), "dyn:--state-dir %s pool ls\n", sd);
 	ck_assert_str_eq(out, want);
 	const char *const r[] = {rung, "--socket", "/nonexistent/rung.sock", "ls", NULL};
-	ck_assert_int_eq(run_all(r, out, sizeof(out)), 0);
+	ck_assert_int_eq(rung_test_run_all(r, out, sizeof(out)), 0);
 	ck_assert_str_eq(out, "dyn:--socket /nonexistent/rung.sock ls\n");
 	/* nothing was made for any of them */
 	ck_assert_int_eq(spine_store_entries(sd), 0);
@@ -131,7 +120,7 @@ START_TEST(test_musl_without_rung_dyn_refuses)
 	snprintf(sd, sizeof(sd), "%s/musl-alone-%d", spine_base(), (int)getpid());
 	const char *const e[] = {rung,		"--state-dir", sd,	    "run", "--allow",
 				 "10.9.8.7:80", "--",	       "/bin/true", NULL};
-	ck_assert_int_eq(run_all(e, out, sizeof(out)), 1);
+	ck_assert_int_eq(rung_test_run_all(e, out, sizeof(out)), 1);
 	ck_assert_msg(strstr(out, "linked statically against musl, which cannot load a shared "
 				  "library; rung-dyn (beside it) can"),
 		      "%s", out);
@@ -162,12 +151,12 @@ START_TEST(test_musl_dispose_of_egress_hands_off)
 	id[strcspn(id, "\n")] = '\0';
 	ck_assert_int_ge(strlen(id), 16);
 	const char *const x[] = {rung, "--state-dir", sd, "dispose", id, NULL};
-	ck_assert_int_eq(run_all(x, out, sizeof(out)), 0);
+	ck_assert_int_eq(rung_test_run_all(x, out, sizeof(out)), 0);
 	snprintf(want, sizeof(want), "dyn:--state-dir %s dispose %s\n", sd, id);
 	ck_assert_str_eq(out, want);
 	/* still there, still running: nothing was stopped before the hand-off */
 	const char *const e[] = {real, "--state-dir", sd, "exec", id, "--", "/bin/echo", "up", NULL};
-	ck_assert_int_eq(run_all(e, out, sizeof(out)), 0);
+	ck_assert_int_eq(rung_test_run_all(e, out, sizeof(out)), 0);
 	ck_assert_str_eq(out, "up\n");
 	ck_assert_int_eq(spine_store_entries(sd), 1);
 	/* a sandbox without egress is disposed here */
@@ -177,12 +166,12 @@ START_TEST(test_musl_dispose_of_egress_hands_off)
 	ck_assert_int_eq(rung_test_run(b, id2, sizeof(id2)), 0);
 	id2[strcspn(id2, "\n")] = '\0';
 	const char *const y[] = {rung, "--state-dir", sd, "dispose", id2, NULL};
-	ck_assert_int_eq(run_all(y, out, sizeof(out)), 0);
+	ck_assert_int_eq(rung_test_run_all(y, out, sizeof(out)), 0);
 	ck_assert_str_eq(out, "");
 	ck_assert_int_eq(spine_store_entries(sd), 1);
 	/* and the real build's dispose (its rung-dyn) removes the egress one, table and all */
 	const char *const z[] = {real, "--state-dir", sd, "dispose", id, NULL};
-	ck_assert_int_eq(run_all(z, out, sizeof(out)), 0);
+	ck_assert_int_eq(rung_test_run_all(z, out, sizeof(out)), 0);
 	ck_assert_int_eq(spine_store_entries(sd), 0);
 	rung_test_cgroup_debris_drop(sd);
 	ck_assert_int_eq(rung_test_rmtree(d), 0);

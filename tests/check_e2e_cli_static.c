@@ -15,17 +15,6 @@
 #include "tests/lib/sandbox.h"
 #include "tests/lib/testutil.h"
 
-/* stdout and stderr of argv together, and the exit status. */
-static int run_all(const char *const *argv, char *out, size_t len)
-{
-	const char *a[16] = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1"};
-	size_t n = 3;
-	for (; argv[n - 3] && n < 15; n++)
-		a[n] = argv[n - 3];
-	a[n] = NULL;
-	return rung_test_run(a, out, len);
-}
-
 #define NOT_STATIC                                                                                 \
 	"build/tests/rung-libc-moved not built: build/rung is not static here (a static archive "  \
 	"is missing: sh scripts/setup-deps.sh build)"
@@ -58,7 +47,7 @@ START_TEST(test_moved_libc_runs_rung_dyn)
 			 d, NULL),
 	    0);
 	const char *const a[] = {rung, "--version", NULL};
-	ck_assert_int_eq(run_all(a, out, sizeof(out)), 0);
+	ck_assert_int_eq(rung_test_run_all(a, out, sizeof(out)), 0);
 	char want[4400];
 	snprintf(want, sizeof(want), "dyn:%s/rung-dyn:--version\n", d);
 	ck_assert_str_eq(out, want);
@@ -67,7 +56,7 @@ START_TEST(test_moved_libc_runs_rung_dyn)
 	ck_assert_ptr_nonnull(l);
 	ck_assert_int_eq(rung_test_sh("cp \"$1/rung-dyn\" \"$2/\"", d, l, NULL), 0);
 	snprintf(rung, sizeof(rung), "%s/rung", l);
-	ck_assert_int_eq(run_all(a, out, sizeof(out)), 0);
+	ck_assert_int_eq(rung_test_run_all(a, out, sizeof(out)), 0);
 	snprintf(want, sizeof(want), "dyn:%s/rung-dyn:--version\n", l);
 	ck_assert_str_eq(out, want);
 	ck_assert_int_eq(rung_test_rmtree(l), 0);
@@ -77,9 +66,9 @@ START_TEST(test_moved_libc_runs_rung_dyn)
 	snprintf(real, sizeof(real), "%s/rung", rung_test_build_dir());
 	snprintf(dyn, sizeof(dyn), "%s/rung-dyn", rung_test_build_dir());
 	const char *const b[] = {real, "--version", NULL}, *const c[] = {dyn, "--version", NULL};
-	ck_assert_int_eq(run_all(b, out, sizeof(out)), 0);
+	ck_assert_int_eq(rung_test_run_all(b, out, sizeof(out)), 0);
 	ck_assert_str_eq(out, "rung " RUNG_VERSION "\n");
-	ck_assert_int_eq(run_all(c, out, sizeof(out)), 0);
+	ck_assert_int_eq(rung_test_run_all(c, out, sizeof(out)), 0);
 	ck_assert_str_eq(out, "rung " RUNG_VERSION "\n");
 	ck_assert_int_eq(rung_test_rmtree(d), 0);
 	free(d);
@@ -99,15 +88,15 @@ START_TEST(test_moved_libc_without_rung_dyn_refuses_dlopen)
 	snprintf(sd, sizeof(sd), "%s/static-state-%d", spine_base(), (int)getpid());
 	/* what needs no shared library still works */
 	const char *const v[] = {rung, "--version", NULL};
-	ck_assert_int_eq(run_all(v, out, sizeof(out)), 0);
+	ck_assert_int_eq(rung_test_run_all(v, out, sizeof(out)), 0);
 	ck_assert_str_eq(out, "rung " RUNG_VERSION "\n");
 	const char *const t[] = {rung, "--state-dir", sd, "run", "--", "/bin/echo", "hi", NULL};
-	ck_assert_int_eq(run_all(t, out, sizeof(out)), 0);
+	ck_assert_int_eq(rung_test_run_all(t, out, sizeof(out)), 0);
 	ck_assert_str_eq(out, "hi\n");
 	/* an egress allowlist needs libnftables: refused, said, and nothing left */
 	const char *const e[] = {rung,		"--state-dir", sd,	    "run", "--allow",
 				 "10.9.8.7:80", "--",	       "/bin/true", NULL};
-	ck_assert_int_eq(run_all(e, out, sizeof(out)), 1);
+	ck_assert_int_eq(rung_test_run_all(e, out, sizeof(out)), 1);
 	const char *w =
 	    strstr(out, "libc.so.6 changed since rung was linked statically (build id ");
 	ck_assert_msg(w && strstr(out, "rebuild rung (make)"), "%s", out);
@@ -121,7 +110,7 @@ START_TEST(test_moved_libc_without_rung_dyn_refuses_dlopen)
 	char *l = moved_dir("rung-ld-missing");
 	ck_assert_ptr_nonnull(l);
 	snprintf(rung, sizeof(rung), "%s/rung", l);
-	ck_assert_int_eq(run_all(e, out, sizeof(out)), 1);
+	ck_assert_int_eq(rung_test_run_all(e, out, sizeof(out)), 1);
 	ck_assert_msg(strstr(out,
 			     "no /nonexistent/ld-linux.so, which a static rung needs to load a "
 			     "shared library"),

@@ -164,7 +164,7 @@ int rung_test_count_procs(void)
 
 extern char **environ;
 
-int rung_test_run(const char *const *argv, char *out, size_t len)
+static int run_argv(const char *const *argv, char *out, size_t len, bool with_stderr)
 {
 	int p[2] = {-1, -1};
 	if (out && pipe2(p, O_CLOEXEC) < 0)
@@ -174,6 +174,8 @@ int rung_test_run(const char *const *argv, char *out, size_t len)
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	if (out)
 		posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	if (out && with_stderr)
+		posix_spawn_file_actions_adddup2(&fa, p[1], 2);
 	pid_t pid;
 	int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
@@ -197,6 +199,16 @@ int rung_test_run(const char *const *argv, char *out, size_t len)
 	while (waitpid(pid, &st, 0) < 0)
 		;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int rung_test_run(const char *const *argv, char *out, size_t len)
+{
+	return run_argv(argv, out, len, false);
+}
+
+int rung_test_run_all(const char *const *argv, char *out, size_t len)
+{
+	return run_argv(argv, out, len, true);
 }
 
 int rung_test_sh(const char *script, ...)

@@ -80,6 +80,8 @@ int rung_test_cmd_oom_adj(void);
  * at most len - 1 bytes; the rest is drained). stdin is /dev/null.
  */
 int rung_test_run(const char *const *argv, char *out, size_t len);
+/* The same with its stderr read into out too, interleaved as written. */
+int rung_test_run_all(const char *const *argv, char *out, size_t len);
 /* A test's own shell script run as `sh -c SCRIPT sh ARG...`: the arguments reach it as $1, $2,
  * ... and are never pasted into its text. NULL-terminated arguments; status as rung_test_run. */
 int rung_test_sh(const char *script, ...) __attribute__((sentinel));
