@@ -108,9 +108,9 @@ static int read_env(struct cli *c, const char **socket_env)
 static bool musl_serves(const char *cmd)
 {
 #ifdef RUNG_LIBC_MUSL
-	static const char *const served[] = {"run",  "acquire", "exec", "write", "read",
-					     "run-code", "cp", "fs",   "ls",    "inspect",
-					     "dispose",  NULL};
+	static const char *const served[] = {"run",  "acquire",	 "exec",    "write",
+					     "read", "run-code", "cp",	    "fs",
+					     "ls",   "inspect",	 "dispose", NULL};
 	for (const char *const *s = served; *s; s++)
 		if (!strcmp(*s, cmd))
 			return true;

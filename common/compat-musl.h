@@ -7,13 +7,13 @@
 #ifndef RUNG_COMMON_COMPAT_MUSL_H
 #define RUNG_COMMON_COMPAT_MUSL_H
 
-#include <limits.h> /* PATH_MAX: glibc's headers pull it in on their own */
+#include <limits.h>	 /* PATH_MAX: glibc's headers pull it in on their own */
+#include <linux/mount.h> /* MOUNT_ATTR_*, FSOPEN_*, FSCONFIG_*, MOVE_MOUNT_*, struct mount_attr */
 #include <stdint.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <linux/mount.h> /* MOUNT_ATTR_*, FSOPEN_*, FSCONFIG_*, MOVE_MOUNT_*, struct mount_attr */
 
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
@@ -58,10 +58,7 @@ static inline int mount_setattr(int dfd, const char *p, unsigned int fl, struct 
 }
 
 /* glibc 2.32's: the message without translation (musl's strerror is that). */
-static inline const char *strerrordesc_np(int e)
-{
-	return strerror(e);
-}
+static inline const char *strerrordesc_np(int e) { return strerror(e); }
 
 /* statx (musl 1.2.5 has it): <linux/stat.h>'s structure and masks, which that header cannot
  * give here (it redefines S_IF* against musl's <sys/stat.h>). */

@@ -96,9 +96,11 @@ int rung_dispose(struct rung_router *r, const char *id, const char *scope, struc
 	 * from a program that can (`rung dispose` runs rung-dyn). */
 	if (have && rt_net_wanted(&m.spec) && !rung_dl_libc_check()) {
 		rt_meta_release(&m);
-		return rung_err_set(err, ENOTSUP, "sandbox %s has an egress allowlist, whose "
+		return rung_err_set(err, ENOTSUP,
+				    "sandbox %s has an egress allowlist, whose "
 				    "teardown needs libnftables, which this program cannot load "
-				    "(rung-dyn can)", id);
+				    "(rung-dyn can)",
+				    id);
 	}
 	int rc = dispose_locked(r, &m, have, id, NULL, NULL, err);
 	if (have)

@@ -30,7 +30,7 @@ static bool rung_is_musl(void)
 }
 
 #define NOT_MUSL                                                                                   \
-	"build/rung is not linked against musl here (build/gen/cli-libc): no musl-gcc or no "     \
+	"build/rung is not linked against musl here (build/gen/cli-libc): no musl-gcc or no "      \
 	"archives in MUSL_PREFIX (sh scripts/setup-deps.sh build)"
 
 /* A directory holding build/rung and rung-agent, and a stand-in rung-dyn that says how it was
@@ -70,21 +70,22 @@ START_TEST(test_musl_hands_off_what_needs_a_library)
 	ck_assert_int_eq(rung_test_run_all(h, out, sizeof(out)), 0);
 	ck_assert_msg(strstr(out, "usage: rung gc") && !strstr(out, "dyn:"), "%s", out);
 	/* an egress allowlist (flags after a global given after the command, too) */
-	const char *const e[] = {rung, "run", "--allow", "10.9.8.7:80", "--state-dir", sd, "--json",
-				 "--", "/bin/true", NULL};
+	const char *const e[] = {rung, "run",	 "--allow", "10.9.8.7:80", "--state-dir",
+				 sd,   "--json", "--",	    "/bin/true",   NULL};
 	ck_assert_int_eq(rung_test_run_all(e, out, sizeof(out)), 0);
-	snprintf(want, sizeof(want), "dyn:run --allow 10.9.8.7:80 --state-dir %s --json -- /bin/true\n",
-		 sd);
+	snprintf(want, sizeof(want),
+		 "dyn:run --allow 10.9.8.7:80 --state-dir %s --json -- /bin/true\n", sd);
 	ck_assert_str_eq(out, want);
 	/* the same allowlist from a spec file */
 	char spec[4400];
 	snprintf(spec, sizeof(spec), "%s/spec.json", d);
-	ck_assert_int_eq(rung_test_sh("printf '{\"kind\": \"k\", \"egress_allow\": [\"10.9.8.7:80\"]}' "
-				      "> \"$1\"",
-				      spec, NULL),
-			 0);
-	const char *const f[] = {rung, "--state-dir", sd, "acquire", "--spec", spec, "--scope", "s",
-				 "--thread", "t", "--agent", "a", NULL};
+	ck_assert_int_eq(
+	    rung_test_sh("printf '{\"kind\": \"k\", \"egress_allow\": [\"10.9.8.7:80\"]}' "
+			 "> \"$1\"",
+			 spec, NULL),
+	    0);
+	const char *const f[] = {rung, "--state-dir", sd,  "acquire", "--spec", spec, "--scope",
+				 "s",  "--thread",    "t", "--agent", "a",	NULL};
 	ck_assert_int_eq(rung_test_run_all(f, out, sizeof(out)), 0);
 	snprintf(want, sizeof(want),
 		 "dyn:--state-dir %s acquire --spec %s --scope s --thread t --agent a\n", sd, spec);
@@ -143,9 +144,9 @@ START_TEST(test_musl_dispose_of_egress_hands_off)
 	snprintf(real, sizeof(real), "%s/rung", rung_test_build_dir());
 	snprintf(sd, sizeof(sd), "%s/musl-egress-%d", spine_base(), (int)getpid());
 	/* made by the real build (its own rung-dyn: egress) */
-	const char *const a[] = {real,	      "--state-dir", sd,      "acquire", "--allow",
-				 "10.9.8.7:80", "--scope",     "s",     "--thread", "t",
-				 "--agent",	      "a",	     NULL};
+	const char *const a[] = {real,		"--state-dir", sd,  "acquire",	"--allow",
+				 "10.9.8.7:80", "--scope",     "s", "--thread", "t",
+				 "--agent",	"a",	       NULL};
 	char id[128];
 	ck_assert_int_eq(rung_test_run(a, id, sizeof(id)), 0);
 	id[strcspn(id, "\n")] = '\0';
@@ -155,13 +156,14 @@ START_TEST(test_musl_dispose_of_egress_hands_off)
 	snprintf(want, sizeof(want), "dyn:--state-dir %s dispose %s\n", sd, id);
 	ck_assert_str_eq(out, want);
 	/* still there, still running: nothing was stopped before the hand-off */
-	const char *const e[] = {real, "--state-dir", sd, "exec", id, "--", "/bin/echo", "up", NULL};
+	const char *const e[] = {real, "--state-dir", sd,   "exec", id,
+				 "--", "/bin/echo",   "up", NULL};
 	ck_assert_int_eq(rung_test_run_all(e, out, sizeof(out)), 0);
 	ck_assert_str_eq(out, "up\n");
 	ck_assert_int_eq(spine_store_entries(sd), 1);
 	/* a sandbox without egress is disposed here */
-	const char *const b[] = {rung, "--state-dir", sd, "acquire", "--scope", "s", "--thread",
-				 "u", "--agent", "a", NULL};
+	const char *const b[] = {rung,	     "--state-dir", sd,	       "acquire", "--scope", "s",
+				 "--thread", "u",	    "--agent", "a",	  NULL};
 	char id2[128];
 	ck_assert_int_eq(rung_test_run(b, id2, sizeof(id2)), 0);
 	id2[strcspn(id2, "\n")] = '\0';
