@@ -5,8 +5,9 @@
 # linked against one library: +0.65 ms libcrypto, +0.4 ms libnl-3/libnl-route-3, +0.3 ms
 # libseccomp+libcap, +0.6 ms libnftables.
 #
-# build/rung is linked statically (-static-pie: glibc's libc.a, and the archives of the libraries
-# whose Debian -dev package ships one: only the objects it uses, e.g. the low-level SHA-256, SHA-1
+# build/rung is linked statically: against musl where it can (below), else (-static-pie: glibc's
+# libc.a, and the archives of the libraries whose Debian -dev package ships one: only the objects
+# it uses, e.g. the low-level SHA-256, SHA-1
 # and base64 of libcrypto, no TLS): no loader, no libc.so.6 to map and relocate at each start
 # (hyperfine -N, an empty main(): 2.0-2.1 ms dynamic, 1.4 ms static-pie; `rung --version`
 # interleaved with runs 4.84 -> 3.43 ms; bench/README.md "spine"). No EVP digest in build/rung:
@@ -17,9 +18,9 @@
 # static program's dlopen loads the installed libc.so.6 beside its own, sound only for the same
 # glibc build: the link records which libc.so.6 it was built beside ($(B)/gen/libc-id.c), and a
 # start that finds another one (an upgrade of libc6 since the build) runs $(B)/rung-dyn instead,
-# the same program linked dynamically (cli/main.c). The linker's warnings that dlopen, getpwuid
-# and getaddrinfo "require at runtime the shared libraries from the glibc version used for
-# linking" are that: the files and dns lookups are built into libc.a, the rest is guarded so.
+# the same program linked dynamically (cli/util.c, cli_dyn). The linker's warnings that dlopen,
+# getpwuid and getaddrinfo "require at runtime the shared libraries from the glibc version used
+# for linking" are that: the files and dns lookups are built into libc.a, the rest is guarded so.
 # Without the archives, build/rung links as rung-dyn does.
 CLI_STATIC_LIBS := seccomp cap nl-route-3 nl-3 crypto jansson
 CLI_STATIC_OK := $(strip $(foreach l,$(CLI_STATIC_LIBS) c,\
@@ -33,12 +34,12 @@ CLI_ENTRY := -Wl,-e,rung_entry
 # build/rung against musl, where scripts/musl-deps.sh has built its libraries' archives
 # (MUSL_PREFIX; scripts/setup-deps.sh runs it): glibc's start runs ~65 CPUID instructions (its
 # cpu features and cache sizes), each one trapped by the hypervisor on a virtualised host (7.7 us
-# each here: `rung --version` 0.705 ms against 0.128 ms with musl; bench/README.md, "A musl
-# rung"). The whole CLI and librung are compiled apart (build/mobj) against musl's headers, the
+# each here: `rung --version` 0.820 ms against 0.164 ms with musl; bench/README.md, "build/rung
+# on musl"). The whole CLI and librung are compiled apart (build/mobj) against musl's headers, the
 # kernel's uapi headers, MUSL_PREFIX's and (declarations only) the glibc side's headers of the
 # libraries it loads with dlopen; common/compat-musl.h adds what musl 1.2.3 lacks. musl cannot
 # dlopen: a call that would (an egress allowlist, gc, a pool's keeper, the daemon's client, ...)
-# runs rung-dyn from its start instead (cli/main.c, cli_dyn). Without the archives or musl-gcc,
+# runs rung-dyn from its start instead (cli/util.c, cli_dyn). Without the archives or musl-gcc,
 # build/rung is glibc's static link below, said once.
 MUSL_PREFIX ?= /var/cache/rung/musl
 CLI_MUSL_LIBS := seccomp cap nl-route-3 nl-3 crypto jansson
