@@ -455,14 +455,19 @@ static int sup_death(const struct rt_sandbox *sb, int status, struct rung_err *e
 /*
  * Fork (twice, setsid) the supervisor. From a multi-threaded caller (the daemon) the child
  * re-execs `rung __supervise` instead of running on in a copy of the caller's memory: no
- * inherited locks held by other threads, no copy of other requests' data.
+ * inherited locks held by other threads, no copy of other requests' data. So does the child of
+ * a caller that cannot dlopen (a musl rung: common/dl.h) when the sandbox has an egress
+ * allowlist, whose tables need libnftables (`rung __supervise` runs rung-dyn then): a vm
+ * sandbox resumed from disk by `rung exec`, whose start sets its network up again.
  */
 int rt_supervisor_spawn(struct rt_sandbox *sb, const struct rt_backend_ops *ops,
 			struct rt_started *out, struct rung_err *err)
 {
 	int p[2], handoff = -1;
 	rung_trace("spawn: begin");
-	if (multi_threaded() && (handoff = rt_handoff_memfd(sb, err)) < 0)
+	bool reexec = multi_threaded() ||
+		      (rt_net_wanted(&sb->meta.spec) && !rung_dl_libc_check());
+	if (reexec && (handoff = rt_handoff_memfd(sb, err)) < 0)
 		return handoff;
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		if (handoff >= 0)

@@ -15,12 +15,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$P/rung/bin"
 copy_with_libs "$P" "$(readlink -f "$BUILD/rung")"
 cp "$BUILD/rung" "$BUILD/rung-agent" "$P/rung/bin/"
-# rung-dyn: build/rung is static; this runs in its place if L1's libc.so.6 is another build
+# rung-dyn: build/rung is static (musl where its libraries are built: cli/module.mk); this runs
+# in its place for what needs a shared library, or if L1's libc.so.6 is another build. The
+# libc build/rung is linked against (build/gen/cli-libc), for the tests' reports.
 if [ -x "$BUILD/rung-dyn" ]; then
 	copy_with_libs "$P" "$(readlink -f "$BUILD/rung-dyn")"
 	copy_loader_beside_libc "$P" "$BUILD/rung-dyn"
 	cp "$BUILD/rung-dyn" "$P/rung/bin/"
 fi
+[ ! -f "$BUILD/gen/cli-libc" ] || cp "$BUILD/gen/cli-libc" "$P/rung/bin/cli-libc"
 # rung-image (libarchive, libcurl): `rung cp` and `rung image` exec it from beside rung
 if [ -x "$BUILD/rung-image" ]; then
 	copy_with_libs "$P" "$(readlink -f "$BUILD/rung-image")"
