@@ -319,23 +319,25 @@ else
 	# libnftables, so the resumed sandbox's supervisor (its network set up again) must be
 	# rung-dyn's (runtime/supervisor.c); otherwise the exec leaves it dead.
 	if only_rung rung-suspend-disk-egress-vm; then
-		id=$("$R" acquire --isolation vm --image rung/vmtest:py --memory 256M --kind disk-egress --allow 10.9.8.7:80 --scope l1 --thread te --agent a 2>"$W/sde-acq.err")
+		# an allowlist needs a DNS upstream for its proxy (L1 has no resolv.conf): none is asked
+		RE="env RUNG_DNS_UPSTREAM=127.0.0.1 $R"
+		id=$($RE acquire --isolation vm --image rung/vmtest:py --memory 256M --kind disk-egress --allow 10.9.8.7:80 --scope l1 --thread te --agent a 2>"$W/sde-acq.err")
 		if [ -z "$id" ]; then
 			fail rung-suspend-disk-egress-vm "acquire: $(tr '\n' ' ' <"$W/sde-acq.err" | cut -c1-300)"
 		else
-			echo "egress on disk" | "$R" write "$id" notes/e.txt
-			if ! "$R" suspend --to-disk "$id" >"$W/sde.err" 2>&1; then
+			echo "egress on disk" | $RE write "$id" notes/e.txt
+			if ! $RE suspend --to-disk "$id" >"$W/sde.err" 2>&1; then
 				fail rung-suspend-disk-egress-vm "suspend --to-disk: $(tr '\n' ' ' <"$W/sde.err" | cut -c1-300)"
 			else
-				got=$("$R" exec "$id" -- cat /work/notes/e.txt 2>&1)
-				st=$("$R" inspect "$id" | grep -o '"state": "[a-z]*"' | head -n 1)
+				got=$($RE exec "$id" -- cat /work/notes/e.txt 2>&1)
+				st=$($RE inspect "$id" | grep -o '"state": "[a-z]*"' | head -n 1)
 				if [ "$got" = "egress on disk" ] && [ "$st" = '"state": "running"' ]; then
 					pass rung-suspend-disk-egress-vm "exec (build/rung: $(cat "$P/rung/bin/cli-libc" 2>/dev/null || echo '?')) resumed it from disk, its network set up again, files intact"
 				else
 					fail rung-suspend-disk-egress-vm "got='$(echo "$got" | tr '\n' ' ' | cut -c1-300)' $st"
 				fi
 			fi
-			"$R" dispose "$id" >"$W/sde-disp.err" 2>&1 || fail rung-suspend-disk-egress-vm "dispose: $(tr '\n' ' ' <"$W/sde-disp.err" | cut -c1-300)"
+			$RE dispose "$id" >"$W/sde-disp.err" 2>&1 || fail rung-suspend-disk-egress-vm "dispose: $(tr '\n' ' ' <"$W/sde-disp.err" | cut -c1-300)"
 			left=$(ls /sys/class/net | grep '^rg' | tr '\n' ' ')
 			[ -z "$left" ] || fail rung-suspend-disk-egress-vm "a network device is left: $left"
 		fi
