@@ -102,7 +102,7 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 	struct rung_err ee = {0};
 	if (rt_host_etc_prepare(sb->router->store.root, "", &rp, etc, sizeof(etc), &ee) == 0)
 		rp.etc_dir = etc;
-	else /* the host's entries bound one by one, as before there was a prepared /etc */
+	else if (ee.code != ENOTSUP) /* the host's entries are bound one by one */
 		LOG_WARN("sandbox %s: %s", sb->meta.id, ee.msg);
 	struct proc_ctx c = {.disk_fd = -1, .birth = RT_CGROUP_BIRTH_NONE};
 	int r = rt_sandbox_cgroup_prepare(sb, &c.cg, &c.birth, err);

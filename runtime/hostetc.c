@@ -3,15 +3,15 @@
  * root binds one directory at /etc instead of the host's entries one by one (~90 us of pid
  * 1's start for 15 binds, and their teardown; bench/README.md, "A prepared /etc").
  *
- * <state>/etc/host records the host's state that the last tree copied: its first line the
- * state's name (16 hex digits), then "path<TAB>identity" for each entry of rt_host_etc and
- * every directory and regular file below one (not symlinks: a new or retargeted one changes
- * its directory's mtime, as an added, removed or renamed entry does; a file edited in place
- * changes its own). A call lstat()s each and compares: all equal, the tree of that state for
- * the variant (the files rung writes: passwd names the work dir) is used, made if missing;
- * else the entries are copied again (their identities taken before each copy: a change during
- * it shows at the next call) and the file replaced. Trees are never changed once published
- * (a rename of a complete build): a running sandbox keeps the /etc it started with.
+ * <state>/etc/host records the tree that is current: its name (16 hex digits, a digest of
+ * what follows), the digest of rung's files in it, then "path<TAB>identity" for each entry of
+ * rt_host_etc and every directory and regular file below one (not symlinks: a new or
+ * retargeted one changes its directory's mtime, as an added, removed or renamed entry does; a
+ * file edited in place changes its own). A call lstat()s each and compares: all equal (and the
+ * same files), that tree is used; else the entries are copied again (each identity taken
+ * before its copy: a change during it shows at the next call) and the file replaced. Trees are
+ * never changed once published (a rename of a complete build): a running sandbox keeps the
+ * /etc it started with.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -215,18 +215,35 @@ static int build(int etcfd, const char *tmp, const char *host_root, const struct
 	return r;
 }
 
-/* The variant's half of a tree's name: a digest of the host state's and the files. */
-static void variant_name(const char *host, const struct rt_etc_file *files, size_t nf,
-			 char out[NAME_LEN + 1])
+/* A digest's first NAME_LEN hex digits, of parts. */
+static void short_digest(const char *const *parts, size_t n, char out[NAME_LEN + 1])
 {
-	const char *parts[2 + 2 * RT_ETC_FILES_MAX] = {"rung-etc-v1", host};
-	for (size_t i = 0; i < nf; i++) {
-		parts[2 + 2 * i] = files[i].name;
-		parts[3 + 2 * i] = files[i].text;
-	}
 	char hex[RUNG_SHA256_HEX_LEN + 1];
-	rung_sha256_parts_hex(parts, 2 + 2 * nf, hex);
+	rung_sha256_parts_hex(parts, n, hex);
 	snprintf(out, NAME_LEN + 1, "%.*s", NAME_LEN, hex);
+}
+
+/* rung's files, as a digest (a build that writes others copies again). */
+static void files_digest(const struct rt_etc_file *files, size_t nf, char out[NAME_LEN + 1])
+{
+	const char *parts[1 + 2 * RT_ETC_FILES_MAX] = {"rung-etc-v1"};
+	for (size_t i = 0; i < nf; i++) {
+		parts[1 + 2 * i] = files[i].name;
+		parts[2 + 2 * i] = files[i].text;
+	}
+	short_digest(parts, 1 + 2 * nf, out);
+}
+
+/*
+ * Only a default process sandbox's /etc (work dir /work, hostname rung, no network) is
+ * prepared: one copy per host state, never one per spec (a work dir of a client's choosing,
+ * a lease's nameserver, would each make a copy otherwise).
+ */
+static bool default_files(const struct rt_root_params *p)
+{
+	return p->host_system && p->work_dir && !strcmp(p->work_dir, RT_DEFAULT_WORK_DIR) &&
+	       (!p->hostname || !strcmp(p->hostname, "rung")) &&
+	       (!p->resolv_conf || !p->resolv_conf[0]);
 }
 
 static int path_out(char *out, size_t len, const char *dir, const char *name)
@@ -234,10 +251,23 @@ static int path_out(char *out, size_t len, const char *dir, const char *name)
 	return (size_t)snprintf(out, len, "%s/%s", dir, name) < len ? 0 : -ENAMETOOLONG;
 }
 
+/* The host file's tree name if it still describes the host and rung's files (digest fd). */
+static bool current_tree(const char *host_root, char *txt, const char *fd, char name[NAME_LEN + 1])
+{
+	/* "<name>\n<files digest>\n<manifest>" */
+	if (strlen(txt) < 2 * NAME_LEN + 2 || txt[NAME_LEN] != '\n' ||
+	    txt[2 * NAME_LEN + 1] != '\n' || strncmp(txt + NAME_LEN + 1, fd, NAME_LEN))
+		return false;
+	snprintf(name, NAME_LEN + 1, "%.*s", NAME_LEN, txt);
+	return host_unchanged(host_root, txt + 2 * NAME_LEN + 2);
+}
+
 int rt_host_etc_prepare(const char *state_dir, const char *host_root,
 			const struct rt_root_params *p, char *out, size_t len, struct rung_err *err)
 {
-	char dir[4096], host[NAME_LEN + 1] = "", name[2 * NAME_LEN + 2], tmp[64];
+	if (!default_files(p))
+		return rung_err_set(err, ENOTSUP, "a prepared /etc holds the default files only");
+	char dir[4096], name[NAME_LEN + 1] = "", fd[NAME_LEN + 1], tmp[64];
 	snprintf(dir, sizeof(dir), "%s/etc", state_dir);
 	if (mkdir(dir, 0711) < 0 && errno != EEXIST)
 		return rung_err_sys(err, errno, "mkdir %s", dir);
@@ -246,34 +276,22 @@ int rt_host_etc_prepare(const char *state_dir, const char *host_root,
 		return rung_err_sys(err, errno, "open %s", dir);
 	struct rt_etc_file files[RT_ETC_FILES_MAX];
 	size_t nf = rt_etc_files(p, true, files);
+	files_digest(files, nf, fd);
 	cleanup_free char *txt = NULL;
-	if (rung_file_load(etcfd, "host", 1 << 20, &txt, NULL, NULL) == 0) {
-		char *nl = strchr(txt, '\n');
-		if (nl && nl - txt == NAME_LEN) {
-			*nl = '\0';
-			if (host_unchanged(host_root, nl + 1))
-				snprintf(host, sizeof(host), "%s", txt);
-		}
-	}
-	if (host[0]) {
-		char v[NAME_LEN + 1];
-		variant_name(host, files, nf, v);
-		snprintf(name, sizeof(name), "%s-%s", host, v);
-		if (faccessat(etcfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-			return path_out(out, len, dir, name);
-	}
+	if (rung_file_load(etcfd, "host", 1 << 20, &txt, NULL, NULL) == 0 &&
+	    current_tree(host_root, txt, fd, name) &&
+	    faccessat(etcfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return path_out(out, len, dir, name);
 	/* A build: the host's entries as they are now, under a name of our own first. */
 	snprintf(tmp, sizeof(tmp), ".new-%d-%" PRIu64, (int)getpid(), rung_now_us());
 	struct rung_buf man = {0};
 	int r = build(etcfd, tmp, host_root, files, nf, &man, err);
-	char hex[RUNG_SHA256_HEX_LEN + 1], v[NAME_LEN + 1];
 	if (r == 0 && man.oom)
 		r = rung_err_set(err, ENOMEM, "out of memory");
 	if (r == 0) {
-		rung_sha256_hex(man.data, man.len, hex);
-		snprintf(host, sizeof(host), "%.*s", NAME_LEN, hex);
-		variant_name(host, files, nf, v);
-		snprintf(name, sizeof(name), "%s-%s", host, v);
+		rung_buf_append(&man, "", 1); /* NUL-terminated, for the digest */
+		const char *parts[] = {"rung-etc-tree-v1", fd, (const char *)man.data};
+		short_digest(parts, 3, name);
 		/* taken by a concurrent build of the same (then the same contents): ours goes */
 		if (renameat(etcfd, tmp, etcfd, name) < 0 && errno != EEXIST && errno != ENOTEMPTY)
 			r = rung_err_sys(err, errno, "rename %s/%s", dir, tmp);
@@ -281,11 +299,13 @@ int rt_host_etc_prepare(const char *state_dir, const char *host_root,
 	struct rung_err e2 = {0};
 	if (faccessat(etcfd, tmp, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 		rung_rm_rf_at(etcfd, tmp, &e2);
-	if (r == 0 && (!txt || strncmp(txt, host, NAME_LEN))) { /* a new host state */
+	if (r == 0) { /* a new state (or a tree gone): recorded */
 		struct rung_buf h = {0};
-		rung_buf_append(&h, host, NAME_LEN);
+		rung_buf_append(&h, name, NAME_LEN);
 		rung_buf_append(&h, "\n", 1);
-		rung_buf_append(&h, man.data, man.len);
+		rung_buf_append(&h, fd, NAME_LEN);
+		rung_buf_append(&h, "\n", 1);
+		rung_buf_append(&h, man.data, man.len - 1);
 		r = h.oom ? rung_err_set(err, ENOMEM, "out of memory")
 			  : rung_write_file_replace(etcfd, "host", h.data, h.len, 0600, err);
 		rung_buf_release(&h);
@@ -321,8 +341,8 @@ size_t rt_host_etc_sweep(const char *state_dir, bool known, uint64_t oldest_ms)
 			continue;
 		bool crashed =
 		    !strncmp(de->d_name, ".new-", 5) && now / 1000 > (uint64_t)st.st_mtime + 60;
-		bool stale = strlen(de->d_name) == 2 * NAME_LEN + 1 &&
-			     strncmp(de->d_name, txt, NAME_LEN) && old_unused;
+		bool stale = strlen(de->d_name) == NAME_LEN && strncmp(de->d_name, txt, NAME_LEN) &&
+			     old_unused;
 		struct rung_err e = {0};
 		if ((crashed || stale) && rung_rm_rf_at(etcfd, de->d_name, &e) == 0)
 			n++;

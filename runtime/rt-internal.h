@@ -456,11 +456,12 @@ size_t rt_etc_files(const struct rt_root_params *p, bool system, struct rt_etc_f
 extern const char *const rt_host_etc[];
 extern const size_t rt_host_etc_count;
 /*
- * The process rung's /etc, prepared (hostetc.c): <state>/etc/<host>-<variant>, a read-only
- * copy of rt_host_etc's entries as they are now and of p's rt_etc_files, made when the
- * host's entries changed since the last one (their lstat identities, checked at every call)
- * or for a new variant. Its path in out, or -errno (the caller binds the host's entries one
- * by one instead). host_root: "" (the host), or a test's directory standing in for it.
+ * The process rung's /etc, prepared (hostetc.c): <state>/etc/<name>, a read-only copy of
+ * rt_host_etc's entries as they are now and of the default rt_etc_files (work dir /work,
+ * hostname rung, no network; -ENOTSUP for other files: the caller binds the host's entries
+ * one by one and writes its files), made again when the host's entries changed since the last
+ * one (their lstat identities, checked at every call). Its path in out, or -errno.
+ * host_root: "" (the host), or a test's directory standing in for it.
  */
 int rt_host_etc_prepare(const char *state_dir, const char *host_root,
 			const struct rt_root_params *p, char *out, size_t len,
