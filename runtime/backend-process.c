@@ -83,10 +83,12 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 {
 	char work[4096], root[4096];
 	rt_store_path(&sb->router->store, sb->meta.id, "work", work, sizeof(work));
-	rt_store_path(&sb->router->store, sb->meta.id, "root", root, sizeof(root));
+	/* The root's mount point is the store's, one for all: pid 1 mounts its root there in its
+	 * own mount namespace (private from the start: nothing shows on the host) and pivots. */
+	snprintf(root, sizeof(root), "%s/mnt", sb->router->store.root);
 	if (mkdir(work, 0700) < 0 && errno != EEXIST)
 		return rung_err_sys(err, errno, "mkdir %s", work);
-	if (mkdir(root, 0755) < 0 && errno != EEXIST)
+	if (mkdir(root, 0711) < 0 && errno != EEXIST)
 		return rung_err_sys(err, errno, "mkdir %s", root);
 	const struct rung_spec *s = &sb->meta.spec;
 	struct rt_root_params rp = {

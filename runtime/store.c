@@ -343,11 +343,9 @@ int rt_store_alloc_uid(const struct rt_store *st, const char *id, uint32_t *base
 		if ((r = rung_write_file_replace(dfd, name, mine, (size_t)len, 0600, err)) < 0)
 			return r;
 		*base = RT_UID_BASE0 + slot * RT_UID_RANGE;
-		char p[4096], val[32];
-		rt_store_path(st, id, "uid", p, sizeof(p));
-		int vl = snprintf(val, sizeof(val), "%u", *base);
-		if ((r = rung_write_file_replace(AT_FDCWD, p, val, (size_t)vl, 0600, err)) < 0)
-			return r;
+		/* (no "uid" file: the metadata records the base; stores of older versions had
+		 * one, which tighten_sandboxes reads) */
+		char p[4096];
 		snprintf(p, sizeof(p), "%s/sandboxes", st->root);
 		cleanup_close int sfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (sfd < 0)
