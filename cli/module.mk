@@ -85,10 +85,11 @@ CLI_MUSL_LINK := $(MUSL_LIBDIR)/rcrt1.o $(MUSL_LIBDIR)/crti.o \
 # (the archives too: rebuilt by musl-deps.sh after a -dev package's update, they relink it)
 $(B)/rung: $(patsubst %.c,$(B)/mobj/%.o,$(CLI) cli/main.c) $(B)/mobj/librung.a \
 	   $(if $(CLI_X86_64),$(B)/obj/cli/entry.o) \
-	   $(patsubst %,$(MUSL_PREFIX)/lib/lib%.a,$(CLI_MUSL_LIBS))
+	   $(patsubst %,$(MUSL_PREFIX)/lib/lib%.a,$(CLI_MUSL_LIBS)) $(MUSL_STRING)
 	$(CC) -static-pie -nostdlib -nostartfiles $(LDFLAGS) -Wl,-z,relro,-z,now \
 	  $(if $(CLI_X86_64),$(CLI_ENTRY)) -o $@ $(CLI_MUSL_LINK) $(filter $(B)/%.o $(B)/%.a,$^) \
-	  -L$(MUSL_PREFIX)/lib $(addprefix -l,$(CLI_MUSL_LIBS)) -L$(MUSL_LIBDIR) -lc \
+	  -L$(MUSL_PREFIX)/lib $(addprefix -l,$(CLI_MUSL_LIBS)) $(MUSL_STRING_LINK) \
+	  -L$(MUSL_LIBDIR) -lc \
 	  $(shell $(CC) -print-libgcc-file-name) $(shell $(CC) -print-file-name=crtendS.o) \
 	  $(MUSL_LIBDIR)/crtn.o
 else
