@@ -41,8 +41,8 @@ struct proc_ctx {
 	struct rt_cgroup_birth birth; /* pid 1 born in its group; none: moved in by after_go */
 };
 
-/* While pid 1 builds the rest of its root: mount the work disk and attach it at the host
- * path of the work dir inside its mount namespace, where the root plan's last step binds it
+/* While pid 1 builds the rest of its root: mount the work disk and attach it at the store's
+ * work mount point inside its mount namespace, where the root plan's last step binds it
  * from. Only that namespace ever holds the mount: when it dies, so do the mount and its loop
  * device. */
 static int proc_before_work(struct rt_sandbox *sb, pid_t child, void *ud, struct rung_err *err)
@@ -59,7 +59,7 @@ static int proc_before_work(struct rt_sandbox *sb, pid_t child, void *ud, struct
 	cleanup_close int self = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
 	if (mntns < 0 || self < 0)
 		return rung_err_sys(err, errno, "open the sandbox's mount namespace");
-	rt_store_path(&sb->router->store, sb->meta.id, "work", p, sizeof(p));
+	snprintf(p, sizeof(p), "%s/mnt/work", sb->router->store.root); /* mnt_point's */
 	if (setns(mntns, CLONE_NEWNS) < 0)
 		return rung_err_sys(err, errno, "enter the sandbox's mount namespace");
 	r = 0;
@@ -79,17 +79,32 @@ static int proc_after_go(struct rt_sandbox *sb, pid_t child, void *ud, struct ru
 	return rt_sandbox_cgroup_join(sb, &c->cg, &c->birth, child, err);
 }
 
+/*
+ * The mount points of a sandbox's root and work disk are the store's, one each for all
+ * sandboxes (<state>/mnt/root, <state>/mnt/work): pid 1 mounts its root on the first and the
+ * creator attaches its disk on the second, each in pid 1's own mount namespace (private from
+ * the start: nothing shows on the host), then pid 1 binds the disk at its work dir and pivots.
+ * Two inodes fewer made and removed a start than a pair per sandbox (bench/README.md).
+ */
+static int mnt_point(const struct rt_sandbox *sb, const char *what, char *out, size_t len,
+		     struct rung_err *err)
+{
+	snprintf(out, len, "%s/mnt", sb->router->store.root);
+	if (mkdir(out, 0711) < 0 && errno != EEXIST)
+		return rung_err_sys(err, errno, "mkdir %s", out);
+	snprintf(out, len, "%s/mnt/%s", sb->router->store.root, what);
+	if (mkdir(out, 0711) < 0 && errno != EEXIST)
+		return rung_err_sys(err, errno, "mkdir %s", out);
+	return 0;
+}
+
 static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
 {
 	char work[4096], root[4096];
-	rt_store_path(&sb->router->store, sb->meta.id, "work", work, sizeof(work));
-	/* The root's mount point is the store's, one for all: pid 1 mounts its root there in its
-	 * own mount namespace (private from the start: nothing shows on the host) and pivots. */
-	snprintf(root, sizeof(root), "%s/mnt", sb->router->store.root);
-	if (mkdir(work, 0700) < 0 && errno != EEXIST)
-		return rung_err_sys(err, errno, "mkdir %s", work);
-	if (mkdir(root, 0711) < 0 && errno != EEXIST)
-		return rung_err_sys(err, errno, "mkdir %s", root);
+	int r;
+	if ((r = mnt_point(sb, "work", work, sizeof(work), err)) < 0 ||
+	    (r = mnt_point(sb, "root", root, sizeof(root), err)) < 0)
+		return r;
 	const struct rung_spec *s = &sb->meta.spec;
 	struct rt_root_params rp = {
 		.work_src = work,
@@ -107,7 +122,7 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 	else if (ee.code != ENOTSUP) /* the host's entries are bound one by one */
 		LOG_WARN("sandbox %s: %s", sb->meta.id, ee.msg);
 	struct proc_ctx c = {.disk_fd = -1, .birth = RT_CGROUP_BIRTH_NONE};
-	int r = rt_sandbox_cgroup_prepare(sb, &c.cg, &c.birth, err);
+	r = rt_sandbox_cgroup_prepare(sb, &c.cg, &c.birth, err);
 	if (r < 0)
 		return r;
 	cleanup_free char *resolv = NULL;
