@@ -368,10 +368,12 @@ void rt_store_release_uid(const struct rt_store *st, const char *id, uint32_t ba
 		unlink(name);
 }
 
+/* The last use is the busy file's mtime (one inode fewer a start than a file of its own;
+ * stores of older versions have an "activity" file, still read). */
 void rt_store_touch_activity(const struct rt_store *st, const char *id, bool create)
 {
 	char p[4096];
-	rt_store_path(st, id, "activity", p, sizeof(p));
+	rt_store_path(st, id, "busy", p, sizeof(p));
 	if (!create) { /* every exec's: one call; a missing file (disposed meanwhile) stays so */
 		utimensat(AT_FDCWD, p, NULL, AT_SYMLINK_NOFOLLOW);
 		return;
@@ -404,12 +406,18 @@ int rt_store_busy(const struct rt_store *st, const char *id, bool exclusive)
 
 uint64_t rt_store_activity_ms(const struct rt_store *st, const char *id)
 {
-	char p[4096];
-	struct stat s;
-	rt_store_path(st, id, "activity", p, sizeof(p));
-	if (stat(p, &s) < 0)
-		return 0;
-	return (uint64_t)s.st_mtim.tv_sec * 1000 + (uint64_t)s.st_mtim.tv_nsec / 1000000;
+	static const char *const names[] = {"busy", "activity"};
+	uint64_t last = 0;
+	for (size_t i = 0; i < RUNG_ARRAY_SIZE(names); i++) {
+		char p[4096];
+		struct stat s;
+		rt_store_path(st, id, names[i], p, sizeof(p));
+		uint64_t t = stat(p, &s) < 0 ? 0
+					     : (uint64_t)s.st_mtim.tv_sec * 1000 +
+						   (uint64_t)s.st_mtim.tv_nsec / 1000000;
+		last = t > last ? t : last;
+	}
+	return last;
 }
 
 uint64_t rt_store_used_ms(const struct rt_store *st, const struct rt_meta *m)

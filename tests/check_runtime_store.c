@@ -335,9 +335,12 @@ START_TEST(test_activity)
 	uint64_t a = rt_store_activity_ms(&st, ID1);
 	ck_assert_msg(a + 50 >= t0 && a <= rung_wall_ms() + 50, "activity %llu, now %llu",
 		      (unsigned long long)a, (unsigned long long)t0);
+	/* the mark is the busy file's mtime (no file of its own) */
+	char p[4096], old_file[4096];
+	rt_store_path(&st, ID1, "activity", old_file, sizeof(old_file));
+	ck_assert_int_eq(access(old_file, F_OK), -1);
 	/* an old mark moves forward on the next touch */
-	char p[4096];
-	rt_store_path(&st, ID1, "activity", p, sizeof(p));
+	rt_store_path(&st, ID1, "busy", p, sizeof(p));
 	struct timespec old[2] = {{1000, 0}, {1000, 0}};
 	ck_assert_int_eq(utimensat(AT_FDCWD, p, old, 0), 0);
 	ck_assert_uint_eq(rt_store_activity_ms(&st, ID1), 1000000);
@@ -352,6 +355,14 @@ START_TEST(test_activity)
 	ck_assert_uint_eq(rt_store_used_ms(&st, &m), 7000);
 	ck_assert_int_eq(utimensat(AT_FDCWD, p, nine, 0), 0);
 	ck_assert_uint_eq(rt_store_used_ms(&st, &m), 9000);
+	/* a store of an older version: its "activity" file counts too, the later one wins */
+	int a_fd = open(old_file, O_WRONLY | O_CREAT, 0600);
+	ck_assert_int_ge(a_fd, 0);
+	close(a_fd);
+	struct timespec eleven[2] = {{11, 0}, {11, 0}};
+	ck_assert_int_eq(utimensat(AT_FDCWD, old_file, eleven, 0), 0);
+	ck_assert_uint_eq(rt_store_used_ms(&st, &m), 11000);
+	ck_assert_int_eq(unlink(old_file), 0);
 	ck_assert_int_eq(unlink(p), 0);
 	ck_assert_uint_eq(rt_store_used_ms(&st, &m), 7000); /* no file */
 	rt_meta_release(&m);
