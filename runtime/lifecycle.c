@@ -477,25 +477,6 @@ static void trash_sweep(struct rung_router *r, struct rung_gc_report *rep)
 	}
 }
 
-/* The prepared /etc trees no sandbox left can be using (hostetc.c): every sandbox's creation
- * time known (one without metadata is being made: it may hold any tree). */
-static size_t etc_sweep(struct rung_router *r, char **ids, int n)
-{
-	uint64_t oldest = UINT64_MAX;
-	bool known = true;
-	for (int i = 0; i < n && known; i++) {
-		struct rt_meta m;
-		struct rung_err e = {0};
-		if (rt_store_meta_read(&r->store, ids[i], &m, &e) == 0) {
-			oldest = m.created_ms < oldest ? m.created_ms : oldest;
-			rt_meta_release(&m);
-		} else {
-			known = rt_pool_alias_live(r, ids[i]); /* a key's alias holds nothing */
-		}
-	}
-	return rt_host_etc_sweep(r->store.root, known, oldest);
-}
-
 int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *err)
 {
 	memset(rep, 0, sizeof(*rep));
@@ -569,6 +550,5 @@ int rung_gc(struct rung_router *r, struct rung_gc_report *rep, struct rung_err *
 	struct rung_err e3 = {0};
 	if (rt_net_gc(r, (const char *const *)live, (size_t)nl, &e3) < 0)
 		LOG_WARN("network gc: %s", e3.msg);
-	rep->debris += etc_sweep(r, live, nl);
 	return g < 0 ? g : 0;
 }

@@ -14,36 +14,23 @@
 /* Host system entries a process-rung sandbox sees read-only (symlinks are replicated). */
 static const char *const host_sys[] = {"/usr",	 "/bin",   "/sbin",  "/lib",
 				       "/lib64", "/lib32", "/libx32"};
+/*
+ * Host files under /etc bound into a process-rung sandbox: only ones that carry no secrets
+ * (the README lists them). Never a site configuration a tool reads credentials or proxies
+ * from: not /etc/pip.conf or /etc/xdg (pip's index URLs with tokens), /etc/profile or
+ * /etc/bash.bashrc (exported proxies), /etc/ssl/private (keys). pip gets a pip.conf of ours.
+ */
+static const char *const host_etc[] = {
+    "/etc/ld.so.cache", "/etc/ld.so.conf",	"/etc/ld.so.conf.d",	"/etc/nsswitch.conf",
+    "/etc/ssl/certs",	"/etc/ssl/openssl.cnf", "/etc/ca-certificates", "/etc/alternatives",
+    "/etc/localtime",	"/etc/mime.types",	"/etc/python3",		"/etc/python3.11",
+    "/etc/protocols",	"/etc/services",	"/etc/debian_version",	"/etc/os-release",
+    "/etc/timezone"};
 static const char etc_pip_conf[] = "[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n";
+
 static const char etc_passwd[] = "root:x:0:0:root:%s:/bin/sh\n"
 				 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
 static const char etc_group[] = "root:x:0:\nnogroup:x:65534:\n";
-
-size_t rt_etc_files(const struct rt_root_params *p, bool system, struct rt_etc_file *out)
-{
-	size_t n = 0;
-	if (system && p->host_system)
-		out[n++] = (struct rt_etc_file){.name = "pip.conf", .text = etc_pip_conf};
-	if (system) {
-		out[n].name = "passwd";
-		snprintf(out[n].buf, sizeof(out[n].buf), etc_passwd, p->work_dir);
-		out[n].text = out[n].buf;
-		n++;
-		out[n++] = (struct rt_etc_file){.name = "group", .text = etc_group};
-	}
-	out[n].name = "hosts";
-	snprintf(out[n].buf, sizeof(out[n].buf), "127.0.0.1 localhost %s\n::1 localhost\n",
-		 p->hostname ? p->hostname : "rung");
-	out[n].text = out[n].buf;
-	n++;
-	out[n].name = "hostname";
-	snprintf(out[n].buf, sizeof(out[n].buf), "%s\n", p->hostname ? p->hostname : "rung");
-	out[n].text = out[n].buf;
-	n++;
-	out[n++] = (struct rt_etc_file){.name = "resolv.conf",
-					.text = p->resolv_conf ? p->resolv_conf : ""};
-	return n;
-}
 
 int rt_root_plan(const struct rt_root_params *p, struct rung_mount_plan *out, struct rung_err *err)
 {
@@ -62,7 +49,6 @@ int rt_root_plan(const struct rt_root_params *p, struct rung_mount_plan *out, st
 	char opts[256], buf[512];
 	int r = 0;
 	bool work_last = false; /* work_late on a root built here: the bind waits, last */
-	bool system_etc = false; /* a root built here: /etc is ours whole */
 #define ADD(...)                                                                               \
 	do {                                                                                   \
 		if ((r = rung_mount_plan_add(out, __VA_ARGS__)) < 0)                           \
@@ -90,23 +76,25 @@ int rt_root_plan(const struct rt_root_params *p, struct rung_mount_plan *out, st
 		if (p->host_system)
 			for (size_t i = 0; i < RUNG_ARRAY_SIZE(host_sys); i++)
 				ADD(RUNG_M_BIND_RO, host_sys[i], host_sys[i], NULL, true);
-		if (p->etc_dir) /* prepared (hostetc.c): every file below is in it */
-			ADD(RUNG_M_BIND_RO, p->etc_dir, "/etc", NULL, false);
-		else
-			ADD(RUNG_M_MKDIR, NULL, "/etc", NULL, false);
-		for (size_t i = 0; !p->etc_dir && p->host_system && i < rt_host_etc_count; i++)
-			ADD(RUNG_M_BIND_RO, rt_host_etc[i], rt_host_etc[i], NULL, true);
-		system_etc = true;
+		ADD(RUNG_M_MKDIR, NULL, "/etc", NULL, false);
+		if (p->host_system)
+			for (size_t i = 0; i < RUNG_ARRAY_SIZE(host_etc); i++)
+				ADD(RUNG_M_BIND_RO, host_etc[i], host_etc[i], NULL, true);
+		if (p->host_system)
+			ADD(RUNG_M_FILE, etc_pip_conf, "/etc/pip.conf", NULL, false);
+		snprintf(buf, sizeof(buf), etc_passwd, p->work_dir);
+		ADD(RUNG_M_FILE, buf, "/etc/passwd", NULL, false);
+		ADD(RUNG_M_FILE, etc_group, "/etc/group", NULL, false);
 		work_last = p->work_late;
 		if (!work_last)
 			ADD(RUNG_M_BIND_RW, p->work_src, p->work_dir, NULL, false);
 	}
-	struct rt_etc_file files[RT_ETC_FILES_MAX];
-	size_t nf = p->etc_dir && system_etc ? 0 : rt_etc_files(p, system_etc, files);
-	for (size_t i = 0; i < nf; i++) {
-		snprintf(buf, sizeof(buf), "/etc/%s", files[i].name);
-		ADD(RUNG_M_FILE, files[i].text, buf, NULL, false);
-	}
+	snprintf(buf, sizeof(buf), "127.0.0.1 localhost %s\n::1 localhost\n",
+		 p->hostname ? p->hostname : "rung");
+	ADD(RUNG_M_FILE, buf, "/etc/hosts", NULL, false);
+	snprintf(buf, sizeof(buf), "%s\n", p->hostname ? p->hostname : "rung");
+	ADD(RUNG_M_FILE, buf, "/etc/hostname", NULL, false);
+	ADD(RUNG_M_FILE, p->resolv_conf ? p->resolv_conf : "", "/etc/resolv.conf", NULL, false);
 	snprintf(opts, sizeof(opts), "mode=1777,size=%llu",
 		 (unsigned long long)(p->tmp_bytes ? p->tmp_bytes : 64ull << 20));
 	ADD(RUNG_M_TMPFS, NULL, "/tmp", opts, false);

@@ -433,8 +433,7 @@ struct rt_root_params {
 	const char *hostname;
 	const char *resolv_conf; /* contents, or NULL */
 	uint64_t tmp_bytes;
-	bool host_system;       /* bind host /usr, /bin, /lib*, /etc essentials */
-	const char *etc_dir;	/* host_system's /etc prepared whole (hostetc.c), or NULL */
+	bool host_system;		   /* bind host /usr, /bin, /lib*, /etc essentials */
 	const char *const *overlay_lowers; /* container: image layers (top first) */
 	const char *overlay_upper, *overlay_work;
 	bool root_mounted;      /* the root was mounted by the parent (container rung) */
@@ -443,34 +442,6 @@ struct rt_root_params {
 	bool work_late;
 };
 int rt_root_plan(const struct rt_root_params *p, struct rung_mount_plan *out, struct rung_err *err);
-/* A file of /etc that rung writes (not the host's): its name below /etc and its text. */
-struct rt_etc_file {
-	const char *name, *text;
-	char buf[512];
-};
-#define RT_ETC_FILES_MAX 6
-/* Pure: the files rt_root_plan writes to /etc (system: a root it builds, passwd and group
- * too, and pip.conf with the host's system); out holds RT_ETC_FILES_MAX. The count. */
-size_t rt_etc_files(const struct rt_root_params *p, bool system, struct rt_etc_file *out);
-/* The host's /etc entries a process-rung sandbox sees (hostetc.c; the README lists them). */
-extern const char *const rt_host_etc[];
-extern const size_t rt_host_etc_count;
-/*
- * The process rung's /etc, prepared (hostetc.c): <state>/etc/<name>, a read-only copy of
- * rt_host_etc's entries as they are now and of the default rt_etc_files (work dir /work,
- * hostname rung, no network; -ENOTSUP for other files: the caller binds the host's entries
- * one by one and writes its files), made again when the host's entries changed since the last
- * one (their lstat identities, checked at every call). Its path in out, or -errno.
- * host_root: "" (the host), or a test's directory standing in for it.
- */
-int rt_host_etc_prepare(const char *state_dir, const char *host_root,
-			const struct rt_root_params *p, char *out, size_t len,
-			struct rung_err *err);
-/* gc: remove the prepared trees of earlier host states once no sandbox can be using one
- * (every live sandbox created after the switch; known: every sandbox's metadata was read,
- * oldest_ms: the oldest one's created_ms, UINT64_MAX for none), and builds left by a crash.
- * The count removed. */
-size_t rt_host_etc_sweep(const char *state_dir, bool known, uint64_t oldest_ms);
 /* seccomp: build (parent, before untrusted input) then load (child). */
 int rt_seccomp_build(void **bpf, size_t *len, struct rung_err *err);
 /* The same filter, built at build time (runtime/seccomp-bpf.c): a malloc'd copy. */

@@ -49,8 +49,18 @@ static int tighten_sandboxes(int root_fd, const char *dir, struct rung_err *err)
 		cleanup_free char *txt = NULL;
 		snprintf(name, sizeof(name), "%s/uid", de->d_name);
 		unsigned long base = 0;
-		if (rung_file_load(dfd, name, 64, &txt, NULL, NULL) == 0)
+		size_t len;
+		struct rt_meta m;
+		if (rung_file_load(dfd, name, 64, &txt, NULL, NULL) == 0) {
 			base = strtoul(txt, NULL, 10);
+		} else { /* a sandbox of this version: the base is its metadata's */
+			snprintf(name, sizeof(name), "%s/meta.json", de->d_name);
+			if (rung_file_load(dfd, name, 1 << 20, &txt, &len, NULL) == 0 &&
+			    rt_meta_from_json(txt, len, &m, NULL) == 0) {
+				base = m.uid_base;
+				rt_meta_release(&m);
+			}
+		}
 		int r = close_sandbox_dir(dfd, de->d_name, base < RT_UID_BASE0 ? 0 : (uint32_t)base,
 					  err);
 		if (r < 0)

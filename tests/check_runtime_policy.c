@@ -1,7 +1,7 @@
 /*
  * tests/check_runtime_policy.c: the router's isolation x capability policy (rt_policy_check,
- * rung_router_pick) and the process rung's mount plan (rt_root_plan, with a prepared /etc
- * too). Pure: no root needed (the router gets a throwaway state dir).
+ * rung_router_pick) and the process rung's mount plan (rt_root_plan). Pure: no root needed
+ * (the router gets a throwaway state dir).
  */
 #include <check.h>
 #include <stdlib.h>
@@ -468,18 +468,6 @@ START_TEST(test_root_plan_ops)
 			      p.m[i].dst);
 	rung_mount_plan_release(&p);
 	rp.work_late = false;
-
-	/* A prepared /etc (hostetc.c): one read-only bind of it; nothing bound or written below */
-	rp.etc_dir = "/var/lib/rung/etc/0123456789abcdef-0123456789abcdef";
-	ck_assert_msg(rt_root_plan(&rp, &p, &err) == 0, "%s", err.msg);
-	const struct rung_mount *e = find_op(&p, RUNG_M_BIND_RO, "/etc");
-	ck_assert_ptr_nonnull(e);
-	ck_assert_str_eq(e->src, rp.etc_dir);
-	for (size_t i = 0; i < p.n; i++)
-		ck_assert_msg(strncmp(p.m[i].dst, "/etc/", 5), "step %zu (op %d) on %s", i,
-			      (int)p.m[i].op, p.m[i].dst);
-	rung_mount_plan_release(&p);
-	rp.etc_dir = NULL;
 
 	/* Without host_system: no host binds at all. */
 	rp.host_system = false;
