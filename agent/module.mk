@@ -27,8 +27,9 @@ $(B)/aobj/agent/callbacks.o: $(B)/gen/rung_host_py.h
 $(B)/aobj/agent/callbacks.o: AGENT_CFLAGS += -I$(B)/gen
 # musl's C memcpy and memmove, where scripts/musl-deps.sh built them (from musl's own source)
 # into MUSL_PREFIX: its x86_64 assembly's `rep movsq` costs ~30 ns whatever the size on this
-# project's hosts, the C ~3 ns for 8 bytes (bench/README.md, "musl's memcpy"). Linked whole,
-# ahead of libc.a: they replace its copies for every caller, printf's and the libraries' too.
+# project's hosts, the C ~3 ns for 8 bytes (bench/README.md, "Fewer store inodes, musl's C
+# memcpy"). Linked whole, ahead of libc.a: they replace its copies for every caller, printf's
+# and the libraries' too.
 MUSL_PREFIX ?= /var/cache/rung/musl
 MUSL_STRING := $(wildcard $(MUSL_PREFIX)/lib/libmuslstring.a)
 comma := ,

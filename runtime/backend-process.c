@@ -107,13 +107,13 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 		return r;
 	const struct rung_spec *s = &sb->meta.spec;
 	struct rt_root_params rp = {
-	    .work_src = work,
-	    .work_dir = s->work_dir ? s->work_dir : RT_DEFAULT_WORK_DIR,
-	    .hostname = "rung",
-	    .tmp_bytes =
-		s->limits.disk_bytes < (256ull << 20) ? s->limits.disk_bytes : 256ull << 20,
-	    .host_system = true,
-	    .work_late = true,
+		.work_src = work,
+		.work_dir = s->work_dir ? s->work_dir : RT_DEFAULT_WORK_DIR,
+		.hostname = "rung",
+		.tmp_bytes = s->limits.disk_bytes < (256ull << 20) ? s->limits.disk_bytes
+								  : 256ull << 20,
+		.host_system = true,
+		.work_late = true,
 	};
 	struct proc_ctx c = {.disk_fd = -1, .birth = RT_CGROUP_BIRTH_NONE};
 	r = rt_sandbox_cgroup_prepare(sb, &c.cg, &c.birth, err);

@@ -12,8 +12,8 @@
 #include "runtime/rt-internal.h"
 
 /* Host system entries a process-rung sandbox sees read-only (symlinks are replicated). */
-static const char *const host_sys[] = {"/usr",	 "/bin",   "/sbin",  "/lib",
-				       "/lib64", "/lib32", "/libx32"};
+static const char *const host_sys[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32",
+				       "/libx32"};
 /*
  * Host files under /etc bound into a process-rung sandbox: only ones that carry no secrets
  * (the README lists them). Never a site configuration a tool reads credentials or proxies
@@ -21,11 +21,10 @@ static const char *const host_sys[] = {"/usr",	 "/bin",   "/sbin",  "/lib",
  * /etc/bash.bashrc (exported proxies), /etc/ssl/private (keys). pip gets a pip.conf of ours.
  */
 static const char *const host_etc[] = {
-    "/etc/ld.so.cache", "/etc/ld.so.conf",	"/etc/ld.so.conf.d",	"/etc/nsswitch.conf",
-    "/etc/ssl/certs",	"/etc/ssl/openssl.cnf", "/etc/ca-certificates", "/etc/alternatives",
-    "/etc/localtime",	"/etc/mime.types",	"/etc/python3",		"/etc/python3.11",
-    "/etc/protocols",	"/etc/services",	"/etc/debian_version",	"/etc/os-release",
-    "/etc/timezone"};
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/nsswitch.conf",
+	"/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/ca-certificates", "/etc/alternatives",
+	"/etc/localtime", "/etc/mime.types", "/etc/python3", "/etc/python3.11", "/etc/protocols",
+	"/etc/services", "/etc/debian_version", "/etc/os-release", "/etc/timezone"};
 static const char etc_pip_conf[] = "[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n";
 
 static const char etc_passwd[] = "root:x:0:0:root:%s:/bin/sh\n"

@@ -433,7 +433,7 @@ struct rt_root_params {
 	const char *hostname;
 	const char *resolv_conf; /* contents, or NULL */
 	uint64_t tmp_bytes;
-	bool host_system;		   /* bind host /usr, /bin, /lib*, /etc essentials */
+	bool host_system;       /* bind host /usr, /bin, /lib*, /etc essentials */
 	const char *const *overlay_lowers; /* container: image layers (top first) */
 	const char *overlay_upper, *overlay_work;
 	bool root_mounted;      /* the root was mounted by the parent (container rung) */
