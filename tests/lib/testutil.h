@@ -85,10 +85,11 @@ int rung_test_run_all(const char *const *argv, char *out, size_t len);
 /* A test's own shell script run as `sh -c SCRIPT sh ARG...`: the arguments reach it as $1, $2,
  * ... and are never pasted into its text. NULL-terminated arguments; status as rung_test_run. */
 int rung_test_sh(const char *script, ...) __attribute__((sentinel));
-/* A store's leftovers in the cgroup hierarchies: for every sandbox directory of state_dir, its
- * group (rung-<store>/<id>, in every hierarchy) removed, then the store's group if that left
- * it empty. For a test's teardown once nothing of the store runs (gc leaves a create's debris
- * younger than its 60 s grace, and a test then deletes the store). The groups removed. */
+/* A store's leftovers in the cgroup hierarchies, for a test's teardown before it deletes the
+ * store (gc leaves a create's debris younger than its 60 s grace): for every sandbox directory
+ * of state_dir, the processes still in its group (rung-<store>/<id>, in every hierarchy)
+ * killed, the group removed once they have exited (up to 3 s), then the store's group if that
+ * left it empty. The groups removed. */
 int rung_test_cgroup_debris_drop(const char *state_dir);
 /* Cgroup directories of sandbox id on any hierarchy (v1 or v2): how many; the first max of
  * them into out (NULL: counted only). */
