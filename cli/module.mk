@@ -40,8 +40,8 @@ CLI_ENTRY := -Wl,-e,rung_entry
 # libraries it loads with dlopen; common/compat-musl.h adds what musl 1.2.3 lacks. musl cannot
 # dlopen: a call that would (an egress allowlist, gc, a pool's keeper, the daemon's client, ...)
 # runs rung-dyn from its start instead (cli/util.c, cli_dyn). Without the archives or musl-gcc,
-# build/rung is glibc's static link below, said once.
-MUSL_PREFIX ?= /var/cache/rung/musl
+# build/rung is glibc's static link below, said once. (MUSL_PREFIX, MUSL_GCC and MUSL_STRING:
+# agent/module.mk, read first.)
 CLI_MUSL_LIBS := seccomp cap nl-route-3 nl-3 crypto jansson
 CLI_MUSL_OK := $(if $(MUSL_GCC),$(if $(strip $(foreach l,$(CLI_MUSL_LIBS),\
 	$(if $(wildcard $(MUSL_PREFIX)/lib/lib$(l).a),,missing))),,yes))

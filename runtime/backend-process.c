@@ -36,6 +36,7 @@ static bool process_available(const struct rung_router *r, struct rung_err *err)
 }
 
 struct proc_ctx {
+	const char *work; /* the store's work mount point (mnt_point) */
 	struct rt_cgroup *cg;
 	int disk_fd; /* the detached mount of the work dir's disk */
 	struct rt_cgroup_birth birth; /* pid 1 born in its group; none: moved in by after_go */
@@ -59,12 +60,11 @@ static int proc_before_work(struct rt_sandbox *sb, pid_t child, void *ud, struct
 	cleanup_close int self = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
 	if (mntns < 0 || self < 0)
 		return rung_err_sys(err, errno, "open the sandbox's mount namespace");
-	snprintf(p, sizeof(p), "%s/mnt/work", sb->router->store.root); /* mnt_point's */
 	if (setns(mntns, CLONE_NEWNS) < 0)
 		return rung_err_sys(err, errno, "enter the sandbox's mount namespace");
 	r = 0;
-	if (move_mount(c->disk_fd, "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-		r = rung_err_sys(err, errno, "attach the sandbox's disk at %s", p);
+	if (move_mount(c->disk_fd, "", AT_FDCWD, c->work, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		r = rung_err_sys(err, errno, "attach the sandbox's disk at %s", c->work);
 	if (setns(self, CLONE_NEWNS) < 0 && r == 0)
 		r = rung_err_sys(err, errno, "leave the sandbox's mount namespace");
 	return r;
@@ -89,13 +89,11 @@ static int proc_after_go(struct rt_sandbox *sb, pid_t child, void *ud, struct ru
 static int mnt_point(const struct rt_sandbox *sb, const char *what, char *out, size_t len,
 		     struct rung_err *err)
 {
-	snprintf(out, len, "%s/mnt", sb->router->store.root);
-	if (mkdir(out, 0711) < 0 && errno != EEXIST)
-		return rung_err_sys(err, errno, "mkdir %s", out);
 	snprintf(out, len, "%s/mnt/%s", sb->router->store.root, what);
-	if (mkdir(out, 0711) < 0 && errno != EEXIST)
-		return rung_err_sys(err, errno, "mkdir %s", out);
-	return 0;
+	if (mkdir(out, 0711) == 0 || errno == EEXIST) /* every start but a store's first */
+		return 0;
+	return errno == ENOENT ? rung_mkdir_p(out, 0711, err)
+			       : rung_err_sys(err, errno, "mkdir %s", out);
 }
 
 static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *err)
@@ -115,7 +113,7 @@ static int process_start(struct rt_sandbox *sb, int listen_fd, struct rung_err *
 		.host_system = true,
 		.work_late = true,
 	};
-	struct proc_ctx c = {.disk_fd = -1, .birth = RT_CGROUP_BIRTH_NONE};
+	struct proc_ctx c = {.work = work, .disk_fd = -1, .birth = RT_CGROUP_BIRTH_NONE};
 	r = rt_sandbox_cgroup_prepare(sb, &c.cg, &c.birth, err);
 	if (r < 0)
 		return r;

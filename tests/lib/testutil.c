@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cgroup/cgroup.h"
 #include "rung/rung.h"
 #include "tests/lib/testutil.h"
 
@@ -251,25 +252,24 @@ int rung_test_cgroup_debris_drop(const char *state_dir)
 		int r = glob(pat, 0, NULL, &g);
 		snprintf(pat, sizeof(pat), "/sys/fs/cgroup/*/rung-*/%s", e->d_name);
 		r = glob(pat, r == 0 ? GLOB_APPEND : 0, NULL, &g);
-		for (size_t i = 0; i < g.gl_pathc; i++) {
-			/* its processes: a half-made sandbox's pid 1 (rung-agent --init, under a
-			 * supervisor that outlived the killed daemon and gives up later) names no
-			 * test path for srvt_kill_matching; the group is the store's own */
-			char procs[4200];
-			snprintf(procs, sizeof(procs), "%s/cgroup.procs", g.gl_pathv[i]);
-			FILE *f = fopen(procs, "r");
-			for (long pid; f && fscanf(f, "%ld", &pid) == 1;)
-				if (pid > 1)
-					kill((pid_t)pid, SIGKILL);
-			if (f)
-				fclose(f);
-			/* then EBUSY until the last of them has exited */
-			int busy = 0;
-			while (rmdir(g.gl_pathv[i]) < 0 && errno == EBUSY && busy++ < 60)
-				usleep(50000);
-			if (access(g.gl_pathv[i], F_OK) < 0)
-				n++;
-			rmdir(dirname(g.gl_pathv[i])); /* the store's group, once empty */
+		if (g.gl_pathc) {
+			/* ".../rung-<store>/<id>" in each hierarchy: destroyed as the runtime does,
+			 * its processes frozen, killed and waited for first (a half-made sandbox's
+			 * pid 1, under a supervisor that outlived the killed daemon, names no test
+			 * path for srvt_kill_matching; the group is the store's own) */
+			char parent[4096], name[4400];
+			snprintf(parent, sizeof(parent), "%s", g.gl_pathv[0]);
+			snprintf(name, sizeof(name), "%s/%s", basename(dirname(parent)), e->d_name);
+			struct rt_cgroup *cg = NULL;
+			struct rung_err err = {0};
+			if (rt_cgroup_open("/sys/fs/cgroup", name, &cg, &err) < 0 ||
+			    rt_cgroup_destroy(cg, &err) < 0)
+				fprintf(stderr, "cgroup debris %s: %s\n", name, err.msg);
+			rt_cgroup_free(cg);
+			for (size_t i = 0; i < g.gl_pathc; i++)
+				n += access(g.gl_pathv[i], F_OK) < 0;
+			*strchr(name, '/') = '\0'; /* the store's group, once empty */
+			rt_cgroup_drop_if_empty("/sys/fs/cgroup", name);
 		}
 		globfree(&g);
 	}

@@ -87,9 +87,9 @@ int rung_test_run_all(const char *const *argv, char *out, size_t len);
 int rung_test_sh(const char *script, ...) __attribute__((sentinel));
 /* A store's leftovers in the cgroup hierarchies, for a test's teardown before it deletes the
  * store (gc leaves a create's debris younger than its 60 s grace): for every sandbox directory
- * of state_dir, the processes still in its group (rung-<store>/<id>, in every hierarchy)
- * killed, the group removed once they have exited (up to 3 s), then the store's group if that
- * left it empty. The groups removed. */
+ * of state_dir, its group (rung-<store>/<id>, in every hierarchy) destroyed as the runtime
+ * does (rt_cgroup_destroy: the processes still in it killed and waited for), then the store's
+ * group if that left it empty. The groups removed (one per hierarchy). */
 int rung_test_cgroup_debris_drop(const char *state_dir);
 /* Cgroup directories of sandbox id on any hierarchy (v1 or v2): how many; the first max of
  * them into out (NULL: counted only). */
